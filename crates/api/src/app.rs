@@ -1,0 +1,95 @@
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::middleware::{ErrorHandlerResponse, ErrorHandlers, Logger, from_fn};
+use actix_web::{App, HttpRequest, HttpResponse, web};
+use async_trait::async_trait;
+use atrium_identity::IdentityService;
+use std::sync::Arc;
+use utoipa::OpenApi;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::envelope::respond;
+use crate::error::ApiError;
+use crate::extract::{JsonLimit, TrustProxy};
+use crate::openapi::ApiDoc;
+use crate::{request_id, routes};
+
+/// Whether the service's dependencies answer (the database, for `/healthz`).
+#[async_trait]
+pub trait HealthProbe: Send + Sync + 'static {
+    async fn check(&self) -> atrium_kernel::Result<()>;
+}
+
+/// The domain services the handlers call, built by the server's composition root.
+pub struct AppState {
+    pub identity: Arc<IdentityService>,
+    pub health: Arc<dyn HealthProbe>,
+    /// Body limit of JSON requests in bytes.
+    pub json_limit: usize,
+    /// Trust `X-Forwarded-For` for the client address (only behind your own proxy).
+    pub trust_proxy: bool,
+}
+
+/// The whole application: both interfaces, Swagger UI, and the middleware that gives every
+/// response an `X-Request-Id`, a log line and — for framework errors too — an envelope.
+pub fn configure(
+    state: web::Data<AppState>,
+    extra: impl FnOnce(&mut web::ServiceConfig),
+) -> App<impl ServiceFactory<ServiceRequest, Config = (), Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error, InitError = ()>> {
+    let json_limit = JsonLimit(state.json_limit);
+    let trust = TrustProxy(state.trust_proxy);
+    App::new()
+        .app_data(state)
+        .app_data(json_limit)
+        .app_data(trust)
+        .app_data(web::PathConfig::default().error_handler(|err, _| ApiError::bad_request(format!("invalid path parameter: {err}")).into()))
+        .app_data(web::QueryConfig::default().error_handler(|err, _| ApiError::bad_request(format!("invalid query parameter: {err}")).into()))
+        .app_data(web::PayloadConfig::new(json_limit.0))
+        .wrap(ErrorHandlers::new().default_handler(envelope_framework_error))
+        .wrap(Logger::new(r#"%a "%r" %s %b %Dms rid=%{x-request-id}o"#))
+        .wrap(from_fn(request_id::middleware))
+        .service(web::resource("/healthz").route(web::get().to(routes::health::healthz)))
+        .service(SwaggerUi::new("/swagger-ui/{_:.*}").url("/api/v1/openapi.json", ApiDoc::openapi()))
+        .service(web::scope("/api/v1").configure(routes::auth::configure))
+        .configure(extra)
+        .default_service(web::to(no_route))
+}
+
+async fn no_route(req: HttpRequest) -> HttpResponse {
+    respond::<()>(StatusCode::NOT_FOUND, 404, &format!("no route for {} {}", req.method(), req.path()), None)
+}
+
+/// Rewrites any error response that is not already an envelope (actix's own 404/405/413,
+/// extractor failures of other crates) into one, keeping status and headers.
+fn envelope_framework_error<B: MessageBody + 'static>(res: ServiceResponse<B>) -> actix_web::Result<ErrorHandlerResponse<B>> {
+    let is_json = res
+        .response()
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json {
+        return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
+    }
+    let status = res.status();
+    let message = match status {
+        StatusCode::NOT_FOUND => "no route for this path".to_owned(),
+        StatusCode::METHOD_NOT_ALLOWED => format!("method {} is not allowed here", res.request().method()),
+        StatusCode::PAYLOAD_TOO_LARGE => "request body is too large".to_owned(),
+        s if s.is_server_error() => "internal server error".to_owned(),
+        s => s.canonical_reason().unwrap_or("request failed").to_lowercase(),
+    };
+    let (req, old) = res.into_parts();
+    let mut new: HttpResponse<BoxBody> = respond::<()>(status, status.as_u16(), &message, None);
+    for (name, value) in old.headers() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            new.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    if status == StatusCode::METHOD_NOT_ALLOWED && !new.headers().contains_key(header::ALLOW) {
+        new.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST, PUT, DELETE"));
+    }
+    Ok(ErrorHandlerResponse::Response(ServiceResponse::new(req, new).map_into_right_body()))
+}

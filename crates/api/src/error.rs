@@ -1,0 +1,88 @@
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, ResponseError};
+use atrium_kernel::{Error, FieldError};
+use serde::Serialize;
+use std::fmt;
+
+use crate::envelope::respond;
+
+/// A domain error on its way out. The one mapping from [`Error`] to status and envelope.
+#[derive(Debug)]
+pub struct ApiError(pub Error);
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        ApiError(e)
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+#[derive(Serialize)]
+struct FieldErrors<'a> {
+    errors: &'a [FieldError],
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match &self.0 {
+            Error::Invalid(_) | Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Error::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            Error::Forbidden(_) => StatusCode::FORBIDDEN,
+            Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::Conflict(_) => StatusCode::CONFLICT,
+            Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Error::Upstream(_) => StatusCode::BAD_GATEWAY,
+            Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError(Error::BadRequest(message.into()))
+    }
+
+    pub fn unauthenticated(message: impl Into<String>) -> Self {
+        ApiError(Error::Unauthenticated(message.into()))
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status()
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let status = self.status();
+        let code = status.as_u16();
+        let mut resp = match &self.0 {
+            Error::Invalid(errors) => {
+                let message = match errors.as_slice() {
+                    [one] => format!("{}: {}", one.field, one.message),
+                    _ => "request parameters are invalid".to_owned(),
+                };
+                respond(status, code, &message, Some(FieldErrors { errors }))
+            }
+            Error::Internal(cause) => {
+                log::error!("internal error: {cause:#}");
+                respond::<()>(status, code, "internal server error", None)
+            }
+            Error::NotFound(what) => respond::<()>(status, code, &format!("{what} not found"), None),
+            other => respond::<()>(status, code, &other.to_string(), None),
+        };
+        if let Error::RateLimited { retry_after_secs, .. } = &self.0 {
+            if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
+                resp.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}

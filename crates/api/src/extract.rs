@@ -1,0 +1,287 @@
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::web::{self, Bytes};
+use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use atrium_identity::{ClientInfo, Principal};
+use atrium_kernel::{Actor, Error, FieldError};
+use serde::de::DeserializeOwned;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::request_id::RequestId;
+
+/// Body limit for JSON requests unless the app configures another (`web::JsonConfig` is not
+/// used: this extractor reports errors by field).
+#[derive(Debug, Clone, Copy)]
+pub struct JsonLimit(pub usize);
+
+impl Default for JsonLimit {
+    fn default() -> Self {
+        JsonLimit(1024 * 1024)
+    }
+}
+
+/// A JSON body. Malformed JSON, a wrong type, a missing or unknown field is a 400 that names
+/// the field; a body over the limit is a 413; a wrong content type a 400.
+pub struct Json<T>(pub T);
+
+impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let limit = req.app_data::<JsonLimit>().copied().unwrap_or_default().0;
+        let content_type_ok = req.mime_type().ok().flatten().map(|m| m.subtype() == mime_json() || m.suffix().map(|s| s.as_str()) == Some("json")).unwrap_or(false);
+        let declared_len = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
+        let fut = Bytes::from_request(req, payload);
+        Box::pin(async move {
+            if !content_type_ok {
+                return Err(ApiError::bad_request("Content-Type must be application/json"));
+            }
+            if declared_len.is_some_and(|n| n > limit) {
+                return Err(ApiError(Error::TooLarge(format!("request body is larger than {limit} bytes"))));
+            }
+            let body = fut.await.map_err(|e| {
+                if e.as_response_error().status_code() == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError(Error::TooLarge(format!("request body is larger than {limit} bytes")))
+                } else {
+                    ApiError::bad_request(format!("cannot read request body: {e}"))
+                }
+            })?;
+            if body.len() > limit {
+                return Err(ApiError(Error::TooLarge(format!("request body is larger than {limit} bytes"))));
+            }
+            parse_json(&body).map(Json)
+        })
+    }
+}
+
+fn mime_json() -> &'static str {
+    "json"
+}
+
+/// Deserialises with the path of the failing field in the error.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request("request body must be a JSON object"));
+    }
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let msg = inner.to_string();
+        // The path of "missing field `x`" stops at the parent object.
+        let named = backticked(&msg);
+        let field = if msg.starts_with("missing field") {
+            match (path.as_str(), named) {
+                (".", Some(n)) | ("", Some(n)) => n.to_owned(),
+                (p, Some(n)) => format!("{p}.{n}"),
+                (p, None) => p.to_owned(),
+            }
+        } else {
+            path
+        };
+        let message = if inner.is_syntax() || inner.is_eof() {
+            return ApiError::bad_request(format!("malformed JSON: {}", strip_position(&msg)));
+        } else {
+            strip_position(&msg).to_owned()
+        };
+        if field.is_empty() || field == "." {
+            ApiError::bad_request(message)
+        } else {
+            ApiError(Error::Invalid(vec![FieldError::new(field, message)]))
+        }
+    })
+}
+
+fn backticked(msg: &str) -> Option<&str> {
+    let start = msg.find('`')? + 1;
+    let end = start + msg[start..].find('`')?;
+    Some(&msg[start..end])
+}
+
+fn strip_position(msg: &str) -> &str {
+    msg.find(" at line ").map(|i| &msg[..i]).unwrap_or(msg)
+}
+
+/// The caller's address for rate limits and the audit trail: the TCP peer, or the
+/// forwarded client address when the app trusts a proxy in front.
+#[derive(Debug, Clone)]
+pub struct ClientIp(pub Option<String>);
+
+/// Whether `X-Forwarded-For` / `Forwarded` are trusted (set only behind a proxy you run).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TrustProxy(pub bool);
+
+pub(crate) fn client_ip(req: &HttpRequest) -> Option<String> {
+    let trust = req.app_data::<TrustProxy>().copied().unwrap_or_default().0;
+    if trust {
+        req.connection_info().realip_remote_addr().map(|a| a.rsplit_once(':').filter(|(h, _)| !h.contains(':') || h.starts_with('[')).map(|(h, _)| h).unwrap_or(a).to_owned())
+    } else {
+        req.peer_addr().map(|a| a.ip().to_string())
+    }
+}
+
+pub(crate) fn client_info(req: &HttpRequest) -> ClientInfo {
+    ClientInfo { ip: client_ip(req), user_agent: req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_owned) }
+}
+
+impl FromRequest for ClientIp {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(Ok(ClientIp(client_ip(req))))
+    }
+}
+
+pub(crate) fn request_id(req: &HttpRequest) -> Option<String> {
+    req.extensions().get::<RequestId>().map(|r| r.0.clone())
+}
+
+/// An authenticated caller of `/api/v1`: a valid Bearer access token of a live session.
+pub struct Auth {
+    pub actor: Actor,
+    pub principal: Arc<Principal>,
+}
+
+impl FromRequest for Auth {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let state = req.app_data::<web::Data<AppState>>().cloned();
+        let token = bearer_token(req);
+        let ip = client_ip(req);
+        let request_id = request_id(req);
+        Box::pin(async move {
+            let state = state.ok_or_else(|| ApiError(Error::internal("application state missing")))?;
+            let token = token.ok_or_else(|| ApiError::unauthenticated("missing Bearer access token"))??;
+            let principal = state.identity.authenticate(&token).await?;
+            let actor = Actor {
+                user_id: principal.user.id,
+                session_id: principal.session.id.clone(),
+                party: principal.user.party,
+                permissions: principal.permissions.clone(),
+                ip,
+                request_id,
+            };
+            Ok(Auth { actor, principal })
+        })
+    }
+}
+
+/// `Some(Ok(token))` for `Authorization: Bearer <token>`, `Some(Err)` for another scheme.
+fn bearer_token(req: &HttpRequest) -> Option<Result<String, ApiError>> {
+    let value = req.headers().get(header::AUTHORIZATION)?;
+    let value = value.to_str().unwrap_or_default().trim();
+    let (scheme, token) = value.split_once(' ').unwrap_or((value, ""));
+    if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
+        return Some(Err(ApiError::unauthenticated("the Authorization header must be 'Bearer <access token>'")));
+    }
+    Some(Ok(token.trim().to_owned()))
+}
+
+/// A permission string checked by [`Authorized`]; declare with [`permission!`](crate::permission).
+pub trait Permission {
+    const NAME: &'static str;
+}
+
+/// An authenticated caller holding the route's permission `P`; 401 without a valid token,
+/// 403 without the permission. Every permission-checked route takes one.
+pub struct Authorized<P: Permission> {
+    pub actor: Actor,
+    pub principal: Arc<Principal>,
+    _p: PhantomData<P>,
+}
+
+impl<P: Permission + 'static> FromRequest for Authorized<P> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let auth = Auth::from_request(req, payload);
+        Box::pin(async move {
+            let Auth { actor, principal } = auth.await?;
+            actor.require(P::NAME)?;
+            Ok(Authorized { actor, principal, _p: PhantomData })
+        })
+    }
+}
+
+/// Declares permission marker types: `permission!(UserRead = "user:read");`.
+#[macro_export]
+macro_rules! permission {
+    ($($name:ident = $value:literal),* $(,)?) => {
+        $(
+            #[doc = concat!("The `", $value, "` permission.")]
+            pub struct $name;
+            impl $crate::Permission for $name {
+                const NAME: &'static str = $value;
+            }
+        )*
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Body {
+        name: String,
+        age: i64,
+        inner: Option<Inner>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Inner {
+        x: i64,
+    }
+
+    fn field_of(err: ApiError) -> String {
+        match err.0 {
+            Error::Invalid(e) => e[0].field.clone(),
+            other => panic!("expected a field error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_unknown_field_is_named() {
+        let err = parse_json::<Body>(br#"{"name":"a","age":1,"is_admin":true}"#).unwrap_err();
+        assert_eq!(field_of(err), "is_admin");
+    }
+
+    #[test]
+    fn a_wrong_type_names_its_field() {
+        let err = parse_json::<Body>(br#"{"name":"a","age":"old"}"#).unwrap_err();
+        assert_eq!(field_of(err), "age");
+    }
+
+    #[test]
+    fn a_nested_field_is_named_by_its_path() {
+        let err = parse_json::<Body>(br#"{"name":"a","age":1,"inner":{"x":"y"}}"#).unwrap_err();
+        assert_eq!(field_of(err), "inner.x");
+    }
+
+    #[test]
+    fn a_missing_field_is_named() {
+        let err = parse_json::<Body>(br#"{"name":"a"}"#).unwrap_err();
+        assert_eq!(field_of(err), "age");
+    }
+
+    #[test]
+    fn malformed_json_is_a_plain_400() {
+        let err = parse_json::<Body>(br#"{"name":"#).unwrap_err();
+        assert!(matches!(err.0, Error::BadRequest(ref m) if m.starts_with("malformed JSON")), "{err:?}");
+    }
+}

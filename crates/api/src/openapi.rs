@@ -1,0 +1,30 @@
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::routes::{auth, health};
+
+/// The OpenAPI document served at `/api/v1/openapi.json`.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Atrium", description = "Management backend: identity, org records, payroll, orders, mini-programs and documents. \
+        Every /api/v1 response is an envelope {code, message, data} whose code equals the HTTP status; the schemas below \
+        describe `data`."),
+    paths(
+        health::healthz,
+        auth::login, auth::refresh, auth::logout, auth::me, auth::send_code, auth::register, auth::reset_password,
+        auth::chat_qr, auth::chat_qr_status, auth::chat_qr_callback, auth::chat_bind,
+    ),
+    modifiers(&BearerAuth),
+    tags((name = "auth", description = "Logins, sessions, verification codes and QR login"), (name = "health"))
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("bearer", SecurityScheme::Http(Http::builder().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build()));
+        components.add_security_scheme("docs_token", SecurityScheme::ApiKey(utoipa::openapi::security::ApiKey::Header(utoipa::openapi::security::ApiKeyValue::with_description("Authorization", "Token <API_TOKEN>"))));
+    }
+}

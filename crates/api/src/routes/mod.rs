@@ -1,0 +1,3 @@
+//! Route handlers, one module per resource.
+pub mod auth;
+pub mod health;

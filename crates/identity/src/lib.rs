@@ -1,0 +1,24 @@
+//! Identity: who a caller is and what it may do.
+//!
+//! Owns password, code and QR logins; sessions with short-lived JWT access tokens and
+//! rotating refresh tokens; verification codes; lockout and rate limits; and roles with
+//! permission strings. Every piece of security state lives behind [`IdentityRepo`], so
+//! several server instances sharing one database behave as one.
+//!
+//! Ports: [`IdentityRepo`] (storage), [`PasswordHasher`] (slow hashing off the request
+//! threads), [`CodeSender`] (SMS / e-mail delivery) and [`ChatLoginProvider`] (the
+//! messaging platform's QR login).
+
+mod config;
+mod model;
+mod password;
+mod ports;
+mod service;
+mod token;
+
+pub use config::IdentityConfig;
+pub use model::*;
+pub use password::{Password, validate_password};
+pub use ports::*;
+pub use service::IdentityService;
+pub use token::{AccessClaims, hash_secret, random_token};

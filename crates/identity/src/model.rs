@@ -1,0 +1,286 @@
+use atrium_kernel::{Id, Party, PartyType, PermissionSet, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// Whether a user may log in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum UserStatus {
+    Active,
+    Disabled,
+}
+
+impl UserStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UserStatus::Active => "active",
+            UserStatus::Disabled => "disabled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "active" => Some(UserStatus::Active),
+            "disabled" => Some(UserStatus::Disabled),
+            _ => None,
+        }
+    }
+}
+
+/// A user as identity sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct User {
+    pub id: Id,
+    pub username: String,
+    pub name: String,
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub party: Party,
+    pub status: UserStatus,
+    pub chat_bound: bool,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// A user with what a password login needs to decide.
+#[derive(Debug, Clone)]
+pub struct UserCredentials {
+    pub user: User,
+    pub password_hash: Option<String>,
+    pub failed_logins: i32,
+    pub locked_until: Option<Timestamp>,
+}
+
+/// A role held by a user, as shown in `/auth/me`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RoleRef {
+    pub id: Id,
+    pub code: String,
+    pub name: String,
+}
+
+/// A role with its permission strings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Role {
+    pub id: Id,
+    pub code: String,
+    pub name: String,
+    pub party_type: PartyType,
+    pub builtin: bool,
+    pub permissions: Vec<String>,
+}
+
+/// A session row: one login, refreshed many times, ended by logout, replay or expiry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRecord {
+    pub id: String,
+    pub user_id: Id,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+    pub revoked_at: Option<Timestamp>,
+}
+
+/// What a new session row holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSession {
+    pub id: String,
+    pub user_id: Id,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+    pub ip: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+/// A refresh token as stored: only its hash.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRefreshToken {
+    pub token_hash: String,
+    pub session_id: String,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+/// What presenting a refresh token did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RefreshOutcome {
+    /// The token was current: it is now used, and the new one is stored.
+    Rotated { session: SessionRecord },
+    /// The token had been used before: the session is now revoked.
+    Replayed { session_id: String },
+    /// Unknown, expired, or its session is over.
+    Rejected,
+}
+
+/// The authenticated subject behind an access token, as served from the cache.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub session: SessionRecord,
+    pub user: User,
+    pub roles: Vec<RoleRef>,
+    pub permissions: PermissionSet,
+}
+
+/// Who is asking, for rate limits and the session record.
+#[derive(Debug, Clone, Default)]
+pub struct ClientInfo {
+    pub ip: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+/// A successful login or refresh.
+#[derive(Debug, Clone)]
+pub struct TokenGrant {
+    pub access_token: String,
+    pub expires_in: i64,
+    pub refresh_token: String,
+    pub refresh_expires_in: i64,
+    pub user: User,
+}
+
+/// Why a verification code is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum CodePurpose {
+    Login,
+    Register,
+    ResetPassword,
+}
+
+impl CodePurpose {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CodePurpose::Login => "login",
+            CodePurpose::Register => "register",
+            CodePurpose::ResetPassword => "reset_password",
+        }
+    }
+}
+
+/// A stored verification code (hashed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodeRecord {
+    pub id: Id,
+    pub target: String,
+    pub purpose: CodePurpose,
+    pub code_hash: String,
+    pub attempts: i32,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+    pub consumed_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewCode {
+    pub target: String,
+    pub purpose: CodePurpose,
+    pub code_hash: String,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+    pub ip: Option<String>,
+}
+
+/// What `send-code` answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodeSent {
+    pub expires_in: i64,
+    pub resend_after: i64,
+    /// Only in the `dev` profile.
+    pub debug_code: Option<String>,
+}
+
+/// Progress of a QR login ticket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum TicketStatus {
+    /// Waiting for a scan.
+    Pending,
+    /// Scanned by an account bound to a user; `login` with method `qr` may use it once.
+    Confirmed,
+    /// Scanned by an account bound to nobody; `chat-bind` may use it.
+    Unbound,
+    /// Timed out or already used.
+    Expired,
+}
+
+impl TicketStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TicketStatus::Pending => "pending",
+            TicketStatus::Confirmed => "confirmed",
+            TicketStatus::Unbound => "unbound",
+            TicketStatus::Expired => "expired",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "pending" => Some(TicketStatus::Pending),
+            "confirmed" => Some(TicketStatus::Confirmed),
+            "unbound" => Some(TicketStatus::Unbound),
+            "expired" => Some(TicketStatus::Expired),
+            _ => None,
+        }
+    }
+}
+
+/// A QR login ticket as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatTicket {
+    pub ticket: String,
+    pub status: TicketStatus,
+    /// The platform account that scanned it (unionid, else openid).
+    pub chat_identity: Option<String>,
+    pub user_id: Option<Id>,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+    pub consumed_at: Option<Timestamp>,
+}
+
+/// A freshly issued QR ticket.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatQr {
+    pub ticket: String,
+    pub qr_url: String,
+    pub expires_in: i64,
+}
+
+/// The platform account behind a scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatIdentity {
+    pub openid: String,
+    pub unionid: Option<String>,
+}
+
+impl ChatIdentity {
+    /// The key users are bound by: the unionid where present, else the openid.
+    pub fn binding_key(&self) -> String {
+        match &self.unionid {
+            Some(u) if !u.is_empty() => format!("unionid:{u}"),
+            _ => format!("openid:{}", self.openid),
+        }
+    }
+}
+
+/// What registration needs to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRegistration {
+    pub tenant_name: String,
+    pub name: String,
+    pub username: String,
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub password_hash: String,
+    pub at: Timestamp,
+}
+
+/// What registration created.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Registered {
+    pub user: User,
+    pub tenant_id: Id,
+    pub tenant_name: String,
+}

@@ -1,0 +1,114 @@
+use crate::model::*;
+use async_trait::async_trait;
+use atrium_kernel::{ContactTarget, Id, Result, Timestamp};
+
+/// Storage of every piece of identity state. Implementations must make each method atomic;
+/// several server instances may call them concurrently against one database.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait IdentityRepo: Send + Sync + 'static {
+    /// The user whose username, phone or e-mail equals `login` (exact, already normalised).
+    async fn find_credentials(&self, login: &str) -> Result<Option<UserCredentials>>;
+
+    /// Adds one consecutive failure; when the count reaches `threshold` the account is locked
+    /// until `lock_until` and the count starts again. Returns the lock end if it was set.
+    async fn record_login_failure(&self, user_id: Id, threshold: i32, lock_until: Timestamp) -> Result<Option<Timestamp>>;
+
+    /// Clears the consecutive-failure count after a successful login.
+    async fn clear_login_failures(&self, user_id: Id) -> Result<()>;
+
+    /// Records one event in `bucket` at `at`, and returns how many events the bucket holds
+    /// since `since` (the new one included). Old events may be pruned.
+    async fn hit_rate_bucket(&self, bucket: &str, at: Timestamp, since: Timestamp) -> Result<i64>;
+
+    /// How many events `bucket` holds since `since`, and the oldest of them.
+    async fn rate_bucket(&self, bucket: &str, since: Timestamp) -> Result<(i64, Option<Timestamp>)>;
+
+    /// Creates a session together with its first refresh token.
+    async fn create_session(&self, session: NewSession, refresh: NewRefreshToken) -> Result<()>;
+
+    /// Presents a refresh token by its hash. If it is current and its session live (not
+    /// revoked, not past `expires_at` at `now`), marks it used and stores `next` for the
+    /// same session (`next.session_id` is ignored) → `Rotated`. If it was used before,
+    /// MUST revoke its session → `Replayed`. Anything else → `Rejected`. Atomic: of two
+    /// concurrent presentations of one token, at most one rotates.
+    async fn rotate_refresh_token(&self, presented_hash: &str, next: NewRefreshToken, now: Timestamp) -> Result<RefreshOutcome>;
+
+    /// Marks a session revoked (idempotent).
+    async fn revoke_session(&self, session_id: &str, reason: &str, at: Timestamp) -> Result<()>;
+
+    /// The session with its user, roles and permissions; `None` if no such session.
+    async fn load_principal(&self, session_id: &str) -> Result<Option<Principal>>;
+
+    /// Stores a new verification code.
+    async fn insert_code(&self, code: NewCode) -> Result<()>;
+
+    /// The newest code for `target` and `purpose`, used or not.
+    async fn latest_code(&self, target: &str, purpose: CodePurpose) -> Result<Option<CodeRecord>>;
+
+    /// Counts a wrong try; when `attempts` reaches `max_attempts` the code is burnt (consumed).
+    async fn record_code_attempt(&self, code_id: Id, max_attempts: i32, at: Timestamp) -> Result<()>;
+
+    /// Marks the code used; `false` if it already was (so a code works once, even under races).
+    async fn consume_code(&self, code_id: Id, at: Timestamp) -> Result<bool>;
+
+    /// Creates a pending tenant and its tenant-admin user in one transaction.
+    /// MUST return `Conflict` if the username, phone or e-mail is taken.
+    async fn register_tenant(&self, registration: NewRegistration) -> Result<Registered>;
+
+    /// Sets a new password hash, clears the lockout and revokes every session of the user.
+    async fn reset_password(&self, user_id: Id, password_hash: &str, at: Timestamp) -> Result<()>;
+
+    async fn create_chat_ticket(&self, ticket: ChatTicket) -> Result<()>;
+
+    async fn get_chat_ticket(&self, ticket: &str) -> Result<Option<ChatTicket>>;
+
+    /// Records a scan on a `pending` ticket: status, the platform identity and the bound user.
+    /// Returns `false` if the ticket was not pending any more.
+    async fn scan_chat_ticket(&self, ticket: &str, status: TicketStatus, chat_identity: &str, user_id: Option<Id>) -> Result<bool>;
+
+    /// Uses a ticket once: sets `consumed_at` if it is in `status` and unused; `false` otherwise.
+    async fn consume_chat_ticket(&self, ticket: &str, status: TicketStatus, at: Timestamp) -> Result<bool>;
+
+    /// The user bound to a platform identity (see [`ChatIdentity::binding_key`]).
+    async fn find_user_by_chat_identity(&self, key: &str) -> Result<Option<User>>;
+
+    /// Binds a platform identity to a user. MUST return `Conflict` if another user has it.
+    async fn bind_chat_identity(&self, user_id: Id, key: &str, at: Timestamp) -> Result<()>;
+
+    /// Whether any active platform administrator exists.
+    async fn platform_admin_exists(&self) -> Result<bool>;
+
+    /// Creates a platform user holding the `platform_admin` role.
+    /// MUST return `Conflict` if the username is taken.
+    async fn create_platform_admin(&self, username: &str, name: &str, password_hash: &str, at: Timestamp) -> Result<User>;
+}
+
+/// Slow password hashing. Implementations run the work off the request threads.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait PasswordHasher: Send + Sync + 'static {
+    async fn hash(&self, password: &str) -> Result<String>;
+    /// `false` for a wrong password or a malformed hash; never an error for those.
+    async fn verify(&self, password: &str, hash: &str) -> Result<bool>;
+}
+
+/// Delivers verification codes by SMS or e-mail.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait CodeSender: Send + Sync + 'static {
+    async fn send_code(&self, target: &ContactTarget, purpose: CodePurpose, code: &str) -> Result<()>;
+}
+
+/// The messaging platform's website QR login.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait ChatLoginProvider: Send + Sync + 'static {
+    /// The page a browser opens to show the QR code; the platform later redirects the
+    /// scanner to `redirect_uri?code=…&state=<state>`.
+    fn authorize_url(&self, state: &str, redirect_uri: &str) -> String;
+
+    /// Exchanges the redirect's `code` for the scanner's identity.
+    /// MUST return `Unauthenticated` for an invalid or used code.
+    async fn exchange_code(&self, code: &str) -> Result<ChatIdentity>;
+}

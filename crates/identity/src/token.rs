@@ -1,0 +1,143 @@
+use atrium_kernel::{Error, Id};
+use base64::Engine;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The claims of an access token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccessClaims {
+    pub iss: String,
+    pub aud: String,
+    /// The user id, as a string (RFC 7519).
+    pub sub: String,
+    /// The session id; the token is good only while this session is live.
+    pub sid: String,
+    pub iat: i64,
+    pub exp: i64,
+}
+
+/// Signs and verifies access tokens: HS256 only, issuer and audience checked.
+pub(crate) struct TokenKeys {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
+}
+
+impl TokenKeys {
+    pub(crate) fn new(secret: &[u8], issuer: &str, audience: &str) -> Self {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_issuer(&[issuer]);
+        validation.set_audience(&[audience]);
+        validation.set_required_spec_claims(&["exp", "iat", "iss", "aud", "sub"]);
+        validation.leeway = 5;
+        TokenKeys { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret), validation }
+    }
+
+    pub(crate) fn sign(&self, claims: &AccessClaims) -> Result<String, Error> {
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &self.encoding)
+            .map_err(|e| Error::Internal(anyhow::anyhow!("cannot sign access token: {e}")))
+    }
+
+    /// Any failure (signature, algorithm, expiry, issuer, audience, shape) is one 401.
+    pub(crate) fn verify(&self, token: &str) -> Result<(Id, AccessClaims), Error> {
+        let data = jsonwebtoken::decode::<AccessClaims>(token, &self.decoding, &self.validation)
+            .map_err(|_| Error::Unauthenticated("invalid or expired access token".into()))?;
+        let user_id = data.claims.sub.parse::<Id>().map_err(|_| Error::Unauthenticated("invalid or expired access token".into()))?;
+        Ok((user_id, data.claims))
+    }
+}
+
+/// `bytes` of CSPRNG output, base64url without padding.
+pub fn random_token(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    rand::rng().fill_bytes(&mut buf);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf)
+}
+
+/// SHA-256 of a high-entropy secret (refresh or API token), hex. Not for passwords.
+pub fn hash_secret(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+/// Keyed hash of a low-entropy secret (a 6-digit code) so a leaked table does not reveal
+/// codes: SHA-256 over key, purpose, target and code.
+pub(crate) fn hash_code(key: &[u8], target: &str, purpose: &str, code: &str) -> String {
+    let mut h = Sha256::new();
+    h.update((key.len() as u64).to_be_bytes());
+    h.update(key);
+    for part in [target, purpose, code] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part.as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys() -> TokenKeys {
+        TokenKeys::new(b"0123456789abcdef0123456789abcdef", "atrium", "atrium-api")
+    }
+
+    fn claims(exp_offset: i64) -> AccessClaims {
+        let now = chrono::Utc::now().timestamp();
+        AccessClaims { iss: "atrium".into(), aud: "atrium-api".into(), sub: "42".into(), sid: "s1".into(), iat: now, exp: now + exp_offset }
+    }
+
+    #[test]
+    fn a_signed_token_verifies() {
+        let k = keys();
+        let token = k.sign(&claims(60)).unwrap();
+        let (uid, c) = k.verify(&token).unwrap();
+        assert_eq!((uid, c.sid.as_str()), (42, "s1"));
+    }
+
+    #[test]
+    fn an_expired_token_is_rejected() {
+        let k = keys();
+        let token = k.sign(&claims(-120)).unwrap();
+        assert!(matches!(k.verify(&token), Err(Error::Unauthenticated(_))));
+    }
+
+    #[test]
+    fn a_token_signed_with_another_key_is_rejected() {
+        let other = TokenKeys::new(b"another-secret-another-secret-xx", "atrium", "atrium-api");
+        let token = other.sign(&claims(60)).unwrap();
+        assert!(keys().verify(&token).is_err());
+    }
+
+    #[test]
+    fn alg_none_is_rejected() {
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let body = serde_json::to_string(&claims(60)).unwrap();
+        let token = format!("{}.{}.", b64(r#"{"alg":"none","typ":"JWT"}"#), b64(&body));
+        assert!(keys().verify(&token).is_err());
+    }
+
+    #[test]
+    fn a_token_for_another_audience_is_rejected() {
+        let mut c = claims(60);
+        c.aud = "someone-else".into();
+        let token = keys().sign(&c).unwrap();
+        assert!(keys().verify(&token).is_err());
+    }
+
+    #[test]
+    fn code_hashes_depend_on_every_part() {
+        let base = hash_code(b"k", "t", "login", "123456");
+        assert_ne!(base, hash_code(b"k2", "t", "login", "123456"));
+        assert_ne!(base, hash_code(b"k", "t2", "login", "123456"));
+        assert_ne!(base, hash_code(b"k", "t", "register", "123456"));
+        assert_ne!(base, hash_code(b"k", "t", "login", "123457"));
+    }
+
+    #[test]
+    fn random_tokens_differ_and_carry_the_requested_entropy() {
+        let a = random_token(32);
+        assert_eq!(a.len(), 43);
+        assert_ne!(a, random_token(32));
+    }
+}

@@ -1,0 +1,192 @@
+use crate::{Error, Id};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// Which kind of party a user belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum PartyType {
+    Platform,
+    Partner,
+    Tenant,
+}
+
+impl PartyType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartyType::Platform => "platform",
+            PartyType::Partner => "partner",
+            PartyType::Tenant => "tenant",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "platform" => Some(PartyType::Platform),
+            "partner" => Some(PartyType::Partner),
+            "tenant" => Some(PartyType::Tenant),
+            _ => None,
+        }
+    }
+}
+
+/// The party a user belongs to: the platform operator, one partner, or one tenant.
+/// A tenant party also carries its partner (if any), so scope checks need no lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Party {
+    Platform,
+    Partner { partner_id: Id },
+    Tenant { tenant_id: Id, partner_id: Option<Id> },
+}
+
+impl Party {
+    pub fn party_type(&self) -> PartyType {
+        match self {
+            Party::Platform => PartyType::Platform,
+            Party::Partner { .. } => PartyType::Partner,
+            Party::Tenant { .. } => PartyType::Tenant,
+        }
+    }
+
+    /// The party's own id (`None` for the platform).
+    pub fn id(&self) -> Option<Id> {
+        match self {
+            Party::Platform => None,
+            Party::Partner { partner_id } => Some(*partner_id),
+            Party::Tenant { tenant_id, .. } => Some(*tenant_id),
+        }
+    }
+
+    /// Whether a record owned by `tenant_id` (whose partner is `tenant_partner`) is visible.
+    pub fn sees_tenant(&self, tenant_id: Id, tenant_partner: Option<Id>) -> bool {
+        match self {
+            Party::Platform => true,
+            Party::Partner { partner_id } => tenant_partner == Some(*partner_id),
+            Party::Tenant { tenant_id: own, .. } => *own == tenant_id,
+        }
+    }
+
+    /// Whether a partner record is visible.
+    pub fn sees_partner(&self, partner_id: Id) -> bool {
+        match self {
+            Party::Platform => true,
+            Party::Partner { partner_id: own } => *own == partner_id,
+            Party::Tenant { .. } => false,
+        }
+    }
+}
+
+/// Whether a granted permission string covers a required one.
+/// `*` covers everything; `resource:*` covers every action on that resource.
+pub fn permission_matches(granted: &str, required: &str) -> bool {
+    if granted == "*" || granted == required {
+        return true;
+    }
+    match (granted.strip_suffix(":*"), required.split_once(':')) {
+        (Some(resource), Some((req_resource, _))) => resource == req_resource,
+        _ => false,
+    }
+}
+
+/// A user's effective permission strings (the union over its roles).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PermissionSet(BTreeSet<String>);
+
+impl PermissionSet {
+    pub fn new<I, S>(perms: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        PermissionSet(perms.into_iter().map(Into::into).collect())
+    }
+
+    pub fn allows(&self, required: &str) -> bool {
+        self.0.iter().any(|g| permission_matches(g, required))
+    }
+
+    /// Whether every permission of `other` is covered here (used when granting roles).
+    pub fn covers_all<'a>(&self, other: impl IntoIterator<Item = &'a str>) -> bool {
+        other.into_iter().all(|p| self.allows(p))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(String::as_str)
+    }
+
+    pub fn to_vec(&self) -> Vec<String> {
+        self.0.iter().cloned().collect()
+    }
+}
+
+/// The authenticated caller of a domain operation.
+#[derive(Debug, Clone)]
+pub struct Actor {
+    pub user_id: Id,
+    pub session_id: String,
+    pub party: Party,
+    pub permissions: PermissionSet,
+    /// Client address and request id, for the audit trail.
+    pub ip: Option<String>,
+    pub request_id: Option<String>,
+}
+
+impl Actor {
+    /// `Forbidden` unless the actor holds `permission`.
+    pub fn require(&self, permission: &str) -> Result<(), Error> {
+        if self.permissions.allows(permission) {
+            Ok(())
+        } else {
+            Err(Error::Forbidden(format!("missing permission {permission}")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn star_grants_everything() {
+        assert!(permission_matches("*", "payroll:approve"));
+    }
+
+    #[test]
+    fn resource_wildcard_grants_only_that_resource() {
+        assert!(permission_matches("user:*", "user:delete"));
+        assert!(!permission_matches("user:*", "users:delete"));
+        assert!(!permission_matches("user:*", "tenant:read"));
+    }
+
+    #[test]
+    fn exact_permission_does_not_grant_siblings() {
+        assert!(permission_matches("user:read", "user:read"));
+        assert!(!permission_matches("user:read", "user:update"));
+        assert!(!permission_matches("user:read", "user:*"));
+    }
+
+    #[test]
+    fn partner_sees_only_its_own_tenants() {
+        let p = Party::Partner { partner_id: 7 };
+        assert!(p.sees_tenant(1, Some(7)));
+        assert!(!p.sees_tenant(1, Some(8)));
+        assert!(!p.sees_tenant(1, None));
+        assert!(!p.sees_partner(8));
+    }
+
+    #[test]
+    fn tenant_sees_only_itself() {
+        let t = Party::Tenant { tenant_id: 3, partner_id: Some(7) };
+        assert!(t.sees_tenant(3, Some(7)));
+        assert!(!t.sees_tenant(4, Some(7)));
+        assert!(!t.sees_partner(7));
+    }
+
+    #[test]
+    fn covers_all_requires_every_permission() {
+        let set = PermissionSet::new(["user:*", "tenant:read"]);
+        assert!(set.covers_all(["user:create", "tenant:read"]));
+        assert!(!set.covers_all(["user:create", "tenant:update"]));
+    }
+}

@@ -1,0 +1,25 @@
+//! Atrium's shared kernel: the small vocabulary every domain speaks.
+//!
+//! It owns ids, [`Money`] (integer fen), paging ([`PageRequest`], [`Page`]), the caller
+//! ([`Actor`] with its [`Party`] and [`PermissionSet`]), the common [`Error`] every domain
+//! returns, and the [`Clock`] port. It depends on no framework and no driver.
+
+mod actor;
+mod clock;
+mod contact;
+mod error;
+mod money;
+mod paging;
+
+pub use actor::{Actor, Party, PartyType, PermissionSet, permission_matches};
+pub use contact::{ContactTarget, Email, Phone};
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use error::{Error, FieldError, Result};
+pub use money::Money;
+pub use paging::{Page, PageRequest, SortOrder};
+
+/// Database identity of a record. Ids are 64-bit integers on the wire and at rest.
+pub type Id = i64;
+
+/// Timestamps are UTC everywhere; they serialise as RFC 3339.
+pub type Timestamp = chrono::DateTime<chrono::Utc>;

@@ -1,0 +1,128 @@
+use crate::{Error, FieldError};
+use serde::Serialize;
+
+/// A validated page request: 1-based `page`, `page_size` in 1..=100.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageRequest {
+    page: u32,
+    page_size: u32,
+}
+
+impl PageRequest {
+    pub const DEFAULT_SIZE: u32 = 20;
+    pub const MAX_SIZE: u32 = 100;
+
+    /// Missing values take their defaults; out-of-range values are a 400 naming the field.
+    pub fn new(page: Option<i64>, page_size: Option<i64>) -> Result<Self, Error> {
+        let page = page.unwrap_or(1);
+        let page_size = page_size.unwrap_or(i64::from(Self::DEFAULT_SIZE));
+        let mut errors = Vec::new();
+        if !(1..=1_000_000).contains(&page) {
+            errors.push(FieldError::new("page", "must be between 1 and 1000000"));
+        }
+        if !(1..=i64::from(Self::MAX_SIZE)).contains(&page_size) {
+            errors.push(FieldError::new("page_size", "must be between 1 and 100"));
+        }
+        if !errors.is_empty() {
+            return Err(Error::Invalid(errors));
+        }
+        Ok(PageRequest { page: page as u32, page_size: page_size as u32 })
+    }
+
+    pub fn page(&self) -> u32 {
+        self.page
+    }
+
+    pub fn page_size(&self) -> u32 {
+        self.page_size
+    }
+
+    pub fn offset(&self) -> i64 {
+        i64::from(self.page - 1) * i64::from(self.page_size)
+    }
+
+    pub fn limit(&self) -> i64 {
+        i64::from(self.page_size)
+    }
+}
+
+impl Default for PageRequest {
+    fn default() -> Self {
+        PageRequest { page: 1, page_size: Self::DEFAULT_SIZE }
+    }
+}
+
+/// Direction of a list's sort, parsed from `sort=field` / `sort=-field`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortOrder {
+    Asc,
+    #[default]
+    Desc,
+}
+
+impl SortOrder {
+    /// Parses `field` or `-field` against the allowed field names; returns the field and order.
+    pub fn parse<'a>(sort: Option<&'a str>, allowed: &[&'static str]) -> Result<Option<(&'static str, SortOrder)>, Error> {
+        let Some(raw) = sort.map(str::trim).filter(|s| !s.is_empty()) else {
+            return Ok(None);
+        };
+        let (name, order) = match raw.strip_prefix('-') {
+            Some(rest) => (rest, SortOrder::Desc),
+            None => (raw.strip_prefix('+').unwrap_or(raw), SortOrder::Asc),
+        };
+        allowed
+            .iter()
+            .find(|a| **a == name)
+            .map(|a| Some((*a, order)))
+            .ok_or_else(|| Error::invalid("sort", format!("must be one of {}, optionally prefixed by '-'", allowed.join(", "))))
+    }
+}
+
+/// One page of a list: `{"items":[...],"total":N,"page":1,"page_size":20}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub total: i64,
+    pub page: u32,
+    pub page_size: u32,
+}
+
+impl<T> Page<T> {
+    pub fn new(items: Vec<T>, total: i64, req: PageRequest) -> Self {
+        Page { items, total, page: req.page(), page_size: req.page_size() }
+    }
+
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page { items: self.items.into_iter().map(f).collect(), total: self.total, page: self.page, page_size: self.page_size }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_to_first_page_of_twenty() {
+        let p = PageRequest::new(None, None).unwrap();
+        assert_eq!((p.page(), p.page_size(), p.offset()), (1, 20, 0));
+    }
+
+    #[test]
+    fn page_size_over_one_hundred_is_rejected_naming_the_field() {
+        let err = PageRequest::new(Some(1), Some(101)).unwrap_err();
+        assert!(matches!(err, Error::Invalid(ref e) if e[0].field == "page_size"));
+    }
+
+    #[test]
+    fn offset_counts_whole_pages() {
+        assert_eq!(PageRequest::new(Some(3), Some(50)).unwrap().offset(), 100);
+    }
+
+    #[test]
+    fn sort_accepts_known_fields_with_direction() {
+        assert_eq!(SortOrder::parse(Some("-created_at"), &["created_at"]).unwrap(), Some(("created_at", SortOrder::Desc)));
+        assert_eq!(SortOrder::parse(Some("name"), &["name"]).unwrap(), Some(("name", SortOrder::Asc)));
+        assert!(SortOrder::parse(Some("password"), &["name"]).is_err());
+    }
+}

@@ -1,0 +1,57 @@
+//! Small adapters the composition root owns: password hashing, a dev code sink, health.
+use async_trait::async_trait;
+use atrium_api::HealthProbe;
+use atrium_identity::{CodePurpose, CodeSender, PasswordHasher};
+use atrium_kernel::{ContactTarget, Error, Result};
+use atrium_store::Db;
+
+/// bcrypt on the blocking pool, never on an actix worker.
+pub struct BcryptHasher {
+    pub cost: u32,
+}
+
+#[async_trait]
+impl PasswordHasher for BcryptHasher {
+    async fn hash(&self, password: &str) -> Result<String> {
+        let (password, cost) = (password.to_owned(), self.cost);
+        tokio::task::spawn_blocking(move || bcrypt::hash(password, cost))
+            .await
+            .map_err(|e| Error::Internal(anyhow::anyhow!("hashing task failed: {e}")))?
+            .map_err(|e| Error::Internal(anyhow::anyhow!("bcrypt failed: {e}")))
+    }
+
+    async fn verify(&self, password: &str, hash: &str) -> Result<bool> {
+        let (password, hash) = (password.to_owned(), hash.to_owned());
+        tokio::task::spawn_blocking(move || bcrypt::verify(password, &hash).unwrap_or(false))
+            .await
+            .map_err(|e| Error::Internal(anyhow::anyhow!("hashing task failed: {e}")))
+    }
+}
+
+/// Where codes go when no delivery service is configured: the log says a code was issued,
+/// and in the dev profile shows it, so a developer can log in.
+pub struct LogCodeSender {
+    pub show_codes: bool,
+}
+
+#[async_trait]
+impl CodeSender for LogCodeSender {
+    async fn send_code(&self, target: &ContactTarget, purpose: CodePurpose, code: &str) -> Result<()> {
+        if self.show_codes {
+            log::info!("dev code sink: {} code {code} for {target}", purpose.as_str());
+        } else {
+            log::warn!("no SMS/e-mail delivery is configured; a {} code for a {} target was not delivered", purpose.as_str(), target.channel());
+        }
+        Ok(())
+    }
+}
+
+/// `/healthz`: the database answers.
+pub struct DbHealth(pub Db);
+
+#[async_trait]
+impl HealthProbe for DbHealth {
+    async fn check(&self) -> Result<()> {
+        self.0.ping().await
+    }
+}

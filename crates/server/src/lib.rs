@@ -1,0 +1,116 @@
+//! The composition root: reads configuration, opens the database, builds every adapter and
+//! domain service, and serves both interfaces. The `atrium` binary and the end-to-end tests
+//! start the server through [`start`].
+
+pub mod adapters;
+pub mod config;
+
+use actix_web::{HttpServer, web};
+use anyhow::Context;
+use atrium_api::AppState;
+use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService};
+use atrium_kernel::SystemClock;
+use atrium_sandbox::{SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, Sandbox};
+use atrium_store::{Db, IdentityStore};
+use atrium_wechat::{WechatLogin, WechatLoginConfig};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+
+pub use config::{Config, Platform, Profile};
+
+/// A running server.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub handle: actix_web::dev::ServerHandle,
+    pub server: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// The one-time password of the `admin` user created on this start, if any.
+    pub bootstrap_password: Option<String>,
+    pub identity: Arc<IdentityService>,
+    pub db: Db,
+    pub sandbox: Option<Sandbox>,
+}
+
+/// Opens the database and applies pending migrations.
+pub fn open_database(config: &Config) -> anyhow::Result<Db> {
+    let db = Db::connect(&config.database_url, config.db_pool_size)?;
+    let ran = db.migrate()?;
+    if ran > 0 {
+        log::info!("applied {ran} migration(s)");
+    }
+    Ok(db)
+}
+
+/// The identity service over `db`, with the platform and delivery adapters of `config`.
+pub fn identity_service(config: &Config, db: &Db, public_url: &str, sandbox: Option<&Sandbox>) -> anyhow::Result<Arc<IdentityService>> {
+    let (chat, codes): (Option<Arc<dyn ChatLoginProvider>>, Arc<dyn CodeSender>) = match (&config.platform, sandbox) {
+        (Platform::Sandbox, Some(sb)) => {
+            let login = WechatLogin::new(WechatLoginConfig {
+                api_base: format!("{public_url}/sandbox/api"),
+                open_base: format!("{public_url}/sandbox/open"),
+                appid: SANDBOX_LOGIN_APPID.into(),
+                secret: SANDBOX_LOGIN_SECRET.into(),
+            })?;
+            (Some(Arc::new(login)), Arc::new(sb.outbox()))
+        }
+        (Platform::Wechat { api_base, open_base, login_appid, login_secret }, _) if !login_appid.is_empty() => {
+            let login = WechatLogin::new(WechatLoginConfig { api_base: api_base.clone(), open_base: open_base.clone(), appid: login_appid.clone(), secret: login_secret.clone() })?;
+            (Some(Arc::new(login)), Arc::new(adapters::LogCodeSender { show_codes: config.profile == Profile::Dev }))
+        }
+        _ => (None, Arc::new(adapters::LogCodeSender { show_codes: config.profile == Profile::Dev })),
+    };
+    let identity_config = IdentityConfig {
+        jwt_secret: config.jwt_secret.clone(),
+        expose_debug_codes: config.profile == Profile::Dev,
+        qr_callback_url: format!("{public_url}/api/v1/auth/chat-qr/callback"),
+        principal_cache_ttl: std::time::Duration::from_millis(config.principal_cache_ms),
+        codes_per_target_per_hour: config.codes_per_target_per_hour,
+        codes_per_ip_per_hour: config.codes_per_ip_per_hour,
+        ..IdentityConfig::default()
+    };
+    Ok(Arc::new(IdentityService::new(
+        Arc::new(IdentityStore::new(db.clone())),
+        Arc::new(adapters::BcryptHasher { cost: config.bcrypt_cost }),
+        codes,
+        chat,
+        Arc::new(SystemClock),
+        identity_config,
+    )))
+}
+
+/// Binds, migrates, bootstraps the first admin and serves until stopped.
+pub async fn start(config: Config) -> anyhow::Result<Running> {
+    let listener = TcpListener::bind(config.bind).with_context(|| format!("cannot listen on {}", config.bind))?;
+    let addr = listener.local_addr()?;
+    let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{addr}"));
+
+    let db_config = config.clone();
+    let db = tokio::task::spawn_blocking(move || open_database(&db_config)).await??;
+    let sandbox = (config.platform == Platform::Sandbox).then(Sandbox::new);
+    let identity = identity_service(&config, &db, &public_url, sandbox.as_ref())?;
+
+    let bootstrap_password = if config.bootstrap_admin { identity.bootstrap_admin().await.map_err(|e| anyhow::anyhow!("cannot create the first admin: {e}"))? } else { None };
+
+    let state = web::Data::new(AppState {
+        identity: identity.clone(),
+        health: Arc::new(adapters::DbHealth(db.clone())),
+        json_limit: config.json_limit,
+        trust_proxy: config.trust_proxy,
+    });
+    let sb = sandbox.clone();
+    let server = HttpServer::new(move || {
+        let sb = sb.clone();
+        atrium_api::configure(state.clone(), move |cfg| {
+            if let Some(sb) = &sb {
+                cfg.service(web::scope("/sandbox").configure(|c| sb.configure(c)));
+            }
+        })
+    })
+    .workers(config.workers.max(1))
+    .shutdown_timeout(10)
+    .listen(listener)?
+    .run();
+    let handle = server.handle();
+    let server = tokio::spawn(server);
+    log::info!("atrium listening on http://{addr} ({:?} profile)", config.profile);
+    Ok(Running { addr, handle, server, bootstrap_password, identity, db, sandbox })
+}

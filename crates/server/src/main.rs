@@ -1,0 +1,83 @@
+//! `atrium`: serve (default), migrate, and administrative commands.
+use anyhow::Context;
+use atrium_server::{Config, open_database};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "atrium", version, about = "Atrium management backend")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve both interfaces (the default).
+    Serve,
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Manage administrators.
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Create a platform administrator.
+    Create {
+        #[arg(long)]
+        username: String,
+        /// The password; read from ATRIUM_ADMIN_PASSWORD when omitted.
+        #[arg(long, env = "ATRIUM_ADMIN_PASSWORD", hide_env_values = true)]
+        password: String,
+    },
+}
+
+#[tokio::main]
+async fn main() {
+    env_logger::Builder::from_env(env_logger::Env::default().filter_or("ATRIUM_LOG", "info")).init();
+    if let Err(e) = run(Cli::parse()).await {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => serve(config).await,
+        Command::Migrate => {
+            let db = atrium_store::Db::connect(&config.database_url, 1)?;
+            let ran = tokio::task::spawn_blocking(move || db.migrate()).await??;
+            println!("applied {ran} migration(s)");
+            Ok(())
+        }
+        Command::Admin { command: AdminCommand::Create { username, password } } => {
+            let db_config = config.clone();
+            let db = tokio::task::spawn_blocking(move || open_database(&db_config)).await??;
+            let identity = atrium_server::identity_service(&config, &db, "http://localhost", None)?;
+            let user = identity.create_platform_admin(&username, &password).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            println!("created platform administrator {} (id {})", user.username, user.id);
+            Ok(())
+        }
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let running = atrium_server::start(config).await?;
+    if let Some(password) = &running.bootstrap_password {
+        // Printed once, to the terminal only: this is the only copy.
+        println!("\n  First start: created platform administrator 'admin' with password: {password}\n  Log in and change it.\n");
+    }
+    println!("atrium is listening on http://{}  (Swagger UI: http://{}/swagger-ui/)", running.addr, running.addr);
+    let handle = running.handle.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        log::info!("shutting down: finishing in-flight requests");
+        handle.stop(true).await;
+    });
+    running.server.await.context("server task failed")??;
+    Ok(())
+}

@@ -1,0 +1,16 @@
+//! Storage adapter: Diesel over SQLite (the embedded default) and PostgreSQL (production),
+//! through one `MultiConnection` and one r2d2 pool chosen by `DATABASE_URL`.
+//!
+//! Owns the schema and its migrations (embedded, per backend) and implements the
+//! repository ports of the domain crates. Every repository call runs on the blocking pool;
+//! every domain operation that must be atomic is one transaction here.
+
+mod db;
+mod error;
+mod identity;
+pub mod schema;
+mod time;
+
+pub use db::{Backend, Db, DbConn, redact_url, write_tx};
+pub use error::db_error;
+pub use identity::IdentityStore;

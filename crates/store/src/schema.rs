@@ -1,0 +1,148 @@
+//! Table definitions, written by hand to match `migrations/{sqlite,postgres}`. Timestamps
+//! are `TIMESTAMP` holding UTC on both backends.
+
+diesel::table! {
+    partners (id) {
+        id -> BigInt,
+        name -> Text,
+        contact_name -> Nullable<Text>,
+        phone -> Nullable<Text>,
+        email -> Nullable<Text>,
+        status -> Text,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    tenants (id) {
+        id -> BigInt,
+        partner_id -> Nullable<BigInt>,
+        name -> Text,
+        credit_code -> Nullable<Text>,
+        contact_name -> Nullable<Text>,
+        phone -> Nullable<Text>,
+        status -> Text,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    users (id) {
+        id -> BigInt,
+        username -> Text,
+        password_hash -> Nullable<Text>,
+        name -> Text,
+        phone -> Nullable<Text>,
+        email -> Nullable<Text>,
+        party_type -> Text,
+        partner_id -> Nullable<BigInt>,
+        tenant_id -> Nullable<BigInt>,
+        status -> Text,
+        chat_identity -> Nullable<Text>,
+        failed_logins -> Integer,
+        locked_until -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    roles (id) {
+        id -> BigInt,
+        code -> Text,
+        name -> Text,
+        party_type -> Text,
+        owner_partner_id -> Nullable<BigInt>,
+        owner_tenant_id -> Nullable<BigInt>,
+        builtin -> Bool,
+        permissions -> Text,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    user_roles (user_id, role_id) {
+        user_id -> BigInt,
+        role_id -> BigInt,
+    }
+}
+
+diesel::table! {
+    sessions (id) {
+        id -> Text,
+        user_id -> BigInt,
+        created_at -> Timestamp,
+        expires_at -> Timestamp,
+        revoked_at -> Nullable<Timestamp>,
+        revoke_reason -> Nullable<Text>,
+        ip -> Nullable<Text>,
+        user_agent -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    refresh_tokens (token_hash) {
+        token_hash -> Text,
+        session_id -> Text,
+        created_at -> Timestamp,
+        expires_at -> Timestamp,
+        used_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    verification_codes (id) {
+        id -> BigInt,
+        target -> Text,
+        purpose -> Text,
+        code_hash -> Text,
+        attempts -> Integer,
+        created_at -> Timestamp,
+        expires_at -> Timestamp,
+        consumed_at -> Nullable<Timestamp>,
+        ip -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    rate_events (id) {
+        id -> BigInt,
+        bucket -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    chat_tickets (ticket) {
+        ticket -> Text,
+        status -> Text,
+        chat_identity -> Nullable<Text>,
+        user_id -> Nullable<BigInt>,
+        created_at -> Timestamp,
+        expires_at -> Timestamp,
+        consumed_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::joinable!(tenants -> partners (partner_id));
+diesel::joinable!(users -> tenants (tenant_id));
+diesel::joinable!(user_roles -> users (user_id));
+diesel::joinable!(user_roles -> roles (role_id));
+diesel::joinable!(sessions -> users (user_id));
+diesel::joinable!(refresh_tokens -> sessions (session_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    partners,
+    tenants,
+    users,
+    roles,
+    user_roles,
+    sessions,
+    refresh_tokens,
+    verification_codes,
+    rate_events,
+    chat_tickets,
+);

@@ -1,0 +1,141 @@
+//! Adapter for the messaging platform (WeChat) over HTTP, in its real wire format.
+//!
+//! Base URLs are configuration, so the same code talks to the real platform or to
+//! `atrium-sandbox` on loopback. Implements identity's [`ChatLoginProvider`] (website QR
+//! login: `qrconnect` + `/sns/oauth2/access_token`).
+
+use async_trait::async_trait;
+use atrium_identity::{ChatIdentity, ChatLoginProvider};
+use atrium_kernel::{Error, Result};
+use serde::Deserialize;
+use std::time::Duration;
+use url::Url;
+
+/// Where the platform lives and which website app we log in as.
+#[derive(Debug, Clone)]
+pub struct WechatLoginConfig {
+    /// `https://api.weixin.qq.com` or the sandbox's equivalent.
+    pub api_base: String,
+    /// `https://open.weixin.qq.com` or the sandbox's equivalent.
+    pub open_base: String,
+    pub appid: String,
+    pub secret: String,
+}
+
+/// The platform's error shape: HTTP 200 with a non-zero `errcode`.
+#[derive(Debug, Deserialize)]
+struct PlatformError {
+    #[serde(default)]
+    errcode: i64,
+    #[serde(default)]
+    errmsg: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct OauthToken {
+    openid: String,
+    #[serde(default)]
+    unionid: Option<String>,
+}
+
+/// Website QR login against the platform.
+pub struct WechatLogin {
+    http: reqwest::Client,
+    config: WechatLoginConfig,
+}
+
+impl WechatLogin {
+    pub fn new(config: WechatLoginConfig) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).connect_timeout(Duration::from_secs(5)).build()?;
+        Ok(WechatLogin { http, config })
+    }
+}
+
+/// Decides a platform response by `errcode`, never by the HTTP status alone.
+fn check_errcode(body: &serde_json::Value) -> std::result::Result<(), PlatformError> {
+    let err: PlatformError = serde_json::from_value(body.clone()).unwrap_or(PlatformError { errcode: 0, errmsg: String::new() });
+    if err.errcode == 0 { Ok(()) } else { Err(err) }
+}
+
+#[async_trait]
+impl ChatLoginProvider for WechatLogin {
+    fn authorize_url(&self, state: &str, redirect_uri: &str) -> String {
+        let base = format!("{}/connect/qrconnect", self.config.open_base.trim_end_matches('/'));
+        let mut url = match Url::parse(&base) {
+            Ok(u) => u,
+            Err(_) => return base,
+        };
+        url.query_pairs_mut()
+            .append_pair("appid", &self.config.appid)
+            .append_pair("redirect_uri", redirect_uri)
+            .append_pair("response_type", "code")
+            .append_pair("scope", "snsapi_login")
+            .append_pair("state", state);
+        url.set_fragment(Some("wechat_redirect"));
+        url.to_string()
+    }
+
+    async fn exchange_code(&self, code: &str) -> Result<ChatIdentity> {
+        let url = format!("{}/sns/oauth2/access_token", self.config.api_base.trim_end_matches('/'));
+        let resp = self
+            .http
+            .get(&url)
+            .query(&[("appid", self.config.appid.as_str()), ("secret", self.config.secret.as_str()), ("code", code), ("grant_type", "authorization_code")])
+            .send()
+            .await
+            .map_err(|e| Error::Upstream(format!("messaging platform unreachable: {}", e.without_url())))?;
+        if !resp.status().is_success() {
+            return Err(Error::Upstream(format!("messaging platform answered HTTP {}", resp.status())));
+        }
+        let body: serde_json::Value = resp.json().await.map_err(|_| Error::Upstream("messaging platform sent an unreadable answer".into()))?;
+        if let Err(e) = check_errcode(&body) {
+            return Err(match e.errcode {
+                40029 | 40163 | 41008 => Error::Unauthenticated(format!("the scan code is invalid or was already used ({})", e.errcode)),
+                _ => {
+                    log::warn!("oauth2/access_token failed: errcode {} {}", e.errcode, e.errmsg);
+                    Error::Upstream(format!("messaging platform refused the login (errcode {})", e.errcode))
+                }
+            });
+        }
+        let token: OauthToken = serde_json::from_value(body).map_err(|_| Error::Upstream("messaging platform answer lacks openid".into()))?;
+        Ok(ChatIdentity { openid: token.openid, unionid: token.unionid.filter(|u| !u.is_empty()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn login() -> WechatLogin {
+        WechatLogin::new(WechatLoginConfig {
+            api_base: "http://127.0.0.1:1/api".into(),
+            open_base: "http://127.0.0.1:1/open/".into(),
+            appid: "wxapp".into(),
+            secret: "s".into(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn authorize_url_carries_the_qrconnect_parameters() {
+        let url = login().authorize_url("tick et", "http://x/cb?a=1");
+        assert!(url.starts_with("http://127.0.0.1:1/open/connect/qrconnect?appid=wxapp&"));
+        assert!(url.contains("redirect_uri=http%3A%2F%2Fx%2Fcb%3Fa%3D1"));
+        assert!(url.contains("scope=snsapi_login"));
+        assert!(url.contains("state=tick+et"));
+        assert!(url.ends_with("#wechat_redirect"));
+    }
+
+    #[test]
+    fn errcode_decides_failure() {
+        assert!(check_errcode(&serde_json::json!({"openid": "o"})).is_ok());
+        assert!(check_errcode(&serde_json::json!({"errcode": 0, "errmsg": "ok"})).is_ok());
+        assert_eq!(check_errcode(&serde_json::json!({"errcode": 40029, "errmsg": "invalid code"})).unwrap_err().errcode, 40029);
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_platform_is_an_upstream_error() {
+        let err = login().exchange_code("c").await.unwrap_err();
+        assert!(matches!(err, Error::Upstream(_)), "{err:?}");
+    }
+}

@@ -1,0 +1,10 @@
+DROP TABLE chat_tickets;
+DROP TABLE rate_events;
+DROP TABLE verification_codes;
+DROP TABLE refresh_tokens;
+DROP TABLE sessions;
+DROP TABLE user_roles;
+DROP TABLE roles;
+DROP TABLE users;
+DROP TABLE tenants;
+DROP TABLE partners;

@@ -1,0 +1,19 @@
+-- The built-in roles of API.md. Custom roles are added through /api/v1/roles.
+INSERT INTO roles (id, code, name, party_type, builtin, permissions, created_at, updated_at) VALUES
+ (1, 'platform_admin', 'Platform administrator', 'platform', TRUE, '["*"]', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP),
+ (2, 'partner_admin', 'Partner administrator', 'partner', TRUE,
+  '["user:*","agent:read","agent:update","tenant:*","employee:*","payroll:*","order:*","payment:*","miniprogram:*","role:*","audit:read","doc:*"]',
+  CURRENT_TIMESTAMP, CURRENT_TIMESTAMP),
+ (3, 'tenant_admin', 'Tenant administrator', 'tenant', TRUE,
+  '["user:*","tenant:read","tenant:update","employee:*","payroll:*","order:*","payment:*","miniprogram:*","role:*","audit:read","doc:*"]',
+  CURRENT_TIMESTAMP, CURRENT_TIMESTAMP),
+ (4, 'payroll_clerk', 'Payroll clerk', 'tenant', TRUE,
+  '["employee:read","payroll:read","payroll:create","payroll:update","payroll:calculate","payroll:send"]',
+  CURRENT_TIMESTAMP, CURRENT_TIMESTAMP),
+ (5, 'payroll_approver', 'Payroll approver', 'tenant', TRUE,
+  '["employee:read","payroll:read","payroll:approve"]', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP),
+ (6, 'finance', 'Finance', 'tenant', TRUE,
+  '["order:*","payment:*","payroll:read","employee:read"]', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP),
+ (7, 'viewer', 'Viewer', 'tenant', TRUE,
+  '["user:read","tenant:read","employee:read","payroll:read","order:read","miniprogram:read"]', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP);
+INSERT INTO sqlite_sequence (name, seq) SELECT 'roles', 100 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'roles'); UPDATE sqlite_sequence SET seq = 100 WHERE name = 'roles' AND seq < 100;
