@@ -10,6 +10,7 @@ mod contact;
 mod error;
 mod money;
 mod paging;
+mod period;
 
 pub use actor::{Actor, Party, PartyType, PermissionSet, permission_matches};
 pub use contact::{ContactTarget, Email, Phone};
@@ -17,6 +18,7 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::{Error, FieldError, Result};
 pub use money::Money;
 pub use paging::{Page, PageRequest, SortOrder};
+pub use period::Period;
 
 /// Database identity of a record. Ids are 64-bit integers on the wire and at rest.
 pub type Id = i64;
