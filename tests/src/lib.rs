@@ -1,1 +1,213 @@
-//! e2e
+//! Harness for black-box tests: start the real server on port 0 with a fresh database
+//! (SQLite always, PostgreSQL when `ATRIUM_TEST_PG_URL` is set) and the in-process sandbox,
+//! then drive it over HTTP as a client would.
+
+use atrium_server::{Config, Running};
+use atrium_store::testing::TestDatabase;
+use serde_json::{Value, json};
+
+pub use serde_json;
+
+/// Which database a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A running server with its own database and an HTTP client.
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    /// The one-time password printed for `admin` on first start.
+    pub admin_password: String,
+    pub running: Running,
+    pub db: TestDatabase,
+}
+
+/// A response: status, headers and the JSON body (`Value::Null` if not JSON).
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// `data` of the envelope.
+    pub fn data(&self) -> &Value {
+        &self.body["data"]
+    }
+
+    /// Asserts the envelope shape and status: `code` equals the HTTP status, `message` is
+    /// "success" exactly on 200.
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> &Self {
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.body);
+        assert_eq!(self.body["code"], json!(status), "envelope code differs from status: {}", self.body);
+        assert!(self.body["message"].is_string(), "envelope without message: {}", self.body);
+        if status == 200 {
+            assert_eq!(self.body["message"], "success");
+        } else {
+            assert_ne!(self.body["message"], "success");
+        }
+        self
+    }
+
+    /// Asserts a 400 whose `data.errors` names `field`.
+    #[track_caller]
+    pub fn expect_field_error(&self, field: &str) -> &Self {
+        self.expect(400);
+        let errors = self.body["data"]["errors"].as_array().unwrap_or_else(|| panic!("no data.errors in {}", self.body));
+        assert!(errors.iter().any(|e| e["field"] == field), "no error for field {field}: {}", self.body);
+        self
+    }
+}
+
+/// Config variables every test server gets; tests may add or override.
+fn base_vars(database_url: &str) -> Vec<(String, String)> {
+    [
+        ("DATABASE_URL", database_url),
+        ("ATRIUM_BIND", "127.0.0.1:0"),
+        ("ATRIUM_PROFILE", "dev"),
+        ("ATRIUM_JWT_SECRET", "e2e-test-secret-0123456789abcdef-xyz"),
+        ("ATRIUM_MASTER_KEY", "q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80="),
+        ("ATRIUM_BCRYPT_COST", "4"),
+        ("ATRIUM_WORKERS", "2"),
+        ("ATRIUM_DB_POOL_SIZE", "4"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+impl TestApp {
+    /// A server on a fresh database of `backend`; `None` for PostgreSQL when not configured.
+    pub async fn start(backend: Backend) -> Option<TestApp> {
+        TestApp::start_with(backend, &[]).await
+    }
+
+    /// As [`start`](Self::start), with extra configuration variables.
+    pub async fn start_with(backend: Backend, vars: &[(&str, &str)]) -> Option<TestApp> {
+        let db = match backend {
+            Backend::Sqlite => TestDatabase::sqlite(),
+            Backend::Postgres => TestDatabase::postgres()?,
+        };
+        let app = TestApp::start_on(db, vars).await;
+        Some(app)
+    }
+
+    /// A server on an existing test database (to run several instances on one database).
+    pub async fn start_on(db: TestDatabase, vars: &[(&str, &str)]) -> TestApp {
+        let mut all = base_vars(&db.url);
+        for (k, v) in vars {
+            all.retain(|(name, _)| name != k);
+            all.push((k.to_string(), v.to_string()));
+        }
+        let config = Config::from_vars(|k| all.iter().find(|(name, _)| name == k).map(|(_, v)| v.clone())).expect("test config is valid");
+        let running = atrium_server::start(config).await.expect("server starts");
+        let base = format!("http://{}", running.addr);
+        let admin_password = running.bootstrap_password.clone().unwrap_or_default();
+        let client = reqwest::Client::builder().build().expect("client");
+        TestApp { base, client, admin_password, running, db }
+    }
+
+    /// A second instance on the same database (same secrets), as a horizontally scaled
+    /// deployment would run it.
+    pub async fn second_instance(&self) -> TestApp {
+        let db = self.db.share();
+        TestApp::start_on(db, &[]).await
+    }
+
+    /// Stops the server, waiting for in-flight requests.
+    pub async fn stop(self) {
+        self.running.handle.stop(true).await;
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
+        let resp = req.send().await.expect("request is sent");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes = resp.bytes().await.expect("body is read");
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Resp { status, headers, body }
+    }
+
+    fn with_token(req: reqwest::RequestBuilder, token: Option<&str>) -> reqwest::RequestBuilder {
+        match token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        }
+    }
+
+    pub async fn get(&self, path: &str, token: Option<&str>) -> Resp {
+        self.send(Self::with_token(self.client.get(self.url(path)), token)).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value, token: Option<&str>) -> Resp {
+        self.send(Self::with_token(self.client.post(self.url(path)).json(&body), token)).await
+    }
+
+    pub async fn put(&self, path: &str, body: Value, token: Option<&str>) -> Resp {
+        self.send(Self::with_token(self.client.put(self.url(path)).json(&body), token)).await
+    }
+
+    pub async fn delete(&self, path: &str, token: Option<&str>) -> Resp {
+        self.send(Self::with_token(self.client.delete(self.url(path)), token)).await
+    }
+
+    /// Password login; panics unless it succeeds. Returns `data`.
+    pub async fn login(&self, username: &str, password: &str) -> Value {
+        let r = self.post("/api/v1/auth/login", json!({"method": "password", "username": username, "password": password}), None).await;
+        r.expect(200);
+        r.body["data"].clone()
+    }
+
+    /// An access token of the bootstrap `admin`.
+    pub async fn admin_token(&self) -> String {
+        let data = self.login("admin", &self.admin_password).await;
+        data["access_token"].as_str().expect("access token").to_owned()
+    }
+}
+
+/// Defines an end-to-end test run once per backend: `mod $name { sqlite, postgres }`.
+/// The body gets `app: &TestApp`; the server is stopped afterwards.
+#[macro_export]
+macro_rules! e2e {
+    ($name:ident, |$app:ident| $body:block) => {
+        $crate::e2e!($name, vars = [], |$app| $body);
+    };
+    ($name:ident, vars = [$(($k:expr, $v:expr)),* $(,)?], |$app:ident| $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn run($app: &$crate::TestApp) $body
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let app = $crate::TestApp::start_with($crate::Backend::Sqlite, &[$(($k, $v)),*]).await.expect("sqlite always runs");
+                run(&app).await;
+                app.stop().await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let Some(app) = $crate::TestApp::start_with($crate::Backend::Postgres, &[$(($k, $v)),*]).await else {
+                    eprintln!("postgres variant skipped: ATRIUM_TEST_PG_URL is not set");
+                    return;
+                };
+                run(&app).await;
+                app.stop().await;
+            }
+        }
+    };
+}

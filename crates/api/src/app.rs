@@ -37,7 +37,9 @@ pub struct AppState {
 pub fn configure(
     state: web::Data<AppState>,
     extra: impl FnOnce(&mut web::ServiceConfig),
-) -> App<impl ServiceFactory<ServiceRequest, Config = (), Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error, InitError = ()>> {
+) -> App<
+    impl ServiceFactory<ServiceRequest, Config = (), Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error, InitError = ()>,
+> {
     let json_limit = JsonLimit(state.json_limit);
     let trust = TrustProxy(state.trust_proxy);
     App::new()
@@ -45,7 +47,9 @@ pub fn configure(
         .app_data(json_limit)
         .app_data(trust)
         .app_data(web::PathConfig::default().error_handler(|err, _| ApiError::bad_request(format!("invalid path parameter: {err}")).into()))
-        .app_data(web::QueryConfig::default().error_handler(|err, _| ApiError::bad_request(format!("invalid query parameter: {err}")).into()))
+        .app_data(
+            web::QueryConfig::default().error_handler(|err, _| ApiError::bad_request(format!("invalid query parameter: {err}")).into()),
+        )
         .app_data(web::PayloadConfig::new(json_limit.0))
         .wrap(ErrorHandlers::new().default_handler(envelope_framework_error))
         .wrap(Logger::new(r#"%a "%r" %s %b %Dms rid=%{x-request-id}o"#))
@@ -64,12 +68,8 @@ async fn no_route(req: HttpRequest) -> HttpResponse {
 /// Rewrites any error response that is not already an envelope (actix's own 404/405/413,
 /// extractor failures of other crates) into one, keeping status and headers.
 fn envelope_framework_error<B: MessageBody + 'static>(res: ServiceResponse<B>) -> actix_web::Result<ErrorHandlerResponse<B>> {
-    let is_json = res
-        .response()
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
+    let is_json =
+        res.response().headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"));
     if is_json {
         return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
     }

@@ -75,10 +75,10 @@ impl ResponseError for ApiError {
             Error::NotFound(what) => respond::<()>(status, code, &format!("{what} not found"), None),
             other => respond::<()>(status, code, &other.to_string(), None),
         };
-        if let Error::RateLimited { retry_after_secs, .. } = &self.0 {
-            if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
-                resp.headers_mut().insert(header::RETRY_AFTER, v);
-            }
+        if let Error::RateLimited { retry_after_secs, .. } = &self.0
+            && let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string())
+        {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
         }
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

@@ -35,7 +35,12 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let limit = req.app_data::<JsonLimit>().copied().unwrap_or_default().0;
-        let content_type_ok = req.mime_type().ok().flatten().map(|m| m.subtype() == mime_json() || m.suffix().map(|s| s.as_str()) == Some("json")).unwrap_or(false);
+        let content_type_ok = req
+            .mime_type()
+            .ok()
+            .flatten()
+            .map(|m| m.subtype() == mime_json() || m.suffix().map(|s| s.as_str()) == Some("json"))
+            .unwrap_or(false);
         let declared_len = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
         let fut = Bytes::from_request(req, payload);
         Box::pin(async move {
@@ -120,7 +125,9 @@ pub struct TrustProxy(pub bool);
 pub(crate) fn client_ip(req: &HttpRequest) -> Option<String> {
     let trust = req.app_data::<TrustProxy>().copied().unwrap_or_default().0;
     if trust {
-        req.connection_info().realip_remote_addr().map(|a| a.rsplit_once(':').filter(|(h, _)| !h.contains(':') || h.starts_with('[')).map(|(h, _)| h).unwrap_or(a).to_owned())
+        req.connection_info()
+            .realip_remote_addr()
+            .map(|a| a.rsplit_once(':').filter(|(h, _)| !h.contains(':') || h.starts_with('[')).map(|(h, _)| h).unwrap_or(a).to_owned())
     } else {
         req.peer_addr().map(|a| a.ip().to_string())
     }

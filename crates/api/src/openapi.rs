@@ -24,7 +24,16 @@ struct BearerAuth;
 impl Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme("bearer", SecurityScheme::Http(Http::builder().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build()));
-        components.add_security_scheme("docs_token", SecurityScheme::ApiKey(utoipa::openapi::security::ApiKey::Header(utoipa::openapi::security::ApiKeyValue::with_description("Authorization", "Token <API_TOKEN>"))));
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(Http::builder().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build()),
+        );
+        components.add_security_scheme(
+            "docs_token",
+            SecurityScheme::ApiKey(utoipa::openapi::security::ApiKey::Header(utoipa::openapi::security::ApiKeyValue::with_description(
+                "Authorization",
+                "Token <API_TOKEN>",
+            ))),
+        );
     }
 }

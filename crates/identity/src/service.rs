@@ -138,14 +138,27 @@ impl IdentityService {
                     ip: client.ip.clone(),
                     user_agent: client.user_agent.as_ref().map(|u| u.chars().take(255).collect()),
                 },
-                NewRefreshToken { token_hash: hash_secret(&refresh), session_id: session_id.clone(), created_at: now, expires_at: refresh_expires },
+                NewRefreshToken {
+                    token_hash: hash_secret(&refresh),
+                    session_id: session_id.clone(),
+                    created_at: now,
+                    expires_at: refresh_expires,
+                },
             )
             .await?;
         log::info!("session started for user {}", user.id);
         self.grant(user, &session_id, expires_at, refresh, refresh_expires, now)
     }
 
-    fn grant(&self, user: User, session_id: &str, session_expires: Timestamp, refresh: String, refresh_expires: Timestamp, now: Timestamp) -> Result<TokenGrant> {
+    fn grant(
+        &self,
+        user: User,
+        session_id: &str,
+        session_expires: Timestamp,
+        refresh: String,
+        refresh_expires: Timestamp,
+        now: Timestamp,
+    ) -> Result<TokenGrant> {
         let exp = (now + self.config.access_ttl).min(session_expires);
         let claims = AccessClaims {
             iss: self.config.issuer.clone(),
@@ -201,7 +214,7 @@ impl IdentityService {
 
     /// Resolves a bearer access token to its live principal, or 401.
     pub async fn authenticate(&self, access_token: &str) -> Result<Arc<Principal>> {
-        let (user_id, claims) = self.keys.verify(access_token)?;
+        let (user_id, claims) = self.keys.verify(access_token, self.clock.now().timestamp())?;
         if let Some(p) = self.cache.get(&claims.sid) {
             return self.check_live(p, user_id);
         }
@@ -316,7 +329,15 @@ impl IdentityService {
             ContactTarget::Email(e) => (None, Some(e.as_str().to_owned())),
         };
         self.repo
-            .register_tenant(NewRegistration { tenant_name, name, username: target.as_str().to_owned(), phone, email, password_hash: hash, at: now })
+            .register_tenant(NewRegistration {
+                tenant_name,
+                name,
+                username: target.as_str().to_owned(),
+                phone,
+                email,
+                password_hash: hash,
+                at: now,
+            })
             .await
     }
 
@@ -449,7 +470,10 @@ impl IdentityService {
 }
 
 fn locked(until: Timestamp, now: Timestamp) -> Error {
-    Error::RateLimited { message: "too many failed logins; the account is locked for a while".into(), retry_after_secs: secs_until(until, now) }
+    Error::RateLimited {
+        message: "too many failed logins; the account is locked for a while".into(),
+        retry_after_secs: secs_until(until, now),
+    }
 }
 
 fn hourly_limit(message: &str, oldest: Option<Timestamp>, now: Timestamp) -> Error {

@@ -26,12 +26,18 @@ pub(crate) struct TokenKeys {
 }
 
 impl TokenKeys {
+    /// Clock skew tolerated between instances.
+    const LEEWAY_SECS: i64 = 5;
+
     pub(crate) fn new(secret: &[u8], issuer: &str, audience: &str) -> Self {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_issuer(&[issuer]);
         validation.set_audience(&[audience]);
         validation.set_required_spec_claims(&["exp", "iat", "iss", "aud", "sub"]);
-        validation.leeway = 5;
+        // Expiry is checked against the service's Clock port below, not the system clock,
+        // so one notion of time governs tokens, sessions and tests.
+        validation.validate_exp = false;
+        validation.leeway = 0;
         TokenKeys { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret), validation }
     }
 
@@ -41,9 +47,12 @@ impl TokenKeys {
     }
 
     /// Any failure (signature, algorithm, expiry, issuer, audience, shape) is one 401.
-    pub(crate) fn verify(&self, token: &str) -> Result<(Id, AccessClaims), Error> {
+    pub(crate) fn verify(&self, token: &str, now: i64) -> Result<(Id, AccessClaims), Error> {
         let data = jsonwebtoken::decode::<AccessClaims>(token, &self.decoding, &self.validation)
             .map_err(|_| Error::Unauthenticated("invalid or expired access token".into()))?;
+        if data.claims.exp <= now - Self::LEEWAY_SECS {
+            return Err(Error::Unauthenticated("invalid or expired access token".into()));
+        }
         let user_id = data.claims.sub.parse::<Id>().map_err(|_| Error::Unauthenticated("invalid or expired access token".into()))?;
         Ok((user_id, data.claims))
     }
@@ -91,7 +100,7 @@ mod tests {
     fn a_signed_token_verifies() {
         let k = keys();
         let token = k.sign(&claims(60)).unwrap();
-        let (uid, c) = k.verify(&token).unwrap();
+        let (uid, c) = k.verify(&token, chrono::Utc::now().timestamp()).unwrap();
         assert_eq!((uid, c.sid.as_str()), (42, "s1"));
     }
 
@@ -99,14 +108,14 @@ mod tests {
     fn an_expired_token_is_rejected() {
         let k = keys();
         let token = k.sign(&claims(-120)).unwrap();
-        assert!(matches!(k.verify(&token), Err(Error::Unauthenticated(_))));
+        assert!(matches!(k.verify(&token, chrono::Utc::now().timestamp()), Err(Error::Unauthenticated(_))));
     }
 
     #[test]
     fn a_token_signed_with_another_key_is_rejected() {
         let other = TokenKeys::new(b"another-secret-another-secret-xx", "atrium", "atrium-api");
         let token = other.sign(&claims(60)).unwrap();
-        assert!(keys().verify(&token).is_err());
+        assert!(keys().verify(&token, chrono::Utc::now().timestamp()).is_err());
     }
 
     #[test]
@@ -114,7 +123,7 @@ mod tests {
         let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
         let body = serde_json::to_string(&claims(60)).unwrap();
         let token = format!("{}.{}.", b64(r#"{"alg":"none","typ":"JWT"}"#), b64(&body));
-        assert!(keys().verify(&token).is_err());
+        assert!(keys().verify(&token, chrono::Utc::now().timestamp()).is_err());
     }
 
     #[test]
@@ -122,7 +131,7 @@ mod tests {
         let mut c = claims(60);
         c.aud = "someone-else".into();
         let token = keys().sign(&c).unwrap();
-        assert!(keys().verify(&token).is_err());
+        assert!(keys().verify(&token, chrono::Utc::now().timestamp()).is_err());
     }
 
     #[test]

@@ -135,11 +135,7 @@ pub struct Actor {
 impl Actor {
     /// `Forbidden` unless the actor holds `permission`.
     pub fn require(&self, permission: &str) -> Result<(), Error> {
-        if self.permissions.allows(permission) {
-            Ok(())
-        } else {
-            Err(Error::Forbidden(format!("missing permission {permission}")))
-        }
+        if self.permissions.allows(permission) { Ok(()) } else { Err(Error::Forbidden(format!("missing permission {permission}"))) }
     }
 }
 

@@ -24,10 +24,10 @@ impl Phone {
         if !(8..=15).contains(&digits.len()) || digits.starts_with('0') {
             return Err("must be a phone number such as +8613800138000".into());
         }
-        if let Some(national) = digits.strip_prefix("86") {
-            if national.len() != 11 || !national.starts_with('1') {
-                return Err("a +86 number must have 11 digits starting with 1".into());
-            }
+        if let Some(national) = digits.strip_prefix("86")
+            && (national.len() != 11 || !national.starts_with('1'))
+        {
+            return Err("a +86 number must have 11 digits starting with 1".into());
         }
         Ok(Phone(s))
     }

@@ -13,8 +13,8 @@ mod paging;
 mod period;
 
 pub use actor::{Actor, Party, PartyType, PermissionSet, permission_matches};
-pub use contact::{ContactTarget, Email, Phone};
 pub use clock::{Clock, FixedClock, SystemClock};
+pub use contact::{ContactTarget, Email, Phone};
 pub use error::{Error, FieldError, Result};
 pub use money::Money;
 pub use paging::{Page, PageRequest, SortOrder};

@@ -62,7 +62,7 @@ pub enum SortOrder {
 
 impl SortOrder {
     /// Parses `field` or `-field` against the allowed field names; returns the field and order.
-    pub fn parse<'a>(sort: Option<&'a str>, allowed: &[&'static str]) -> Result<Option<(&'static str, SortOrder)>, Error> {
+    pub fn parse(sort: Option<&str>, allowed: &[&'static str]) -> Result<Option<(&'static str, SortOrder)>, Error> {
         let Some(raw) = sort.map(str::trim).filter(|s| !s.is_empty()) else {
             return Ok(None);
         };

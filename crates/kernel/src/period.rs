@@ -4,7 +4,6 @@ use std::fmt;
 
 /// A payroll or tax month, written `YYYY-MM`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(value_type = String, example = "2026-03"))]
 #[serde(try_from = "String", into = "String")]
 pub struct Period {
     year: i32,
@@ -65,6 +64,20 @@ impl Period {
         if b < a { 0 } else { (b - a + 1) as u32 }
     }
 }
+
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for Period {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .pattern(Some(r"^\d{4}-(0[1-9]|1[0-2])$"))
+            .description(Some("A month, YYYY-MM"))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for Period {}
 
 impl TryFrom<String> for Period {
     type Error = String;

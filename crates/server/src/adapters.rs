@@ -40,7 +40,11 @@ impl CodeSender for LogCodeSender {
         if self.show_codes {
             log::info!("dev code sink: {} code {code} for {target}", purpose.as_str());
         } else {
-            log::warn!("no SMS/e-mail delivery is configured; a {} code for a {} target was not delivered", purpose.as_str(), target.channel());
+            log::warn!(
+                "no SMS/e-mail delivery is configured; a {} code for a {} target was not delivered",
+                purpose.as_str(),
+                target.channel()
+            );
         }
         Ok(())
     }

@@ -41,6 +41,8 @@ pub struct Config {
     pub principal_cache_ms: u64,
     pub codes_per_target_per_hour: i64,
     pub codes_per_ip_per_hour: i64,
+    /// Seconds before a new code may be sent to the same target for the same purpose.
+    pub code_resend_secs: u64,
     /// Create `admin` with a printed random password on first start.
     pub bootstrap_admin: bool,
 }
@@ -52,10 +54,13 @@ impl std::fmt::Debug for Config {
             .field("database_url", &atrium_store::redact_url(&self.database_url))
             .field("bind", &self.bind)
             .field("public_url", &self.public_url)
-            .field("platform", &match &self.platform {
-                Platform::Sandbox => "sandbox".to_owned(),
-                Platform::Wechat { api_base, .. } => format!("wechat at {api_base}"),
-            })
+            .field(
+                "platform",
+                &match &self.platform {
+                    Platform::Sandbox => "sandbox".to_owned(),
+                    Platform::Wechat { api_base, .. } => format!("wechat at {api_base}"),
+                },
+            )
             .field("bcrypt_cost", &self.bcrypt_cost)
             .finish_non_exhaustive()
     }
@@ -77,7 +82,8 @@ impl Config {
             Some(other) => bail!("ATRIUM_PROFILE must be dev or prod, not {other:?}"),
         };
         let database_url = var("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
-        let bind: SocketAddr = var("ATRIUM_BIND").unwrap_or_else(|| "127.0.0.1:8080".into()).parse().context("ATRIUM_BIND must be HOST:PORT")?;
+        let bind: SocketAddr =
+            var("ATRIUM_BIND").unwrap_or_else(|| "127.0.0.1:8080".into()).parse().context("ATRIUM_BIND must be HOST:PORT")?;
         let parse_num = |name: &str, default: u64| -> anyhow::Result<u64> {
             var(name).map(|v| v.parse::<u64>().with_context(|| format!("{name} must be a whole number"))).unwrap_or(Ok(default))
         };
@@ -135,6 +141,7 @@ impl Config {
             principal_cache_ms: parse_num("ATRIUM_PRINCIPAL_CACHE_MS", 500)?,
             codes_per_target_per_hour: parse_num("ATRIUM_CODES_PER_TARGET_PER_HOUR", 5)? as i64,
             codes_per_ip_per_hour: parse_num("ATRIUM_CODES_PER_IP_PER_HOUR", 30)? as i64,
+            code_resend_secs: parse_num("ATRIUM_CODE_RESEND_SECS", 60)?,
             bootstrap_admin: !matches!(var("ATRIUM_BOOTSTRAP_ADMIN").as_deref(), Some("0" | "false" | "no")),
         };
         config.validate()?;
@@ -162,10 +169,10 @@ impl Config {
             if self.master_key.iter().all(|b| *b == self.master_key[0]) {
                 bail!("ATRIUM_MASTER_KEY is too weak: use 32 random bytes, base64-encoded");
             }
-            if let Platform::Wechat { login_appid, login_secret, .. } = &self.platform {
-                if login_appid.is_empty() != login_secret.is_empty() {
-                    bail!("set both ATRIUM_WECHAT_LOGIN_APPID and ATRIUM_WECHAT_LOGIN_SECRET, or neither");
-                }
+            if let Platform::Wechat { login_appid, login_secret, .. } = &self.platform
+                && login_appid.is_empty() != login_secret.is_empty()
+            {
+                bail!("set both ATRIUM_WECHAT_LOGIN_APPID and ATRIUM_WECHAT_LOGIN_SECRET, or neither");
             }
         }
         Ok(())
@@ -222,7 +229,8 @@ impl DevSecrets {
         let mut master = [0u8; 32];
         rand::rng().fill_bytes(&mut jwt);
         rand::rng().fill_bytes(&mut master);
-        let secrets = DevSecrets { jwt_secret: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(jwt), master_key: B64.encode(master) };
+        let secrets =
+            DevSecrets { jwt_secret: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(jwt), master_key: B64.encode(master) };
         write_private(file, &serde_json::to_string_pretty(&secrets)?)?;
         log::info!("generated dev secrets in {}", file.display());
         Ok(secrets)
@@ -263,7 +271,10 @@ mod tests {
 
     #[test]
     fn prod_refuses_a_weak_jwt_secret() {
-        let err = Config::from_vars(vars(&[("ATRIUM_PROFILE", "prod"), ("ATRIUM_JWT_SECRET", &"a".repeat(40)), ("ATRIUM_MASTER_KEY", KEY)])).err().unwrap();
+        let err =
+            Config::from_vars(vars(&[("ATRIUM_PROFILE", "prod"), ("ATRIUM_JWT_SECRET", &"a".repeat(40)), ("ATRIUM_MASTER_KEY", KEY)]))
+                .err()
+                .unwrap();
         assert!(err.to_string().contains("too weak"), "{err}");
     }
 
@@ -282,7 +293,12 @@ mod tests {
 
     #[test]
     fn prod_accepts_strong_secrets_and_the_real_platform() {
-        let c = Config::from_vars(vars(&[("ATRIUM_PROFILE", "prod"), ("ATRIUM_JWT_SECRET", "4f9a1c7e2b8d6035a9e1f4c72d8b0e6a3c5f7d9b"), ("ATRIUM_MASTER_KEY", KEY)])).unwrap();
+        let c = Config::from_vars(vars(&[
+            ("ATRIUM_PROFILE", "prod"),
+            ("ATRIUM_JWT_SECRET", "4f9a1c7e2b8d6035a9e1f4c72d8b0e6a3c5f7d9b"),
+            ("ATRIUM_MASTER_KEY", KEY),
+        ]))
+        .unwrap();
         assert!(matches!(c.platform, Platform::Wechat { .. }));
         assert_eq!(c.bind.to_string(), "127.0.0.1:8080");
     }
@@ -303,7 +319,8 @@ mod tests {
 
     #[test]
     fn debug_output_hides_secrets() {
-        let c = Config::from_vars(vars(&[("ATRIUM_JWT_SECRET", "super-secret-value-that-is-long-enough!"), ("ATRIUM_MASTER_KEY", KEY)])).unwrap();
+        let c = Config::from_vars(vars(&[("ATRIUM_JWT_SECRET", "super-secret-value-that-is-long-enough!"), ("ATRIUM_MASTER_KEY", KEY)]))
+            .unwrap();
         let shown = format!("{c:?}");
         assert!(!shown.contains("super-secret"));
     }

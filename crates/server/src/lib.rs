@@ -53,7 +53,12 @@ pub fn identity_service(config: &Config, db: &Db, public_url: &str, sandbox: Opt
             (Some(Arc::new(login)), Arc::new(sb.outbox()))
         }
         (Platform::Wechat { api_base, open_base, login_appid, login_secret }, _) if !login_appid.is_empty() => {
-            let login = WechatLogin::new(WechatLoginConfig { api_base: api_base.clone(), open_base: open_base.clone(), appid: login_appid.clone(), secret: login_secret.clone() })?;
+            let login = WechatLogin::new(WechatLoginConfig {
+                api_base: api_base.clone(),
+                open_base: open_base.clone(),
+                appid: login_appid.clone(),
+                secret: login_secret.clone(),
+            })?;
             (Some(Arc::new(login)), Arc::new(adapters::LogCodeSender { show_codes: config.profile == Profile::Dev }))
         }
         _ => (None, Arc::new(adapters::LogCodeSender { show_codes: config.profile == Profile::Dev })),
@@ -65,6 +70,7 @@ pub fn identity_service(config: &Config, db: &Db, public_url: &str, sandbox: Opt
         principal_cache_ttl: std::time::Duration::from_millis(config.principal_cache_ms),
         codes_per_target_per_hour: config.codes_per_target_per_hour,
         codes_per_ip_per_hour: config.codes_per_ip_per_hour,
+        code_resend_after: chrono::Duration::seconds(config.code_resend_secs.min(3600) as i64),
         ..IdentityConfig::default()
     };
     Ok(Arc::new(IdentityService::new(
@@ -88,7 +94,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let sandbox = (config.platform == Platform::Sandbox).then(Sandbox::new);
     let identity = identity_service(&config, &db, &public_url, sandbox.as_ref())?;
 
-    let bootstrap_password = if config.bootstrap_admin { identity.bootstrap_admin().await.map_err(|e| anyhow::anyhow!("cannot create the first admin: {e}"))? } else { None };
+    let bootstrap_password = if config.bootstrap_admin {
+        identity.bootstrap_admin().await.map_err(|e| anyhow::anyhow!("cannot create the first admin: {e}"))?
+    } else {
+        None
+    };
 
     let state = web::Data::new(AppState {
         identity: identity.clone(),

@@ -87,15 +87,18 @@ impl Db {
         // MultiConnection::establish swallows each backend's error: try the concrete one once.
         match backend {
             Backend::Sqlite => {
-                diesel::sqlite::SqliteConnection::establish(&conn_url).with_context(|| format!("cannot open SQLite database {conn_url}"))?;
+                diesel::sqlite::SqliteConnection::establish(&conn_url)
+                    .with_context(|| format!("cannot open SQLite database {conn_url}"))?;
             }
             Backend::Postgres => {
-                diesel::pg::PgConnection::establish(&conn_url).with_context(|| format!("cannot connect to PostgreSQL at {}", redact_url(url)))?;
+                diesel::pg::PgConnection::establish(&conn_url)
+                    .with_context(|| format!("cannot connect to PostgreSQL at {}", redact_url(url)))?;
             }
         }
         let manager = ConnectionManager::<DbConn>::new(conn_url);
         let pool = Pool::builder()
             .max_size(max_connections.max(1))
+            .min_idle(Some(max_connections.clamp(1, 2)))
             .connection_timeout(Duration::from_secs(10))
             .connection_customizer(Box::new(SqlitePragmas))
             .build(manager)
@@ -165,7 +168,9 @@ where
 {
     match conn {
         DbConn::Sqlite(inner) => AnsiTransactionManager::begin_transaction_sql(inner, "BEGIN IMMEDIATE").map_err(db_error)?,
-        DbConn::Pg(inner) => <AnsiTransactionManager as TransactionManager<diesel::pg::PgConnection>>::begin_transaction(inner).map_err(db_error)?,
+        DbConn::Pg(inner) => {
+            <AnsiTransactionManager as TransactionManager<diesel::pg::PgConnection>>::begin_transaction(inner).map_err(db_error)?
+        }
     }
     match f(conn) {
         Ok(value) => {

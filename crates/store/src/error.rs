@@ -7,7 +7,9 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 pub fn db_error(e: DieselError) -> Error {
     match e {
         DieselError::NotFound => Error::NotFound("record"),
-        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info) => Error::Conflict(unique_message(info.message(), info.constraint_name())),
+        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info) => {
+            Error::Conflict(unique_message(info.message(), info.constraint_name()))
+        }
         DieselError::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, _) => {
             Error::Conflict("the record is referenced by, or refers to, a record that does not allow this change".into())
         }

@@ -133,7 +133,9 @@ fn revoke(conn: &mut DbConn, session_id: &str, reason: &str, at: Timestamp) -> R
     Ok(())
 }
 
-fn ticket_from_row(row: (String, String, Option<String>, Option<i64>, NaiveDateTime, NaiveDateTime, Option<NaiveDateTime>)) -> Result<ChatTicket> {
+fn ticket_from_row(
+    row: (String, String, Option<String>, Option<i64>, NaiveDateTime, NaiveDateTime, Option<NaiveDateTime>),
+) -> Result<ChatTicket> {
     Ok(ChatTicket {
         ticket: row.0,
         status: TicketStatus::parse(&row.1).ok_or_else(|| Error::internal("unknown ticket status"))?,
@@ -160,7 +162,10 @@ impl IdentityRepo for IdentityStore {
                 let (count, lock) = if reached { (0, Some(to_db(lock_until))) } else { (failed + 1, None) };
                 let target = users::table.find(user_id);
                 if reached {
-                    diesel::update(target).set((users::failed_logins.eq(count), users::locked_until.eq(lock))).execute(conn).map_err(db_error)?;
+                    diesel::update(target)
+                        .set((users::failed_logins.eq(count), users::locked_until.eq(lock)))
+                        .execute(conn)
+                        .map_err(db_error)?;
                 } else {
                     diesel::update(target).set(users::failed_logins.eq(count)).execute(conn).map_err(db_error)?;
                 }
@@ -321,23 +326,24 @@ impl IdentityRepo for IdentityStore {
         let target = target.to_owned();
         self.db
             .run(move |conn| {
-                let row: Option<(i64, String, String, String, i32, NaiveDateTime, NaiveDateTime, Option<NaiveDateTime>)> = verification_codes::table
-                    .filter(verification_codes::target.eq(&target))
-                    .filter(verification_codes::purpose.eq(purpose.as_str()))
-                    .order(verification_codes::id.desc())
-                    .select((
-                        verification_codes::id,
-                        verification_codes::target,
-                        verification_codes::purpose,
-                        verification_codes::code_hash,
-                        verification_codes::attempts,
-                        verification_codes::created_at,
-                        verification_codes::expires_at,
-                        verification_codes::consumed_at,
-                    ))
-                    .first(conn)
-                    .optional()
-                    .map_err(db_error)?;
+                let row: Option<(i64, String, String, String, i32, NaiveDateTime, NaiveDateTime, Option<NaiveDateTime>)> =
+                    verification_codes::table
+                        .filter(verification_codes::target.eq(&target))
+                        .filter(verification_codes::purpose.eq(purpose.as_str()))
+                        .order(verification_codes::id.desc())
+                        .select((
+                            verification_codes::id,
+                            verification_codes::target,
+                            verification_codes::purpose,
+                            verification_codes::code_hash,
+                            verification_codes::attempts,
+                            verification_codes::created_at,
+                            verification_codes::expires_at,
+                            verification_codes::consumed_at,
+                        ))
+                        .first(conn)
+                        .optional()
+                        .map_err(db_error)?;
                 row.map(|r| {
                     Ok(CodeRecord {
                         id: r.0,
@@ -358,7 +364,8 @@ impl IdentityRepo for IdentityStore {
     async fn record_code_attempt(&self, code_id: Id, max_attempts: i32, at: Timestamp) -> Result<()> {
         self.db
             .write(move |conn| {
-                let attempts: i32 = verification_codes::table.find(code_id).select(verification_codes::attempts).first(conn).map_err(db_error)?;
+                let attempts: i32 =
+                    verification_codes::table.find(code_id).select(verification_codes::attempts).first(conn).map_err(db_error)?;
                 let target = verification_codes::table.find(code_id);
                 if attempts + 1 >= max_attempts {
                     diesel::update(target)
@@ -390,7 +397,14 @@ impl IdentityRepo for IdentityStore {
             .write(move |conn| {
                 let at = to_db(r.at);
                 let tenant_id: i64 = diesel::insert_into(tenants::table)
-                    .values((tenants::name.eq(&r.tenant_name), tenants::status.eq("pending"), tenants::phone.eq(&r.phone), tenants::contact_name.eq(&r.name), tenants::created_at.eq(at), tenants::updated_at.eq(at)))
+                    .values((
+                        tenants::name.eq(&r.tenant_name),
+                        tenants::status.eq("pending"),
+                        tenants::phone.eq(&r.phone),
+                        tenants::contact_name.eq(&r.name),
+                        tenants::created_at.eq(at),
+                        tenants::updated_at.eq(at),
+                    ))
                     .returning(tenants::id)
                     .get_result(conn)
                     .map_err(db_error)?;
@@ -425,7 +439,12 @@ impl IdentityRepo for IdentityStore {
         self.db
             .write(move |conn| {
                 diesel::update(users::table.find(user_id))
-                    .set((users::password_hash.eq(Some(hash)), users::failed_logins.eq(0), users::locked_until.eq(None::<NaiveDateTime>), users::updated_at.eq(to_db(at))))
+                    .set((
+                        users::password_hash.eq(Some(hash)),
+                        users::failed_logins.eq(0),
+                        users::locked_until.eq(None::<NaiveDateTime>),
+                        users::updated_at.eq(to_db(at)),
+                    ))
                     .execute(conn)
                     .map_err(db_error)?;
                 diesel::update(sessions::table.filter(sessions::user_id.eq(user_id)).filter(sessions::revoked_at.is_null()))
@@ -485,7 +504,11 @@ impl IdentityRepo for IdentityStore {
         self.db
             .write(move |conn| {
                 let n = diesel::update(chat_tickets::table.find(&ticket).filter(chat_tickets::status.eq(TicketStatus::Pending.as_str())))
-                    .set((chat_tickets::status.eq(status.as_str()), chat_tickets::chat_identity.eq(Some(identity)), chat_tickets::user_id.eq(user_id)))
+                    .set((
+                        chat_tickets::status.eq(status.as_str()),
+                        chat_tickets::chat_identity.eq(Some(identity)),
+                        chat_tickets::user_id.eq(user_id),
+                    ))
                     .execute(conn)
                     .map_err(db_error)?;
                 Ok(n == 1)
@@ -498,7 +521,10 @@ impl IdentityRepo for IdentityStore {
         self.db
             .write(move |conn| {
                 let n = diesel::update(
-                    chat_tickets::table.find(&ticket).filter(chat_tickets::status.eq(status.as_str())).filter(chat_tickets::consumed_at.is_null()),
+                    chat_tickets::table
+                        .find(&ticket)
+                        .filter(chat_tickets::status.eq(status.as_str()))
+                        .filter(chat_tickets::consumed_at.is_null()),
                 )
                 .set(chat_tickets::consumed_at.eq(Some(to_db(at))))
                 .execute(conn)

@@ -9,6 +9,7 @@ mod db;
 mod error;
 mod identity;
 pub mod schema;
+pub mod testing;
 mod time;
 
 pub use db::{Backend, Db, DbConn, redact_url, write_tx};

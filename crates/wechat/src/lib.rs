@@ -80,14 +80,20 @@ impl ChatLoginProvider for WechatLogin {
         let resp = self
             .http
             .get(&url)
-            .query(&[("appid", self.config.appid.as_str()), ("secret", self.config.secret.as_str()), ("code", code), ("grant_type", "authorization_code")])
+            .query(&[
+                ("appid", self.config.appid.as_str()),
+                ("secret", self.config.secret.as_str()),
+                ("code", code),
+                ("grant_type", "authorization_code"),
+            ])
             .send()
             .await
             .map_err(|e| Error::Upstream(format!("messaging platform unreachable: {}", e.without_url())))?;
         if !resp.status().is_success() {
             return Err(Error::Upstream(format!("messaging platform answered HTTP {}", resp.status())));
         }
-        let body: serde_json::Value = resp.json().await.map_err(|_| Error::Upstream("messaging platform sent an unreadable answer".into()))?;
+        let body: serde_json::Value =
+            resp.json().await.map_err(|_| Error::Upstream("messaging platform sent an unreadable answer".into()))?;
         if let Err(e) = check_errcode(&body) {
             return Err(match e.errcode {
                 40029 | 40163 | 41008 => Error::Unauthenticated(format!("the scan code is invalid or was already used ({})", e.errcode)),
@@ -97,7 +103,8 @@ impl ChatLoginProvider for WechatLogin {
                 }
             });
         }
-        let token: OauthToken = serde_json::from_value(body).map_err(|_| Error::Upstream("messaging platform answer lacks openid".into()))?;
+        let token: OauthToken =
+            serde_json::from_value(body).map_err(|_| Error::Upstream("messaging platform answer lacks openid".into()))?;
         Ok(ChatIdentity { openid: token.openid, unionid: token.unionid.filter(|u| !u.is_empty()) })
     }
 }

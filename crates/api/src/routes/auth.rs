@@ -1,7 +1,7 @@
 //! `/api/v1/auth/*`: logins, tokens, codes, registration, password reset and QR login.
 use actix_web::{HttpRequest, web};
 use atrium_identity::{CodePurpose, RoleRef, TicketStatus, TokenGrant, User};
-use atrium_kernel::{Party, PartyType};
+use atrium_kernel::{Error, Party, PartyType};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -71,36 +71,32 @@ impl From<User> for UserView {
     }
 }
 
-/// `POST /auth/login` body, by `method`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(tag = "method", rename_all = "lowercase")]
-pub enum LoginRequest {
-    /// `username` may also be the user's phone or e-mail.
-    Password(PasswordLogin),
-    /// A code from `send-code` with purpose `login`.
-    Code(CodeLogin),
-    /// A ticket from `chat-qr` whose status is `confirmed`.
-    Qr(QrLogin),
+/// How a login proves who the caller is.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LoginMethod {
+    /// `username` (or the user's phone or e-mail) and `password`.
+    Password,
+    /// `target` and a `code` from `send-code` with purpose `login`.
+    Code,
+    /// A `ticket` from `chat-qr` whose status is `confirmed`.
+    Qr,
 }
 
+/// `POST /auth/login` body; which other fields are required depends on `method`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PasswordLogin {
-    pub username: String,
-    pub password: String,
+pub struct LoginRequest {
+    pub method: LoginMethod,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub target: Option<String>,
+    pub code: Option<String>,
+    pub ticket: Option<String>,
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CodeLogin {
-    pub target: String,
-    pub code: String,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct QrLogin {
-    pub ticket: String,
+fn required<'a>(value: &'a Option<String>, field: &str, method: &str) -> Result<&'a str, Error> {
+    value.as_deref().ok_or_else(|| Error::invalid(field, format!("is required for method {method}")))
 }
 
 /// Tokens for a session: a short-lived access token and a rotating refresh token.
@@ -137,10 +133,15 @@ impl From<TokenGrant> for TokenResponse {
               (status = 429, description = "Account locked or address throttled; see Retry-After")))]
 pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Json<LoginRequest>) -> ApiResult {
     let client = client_info(&req);
-    let grant = match body.0 {
-        LoginRequest::Password(p) => state.identity.login_password(&p.username, &p.password, &client).await?,
-        LoginRequest::Code(c) => state.identity.login_code(&c.target, &c.code, &client).await?,
-        LoginRequest::Qr(q) => state.identity.login_qr(&q.ticket, &client).await?,
+    let b = body.0;
+    let id = &state.identity;
+    let grant = match b.method {
+        LoginMethod::Password => {
+            id.login_password(required(&b.username, "username", "password")?, required(&b.password, "password", "password")?, &client)
+                .await?
+        }
+        LoginMethod::Code => id.login_code(required(&b.target, "target", "code")?, required(&b.code, "code", "code")?, &client).await?,
+        LoginMethod::Qr => id.login_qr(required(&b.ticket, "ticket", "qr")?, &client).await?,
     };
     ok(TokenResponse::from(grant))
 }
@@ -181,12 +182,7 @@ pub struct MeResponse {
     responses((status = 200, body = MeResponse), (status = 401)))]
 pub async fn me(auth: Auth) -> ApiResult {
     let p = &auth.principal;
-    ok(MeResponse {
-        user: p.user.clone().into(),
-        party: p.user.party.into(),
-        roles: p.roles.clone(),
-        permissions: p.permissions.to_vec(),
-    })
+    ok(MeResponse { user: p.user.clone().into(), party: p.user.party.into(), roles: p.roles.clone(), permissions: p.permissions.to_vec() })
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

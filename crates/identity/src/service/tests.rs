@@ -42,7 +42,14 @@ impl Mocks {
     }
 
     fn service(self) -> IdentityService {
-        IdentityService::new(Arc::new(self.repo), Arc::new(self.hasher), Arc::new(self.codes), None, Arc::new(FixedClock::new(now())), config())
+        IdentityService::new(
+            Arc::new(self.repo),
+            Arc::new(self.hasher),
+            Arc::new(self.codes),
+            None,
+            Arc::new(FixedClock::new(now())),
+            config(),
+        )
     }
 }
 
@@ -149,7 +156,13 @@ async fn a_successful_login_issues_a_token_that_authenticates() {
     m.repo.expect_load_principal().times(1).returning(move |id| {
         assert_eq!(id, *sid_out.lock().unwrap());
         Ok(Some(Principal {
-            session: SessionRecord { id: id.to_owned(), user_id: 1, created_at: now(), expires_at: now() + Duration::days(30), revoked_at: None },
+            session: SessionRecord {
+                id: id.to_owned(),
+                user_id: 1,
+                created_at: now(),
+                expires_at: now() + Duration::days(30),
+                revoked_at: None,
+            },
             user: user(1, UserStatus::Active),
             roles: vec![],
             permissions: PermissionSet::new(["user:read"]),
@@ -172,7 +185,13 @@ async fn a_revoked_session_does_not_authenticate() {
     let mut m = Mocks::new();
     m.repo.expect_load_principal().returning(|id| {
         Ok(Some(Principal {
-            session: SessionRecord { id: id.to_owned(), user_id: 1, created_at: now(), expires_at: now() + Duration::days(1), revoked_at: Some(now()) },
+            session: SessionRecord {
+                id: id.to_owned(),
+                user_id: 1,
+                created_at: now(),
+                expires_at: now() + Duration::days(1),
+                revoked_at: Some(now()),
+            },
             user: user(1, UserStatus::Active),
             roles: vec![],
             permissions: PermissionSet::default(),

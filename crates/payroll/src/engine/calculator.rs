@@ -1,0 +1,170 @@
+use super::input::{EmployeeMonth, SpecialDeduction};
+use super::line::{CalculatedLine, YearToDate};
+use super::policy::PayrollPolicy;
+use super::rate::{PPM, Rate};
+use super::tax::{annual_bonus_tax, cumulative_tax, mul_div_round};
+use atrium_kernel::{Error, FieldError, Money, Period};
+use chrono::Datelike;
+
+/// The basic deduction (减除费用) per month employed: 5,000 yuan.
+pub const BASIC_DEDUCTION_PER_MONTH: Money = Money::from_fen(500_000);
+
+/// A validated policy bound to the period being calculated. Build one per sheet and call
+/// [`Calculator::calculate`] for each employee; it allocates nothing unless the input is bad.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Calculator {
+    policy: PayrollPolicy,
+    period: Period,
+}
+
+/// Months since year 0, so that month arithmetic is plain integer arithmetic.
+fn month_index(year: i32, month: u32) -> i64 {
+    i64::from(year) * 12 + i64::from(month) - 1
+}
+
+fn period_index(period: Period) -> i64 {
+    month_index(period.year(), period.month())
+}
+
+/// `amount × rate`, rounded to the fen half up.
+fn apply(amount: Money, rate: Rate) -> Money {
+    Money::from_fen(mul_div_round(amount.fen(), i64::from(rate.ppm()), PPM))
+}
+
+impl Calculator {
+    /// Fails with the policy's field errors when it is invalid.
+    pub fn new(policy: PayrollPolicy, period: Period) -> Result<Calculator, Error> {
+        policy.validate()?;
+        Ok(Calculator { policy, period })
+    }
+
+    pub fn policy(&self) -> &PayrollPolicy {
+        &self.policy
+    }
+
+    pub fn period(&self) -> Period {
+        self.period
+    }
+
+    /// Calculates one employee's month from their input and the sums of their earlier months
+    /// this tax year. Fails, naming the fields, when the input is inconsistent: a negative
+    /// amount, a leave deduction above the month's earnings, tax-free income above gross, or
+    /// a hire date after the period.
+    pub fn calculate(&self, input: &EmployeeMonth<'_>, ytd: &YearToDate) -> Result<CalculatedLine, Error> {
+        let earnings = input.base_salary + input.allowance + input.overtime + input.bonus;
+        let gross = earnings - input.leave_deduction;
+        let start = self.first_month_employed(input);
+        check(input, earnings, gross, start, self.period)?;
+        let policy = &self.policy;
+
+        // Contributions: each on its clamped base, each rounded to the fen.
+        let raw_base = input.si_base.unwrap_or(input.base_salary);
+        let si_base = raw_base.clamp(policy.si_base_floor, policy.si_base_cap);
+        let hf_base = raw_base.clamp(policy.hf_base_floor, policy.hf_base_cap);
+        let pension = apply(si_base, policy.pension_rate);
+        let medical = apply(si_base, policy.medical_rate) + policy.medical_fixed;
+        let unemployment = apply(si_base, policy.unemployment_rate);
+        let housing_fund = apply(hf_base, input.housing_fund_rate.rate());
+        let contributions = pension + medical + unemployment + housing_fund;
+
+        // Cumulative withholding: this year's months at this employer through this period.
+        let end = period_index(self.period);
+        let months_employed = u32::try_from(end - start + 1).unwrap_or(0);
+        let cumulative_special_deduction = special_deductions_through(input.special_deductions, start, end);
+        let basic_deduction = Money::from_fen(BASIC_DEDUCTION_PER_MONTH.fen().saturating_mul(i64::from(months_employed)));
+        let cumulative_taxable = (ytd.gross + gross
+            - (ytd.tax_free_income + input.tax_free_income)
+            - basic_deduction
+            - (ytd.contributions + contributions)
+            - cumulative_special_deduction
+            - (ytd.other_deductions + input.other_pre_tax_deduction))
+            .max(Money::ZERO);
+        let cumulative_tax = cumulative_tax(cumulative_taxable);
+        let tax = (cumulative_tax - ytd.tax_withheld).max(Money::ZERO);
+
+        let annual_bonus_tax = annual_bonus_tax(input.annual_bonus);
+        let net_pay = gross - contributions - tax - input.after_tax_deduction + input.annual_bonus - annual_bonus_tax;
+
+        Ok(CalculatedLine {
+            gross,
+            tax_free_income: input.tax_free_income,
+            si_base,
+            hf_base,
+            pension,
+            medical,
+            unemployment,
+            housing_fund,
+            contributions,
+            other_deduction: input.other_pre_tax_deduction,
+            months_employed,
+            special_deduction: cumulative_special_deduction - ytd.special_deductions,
+            cumulative_special_deduction,
+            cumulative_taxable,
+            cumulative_tax,
+            tax,
+            after_tax_deduction: input.after_tax_deduction,
+            annual_bonus: input.annual_bonus,
+            annual_bonus_tax,
+            net_pay,
+        })
+    }
+
+    /// Month index of January of the period's year, or of the hire month if later.
+    fn first_month_employed(&self, input: &EmployeeMonth<'_>) -> i64 {
+        let january = month_index(self.period.year(), 1);
+        match input.hire_date {
+            Some(hired) => month_index(hired.year(), hired.month()).max(january),
+            None => january,
+        }
+    }
+}
+
+/// Validates a policy and calculates one employee-month: [`Calculator::new`] followed by
+/// [`Calculator::calculate`]. Prefer a [`Calculator`] when calculating a whole sheet.
+pub fn calculate(policy: &PayrollPolicy, period: Period, input: &EmployeeMonth<'_>, ytd: &YearToDate) -> Result<CalculatedLine, Error> {
+    Calculator::new(*policy, period)?.calculate(input, ytd)
+}
+
+/// Sum of every deduction active in each month from `start` through `end` (month indices).
+fn special_deductions_through(deductions: &[SpecialDeduction], start: i64, end: i64) -> Money {
+    let mut total = Money::ZERO;
+    for deduction in deductions {
+        let from = period_index(deduction.from()).max(start);
+        let to = deduction.to().map_or(end, period_index).min(end);
+        if to >= from {
+            total = total + Money::from_fen(deduction.monthly_amount().fen().saturating_mul(to - from + 1));
+        }
+    }
+    total
+}
+
+fn check(input: &EmployeeMonth<'_>, earnings: Money, gross: Money, start: i64, period: Period) -> Result<(), Error> {
+    let mut problems = Vec::new();
+    let amounts = [
+        ("base_salary", input.base_salary),
+        ("allowance", input.allowance),
+        ("overtime", input.overtime),
+        ("bonus", input.bonus),
+        ("leave_deduction", input.leave_deduction),
+        ("other_pre_tax_deduction", input.other_pre_tax_deduction),
+        ("after_tax_deduction", input.after_tax_deduction),
+        ("annual_bonus", input.annual_bonus),
+        ("tax_free_income", input.tax_free_income),
+        ("si_base", input.si_base.unwrap_or(Money::ZERO)),
+    ];
+    for (field, amount) in amounts {
+        if amount.is_negative() {
+            problems.push(FieldError::new(field, "must not be negative"));
+        }
+    }
+    if input.leave_deduction > earnings {
+        problems.push(FieldError::new("leave_deduction", "must not exceed base salary + allowance + overtime + bonus"));
+    }
+    if !gross.is_negative() && input.tax_free_income > gross {
+        problems.push(FieldError::new("tax_free_income", "must not exceed gross pay"));
+    }
+    if start > period_index(period) {
+        problems.push(FieldError::new("hire_date", format!("must not be after the period {period}")));
+    }
+    if problems.is_empty() { Ok(()) } else { Err(Error::Invalid(problems)) }
+}

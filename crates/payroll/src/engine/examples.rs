@@ -1,0 +1,480 @@
+//! Worked examples, each checked by hand in its comment. Amounts in comments are yuan.
+
+use super::*;
+use atrium_kernel::{Error, Money, Period};
+use chrono::NaiveDate;
+
+const YEAR: i32 = 2025;
+
+fn yuan(amount: i64) -> Money {
+    Money::from_yuan(amount)
+}
+
+fn fen(amount: i64) -> Money {
+    Money::from_fen(amount)
+}
+
+fn month(m: u32) -> Period {
+    Period::new(YEAR, m).unwrap()
+}
+
+fn hf(raw: &str) -> HousingFundRate {
+    HousingFundRate::parse(raw).unwrap()
+}
+
+/// Pension 8 % + medical 2 % + housing fund 5 % (at the employee's 0.05) = exactly 15 % of
+/// the base: no fixed medical amount, no unemployment insurance. Beijing floor and cap.
+fn fifteen_percent_policy() -> PayrollPolicy {
+    PayrollPolicy { medical_fixed: Money::ZERO, unemployment_rate: Rate::ZERO, ..PayrollPolicy::default() }
+}
+
+fn deduction(kind: DeductionKind, monthly_yuan: i64, from: Period, to: Option<Period>) -> SpecialDeduction {
+    SpecialDeduction::new(kind, yuan(monthly_yuan), from, to).unwrap()
+}
+
+/// Calculates months `first..=last` of 2025 in order, each with the year-to-date of the
+/// months before it, as the service does with approved sheets.
+fn run<'a>(policy: PayrollPolicy, first: u32, last: u32, input: impl Fn(u32) -> EmployeeMonth<'a>) -> Vec<CalculatedLine> {
+    let mut ytd = YearToDate::ZERO;
+    let mut lines = Vec::new();
+    for m in first..=last {
+        let line = Calculator::new(policy, month(m)).unwrap().calculate(&input(m), &ytd).unwrap();
+        ytd.add(&line);
+        lines.push(line);
+    }
+    lines
+}
+
+fn taxes(lines: &[CalculatedLine]) -> Vec<Money> {
+    lines.iter().map(|line| line.tax).collect()
+}
+
+fn invalid_fields(err: Error) -> Vec<String> {
+    match err {
+        Error::Invalid(problems) => problems.into_iter().map(|p| p.field).collect(),
+        other => panic!("expected Invalid, got {other:?}"),
+    }
+}
+
+// ---- PAYROLL.md's worked examples ----
+
+#[test]
+fn payroll_md_example_one_on_cumulative_figures_is_75_a_month_and_900_a_year() {
+    // Taxable per month: 10,000 − 5,000 − 1,500 − 1,000 = 2,500; cumulative 2,500 × k at 3 %.
+    let cumulative = |k: i64| cumulative_tax(yuan(2_500 * k));
+
+    assert_eq!([cumulative(1), cumulative(2), cumulative(3)], [yuan(75), yuan(150), yuan(225)]);
+    // 30,000 × 3 % = 900.
+    assert_eq!(cumulative(12), yuan(900));
+}
+
+#[test]
+fn payroll_md_example_one_through_the_engine_withholds_75_every_month() {
+    // 10,000 at 15 % → contributions 1,500; child education 1,000 (2019 standard).
+    let deductions = [deduction(DeductionKind::ChildrenEducation, 1_000, month(1), None)];
+    let input = |_| EmployeeMonth { special_deductions: &deductions, ..EmployeeMonth::new(yuan(10_000), hf("0.05")) };
+
+    let lines = run(fifteen_percent_policy(), 1, 12, input);
+
+    assert_eq!(lines[0].contributions, yuan(1_500));
+    assert_eq!(taxes(&lines), vec![yuan(75); 12]);
+    assert_eq!(taxes(&lines).into_iter().sum::<Money>(), yuan(900));
+    assert_eq!(lines[11].cumulative_taxable, yuan(30_000));
+}
+
+#[test]
+fn payroll_md_example_two_on_cumulative_figures_changes_bracket_in_month_two() {
+    // Taxable per month: 30,000 − 5,000 − 4,500 − 2,000 = 18,500.
+    // 18,500 × 3 % = 555; 37,000 × 10 % − 2,520 = 1,180; 55,500 × 10 % − 2,520 = 3,030.
+    let cumulative = [yuan(18_500), yuan(37_000), yuan(55_500)].map(cumulative_tax);
+
+    assert_eq!(cumulative, [yuan(555), yuan(1_180), yuan(3_030)]);
+    // Withheld: 555, 1,180 − 555 = 625, 3,030 − 1,180 = 1,850.
+    assert_eq!([cumulative[0], cumulative[1] - cumulative[0], cumulative[2] - cumulative[1]], [yuan(555), yuan(625), yuan(1_850)]);
+}
+
+#[test]
+fn payroll_md_example_two_through_the_engine_withholds_555_625_and_1850() {
+    // 30,000 at 15 % → contributions 4,500; deductions 2,000.
+    let deductions = [deduction(DeductionKind::ChildrenEducation, 2_000, month(1), None)];
+    let input = |_| EmployeeMonth { special_deductions: &deductions, ..EmployeeMonth::new(yuan(30_000), hf("0.05")) };
+
+    let lines = run(fifteen_percent_policy(), 1, 3, input);
+
+    assert_eq!(lines[0].contributions, yuan(4_500));
+    assert_eq!(taxes(&lines), [yuan(555), yuan(625), yuan(1_850)]);
+    assert_eq!(lines[2].cumulative_tax, yuan(3_030));
+}
+
+// ---- Our own examples ----
+
+#[test]
+fn crossing_into_the_twenty_percent_band_in_august_raises_that_months_tax() {
+    // 30,000 at 15 % → 4,500; taxable per month 30,000 − 5,000 − 4,500 = 20,500.
+    // June: 123,000 × 10 % − 2,520 = 9,780.  July: 143,500 × 10 % − 2,520 = 11,830 → 2,050.
+    // August: 164,000 × 20 % − 16,920 = 15,880 → 15,880 − 11,830 = 4,050.
+    let lines = run(fifteen_percent_policy(), 1, 8, |_| EmployeeMonth::new(yuan(30_000), hf("0.05")));
+
+    assert_eq!(lines[5].cumulative_tax, yuan(9_780));
+    assert_eq!((lines[6].cumulative_taxable, lines[6].tax), (yuan(143_500), yuan(2_050)));
+    assert_eq!((lines[7].cumulative_taxable, lines[7].tax), (yuan(164_000), yuan(4_050)));
+}
+
+#[test]
+fn a_pay_cut_after_a_high_month_withholds_nothing_and_refunds_nothing() {
+    // January: 20,000 + bonus 30,000 = 50,000 gross; contributions 15 % × 20,000 = 3,000.
+    //   Taxable 50,000 − 5,000 − 3,000 = 42,000 → 4,200 − 2,520 = 1,680 withheld.
+    // February: 3,000; base clamps to the floor 7,162 → 572.96 + 143.24 + 358.10 = 1,074.30.
+    //   Taxable 53,000 − 10,000 − 4,074.30 = 38,925.70 → 3,892.57 − 2,520 = 1,372.57 < 1,680.
+    //   Tax 0; net 3,000 − 1,074.30 = 1,925.70.
+    let input = |m| match m {
+        1 => EmployeeMonth { bonus: yuan(30_000), ..EmployeeMonth::new(yuan(20_000), hf("0.05")) },
+        _ => EmployeeMonth::new(yuan(3_000), hf("0.05")),
+    };
+
+    let lines = run(fifteen_percent_policy(), 1, 2, input);
+
+    assert_eq!(lines[0].tax, yuan(1_680));
+    assert_eq!(lines[1].contributions, fen(107_430));
+    assert_eq!(lines[1].cumulative_taxable, fen(3_892_570));
+    assert_eq!(lines[1].cumulative_tax, fen(137_257));
+    assert_eq!(lines[1].tax, Money::ZERO);
+    assert_eq!(lines[1].net_pay, fen(192_570));
+}
+
+#[test]
+fn a_base_below_the_floor_contributes_on_the_floor() {
+    // Beijing default, base 5,000 → 7,162. Pension 572.96; medical 143.24 + 3 = 146.24;
+    // unemployment 35.81; housing fund 12 % = 859.44; total 1,614.45.
+    // Taxable 5,000 − 5,000 − 1,614.45 < 0 → 0. Net 5,000 − 1,614.45 = 3,385.55.
+    let input = EmployeeMonth::new(yuan(5_000), hf("0.12"));
+
+    let line = calculate(&PayrollPolicy::default(), month(1), &input, &YearToDate::ZERO).unwrap();
+
+    assert_eq!(line.si_base, yuan(7_162));
+    assert_eq!([line.pension, line.medical, line.unemployment, line.housing_fund], [fen(57_296), fen(14_624), fen(3_581), fen(85_944)]);
+    assert_eq!(line.contributions, fen(161_445));
+    assert_eq!((line.cumulative_taxable, line.tax), (Money::ZERO, Money::ZERO));
+    assert_eq!(line.net_pay, fen(338_555));
+}
+
+#[test]
+fn a_base_above_the_cap_contributes_on_the_cap() {
+    // Beijing default, base 50,000 → 35,811. Pension 2,864.88; medical 716.22 + 3 = 719.22;
+    // unemployment 179.055 → 179.06; housing fund 12 % = 4,297.32; total 8,060.48.
+    // Taxable 50,000 − 5,000 − 8,060.48 = 36,939.52 → 3,693.952 − 2,520 = 1,173.952 → 1,173.95.
+    // Net 50,000 − 8,060.48 − 1,173.95 = 40,765.57.
+    let input = EmployeeMonth::new(yuan(50_000), hf("0.12"));
+
+    let line = calculate(&PayrollPolicy::default(), month(1), &input, &YearToDate::ZERO).unwrap();
+
+    assert_eq!((line.si_base, line.hf_base), (yuan(35_811), yuan(35_811)));
+    assert_eq!([line.pension, line.medical, line.unemployment, line.housing_fund], [fen(286_488), fen(71_922), fen(17_906), fen(429_732)]);
+    assert_eq!(line.contributions, fen(806_048));
+    assert_eq!(line.tax, fen(117_395));
+    assert_eq!(line.net_pay, fen(4_076_557));
+}
+
+#[test]
+fn a_high_earner_reaches_the_45_percent_band_by_december() {
+    // 100,000 a month, Beijing default, housing fund 12 %: contributions 8,060.48 (at the cap).
+    // Taxable per month 100,000 − 5,000 − 8,060.48 = 86,939.52.
+    // January: 8,693.952 − 2,520 = 6,173.95.
+    // December: 1,043,274.24 × 45 % − 181,920 = 287,553.408 → 287,553.41 withheld in the year.
+    let lines = run(PayrollPolicy::default(), 1, 12, |_| EmployeeMonth::new(yuan(100_000), hf("0.12")));
+
+    assert_eq!(lines[0].tax, fen(617_395));
+    assert_eq!(lines[11].cumulative_taxable, fen(104_327_424));
+    assert_eq!(lines[11].cumulative_tax, fen(28_755_341));
+    assert_eq!(taxes(&lines).into_iter().sum::<Money>(), fen(28_755_341));
+}
+
+#[test]
+fn the_housing_fund_base_is_clamped_by_its_own_floor_and_cap() {
+    // Housing fund capped at 25,000, insurance at 35,811; base 30,000, housing fund 10 %:
+    // housing fund 2,500 on 25,000; pension 2,400 on 30,000.
+    let policy = PayrollPolicy { hf_base_cap: yuan(25_000), ..PayrollPolicy::default() };
+    let input = EmployeeMonth::new(yuan(30_000), hf("0.10"));
+
+    let line = calculate(&policy, month(1), &input, &YearToDate::ZERO).unwrap();
+
+    assert_eq!((line.si_base, line.hf_base), (yuan(30_000), yuan(25_000)));
+    assert_eq!((line.pension, line.housing_fund), (yuan(2_400), yuan(2_500)));
+}
+
+#[test]
+fn a_declared_contribution_base_replaces_the_base_salary() {
+    // Base salary 20,000 but declared base 15,000: 15 % × 15,000 = 2,250.
+    // Taxable 20,000 − 5,000 − 2,250 = 12,750 → 382.50.
+    let input = EmployeeMonth { si_base: Some(yuan(15_000)), ..EmployeeMonth::new(yuan(20_000), hf("0.05")) };
+
+    let line = calculate(&fifteen_percent_policy(), month(1), &input, &YearToDate::ZERO).unwrap();
+
+    assert_eq!(line.si_base, yuan(15_000));
+    assert_eq!(line.contributions, yuan(2_250));
+    assert_eq!(line.tax, fen(38_250));
+}
+
+#[test]
+fn the_fixed_medical_amount_is_added_to_the_medical_contribution() {
+    // Base 10,000, housing fund 5 %. With 3 yuan fixed: 800 + 203 + 50 + 500 = 1,553;
+    //   taxable 3,447 → 103.41. Without: 1,550; taxable 3,450 → 103.50.
+    let input = EmployeeMonth::new(yuan(10_000), hf("0.05"));
+    let without = PayrollPolicy { medical_fixed: Money::ZERO, ..PayrollPolicy::default() };
+
+    let beijing = calculate(&PayrollPolicy::default(), month(1), &input, &YearToDate::ZERO).unwrap();
+    let plain = calculate(&without, month(1), &input, &YearToDate::ZERO).unwrap();
+
+    assert_eq!((beijing.medical, beijing.contributions, beijing.tax), (yuan(203), yuan(1_553), fen(10_341)));
+    assert_eq!((plain.medical, plain.contributions, plain.tax), (yuan(200), yuan(1_550), fen(10_350)));
+}
+
+#[test]
+fn a_contribution_of_exactly_half_a_fen_rounds_up() {
+    // Unemployment 0.5 %: 10,001.00 → 50.005 → 50.01; 10,000.99 → 50.00495 → 50.00.
+    let policy = PayrollPolicy::default();
+    let at_half = EmployeeMonth::new(fen(1_000_100), hf("0.05"));
+    let below_half = EmployeeMonth::new(fen(1_000_099), hf("0.05"));
+
+    let up = calculate(&policy, month(1), &at_half, &YearToDate::ZERO).unwrap();
+    let down = calculate(&policy, month(1), &below_half, &YearToDate::ZERO).unwrap();
+
+    assert_eq!(up.unemployment, fen(5_001));
+    assert_eq!(down.unemployment, fen(5_000));
+}
+
+#[test]
+fn an_employee_hired_in_april_gets_the_basic_deduction_from_april_only() {
+    // Hired 15 April; 20,000 at 15 % → 3,000; taxable per month 20,000 − 5,000 − 3,000 = 12,000.
+    // June: 3 months employed, cumulative 36,000 → 1,080 (3 %, band includes its bound);
+    // 360 withheld each month.
+    let hired = NaiveDate::from_ymd_opt(YEAR, 4, 15);
+    let input = |_| EmployeeMonth { hire_date: hired, ..EmployeeMonth::new(yuan(20_000), hf("0.05")) };
+
+    let lines = run(fifteen_percent_policy(), 4, 6, input);
+
+    assert_eq!(lines[2].months_employed, 3);
+    assert_eq!(lines[2].cumulative_taxable, yuan(36_000));
+    assert_eq!(lines[2].cumulative_tax, yuan(1_080));
+    assert_eq!(taxes(&lines), [yuan(360); 3]);
+}
+
+#[test]
+fn an_employee_hired_in_an_earlier_year_counts_months_from_january() {
+    // Hired August 2019; March 2025 is the third month of the tax year.
+    let input = EmployeeMonth { hire_date: NaiveDate::from_ymd_opt(2019, 8, 1), ..EmployeeMonth::new(yuan(1), hf("0.05")) };
+
+    let line = calculate(&fifteen_percent_policy(), month(3), &input, &YearToDate::ZERO).unwrap();
+
+    assert_eq!(line.months_employed, 3);
+}
+
+#[test]
+fn a_hire_date_after_the_period_is_rejected() {
+    let input = EmployeeMonth { hire_date: NaiveDate::from_ymd_opt(YEAR, 7, 1), ..EmployeeMonth::new(yuan(9_000), hf("0.05")) };
+
+    let err = calculate(&fifteen_percent_policy(), month(6), &input, &YearToDate::ZERO).unwrap_err();
+
+    assert_eq!(invalid_fields(err), ["hire_date"]);
+}
+
+#[test]
+fn a_special_deduction_declared_late_catches_up_in_full_in_the_month_it_is_seen() {
+    // 10,000 at 15 % → 1,500. Jan: taxable 3,500 → 105. Feb: 7,000 → 210, withheld 105.
+    // March: rent 1,500 declared from January → 3 × 1,500 = 4,500 at once;
+    //   taxable 30,000 − 15,000 − 4,500 − 4,500 = 6,000 → 180 < 210 withheld → 0.
+    // April: 40,000 − 20,000 − 6,000 − 6,000 = 8,000 → 240 → 240 − 210 = 30.
+    let rent = [deduction(DeductionKind::HousingRent, 1_500, month(1), None)];
+    let input = |m| EmployeeMonth { special_deductions: if m >= 3 { &rent } else { &[] }, ..EmployeeMonth::new(yuan(10_000), hf("0.05")) };
+
+    let lines = run(fifteen_percent_policy(), 1, 4, input);
+
+    assert_eq!(taxes(&lines), [yuan(105), yuan(105), Money::ZERO, yuan(30)]);
+    assert_eq!(lines[2].special_deduction, yuan(4_500));
+    assert_eq!(lines[3].special_deduction, yuan(1_500));
+    assert_eq!(lines[3].cumulative_special_deduction, yuan(6_000));
+}
+
+#[test]
+fn a_special_deduction_counts_only_months_inside_its_range_and_the_employment() {
+    // Child education 2,000 from September 2024 to February 2025 and rent 1,500 from March,
+    // calculated for May 2025 (earlier years never count).
+    let deductions = [
+        deduction(DeductionKind::ChildrenEducation, 2_000, Period::new(2024, 9).unwrap(), Some(month(2))),
+        deduction(DeductionKind::HousingRent, 1_500, month(3), None),
+    ];
+    let hired_early = EmployeeMonth { special_deductions: &deductions, ..EmployeeMonth::new(yuan(10_000), hf("0.05")) };
+    let hired_april = EmployeeMonth { hire_date: NaiveDate::from_ymd_opt(YEAR, 4, 15), ..hired_early };
+
+    let early = calculate(&fifteen_percent_policy(), month(5), &hired_early, &YearToDate::ZERO).unwrap();
+    let april = calculate(&fifteen_percent_policy(), month(5), &hired_april, &YearToDate::ZERO).unwrap();
+
+    // Hired before 2025: 4,000 + 3 × 1,500 = 8,500.
+    assert_eq!(early.cumulative_special_deduction, yuan(8_500));
+    // Hired in April: the child deduction ended before, rent counts April and May = 3,000.
+    assert_eq!(april.cumulative_special_deduction, yuan(3_000));
+}
+
+#[test]
+fn an_annual_bonus_of_36000_is_taxed_apart_at_three_percent() {
+    // 10,000 at 15 %: taxable 3,500 → 105. Bonus 36,000 → 1,080, outside the cumulative figures.
+    // Net 10,000 − 1,500 − 105 + 36,000 − 1,080 = 43,315.
+    let input = EmployeeMonth { annual_bonus: yuan(36_000), ..EmployeeMonth::new(yuan(10_000), hf("0.05")) };
+
+    let line = calculate(&fifteen_percent_policy(), month(1), &input, &YearToDate::ZERO).unwrap();
+
+    assert_eq!((line.cumulative_taxable, line.tax), (yuan(3_500), yuan(105)));
+    assert_eq!(line.annual_bonus_tax, yuan(1_080));
+    assert_eq!(line.net_pay, yuan(43_315));
+}
+
+#[test]
+fn an_annual_bonus_of_36001_is_taxed_at_ten_percent_and_nets_less() {
+    // Bonus 36,001 → 3,600.10 − 210 = 3,390.10.
+    // Net 10,000 − 1,500 − 105 + 36,001 − 3,390.10 = 41,005.90 (less than with 36,000).
+    let input = EmployeeMonth { annual_bonus: yuan(36_001), ..EmployeeMonth::new(yuan(10_000), hf("0.05")) };
+
+    let line = calculate(&fifteen_percent_policy(), month(1), &input, &YearToDate::ZERO).unwrap();
+
+    assert_eq!(line.annual_bonus_tax, fen(339_010));
+    assert_eq!(line.net_pay, fen(4_100_590));
+}
+
+#[test]
+fn an_unpaid_leave_deduction_lowers_gross_but_not_the_contribution_base() {
+    // Base 10,000, leave 1,000 → gross 9,000; contributions still on 10,000 = 1,500.
+    // Taxable 9,000 − 5,000 − 1,500 = 2,500 → 75. Net 9,000 − 1,500 − 75 = 7,425.
+    let input = EmployeeMonth { leave_deduction: yuan(1_000), ..EmployeeMonth::new(yuan(10_000), hf("0.05")) };
+
+    let line = calculate(&fifteen_percent_policy(), month(1), &input, &YearToDate::ZERO).unwrap();
+
+    assert_eq!((line.gross, line.contributions), (yuan(9_000), yuan(1_500)));
+    assert_eq!(line.tax, yuan(75));
+    assert_eq!(line.net_pay, yuan(7_425));
+}
+
+#[test]
+fn tax_free_income_is_paid_but_not_taxed() {
+    // Base 10,000 + allowance 1,000, all of the allowance tax-free: gross 11,000.
+    // Taxable 11,000 − 1,000 − 5,000 − 1,500 = 3,500 → 105. Net 11,000 − 1,500 − 105 = 9,395.
+    let input = EmployeeMonth { allowance: yuan(1_000), tax_free_income: yuan(1_000), ..EmployeeMonth::new(yuan(10_000), hf("0.05")) };
+
+    let line = calculate(&fifteen_percent_policy(), month(1), &input, &YearToDate::ZERO).unwrap();
+
+    assert_eq!(line.gross, yuan(11_000));
+    assert_eq!(line.tax, yuan(105));
+    assert_eq!(line.net_pay, yuan(9_395));
+}
+
+#[test]
+fn allowance_overtime_and_bonus_add_to_gross_but_not_to_the_contribution_base() {
+    // 8,000 + 500 + 700 + 800 = 10,000 gross; contributions 15 % × 8,000 = 1,200.
+    // Taxable 10,000 − 5,000 − 1,200 = 3,800 → 114.
+    let input =
+        EmployeeMonth { allowance: yuan(500), overtime: yuan(700), bonus: yuan(800), ..EmployeeMonth::new(yuan(8_000), hf("0.05")) };
+
+    let line = calculate(&fifteen_percent_policy(), month(1), &input, &YearToDate::ZERO).unwrap();
+
+    assert_eq!((line.gross, line.contributions, line.tax), (yuan(10_000), yuan(1_200), yuan(114)));
+}
+
+#[test]
+fn other_pre_tax_deductions_lower_tax_and_after_tax_deductions_lower_net_pay() {
+    // 10,000 at 15 %, other pre-tax 500, after-tax 200.
+    // Taxable 10,000 − 5,000 − 1,500 − 500 = 3,000 → 90. Net 10,000 − 1,500 − 90 − 200 = 8,210.
+    let input = EmployeeMonth {
+        other_pre_tax_deduction: yuan(500),
+        after_tax_deduction: yuan(200),
+        ..EmployeeMonth::new(yuan(10_000), hf("0.05"))
+    };
+
+    let line = calculate(&fifteen_percent_policy(), month(1), &input, &YearToDate::ZERO).unwrap();
+
+    assert_eq!((line.cumulative_taxable, line.tax), (yuan(3_000), yuan(90)));
+    assert_eq!(line.net_pay, yuan(8_210));
+}
+
+#[test]
+fn the_year_to_date_carries_every_cumulative_figure_into_the_next_month() {
+    // Month 1: gross 11,000 (1,000 tax-free), contributions 1,500, other 500, child 2,000.
+    // Month 2 taxable: 22,000 − 2,000 − 10,000 − 3,000 − 4,000 − 1,000 = 2,000 → 60;
+    // month 1 was 1,000 → 30, so month 2 withholds 30.
+    let child = [deduction(DeductionKind::ChildrenEducation, 2_000, month(1), None)];
+    let input = |_| EmployeeMonth {
+        allowance: yuan(1_000),
+        tax_free_income: yuan(1_000),
+        other_pre_tax_deduction: yuan(500),
+        special_deductions: &child,
+        ..EmployeeMonth::new(yuan(10_000), hf("0.05"))
+    };
+
+    let lines = run(fifteen_percent_policy(), 1, 2, input);
+    let ytd: YearToDate = lines.iter().collect();
+
+    assert_eq!(taxes(&lines), [yuan(30), yuan(30)]);
+    assert_eq!(lines[1].cumulative_taxable, yuan(2_000));
+    assert_eq!(
+        ytd,
+        YearToDate {
+            gross: yuan(22_000),
+            tax_free_income: yuan(2_000),
+            contributions: yuan(3_000),
+            special_deductions: yuan(4_000),
+            other_deductions: yuan(1_000),
+            tax_withheld: yuan(60),
+        }
+    );
+}
+
+#[test]
+fn negative_amounts_and_a_leave_deduction_above_earnings_are_rejected_by_field() {
+    let input = EmployeeMonth { allowance: fen(-1), leave_deduction: yuan(9_000), ..EmployeeMonth::new(yuan(8_000), hf("0.05")) };
+
+    let err = calculate(&fifteen_percent_policy(), month(1), &input, &YearToDate::ZERO).unwrap_err();
+
+    assert_eq!(invalid_fields(err), ["allowance", "leave_deduction"]);
+}
+
+#[test]
+fn tax_free_income_above_gross_is_rejected() {
+    let input = EmployeeMonth { tax_free_income: yuan(8_001), ..EmployeeMonth::new(yuan(8_000), hf("0.05")) };
+
+    let err = calculate(&fifteen_percent_policy(), month(1), &input, &YearToDate::ZERO).unwrap_err();
+
+    assert_eq!(invalid_fields(err), ["tax_free_income"]);
+}
+
+#[test]
+fn an_invalid_policy_is_rejected_before_any_calculation() {
+    let policy = PayrollPolicy { si_base_cap: yuan(1), ..PayrollPolicy::default() };
+
+    let err = Calculator::new(policy, month(1)).unwrap_err();
+
+    assert_eq!(invalid_fields(err), ["si_base_floor"]);
+}
+
+#[test]
+fn a_calculated_line_serialises_with_the_api_field_names_in_fen() {
+    let line = calculate(&fifteen_percent_policy(), month(1), &EmployeeMonth::new(yuan(10_000), hf("0.05")), &YearToDate::ZERO).unwrap();
+
+    let json = serde_json::to_value(line).unwrap();
+
+    for field in [
+        "gross",
+        "si_base",
+        "pension",
+        "medical",
+        "unemployment",
+        "housing_fund",
+        "special_deduction",
+        "cumulative_taxable",
+        "cumulative_tax",
+        "tax",
+        "annual_bonus_tax",
+        "net_pay",
+    ] {
+        assert!(json.get(field).is_some(), "{field}");
+    }
+    assert_eq!(json["gross"], 1_000_000);
+    assert_eq!(json["tax"], 10_500);
+}

@@ -1,0 +1,252 @@
+//! Properties that hold for every input, checked on random ones.
+
+use super::*;
+use atrium_kernel::{Money, Period};
+use chrono::{Datelike, NaiveDate};
+use proptest::prelude::*;
+
+const YEAR: i32 = 2025;
+
+fn money(range: std::ops::RangeInclusive<i64>) -> impl Strategy<Value = Money> {
+    range.prop_map(Money::from_fen)
+}
+
+fn policy() -> impl Strategy<Value = PayrollPolicy> {
+    let rate = || (0_u32..=200_000).prop_map(|ppm| Rate::from_ppm(ppm).unwrap());
+    (0_i64..=2_000_000, 0_i64..=10_000_000, 0_i64..=2_000_000, 0_i64..=10_000_000, 0_i64..=1_000, rate(), rate(), rate()).prop_map(
+        |(si_floor, si_span, hf_floor, hf_span, fixed, pension, medical, unemployment)| PayrollPolicy {
+            si_base_floor: Money::from_fen(si_floor),
+            si_base_cap: Money::from_fen(si_floor + si_span),
+            hf_base_floor: Money::from_fen(hf_floor),
+            hf_base_cap: Money::from_fen(hf_floor + hf_span),
+            medical_fixed: Money::from_fen(fixed),
+            pension_rate: pension,
+            medical_rate: medical,
+            unemployment_rate: unemployment,
+        },
+    )
+}
+
+fn deduction() -> impl Strategy<Value = SpecialDeduction> {
+    let kinds = prop::sample::select(vec![
+        DeductionKind::ChildrenEducation,
+        DeductionKind::InfantCare,
+        DeductionKind::ElderlySupport,
+        DeductionKind::ContinuingEducation,
+        DeductionKind::HousingLoan,
+        DeductionKind::HousingRent,
+    ]);
+    (kinds, 0_i64..=400_000, 2024_i32..=2025, 1_u32..=12, prop::option::of(0_u32..=18)).prop_map(|(kind, amount, year, month, length)| {
+        let from = Period::new(year, month).unwrap();
+        let to = length.map(|n| (0..n).fold(from, |p, _| p.next()));
+        SpecialDeduction::new(kind, Money::from_fen(amount), from, to).unwrap()
+    })
+}
+
+/// One employee-month with owned deductions; `input()` borrows them as the engine wants.
+#[derive(Debug, Clone)]
+struct Case {
+    base_salary: Money,
+    allowance: Money,
+    overtime: Money,
+    bonus: Money,
+    leave_percent: i64,
+    tax_free_percent: i64,
+    other_pre_tax_deduction: Money,
+    after_tax_deduction: Money,
+    annual_bonus: Money,
+    si_base: Option<Money>,
+    housing_fund_rate: HousingFundRate,
+    deductions: Vec<SpecialDeduction>,
+}
+
+impl Case {
+    fn input(&self, hire_date: Option<NaiveDate>) -> EmployeeMonth<'_> {
+        let earnings = self.base_salary + self.allowance + self.overtime + self.bonus;
+        let leave = Money::from_fen(earnings.fen() * self.leave_percent / 100);
+        let gross = earnings - leave;
+        EmployeeMonth {
+            allowance: self.allowance,
+            overtime: self.overtime,
+            bonus: self.bonus,
+            leave_deduction: leave,
+            other_pre_tax_deduction: self.other_pre_tax_deduction,
+            after_tax_deduction: self.after_tax_deduction,
+            annual_bonus: self.annual_bonus,
+            tax_free_income: Money::from_fen(gross.fen() * self.tax_free_percent / 100),
+            si_base: self.si_base,
+            hire_date,
+            special_deductions: &self.deductions,
+            ..EmployeeMonth::new(self.base_salary, self.housing_fund_rate)
+        }
+    }
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    let amounts = (
+        money(0..=20_000_000),
+        money(0..=2_000_000),
+        money(0..=2_000_000),
+        money(0..=5_000_000),
+        prop_oneof![Just(0_i64), 0_i64..=100],
+        prop_oneof![Just(0_i64), 0_i64..=100],
+    );
+    let others = (
+        money(0..=500_000),
+        money(0..=500_000),
+        prop_oneof![Just(Money::ZERO), money(0..=100_000_000)],
+        prop::option::of(money(0..=10_000_000)),
+        (50_000_u32..=120_000).prop_map(|ppm| HousingFundRate::new(Rate::from_ppm(ppm).unwrap()).unwrap()),
+        prop::collection::vec(deduction(), 0..4),
+    );
+    (amounts, others).prop_map(
+        |(
+            (base_salary, allowance, overtime, bonus, leave_percent, tax_free_percent),
+            (other_pre_tax_deduction, after_tax_deduction, annual_bonus, si_base, housing_fund_rate, deductions),
+        )| Case {
+            base_salary,
+            allowance,
+            overtime,
+            bonus,
+            leave_percent,
+            tax_free_percent,
+            other_pre_tax_deduction,
+            after_tax_deduction,
+            annual_bonus,
+            si_base,
+            housing_fund_rate,
+            deductions,
+        },
+    )
+}
+
+fn year_to_date() -> impl Strategy<Value = YearToDate> {
+    (
+        money(0..=200_000_000),
+        money(0..=10_000_000),
+        money(0..=30_000_000),
+        money(0..=5_000_000),
+        money(0..=5_000_000),
+        money(0..=50_000_000),
+    )
+        .prop_map(|(gross, tax_free_income, contributions, special_deductions, other_deductions, tax_withheld)| YearToDate {
+            gross,
+            tax_free_income,
+            contributions,
+            special_deductions,
+            other_deductions,
+            tax_withheld,
+        })
+}
+
+fn hire_date() -> impl Strategy<Value = Option<NaiveDate>> {
+    prop::option::of((2020_i32..=2025, 1_u32..=12, 1_u32..=28).prop_map(|(y, m, d)| NaiveDate::from_ymd_opt(y, m, d).unwrap()))
+}
+
+/// `amount × ppm / 10⁶` rounded half up, computed independently of the engine.
+fn expected(amount: Money, rate: Rate) -> Money {
+    let n = i128::from(amount.fen()) * i128::from(rate.ppm());
+    Money::from_fen(i64::try_from((n + 500_000) / 1_000_000).unwrap())
+}
+
+proptest! {
+    #[test]
+    fn net_pay_is_gross_less_contributions_tax_and_after_tax_deductions_plus_the_taxed_bonus(
+        policy in policy(), case in case(), ytd in year_to_date(), month in 1_u32..=12,
+    ) {
+        let period = Period::new(YEAR, month).unwrap();
+
+        let line = calculate(&policy, period, &case.input(None), &ytd).unwrap();
+
+        let expected_net = line.gross.fen() - line.contributions.fen() - line.tax.fen() - line.after_tax_deduction.fen()
+            + line.annual_bonus.fen() - line.annual_bonus_tax.fen();
+        prop_assert_eq!(line.net_pay.fen(), expected_net);
+        prop_assert_eq!(line.contributions, line.pension + line.medical + line.unemployment + line.housing_fund);
+    }
+
+    #[test]
+    fn tax_and_annual_bonus_tax_are_never_negative(
+        policy in policy(), case in case(), ytd in year_to_date(), month in 1_u32..=12,
+    ) {
+        let period = Period::new(YEAR, month).unwrap();
+
+        let line = calculate(&policy, period, &case.input(None), &ytd).unwrap();
+
+        prop_assert!(!line.tax.is_negative());
+        prop_assert!(!line.annual_bonus_tax.is_negative());
+        prop_assert!(!line.cumulative_taxable.is_negative());
+        prop_assert!(!line.cumulative_tax.is_negative());
+        prop_assert!(line.annual_bonus_tax <= line.annual_bonus);
+    }
+
+    #[test]
+    fn cumulative_tax_withheld_never_decreases_over_a_year_of_random_months(
+        policy in policy(), months in prop::collection::vec(case(), 12), hired in hire_date(),
+    ) {
+        let first_month = hired.filter(|d| d.year() == YEAR).map_or(1, |d| d.month());
+        let mut ytd = YearToDate::ZERO;
+        for (month, case) in (1_u32..=12).zip(&months).skip_while(|(m, _)| *m < first_month) {
+            let period = Period::new(YEAR, month).unwrap();
+            let before = ytd.tax_withheld;
+
+            let line = calculate(&policy, period, &case.input(hired), &ytd).unwrap();
+            ytd.add(&line);
+
+            prop_assert!(ytd.tax_withheld >= before);
+            // What has been withheld is the highest cumulative tax seen so far.
+            prop_assert_eq!(ytd.tax_withheld, before.max(line.cumulative_tax));
+        }
+    }
+
+    #[test]
+    fn contributions_stay_within_the_floor_and_cap_times_the_rates(
+        policy in policy(), case in case(), month in 1_u32..=12,
+    ) {
+        let period = Period::new(YEAR, month).unwrap();
+        let hf_rate = case.housing_fund_rate.rate();
+
+        let line = calculate(&policy, period, &case.input(None), &YearToDate::ZERO).unwrap();
+
+        prop_assert!(policy.si_base_floor <= line.si_base && line.si_base <= policy.si_base_cap);
+        prop_assert!(policy.hf_base_floor <= line.hf_base && line.hf_base <= policy.hf_base_cap);
+        let (floor, cap) = (policy.si_base_floor, policy.si_base_cap);
+        prop_assert!(expected(floor, policy.pension_rate) <= line.pension && line.pension <= expected(cap, policy.pension_rate));
+        prop_assert!(expected(floor, policy.medical_rate) + policy.medical_fixed <= line.medical
+            && line.medical <= expected(cap, policy.medical_rate) + policy.medical_fixed);
+        prop_assert!(expected(floor, policy.unemployment_rate) <= line.unemployment
+            && line.unemployment <= expected(cap, policy.unemployment_rate));
+        prop_assert!(expected(policy.hf_base_floor, hf_rate) <= line.housing_fund
+            && line.housing_fund <= expected(policy.hf_base_cap, hf_rate));
+        prop_assert_eq!(line.pension, expected(line.si_base, policy.pension_rate));
+        prop_assert_eq!(line.housing_fund, expected(line.hf_base, hf_rate));
+    }
+
+    #[test]
+    fn more_cumulative_taxable_income_never_means_less_cumulative_tax(
+        taxable in 0_i64..=2_000_000_000, more in 0_i64..=10_000_000,
+    ) {
+        let lower = cumulative_tax(Money::from_fen(taxable));
+
+        let higher = cumulative_tax(Money::from_fen(taxable + more));
+
+        prop_assert!(lower <= higher);
+    }
+
+    #[test]
+    fn a_larger_annual_bonus_never_carries_less_tax(bonus in 0_i64..=200_000_000, more in 0_i64..=10_000_000) {
+        let lower = annual_bonus_tax(Money::from_fen(bonus));
+
+        let higher = annual_bonus_tax(Money::from_fen(bonus + more));
+
+        prop_assert!(lower <= higher);
+    }
+
+    #[test]
+    fn every_rate_survives_a_round_trip_through_its_decimal_string(ppm in 0_u32..1_000_000) {
+        let rate = Rate::from_ppm(ppm).unwrap();
+
+        let parsed = Rate::parse(&rate.to_string()).unwrap();
+
+        prop_assert_eq!(parsed, rate);
+    }
+}
