@@ -211,3 +211,66 @@ macro_rules! e2e {
         }
     };
 }
+
+/// A populated org for scope tests: two partners, three tenants, and a user per party.
+pub struct Org {
+    pub admin: String,
+    pub p1: i64,
+    pub p2: i64,
+    /// Tenant of partner 1.
+    pub t1: i64,
+    /// Tenant of partner 2.
+    pub t2: i64,
+    /// Partner admin of p1.
+    pub p1_admin: String,
+    /// Partner admin of p2.
+    pub p2_admin: String,
+    /// Tenant admins.
+    pub t1_admin: String,
+    pub t2_admin: String,
+    /// A payroll clerk of t1 (employee:read only among org permissions).
+    pub t1_clerk: String,
+    pub t1_admin_id: i64,
+}
+
+/// Built-in role ids (seeded by migration).
+pub const PARTNER_ADMIN: i64 = 2;
+pub const TENANT_ADMIN: i64 = 3;
+pub const PAYROLL_CLERK: i64 = 4;
+
+impl TestApp {
+    /// POST that must succeed; returns `data`.
+    pub async fn create(&self, path: &str, body: Value, token: &str) -> Value {
+        let r = self.post(path, body, Some(token)).await;
+        assert_eq!(r.status, 200, "POST {path} failed: {}", r.body);
+        r.body["data"].clone()
+    }
+
+    /// Creates a user and returns its access token.
+    pub async fn user_token(&self, creator: &str, username: &str, extra: Value) -> (i64, String) {
+        let mut body = json!({"username": username, "password": "user-pass-123", "name": username});
+        if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                b.insert(k.clone(), v.clone());
+            }
+        }
+        let user = self.create("/api/v1/users", body, creator).await;
+        let data = self.login(username, "user-pass-123").await;
+        (user["id"].as_i64().expect("user id"), data["access_token"].as_str().expect("token").to_owned())
+    }
+
+    /// Two partners with a tenant each, admins for all four, and a clerk in t1.
+    pub async fn org(&self) -> Org {
+        let admin = self.admin_token().await;
+        let p1 = self.create("/api/v1/partners", json!({"name": "Partner One"}), &admin).await["id"].as_i64().expect("id");
+        let p2 = self.create("/api/v1/partners", json!({"name": "Partner Two"}), &admin).await["id"].as_i64().expect("id");
+        let t1 = self.create("/api/v1/tenants", json!({"name": "Tenant One", "partner_id": p1}), &admin).await["id"].as_i64().expect("id");
+        let t2 = self.create("/api/v1/tenants", json!({"name": "Tenant Two", "partner_id": p2}), &admin).await["id"].as_i64().expect("id");
+        let (_, p1_admin) = self.user_token(&admin, "p1admin", json!({"partner_id": p1, "role_ids": [PARTNER_ADMIN]})).await;
+        let (_, p2_admin) = self.user_token(&admin, "p2admin", json!({"partner_id": p2, "role_ids": [PARTNER_ADMIN]})).await;
+        let (t1_admin_id, t1_admin) = self.user_token(&admin, "t1admin", json!({"tenant_id": t1, "role_ids": [TENANT_ADMIN]})).await;
+        let (_, t2_admin) = self.user_token(&admin, "t2admin", json!({"tenant_id": t2, "role_ids": [TENANT_ADMIN]})).await;
+        let (_, t1_clerk) = self.user_token(&admin, "t1clerk", json!({"tenant_id": t1, "role_ids": [PAYROLL_CLERK]})).await;
+        Org { admin, p1, p2, t1, t2, p1_admin, p2_admin, t1_admin, t2_admin, t1_clerk, t1_admin_id }
+    }
+}

@@ -6,6 +6,7 @@ use actix_web::middleware::{ErrorHandlerResponse, ErrorHandlers, Logger, from_fn
 use actix_web::{App, HttpRequest, HttpResponse, web};
 use async_trait::async_trait;
 use atrium_identity::IdentityService;
+use atrium_org::{AuditService, EmployeeService, PartnerService, RoleService, TenantService, UserService};
 use std::sync::Arc;
 use utoipa::OpenApi;
 use utoipa_swagger_ui::SwaggerUi;
@@ -25,6 +26,12 @@ pub trait HealthProbe: Send + Sync + 'static {
 /// The domain services the handlers call, built by the server's composition root.
 pub struct AppState {
     pub identity: Arc<IdentityService>,
+    pub users: Arc<UserService>,
+    pub partners: Arc<PartnerService>,
+    pub tenants: Arc<TenantService>,
+    pub employees: Arc<EmployeeService>,
+    pub roles: Arc<RoleService>,
+    pub audit: Arc<AuditService>,
     pub health: Arc<dyn HealthProbe>,
     /// Body limit of JSON requests in bytes.
     pub json_limit: usize,
@@ -56,7 +63,7 @@ pub fn configure(
         .wrap(from_fn(request_id::middleware))
         .service(web::resource("/healthz").route(web::get().to(routes::health::healthz)))
         .service(SwaggerUi::new("/swagger-ui/{_:.*}").url("/api/v1/openapi.json", ApiDoc::openapi()))
-        .service(web::scope("/api/v1").configure(routes::auth::configure))
+        .service(web::scope("/api/v1").configure(routes::configure))
         .configure(extra)
         .default_service(web::to(no_route))
 }

@@ -1,7 +1,7 @@
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{auth, health};
+use crate::routes::{audit, auth, employees, health, partners, roles, tenants, users};
 
 /// The OpenAPI document served at `/api/v1/openapi.json`.
 #[derive(OpenApi)]
@@ -13,9 +13,24 @@ use crate::routes::{auth, health};
         health::healthz,
         auth::login, auth::refresh, auth::logout, auth::me, auth::send_code, auth::register, auth::reset_password,
         auth::chat_qr, auth::chat_qr_status, auth::chat_qr_callback, auth::chat_bind,
+        users::list, users::get, users::create, users::update, users::delete,
+        partners::list, partners::get, partners::create, partners::update, partners::delete,
+        tenants::list, tenants::get, tenants::create, tenants::update, tenants::delete,
+        employees::list, employees::get, employees::create, employees::update, employees::delete,
+        roles::list, roles::permissions, roles::get, roles::create, roles::update, roles::delete,
+        audit::list,
     ),
     modifiers(&BearerAuth),
-    tags((name = "auth", description = "Logins, sessions, verification codes and QR login"), (name = "health"))
+    tags(
+        (name = "auth", description = "Logins, sessions, verification codes and QR login"),
+        (name = "users", description = "Users of the caller's scope"),
+        (name = "partners", description = "Partners (agents)"),
+        (name = "tenants", description = "Tenants (enterprises)"),
+        (name = "employees", description = "Employees of tenants"),
+        (name = "roles", description = "Roles and the permission catalogue"),
+        (name = "audit", description = "The audit trail"),
+        (name = "health"),
+    )
 )]
 pub struct ApiDoc;
 

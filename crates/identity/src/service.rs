@@ -241,6 +241,11 @@ impl IdentityService {
         self.cache.forget(session_id);
     }
 
+    /// Drops cached principals of one user (after its access changed on this instance).
+    pub fn forget_user(&self, user_id: Id) {
+        self.cache.lock().retain(|_, (_, p)| p.user.id != user_id);
+    }
+
     /// Drops every cached principal (after role or user changes on this instance).
     pub fn forget_all_sessions(&self) {
         self.cache.clear();

@@ -77,6 +77,17 @@ impl Party {
     }
 }
 
+/// Serialises as `{"type": "tenant", "id": 7}` (`id` null for the platform).
+impl Serialize for Party {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Party", 2)?;
+        st.serialize_field("type", &self.party_type())?;
+        st.serialize_field("id", &self.id())?;
+        st.end()
+    }
+}
+
 /// Whether a granted permission string covers a required one.
 /// `*` covers everything; `resource:*` covers every action on that resource.
 pub fn permission_matches(granted: &str, required: &str) -> bool {

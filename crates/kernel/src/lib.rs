@@ -5,20 +5,25 @@
 //! returns, and the [`Clock`] port. It depends on no framework and no driver.
 
 mod actor;
+pub mod audit;
 mod clock;
 mod contact;
 mod error;
 mod money;
 mod paging;
+pub mod payroll;
 mod period;
+mod text;
 
 pub use actor::{Actor, Party, PartyType, PermissionSet, permission_matches};
+pub use audit::AuditRecord;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use contact::{ContactTarget, Email, Phone};
 pub use error::{Error, FieldError, Result};
 pub use money::Money;
 pub use paging::{Page, PageRequest, SortOrder};
 pub use period::Period;
+pub use text::{Label, Name, Text, patch};
 
 /// Database identity of a record. Ids are 64-bit integers on the wire and at rest.
 pub type Id = i64;

@@ -28,6 +28,27 @@ impl PasswordHasher for BcryptHasher {
     }
 }
 
+#[async_trait]
+impl atrium_org::PasswordHashing for BcryptHasher {
+    async fn hash_password(&self, password: &str) -> Result<String> {
+        PasswordHasher::hash(self, password).await
+    }
+}
+
+/// Tells identity's session cache that a user's access changed, so this instance stops
+/// serving the cached principal at once (other instances within their cache lifetime).
+pub struct IdentityAccessChanged(pub std::sync::Arc<atrium_identity::IdentityService>);
+
+impl atrium_org::AccessChanged for IdentityAccessChanged {
+    fn user_access_changed(&self, user_id: atrium_kernel::Id) {
+        self.0.forget_user(user_id);
+    }
+
+    fn role_changed(&self, _role_id: atrium_kernel::Id) {
+        self.0.forget_all_sessions();
+    }
+}
+
 /// Where codes go when no delivery service is configured: the log says a code was issued,
 /// and in the dev profile shows it, so a developer can log in.
 pub struct LogCodeSender {

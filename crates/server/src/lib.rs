@@ -9,9 +9,10 @@ use actix_web::{HttpServer, web};
 use anyhow::Context;
 use atrium_api::AppState;
 use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService};
-use atrium_kernel::SystemClock;
+use atrium_kernel::{Clock, SystemClock};
+use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, RoleService, TenantService, UserService};
 use atrium_sandbox::{SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, Sandbox};
-use atrium_store::{Db, IdentityStore};
+use atrium_store::{Db, FieldCipher, IdentityStore, OrgStore};
 use atrium_wechat::{WechatLogin, WechatLoginConfig};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -100,8 +101,18 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         None
     };
 
+    let org = Arc::new(OrgStore::new(db.clone(), FieldCipher::new(&config.master_key)));
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let access: Arc<dyn AccessChanged> = Arc::new(adapters::IdentityAccessChanged(identity.clone()));
+    let hasher = Arc::new(adapters::BcryptHasher { cost: config.bcrypt_cost });
     let state = web::Data::new(AppState {
         identity: identity.clone(),
+        users: Arc::new(UserService::new(org.clone(), hasher, access.clone(), clock.clone(), atrium_identity::validate_password)),
+        partners: Arc::new(PartnerService::new(org.clone(), access.clone(), clock.clone())),
+        tenants: Arc::new(TenantService::new(org.clone(), access.clone(), clock.clone())),
+        employees: Arc::new(EmployeeService::new(org.clone(), clock.clone())),
+        roles: Arc::new(RoleService::new(org.clone(), access.clone(), clock.clone())),
+        audit: Arc::new(AuditService::new(org.clone())),
         health: Arc::new(adapters::DbHealth(db.clone())),
         json_limit: config.json_limit,
         trust_proxy: config.trust_proxy,

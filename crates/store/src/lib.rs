@@ -5,13 +5,17 @@
 //! repository ports of the domain crates. Every repository call runs on the blocking pool;
 //! every domain operation that must be atomic is one transaction here.
 
+pub mod crypto;
 mod db;
 mod error;
 mod identity;
+mod org;
 pub mod schema;
 pub mod testing;
 mod time;
 
-pub use db::{Backend, Db, DbConn, redact_url, write_tx};
+pub use crypto::FieldCipher;
+pub use db::{Backend, Db, DbConn, MultiBackend, redact_url, write_tx};
 pub use error::db_error;
 pub use identity::IdentityStore;
+pub use org::OrgStore;

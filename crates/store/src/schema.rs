@@ -25,6 +25,8 @@ diesel::table! {
         status -> Text,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        email -> Nullable<Text>,
+        payroll_policy -> Nullable<Text>,
     }
 }
 
@@ -127,7 +129,51 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    employees (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        employee_no -> Nullable<Text>,
+        name -> Text,
+        phone -> Nullable<Text>,
+        email -> Nullable<Text>,
+        id_card_enc -> Nullable<Text>,
+        id_card_hash -> Nullable<Text>,
+        bank_name -> Nullable<Text>,
+        bank_account_enc -> Nullable<Text>,
+        department -> Nullable<Text>,
+        position -> Nullable<Text>,
+        hire_date -> Nullable<Date>,
+        status -> Text,
+        base_salary -> BigInt,
+        si_base -> Nullable<BigInt>,
+        housing_fund_rate -> Text,
+        special_deductions -> Text,
+        openid -> Nullable<Text>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    audit_logs (id) {
+        id -> BigInt,
+        at -> Timestamp,
+        actor_user_id -> Nullable<BigInt>,
+        ip -> Nullable<Text>,
+        request_id -> Nullable<Text>,
+        action -> Text,
+        target_type -> Text,
+        target_id -> Nullable<BigInt>,
+        partner_id -> Nullable<BigInt>,
+        tenant_id -> Nullable<BigInt>,
+        before_json -> Nullable<Text>,
+        after_json -> Nullable<Text>,
+    }
+}
+
 diesel::joinable!(tenants -> partners (partner_id));
+diesel::joinable!(employees -> tenants (tenant_id));
 diesel::joinable!(users -> tenants (tenant_id));
 diesel::joinable!(user_roles -> users (user_id));
 diesel::joinable!(user_roles -> roles (role_id));
@@ -145,4 +191,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     verification_codes,
     rate_events,
     chat_tickets,
+    employees,
+    audit_logs,
 );

@@ -1,3 +1,36 @@
 //! Route handlers, one module per resource.
+pub mod audit;
 pub mod auth;
+pub mod employees;
 pub mod health;
+pub mod partners;
+pub mod roles;
+pub mod tenants;
+pub mod users;
+
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+/// A record id in the path.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(names("id"))]
+pub struct IdPath(pub i64);
+
+/// Options of a DELETE.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteParams {
+    /// Also delete what belongs to the record (tenants' employees and users, …).
+    pub cascade: Option<bool>,
+}
+
+/// Routes of `/api/v1` besides auth.
+pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
+    auth::configure(cfg);
+    users::configure(cfg);
+    partners::configure(cfg);
+    tenants::configure(cfg);
+    employees::configure(cfg);
+    roles::configure(cfg);
+    audit::configure(cfg);
+}

@@ -1,8 +1,7 @@
-use super::input::{EmployeeMonth, SpecialDeduction};
+use super::input::EmployeeMonth;
 use super::line::{CalculatedLine, YearToDate};
-use super::policy::PayrollPolicy;
-use super::rate::{PPM, Rate};
 use super::tax::{annual_bonus_tax, cumulative_tax, mul_div_round};
+use atrium_kernel::payroll::{PPM, PayrollPolicy, Rate, SpecialDeduction};
 use atrium_kernel::{Error, FieldError, Money, Period};
 use chrono::Datelike;
 

@@ -24,15 +24,12 @@
 mod calculator;
 mod input;
 mod line;
-mod policy;
-mod rate;
 mod tax;
 
+pub use atrium_kernel::payroll::{DeductionKind, HousingFundRate, PayrollPolicy, Rate, SpecialDeduction};
 pub use calculator::{BASIC_DEDUCTION_PER_MONTH, Calculator, calculate};
-pub use input::{DeductionKind, EmployeeMonth, SpecialDeduction};
+pub use input::EmployeeMonth;
 pub use line::{CalculatedLine, YearToDate};
-pub use policy::PayrollPolicy;
-pub use rate::{HousingFundRate, Rate};
 pub use tax::{annual_bonus_tax, cumulative_tax};
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 use super::rate::Rate;
-use atrium_kernel::{Error, FieldError, Money};
+use crate::{Error, FieldError, Money};
 use serde::{Deserialize, Serialize};
 
 /// A tenant's social-insurance and housing-fund rules (API field `payroll_policy`).
@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Amounts are fen; rates are decimal strings on the wire. Rates are already in `[0, 1)` by
 /// construction of [`Rate`]; [`PayrollPolicy::validate`] checks the amounts and their order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PayrollPolicy {
     /// Lowest social-insurance contribution base.
     pub si_base_floor: Money,

@@ -1,11 +1,11 @@
-use atrium_kernel::Error;
+use crate::Error;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
 /// Parts per million in one whole.
-pub(crate) const PPM: i64 = 1_000_000;
+pub const PPM: i64 = 1_000_000;
 
 /// A contribution rate in `[0, 1)`, written as a decimal string such as `"0.08"`.
 ///

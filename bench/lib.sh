@@ -1,0 +1,44 @@
+# Shared helpers for bench scripts: build and start the release server on loopback.
+# Source it; it defines start_server, stop_server, login and need_wrk.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=${OUT:-$ROOT/bench/out}
+mkdir -p "$OUT"
+
+need_wrk() {
+  command -v wrk >/dev/null || { echo "installing wrk (Debian package)"; apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
+  command -v jq >/dev/null || { apt-get install -y -qq jq >/dev/null; }
+}
+
+# start_server DB_URL [extra env...]: starts target/release/atrium on a free loopback port.
+start_server() {
+  local url=$1; shift
+  (cd "$ROOT" && cargo build --release -q -p atrium-server)
+  PORT=${PORT:-$(( 30000 + RANDOM % 20000 ))}
+  BASE="http://127.0.0.1:$PORT"
+  env DATABASE_URL="$url" ATRIUM_BIND="127.0.0.1:$PORT" ATRIUM_LOG=warn ATRIUM_SECRETS_FILE="$OUT/bench.secrets.json" "$@" \
+    "$ROOT/target/release/atrium" > "$OUT/server.log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 100); do curl -sf "$BASE/healthz" >/dev/null && break; sleep 0.1; done
+  ADMIN_PASSWORD=$(grep -o "password: [^ ]*" "$OUT/server.log" | head -1 | awk '{print $2}')
+}
+
+stop_server() { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; }
+
+# login USER PASSWORD → prints the access token
+login() {
+  curl -sf "$BASE/api/v1/auth/login" -H 'content-type: application/json' \
+    -d "{\"method\":\"password\",\"username\":\"$1\",\"password\":\"$2\"}" | jq -r .data.access_token
+}
+
+# wrk_run NAME URL [wrk args...] → prints "NAME rps p99_ms"
+wrk_run() {
+  local name=$1 url=$2; shift 2
+  wrk --latency "$@" "$url" > "$OUT/$name.wrk" 2>&1
+  local rps p99
+  rps=$(awk '/Requests\/sec/ {print $2}' "$OUT/$name.wrk")
+  p99=$(awk '$1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; print v}' "$OUT/$name.wrk")
+  local non2xx
+  non2xx=$(awk '/Non-2xx/ {print $4}' "$OUT/$name.wrk")
+  printf '%-28s %10s req/s   p99 %8s ms   non-2xx %s\n' "$name" "$rps" "$p99" "${non2xx:-0}"
+}

@@ -1,0 +1,74 @@
+//! `/api/v1/partners`: partners (agents), scoped to the caller's party.
+use actix_web::web;
+use atrium_org::{ListQuery, NewPartner, PARTNER_SORTS, Partner, PartnerPatch, PartnerQuery, PartnerStatus};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::{DeleteParams, IdPath};
+use crate::app::AppState;
+use crate::envelope::{ApiResult, ok};
+use crate::extract::{Authorized, Json};
+use crate::permission;
+
+permission!(AgentRead = "agent:read", AgentCreate = "agent:create", AgentUpdate = "agent:update", AgentDelete = "agent:delete");
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/partners").route(web::get().to(list)).route(web::post().to(create)))
+        .service(web::resource("/partners/{id}").route(web::get().to(get)).route(web::put().to(update)).route(web::delete().to(delete)));
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PartnerListParams {
+    pub page: Option<i64>,
+    pub page_size: Option<i64>,
+    /// Matches name, contact name or phone.
+    pub keyword: Option<String>,
+    pub status: Option<PartnerStatus>,
+    /// `id`, `created_at` or `name`, `-` for descending; default `-id`.
+    pub sort: Option<String>,
+}
+
+/// List partners.
+#[utoipa::path(get, path = "/api/v1/partners", tag = "partners", params(PartnerListParams), security(("bearer" = [])),
+    responses((status = 200, body = inline(atrium_kernel::Page<Partner>)), (status = 401), (status = 403)))]
+pub async fn list(state: web::Data<AppState>, auth: Authorized<AgentRead>, q: web::Query<PartnerListParams>) -> ApiResult {
+    let q = q.into_inner();
+    let query =
+        PartnerQuery { list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref(), PARTNER_SORTS)?, status: q.status };
+    ok(state.partners.list(&auth.actor, query).await?)
+}
+
+/// Partner detail.
+#[utoipa::path(get, path = "/api/v1/partners/{id}", tag = "partners", params(IdPath), security(("bearer" = [])),
+    responses((status = 200, body = Partner), (status = 404)))]
+pub async fn get(state: web::Data<AppState>, auth: Authorized<AgentRead>, id: web::Path<i64>) -> ApiResult {
+    ok(state.partners.get(&auth.actor, id.into_inner()).await?)
+}
+
+/// Create a partner (platform users only).
+#[utoipa::path(post, path = "/api/v1/partners", tag = "partners", request_body = NewPartner, security(("bearer" = [])),
+    responses((status = 200, body = Partner), (status = 400), (status = 403)))]
+pub async fn create(state: web::Data<AppState>, auth: Authorized<AgentCreate>, body: Json<NewPartner>) -> ApiResult {
+    ok(state.partners.create(&auth.actor, body.0).await?)
+}
+
+/// Update a partner; absent fields stay, `null` clears.
+#[utoipa::path(put, path = "/api/v1/partners/{id}", tag = "partners", params(IdPath), request_body = PartnerPatch, security(("bearer" = [])),
+    responses((status = 200, body = Partner), (status = 400), (status = 404)))]
+pub async fn update(state: web::Data<AppState>, auth: Authorized<AgentUpdate>, id: web::Path<i64>, body: Json<PartnerPatch>) -> ApiResult {
+    ok(state.partners.update(&auth.actor, id.into_inner(), body.0).await?)
+}
+
+/// Delete a partner. 409 while it has tenants or users, unless `cascade=true`.
+#[utoipa::path(delete, path = "/api/v1/partners/{id}", tag = "partners", params(IdPath, DeleteParams), security(("bearer" = [])),
+    responses((status = 200), (status = 404), (status = 409)))]
+pub async fn delete(
+    state: web::Data<AppState>,
+    auth: Authorized<AgentDelete>,
+    id: web::Path<i64>,
+    q: web::Query<DeleteParams>,
+) -> ApiResult {
+    state.partners.delete(&auth.actor, id.into_inner(), q.cascade.unwrap_or(false)).await?;
+    ok(serde_json::json!({}))
+}

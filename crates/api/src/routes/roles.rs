@@ -1,0 +1,76 @@
+//! `/api/v1/roles`: built-in and custom roles, and the permission catalogue.
+use actix_web::web;
+use atrium_kernel::PageRequest;
+use atrium_org::{NewRole, PERMISSIONS, Role, RolePatch};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::IdPath;
+use crate::app::AppState;
+use crate::envelope::{ApiResult, ok};
+use crate::extract::{Authorized, Json};
+use crate::permission;
+
+permission!(RoleRead = "role:read", RoleCreate = "role:create", RoleUpdate = "role:update", RoleDelete = "role:delete");
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/roles").route(web::get().to(list)).route(web::post().to(create)))
+        .service(web::resource("/roles/permissions").route(web::get().to(permissions)))
+        .service(web::resource("/roles/{id}").route(web::get().to(get)).route(web::put().to(update)).route(web::delete().to(delete)));
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct RoleListParams {
+    pub page: Option<i64>,
+    pub page_size: Option<i64>,
+}
+
+/// Roles the caller can see and hand out.
+#[utoipa::path(get, path = "/api/v1/roles", tag = "roles", params(RoleListParams), security(("bearer" = [])),
+    responses((status = 200, body = inline(atrium_kernel::Page<Role>)), (status = 403)))]
+pub async fn list(state: web::Data<AppState>, auth: Authorized<RoleRead>, q: web::Query<RoleListParams>) -> ApiResult {
+    ok(state.roles.list(&auth.actor, PageRequest::new(q.page, q.page_size)?).await?)
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PermissionInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+}
+
+/// The permission catalogue.
+#[utoipa::path(get, path = "/api/v1/roles/permissions", tag = "roles", security(("bearer" = [])),
+    responses((status = 200, body = Vec<PermissionInfo>)))]
+pub async fn permissions(_auth: Authorized<RoleRead>) -> ApiResult {
+    ok(PERMISSIONS.iter().map(|(name, description)| PermissionInfo { name, description }).collect::<Vec<_>>())
+}
+
+/// Role detail.
+#[utoipa::path(get, path = "/api/v1/roles/{id}", tag = "roles", params(IdPath), security(("bearer" = [])),
+    responses((status = 200, body = Role), (status = 404)))]
+pub async fn get(state: web::Data<AppState>, auth: Authorized<RoleRead>, id: web::Path<i64>) -> ApiResult {
+    ok(state.roles.get(&auth.actor, id.into_inner()).await?)
+}
+
+/// Create a custom role owned by the caller's party; it may hold only permissions the caller holds.
+#[utoipa::path(post, path = "/api/v1/roles", tag = "roles", request_body = NewRole, security(("bearer" = [])),
+    responses((status = 200, body = Role), (status = 400), (status = 403), (status = 409)))]
+pub async fn create(state: web::Data<AppState>, auth: Authorized<RoleCreate>, body: Json<NewRole>) -> ApiResult {
+    ok(state.roles.create(&auth.actor, body.0).await?)
+}
+
+/// Update a custom role (built-in roles are fixed: 409).
+#[utoipa::path(put, path = "/api/v1/roles/{id}", tag = "roles", params(IdPath), request_body = RolePatch, security(("bearer" = [])),
+    responses((status = 200, body = Role), (status = 403), (status = 404), (status = 409)))]
+pub async fn update(state: web::Data<AppState>, auth: Authorized<RoleUpdate>, id: web::Path<i64>, body: Json<RolePatch>) -> ApiResult {
+    ok(state.roles.update(&auth.actor, id.into_inner(), body.0).await?)
+}
+
+/// Delete a custom role nobody holds.
+#[utoipa::path(delete, path = "/api/v1/roles/{id}", tag = "roles", params(IdPath), security(("bearer" = [])),
+    responses((status = 200), (status = 404), (status = 409)))]
+pub async fn delete(state: web::Data<AppState>, auth: Authorized<RoleDelete>, id: web::Path<i64>) -> ApiResult {
+    state.roles.delete(&auth.actor, id.into_inner()).await?;
+    ok(serde_json::json!({}))
+}

@@ -1,0 +1,79 @@
+//! `/api/v1/tenants`: tenants (enterprises), scoped to the caller's party.
+use actix_web::web;
+use atrium_org::{ListQuery, NewTenant, TENANT_SORTS, Tenant, TenantPatch, TenantQuery, TenantStatus};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::{DeleteParams, IdPath};
+use crate::app::AppState;
+use crate::envelope::{ApiResult, ok};
+use crate::extract::{Authorized, Json};
+use crate::permission;
+
+permission!(TenantRead = "tenant:read", TenantCreate = "tenant:create", TenantUpdate = "tenant:update", TenantDelete = "tenant:delete");
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/tenants").route(web::get().to(list)).route(web::post().to(create)))
+        .service(web::resource("/tenants/{id}").route(web::get().to(get)).route(web::put().to(update)).route(web::delete().to(delete)));
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct TenantListParams {
+    pub page: Option<i64>,
+    pub page_size: Option<i64>,
+    /// Matches name, credit code, contact name or phone.
+    pub keyword: Option<String>,
+    pub status: Option<TenantStatus>,
+    pub partner_id: Option<i64>,
+    /// `id`, `created_at` or `name`, `-` for descending; default `-id`.
+    pub sort: Option<String>,
+}
+
+/// List tenants.
+#[utoipa::path(get, path = "/api/v1/tenants", tag = "tenants", params(TenantListParams), security(("bearer" = [])),
+    responses((status = 200, body = inline(atrium_kernel::Page<Tenant>)), (status = 401), (status = 403)))]
+pub async fn list(state: web::Data<AppState>, auth: Authorized<TenantRead>, q: web::Query<TenantListParams>) -> ApiResult {
+    let q = q.into_inner();
+    let query = TenantQuery {
+        list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref(), TENANT_SORTS)?,
+        status: q.status,
+        partner_id: q.partner_id,
+    };
+    ok(state.tenants.list(&auth.actor, query).await?)
+}
+
+/// Tenant detail.
+#[utoipa::path(get, path = "/api/v1/tenants/{id}", tag = "tenants", params(IdPath), security(("bearer" = [])),
+    responses((status = 200, body = Tenant), (status = 404)))]
+pub async fn get(state: web::Data<AppState>, auth: Authorized<TenantRead>, id: web::Path<i64>) -> ApiResult {
+    ok(state.tenants.get(&auth.actor, id.into_inner()).await?)
+}
+
+/// Create a tenant under the caller's partner (or any partner, for platform users).
+#[utoipa::path(post, path = "/api/v1/tenants", tag = "tenants", request_body = NewTenant, security(("bearer" = [])),
+    responses((status = 200, body = Tenant), (status = 400), (status = 403), (status = 409, description = "Credit code already used")))]
+pub async fn create(state: web::Data<AppState>, auth: Authorized<TenantCreate>, body: Json<NewTenant>) -> ApiResult {
+    ok(state.tenants.create(&auth.actor, body.0).await?)
+}
+
+/// Update a tenant; absent fields stay, `null` clears. Activating a pending tenant is
+/// `{"status":"active"}` by a platform or partner user.
+#[utoipa::path(put, path = "/api/v1/tenants/{id}", tag = "tenants", params(IdPath), request_body = TenantPatch, security(("bearer" = [])),
+    responses((status = 200, body = Tenant), (status = 400), (status = 403), (status = 404), (status = 409)))]
+pub async fn update(state: web::Data<AppState>, auth: Authorized<TenantUpdate>, id: web::Path<i64>, body: Json<TenantPatch>) -> ApiResult {
+    ok(state.tenants.update(&auth.actor, id.into_inner(), body.0).await?)
+}
+
+/// Delete a tenant. 409 while it has employees or users, unless `cascade=true`.
+#[utoipa::path(delete, path = "/api/v1/tenants/{id}", tag = "tenants", params(IdPath, DeleteParams), security(("bearer" = [])),
+    responses((status = 200), (status = 404), (status = 409)))]
+pub async fn delete(
+    state: web::Data<AppState>,
+    auth: Authorized<TenantDelete>,
+    id: web::Path<i64>,
+    q: web::Query<DeleteParams>,
+) -> ApiResult {
+    state.tenants.delete(&auth.actor, id.into_inner(), q.cascade.unwrap_or(false)).await?;
+    ok(serde_json::json!({}))
+}

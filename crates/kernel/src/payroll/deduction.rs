@@ -1,0 +1,124 @@
+use crate::{Money, Period};
+use serde::{Deserialize, Serialize};
+
+/// The kinds of special additional deduction (专项附加扣除) an employee can declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeductionKind {
+    ChildrenEducation,
+    InfantCare,
+    ElderlySupport,
+    ContinuingEducation,
+    HousingLoan,
+    HousingRent,
+}
+
+/// One declared special additional deduction: `monthly_amount` in every month from `from`
+/// through `to` (open-ended when `to` is absent).
+///
+/// The engine does not check the amount against the statutory standards (they change, and
+/// a child's share can be split between parents); the service may.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawSpecialDeduction")]
+pub struct SpecialDeduction {
+    kind: DeductionKind,
+    monthly_amount: Money,
+    from: Period,
+    to: Option<Period>,
+}
+
+impl SpecialDeduction {
+    /// Fails when the amount is negative or `to` is before `from`.
+    pub fn new(kind: DeductionKind, monthly_amount: Money, from: Period, to: Option<Period>) -> Result<SpecialDeduction, String> {
+        if monthly_amount.is_negative() {
+            return Err("monthly_amount must not be negative".into());
+        }
+        if to.is_some_and(|to| to < from) {
+            return Err("to must not be before from".into());
+        }
+        Ok(SpecialDeduction { kind, monthly_amount, from, to })
+    }
+
+    pub fn kind(&self) -> DeductionKind {
+        self.kind
+    }
+
+    pub fn monthly_amount(&self) -> Money {
+        self.monthly_amount
+    }
+
+    pub fn from(&self) -> Period {
+        self.from
+    }
+
+    pub fn to(&self) -> Option<Period> {
+        self.to
+    }
+}
+
+#[derive(Deserialize)]
+struct RawSpecialDeduction {
+    kind: DeductionKind,
+    monthly_amount: Money,
+    from: Period,
+    #[serde(default)]
+    to: Option<Period>,
+}
+
+impl TryFrom<RawSpecialDeduction> for SpecialDeduction {
+    type Error = String;
+    fn try_from(raw: RawSpecialDeduction) -> Result<SpecialDeduction, String> {
+        SpecialDeduction::new(raw.kind, raw.monthly_amount, raw.from, raw.to)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deduction_kinds_are_snake_case_on_the_wire() {
+        let kinds = [
+            (DeductionKind::ChildrenEducation, "\"children_education\""),
+            (DeductionKind::InfantCare, "\"infant_care\""),
+            (DeductionKind::ElderlySupport, "\"elderly_support\""),
+            (DeductionKind::ContinuingEducation, "\"continuing_education\""),
+            (DeductionKind::HousingLoan, "\"housing_loan\""),
+            (DeductionKind::HousingRent, "\"housing_rent\""),
+        ];
+
+        for (kind, json) in kinds {
+            assert_eq!(serde_json::to_string(&kind).unwrap(), json);
+        }
+    }
+
+    #[test]
+    fn a_special_deduction_parses_from_the_api_shape_with_optional_to() {
+        let json = r#"{"kind":"housing_rent","monthly_amount":150000,"from":"2025-03"}"#;
+
+        let deduction: SpecialDeduction = serde_json::from_str(json).unwrap();
+
+        assert_eq!(deduction.kind(), DeductionKind::HousingRent);
+        assert_eq!(deduction.monthly_amount(), Money::from_yuan(1_500));
+        assert_eq!(deduction.from().to_string(), "2025-03");
+        assert_eq!(deduction.to(), None);
+    }
+
+    #[test]
+    fn a_special_deduction_ending_before_it_starts_is_rejected() {
+        let json = r#"{"kind":"housing_loan","monthly_amount":100000,"from":"2025-03","to":"2025-02"}"#;
+
+        let parsed = serde_json::from_str::<SpecialDeduction>(json);
+
+        assert!(parsed.is_err());
+    }
+
+    #[test]
+    fn a_negative_special_deduction_is_rejected() {
+        let from = Period::parse("2025-01").unwrap();
+
+        let made = SpecialDeduction::new(DeductionKind::ElderlySupport, Money::from_fen(-1), from, None);
+
+        assert!(made.is_err());
+    }
+}

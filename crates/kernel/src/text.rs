@@ -1,0 +1,136 @@
+//! Small input types shared by every domain: bounded text and "patch" fields.
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
+
+/// Trimmed text of 1..=MAX characters without control characters (names, titles).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Text<const MAX: usize>(String);
+
+/// A name or title: up to 128 characters.
+pub type Name = Text<128>;
+/// A short label (department, position, contact name): up to 64 characters.
+pub type Label = Text<64>;
+
+impl<const MAX: usize> Text<MAX> {
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        let s = raw.trim();
+        if s.is_empty() {
+            return Err("must not be empty".into());
+        }
+        if s.chars().count() > MAX {
+            return Err(format!("must be at most {MAX} characters"));
+        }
+        if s.chars().any(char::is_control) {
+            return Err("must not contain control characters".into());
+        }
+        Ok(Text(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl<const MAX: usize> TryFrom<String> for Text<MAX> {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Text::parse(&s)
+    }
+}
+
+impl<const MAX: usize> From<Text<MAX>> for String {
+    fn from(t: Text<MAX>) -> String {
+        t.0
+    }
+}
+
+impl<const MAX: usize> fmt::Display for Text<MAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// For `#[serde(default, deserialize_with = "patch")]` on `Option<Option<T>>` fields of an
+/// update: absent → `None` (leave as is), `null` → `Some(None)` (clear), value → `Some(Some(v))`.
+pub fn patch<'de, D, T>(de: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(de).map(Some)
+}
+
+/// Declares an OpenAPI schema of type string for a newtype parsed from a string.
+#[macro_export]
+macro_rules! string_schema {
+    ($($t:ty => $desc:literal),* $(,)?) => {
+        $(
+            #[cfg(feature = "openapi")]
+            impl utoipa::PartialSchema for $t {
+                fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                    utoipa::openapi::ObjectBuilder::new()
+                        .schema_type(utoipa::openapi::schema::Type::String)
+                        .description(Some($desc))
+                        .into()
+                }
+            }
+            #[cfg(feature = "openapi")]
+            impl utoipa::ToSchema for $t {}
+        )*
+    };
+}
+
+string_schema!(
+    crate::Phone => "Phone number, E.164 (+8613800138000); mainland mobile numbers without +86 are accepted",
+    crate::Email => "E-mail address",
+    crate::payroll::Rate => "Decimal rate as a string, e.g. \"0.08\"",
+    crate::payroll::HousingFundRate => "Housing fund rate, \"0.05\" to \"0.12\"",
+);
+
+#[cfg(feature = "openapi")]
+impl<const MAX: usize> utoipa::PartialSchema for Text<MAX> {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .min_length(Some(1))
+            .max_length(Some(MAX))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl<const MAX: usize> utoipa::ToSchema for Text<MAX> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct Update {
+        #[serde(default, deserialize_with = "patch")]
+        phone: Option<Option<String>>,
+    }
+
+    #[test]
+    fn text_is_trimmed_and_bounded() {
+        assert_eq!(Name::parse("  Acme  ").unwrap().as_str(), "Acme");
+        assert!(Name::parse("   ").is_err());
+        assert!(Label::parse(&"x".repeat(65)).is_err());
+        assert!(Name::parse("a\u{0}b").is_err());
+    }
+
+    #[test]
+    fn patch_fields_tell_absent_from_null() {
+        let absent: Update = serde_json::from_str("{}").unwrap();
+        let null: Update = serde_json::from_str(r#"{"phone":null}"#).unwrap();
+        let set: Update = serde_json::from_str(r#"{"phone":"1"}"#).unwrap();
+        assert_eq!(absent.phone, None);
+        assert_eq!(null.phone, Some(None));
+        assert_eq!(set.phone, Some(Some("1".into())));
+    }
+}

@@ -1,0 +1,269 @@
+use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, write_audit};
+use crate::crypto::FieldCipher;
+use crate::db::{DbConn, MultiBackend};
+use crate::error::db_error;
+use crate::schema::{employees, tenants};
+use crate::time::{from_db, to_db};
+use async_trait::async_trait;
+use atrium_kernel::payroll::HousingFundRate;
+use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, SortOrder};
+use atrium_org::{BankAccount, Employee, EmployeeQuery, EmployeeRepo, EmployeeStatus, IdCardNo};
+use chrono::{NaiveDate, NaiveDateTime};
+use diesel::prelude::*;
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = employees)]
+struct Row {
+    id: i64,
+    tenant_id: i64,
+    employee_no: Option<String>,
+    name: String,
+    phone: Option<String>,
+    email: Option<String>,
+    id_card_enc: Option<String>,
+    bank_name: Option<String>,
+    bank_account_enc: Option<String>,
+    department: Option<String>,
+    position: Option<String>,
+    hire_date: Option<NaiveDate>,
+    status: String,
+    base_salary: i64,
+    si_base: Option<i64>,
+    housing_fund_rate: String,
+    special_deductions: String,
+    openid: Option<String>,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::internal(format!("stored employee {what} is unreadable"))
+}
+
+fn from_row(cipher: &FieldCipher, r: Row) -> Result<Employee> {
+    let id_card_no =
+        r.id_card_enc.map(|c| cipher.decrypt(&c).and_then(|p| IdCardNo::parse(&p).map_err(|_| corrupt("id card")))).transpose()?;
+    let bank_account = r
+        .bank_account_enc
+        .map(|c| cipher.decrypt(&c).and_then(|p| BankAccount::parse(&p).map_err(|_| corrupt("bank account"))))
+        .transpose()?;
+    Ok(Employee {
+        id: r.id,
+        tenant_id: r.tenant_id,
+        employee_no: r.employee_no,
+        name: r.name,
+        phone: r.phone,
+        email: r.email,
+        id_card_no,
+        bank_name: r.bank_name,
+        bank_account,
+        department: r.department,
+        position: r.position,
+        hire_date: r.hire_date,
+        status: parse_enum(&r.status, EmployeeStatus::parse, "employee status")?,
+        base_salary: Money::from_fen(r.base_salary),
+        si_base: r.si_base.map(Money::from_fen),
+        housing_fund_rate: HousingFundRate::parse(&r.housing_fund_rate).map_err(|_| corrupt("housing fund rate"))?,
+        special_deductions: serde_json::from_str(&r.special_deductions).map_err(|_| corrupt("special deductions"))?,
+        openid: r.openid,
+        created_at: from_db(r.created_at),
+        updated_at: from_db(r.updated_at),
+    })
+}
+
+/// Employees visible to `scope`: a partner's reach through its tenants.
+pub(crate) fn scoped(scope: Party) -> employees::BoxedQuery<'static, MultiBackend> {
+    let q = employees::table.into_boxed();
+    match scope {
+        Party::Platform => q,
+        Party::Partner { partner_id } => {
+            q.filter(employees::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id)))
+        }
+        Party::Tenant { tenant_id, .. } => q.filter(employees::tenant_id.eq(tenant_id)),
+    }
+}
+
+fn filtered<'a>(scope: Party, q: &'a EmployeeQuery) -> employees::BoxedQuery<'a, MultiBackend> {
+    let mut query = scoped(scope);
+    if let Some(s) = q.status {
+        query = query.filter(employees::status.eq(s.as_str()));
+    }
+    if let Some(t) = q.tenant_id {
+        query = query.filter(employees::tenant_id.eq(t));
+    }
+    if let Some(p) = q.partner_id {
+        query = query.filter(employees::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(p)).select(tenants::id)));
+    }
+    if let Some(d) = &q.department {
+        query = query.filter(employees::department.eq(d));
+    }
+    if let Some(k) = &q.list.keyword {
+        let p = like_pattern(k);
+        query = query.filter(
+            lower(employees::name.nullable()).like(p.clone()).escape('\\').or(employees::phone.like(p.clone()).escape('\\')).or(lower(
+                employees::employee_no,
+            )
+            .like(p)
+            .escape('\\')),
+        );
+    }
+    query
+}
+
+fn get(conn: &mut DbConn, cipher: &FieldCipher, scope: Party, id: Id) -> Result<Option<Employee>> {
+    let row: Option<Row> = scoped(scope).filter(employees::id.eq(id)).select(Row::as_select()).first(conn).optional().map_err(db_error)?;
+    row.map(|r| from_row(cipher, r)).transpose()
+}
+
+/// The column values of an employee, encrypted where sensitive.
+struct Columns {
+    id_card_enc: Option<String>,
+    id_card_hash: Option<String>,
+    bank_account_enc: Option<String>,
+    rate: String,
+    deductions: String,
+}
+
+fn columns(cipher: &FieldCipher, e: &Employee) -> Result<Columns> {
+    Ok(Columns {
+        id_card_enc: e.id_card_no.as_ref().map(|v| cipher.encrypt(v.as_str())).transpose()?,
+        id_card_hash: e.id_card_no.as_ref().map(|v| cipher.blind_index(v.as_str())),
+        bank_account_enc: e.bank_account.as_ref().map(|v| cipher.encrypt(v.as_str())).transpose()?,
+        rate: e.housing_fund_rate.to_string(),
+        deductions: serde_json::to_string(&e.special_deductions).map_err(|e| Error::Internal(e.into()))?,
+    })
+}
+
+fn conflict_message(e: diesel::result::Error) -> Error {
+    match db_error(e) {
+        Error::Conflict(m) if m.contains("id card") => Error::conflict("another employee of this tenant has this id card number"),
+        Error::Conflict(m) if m.contains("employee no") || m.contains("employee_no") => {
+            Error::conflict("another employee of this tenant has this employee number")
+        }
+        Error::Conflict(_) => Error::conflict("another employee of this tenant has this employee number or id card number"),
+        other => other,
+    }
+}
+
+#[async_trait]
+impl EmployeeRepo for OrgStore {
+    async fn list_employees(&self, scope: Party, q: EmployeeQuery) -> Result<Page<Employee>> {
+        let cipher = self.cipher.clone();
+        self.db
+            .run(move |conn| {
+                let total: i64 = filtered(scope, &q).count().get_result(conn).map_err(db_error)?;
+                let mut query = filtered(scope, &q).select(Row::as_select());
+                query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
+                    ("name", SortOrder::Asc) => query.order((employees::name.asc(), employees::id.asc())),
+                    ("name", SortOrder::Desc) => query.order((employees::name.desc(), employees::id.desc())),
+                    ("employee_no", SortOrder::Asc) => query.order((employees::employee_no.asc(), employees::id.asc())),
+                    ("employee_no", SortOrder::Desc) => query.order((employees::employee_no.desc(), employees::id.desc())),
+                    ("hire_date", SortOrder::Asc) => query.order((employees::hire_date.asc(), employees::id.asc())),
+                    ("hire_date", SortOrder::Desc) => query.order((employees::hire_date.desc(), employees::id.desc())),
+                    (_, SortOrder::Asc) => query.order(employees::id.asc()),
+                    (_, SortOrder::Desc) => query.order(employees::id.desc()),
+                };
+                let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
+                Ok(page(rows.into_iter().map(|r| from_row(&cipher, r)).collect::<Result<_>>()?, total, q.list.page))
+            })
+            .await
+    }
+
+    async fn get_employee(&self, scope: Party, id: Id) -> Result<Option<Employee>> {
+        let cipher = self.cipher.clone();
+        self.db.run(move |conn| get(conn, &cipher, scope, id)).await
+    }
+
+    async fn tenant_partner(&self, scope: Party, tenant_id: Id) -> Result<Option<Id>> {
+        self.db.run(move |conn| super::tenants::tenant_partner(conn, scope, tenant_id)).await
+    }
+
+    async fn insert_employee(&self, e: Employee, audit: AuditRecord) -> Result<Employee> {
+        let cipher = self.cipher.clone();
+        self.db
+            .write(move |conn| {
+                let c = columns(&cipher, &e)?;
+                let id: i64 = diesel::insert_into(employees::table)
+                    .values((
+                        employees::tenant_id.eq(e.tenant_id),
+                        employees::employee_no.eq(&e.employee_no),
+                        employees::name.eq(&e.name),
+                        employees::phone.eq(&e.phone),
+                        employees::email.eq(&e.email),
+                        employees::id_card_enc.eq(&c.id_card_enc),
+                        employees::id_card_hash.eq(&c.id_card_hash),
+                        employees::bank_name.eq(&e.bank_name),
+                        employees::bank_account_enc.eq(&c.bank_account_enc),
+                        employees::department.eq(&e.department),
+                        employees::position.eq(&e.position),
+                        employees::hire_date.eq(e.hire_date),
+                        employees::status.eq(e.status.as_str()),
+                        employees::base_salary.eq(e.base_salary.fen()),
+                        employees::si_base.eq(e.si_base.map(Money::fen)),
+                        employees::housing_fund_rate.eq(&c.rate),
+                        employees::special_deductions.eq(&c.deductions),
+                        employees::openid.eq(&e.openid),
+                        employees::created_at.eq(to_db(e.created_at)),
+                        employees::updated_at.eq(to_db(e.updated_at)),
+                    ))
+                    .returning(employees::id)
+                    .get_result(conn)
+                    .map_err(conflict_message)?;
+                audit_created(conn, audit, id)?;
+                get(conn, &cipher, Party::Platform, id)?.ok_or(Error::NotFound("employee"))
+            })
+            .await
+    }
+
+    async fn update_employee(&self, e: Employee, audit: AuditRecord) -> Result<Employee> {
+        let cipher = self.cipher.clone();
+        self.db
+            .write(move |conn| {
+                let c = columns(&cipher, &e)?;
+                let n = diesel::update(employees::table.find(e.id))
+                    .set((
+                        employees::employee_no.eq(&e.employee_no),
+                        employees::name.eq(&e.name),
+                        employees::phone.eq(&e.phone),
+                        employees::email.eq(&e.email),
+                        employees::id_card_enc.eq(&c.id_card_enc),
+                        employees::id_card_hash.eq(&c.id_card_hash),
+                        employees::bank_name.eq(&e.bank_name),
+                        employees::bank_account_enc.eq(&c.bank_account_enc),
+                        employees::department.eq(&e.department),
+                        employees::position.eq(&e.position),
+                        employees::hire_date.eq(e.hire_date),
+                        employees::status.eq(e.status.as_str()),
+                        employees::base_salary.eq(e.base_salary.fen()),
+                        employees::si_base.eq(e.si_base.map(Money::fen)),
+                        employees::housing_fund_rate.eq(&c.rate),
+                        employees::special_deductions.eq(&c.deductions),
+                        employees::openid.eq(&e.openid),
+                        employees::updated_at.eq(to_db(e.updated_at)),
+                    ))
+                    .execute(conn)
+                    .map_err(conflict_message)?;
+                if n == 0 {
+                    return Err(Error::NotFound("employee"));
+                }
+                write_audit(conn, &audit)?;
+                get(conn, &cipher, Party::Platform, e.id)?.ok_or(Error::NotFound("employee"))
+            })
+            .await
+    }
+
+    async fn delete_employee(&self, id: Id, audit: AuditRecord) -> Result<()> {
+        self.db
+            .write(move |conn| {
+                let n = diesel::delete(employees::table.find(id)).execute(conn).map_err(|e| match db_error(e) {
+                    Error::Conflict(_) => Error::conflict("payroll records refer to this employee; set its status to left instead"),
+                    other => other,
+                })?;
+                if n == 0 {
+                    return Err(Error::NotFound("employee"));
+                }
+                write_audit(conn, &audit)
+            })
+            .await
+    }
+}

@@ -1,0 +1,179 @@
+use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, write_audit};
+use crate::db::DbConn;
+use crate::error::db_error;
+use crate::schema::{partners, tenants, users};
+use crate::time::{from_db, to_db};
+use async_trait::async_trait;
+use atrium_kernel::{AuditRecord, Error, Id, Page, Party, Result, SortOrder};
+use atrium_org::{Partner, PartnerQuery, PartnerRepo, PartnerStatus};
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+type Row = (i64, String, Option<String>, Option<String>, Option<String>, String, NaiveDateTime, NaiveDateTime);
+
+fn columns() -> (
+    partners::id,
+    partners::name,
+    partners::contact_name,
+    partners::phone,
+    partners::email,
+    partners::status,
+    partners::created_at,
+    partners::updated_at,
+) {
+    (
+        partners::id,
+        partners::name,
+        partners::contact_name,
+        partners::phone,
+        partners::email,
+        partners::status,
+        partners::created_at,
+        partners::updated_at,
+    )
+}
+
+fn from_row(r: Row) -> Result<Partner> {
+    Ok(Partner {
+        id: r.0,
+        name: r.1,
+        contact_name: r.2,
+        phone: r.3,
+        email: r.4,
+        status: parse_enum(&r.5, PartnerStatus::parse, "partner status")?,
+        created_at: from_db(r.6),
+        updated_at: from_db(r.7),
+    })
+}
+
+fn filtered<'a>(scope: Party, q: &'a PartnerQuery) -> partners::BoxedQuery<'a, crate::db::MultiBackend> {
+    let mut query = partners::table.into_boxed();
+    match scope {
+        Party::Platform => {}
+        Party::Partner { partner_id } => query = query.filter(partners::id.eq(partner_id)),
+        // Fail closed: tenant users see no partners.
+        Party::Tenant { .. } => query = query.filter(partners::id.eq(-1)),
+    }
+    if let Some(s) = q.status {
+        query = query.filter(partners::status.eq(s.as_str()));
+    }
+    if let Some(k) = &q.list.keyword {
+        let p = like_pattern(k);
+        query = query.filter(
+            lower(partners::name.nullable())
+                .like(p.clone())
+                .escape('\\')
+                .or(lower(partners::contact_name).like(p.clone()).escape('\\'))
+                .or(partners::phone.like(p).escape('\\')),
+        );
+    }
+    query
+}
+
+pub(crate) fn get(conn: &mut DbConn, scope: Party, id: Id) -> Result<Option<Partner>> {
+    let q = PartnerQuery::default();
+    let row: Option<Row> = filtered(scope, &q).filter(partners::id.eq(id)).select(columns()).first(conn).optional().map_err(db_error)?;
+    row.map(from_row).transpose()
+}
+
+#[async_trait]
+impl PartnerRepo for OrgStore {
+    async fn list_partners(&self, scope: Party, q: PartnerQuery) -> Result<Page<Partner>> {
+        self.db
+            .run(move |conn| {
+                let total: i64 = filtered(scope, &q).count().get_result(conn).map_err(db_error)?;
+                let mut query = filtered(scope, &q).select(columns());
+                query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
+                    ("name", SortOrder::Asc) => query.order((partners::name.asc(), partners::id.asc())),
+                    ("name", SortOrder::Desc) => query.order((partners::name.desc(), partners::id.desc())),
+                    (_, SortOrder::Asc) => query.order(partners::id.asc()),
+                    (_, SortOrder::Desc) => query.order(partners::id.desc()),
+                };
+                let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
+                Ok(page(rows.into_iter().map(from_row).collect::<Result<_>>()?, total, q.list.page))
+            })
+            .await
+    }
+
+    async fn get_partner(&self, scope: Party, id: Id) -> Result<Option<Partner>> {
+        self.db.run(move |conn| get(conn, scope, id)).await
+    }
+
+    async fn insert_partner(&self, p: Partner, audit: AuditRecord) -> Result<Partner> {
+        self.db
+            .write(move |conn| {
+                let id: i64 = diesel::insert_into(partners::table)
+                    .values((
+                        partners::name.eq(&p.name),
+                        partners::contact_name.eq(&p.contact_name),
+                        partners::phone.eq(&p.phone),
+                        partners::email.eq(&p.email),
+                        partners::status.eq(p.status.as_str()),
+                        partners::created_at.eq(to_db(p.created_at)),
+                        partners::updated_at.eq(to_db(p.updated_at)),
+                    ))
+                    .returning(partners::id)
+                    .get_result(conn)
+                    .map_err(db_error)?;
+                audit_created(conn, audit, id)?;
+                get(conn, Party::Platform, id)?.ok_or(Error::NotFound("partner"))
+            })
+            .await
+    }
+
+    async fn update_partner(&self, p: Partner, audit: AuditRecord) -> Result<Partner> {
+        self.db
+            .write(move |conn| {
+                let n = diesel::update(partners::table.find(p.id))
+                    .set((
+                        partners::name.eq(&p.name),
+                        partners::contact_name.eq(&p.contact_name),
+                        partners::phone.eq(&p.phone),
+                        partners::email.eq(&p.email),
+                        partners::status.eq(p.status.as_str()),
+                        partners::updated_at.eq(to_db(p.updated_at)),
+                    ))
+                    .execute(conn)
+                    .map_err(db_error)?;
+                if n == 0 {
+                    return Err(Error::NotFound("partner"));
+                }
+                write_audit(conn, &audit)?;
+                get(conn, Party::Platform, p.id)?.ok_or(Error::NotFound("partner"))
+            })
+            .await
+    }
+
+    async fn delete_partner(&self, id: Id, cascade: bool, audit: AuditRecord) -> Result<Vec<Id>> {
+        self.db
+            .write(move |conn| {
+                let tenant_ids: Vec<i64> =
+                    tenants::table.filter(tenants::partner_id.eq(id)).select(tenants::id).load(conn).map_err(db_error)?;
+                let partner_users: Vec<i64> =
+                    users::table.filter(users::partner_id.eq(id)).select(users::id).load(conn).map_err(db_error)?;
+                if !cascade && (!tenant_ids.is_empty() || !partner_users.is_empty()) {
+                    return Err(Error::conflict(format!(
+                        "the partner still has {} tenant(s) and {} user(s); delete them first or pass cascade=true",
+                        tenant_ids.len(),
+                        partner_users.len()
+                    )));
+                }
+                let mut removed = Vec::new();
+                for t in tenant_ids {
+                    removed.extend(super::tenants::delete_cascade(conn, t)?);
+                }
+                diesel::delete(users::table.filter(users::partner_id.eq(id))).execute(conn).map_err(db_error)?;
+                removed.extend(partner_users);
+                diesel::delete(crate::schema::roles::table.filter(crate::schema::roles::owner_partner_id.eq(id)))
+                    .execute(conn)
+                    .map_err(db_error)?;
+                let n = diesel::delete(partners::table.find(id)).execute(conn).map_err(db_error)?;
+                if n == 0 {
+                    return Err(Error::NotFound("partner"));
+                }
+                write_audit(conn, &audit)?;
+                Ok(removed)
+            })
+            .await
+    }
+}

@@ -1,0 +1,178 @@
+use super::{OrgStore, audit_created, page, write_audit};
+use crate::db::{DbConn, MultiBackend};
+use crate::error::db_error;
+use crate::schema::{roles, tenants, user_roles};
+use crate::time::{from_db, to_db};
+use async_trait::async_trait;
+use atrium_kernel::{AuditRecord, Error, Id, Page, PageRequest, Party, PartyType, Result};
+use atrium_org::{Role, RoleRepo};
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+type Row = (i64, String, String, String, Option<i64>, Option<i64>, bool, String, NaiveDateTime, NaiveDateTime);
+
+type Cols = (
+    roles::id,
+    roles::code,
+    roles::name,
+    roles::party_type,
+    roles::owner_partner_id,
+    roles::owner_tenant_id,
+    roles::builtin,
+    roles::permissions,
+    roles::created_at,
+    roles::updated_at,
+);
+
+fn cols() -> Cols {
+    (
+        roles::id,
+        roles::code,
+        roles::name,
+        roles::party_type,
+        roles::owner_partner_id,
+        roles::owner_tenant_id,
+        roles::builtin,
+        roles::permissions,
+        roles::created_at,
+        roles::updated_at,
+    )
+}
+
+pub(crate) fn parse_permissions(raw: &str) -> Result<Vec<String>> {
+    serde_json::from_str(raw).map_err(|e| Error::Internal(anyhow::Error::new(e).context("role permissions are not a JSON array")))
+}
+
+fn from_row(r: Row) -> Result<Role> {
+    Ok(Role {
+        id: r.0,
+        code: r.1,
+        name: r.2,
+        party_type: PartyType::parse(&r.3).ok_or_else(|| Error::internal("stored role party type is unknown"))?,
+        owner_partner_id: r.4,
+        owner_tenant_id: r.5,
+        builtin: r.6,
+        permissions: parse_permissions(&r.7)?,
+        created_at: from_db(r.8),
+        updated_at: from_db(r.9),
+    })
+}
+
+/// Roles a caller of `scope` can see: every role for the platform; for a partner the
+/// built-in partner and tenant roles, its own and its tenants' custom roles; for a tenant
+/// the built-in tenant roles, its partner's tenant roles and its own.
+fn scoped(scope: Party) -> roles::BoxedQuery<'static, MultiBackend> {
+    let q = roles::table.into_boxed();
+    let global = roles::owner_partner_id.is_null().and(roles::owner_tenant_id.is_null());
+    match scope {
+        Party::Platform => q,
+        Party::Partner { partner_id } => {
+            q.filter(global.and(roles::party_type.ne("platform")).or(roles::owner_partner_id.eq(partner_id)).or(
+                roles::owner_tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id.nullable())),
+            ))
+        }
+        Party::Tenant { tenant_id, partner_id } => q.filter(
+            roles::party_type.eq("tenant").and(
+                global
+                    .or(roles::owner_tenant_id.eq(tenant_id))
+                    .or(roles::owner_partner_id.eq(partner_id.unwrap_or(-1)).and(roles::owner_tenant_id.is_null())),
+            ),
+        ),
+    }
+}
+
+pub(crate) fn by_ids(conn: &mut DbConn, scope: Party, ids: &[Id]) -> Result<Vec<Role>> {
+    let rows: Vec<Row> = scoped(scope).filter(roles::id.eq_any(ids)).select(cols()).load(conn).map_err(db_error)?;
+    rows.into_iter().map(from_row).collect()
+}
+
+fn get(conn: &mut DbConn, scope: Party, id: Id) -> Result<Option<Role>> {
+    let row: Option<Row> = scoped(scope).filter(roles::id.eq(id)).select(cols()).first(conn).optional().map_err(db_error)?;
+    row.map(from_row).transpose()
+}
+
+fn perms_json(r: &Role) -> Result<String> {
+    serde_json::to_string(&r.permissions).map_err(|e| Error::Internal(e.into()))
+}
+
+#[async_trait]
+impl RoleRepo for OrgStore {
+    async fn list_roles(&self, scope: Party, req: PageRequest) -> Result<Page<Role>> {
+        self.db
+            .run(move |conn| {
+                let total: i64 = scoped(scope).count().get_result(conn).map_err(db_error)?;
+                let rows: Vec<Row> = scoped(scope)
+                    .select(cols())
+                    .order(roles::id.asc())
+                    .offset(req.offset())
+                    .limit(req.limit())
+                    .load(conn)
+                    .map_err(db_error)?;
+                Ok(page(rows.into_iter().map(from_row).collect::<Result<_>>()?, total, req))
+            })
+            .await
+    }
+
+    async fn get_role(&self, scope: Party, id: Id) -> Result<Option<Role>> {
+        self.db.run(move |conn| get(conn, scope, id)).await
+    }
+
+    async fn insert_role(&self, r: Role, audit: AuditRecord) -> Result<Role> {
+        self.db
+            .write(move |conn| {
+                let id: i64 = diesel::insert_into(roles::table)
+                    .values((
+                        roles::code.eq(&r.code),
+                        roles::name.eq(&r.name),
+                        roles::party_type.eq(r.party_type.as_str()),
+                        roles::owner_partner_id.eq(r.owner_partner_id),
+                        roles::owner_tenant_id.eq(r.owner_tenant_id),
+                        roles::builtin.eq(false),
+                        roles::permissions.eq(perms_json(&r)?),
+                        roles::created_at.eq(to_db(r.created_at)),
+                        roles::updated_at.eq(to_db(r.updated_at)),
+                    ))
+                    .returning(roles::id)
+                    .get_result(conn)
+                    .map_err(|e| match db_error(e) {
+                        Error::Conflict(_) => Error::conflict("a role with this code already exists"),
+                        other => other,
+                    })?;
+                audit_created(conn, audit, id)?;
+                get(conn, Party::Platform, id)?.ok_or(Error::NotFound("role"))
+            })
+            .await
+    }
+
+    async fn update_role(&self, r: Role, audit: AuditRecord) -> Result<Role> {
+        self.db
+            .write(move |conn| {
+                let n = diesel::update(roles::table.find(r.id).filter(roles::builtin.eq(false)))
+                    .set((roles::name.eq(&r.name), roles::permissions.eq(perms_json(&r)?), roles::updated_at.eq(to_db(r.updated_at))))
+                    .execute(conn)
+                    .map_err(db_error)?;
+                if n == 0 {
+                    return Err(Error::NotFound("role"));
+                }
+                write_audit(conn, &audit)?;
+                get(conn, Party::Platform, r.id)?.ok_or(Error::NotFound("role"))
+            })
+            .await
+    }
+
+    async fn delete_role(&self, id: Id, audit: AuditRecord) -> Result<()> {
+        self.db
+            .write(move |conn| {
+                let holders: i64 = user_roles::table.filter(user_roles::role_id.eq(id)).count().get_result(conn).map_err(db_error)?;
+                if holders > 0 {
+                    return Err(Error::conflict(format!("{holders} user(s) hold this role; take it from them first")));
+                }
+                let n = diesel::delete(roles::table.find(id).filter(roles::builtin.eq(false))).execute(conn).map_err(db_error)?;
+                if n == 0 {
+                    return Err(Error::NotFound("role"));
+                }
+                write_audit(conn, &audit)
+            })
+            .await
+    }
+}

@@ -1,0 +1,219 @@
+use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, write_audit};
+use crate::db::{DbConn, MultiBackend};
+use crate::error::db_error;
+use crate::schema::{employees, partners, roles, tenants, users};
+use crate::time::{from_db, to_db};
+use async_trait::async_trait;
+use atrium_kernel::payroll::PayrollPolicy;
+use atrium_kernel::{AuditRecord, Error, Id, Page, Party, Result, SortOrder};
+use atrium_org::{Tenant, TenantQuery, TenantRepo, TenantStatus};
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = tenants)]
+struct Row {
+    id: i64,
+    partner_id: Option<i64>,
+    name: String,
+    credit_code: Option<String>,
+    contact_name: Option<String>,
+    phone: Option<String>,
+    email: Option<String>,
+    status: String,
+    payroll_policy: Option<String>,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
+}
+
+fn from_row(r: Row) -> Result<Tenant> {
+    let policy = match r.payroll_policy {
+        Some(json) => serde_json::from_str(&json)
+            .map_err(|e| Error::Internal(anyhow::Error::new(e).context("stored payroll policy is unreadable")))?,
+        None => PayrollPolicy::default(),
+    };
+    Ok(Tenant {
+        id: r.id,
+        partner_id: r.partner_id,
+        name: r.name,
+        credit_code: r.credit_code,
+        contact_name: r.contact_name,
+        phone: r.phone,
+        email: r.email,
+        status: parse_enum(&r.status, TenantStatus::parse, "tenant status")?,
+        payroll_policy: policy,
+        created_at: from_db(r.created_at),
+        updated_at: from_db(r.updated_at),
+    })
+}
+
+/// Tenants visible to `scope`.
+pub(crate) fn scoped(scope: Party) -> tenants::BoxedQuery<'static, MultiBackend> {
+    let q = tenants::table.into_boxed();
+    match scope {
+        Party::Platform => q,
+        Party::Partner { partner_id } => q.filter(tenants::partner_id.eq(partner_id)),
+        Party::Tenant { tenant_id, .. } => q.filter(tenants::id.eq(tenant_id)),
+    }
+}
+
+fn filtered<'a>(scope: Party, q: &'a TenantQuery) -> tenants::BoxedQuery<'a, MultiBackend> {
+    let mut query = scoped(scope);
+    if let Some(s) = q.status {
+        query = query.filter(tenants::status.eq(s.as_str()));
+    }
+    if let Some(p) = q.partner_id {
+        query = query.filter(tenants::partner_id.eq(p));
+    }
+    if let Some(k) = &q.list.keyword {
+        let p = like_pattern(k);
+        query = query.filter(
+            lower(tenants::name.nullable())
+                .like(p.clone())
+                .escape('\\')
+                .or(lower(tenants::credit_code).like(p.clone()).escape('\\'))
+                .or(lower(tenants::contact_name).like(p.clone()).escape('\\'))
+                .or(tenants::phone.like(p).escape('\\')),
+        );
+    }
+    query
+}
+
+pub(crate) fn get(conn: &mut DbConn, scope: Party, id: Id) -> Result<Option<Tenant>> {
+    let row: Option<Row> = scoped(scope).filter(tenants::id.eq(id)).select(Row::as_select()).first(conn).optional().map_err(db_error)?;
+    row.map(from_row).transpose()
+}
+
+/// The partner of a tenant visible to `scope`; `NotFound` otherwise.
+pub(crate) fn tenant_partner(conn: &mut DbConn, scope: Party, tenant_id: Id) -> Result<Option<Id>> {
+    scoped(scope)
+        .filter(tenants::id.eq(tenant_id))
+        .select(tenants::partner_id)
+        .first(conn)
+        .optional()
+        .map_err(db_error)?
+        .ok_or(Error::NotFound("tenant"))
+}
+
+pub(crate) fn partner_exists(conn: &mut DbConn, id: Id) -> Result<bool> {
+    let n: i64 = partners::table.filter(partners::id.eq(id)).count().get_result(conn).map_err(db_error)?;
+    Ok(n > 0)
+}
+
+/// Removes a tenant with its employees, users (their sessions cascade) and custom roles.
+/// Returns the removed user ids. Records of later domains that refer to the tenant make the
+/// delete fail with `Conflict`.
+pub(crate) fn delete_cascade(conn: &mut DbConn, tenant_id: Id) -> Result<Vec<Id>> {
+    let user_ids: Vec<i64> = users::table.filter(users::tenant_id.eq(tenant_id)).select(users::id).load(conn).map_err(db_error)?;
+    diesel::delete(users::table.filter(users::tenant_id.eq(tenant_id))).execute(conn).map_err(db_error)?;
+    diesel::delete(employees::table.filter(employees::tenant_id.eq(tenant_id))).execute(conn).map_err(db_error)?;
+    diesel::delete(roles::table.filter(roles::owner_tenant_id.eq(tenant_id))).execute(conn).map_err(db_error)?;
+    diesel::delete(tenants::table.find(tenant_id)).execute(conn).map_err(|e| match db_error(e) {
+        Error::Conflict(_) => Error::conflict("the tenant has payroll or order records and cannot be deleted"),
+        other => other,
+    })?;
+    Ok(user_ids)
+}
+
+fn policy_json(t: &Tenant) -> Result<String> {
+    serde_json::to_string(&t.payroll_policy).map_err(|e| Error::Internal(e.into()))
+}
+
+#[async_trait]
+impl TenantRepo for OrgStore {
+    async fn list_tenants(&self, scope: Party, q: TenantQuery) -> Result<Page<Tenant>> {
+        self.db
+            .run(move |conn| {
+                let total: i64 = filtered(scope, &q).count().get_result(conn).map_err(db_error)?;
+                let mut query = filtered(scope, &q).select(Row::as_select());
+                query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
+                    ("name", SortOrder::Asc) => query.order((tenants::name.asc(), tenants::id.asc())),
+                    ("name", SortOrder::Desc) => query.order((tenants::name.desc(), tenants::id.desc())),
+                    (_, SortOrder::Asc) => query.order(tenants::id.asc()),
+                    (_, SortOrder::Desc) => query.order(tenants::id.desc()),
+                };
+                let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
+                Ok(page(rows.into_iter().map(from_row).collect::<Result<_>>()?, total, q.list.page))
+            })
+            .await
+    }
+
+    async fn get_tenant(&self, scope: Party, id: Id) -> Result<Option<Tenant>> {
+        self.db.run(move |conn| get(conn, scope, id)).await
+    }
+
+    async fn partner_exists(&self, id: Id) -> Result<bool> {
+        self.db.run(move |conn| partner_exists(conn, id)).await
+    }
+
+    async fn insert_tenant(&self, t: Tenant, audit: AuditRecord) -> Result<Tenant> {
+        self.db
+            .write(move |conn| {
+                let id: i64 = diesel::insert_into(tenants::table)
+                    .values((
+                        tenants::partner_id.eq(t.partner_id),
+                        tenants::name.eq(&t.name),
+                        tenants::credit_code.eq(&t.credit_code),
+                        tenants::contact_name.eq(&t.contact_name),
+                        tenants::phone.eq(&t.phone),
+                        tenants::email.eq(&t.email),
+                        tenants::status.eq(t.status.as_str()),
+                        tenants::payroll_policy.eq(Some(policy_json(&t)?)),
+                        tenants::created_at.eq(to_db(t.created_at)),
+                        tenants::updated_at.eq(to_db(t.updated_at)),
+                    ))
+                    .returning(tenants::id)
+                    .get_result(conn)
+                    .map_err(db_error)?;
+                audit_created(conn, audit, id)?;
+                get(conn, Party::Platform, id)?.ok_or(Error::NotFound("tenant"))
+            })
+            .await
+    }
+
+    async fn update_tenant(&self, t: Tenant, audit: AuditRecord) -> Result<Tenant> {
+        self.db
+            .write(move |conn| {
+                let n = diesel::update(tenants::table.find(t.id))
+                    .set((
+                        tenants::partner_id.eq(t.partner_id),
+                        tenants::name.eq(&t.name),
+                        tenants::credit_code.eq(&t.credit_code),
+                        tenants::contact_name.eq(&t.contact_name),
+                        tenants::phone.eq(&t.phone),
+                        tenants::email.eq(&t.email),
+                        tenants::status.eq(t.status.as_str()),
+                        tenants::payroll_policy.eq(Some(policy_json(&t)?)),
+                        tenants::updated_at.eq(to_db(t.updated_at)),
+                    ))
+                    .execute(conn)
+                    .map_err(db_error)?;
+                if n == 0 {
+                    return Err(Error::NotFound("tenant"));
+                }
+                write_audit(conn, &audit)?;
+                get(conn, Party::Platform, t.id)?.ok_or(Error::NotFound("tenant"))
+            })
+            .await
+    }
+
+    async fn delete_tenant(&self, id: Id, cascade: bool, audit: AuditRecord) -> Result<Vec<Id>> {
+        self.db
+            .write(move |conn| {
+                let employees: i64 = employees::table.filter(employees::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
+                let users: i64 = users::table.filter(users::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
+                if !cascade && (employees > 0 || users > 0) {
+                    return Err(Error::conflict(format!(
+                        "the tenant still has {employees} employee(s) and {users} user(s); delete them first or pass cascade=true"
+                    )));
+                }
+                if tenants::table.find(id).count().get_result::<i64>(conn).map_err(db_error)? == 0 {
+                    return Err(Error::NotFound("tenant"));
+                }
+                let removed = delete_cascade(conn, id)?;
+                write_audit(conn, &audit)?;
+                Ok(removed)
+            })
+            .await
+    }
+}
