@@ -10,10 +10,19 @@ need_wrk() {
   command -v jq >/dev/null || { apt-get install -y -qq jq >/dev/null; }
 }
 
+ATRIUM_BIN="$ROOT/target/release/atrium"
+build_release() { (cd "$ROOT" && cargo build --release -q -p atrium-server); }
+
+# atrium_cli DB_URL ARGS...: runs the release binary's CLI against a database.
+atrium_cli() {
+  local url=$1; shift
+  DATABASE_URL="$url" ATRIUM_LOG=warn ATRIUM_SECRETS_FILE="$OUT/bench.secrets.json" "$ATRIUM_BIN" "$@"
+}
+
 # start_server DB_URL [extra env...]: starts target/release/atrium on a free loopback port.
 start_server() {
   local url=$1; shift
-  (cd "$ROOT" && cargo build --release -q -p atrium-server)
+  build_release
   PORT=${PORT:-$(( 30000 + RANDOM % 20000 ))}
   BASE="http://127.0.0.1:$PORT"
   env DATABASE_URL="$url" ATRIUM_BIND="127.0.0.1:$PORT" ATRIUM_LOG=warn ATRIUM_SECRETS_FILE="$OUT/bench.secrets.json" "$@" \

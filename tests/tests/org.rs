@@ -500,3 +500,21 @@ e2e!(the_audit_trail_is_scoped_and_read_only, |app| {
     app.get("/api/v1/audit-logs", Some(&org.t1_clerk)).await.expect(403);
     app.delete("/api/v1/audit-logs", Some(&org.admin)).await.expect(405);
 });
+
+e2e!(identity_events_are_audited_too, |app| {
+    let org = app.org().await;
+    let (uid, token) = app.user_token(&org.t1_admin, "someone", json!({})).await;
+    app.post("/api/v1/auth/logout", json!({}), Some(&token)).await.expect(200);
+    for _ in 0..5 {
+        app.post("/api/v1/auth/login", json!({"method": "password", "username": "someone", "password": "wrong-password"}), None).await;
+    }
+
+    let log = app.get(&format!("/api/v1/audit-logs?target_type=user&target_id={uid}"), Some(&org.t1_admin)).await;
+
+    let actions: Vec<&str> = log.data()["items"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, vec!["user.locked", "session.logout", "session.login", "user.create"]);
+    let login = &log.data()["items"][2];
+    assert_eq!(login["actor_user_id"], uid);
+    assert_eq!(login["after"]["method"], "password");
+    assert_eq!(login["tenant_id"], org.t1);
+});

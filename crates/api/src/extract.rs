@@ -134,7 +134,11 @@ pub(crate) fn client_ip(req: &HttpRequest) -> Option<String> {
 }
 
 pub(crate) fn client_info(req: &HttpRequest) -> ClientInfo {
-    ClientInfo { ip: client_ip(req), user_agent: req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_owned) }
+    ClientInfo {
+        ip: client_ip(req),
+        user_agent: req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_owned),
+        request_id: request_id(req),
+    }
 }
 
 impl FromRequest for ClientIp {

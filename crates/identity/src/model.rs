@@ -127,6 +127,7 @@ pub struct Principal {
 pub struct ClientInfo {
     pub ip: Option<String>,
     pub user_agent: Option<String>,
+    pub request_id: Option<String>,
 }
 
 /// A successful login or refresh.

@@ -1,6 +1,6 @@
 use crate::model::*;
 use async_trait::async_trait;
-use atrium_kernel::{ContactTarget, Id, Result, Timestamp};
+use atrium_kernel::{AuditRecord, ContactTarget, Id, Result, Timestamp};
 
 /// Storage of every piece of identity state. Implementations must make each method atomic;
 /// several server instances may call them concurrently against one database.
@@ -11,8 +11,15 @@ pub trait IdentityRepo: Send + Sync + 'static {
     async fn find_credentials(&self, login: &str) -> Result<Option<UserCredentials>>;
 
     /// Adds one consecutive failure; when the count reaches `threshold` the account is locked
-    /// until `lock_until` and the count starts again. Returns the lock end if it was set.
-    async fn record_login_failure(&self, user_id: Id, threshold: i32, lock_until: Timestamp) -> Result<Option<Timestamp>>;
+    /// until `lock_until`, the count starts again and `lock_audit` is stored. Returns the lock
+    /// end if it was set.
+    async fn record_login_failure(
+        &self,
+        user_id: Id,
+        threshold: i32,
+        lock_until: Timestamp,
+        lock_audit: AuditRecord,
+    ) -> Result<Option<Timestamp>>;
 
     /// Clears the consecutive-failure count after a successful login.
     async fn clear_login_failures(&self, user_id: Id) -> Result<()>;
@@ -24,18 +31,25 @@ pub trait IdentityRepo: Send + Sync + 'static {
     /// How many events `bucket` holds since `since`, and the oldest of them.
     async fn rate_bucket(&self, bucket: &str, since: Timestamp) -> Result<(i64, Option<Timestamp>)>;
 
-    /// Creates a session together with its first refresh token.
-    async fn create_session(&self, session: NewSession, refresh: NewRefreshToken) -> Result<()>;
+    /// Creates a session together with its first refresh token, and stores `audit`.
+    async fn create_session(&self, session: NewSession, refresh: NewRefreshToken, audit: AuditRecord) -> Result<()>;
 
     /// Presents a refresh token by its hash. If it is current and its session live (not
     /// revoked, not past `expires_at` at `now`), marks it used and stores `next` for the
     /// same session (`next.session_id` is ignored) → `Rotated`. If it was used before,
-    /// MUST revoke its session → `Replayed`. Anything else → `Rejected`. Atomic: of two
-    /// concurrent presentations of one token, at most one rotates.
-    async fn rotate_refresh_token(&self, presented_hash: &str, next: NewRefreshToken, now: Timestamp) -> Result<RefreshOutcome>;
+    /// MUST revoke its session and store `replay_audit` (completed with the session's user
+    /// as target) → `Replayed`. Anything else → `Rejected`. Atomic: of two concurrent
+    /// presentations of one token, at most one rotates.
+    async fn rotate_refresh_token(
+        &self,
+        presented_hash: &str,
+        next: NewRefreshToken,
+        now: Timestamp,
+        replay_audit: AuditRecord,
+    ) -> Result<RefreshOutcome>;
 
-    /// Marks a session revoked (idempotent).
-    async fn revoke_session(&self, session_id: &str, reason: &str, at: Timestamp) -> Result<()>;
+    /// Marks a session revoked (idempotent) and stores `audit`.
+    async fn revoke_session(&self, session_id: &str, reason: &str, at: Timestamp, audit: AuditRecord) -> Result<()>;
 
     /// The session with its user, roles and permissions; `None` if no such session.
     async fn load_principal(&self, session_id: &str) -> Result<Option<Principal>>;
@@ -54,10 +68,11 @@ pub trait IdentityRepo: Send + Sync + 'static {
 
     /// Creates a pending tenant and its tenant-admin user in one transaction.
     /// MUST return `Conflict` if the username, phone or e-mail is taken.
-    async fn register_tenant(&self, registration: NewRegistration) -> Result<Registered>;
+    /// Stores `audit` completed with the new user (actor and target) and tenant.
+    async fn register_tenant(&self, registration: NewRegistration, audit: AuditRecord) -> Result<Registered>;
 
     /// Sets a new password hash, clears the lockout and revokes every session of the user.
-    async fn reset_password(&self, user_id: Id, password_hash: &str, at: Timestamp) -> Result<()>;
+    async fn reset_password(&self, user_id: Id, password_hash: &str, at: Timestamp, audit: AuditRecord) -> Result<()>;
 
     async fn create_chat_ticket(&self, ticket: ChatTicket) -> Result<()>;
 
@@ -74,14 +89,21 @@ pub trait IdentityRepo: Send + Sync + 'static {
     async fn find_user_by_chat_identity(&self, key: &str) -> Result<Option<User>>;
 
     /// Binds a platform identity to a user. MUST return `Conflict` if another user has it.
-    async fn bind_chat_identity(&self, user_id: Id, key: &str, at: Timestamp) -> Result<()>;
+    async fn bind_chat_identity(&self, user_id: Id, key: &str, at: Timestamp, audit: AuditRecord) -> Result<()>;
 
     /// Whether any active platform administrator exists.
     async fn platform_admin_exists(&self) -> Result<bool>;
 
     /// Creates a platform user holding the `platform_admin` role.
-    /// MUST return `Conflict` if the username is taken.
-    async fn create_platform_admin(&self, username: &str, name: &str, password_hash: &str, at: Timestamp) -> Result<User>;
+    /// MUST return `Conflict` if the username is taken. Stores `audit` with the new user as target.
+    async fn create_platform_admin(
+        &self,
+        username: &str,
+        name: &str,
+        password_hash: &str,
+        at: Timestamp,
+        audit: AuditRecord,
+    ) -> Result<User>;
 }
 
 /// Slow password hashing. Implementations run the work off the request threads.

@@ -3,7 +3,7 @@ use crate::model::*;
 use crate::password::Password;
 use crate::ports::*;
 use crate::token::{AccessClaims, TokenKeys, hash_code, hash_secret, random_token};
-use atrium_kernel::{Clock, ContactTarget, Error, Id, Result, Timestamp};
+use atrium_kernel::{AuditRecord, Clock, ContactTarget, Error, Id, Result, Timestamp};
 use chrono::Duration;
 use rand::Rng;
 use std::collections::HashMap;
@@ -76,7 +76,8 @@ impl IdentityService {
         if !ok {
             self.count_ip_failure(client, now).await?;
             let lock_until = now + self.config.lockout_duration;
-            self.repo.record_login_failure(creds.user.id, self.config.lockout_threshold, lock_until).await?;
+            let audit = audit(now, client, "user.locked", &creds.user, None);
+            self.repo.record_login_failure(creds.user.id, self.config.lockout_threshold, lock_until, audit).await?;
             return Err(Error::Unauthenticated(BAD_CREDENTIALS.into()));
         }
         if creds.user.status != UserStatus::Active {
@@ -85,7 +86,7 @@ impl IdentityService {
         if creds.failed_logins > 0 {
             self.repo.clear_login_failures(creds.user.id).await?;
         }
-        self.start_session(creds.user, client, now).await
+        self.start_session(creds.user, client, now, "password").await
     }
 
     /// Login with a verification code sent to a phone or e-mail address.
@@ -101,7 +102,7 @@ impl IdentityService {
             Some(c) if c.user.status == UserStatus::Active => c.user,
             _ => return Err(Error::Unauthenticated(BAD_CODE_LOGIN.into())),
         };
-        self.start_session(user, client, now).await
+        self.start_session(user, client, now, "code").await
     }
 
     /// Login with a QR ticket that a bound platform account has scanned.
@@ -118,12 +119,12 @@ impl IdentityService {
         }
         let user = self.repo.find_user_by_chat_identity(t.chat_identity.as_deref().unwrap_or_default()).await?;
         match user {
-            Some(u) if u.id == user_id && u.status == UserStatus::Active => self.start_session(u, client, now).await,
+            Some(u) if u.id == user_id && u.status == UserStatus::Active => self.start_session(u, client, now, "qr").await,
             _ => Err(rejected()),
         }
     }
 
-    async fn start_session(&self, user: User, client: &ClientInfo, now: Timestamp) -> Result<TokenGrant> {
+    async fn start_session(&self, user: User, client: &ClientInfo, now: Timestamp, method: &str) -> Result<TokenGrant> {
         let session_id = random_token(18);
         let expires_at = now + self.config.session_max_age;
         let refresh = random_token(32);
@@ -144,6 +145,7 @@ impl IdentityService {
                     created_at: now,
                     expires_at: refresh_expires,
                 },
+                audit(now, client, "session.login", &user, Some(serde_json::json!({"method": method, "session": short(&session_id)}))),
             )
             .await?;
         log::info!("session started for user {}", user.id);
@@ -178,7 +180,7 @@ impl IdentityService {
     }
 
     /// Trades a refresh token for a new pair. Replaying a used token ends its session.
-    pub async fn refresh(&self, refresh_token: &str) -> Result<TokenGrant> {
+    pub async fn refresh(&self, refresh_token: &str, client: &ClientInfo) -> Result<TokenGrant> {
         let now = self.clock.now();
         let next = random_token(32);
         let next_row = NewRefreshToken {
@@ -187,7 +189,9 @@ impl IdentityService {
             created_at: now,
             expires_at: now + self.config.refresh_ttl,
         };
-        match self.repo.rotate_refresh_token(&hash_secret(refresh_token), next_row, now).await? {
+        let replay_audit =
+            AuditRecord::system(now, "session.replay_revoked", "user", None).from_client(client.ip.clone(), client.request_id.clone());
+        match self.repo.rotate_refresh_token(&hash_secret(refresh_token), next_row, now, replay_audit).await? {
             RefreshOutcome::Rotated { session } => {
                 let principal = self.repo.load_principal(&session.id).await?;
                 let Some(p) = principal.filter(|p| p.user.status == UserStatus::Active) else {
@@ -206,9 +210,12 @@ impl IdentityService {
     }
 
     /// Ends the caller's session; its access and refresh tokens stop working at once.
-    pub async fn logout(&self, session_id: &str) -> Result<()> {
-        self.repo.revoke_session(session_id, "logout", self.clock.now()).await?;
-        self.cache.forget(session_id);
+    pub async fn logout(&self, principal: &Principal, client: &ClientInfo) -> Result<()> {
+        let now = self.clock.now();
+        let sid = &principal.session.id;
+        let audit = audit(now, client, "session.logout", &principal.user, Some(serde_json::json!({"session": short(sid)})));
+        self.repo.revoke_session(sid, "logout", now, audit).await?;
+        self.cache.forget(sid);
         Ok(())
     }
 
@@ -319,7 +326,15 @@ impl IdentityService {
     }
 
     /// Self-service sign-up: a pending tenant and its admin, who may log in at once.
-    pub async fn register(&self, target: &str, code: &str, password: &str, name: &str, tenant_name: &str) -> Result<Registered> {
+    pub async fn register(
+        &self,
+        target: &str,
+        code: &str,
+        password: &str,
+        name: &str,
+        tenant_name: &str,
+        client: &ClientInfo,
+    ) -> Result<Registered> {
         let now = self.clock.now();
         let target = ContactTarget::parse("target", target)?;
         let password = Password::parse("password", password)?;
@@ -334,20 +349,15 @@ impl IdentityService {
             ContactTarget::Email(e) => (None, Some(e.as_str().to_owned())),
         };
         self.repo
-            .register_tenant(NewRegistration {
-                tenant_name,
-                name,
-                username: target.as_str().to_owned(),
-                phone,
-                email,
-                password_hash: hash,
-                at: now,
-            })
+            .register_tenant(
+                NewRegistration { tenant_name, name, username: target.as_str().to_owned(), phone, email, password_hash: hash, at: now },
+                AuditRecord::system(now, "tenant.register", "tenant", None).from_client(client.ip.clone(), client.request_id.clone()),
+            )
             .await
     }
 
     /// Sets a new password with a reset code and ends every session of the user.
-    pub async fn reset_password(&self, target: &str, code: &str, new_password: &str) -> Result<()> {
+    pub async fn reset_password(&self, target: &str, code: &str, new_password: &str, client: &ClientInfo) -> Result<()> {
         let now = self.clock.now();
         let target = ContactTarget::parse("target", target)?;
         let password = Password::parse("new_password", new_password)?;
@@ -358,7 +368,8 @@ impl IdentityService {
             return Err(Error::invalid("code", "is wrong or expired"));
         };
         let hash = self.hasher.hash(password.expose()).await?;
-        self.repo.reset_password(creds.user.id, &hash, now).await?;
+        let audit = audit(now, client, "user.password_reset", &creds.user, None);
+        self.repo.reset_password(creds.user.id, &hash, now, audit).await?;
         self.cache.clear();
         Ok(())
     }
@@ -415,7 +426,7 @@ impl IdentityService {
     }
 
     /// Binds the platform account that scanned `ticket` (left `unbound`) to the caller.
-    pub async fn chat_bind(&self, user_id: Id, ticket: &str) -> Result<()> {
+    pub async fn chat_bind(&self, user: &User, ticket: &str, client: &ClientInfo) -> Result<()> {
         let now = self.clock.now();
         let t = self.repo.get_chat_ticket(ticket).await?.ok_or(Error::NotFound("QR ticket"))?;
         if t.status != TicketStatus::Unbound || t.consumed_at.is_some() || t.expires_at <= now {
@@ -425,7 +436,8 @@ impl IdentityService {
         if !self.repo.consume_chat_ticket(ticket, TicketStatus::Unbound, now).await? {
             return Err(Error::conflict("this QR ticket was already used"));
         }
-        self.repo.bind_chat_identity(user_id, &key, now).await?;
+        let audit = audit(now, client, "user.chat_bind", user, None);
+        self.repo.bind_chat_identity(user.id, &key, now, audit).await?;
         self.cache.clear();
         Ok(())
     }
@@ -437,7 +449,10 @@ impl IdentityService {
         let username = required_text("username", username, 64)?;
         let password = Password::parse("password", password)?;
         let hash = self.hasher.hash(password.expose()).await?;
-        self.repo.create_platform_admin(&username, "Platform administrator", &hash, self.clock.now()).await
+        let now = self.clock.now();
+        self.repo
+            .create_platform_admin(&username, "Platform administrator", &hash, now, AuditRecord::system(now, "user.create", "user", None))
+            .await
     }
 
     /// On an empty database, creates `admin` with a random password and returns it, once.
@@ -447,7 +462,10 @@ impl IdentityService {
         }
         let password = random_token(15);
         let hash = self.hasher.hash(&password).await?;
-        match self.repo.create_platform_admin("admin", "Platform administrator", &hash, self.clock.now()).await {
+        let now = self.clock.now();
+        let audit =
+            AuditRecord::system(now, "user.create", "user", None).with_after(serde_json::json!({"username": "admin", "bootstrap": true}));
+        match self.repo.create_platform_admin("admin", "Platform administrator", &hash, now, audit).await {
             Ok(_) => Ok(Some(password)),
             // Another instance won the race, or an `admin` user exists without the role.
             Err(Error::Conflict(_)) => Ok(None),
@@ -471,6 +489,18 @@ impl IdentityService {
             self.repo.hit_rate_bucket(&format!("login-fail:ip:{ip}"), now, now - Duration::hours(1)).await?;
         }
         Ok(())
+    }
+}
+
+/// An identity event of `user`, acted by the user, from the client's address.
+fn audit(now: Timestamp, client: &ClientInfo, action: &str, user: &User, after: Option<serde_json::Value>) -> AuditRecord {
+    let record = AuditRecord::system(now, action, "user", Some(user.id))
+        .acted_by(Some(user.id))
+        .from_client(client.ip.clone(), client.request_id.clone())
+        .owned_by_party(user.party);
+    match after {
+        Some(a) => record.with_after(a),
+        None => record,
     }
 }
 

@@ -46,6 +46,41 @@ impl AuditRecord {
         }
     }
 
+    /// A record of something that happened without an authenticated actor (a login, the
+    /// CLI, the server itself); set the actor with [`acted_by`](Self::acted_by) when known.
+    pub fn system(at: Timestamp, action: impl Into<String>, target_type: &'static str, target_id: Option<Id>) -> Self {
+        AuditRecord {
+            at,
+            actor_user_id: None,
+            ip: None,
+            request_id: None,
+            action: action.into(),
+            target_type,
+            target_id,
+            partner_id: None,
+            tenant_id: None,
+            before: None,
+            after: None,
+        }
+    }
+
+    pub fn acted_by(mut self, user_id: Option<Id>) -> Self {
+        self.actor_user_id = user_id;
+        self
+    }
+
+    /// Where the request came from.
+    pub fn from_client(mut self, ip: Option<String>, request_id: Option<String>) -> Self {
+        self.ip = ip;
+        self.request_id = request_id;
+        self
+    }
+
+    pub fn with_after(mut self, after: Value) -> Self {
+        self.after = Some(redact(after));
+        self
+    }
+
     /// Sets the owning party from where the target lives.
     pub fn owned_by(mut self, partner_id: Option<Id>, tenant_id: Option<Id>) -> Self {
         self.partner_id = partner_id;

@@ -16,6 +16,13 @@ enum Command {
     Serve,
     /// Apply pending database migrations and exit.
     Migrate,
+    /// Fill the database with synthetic tenants and employees (benchmarks, demos).
+    Seed {
+        #[arg(long, default_value_t = 1000)]
+        tenants: i64,
+        #[arg(long, default_value_t = 1000)]
+        employees_per_tenant: i64,
+    },
     /// Manage administrators.
     Admin {
         #[command(subcommand)]
@@ -52,6 +59,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let db = atrium_store::Db::connect(&config.database_url, 1)?;
             let ran = tokio::task::spawn_blocking(move || db.migrate()).await??;
             println!("applied {ran} migration(s)");
+            Ok(())
+        }
+        Command::Seed { tenants, employees_per_tenant } => {
+            let db_config = config.clone();
+            let started = std::time::Instant::now();
+            let (first, last) = tokio::task::spawn_blocking(move || -> anyhow::Result<(i64, i64)> {
+                let db = open_database(&db_config)?;
+                atrium_store::seed::seed_org(&db, tenants, employees_per_tenant).map_err(|e| anyhow::anyhow!("{e}"))
+            })
+            .await??;
+            println!(
+                "seeded tenants {first}..={last} with {employees_per_tenant} employees each in {:.1}s",
+                started.elapsed().as_secs_f64()
+            );
             Ok(())
         }
         Command::Admin { command: AdminCommand::Create { username, password } } => {

@@ -59,7 +59,7 @@ impl CustomizeConnection<DbConn, diesel::r2d2::Error> for SqlitePragmas {
     fn on_acquire(&self, conn: &mut DbConn) -> Result<(), diesel::r2d2::Error> {
         if let DbConn::Sqlite(c) = conn {
             c.batch_execute(
-                "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; \
+                "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; \
                  PRAGMA synchronous = NORMAL; PRAGMA cache_size = -16000; PRAGMA temp_store = MEMORY;",
             )
             .map_err(diesel::r2d2::Error::QueryError)?;

@@ -1,10 +1,11 @@
+use crate::audit_log::{audit_created, write_audit};
 use crate::db::{Db, DbConn};
 use crate::error::db_error;
 use crate::schema::{chat_tickets, rate_events, refresh_tokens, roles, sessions, tenants, user_roles, users, verification_codes};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_identity::*;
-use atrium_kernel::{Error, Id, Party, PermissionSet, Result, Timestamp};
+use atrium_kernel::{AuditRecord, Error, Id, Party, PermissionSet, Result, Timestamp};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
@@ -133,6 +134,16 @@ fn revoke(conn: &mut DbConn, session_id: &str, reason: &str, at: Timestamp) -> R
     Ok(())
 }
 
+/// Revokes a session whose refresh token was replayed and records it against its user.
+fn revoke_replayed(conn: &mut DbConn, session_id: &str, now: Timestamp, audit: AuditRecord) -> Result<()> {
+    revoke(conn, session_id, "refresh token replayed", now)?;
+    let user_id: i64 = sessions::table.find(session_id).select(sessions::user_id).first(conn).map_err(db_error)?;
+    let party = load_user(conn, UserFilter::Id(user_id))?.map(|c| c.user.party).unwrap_or(Party::Platform);
+    let mut audit = audit.acted_by(Some(user_id)).owned_by_party(party);
+    audit.target_id = Some(user_id);
+    write_audit(conn, &audit)
+}
+
 fn ticket_from_row(
     row: (String, String, Option<String>, Option<i64>, NaiveDateTime, NaiveDateTime, Option<NaiveDateTime>),
 ) -> Result<ChatTicket> {
@@ -154,7 +165,13 @@ impl IdentityRepo for IdentityStore {
         self.db.run(move |conn| load_user(conn, UserFilter::Login(&login))).await
     }
 
-    async fn record_login_failure(&self, user_id: Id, threshold: i32, lock_until: Timestamp) -> Result<Option<Timestamp>> {
+    async fn record_login_failure(
+        &self,
+        user_id: Id,
+        threshold: i32,
+        lock_until: Timestamp,
+        lock_audit: AuditRecord,
+    ) -> Result<Option<Timestamp>> {
         self.db
             .write(move |conn| {
                 let failed: i32 = users::table.find(user_id).select(users::failed_logins).first(conn).map_err(db_error)?;
@@ -166,6 +183,7 @@ impl IdentityRepo for IdentityStore {
                         .set((users::failed_logins.eq(count), users::locked_until.eq(lock)))
                         .execute(conn)
                         .map_err(db_error)?;
+                    write_audit(conn, &lock_audit)?;
                 } else {
                     diesel::update(target).set(users::failed_logins.eq(count)).execute(conn).map_err(db_error)?;
                 }
@@ -217,7 +235,7 @@ impl IdentityRepo for IdentityStore {
             .await
     }
 
-    async fn create_session(&self, session: NewSession, refresh: NewRefreshToken) -> Result<()> {
+    async fn create_session(&self, session: NewSession, refresh: NewRefreshToken, audit: AuditRecord) -> Result<()> {
         self.db
             .write(move |conn| {
                 diesel::insert_into(sessions::table)
@@ -231,12 +249,19 @@ impl IdentityRepo for IdentityStore {
                     ))
                     .execute(conn)
                     .map_err(db_error)?;
-                insert_refresh(conn, &refresh, &session.id)
+                insert_refresh(conn, &refresh, &session.id)?;
+                write_audit(conn, &audit)
             })
             .await
     }
 
-    async fn rotate_refresh_token(&self, presented_hash: &str, next: NewRefreshToken, now: Timestamp) -> Result<RefreshOutcome> {
+    async fn rotate_refresh_token(
+        &self,
+        presented_hash: &str,
+        next: NewRefreshToken,
+        now: Timestamp,
+        replay_audit: AuditRecord,
+    ) -> Result<RefreshOutcome> {
         let presented = presented_hash.to_owned();
         self.db
             .write(move |conn| {
@@ -248,7 +273,7 @@ impl IdentityRepo for IdentityStore {
                     .map_err(db_error)?;
                 let Some((session_id, expires_at, used_at)) = found else { return Ok(RefreshOutcome::Rejected) };
                 if used_at.is_some() {
-                    revoke(conn, &session_id, "refresh token replayed", now)?;
+                    revoke_replayed(conn, &session_id, now, replay_audit)?;
                     return Ok(RefreshOutcome::Replayed { session_id });
                 }
                 let session = session_record(sessions::table.find(&session_id).select(session_columns()).first(conn).map_err(db_error)?);
@@ -260,7 +285,7 @@ impl IdentityRepo for IdentityStore {
                     .execute(conn)
                     .map_err(db_error)?;
                 if marked != 1 {
-                    revoke(conn, &session_id, "refresh token replayed", now)?;
+                    revoke_replayed(conn, &session_id, now, replay_audit)?;
                     return Ok(RefreshOutcome::Replayed { session_id });
                 }
                 let mut next = next;
@@ -271,9 +296,14 @@ impl IdentityRepo for IdentityStore {
             .await
     }
 
-    async fn revoke_session(&self, session_id: &str, reason: &str, at: Timestamp) -> Result<()> {
+    async fn revoke_session(&self, session_id: &str, reason: &str, at: Timestamp, audit: AuditRecord) -> Result<()> {
         let (sid, reason) = (session_id.to_owned(), reason.to_owned());
-        self.db.write(move |conn| revoke(conn, &sid, &reason, at)).await
+        self.db
+            .write(move |conn| {
+                revoke(conn, &sid, &reason, at)?;
+                write_audit(conn, &audit)
+            })
+            .await
     }
 
     async fn load_principal(&self, session_id: &str) -> Result<Option<Principal>> {
@@ -392,7 +422,7 @@ impl IdentityRepo for IdentityStore {
             .await
     }
 
-    async fn register_tenant(&self, r: NewRegistration) -> Result<Registered> {
+    async fn register_tenant(&self, r: NewRegistration, audit: AuditRecord) -> Result<Registered> {
         self.db
             .write(move |conn| {
                 let at = to_db(r.at);
@@ -429,12 +459,17 @@ impl IdentityRepo for IdentityStore {
                     .execute(conn)
                     .map_err(db_error)?;
                 let user = load_user(conn, UserFilter::Id(user_id))?.ok_or_else(|| Error::internal("registered user vanished"))?.user;
+                let audit = audit
+                    .acted_by(Some(user_id))
+                    .owned_by(None, Some(tenant_id))
+                    .with_after(serde_json::json!({"tenant_name": r.tenant_name, "username": r.username, "status": "pending"}));
+                audit_created(conn, audit, tenant_id)?;
                 Ok(Registered { user, tenant_id, tenant_name: r.tenant_name })
             })
             .await
     }
 
-    async fn reset_password(&self, user_id: Id, password_hash: &str, at: Timestamp) -> Result<()> {
+    async fn reset_password(&self, user_id: Id, password_hash: &str, at: Timestamp, audit: AuditRecord) -> Result<()> {
         let hash = password_hash.to_owned();
         self.db
             .write(move |conn| {
@@ -451,7 +486,7 @@ impl IdentityRepo for IdentityStore {
                     .set((sessions::revoked_at.eq(Some(to_db(at))), sessions::revoke_reason.eq(Some("password reset"))))
                     .execute(conn)
                     .map_err(db_error)?;
-                Ok(())
+                write_audit(conn, &audit)
             })
             .await
     }
@@ -539,7 +574,7 @@ impl IdentityRepo for IdentityStore {
         self.db.run(move |conn| Ok(load_user(conn, UserFilter::ChatIdentity(&key))?.map(|c| c.user))).await
     }
 
-    async fn bind_chat_identity(&self, user_id: Id, key: &str, at: Timestamp) -> Result<()> {
+    async fn bind_chat_identity(&self, user_id: Id, key: &str, at: Timestamp, audit: AuditRecord) -> Result<()> {
         let key = key.to_owned();
         self.db
             .write(move |conn| {
@@ -550,7 +585,7 @@ impl IdentityRepo for IdentityStore {
                         Error::Conflict(_) => Error::conflict("this messaging-platform account is bound to another user"),
                         other => other,
                     })?;
-                Ok(())
+                write_audit(conn, &audit)
             })
             .await
     }
@@ -570,7 +605,14 @@ impl IdentityRepo for IdentityStore {
             .await
     }
 
-    async fn create_platform_admin(&self, username: &str, name: &str, password_hash: &str, at: Timestamp) -> Result<User> {
+    async fn create_platform_admin(
+        &self,
+        username: &str,
+        name: &str,
+        password_hash: &str,
+        at: Timestamp,
+        audit: AuditRecord,
+    ) -> Result<User> {
         let (username, name, hash) = (username.trim().to_lowercase(), name.to_owned(), password_hash.to_owned());
         self.db
             .write(move |conn| {
@@ -592,6 +634,12 @@ impl IdentityRepo for IdentityStore {
                     .values((user_roles::user_id.eq(user_id), user_roles::role_id.eq(PLATFORM_ADMIN_ROLE)))
                     .execute(conn)
                     .map_err(db_error)?;
+                let audit = if audit.after.is_none() {
+                    audit.with_after(serde_json::json!({"username": username, "role": "platform_admin"}))
+                } else {
+                    audit
+                };
+                audit_created(conn, audit, user_id)?;
                 Ok(load_user(conn, UserFilter::Id(user_id))?.ok_or_else(|| Error::internal("created user vanished"))?.user)
             })
             .await

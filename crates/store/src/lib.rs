@@ -5,12 +5,14 @@
 //! repository ports of the domain crates. Every repository call runs on the blocking pool;
 //! every domain operation that must be atomic is one transaction here.
 
+mod audit_log;
 pub mod crypto;
 mod db;
 mod error;
 mod identity;
 mod org;
 pub mod schema;
+pub mod seed;
 pub mod testing;
 mod time;
 

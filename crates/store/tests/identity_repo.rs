@@ -1,6 +1,6 @@
 //! Contract tests of the identity repository, on SQLite and (when configured) PostgreSQL.
 use atrium_identity::*;
-use atrium_kernel::{Error, Party, Timestamp};
+use atrium_kernel::{AuditRecord, Error, Party, Timestamp};
 use atrium_store::{Db, IdentityStore, store_test};
 use chrono::{Duration, TimeZone, Utc};
 
@@ -10,8 +10,12 @@ fn t0() -> Timestamp {
 
 async fn admin(db: &Db) -> (IdentityStore, User) {
     let repo = IdentityStore::new(db.clone());
-    let user = repo.create_platform_admin("root", "Root", "hash", t0()).await.expect("admin created");
+    let user = repo.create_platform_admin("root", "Root", "hash", t0(), audit("user.create")).await.expect("admin created");
     (repo, user)
+}
+
+fn audit(action: &str) -> AuditRecord {
+    AuditRecord::system(t0(), action, "user", None)
 }
 
 fn refresh(hash: &str, session: &str) -> NewRefreshToken {
@@ -29,6 +33,7 @@ async fn session(repo: &IdentityStore, user: &User, sid: &str, first_refresh: &s
             user_agent: None,
         },
         refresh(first_refresh, sid),
+        audit("session.login"),
     )
     .await
     .expect("session created");
@@ -49,7 +54,7 @@ store_test!(a_created_admin_holds_the_platform_admin_role, |db| {
 store_test!(a_duplicate_username_is_a_conflict, |db| {
     let (repo, _) = admin(&db).await;
 
-    let err = repo.create_platform_admin("root", "Other", "hash", t0()).await.unwrap_err();
+    let err = repo.create_platform_admin("root", "Other", "hash", t0(), audit("user.create")).await.unwrap_err();
 
     assert!(matches!(err, Error::Conflict(ref m) if m.contains("username")), "{err:?}");
 });
@@ -58,9 +63,12 @@ store_test!(a_refresh_token_rotates_once_and_its_replay_revokes_the_session, |db
     let (repo, user) = admin(&db).await;
     session(&repo, &user, "s1", "r1").await;
 
-    let first = repo.rotate_refresh_token("r1", refresh("r2", ""), t0() + Duration::hours(1)).await.unwrap();
-    let replay = repo.rotate_refresh_token("r1", refresh("r3", ""), t0() + Duration::hours(2)).await.unwrap();
-    let after = repo.rotate_refresh_token("r2", refresh("r4", ""), t0() + Duration::hours(3)).await.unwrap();
+    let first =
+        repo.rotate_refresh_token("r1", refresh("r2", ""), t0() + Duration::hours(1), audit("session.replay_revoked")).await.unwrap();
+    let replay =
+        repo.rotate_refresh_token("r1", refresh("r3", ""), t0() + Duration::hours(2), audit("session.replay_revoked")).await.unwrap();
+    let after =
+        repo.rotate_refresh_token("r2", refresh("r4", ""), t0() + Duration::hours(3), audit("session.replay_revoked")).await.unwrap();
 
     assert!(matches!(first, RefreshOutcome::Rotated { ref session } if session.id == "s1"));
     assert_eq!(replay, RefreshOutcome::Replayed { session_id: "s1".into() });
@@ -73,8 +81,9 @@ store_test!(an_unknown_or_expired_refresh_token_is_rejected, |db| {
     let (repo, user) = admin(&db).await;
     session(&repo, &user, "s1", "r1").await;
 
-    let unknown = repo.rotate_refresh_token("nope", refresh("x", ""), t0()).await.unwrap();
-    let expired = repo.rotate_refresh_token("r1", refresh("y", ""), t0() + Duration::days(8)).await.unwrap();
+    let unknown = repo.rotate_refresh_token("nope", refresh("x", ""), t0(), audit("session.replay_revoked")).await.unwrap();
+    let expired =
+        repo.rotate_refresh_token("r1", refresh("y", ""), t0() + Duration::days(8), audit("session.replay_revoked")).await.unwrap();
 
     assert_eq!(unknown, RefreshOutcome::Rejected);
     assert_eq!(expired, RefreshOutcome::Rejected);
@@ -87,7 +96,9 @@ store_test!(concurrent_presentations_of_one_refresh_token_rotate_at_most_once, |
     let mut tasks = Vec::new();
     for i in 0..6 {
         let repo = repo.clone();
-        tasks.push(tokio::spawn(async move { repo.rotate_refresh_token("r1", refresh(&format!("n{i}"), ""), t0()).await }));
+        tasks.push(tokio::spawn(async move {
+            repo.rotate_refresh_token("r1", refresh(&format!("n{i}"), ""), t0(), audit("session.replay_revoked")).await
+        }));
     }
     let mut rotated = 0;
     for t in tasks {
@@ -105,7 +116,7 @@ store_test!(the_fifth_consecutive_failure_locks_and_resets_the_count, |db| {
 
     let mut locks = Vec::new();
     for _ in 0..5 {
-        locks.push(repo.record_login_failure(user.id, 5, until).await.unwrap());
+        locks.push(repo.record_login_failure(user.id, 5, until, audit("user.locked")).await.unwrap());
     }
     let creds = repo.find_credentials("root").await.unwrap().unwrap();
 
@@ -194,8 +205,8 @@ store_test!(registration_creates_a_pending_tenant_and_its_admin, |db| {
         at: t0(),
     };
 
-    let done = repo.register_tenant(reg()).await.unwrap();
-    let again = repo.register_tenant(reg()).await.unwrap_err();
+    let done = repo.register_tenant(reg(), audit("tenant.register")).await.unwrap();
+    let again = repo.register_tenant(reg(), audit("tenant.register")).await.unwrap_err();
 
     assert_eq!(done.user.party, Party::Tenant { tenant_id: done.tenant_id, partner_id: None });
     assert!(matches!(again, Error::Conflict(_)), "{again:?}");
@@ -208,7 +219,7 @@ store_test!(a_password_reset_revokes_every_session, |db| {
     session(&repo, &user, "s1", "r1").await;
     session(&repo, &user, "s2", "r2").await;
 
-    repo.reset_password(user.id, "new-hash", t0()).await.unwrap();
+    repo.reset_password(user.id, "new-hash", t0(), audit("user.password_reset")).await.unwrap();
 
     for sid in ["s1", "s2"] {
         assert!(repo.load_principal(sid).await.unwrap().unwrap().session.revoked_at.is_some());
@@ -218,10 +229,10 @@ store_test!(a_password_reset_revokes_every_session, |db| {
 
 store_test!(a_chat_identity_binds_to_one_user_only, |db| {
     let (repo, user) = admin(&db).await;
-    let other = repo.create_platform_admin("second", "Second", "h", t0()).await.unwrap();
+    let other = repo.create_platform_admin("second", "Second", "h", t0(), audit("user.create")).await.unwrap();
 
-    repo.bind_chat_identity(user.id, "unionid:u1", t0()).await.unwrap();
-    let err = repo.bind_chat_identity(other.id, "unionid:u1", t0()).await.unwrap_err();
+    repo.bind_chat_identity(user.id, "unionid:u1", t0(), audit("user.chat_bind")).await.unwrap();
+    let err = repo.bind_chat_identity(other.id, "unionid:u1", t0(), audit("user.chat_bind")).await.unwrap_err();
 
     assert!(matches!(err, Error::Conflict(_)));
     assert_eq!(repo.find_user_by_chat_identity("unionid:u1").await.unwrap().unwrap().id, user.id);

@@ -156,15 +156,15 @@ pub struct RefreshRequest {
 /// ends its session.
 #[utoipa::path(post, path = "/api/v1/auth/refresh", tag = "auth", request_body = RefreshRequest,
     responses((status = 200, body = TokenResponse), (status = 401, description = "Invalid, expired or replayed")))]
-pub async fn refresh(state: web::Data<AppState>, body: Json<RefreshRequest>) -> ApiResult {
-    ok(TokenResponse::from(state.identity.refresh(&body.0.refresh_token).await?))
+pub async fn refresh(req: HttpRequest, state: web::Data<AppState>, body: Json<RefreshRequest>) -> ApiResult {
+    ok(TokenResponse::from(state.identity.refresh(&body.0.refresh_token, &client_info(&req)).await?))
 }
 
 /// End the caller's session; its access and refresh tokens answer 401 from then on.
 #[utoipa::path(post, path = "/api/v1/auth/logout", tag = "auth", security(("bearer" = [])),
     responses((status = 200, description = "Logged out"), (status = 401)))]
-pub async fn logout(state: web::Data<AppState>, auth: Auth) -> ApiResult {
-    state.identity.logout(&auth.actor.session_id).await?;
+pub async fn logout(req: HttpRequest, state: web::Data<AppState>, auth: Auth) -> ApiResult {
+    state.identity.logout(&auth.principal, &client_info(&req)).await?;
     ok(serde_json::json!({}))
 }
 
@@ -237,9 +237,9 @@ pub struct RegisterResponse {
 /// Sign up: creates a pending tenant and its tenant-admin user, who may log in at once.
 #[utoipa::path(post, path = "/api/v1/auth/register", tag = "auth", request_body = RegisterRequest,
     responses((status = 200, body = RegisterResponse), (status = 400), (status = 409, description = "Phone or e-mail already registered")))]
-pub async fn register(state: web::Data<AppState>, body: Json<RegisterRequest>) -> ApiResult {
+pub async fn register(req: HttpRequest, state: web::Data<AppState>, body: Json<RegisterRequest>) -> ApiResult {
     let b = body.0;
-    let r = state.identity.register(&b.target, &b.code, &b.password, &b.name, &b.tenant_name).await?;
+    let r = state.identity.register(&b.target, &b.code, &b.password, &b.name, &b.tenant_name, &client_info(&req)).await?;
     ok(RegisterResponse { user: r.user.into(), tenant: RegisteredTenant { id: r.tenant_id, name: r.tenant_name, status: "pending" } })
 }
 
@@ -254,9 +254,9 @@ pub struct ResetPasswordRequest {
 /// Set a new password with a `reset_password` code; ends every session of the user.
 #[utoipa::path(post, path = "/api/v1/auth/reset-password", tag = "auth", request_body = ResetPasswordRequest,
     responses((status = 200), (status = 400)))]
-pub async fn reset_password(state: web::Data<AppState>, body: Json<ResetPasswordRequest>) -> ApiResult {
+pub async fn reset_password(req: HttpRequest, state: web::Data<AppState>, body: Json<ResetPasswordRequest>) -> ApiResult {
     let b = body.0;
-    state.identity.reset_password(&b.target, &b.code, &b.new_password).await?;
+    state.identity.reset_password(&b.target, &b.code, &b.new_password, &client_info(&req)).await?;
     ok(serde_json::json!({}))
 }
 
@@ -317,7 +317,7 @@ pub struct ChatBindRequest {
 /// Bind the platform account that scanned `ticket` (status `unbound`) to the caller.
 #[utoipa::path(post, path = "/api/v1/auth/chat-bind", tag = "auth", request_body = ChatBindRequest, security(("bearer" = [])),
     responses((status = 200), (status = 401), (status = 409, description = "Ticket not unbound, or account bound to another user")))]
-pub async fn chat_bind(state: web::Data<AppState>, auth: Auth, body: Json<ChatBindRequest>) -> ApiResult {
-    state.identity.chat_bind(auth.actor.user_id, &body.0.ticket).await?;
+pub async fn chat_bind(req: HttpRequest, state: web::Data<AppState>, auth: Auth, body: Json<ChatBindRequest>) -> ApiResult {
+    state.identity.chat_bind(&auth.principal.user, &body.0.ticket, &client_info(&req)).await?;
     ok(serde_json::json!({}))
 }

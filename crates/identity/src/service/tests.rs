@@ -54,7 +54,7 @@ impl Mocks {
 }
 
 fn client() -> ClientInfo {
-    ClientInfo { ip: Some("10.0.0.1".into()), user_agent: None }
+    ClientInfo { ip: Some("10.0.0.1".into()), user_agent: None, request_id: Some("r1".into()) }
 }
 
 #[tokio::test]
@@ -64,7 +64,7 @@ async fn unknown_user_and_wrong_password_get_the_same_answer() {
     m.repo.expect_hit_rate_bucket().returning(|_, _, _| Ok(1));
     m.repo.expect_find_credentials().withf(|l| l == "ghost").returning(|_| Ok(None));
     m.repo.expect_find_credentials().withf(|l| l == "alice").returning(|_| Ok(Some(creds(0, None))));
-    m.repo.expect_record_login_failure().times(1).returning(|_, _, _| Ok(None));
+    m.repo.expect_record_login_failure().times(1).returning(|_, _, _, _| Ok(None));
     m.hasher.expect_verify().times(2).returning(|_, _| Ok(false));
     let svc = m.service();
 
@@ -100,9 +100,11 @@ async fn a_wrong_password_counts_towards_the_lockout_threshold() {
     m.hasher.expect_verify().returning(|_, _| Ok(false));
     m.repo
         .expect_record_login_failure()
-        .withf(|id, threshold, until| *id == 1 && *threshold == 5 && *until == now() + Duration::minutes(15))
+        .withf(|id, threshold, until, audit| {
+            *id == 1 && *threshold == 5 && *until == now() + Duration::minutes(15) && audit.action == "user.locked"
+        })
         .times(1)
-        .returning(|_, _, until| Ok(Some(until)));
+        .returning(|_, _, until, _| Ok(Some(until)));
     let svc = m.service();
 
     assert!(svc.login_password("alice", "nope-nope", &client()).await.is_err());
@@ -147,7 +149,8 @@ async fn a_successful_login_issues_a_token_that_authenticates() {
     m.repo.expect_clear_login_failures().times(1).returning(|_| Ok(()));
     let sid = Arc::new(Mutex::new(String::new()));
     let sid_in = sid.clone();
-    m.repo.expect_create_session().times(1).returning(move |s, r| {
+    m.repo.expect_create_session().times(1).returning(move |s, r, audit| {
+        assert_eq!((audit.action.as_str(), audit.actor_user_id), ("session.login", Some(1)));
         assert_eq!(r.session_id, s.id);
         *sid_in.lock().unwrap() = s.id;
         Ok(())
@@ -206,10 +209,10 @@ async fn a_revoked_session_does_not_authenticate() {
 #[tokio::test]
 async fn a_replayed_refresh_token_ends_the_session() {
     let mut m = Mocks::new();
-    m.repo.expect_rotate_refresh_token().returning(|_, _, _| Ok(RefreshOutcome::Replayed { session_id: "sid".into() }));
+    m.repo.expect_rotate_refresh_token().returning(|_, _, _, _| Ok(RefreshOutcome::Replayed { session_id: "sid".into() }));
     let svc = m.service();
 
-    let err = svc.refresh("old-token").await.unwrap_err();
+    let err = svc.refresh("old-token", &client()).await.unwrap_err();
 
     assert!(err.to_string().contains("already used"));
 }

@@ -1,0 +1,73 @@
+//! Bulk seeding for benchmarks and demos: many tenants with many employees, written by the
+//! database itself (`generate_series` / a recursive CTE) so a million rows take seconds.
+use crate::db::{Db, DbConn, write_tx};
+use crate::error::db_error;
+use atrium_kernel::Error;
+use diesel::RunQueryDsl;
+
+/// Adds `tenants` tenants (under one new partner) with `per_tenant` active employees each.
+/// Returns the id range of the new tenants.
+pub fn seed_org(db: &Db, tenants: i64, per_tenant: i64) -> Result<(i64, i64), Error> {
+    let mut conn = db.conn()?;
+    let conn: &mut DbConn = &mut conn;
+    write_tx(conn, |conn| {
+        let now = "2026-01-01 00:00:00";
+        let (series_tenants, series_people) = match conn {
+            DbConn::Pg(_) => (
+                format!("SELECT g AS n FROM generate_series(1, {tenants}) g"),
+                format!("SELECT t.id AS tid, g AS n FROM seeded t CROSS JOIN generate_series(1, {per_tenant}) g"),
+            ),
+            DbConn::Sqlite(_) => (
+                format!("WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < {tenants}) SELECT n FROM s"),
+                format!(
+                    "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < {per_tenant}) \
+                     SELECT t.id AS tid, s.n AS n FROM seeded t CROSS JOIN s"
+                ),
+            ),
+        };
+        diesel::sql_query(format!("INSERT INTO partners (name, status, created_at, updated_at) VALUES ('Seed partner', 'active', '{now}', '{now}')"))
+            .execute(conn)
+            .map_err(db_error)?;
+        let first: i64 = max_id(conn, "tenants")? + 1;
+        diesel::sql_query(format!(
+            "INSERT INTO tenants (partner_id, name, status, created_at, updated_at) \
+             SELECT (SELECT MAX(id) FROM partners), 'Seed tenant ' || n, 'active', '{now}', '{now}' FROM ({series_tenants}) q"
+        ))
+        .execute(conn)
+        .map_err(db_error)?;
+        let last: i64 = max_id(conn, "tenants")?;
+        let (pg_cast, concat_no, phone) = match conn {
+            DbConn::Pg(_) => ("::timestamp", "'E' || lpad(n::text, 6, '0')", "'+86139' || lpad(((tid * 1000 + n) % 100000000)::text, 8, '0')"),
+            DbConn::Sqlite(_) => ("", "'E' || substr('000000' || n, -6)", "'+86139' || substr('00000000' || (tid * 1000 + n), -8)"),
+        };
+        diesel::sql_query(format!(
+            "WITH seeded AS (SELECT id FROM tenants WHERE id BETWEEN {first} AND {last}) \
+             INSERT INTO employees (tenant_id, employee_no, name, phone, department, status, base_salary, housing_fund_rate, special_deductions, created_at, updated_at) \
+             SELECT tid, {concat_no}, 'Worker ' || n, {phone}, \
+                    CASE n % 4 WHEN 0 THEN 'Sales' WHEN 1 THEN 'R&D' WHEN 2 THEN 'Finance' ELSE 'Operations' END, \
+                    'active', 800000 + (n % 50) * 10000, '0.12', '[]', '{now}'{pg_cast}, '{now}'{pg_cast} FROM ({series_people}) p"
+        ))
+        .execute(conn)
+        .map_err(db_error)?;
+        if let DbConn::Sqlite(_) = conn {
+            diesel::sql_query("ANALYZE").execute(conn).map_err(db_error)?;
+        }
+        Ok((first, last))
+    })
+    .and_then(|range| {
+        if let DbConn::Pg(_) = conn {
+            diesel::sql_query("ANALYZE").execute(conn).map_err(db_error)?;
+        }
+        Ok(range)
+    })
+}
+
+fn max_id(conn: &mut DbConn, table: &str) -> Result<i64, Error> {
+    #[derive(diesel::QueryableByName)]
+    struct MaxId {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        id: i64,
+    }
+    let rows: Vec<MaxId> = diesel::sql_query(format!("SELECT COALESCE(MAX(id), 0) AS id FROM {table}")).load(conn).map_err(db_error)?;
+    Ok(rows.first().map(|r| r.id).unwrap_or(0))
+}
