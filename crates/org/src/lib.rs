@@ -29,3 +29,6 @@ pub use roles::*;
 pub use scope::ListQuery;
 pub use tenants::*;
 pub use users::*;
+
+#[cfg(test)]
+mod service_tests;

@@ -1,0 +1,270 @@
+//! Service tests of the org rules against mocked ports.
+use crate::*;
+use atrium_kernel::payroll::HousingFundRate;
+use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Name, Party, PartyType, PermissionSet};
+use chrono::TimeZone;
+use std::sync::Arc;
+
+fn now() -> atrium_kernel::Timestamp {
+    chrono::Utc.with_ymd_and_hms(2026, 4, 1, 0, 0, 0).single().expect("valid")
+}
+
+fn clock() -> Arc<FixedClock> {
+    Arc::new(FixedClock::new(now()))
+}
+
+fn actor(party: Party, perms: &[&str]) -> Actor {
+    Actor { user_id: 10, session_id: "s".into(), party, permissions: PermissionSet::new(perms.iter().copied()), ip: None, request_id: None }
+}
+
+fn quiet_access() -> Arc<MockAccessChanged> {
+    Arc::new(MockAccessChanged::new())
+}
+
+fn tenant(id: Id, partner: Option<Id>) -> Tenant {
+    Tenant {
+        id,
+        partner_id: partner,
+        name: "T".into(),
+        credit_code: None,
+        contact_name: None,
+        phone: None,
+        email: None,
+        status: TenantStatus::Active,
+        payroll_policy: Default::default(),
+        created_at: now(),
+        updated_at: now(),
+    }
+}
+
+fn role(id: Id, party_type: PartyType, perms: &[&str]) -> Role {
+    Role {
+        id,
+        code: format!("r{id}"),
+        name: "R".into(),
+        party_type,
+        owner_partner_id: None,
+        owner_tenant_id: None,
+        builtin: true,
+        permissions: perms.iter().map(|p| p.to_string()).collect(),
+        created_at: now(),
+        updated_at: now(),
+    }
+}
+
+fn new_tenant(partner_id: Option<Id>) -> NewTenant {
+    NewTenant {
+        name: Name::parse("Acme").unwrap(),
+        partner_id,
+        credit_code: None,
+        contact_name: None,
+        phone: None,
+        email: None,
+        status: None,
+        payroll_policy: None,
+    }
+}
+
+#[tokio::test]
+async fn only_platform_users_create_partners() {
+    let mut repo = MockPartnerRepo::new();
+    repo.expect_insert_partner().never();
+    let svc = PartnerService::new(Arc::new(repo), quiet_access(), clock());
+    let input = NewPartner { name: Name::parse("P").unwrap(), contact_name: None, phone: None, email: None, status: None };
+
+    let err = svc.create(&actor(Party::Partner { partner_id: 1 }, &["*"]), input).await.unwrap_err();
+
+    assert!(matches!(err, Error::Forbidden(_)));
+}
+
+#[tokio::test]
+async fn a_partner_creates_tenants_under_itself_and_the_audit_says_so() {
+    let mut repo = MockTenantRepo::new();
+    repo.expect_partner_exists().returning(|_| Ok(true));
+    repo.expect_insert_tenant()
+        .withf(|t, audit| {
+            t.partner_id == Some(7) && audit.action == "tenant.create" && audit.partner_id == Some(7) && audit.actor_user_id == Some(10)
+        })
+        .times(1)
+        .returning(|t, _| Ok(Tenant { id: 1, ..t }));
+    let svc = TenantService::new(Arc::new(repo), quiet_access(), clock());
+
+    let t = svc.create(&actor(Party::Partner { partner_id: 7 }, &["tenant:*"]), new_tenant(None)).await.unwrap();
+
+    assert_eq!(t.partner_id, Some(7));
+}
+
+#[tokio::test]
+async fn a_partner_cannot_name_another_partner_for_a_tenant() {
+    let mut repo = MockTenantRepo::new();
+    repo.expect_insert_tenant().never();
+    let svc = TenantService::new(Arc::new(repo), quiet_access(), clock());
+
+    let err = svc.create(&actor(Party::Partner { partner_id: 7 }, &["tenant:*"]), new_tenant(Some(8))).await.unwrap_err();
+
+    assert!(matches!(err, Error::Invalid(ref e) if e[0].field == "partner_id"));
+}
+
+#[tokio::test]
+async fn a_tenant_cannot_change_its_own_status_or_partner() {
+    let mut repo = MockTenantRepo::new();
+    repo.expect_get_tenant().returning(|_, id| Ok(Some(tenant(id, Some(7)))));
+    repo.expect_update_tenant().never();
+    let svc = TenantService::new(Arc::new(repo), quiet_access(), clock());
+    let me = actor(Party::Tenant { tenant_id: 3, partner_id: Some(7) }, &["tenant:*"]);
+
+    let status = svc.update(&me, 3, TenantPatch { status: Some(TenantStatus::Disabled), ..Default::default() }).await.unwrap_err();
+    let moved = svc.update(&me, 3, TenantPatch { partner_id: Some(Some(8)), ..Default::default() }).await.unwrap_err();
+
+    assert!(matches!(status, Error::Forbidden(_)));
+    assert!(matches!(moved, Error::Forbidden(_)));
+}
+
+#[tokio::test]
+async fn an_out_of_scope_tenant_is_not_found() {
+    let mut repo = MockTenantRepo::new();
+    repo.expect_get_tenant().returning(|_, _| Ok(None));
+    let svc = TenantService::new(Arc::new(repo), quiet_access(), clock());
+
+    let err = svc.get(&actor(Party::Partner { partner_id: 1 }, &["tenant:read"]), 99).await.unwrap_err();
+
+    assert!(matches!(err, Error::NotFound("tenant")));
+}
+
+#[tokio::test]
+async fn a_tenant_user_adds_employees_only_to_its_own_tenant() {
+    let mut repo = MockEmployeeRepo::new();
+    repo.expect_insert_employee().never();
+    let svc = EmployeeService::new(Arc::new(repo), clock());
+    let input = NewEmployee {
+        tenant_id: Some(4),
+        name: Name::parse("E").unwrap(),
+        base_salary: Money::from_fen(1),
+        employee_no: None,
+        phone: None,
+        email: None,
+        id_card_no: None,
+        bank_name: None,
+        bank_account: None,
+        department: None,
+        position: None,
+        hire_date: None,
+        status: None,
+        si_base: None,
+        housing_fund_rate: Some(HousingFundRate::MIN),
+        special_deductions: None,
+        openid: None,
+    };
+
+    let err = svc.create(&actor(Party::Tenant { tenant_id: 3, partner_id: None }, &["employee:*"]), input).await.unwrap_err();
+
+    assert!(matches!(err, Error::Invalid(ref e) if e[0].field == "tenant_id"));
+}
+
+fn new_user(role_ids: Vec<Id>) -> NewUser {
+    NewUser {
+        username: atrium_kernel::Text::parse("newbie").unwrap(),
+        password: "good-pass-123".into(),
+        name: Name::parse("N").unwrap(),
+        phone: None,
+        email: None,
+        partner_id: None,
+        tenant_id: None,
+        role_ids,
+        status: None,
+    }
+}
+
+fn user_service(repo: MockUserRepo, hasher: MockPasswordHashing, access: MockAccessChanged) -> UserService {
+    UserService::new(Arc::new(repo), Arc::new(hasher), Arc::new(access), clock(), |p| if p.len() >= 8 { Ok(()) } else { Err("too short") })
+}
+
+#[tokio::test]
+async fn nobody_grants_a_role_holding_permissions_they_lack() {
+    let mut repo = MockUserRepo::new();
+    repo.expect_roles_by_ids().returning(|_, _| Ok(vec![role(5, PartyType::Tenant, &["agent:read"])]));
+    repo.expect_insert_user().never();
+    let mut hasher = MockPasswordHashing::new();
+    hasher.expect_hash_password().never();
+    let svc = user_service(repo, hasher, MockAccessChanged::new());
+
+    let err = svc.create(&actor(Party::Tenant { tenant_id: 3, partner_id: None }, &["user:*"]), new_user(vec![5])).await.unwrap_err();
+
+    assert!(matches!(err, Error::Forbidden(_)));
+}
+
+#[tokio::test]
+async fn a_role_for_another_kind_of_party_is_refused() {
+    let mut repo = MockUserRepo::new();
+    repo.expect_roles_by_ids().returning(|_, _| Ok(vec![role(2, PartyType::Partner, &["user:read"])]));
+    let svc = user_service(repo, MockPasswordHashing::new(), MockAccessChanged::new());
+
+    let err = svc.create(&actor(Party::Tenant { tenant_id: 3, partner_id: None }, &["*"]), new_user(vec![2])).await.unwrap_err();
+
+    assert!(matches!(err, Error::Invalid(ref e) if e[0].field == "role_ids"));
+}
+
+#[tokio::test]
+async fn deleting_yourself_is_refused_before_anything_is_read() {
+    let mut repo = MockUserRepo::new();
+    repo.expect_get_user().never();
+    repo.expect_delete_user().never();
+    let svc = user_service(repo, MockPasswordHashing::new(), MockAccessChanged::new());
+
+    let err = svc.delete(&actor(Party::Platform, &["*"]), 10).await.unwrap_err();
+
+    assert!(matches!(err, Error::Conflict(_)));
+}
+
+#[tokio::test]
+async fn disabling_a_user_ends_its_sessions_and_tells_the_session_cache() {
+    let mut repo = MockUserRepo::new();
+    repo.expect_get_user().returning(|_, id| {
+        Ok(Some(OrgUser {
+            id,
+            username: "u".into(),
+            name: "U".into(),
+            phone: None,
+            email: None,
+            party: Party::Tenant { tenant_id: 3, partner_id: None },
+            status: UserStatus::Active,
+            roles: vec![],
+            permissions: vec!["employee:read".into()],
+            chat_bound: false,
+            created_at: now(),
+            updated_at: now(),
+        }))
+    });
+    repo.expect_update_user()
+        .withf(|u, write, audit| u.status == UserStatus::Disabled && write.revoke_sessions && audit.action == "user.status")
+        .times(1)
+        .returning(|u, _, _| Ok(u));
+    let mut access = MockAccessChanged::new();
+    access.expect_user_access_changed().withf(|id| *id == 42).times(1).return_const(());
+    let svc = user_service(repo, MockPasswordHashing::new(), access);
+
+    let patch = UserPatch { status: Some(UserStatus::Disabled), ..Default::default() };
+    svc.update(&actor(Party::Tenant { tenant_id: 3, partner_id: None }, &["user:*", "employee:*"]), 42, patch).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_custom_role_may_not_hold_unknown_or_unheld_permissions() {
+    let mut repo = MockRoleRepo::new();
+    repo.expect_insert_role().never();
+    let svc = RoleService::new(Arc::new(repo), quiet_access(), clock());
+    let me = actor(Party::Tenant { tenant_id: 3, partner_id: None }, &["role:*", "employee:read"]);
+    let input = |perms: &[&str]| NewRole {
+        code: atrium_kernel::Text::parse("c").unwrap(),
+        name: Name::parse("C").unwrap(),
+        party_type: PartyType::Tenant,
+        permissions: perms.iter().map(|p| p.to_string()).collect(),
+    };
+
+    let unknown = svc.create(&me, input(&["employee:fly"])).await.unwrap_err();
+    let unheld = svc.create(&me, input(&["employee:*"])).await.unwrap_err();
+    let above = svc.create(&me, NewRole { party_type: PartyType::Partner, ..input(&[]) }).await.unwrap_err();
+
+    assert!(matches!(unknown, Error::Invalid(_)));
+    assert!(matches!(unheld, Error::Forbidden(_)), "employee:read does not cover employee:*");
+    assert!(matches!(above, Error::Invalid(ref e) if e[0].field == "party_type"));
+}

@@ -1,0 +1,195 @@
+//! Contract tests of the org repositories, on SQLite and (when configured) PostgreSQL.
+use atrium_kernel::payroll::HousingFundRate;
+use atrium_kernel::{AuditRecord, Error, Money, Party, PartyType, Timestamp};
+use atrium_org::*;
+use atrium_store::{Db, FieldCipher, OrgStore, store_test};
+use chrono::{TimeZone, Utc};
+use diesel::RunQueryDsl;
+
+fn t0() -> Timestamp {
+    Utc.with_ymd_and_hms(2026, 5, 1, 9, 0, 0).single().expect("valid")
+}
+
+fn store(db: &Db) -> OrgStore {
+    OrgStore::new(db.clone(), FieldCipher::new(&[9u8; 32]))
+}
+
+fn audit(action: &str, target: &'static str) -> AuditRecord {
+    AuditRecord::system(t0(), action, target, None)
+}
+
+fn tenant(partner_id: Option<i64>) -> Tenant {
+    Tenant {
+        id: 0,
+        partner_id,
+        name: "T".into(),
+        credit_code: None,
+        contact_name: None,
+        phone: None,
+        email: None,
+        status: TenantStatus::Active,
+        payroll_policy: Default::default(),
+        created_at: t0(),
+        updated_at: t0(),
+    }
+}
+
+fn employee(tenant_id: i64, no: &str) -> Employee {
+    Employee {
+        id: 0,
+        tenant_id,
+        employee_no: Some(no.into()),
+        name: format!("Worker {no}"),
+        phone: None,
+        email: None,
+        id_card_no: Some(IdCardNo::parse("11010519491231002X").unwrap()),
+        bank_name: None,
+        bank_account: Some(BankAccount::parse("6222021234567890").unwrap()),
+        department: None,
+        position: None,
+        hire_date: None,
+        status: EmployeeStatus::Active,
+        base_salary: Money::from_yuan(10_000),
+        si_base: None,
+        housing_fund_rate: HousingFundRate::MAX,
+        special_deductions: vec![],
+        openid: None,
+        created_at: t0(),
+        updated_at: t0(),
+    }
+}
+
+async fn partner(s: &OrgStore) -> i64 {
+    let p = Partner {
+        id: 0,
+        name: "P".into(),
+        contact_name: None,
+        phone: None,
+        email: None,
+        status: PartnerStatus::Active,
+        created_at: t0(),
+        updated_at: t0(),
+    };
+    s.insert_partner(p, audit("partner.create", "partner")).await.unwrap().id
+}
+
+store_test!(sensitive_employee_fields_are_encrypted_at_rest_and_read_back, |db| {
+    let s = store(&db);
+    let t = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap();
+
+    let e = s.insert_employee(employee(t.id, "E1"), audit("employee.create", "employee")).await.unwrap();
+
+    assert_eq!(e.id_card_no.as_ref().map(IdCardNo::as_str), Some("11010519491231002X"));
+    let mut conn = db.conn().unwrap();
+    #[derive(diesel::QueryableByName)]
+    struct Raw {
+        #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+        id_card_enc: Option<String>,
+        #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+        bank_account_enc: Option<String>,
+    }
+    let raw: Vec<Raw> = diesel::sql_query("SELECT id_card_enc, bank_account_enc FROM employees").load(&mut *conn).unwrap();
+    let stored = format!("{:?}{:?}", raw[0].id_card_enc, raw[0].bank_account_enc);
+    assert!(!stored.contains("19491231") && !stored.contains("4567890"), "plaintext at rest: {stored}");
+});
+
+store_test!(a_duplicate_employee_number_in_one_tenant_is_a_conflict, |db| {
+    let s = store(&db);
+    let t1 = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap();
+    let t2 = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap();
+    let mut first = employee(t1.id, "E1");
+    first.id_card_no = None;
+    s.insert_employee(first.clone(), audit("employee.create", "employee")).await.unwrap();
+
+    let again = s.insert_employee(first.clone(), audit("employee.create", "employee")).await.unwrap_err();
+    let elsewhere = s.insert_employee(Employee { tenant_id: t2.id, ..first }, audit("employee.create", "employee")).await;
+
+    assert!(matches!(again, Error::Conflict(ref m) if m.contains("employee number")), "{again:?}");
+    assert!(elsewhere.is_ok());
+});
+
+store_test!(scope_filters_employees_by_partner_and_tenant, |db| {
+    let s = store(&db);
+    let p1 = partner(&s).await;
+    let p2 = partner(&s).await;
+    let t1 = s.insert_tenant(tenant(Some(p1)), audit("tenant.create", "tenant")).await.unwrap().id;
+    let t2 = s.insert_tenant(tenant(Some(p2)), audit("tenant.create", "tenant")).await.unwrap().id;
+    let mut e1 = employee(t1, "A");
+    e1.id_card_no = None;
+    let mut e2 = employee(t2, "B");
+    e2.id_card_no = None;
+    let e1 = s.insert_employee(e1, audit("employee.create", "employee")).await.unwrap();
+    s.insert_employee(e2, audit("employee.create", "employee")).await.unwrap();
+
+    let as_p1 = s.list_employees(Party::Partner { partner_id: p1 }, EmployeeQuery::default()).await.unwrap();
+    let as_t2 = s.get_employee(Party::Tenant { tenant_id: t2, partner_id: Some(p2) }, e1.id).await.unwrap();
+    let as_platform = s.list_employees(Party::Platform, EmployeeQuery::default()).await.unwrap();
+
+    assert_eq!((as_p1.total, as_p1.items[0].id), (1, e1.id));
+    assert!(as_t2.is_none());
+    assert_eq!(as_platform.total, 2);
+});
+
+store_test!(a_tenant_with_employees_is_deleted_only_with_cascade, |db| {
+    let s = store(&db);
+    let t = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap().id;
+    s.insert_employee(employee(t, "E1"), audit("employee.create", "employee")).await.unwrap();
+
+    let refused = s.delete_tenant(t, false, audit("tenant.delete", "tenant")).await.unwrap_err();
+    s.delete_tenant(t, true, audit("tenant.delete", "tenant")).await.unwrap();
+
+    assert!(matches!(refused, Error::Conflict(_)));
+    assert!(s.get_tenant(Party::Platform, t).await.unwrap().is_none());
+    assert_eq!(s.list_employees(Party::Platform, EmployeeQuery::default()).await.unwrap().total, 0);
+});
+
+store_test!(the_audit_trail_refuses_updates_and_deletes, |db| {
+    let s = store(&db);
+    partner(&s).await;
+    let mut conn = db.conn().unwrap();
+
+    let update = diesel::sql_query("UPDATE audit_logs SET action = 'forged'").execute(&mut *conn);
+    let delete = diesel::sql_query("DELETE FROM audit_logs").execute(&mut *conn);
+
+    assert!(update.is_err() && delete.is_err());
+    let log = s.list_audit(Party::Platform, AuditQuery::default()).await.unwrap();
+    assert_eq!((log.total, log.items[0].action.as_str()), (1, "partner.create"));
+});
+
+store_test!(audit_entries_are_scoped_to_their_owning_party, |db| {
+    let s = store(&db);
+    let p1 = partner(&s).await;
+    let t1 = s.insert_tenant(tenant(Some(p1)), audit("tenant.create", "tenant").owned_by(Some(p1), None)).await.unwrap().id;
+
+    let as_tenant = s.list_audit(Party::Tenant { tenant_id: t1, partner_id: Some(p1) }, AuditQuery::default()).await.unwrap();
+    let as_partner = s.list_audit(Party::Partner { partner_id: p1 }, AuditQuery::default()).await.unwrap();
+    let as_other = s.list_audit(Party::Partner { partner_id: p1 + 100 }, AuditQuery::default()).await.unwrap();
+
+    assert_eq!(as_tenant.total, 1, "the tenant's own creation");
+    assert_eq!(as_partner.total, 2, "its own creation and its tenant's");
+    assert_eq!(as_other.total, 0);
+});
+
+store_test!(roles_in_use_cannot_be_deleted_and_builtins_never, |db| {
+    let s = store(&db);
+    let custom = Role {
+        id: 0,
+        code: "reader".into(),
+        name: "Reader".into(),
+        party_type: PartyType::Platform,
+        owner_partner_id: None,
+        owner_tenant_id: None,
+        builtin: false,
+        permissions: vec!["user:read".into()],
+        created_at: t0(),
+        updated_at: t0(),
+    };
+    let role = s.insert_role(custom.clone(), audit("role.create", "role")).await.unwrap();
+
+    let dup = s.insert_role(custom, audit("role.create", "role")).await.unwrap_err();
+    let builtin = s.delete_role(1, audit("role.delete", "role")).await.unwrap_err();
+    s.delete_role(role.id, audit("role.delete", "role")).await.unwrap();
+
+    assert!(matches!(dup, Error::Conflict(_)));
+    assert!(matches!(builtin, Error::NotFound(_)));
+});
