@@ -1,4 +1,5 @@
 //! Contract tests of the identity repository, on SQLite and (when configured) PostgreSQL.
+#![allow(clippy::unwrap_used)]
 use atrium_identity::*;
 use atrium_kernel::{AuditRecord, Error, Party, Timestamp};
 use atrium_store::{Db, IdentityStore, store_test};

@@ -1,4 +1,5 @@
 //! Contract tests of the org repositories, on SQLite and (when configured) PostgreSQL.
+#![allow(clippy::unwrap_used)]
 use atrium_kernel::payroll::HousingFundRate;
 use atrium_kernel::{AuditRecord, Error, Money, Party, PartyType, Timestamp};
 use atrium_org::*;
