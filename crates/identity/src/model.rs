@@ -1,31 +1,6 @@
+pub use atrium_kernel::UserStatus;
 use atrium_kernel::{Id, Party, PartyType, PermissionSet, Timestamp};
 use serde::{Deserialize, Serialize};
-
-/// Whether a user may log in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum UserStatus {
-    Active,
-    Disabled,
-}
-
-impl UserStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UserStatus::Active => "active",
-            UserStatus::Disabled => "disabled",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "active" => Some(UserStatus::Active),
-            "disabled" => Some(UserStatus::Disabled),
-            _ => None,
-        }
-    }
-}
 
 /// A user as identity sees it.
 #[derive(Debug, Clone, PartialEq)]

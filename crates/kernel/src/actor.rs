@@ -31,6 +31,32 @@ impl PartyType {
     }
 }
 
+/// Whether a user may log in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum UserStatus {
+    Active,
+    Disabled,
+}
+
+impl UserStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UserStatus::Active => "active",
+            UserStatus::Disabled => "disabled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "active" => Some(UserStatus::Active),
+            "disabled" => Some(UserStatus::Disabled),
+            _ => None,
+        }
+    }
+}
+
 /// The party a user belongs to: the platform operator, one partner, or one tenant.
 /// A tenant party also carries its partner (if any), so scope checks need no lookup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

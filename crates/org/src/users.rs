@@ -1,5 +1,6 @@
 //! Users: the people who log in, each belonging to one party and holding roles.
 use async_trait::async_trait;
+pub use atrium_kernel::UserStatus;
 use atrium_kernel::{
     Actor, AuditRecord, Clock, Email, Error, Id, Name, Page, Party, PartyType, PermissionSet, Phone, Result, Text, Timestamp, patch,
 };
@@ -8,31 +9,6 @@ use std::sync::Arc;
 
 use crate::roles::Role;
 use crate::scope::ListQuery;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum UserStatus {
-    Active,
-    Disabled,
-}
-
-impl UserStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UserStatus::Active => "active",
-            UserStatus::Disabled => "disabled",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "active" => Some(UserStatus::Active),
-            "disabled" => Some(UserStatus::Disabled),
-            _ => None,
-        }
-    }
-}
 
 /// A role as listed on a user.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
