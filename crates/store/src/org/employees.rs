@@ -111,7 +111,17 @@ fn filtered<'a>(scope: Party, q: &'a EmployeeQuery) -> employees::BoxedQuery<'a,
 }
 
 fn get(conn: &mut DbConn, cipher: &FieldCipher, scope: Party, id: Id) -> Result<Option<Employee>> {
-    let row: Option<Row> = scoped(scope).filter(employees::id.eq(id)).select(Row::as_select()).first(conn).optional().map_err(db_error)?;
+    // Static (unboxed) queries per scope: their prepared statements stay in Diesel's cache.
+    let by_id = employees::table.filter(employees::id.eq(id)).select(Row::as_select());
+    let row: Option<Row> = match scope {
+        Party::Platform => by_id.first(conn),
+        Party::Partner { partner_id } => {
+            by_id.filter(employees::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id))).first(conn)
+        }
+        Party::Tenant { tenant_id, .. } => by_id.filter(employees::tenant_id.eq(tenant_id)).first(conn),
+    }
+    .optional()
+    .map_err(db_error)?;
     row.map(|r| from_row(cipher, r)).transpose()
 }
 
