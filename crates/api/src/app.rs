@@ -5,6 +5,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::{ErrorHandlerResponse, ErrorHandlers, Logger, from_fn};
 use actix_web::{App, HttpRequest, HttpResponse, web};
 use async_trait::async_trait;
+use atrium_docs::DocsService;
 use atrium_identity::IdentityService;
 use std::sync::Arc;
 use utoipa::OpenApi;
@@ -25,6 +26,7 @@ pub trait HealthProbe: Send + Sync + 'static {
 /// The domain services the handlers call, built by the server's composition root.
 pub struct AppState {
     pub identity: Arc<IdentityService>,
+    pub docs: Arc<DocsService>,
     pub health: Arc<dyn HealthProbe>,
     /// Body limit of JSON requests in bytes.
     pub json_limit: usize,
@@ -42,6 +44,7 @@ pub fn configure(
 > {
     let json_limit = JsonLimit(state.json_limit);
     let trust = TrustProxy(state.trust_proxy);
+    let docs = routes::docs::scope(&state);
     App::new()
         .app_data(state)
         .app_data(json_limit)
@@ -56,7 +59,8 @@ pub fn configure(
         .wrap(from_fn(request_id::middleware))
         .service(web::resource("/healthz").route(web::get().to(routes::health::healthz)))
         .service(SwaggerUi::new("/swagger-ui/{_:.*}").url("/api/v1/openapi.json", ApiDoc::openapi()))
-        .service(web::scope("/api/v1").configure(routes::auth::configure))
+        .service(web::scope("/api/v1").configure(routes::auth::configure).configure(routes::doc_admin::configure))
+        .service(docs)
         .configure(extra)
         .default_service(web::to(no_route))
 }

@@ -1,7 +1,7 @@
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{auth, health};
+use crate::routes::{auth, doc_admin, docs, health};
 
 /// The OpenAPI document served at `/api/v1/openapi.json`.
 #[derive(OpenApi)]
@@ -13,9 +13,15 @@ use crate::routes::{auth, health};
         health::healthz,
         auth::login, auth::refresh, auth::logout, auth::me, auth::send_code, auth::register, auth::reset_password,
         auth::chat_qr, auth::chat_qr_status, auth::chat_qr_callback, auth::chat_bind,
+        docs::create_document, docs::get_document, docs::document_tree,
+        doc_admin::list_projects, doc_admin::create_project, doc_admin::get_project,
+        doc_admin::list_tokens, doc_admin::create_token, doc_admin::revoke_token,
     ),
     modifiers(&BearerAuth),
-    tags((name = "auth", description = "Logins, sessions, verification codes and QR login"), (name = "health"))
+    tags((name = "auth", description = "Logins, sessions, verification codes and QR login"), (name = "health"),
+        (name = "docs", description = "The document interface: `Authorization: Token <API_TOKEN>`; success is envelope code 0, \
+            errors carry the HTTP status as code and data null"),
+        (name = "doc-admin", description = "Document projects and API tokens of the caller's party (doc:read, doc:manage)"))
 )]
 pub struct ApiDoc;
 

@@ -6,6 +6,7 @@
 //! every domain operation that must be atomic is one transaction here.
 
 mod db;
+mod docs;
 mod error;
 mod identity;
 pub mod schema;
@@ -13,5 +14,6 @@ pub mod testing;
 mod time;
 
 pub use db::{Backend, Db, DbConn, redact_url, write_tx};
+pub use docs::DocsStore;
 pub use error::db_error;
 pub use identity::IdentityStore;
