@@ -240,7 +240,8 @@ e2e!(oversized_content_is_413, |app| {
 
 e2e!(malformed_json_unknown_fields_and_wrong_types_are_400_with_data_null, |app| {
     let (_, p, t) = platform_setup(app).await;
-    let raw = |body: &'static str| with_token(app.client.post(app.url("/api/docs/")).header("content-type", "application/json").body(body), &t);
+    let raw =
+        |body: &'static str| with_token(app.client.post(app.url("/api/docs/")).header("content-type", "application/json").body(body), &t);
 
     let malformed = app.send(raw("{\"project\": 1, \"name\":")).await;
     let unknown = post_doc(app, &t, json!({"project": p, "name": "A", "author": "me"})).await;
@@ -404,7 +405,10 @@ e2e!(projects_are_created_listed_paginated_and_read, |app| {
     let bad_name = app.post("/api/v1/doc-projects", json!({"name": " "}), Some(&admin)).await;
 
     first.expect(200);
-    assert_eq!((first.data()["total"].as_i64(), first.data()["page"].as_i64(), first.data()["page_size"].as_i64()), (Some(3), Some(1), Some(2)));
+    assert_eq!(
+        (first.data()["total"].as_i64(), first.data()["page"].as_i64(), first.data()["page_size"].as_i64()),
+        (Some(3), Some(1), Some(2))
+    );
     assert_eq!(first.data()["items"][0]["id"], ids[0]);
     assert_eq!(first.data()["items"][0]["party"], json!({"type": "platform", "id": null}));
     assert_eq!(second.data()["items"].as_array().unwrap().len(), 1);

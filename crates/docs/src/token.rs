@@ -44,7 +44,9 @@ mod tests {
     #[test]
     fn other_shapes_are_not_tokens() {
         let good = generate();
-        for bad in ["", "atd_", "atd_short", &good[1..], &format!("{good}x"), &good.replace("atd_", "xyz_"), &format!("atd_{}", "!".repeat(43))] {
+        for bad in
+            ["", "atd_", "atd_short", &good[1..], &format!("{good}x"), &good.replace("atd_", "xyz_"), &format!("atd_{}", "!".repeat(43))]
+        {
             assert!(!well_formed(bad), "{bad}");
         }
     }

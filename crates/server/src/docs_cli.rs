@@ -74,7 +74,13 @@ pub async fn run(command: DocsCommand, config: &Config) -> anyhow::Result<()> {
             let project_ids = (!projects.is_empty()).then_some(projects);
             let issued = docs.create_token(owner, None, TokenRequest { name, project_ids, expires_at }).await?;
             let t = &issued.token;
-            println!("created API token {} {:?} for {}; expires {}", t.id, t.name, projects_of(t), t.expires_at.map(time).unwrap_or("never".into()));
+            println!(
+                "created API token {} {:?} for {}; expires {}",
+                t.id,
+                t.name,
+                projects_of(t),
+                t.expires_at.map(time).unwrap_or("never".into())
+            );
             println!("Send it as 'Authorization: Token <token>'. It is shown only now; store it safely:");
             println!("{}", issued.secret);
         }

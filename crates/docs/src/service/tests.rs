@@ -127,8 +127,7 @@ async fn an_empty_project_list_or_a_past_expiry_is_invalid() {
     let svc = service(repo);
 
     let empty = svc.create_token(tenant(1), None, TokenRequest { name: "ci".into(), project_ids: Some(vec![]), expires_at: None }).await;
-    let past =
-        svc.create_token(tenant(1), None, TokenRequest { name: "ci".into(), project_ids: None, expires_at: Some(now()) }).await;
+    let past = svc.create_token(tenant(1), None, TokenRequest { name: "ci".into(), project_ids: None, expires_at: Some(now()) }).await;
 
     assert!(matches!(empty, Err(Error::Invalid(ref e)) if e[0].field == "project_ids"), "{empty:?}");
     assert!(matches!(past, Err(Error::Invalid(ref e)) if e[0].field == "expires_at"), "{past:?}");
