@@ -330,11 +330,12 @@ e2e!(a_revoked_token_is_401_from_the_next_request_on, |app| {
 
 e2e!(an_expired_token_is_401, |app| {
     let (admin, p, _) = platform_setup(app).await;
-    let soon = (chrono::Utc::now() + chrono::Duration::seconds(2)).to_rfc3339();
-    let (t, _) = token(app, &admin, json!({"name": "brief", "expires_at": soon})).await;
+    let expires = chrono::Utc::now() + chrono::Duration::seconds(3);
+    let (t, _) = token(app, &admin, json!({"name": "brief", "expires_at": expires.to_rfc3339()})).await;
     expect_docs(&post_doc(app, &t, json!({"project": p, "name": "in time"})).await, 200);
 
-    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let until_expired = (expires - chrono::Utc::now()).to_std().unwrap_or_default() + std::time::Duration::from_millis(200);
+    tokio::time::sleep(until_expired).await;
     let late = post_doc(app, &t, json!({"project": p, "name": "too late"})).await;
 
     expect_docs(&late, 401);
