@@ -35,6 +35,10 @@ pub trait DocsRepo: Send + Sync + 'static {
 
     async fn get_document(&self, id: Id) -> Result<Option<Document>>;
 
+    /// The depth of document `id` if it belongs to project `project_id`; `None` otherwise.
+    /// (What a parent check needs, without loading the parent's content.)
+    async fn document_depth(&self, project_id: Id, id: Id) -> Result<Option<i32>>;
+
     /// Stores a document. The caller has checked that the parent is in the same project;
     /// the store MUST still refuse (`Conflict`) a parent outside `project_id`.
     async fn insert_document(&self, doc: NewDocument) -> Result<Document>;

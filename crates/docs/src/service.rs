@@ -141,14 +141,14 @@ impl DocsService {
         let depth = match input.parent {
             None => 0,
             Some(parent_id) => {
-                let parent =
-                    self.repo.get_document(parent_id).await?.filter(|d| d.project_id == project.id).ok_or_else(|| {
+                let parent_depth =
+                    self.repo.document_depth(project.id, parent_id).await?.ok_or_else(|| {
                         Error::invalid("parent", format!("document {parent_id} does not exist in project {}", project.id))
                     })?;
-                if parent.depth + 1 > self.config.max_depth {
+                if parent_depth + 1 > self.config.max_depth {
                     return Err(Error::invalid("parent", format!("documents nest at most {} levels deep", self.config.max_depth)));
                 }
-                parent.depth + 1
+                parent_depth + 1
             }
         };
         self.repo

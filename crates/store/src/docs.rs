@@ -329,6 +329,20 @@ impl DocsRepo for DocsStore {
             .await
     }
 
+    async fn document_depth(&self, project_id: Id, id: Id) -> Result<Option<i32>> {
+        self.db
+            .run(move |conn| {
+                documents::table
+                    .filter(documents::project_id.eq(project_id))
+                    .filter(documents::id.eq(id))
+                    .select(documents::depth)
+                    .first(conn)
+                    .optional()
+                    .map_err(db_error)
+            })
+            .await
+    }
+
     async fn insert_document(&self, d: NewDocument) -> Result<Document> {
         self.db
             .run(move |conn| {

@@ -155,6 +155,19 @@ store_test!(documents_are_stored_and_read_back, |db| {
     assert_eq!(repo.get_document(999_999).await.unwrap(), None);
 });
 
+store_test!(a_documents_depth_is_found_only_in_its_own_project, |db| {
+    let repo = repo(&db);
+    let p = new_project(&repo, "p", Owner::PLATFORM).await;
+    let other = new_project(&repo, "other", Owner::PLATFORM).await;
+    let root = repo.insert_document(new_doc(p.id, None, "root", 0)).await.unwrap();
+    let child = repo.insert_document(new_doc(p.id, Some(root.id), "child", 0)).await.unwrap();
+
+    assert_eq!(repo.document_depth(p.id, root.id).await.unwrap(), Some(0));
+    assert_eq!(repo.document_depth(p.id, child.id).await.unwrap(), Some(1));
+    assert_eq!(repo.document_depth(other.id, child.id).await.unwrap(), None);
+    assert_eq!(repo.document_depth(p.id, 999_999).await.unwrap(), None);
+});
+
 store_test!(a_project_lists_its_documents_without_content, |db| {
     let repo = repo(&db);
     let p = new_project(&repo, "p", Owner::PLATFORM).await;

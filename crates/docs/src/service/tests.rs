@@ -266,7 +266,8 @@ async fn a_token_limited_to_other_projects_is_forbidden() {
 async fn a_parent_in_another_project_is_invalid() {
     let mut repo = MockDocsRepo::new();
     repo.expect_get_project().returning(|id| Ok(Some(project(id, tenant(1)))));
-    repo.expect_get_document().returning(|id| Ok(Some(document(id, 5, 0))));
+    // Document 8 exists, but in project 5: asked about project 4, the store finds nothing.
+    repo.expect_document_depth().withf(|project_id, id| (*project_id, *id) == (4, 8)).returning(|_, _| Ok(None));
     repo.expect_insert_document().never();
 
     let err = service(repo)
@@ -281,7 +282,7 @@ async fn a_parent_in_another_project_is_invalid() {
 async fn a_child_is_one_level_below_its_parent_and_records_its_author() {
     let mut repo = MockDocsRepo::new();
     repo.expect_get_project().returning(|id| Ok(Some(project(id, tenant(1)))));
-    repo.expect_get_document().returning(|id| Ok(Some(document(id, 4, 2))));
+    repo.expect_document_depth().returning(|_, _| Ok(Some(2)));
     repo.expect_insert_document()
         .withf(|d| d.depth == 3 && d.parent_id == Some(8) && d.author_token_id == Some(9) && d.sort == 7 && d.content.is_empty())
         .times(1)
@@ -299,7 +300,7 @@ async fn a_child_is_one_level_below_its_parent_and_records_its_author() {
 async fn nesting_beyond_the_maximum_depth_is_invalid() {
     let mut repo = MockDocsRepo::new();
     repo.expect_get_project().returning(|id| Ok(Some(project(id, tenant(1)))));
-    repo.expect_get_document().returning(|id| Ok(Some(document(id, 4, DocsConfig::default().max_depth))));
+    repo.expect_document_depth().returning(|_, _| Ok(Some(DocsConfig::default().max_depth)));
     repo.expect_insert_document().never();
 
     let err = service(repo)
