@@ -5,6 +5,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::{ErrorHandlerResponse, ErrorHandlers, Logger, from_fn};
 use actix_web::{App, HttpRequest, HttpResponse, web};
 use async_trait::async_trait;
+use atrium_docs::DocsService;
 use atrium_identity::IdentityService;
 use atrium_org::{AuditService, EmployeeService, PartnerService, RoleService, TenantService, UserService};
 use std::sync::Arc;
@@ -32,6 +33,7 @@ pub struct AppState {
     pub employees: Arc<EmployeeService>,
     pub roles: Arc<RoleService>,
     pub audit: Arc<AuditService>,
+    pub docs: Arc<DocsService>,
     pub health: Arc<dyn HealthProbe>,
     /// Body limit of JSON requests in bytes.
     pub json_limit: usize,
@@ -49,6 +51,7 @@ pub fn configure(
 > {
     let json_limit = JsonLimit(state.json_limit);
     let trust = TrustProxy(state.trust_proxy);
+    let docs = routes::docs::scope(&state);
     App::new()
         .app_data(state)
         .app_data(json_limit)
@@ -63,7 +66,8 @@ pub fn configure(
         .wrap(from_fn(request_id::middleware))
         .service(web::resource("/healthz").route(web::get().to(routes::health::healthz)))
         .service(SwaggerUi::new("/swagger-ui/{_:.*}").url("/api/v1/openapi.json", ApiDoc::openapi()))
-        .service(web::scope("/api/v1").configure(routes::configure))
+        .service(web::scope("/api/v1").configure(routes::configure).configure(routes::doc_admin::configure))
+        .service(docs)
         .configure(extra)
         .default_service(web::to(no_route))
 }

@@ -7,6 +7,7 @@
 //! It depends on domain services only, never on storage or platform adapters.
 
 mod app;
+mod docs_interface;
 mod envelope;
 mod error;
 mod extract;
@@ -15,6 +16,7 @@ mod request_id;
 pub mod routes;
 
 pub use app::{AppState, HealthProbe, configure};
+pub use docs_interface::{DocsError, DocsToken};
 pub use envelope::{ApiResult, Envelope, ok};
 pub use error::ApiError;
 pub use extract::{Auth, Authorized, ClientIp, Json, Permission};

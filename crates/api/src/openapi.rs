@@ -1,7 +1,7 @@
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{audit, auth, employees, health, partners, roles, tenants, users};
+use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, roles, tenants, users};
 
 /// The OpenAPI document served at `/api/v1/openapi.json`.
 #[derive(OpenApi)]
@@ -19,6 +19,9 @@ use crate::routes::{audit, auth, employees, health, partners, roles, tenants, us
         employees::list, employees::get, employees::create, employees::update, employees::delete,
         roles::list, roles::permissions, roles::get, roles::create, roles::update, roles::delete,
         audit::list,
+        docs::create_document, docs::get_document, docs::document_tree,
+        doc_admin::list_projects, doc_admin::create_project, doc_admin::get_project,
+        doc_admin::list_tokens, doc_admin::create_token, doc_admin::revoke_token,
     ),
     modifiers(&BearerAuth),
     tags(
@@ -29,6 +32,9 @@ use crate::routes::{audit, auth, employees, health, partners, roles, tenants, us
         (name = "employees", description = "Employees of tenants"),
         (name = "roles", description = "Roles and the permission catalogue"),
         (name = "audit", description = "The audit trail"),
+        (name = "docs", description = "The document interface: `Authorization: Token <API_TOKEN>`; success is envelope code 0, \
+            errors carry the HTTP status as code and data null"),
+        (name = "doc-admin", description = "Document projects and API tokens of the caller's party (doc:read, doc:manage)"),
         (name = "health"),
     )
 )]

@@ -4,15 +4,17 @@
 
 pub mod adapters;
 pub mod config;
+pub mod docs_cli;
 
 use actix_web::{HttpServer, web};
 use anyhow::Context;
 use atrium_api::AppState;
+use atrium_docs::{DocsConfig, DocsService};
 use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService};
 use atrium_kernel::{Clock, SystemClock};
 use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, RoleService, TenantService, UserService};
 use atrium_sandbox::{SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, Sandbox};
-use atrium_store::{Db, FieldCipher, IdentityStore, OrgStore};
+use atrium_store::{Db, DocsStore, FieldCipher, IdentityStore, OrgStore};
 use atrium_wechat::{WechatLogin, WechatLoginConfig};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -27,6 +29,7 @@ pub struct Running {
     /// The one-time password of the `admin` user created on this start, if any.
     pub bootstrap_password: Option<String>,
     pub identity: Arc<IdentityService>,
+    pub docs: Arc<DocsService>,
     pub db: Db,
     pub sandbox: Option<Sandbox>,
 }
@@ -84,6 +87,11 @@ pub fn identity_service(config: &Config, db: &Db, public_url: &str, sandbox: Opt
     )))
 }
 
+/// The document service over `db` (also used by the `docs` CLI commands).
+pub fn docs_service(db: &Db) -> Arc<DocsService> {
+    Arc::new(DocsService::new(Arc::new(DocsStore::new(db.clone())), Arc::new(SystemClock), DocsConfig::default()))
+}
+
 /// Binds, migrates, bootstraps the first admin and serves until stopped.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let listener = TcpListener::bind(config.bind).with_context(|| format!("cannot listen on {}", config.bind))?;
@@ -94,6 +102,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let db = tokio::task::spawn_blocking(move || open_database(&db_config)).await??;
     let sandbox = (config.platform == Platform::Sandbox).then(Sandbox::new);
     let identity = identity_service(&config, &db, &public_url, sandbox.as_ref())?;
+    let docs = docs_service(&db);
 
     let bootstrap_password = if config.bootstrap_admin {
         identity.bootstrap_admin().await.map_err(|e| anyhow::anyhow!("cannot create the first admin: {e}"))?
@@ -113,6 +122,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         employees: Arc::new(EmployeeService::new(org.clone(), clock.clone())),
         roles: Arc::new(RoleService::new(org.clone(), access.clone(), clock.clone())),
         audit: Arc::new(AuditService::new(org.clone())),
+        docs: docs.clone(),
         health: Arc::new(adapters::DbHealth(db.clone())),
         json_limit: config.json_limit,
         trust_proxy: config.trust_proxy,
@@ -133,5 +143,5 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let handle = server.handle();
     let server = tokio::spawn(server);
     log::info!("atrium listening on http://{addr} ({:?} profile)", config.profile);
-    Ok(Running { addr, handle, server, bootstrap_password, identity, db, sandbox })
+    Ok(Running { addr, handle, server, bootstrap_password, identity, docs, db, sandbox })
 }

@@ -28,6 +28,11 @@ enum Command {
         #[command(subcommand)]
         command: AdminCommand,
     },
+    /// Manage document projects and API tokens of the document interface.
+    Docs {
+        #[command(subcommand)]
+        command: atrium_server::docs_cli::DocsCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -83,6 +88,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("created platform administrator {} (id {})", user.username, user.id);
             Ok(())
         }
+        Command::Docs { command } => atrium_server::docs_cli::run(command, &config).await,
     }
 }
 

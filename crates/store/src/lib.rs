@@ -8,6 +8,7 @@
 mod audit_log;
 pub mod crypto;
 mod db;
+mod docs;
 mod error;
 mod identity;
 mod org;
@@ -18,6 +19,7 @@ mod time;
 
 pub use crypto::FieldCipher;
 pub use db::{Backend, Db, DbConn, MultiBackend, redact_url, write_tx};
+pub use docs::DocsStore;
 pub use error::db_error;
 pub use identity::IdentityStore;
 pub use org::OrgStore;

@@ -194,3 +194,60 @@ diesel::allow_tables_to_appear_in_same_query!(
     employees,
     audit_logs,
 );
+
+// ----- documents (migration 2026-11-23-000020_docs) -----------------------------------------
+
+diesel::table! {
+    doc_projects (id) {
+        id -> BigInt,
+        name -> Text,
+        party_type -> Text,
+        party_id -> Nullable<BigInt>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    doc_tokens (id) {
+        id -> BigInt,
+        name -> Text,
+        token_hash -> Text,
+        party_type -> Text,
+        party_id -> Nullable<BigInt>,
+        all_projects -> Bool,
+        created_by -> Nullable<BigInt>,
+        created_at -> Timestamp,
+        expires_at -> Nullable<Timestamp>,
+        revoked_at -> Nullable<Timestamp>,
+        last_used_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    doc_token_projects (token_id, project_id) {
+        token_id -> BigInt,
+        project_id -> BigInt,
+    }
+}
+
+diesel::table! {
+    documents (id) {
+        id -> BigInt,
+        project_id -> BigInt,
+        parent_id -> Nullable<BigInt>,
+        name -> Text,
+        content -> Text,
+        sort -> BigInt,
+        depth -> Integer,
+        author_token_id -> Nullable<BigInt>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::joinable!(doc_token_projects -> doc_tokens (token_id));
+diesel::joinable!(doc_token_projects -> doc_projects (project_id));
+diesel::joinable!(documents -> doc_projects (project_id));
+
+diesel::allow_tables_to_appear_in_same_query!(doc_projects, doc_tokens, doc_token_projects, documents);

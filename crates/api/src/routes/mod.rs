@@ -1,6 +1,8 @@
 //! Route handlers, one module per resource.
 pub mod audit;
 pub mod auth;
+pub mod doc_admin;
+pub mod docs;
 pub mod employees;
 pub mod health;
 pub mod partners;

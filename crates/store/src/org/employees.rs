@@ -115,9 +115,9 @@ fn get(conn: &mut DbConn, cipher: &FieldCipher, scope: Party, id: Id) -> Result<
     let by_id = employees::table.filter(employees::id.eq(id)).select(Row::as_select());
     let row: Option<Row> = match scope {
         Party::Platform => by_id.first(conn),
-        Party::Partner { partner_id } => {
-            by_id.filter(employees::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id))).first(conn)
-        }
+        Party::Partner { partner_id } => by_id
+            .filter(employees::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id)))
+            .first(conn),
         Party::Tenant { tenant_id, .. } => by_id.filter(employees::tenant_id.eq(tenant_id)).first(conn),
     }
     .optional()

@@ -1,0 +1,48 @@
+use crate::model::*;
+use async_trait::async_trait;
+use atrium_kernel::{Id, Page, PageRequest, Result, Timestamp};
+
+/// Storage of projects, documents and API tokens. Each method is atomic.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait DocsRepo: Send + Sync + 'static {
+    async fn create_project(&self, project: NewProject) -> Result<Project>;
+
+    /// The project with this id, whoever owns it.
+    async fn get_project(&self, id: Id) -> Result<Option<Project>>;
+
+    /// `owner`'s projects, oldest first.
+    async fn list_projects(&self, owner: Owner, page: PageRequest) -> Result<Page<Project>>;
+
+    /// Stores a token with its project list. MUST return `Conflict` if the hash exists.
+    async fn create_token(&self, token: NewToken) -> Result<ApiToken>;
+
+    /// The token whose value hashes to `token_hash`, revoked and expired ones included.
+    async fn find_token_by_hash(&self, token_hash: &str) -> Result<Option<ApiToken>>;
+
+    async fn get_token(&self, id: Id) -> Result<Option<ApiToken>>;
+
+    /// `owner`'s tokens, oldest first.
+    async fn list_tokens(&self, owner: Owner, page: PageRequest) -> Result<Page<ApiToken>>;
+
+    /// Marks the token revoked at `at`, unless it already is (the first time stays).
+    async fn revoke_token(&self, id: Id, at: Timestamp) -> Result<()>;
+
+    /// Sets `last_used_at = at` only if it is unset or older than `stale_before`, so
+    /// instances sharing a database write it at most once per interval. Returns whether
+    /// it wrote.
+    async fn touch_token(&self, id: Id, at: Timestamp, stale_before: Timestamp) -> Result<bool>;
+
+    async fn get_document(&self, id: Id) -> Result<Option<Document>>;
+
+    /// The depth of document `id` if it belongs to project `project_id`; `None` otherwise.
+    /// (What a parent check needs, without loading the parent's content.)
+    async fn document_depth(&self, project_id: Id, id: Id) -> Result<Option<i32>>;
+
+    /// Stores a document. The caller has checked that the parent is in the same project;
+    /// the store MUST still refuse (`Conflict`) a parent outside `project_id`.
+    async fn insert_document(&self, doc: NewDocument) -> Result<Document>;
+
+    /// Every document of a project, without content.
+    async fn list_documents(&self, project_id: Id) -> Result<Vec<DocumentSummary>>;
+}

@@ -1,0 +1,215 @@
+use crate::config::DocsConfig;
+use crate::model::*;
+use crate::ports::DocsRepo;
+use crate::token;
+use crate::tree::build_tree;
+use atrium_kernel::{Clock, Error, Id, Page, PageRequest, Result, Timestamp};
+use std::sync::Arc;
+
+/// The document use cases: managing projects and tokens for an owner, and creating and
+/// reading documents with an API token.
+pub struct DocsService {
+    repo: Arc<dyn DocsRepo>,
+    clock: Arc<dyn Clock>,
+    config: DocsConfig,
+}
+
+impl DocsService {
+    pub fn new(repo: Arc<dyn DocsRepo>, clock: Arc<dyn Clock>, config: DocsConfig) -> Self {
+        DocsService { repo, clock, config }
+    }
+
+    pub fn config(&self) -> &DocsConfig {
+        &self.config
+    }
+
+    // ----- projects -----------------------------------------------------------------------
+
+    pub async fn create_project(&self, owner: Owner, name: &str) -> Result<Project> {
+        let name = self.name("name", name)?;
+        self.repo.create_project(NewProject { name, owner, at: self.clock.now() }).await
+    }
+
+    pub async fn list_projects(&self, owner: Owner, page: PageRequest) -> Result<Page<Project>> {
+        self.repo.list_projects(owner, page).await
+    }
+
+    /// `owner`'s project; another owner's is `NotFound`, exactly like a missing one.
+    pub async fn get_project(&self, owner: Owner, id: Id) -> Result<Project> {
+        self.repo.get_project(id).await?.filter(|p| p.owner == owner).ok_or(Error::NotFound("project"))
+    }
+
+    // ----- tokens -------------------------------------------------------------------------
+
+    /// Issues a token for `owner`, optionally limited to some of its projects. The value is
+    /// returned here once and stored only as a hash.
+    pub async fn create_token(&self, owner: Owner, created_by: Option<Id>, req: TokenRequest) -> Result<IssuedToken> {
+        let now = self.clock.now();
+        let name = self.name("name", &req.name)?;
+        if req.expires_at.is_some_and(|e| e <= now) {
+            return Err(Error::invalid("expires_at", "must be in the future"));
+        }
+        let projects = match req.project_ids {
+            None => ProjectGrant::All,
+            Some(mut ids) => {
+                ids.sort_unstable();
+                ids.dedup();
+                if ids.is_empty() {
+                    return Err(Error::invalid("project_ids", "must list at least one project, or be left out for all projects"));
+                }
+                if ids.len() > self.config.max_token_projects {
+                    return Err(Error::invalid("project_ids", format!("may list at most {} projects", self.config.max_token_projects)));
+                }
+                for id in &ids {
+                    self.get_project(owner, *id).await?;
+                }
+                ProjectGrant::Only(ids)
+            }
+        };
+        let secret = token::generate();
+        let token = self
+            .repo
+            .create_token(NewToken {
+                name,
+                token_hash: token::hash_token(&secret),
+                owner,
+                projects,
+                created_by,
+                created_at: now,
+                expires_at: req.expires_at,
+            })
+            .await?;
+        log::info!("API token {} issued for {:?}", token.id, owner);
+        Ok(IssuedToken { token, secret })
+    }
+
+    pub async fn list_tokens(&self, owner: Owner, page: PageRequest) -> Result<Page<ApiToken>> {
+        self.repo.list_tokens(owner, page).await
+    }
+
+    /// Revokes one of `owner`'s tokens; it answers 401 from the next request on. Revoking a
+    /// revoked token changes nothing.
+    pub async fn revoke_token(&self, owner: Owner, id: Id) -> Result<ApiToken> {
+        let token = self.repo.get_token(id).await?.filter(|t| t.owner == owner).ok_or(Error::NotFound("API token"))?;
+        if token.revoked_at.is_some() {
+            return Ok(token);
+        }
+        self.repo.revoke_token(id, self.clock.now()).await?;
+        log::info!("API token {id} revoked");
+        self.repo.get_token(id).await?.ok_or(Error::NotFound("API token"))
+    }
+
+    /// Now, by the service's clock (for callers showing a token's status).
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    // ----- the document interface ---------------------------------------------------------
+
+    /// Resolves a presented token value to a live token, or 401. Records the use at most
+    /// once per `touch_interval`.
+    pub async fn authenticate(&self, raw: &str) -> Result<ApiToken> {
+        let invalid = || Error::Unauthenticated("invalid API token".into());
+        if !token::well_formed(raw) {
+            return Err(invalid());
+        }
+        let token = self.repo.find_token_by_hash(&token::hash_token(raw)).await?.ok_or_else(invalid)?;
+        let now = self.clock.now();
+        match token.status(now) {
+            TokenStatus::Active => {}
+            TokenStatus::Revoked => return Err(Error::Unauthenticated("this API token has been revoked".into())),
+            TokenStatus::Expired => return Err(Error::Unauthenticated("this API token has expired".into())),
+        }
+        let stale_before = now - self.config.touch_interval;
+        if token.last_used_at.is_none_or(|t| t <= stale_before) {
+            // Bookkeeping only: a failure here must not refuse a valid token.
+            if let Err(e) = self.repo.touch_token(token.id, now, stale_before).await {
+                log::warn!("cannot record use of API token {}: {e}", token.id);
+            }
+        }
+        Ok(token)
+    }
+
+    /// Creates a document in a project the token reaches.
+    pub async fn create_document(&self, token: &ApiToken, input: DocumentInput) -> Result<Document> {
+        let name = self.name("name", &input.name)?;
+        let content = input.content.unwrap_or_default();
+        if content.len() > self.config.max_content_bytes {
+            return Err(Error::TooLarge(format!("content is larger than {} bytes", self.config.max_content_bytes)));
+        }
+        let project = self.reach(token, input.project).await?;
+        let depth = match input.parent {
+            None => 0,
+            Some(parent_id) => {
+                let parent_depth =
+                    self.repo.document_depth(project.id, parent_id).await?.ok_or_else(|| {
+                        Error::invalid("parent", format!("document {parent_id} does not exist in project {}", project.id))
+                    })?;
+                if parent_depth + 1 > self.config.max_depth {
+                    return Err(Error::invalid("parent", format!("documents nest at most {} levels deep", self.config.max_depth)));
+                }
+                parent_depth + 1
+            }
+        };
+        self.repo
+            .insert_document(NewDocument {
+                project_id: project.id,
+                parent_id: input.parent,
+                name,
+                content,
+                sort: input.sort.unwrap_or(0),
+                depth,
+                author_token_id: Some(token.id),
+                at: self.clock.now(),
+            })
+            .await
+    }
+
+    /// One document, with content, from a project the token reaches.
+    pub async fn get_document(&self, token: &ApiToken, id: Id) -> Result<Document> {
+        let doc = self.repo.get_document(id).await?.ok_or(Error::NotFound("document"))?;
+        match self.reach(token, doc.project_id).await {
+            Err(Error::NotFound(_)) => Err(Error::NotFound("document")),
+            Err(e) => Err(e),
+            Ok(_) => Ok(doc),
+        }
+    }
+
+    /// A project's documents as a tree (without content).
+    pub async fn document_tree(&self, token: &ApiToken, project_id: Id) -> Result<DocumentTree> {
+        let project = self.reach(token, project_id).await?;
+        let docs = self.repo.list_documents(project.id).await?;
+        let total = docs.len();
+        Ok(DocumentTree { project, total, roots: build_tree(docs) })
+    }
+
+    /// The project if the token may use it: another owner's project is `NotFound` (as a
+    /// missing one); one of the token's owner outside its list is `Forbidden`.
+    async fn reach(&self, token: &ApiToken, project_id: Id) -> Result<Project> {
+        let project = self.get_project(token.owner, project_id).await?;
+        if !token.projects.includes(project.id) {
+            return Err(Error::forbidden(format!("this API token is not granted project {}", project.id)));
+        }
+        Ok(project)
+    }
+
+    /// A trimmed, non-empty name of at most `max_name_chars` characters without control
+    /// characters.
+    fn name(&self, field: &str, raw: &str) -> Result<String> {
+        let s = raw.trim();
+        if s.is_empty() {
+            return Err(Error::invalid(field, "must not be empty"));
+        }
+        let max = self.config.max_name_chars;
+        if s.chars().count() > max {
+            return Err(Error::invalid(field, format!("must be at most {max} characters")));
+        }
+        if s.chars().any(char::is_control) {
+            return Err(Error::invalid(field, "must not contain control characters"));
+        }
+        Ok(s.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,147 @@
+//! `atrium docs …` run as a user would: the built binary on a temporary SQLite database.
+#![allow(clippy::unwrap_used)]
+use atrium_server::Config;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// A temporary directory holding the database and the dev secrets; removed when dropped.
+struct Workdir(PathBuf);
+
+impl Workdir {
+    fn new() -> Workdir {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        let dir = std::env::temp_dir().join(format!("atrium-cli-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Workdir(dir)
+    }
+
+    fn database_url(&self) -> String {
+        format!("sqlite://{}/atrium.db", self.0.display())
+    }
+
+    fn vars(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("DATABASE_URL", self.database_url()),
+            ("ATRIUM_SECRETS_FILE", self.0.join("secrets.json").display().to_string()),
+            ("ATRIUM_PROFILE", "dev".into()),
+            ("ATRIUM_LOG", "warn".into()),
+        ]
+    }
+
+    fn atrium(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_atrium")).args(args).env_clear().envs(self.vars()).output().expect("atrium runs")
+    }
+
+    /// Runs a command that must succeed; returns its standard output.
+    #[track_caller]
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.atrium(args);
+        assert!(out.status.success(), "atrium {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+impl Drop for Workdir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn last_line(out: &str) -> &str {
+    out.lines().last().unwrap_or_default().trim()
+}
+
+/// The id in "created API token <id> …".
+fn token_id(create_output: &str) -> String {
+    create_output.lines().find_map(|l| l.strip_prefix("created API token ")).and_then(|r| r.split_whitespace().next()).unwrap().to_owned()
+}
+
+#[test]
+fn project_create_prints_the_new_id_as_its_last_line() {
+    let w = Workdir::new();
+
+    let first = w.ok(&["docs", "project", "create", "--name", "Handbook"]);
+    let second = w.ok(&["docs", "project", "create", "--name", "Runbooks"]);
+    let list = w.ok(&["docs", "project", "list"]);
+
+    let (a, b): (i64, i64) = (last_line(&first).parse().unwrap(), last_line(&second).parse().unwrap());
+    assert!(b > a && a > 0, "{first} / {second}");
+    assert!(list.lines().any(|l| l.trim_start().starts_with(&a.to_string()) && l.ends_with("Handbook")), "{list}");
+    assert!(list.lines().any(|l| l.trim_start().starts_with(&b.to_string()) && l.ends_with("Runbooks")), "{list}");
+}
+
+#[test]
+fn token_create_prints_the_token_as_its_last_line_and_list_never_shows_it() {
+    let w = Workdir::new();
+    let project = last_line(&w.ok(&["docs", "project", "create", "--name", "Handbook"])).to_owned();
+
+    let created = w.ok(&["docs", "token", "create", "--name", "ci", "--project", &project, "--expires-in-days", "30"]);
+    let list = w.ok(&["docs", "token", "list"]);
+
+    let token = last_line(&created);
+    assert!(token.starts_with("atd_") && token.len() == 47, "{created}");
+    assert_eq!(created.matches(token).count(), 1, "the value is printed once: {created}");
+    assert!(created.contains(&format!("projects {project}")), "{created}");
+    assert!(!list.contains(token), "{list}");
+    let row = list.lines().find(|l| l.ends_with(" ci")).unwrap_or_else(|| panic!("{list}"));
+    assert!(row.contains("active") && row.contains(&format!("projects {project}")), "{row}");
+}
+
+#[test]
+fn token_revoke_marks_the_token_revoked_and_refuses_unknown_ids() {
+    let w = Workdir::new();
+    let created = w.ok(&["docs", "token", "create", "--name", "ci"]);
+    let id = token_id(&created);
+
+    let revoked = w.ok(&["docs", "token", "revoke", &id]);
+    let list = w.ok(&["docs", "token", "list"]);
+    let unknown = w.atrium(&["docs", "token", "revoke", "999999"]);
+
+    assert!(revoked.contains(&format!("revoked API token {id}")), "{revoked}");
+    let row = list.lines().find(|l| l.trim_start().starts_with(&format!("{id} "))).unwrap_or_else(|| panic!("{list}"));
+    assert!(row.contains("revoked"), "{row}");
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("API token not found"));
+}
+
+#[test]
+fn token_create_refuses_unknown_projects_and_bad_expiry() {
+    let w = Workdir::new();
+
+    let unknown_project = w.atrium(&["docs", "token", "create", "--name", "ci", "--project", "424242"]);
+    let zero_days = w.atrium(&["docs", "token", "create", "--name", "ci", "--expires-in-days", "0"]);
+    let list = w.ok(&["docs", "token", "list"]);
+
+    assert!(!unknown_project.status.success());
+    assert!(String::from_utf8_lossy(&unknown_project.stderr).contains("project not found"));
+    assert!(!zero_days.status.success());
+    assert_eq!(list.lines().count(), 1, "only the header; nothing was created: {list}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_from_the_cli_creates_documents_over_http() {
+    let w = Workdir::new();
+    let project: i64 = last_line(&w.ok(&["docs", "project", "create", "--name", "Handbook"])).parse().unwrap();
+    let token = last_line(&w.ok(&["docs", "token", "create", "--name", "ci", "--project", &project.to_string()])).to_owned();
+    let mut vars = w.vars();
+    vars.extend([("ATRIUM_BIND", "127.0.0.1:0".into()), ("ATRIUM_BCRYPT_COST", "4".into()), ("ATRIUM_BOOTSTRAP_ADMIN", "false".into())]);
+    let config = Config::from_vars(|k| vars.iter().find(|(name, _)| *name == k).map(|(_, v)| v.clone())).unwrap();
+    let running = atrium_server::start(config).await.unwrap();
+
+    let resp = reqwest::Client::new()
+        .post(format!("http://{}/api/docs/", running.addr))
+        .header("authorization", format!("Token {token}"))
+        .json(&json!({"project": project, "name": "From the CLI token", "content": "# Hi"}))
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let body: Value = resp.json().await.unwrap();
+    running.handle.stop(true).await;
+
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["code"], 0);
+    assert_eq!(body["data"]["project_id"], project);
+    assert_eq!(body["data"]["name"], "From the CLI token");
+}
