@@ -97,6 +97,9 @@ impl Db {
         }
         let manager = ConnectionManager::<DbConn>::new(conn_url);
         let pool = Pool::builder()
+            // A local SQLite file cannot drop a connection; testing each checkout would cost a
+            // statement per request. PostgreSQL connections are tested, as a server may restart.
+            .test_on_check_out(backend == Backend::Postgres)
             .max_size(max_connections.max(1))
             .min_idle(Some(max_connections.clamp(1, 2)))
             .connection_timeout(Duration::from_secs(10))
