@@ -5,26 +5,35 @@ use atrium_identity::{CodePurpose, CodeSender, PasswordHasher};
 use atrium_kernel::{ContactTarget, Error, Result};
 use atrium_store::Db;
 
-/// bcrypt on the blocking pool, never on an actix worker.
+/// bcrypt on the blocking pool, never on an actix worker, and at most `limit` at a time so a
+/// burst of logins cannot take every core from request handling.
+#[derive(Clone)]
 pub struct BcryptHasher {
-    pub cost: u32,
+    cost: u32,
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl BcryptHasher {
+    pub fn new(cost: u32, limit: usize) -> Self {
+        BcryptHasher { cost, permits: std::sync::Arc::new(tokio::sync::Semaphore::new(limit.max(1))) }
+    }
+
+    async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+        let _permit = self.permits.acquire().await.map_err(|e| Error::Internal(anyhow::anyhow!("hashing pool closed: {e}")))?;
+        tokio::task::spawn_blocking(work).await.map_err(|e| Error::Internal(anyhow::anyhow!("hashing task failed: {e}")))
+    }
 }
 
 #[async_trait]
 impl PasswordHasher for BcryptHasher {
     async fn hash(&self, password: &str) -> Result<String> {
         let (password, cost) = (password.to_owned(), self.cost);
-        tokio::task::spawn_blocking(move || bcrypt::hash(password, cost))
-            .await
-            .map_err(|e| Error::Internal(anyhow::anyhow!("hashing task failed: {e}")))?
-            .map_err(|e| Error::Internal(anyhow::anyhow!("bcrypt failed: {e}")))
+        self.run(move || bcrypt::hash(password, cost)).await?.map_err(|e| Error::Internal(anyhow::anyhow!("bcrypt failed: {e}")))
     }
 
     async fn verify(&self, password: &str, hash: &str) -> Result<bool> {
         let (password, hash) = (password.to_owned(), hash.to_owned());
-        tokio::task::spawn_blocking(move || bcrypt::verify(password, &hash).unwrap_or(false))
-            .await
-            .map_err(|e| Error::Internal(anyhow::anyhow!("hashing task failed: {e}")))
+        self.run(move || bcrypt::verify(password, &hash).unwrap_or(false)).await
     }
 }
 

@@ -34,6 +34,12 @@ pub struct Running {
     pub sandbox: Option<Sandbox>,
 }
 
+/// Password hashing for this configuration: half the cores at most, so logins never starve
+/// request handling.
+fn hasher(config: &Config) -> adapters::BcryptHasher {
+    adapters::BcryptHasher::new(config.bcrypt_cost, config.workers / 2)
+}
+
 /// Opens the database and applies pending migrations.
 pub fn open_database(config: &Config) -> anyhow::Result<Db> {
     let db = Db::connect(&config.database_url, config.db_pool_size)?;
@@ -79,7 +85,7 @@ pub fn identity_service(config: &Config, db: &Db, public_url: &str, sandbox: Opt
     };
     Ok(Arc::new(IdentityService::new(
         Arc::new(IdentityStore::new(db.clone())),
-        Arc::new(adapters::BcryptHasher { cost: config.bcrypt_cost }),
+        Arc::new(hasher(config)),
         codes,
         chat,
         Arc::new(SystemClock),
@@ -113,7 +119,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let org = Arc::new(OrgStore::new(db.clone(), FieldCipher::new(&config.master_key)));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let access: Arc<dyn AccessChanged> = Arc::new(adapters::IdentityAccessChanged(identity.clone()));
-    let hasher = Arc::new(adapters::BcryptHasher { cost: config.bcrypt_cost });
+    let hasher = Arc::new(hasher(&config));
     let state = web::Data::new(AppState {
         identity: identity.clone(),
         users: Arc::new(UserService::new(org.clone(), hasher, access.clone(), clock.clone(), atrium_identity::validate_password)),
