@@ -470,7 +470,7 @@ e2e!(a_token_can_only_be_limited_to_existing_projects_of_its_party, |app| {
     unknown_field.expect_field_error("scopes");
 });
 
-e2e!(each_party_sees_only_its_own_projects_and_tokens, |app| {
+e2e!(each_party_sees_the_projects_and_tokens_of_its_scope, |app| {
     let (admin, platform_project, _) = platform_setup(app).await;
     let (_, platform_token_id) = token(app, &admin, json!({"name": "platform-2"})).await;
     register_tenant_admin(app, "ann@acme.test").await;
@@ -490,7 +490,7 @@ e2e!(each_party_sees_only_its_own_projects_and_tokens, |app| {
     assert_eq!(tenant_projects.data()["items"][0]["party"]["type"], "tenant");
     assert_eq!(tenant_tokens.data()["total"], 1);
     assert_eq!(tenant_tokens.data()["items"][0]["name"], "acme");
-    assert_eq!(platform_projects.data()["total"], 1, "the platform's list holds only its own projects");
+    assert_eq!(platform_projects.data()["total"], 2, "platform users see every party's projects (API.md)");
     peek.expect(404);
     revoke_foreign.expect(404);
 });
@@ -559,4 +559,22 @@ e2e!(the_openapi_document_describes_the_document_routes, |app| {
     assert_eq!(paths["/api/docs/"]["post"]["security"], json!([{"docs_token": []}]));
     assert_eq!(paths["/api/v1/doc-tokens"]["post"]["security"], json!([{"bearer": []}]));
     assert!(r.body["components"]["securitySchemes"]["docs_token"].is_object());
+});
+
+e2e!(a_partner_sees_its_tenants_projects_and_another_partner_does_not, |app| {
+    let org = app.org().await;
+    let tenant_project = project(app, &org.t1_admin, "T1 docs").await;
+    let (_, tenant_token) = token(app, &org.t1_admin, json!({"name": "t1"})).await;
+
+    let p1_sees = app.get(&format!("/api/v1/doc-projects/{tenant_project}"), Some(&org.p1_admin)).await;
+    let p1_list = app.get("/api/v1/doc-tokens", Some(&org.p1_admin)).await;
+    let p2_sees = app.get(&format!("/api/v1/doc-projects/{tenant_project}"), Some(&org.p2_admin)).await;
+    let p2_revokes = app.delete(&format!("/api/v1/doc-tokens/{tenant_token}"), Some(&org.p2_admin)).await;
+    let t2_list = app.get("/api/v1/doc-projects", Some(&org.t2_admin)).await;
+
+    p1_sees.expect(200);
+    assert_eq!(p1_list.data()["total"], 1);
+    p2_sees.expect(404);
+    p2_revokes.expect(404);
+    assert_eq!(t2_list.data()["total"], 0);
 });

@@ -1,6 +1,6 @@
 use crate::model::*;
 use async_trait::async_trait;
-use atrium_kernel::{Id, Page, PageRequest, Result, Timestamp};
+use atrium_kernel::{Id, Page, PageRequest, Party, Result, Timestamp};
 
 /// Storage of projects, documents and API tokens. Each method is atomic.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -11,8 +11,12 @@ pub trait DocsRepo: Send + Sync + 'static {
     /// The project with this id, whoever owns it.
     async fn get_project(&self, id: Id) -> Result<Option<Project>>;
 
-    /// `owner`'s projects, oldest first.
-    async fn list_projects(&self, owner: Owner, page: PageRequest) -> Result<Page<Project>>;
+    /// Projects a caller of `scope` sees, oldest first: every project for the platform, a
+    /// partner's own and its tenants', a tenant's own.
+    async fn list_projects(&self, scope: Party, page: PageRequest) -> Result<Page<Project>>;
+
+    /// The partner of a tenant (`None` if it has none or does not exist).
+    async fn tenant_partner(&self, tenant_id: Id) -> Result<Option<Id>>;
 
     /// Stores a token with its project list. MUST return `Conflict` if the hash exists.
     async fn create_token(&self, token: NewToken) -> Result<ApiToken>;
@@ -22,8 +26,8 @@ pub trait DocsRepo: Send + Sync + 'static {
 
     async fn get_token(&self, id: Id) -> Result<Option<ApiToken>>;
 
-    /// `owner`'s tokens, oldest first.
-    async fn list_tokens(&self, owner: Owner, page: PageRequest) -> Result<Page<ApiToken>>;
+    /// Tokens a caller of `scope` sees (as for projects), oldest first.
+    async fn list_tokens(&self, scope: Party, page: PageRequest) -> Result<Page<ApiToken>>;
 
     /// Marks the token revoked at `at`, unless it already is (the first time stays).
     async fn revoke_token(&self, id: Id, at: Timestamp) -> Result<()>;

@@ -3,7 +3,7 @@ use crate::model::*;
 use crate::ports::DocsRepo;
 use crate::token;
 use crate::tree::build_tree;
-use atrium_kernel::{Clock, Error, Id, Page, PageRequest, Result, Timestamp};
+use atrium_kernel::{Clock, Error, Id, Page, PageRequest, Party, PartyType, Result, Timestamp};
 use std::sync::Arc;
 
 /// The document use cases: managing projects and tokens for an owner, and creating and
@@ -30,13 +30,35 @@ impl DocsService {
         self.repo.create_project(NewProject { name, owner, at: self.clock.now() }).await
     }
 
-    pub async fn list_projects(&self, owner: Owner, page: PageRequest) -> Result<Page<Project>> {
-        self.repo.list_projects(owner, page).await
+    /// Projects the caller sees: all for the platform, a partner's own and its tenants', a
+    /// tenant's own.
+    pub async fn list_projects(&self, scope: Party, page: PageRequest) -> Result<Page<Project>> {
+        self.repo.list_projects(scope, page).await
     }
 
-    /// `owner`'s project; another owner's is `NotFound`, exactly like a missing one.
-    pub async fn get_project(&self, owner: Owner, id: Id) -> Result<Project> {
+    /// A project the caller sees; any other is `NotFound`, exactly like a missing one.
+    pub async fn get_project(&self, scope: Party, id: Id) -> Result<Project> {
+        match self.repo.get_project(id).await? {
+            Some(p) if self.sees(scope, p.owner).await? => Ok(p),
+            _ => Err(Error::NotFound("project")),
+        }
+    }
+
+    /// `owner`'s own project (what its tokens may reach); any other is `NotFound`.
+    async fn owned_project(&self, owner: Owner, id: Id) -> Result<Project> {
         self.repo.get_project(id).await?.filter(|p| p.owner == owner).ok_or(Error::NotFound("project"))
+    }
+
+    /// Whether a caller of `scope` sees what `owner` owns (API.md: the platform sees all, a
+    /// partner its own and its tenants', a tenant its own).
+    async fn sees(&self, scope: Party, owner: Owner) -> Result<bool> {
+        Ok(match (scope, owner.party_type(), owner.party_id()) {
+            (Party::Platform, _, _) => true,
+            (Party::Partner { partner_id }, PartyType::Partner, Some(id)) => id == partner_id,
+            (Party::Partner { partner_id }, PartyType::Tenant, Some(t)) => self.repo.tenant_partner(t).await? == Some(partner_id),
+            (Party::Tenant { tenant_id, .. }, PartyType::Tenant, Some(t)) => t == tenant_id,
+            _ => false,
+        })
     }
 
     // ----- tokens -------------------------------------------------------------------------
@@ -61,7 +83,7 @@ impl DocsService {
                     return Err(Error::invalid("project_ids", format!("may list at most {} projects", self.config.max_token_projects)));
                 }
                 for id in &ids {
-                    self.get_project(owner, *id).await?;
+                    self.owned_project(owner, *id).await?;
                 }
                 ProjectGrant::Only(ids)
             }
@@ -83,14 +105,17 @@ impl DocsService {
         Ok(IssuedToken { token, secret })
     }
 
-    pub async fn list_tokens(&self, owner: Owner, page: PageRequest) -> Result<Page<ApiToken>> {
-        self.repo.list_tokens(owner, page).await
+    pub async fn list_tokens(&self, scope: Party, page: PageRequest) -> Result<Page<ApiToken>> {
+        self.repo.list_tokens(scope, page).await
     }
 
-    /// Revokes one of `owner`'s tokens; it answers 401 from the next request on. Revoking a
+    /// Revokes a token the caller sees; it answers 401 from the next request on. Revoking a
     /// revoked token changes nothing.
-    pub async fn revoke_token(&self, owner: Owner, id: Id) -> Result<ApiToken> {
-        let token = self.repo.get_token(id).await?.filter(|t| t.owner == owner).ok_or(Error::NotFound("API token"))?;
+    pub async fn revoke_token(&self, scope: Party, id: Id) -> Result<ApiToken> {
+        let token = match self.repo.get_token(id).await? {
+            Some(t) if self.sees(scope, t.owner).await? => t,
+            _ => return Err(Error::NotFound("API token")),
+        };
         if token.revoked_at.is_some() {
             return Ok(token);
         }
@@ -186,7 +211,7 @@ impl DocsService {
     /// The project if the token may use it: another owner's project is `NotFound` (as a
     /// missing one); one of the token's owner outside its list is `Forbidden`.
     async fn reach(&self, token: &ApiToken, project_id: Id) -> Result<Project> {
-        let project = self.get_project(token.owner, project_id).await?;
+        let project = self.owned_project(token.owner, project_id).await?;
         if !token.projects.includes(project.id) {
             return Err(Error::forbidden(format!("this API token is not granted project {}", project.id)));
         }

@@ -63,7 +63,7 @@ pub async fn run(command: DocsCommand, config: &Config) -> anyhow::Result<()> {
             println!("{}", p.id);
         }
         DocsCommand::Project { command: ProjectCommand::List } => {
-            let projects = all_pages(|page| docs.list_projects(owner, page)).await?;
+            let projects = all_pages(|page| docs.list_projects(atrium_kernel::Party::Platform, page)).await?;
             println!("{:>8}  {:<20}  NAME", "ID", "CREATED");
             for p in projects {
                 println!("{:>8}  {:<20}  {}", p.id, time(p.created_at), p.name);
@@ -85,7 +85,7 @@ pub async fn run(command: DocsCommand, config: &Config) -> anyhow::Result<()> {
             println!("{}", issued.secret);
         }
         DocsCommand::Token { command: TokenCommand::List } => {
-            let tokens = all_pages(|page| docs.list_tokens(owner, page)).await?;
+            let tokens = all_pages(|page| docs.list_tokens(atrium_kernel::Party::Platform, page)).await?;
             let now = docs.now();
             println!("{:>8}  {:<8}  {:<20}  {:<20}  {:<16}  NAME", "ID", "STATUS", "EXPIRES", "LAST USED", "PROJECTS");
             for t in tokens {
@@ -101,7 +101,7 @@ pub async fn run(command: DocsCommand, config: &Config) -> anyhow::Result<()> {
             }
         }
         DocsCommand::Token { command: TokenCommand::Revoke { id } } => {
-            let t = docs.revoke_token(owner, id).await?;
+            let t = docs.revoke_token(atrium_kernel::Party::Platform, id).await?;
             println!("revoked API token {} {:?}", t.id, t.name);
         }
     }

@@ -1,11 +1,11 @@
 //! [`DocsRepo`] over the database: projects, documents and API tokens.
 use crate::db::{Db, DbConn};
 use crate::error::db_error;
-use crate::schema::{doc_projects, doc_token_projects, doc_tokens, documents};
+use crate::schema::{doc_projects, doc_token_projects, doc_tokens, documents, tenants};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_docs::*;
-use atrium_kernel::{Error, Id, Page, PageRequest, PartyType, Result, Timestamp};
+use atrium_kernel::{Error, Id, Page, PageRequest, Party, PartyType, Result, Timestamp};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use std::collections::HashMap;
@@ -190,14 +190,24 @@ impl DocsRepo for DocsStore {
             .await
     }
 
-    async fn list_projects(&self, owner: Owner, page: PageRequest) -> Result<Page<Project>> {
+    async fn list_projects(&self, scope: Party, page: PageRequest) -> Result<Page<Project>> {
         self.db
             .run(move |conn| {
                 let of_owner = || {
-                    let q = doc_projects::table.filter(doc_projects::party_type.eq(owner.party_type().as_str())).into_boxed();
-                    match owner.party_id() {
-                        Some(id) => q.filter(doc_projects::party_id.eq(id)),
-                        None => q.filter(doc_projects::party_id.is_null()),
+                    let q = doc_projects::table.into_boxed();
+                    match scope {
+                        Party::Platform => q,
+                        Party::Partner { partner_id } => q.filter(
+                            doc_projects::party_type.eq("partner").and(doc_projects::party_id.eq(partner_id)).or(doc_projects::party_type
+                                .eq("tenant")
+                                .and(
+                                    doc_projects::party_id
+                                        .eq_any(tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id.nullable())),
+                                )),
+                        ),
+                        Party::Tenant { tenant_id, .. } => {
+                            q.filter(doc_projects::party_type.eq("tenant").and(doc_projects::party_id.eq(tenant_id)))
+                        }
                     }
                 };
                 let total: i64 = of_owner().count().get_result(conn).map_err(db_error)?;
@@ -268,14 +278,34 @@ impl DocsRepo for DocsStore {
             .await
     }
 
-    async fn list_tokens(&self, owner: Owner, page: PageRequest) -> Result<Page<ApiToken>> {
+    async fn tenant_partner(&self, tenant_id: Id) -> Result<Option<Id>> {
+        self.db
+            .run(move |conn| {
+                let p: Option<Option<i64>> =
+                    tenants::table.find(tenant_id).select(tenants::partner_id).first(conn).optional().map_err(db_error)?;
+                Ok(p.flatten())
+            })
+            .await
+    }
+
+    async fn list_tokens(&self, scope: Party, page: PageRequest) -> Result<Page<ApiToken>> {
         self.db
             .run(move |conn| {
                 let of_owner = || {
-                    let q = doc_tokens::table.filter(doc_tokens::party_type.eq(owner.party_type().as_str())).into_boxed();
-                    match owner.party_id() {
-                        Some(id) => q.filter(doc_tokens::party_id.eq(id)),
-                        None => q.filter(doc_tokens::party_id.is_null()),
+                    let q = doc_tokens::table.into_boxed();
+                    match scope {
+                        Party::Platform => q,
+                        Party::Partner { partner_id } => q.filter(
+                            doc_tokens::party_type.eq("partner").and(doc_tokens::party_id.eq(partner_id)).or(doc_tokens::party_type
+                                .eq("tenant")
+                                .and(
+                                    doc_tokens::party_id
+                                        .eq_any(tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id.nullable())),
+                                )),
+                        ),
+                        Party::Tenant { tenant_id, .. } => {
+                            q.filter(doc_tokens::party_type.eq("tenant").and(doc_tokens::party_id.eq(tenant_id)))
+                        }
                     }
                 };
                 let total: i64 = of_owner().count().get_result(conn).map_err(db_error)?;

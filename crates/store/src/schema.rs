@@ -250,4 +250,4 @@ diesel::joinable!(doc_token_projects -> doc_tokens (token_id));
 diesel::joinable!(doc_token_projects -> doc_projects (project_id));
 diesel::joinable!(documents -> doc_projects (project_id));
 
-diesel::allow_tables_to_appear_in_same_query!(doc_projects, doc_tokens, doc_token_projects, documents);
+diesel::allow_tables_to_appear_in_same_query!(doc_projects, doc_tokens, doc_token_projects, documents, tenants);

@@ -1,6 +1,6 @@
 //! Contract tests of the docs repository, on SQLite and (when configured) PostgreSQL.
 use atrium_docs::*;
-use atrium_kernel::{Error, PageRequest, PartyType, Timestamp};
+use atrium_kernel::{Error, PageRequest, Party, PartyType, Timestamp};
 use atrium_store::{Db, DocsStore, store_test};
 use chrono::{Duration, TimeZone, Utc};
 
@@ -45,18 +45,18 @@ fn repo(db: &Db) -> DocsStore {
     DocsStore::new(db.clone())
 }
 
-store_test!(projects_are_listed_per_owner_and_paged, |db| {
+store_test!(projects_are_listed_per_scope_and_paged, |db| {
     let repo = repo(&db);
     let a = new_project(&repo, "a", Owner::PLATFORM).await;
     let b = new_project(&repo, "b", Owner::PLATFORM).await;
     new_project(&repo, "t", tenant(1)).await;
     new_project(&repo, "u", tenant(2)).await;
 
-    let page1 = repo.list_projects(Owner::PLATFORM, PageRequest::new(Some(1), Some(1)).unwrap()).await.unwrap();
-    let page2 = repo.list_projects(Owner::PLATFORM, PageRequest::new(Some(2), Some(1)).unwrap()).await.unwrap();
-    let of_tenant = repo.list_projects(tenant(1), PageRequest::default()).await.unwrap();
+    let page1 = repo.list_projects(Party::Platform, PageRequest::new(Some(1), Some(1)).unwrap()).await.unwrap();
+    let page2 = repo.list_projects(Party::Platform, PageRequest::new(Some(2), Some(1)).unwrap()).await.unwrap();
+    let of_tenant = repo.list_projects(Party::Tenant { tenant_id: 1, partner_id: None }, PageRequest::default()).await.unwrap();
 
-    assert_eq!((page1.total, page1.items[0].id), (2, a.id));
+    assert_eq!((page1.total, page1.items[0].id), (4, a.id), "the platform sees every party's projects");
     assert_eq!(page2.items[0].id, b.id);
     assert_eq!(of_tenant.total, 1);
     assert_eq!(of_tenant.items[0].owner, tenant(1));
@@ -105,7 +105,7 @@ store_test!(tokens_are_listed_per_owner_with_their_projects, |db| {
     repo.create_token(new_token("b", tenant(1), ProjectGrant::All)).await.unwrap();
     repo.create_token(new_token("c", tenant(2), ProjectGrant::All)).await.unwrap();
 
-    let page = repo.list_tokens(tenant(1), PageRequest::default()).await.unwrap();
+    let page = repo.list_tokens(Party::Tenant { tenant_id: 1, partner_id: None }, PageRequest::default()).await.unwrap();
 
     assert_eq!(page.total, 2);
     assert_eq!(page.items[0].projects, ProjectGrant::Only(vec![p.id]));

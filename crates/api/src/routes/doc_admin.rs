@@ -68,7 +68,7 @@ pub struct CreateProjectRequest {
 #[utoipa::path(get, path = "/api/v1/doc-projects", tag = "doc-admin", params(PageQuery), security(("bearer" = [])),
     responses((status = 200, body = Page<ProjectView>), (status = 400), (status = 401), (status = 403, description = "Missing doc:read")))]
 pub async fn list_projects(state: web::Data<AppState>, auth: Authorized<DocRead>, q: web::Query<PageQuery>) -> ApiResult {
-    ok(state.docs.list_projects(auth.actor.party.into(), q.request()?).await?.map(ProjectView::from))
+    ok(state.docs.list_projects(auth.actor.party, q.request()?).await?.map(ProjectView::from))
 }
 
 /// Create a project owned by the caller's party.
@@ -82,7 +82,7 @@ pub async fn create_project(state: web::Data<AppState>, auth: Authorized<DocMana
 #[utoipa::path(get, path = "/api/v1/doc-projects/{id}", tag = "doc-admin", params(("id" = i64, Path)), security(("bearer" = [])),
     responses((status = 200, body = ProjectView), (status = 401), (status = 403), (status = 404, description = "Missing or another party's")))]
 pub async fn get_project(state: web::Data<AppState>, auth: Authorized<DocRead>, id: web::Path<i64>) -> ApiResult {
-    ok(ProjectView::from(state.docs.get_project(auth.actor.party.into(), id.into_inner()).await?))
+    ok(ProjectView::from(state.docs.get_project(auth.actor.party, id.into_inner()).await?))
 }
 
 /// An API token as listed: never its value.
@@ -146,7 +146,7 @@ pub struct IssuedTokenView {
     responses((status = 200, body = Page<TokenView>), (status = 400), (status = 401), (status = 403, description = "Missing doc:read")))]
 pub async fn list_tokens(state: web::Data<AppState>, auth: Authorized<DocRead>, q: web::Query<PageQuery>) -> ApiResult {
     let now = state.docs.now();
-    ok(state.docs.list_tokens(auth.actor.party.into(), q.request()?).await?.map(|t| TokenView::new(t, now)))
+    ok(state.docs.list_tokens(auth.actor.party, q.request()?).await?.map(|t| TokenView::new(t, now)))
 }
 
 /// Issue an API token for the document interface, owned by the caller's party.
@@ -165,6 +165,6 @@ pub async fn create_token(state: web::Data<AppState>, auth: Authorized<DocManage
     responses((status = 200, body = TokenView), (status = 401), (status = 403, description = "Missing doc:manage"),
               (status = 404, description = "Missing or another party's")))]
 pub async fn revoke_token(state: web::Data<AppState>, auth: Authorized<DocManage>, id: web::Path<i64>) -> ApiResult {
-    let token = state.docs.revoke_token(auth.actor.party.into(), id.into_inner()).await?;
+    let token = state.docs.revoke_token(auth.actor.party, id.into_inner()).await?;
     ok(TokenView::new(token, state.docs.now()))
 }

@@ -139,7 +139,7 @@ async fn revoking_another_owners_token_is_not_found() {
     repo.expect_get_token().returning(|_| Ok(Some(api_token(tenant(2), ProjectGrant::All))));
     repo.expect_revoke_token().never();
 
-    let err = service(repo).revoke_token(tenant(1), 9).await.unwrap_err();
+    let err = service(repo).revoke_token(Party::Tenant { tenant_id: 1, partner_id: None }, 9).await.unwrap_err();
 
     assert!(matches!(err, Error::NotFound("API token")), "{err:?}");
 }
@@ -347,4 +347,21 @@ async fn reading_a_document_of_another_owner_is_not_found() {
     let err = service(repo).get_document(&api_token(tenant(1), ProjectGrant::All), 8).await.unwrap_err();
 
     assert!(matches!(err, Error::NotFound("document")), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_partner_sees_the_projects_of_its_own_tenants_only() {
+    let mut repo = MockDocsRepo::new();
+    repo.expect_get_project().returning(|id| Ok(Some(project(id, tenant(id)))));
+    repo.expect_tenant_partner().returning(|t| Ok(if t == 1 { Some(7) } else { Some(8) }));
+    let svc = service(repo);
+    let partner = Party::Partner { partner_id: 7 };
+
+    let own_tenants = svc.get_project(partner, 1).await;
+    let other_tenants = svc.get_project(partner, 2).await;
+    let as_platform = svc.get_project(Party::Platform, 2).await;
+
+    assert!(own_tenants.is_ok());
+    assert!(matches!(other_tenants, Err(Error::NotFound("project"))));
+    assert!(as_platform.is_ok());
 }
