@@ -124,7 +124,7 @@ impl Config {
             }
         };
 
-        let bcrypt_cost = parse_num("ATRIUM_BCRYPT_COST", 12)? as u32;
+        let bcrypt_cost = parse_num("ATRIUM_BCRYPT_COST", 10)? as u32;
         let config = Config {
             profile,
             database_url,
