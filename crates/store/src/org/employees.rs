@@ -125,22 +125,54 @@ fn get(conn: &mut DbConn, cipher: &FieldCipher, scope: Party, id: Id) -> Result<
     row.map(|r| from_row(cipher, r)).transpose()
 }
 
-/// The column values of an employee, encrypted where sensitive.
-struct Columns {
+/// The stored columns of an employee, sensitive ones encrypted; one shape for insert and update.
+#[derive(Insertable, AsChangeset)]
+#[diesel(table_name = employees, treat_none_as_null = true)]
+struct Record<'a> {
+    tenant_id: i64,
+    employee_no: Option<&'a str>,
+    name: &'a str,
+    phone: Option<&'a str>,
+    email: Option<&'a str>,
     id_card_enc: Option<String>,
     id_card_hash: Option<String>,
+    bank_name: Option<&'a str>,
     bank_account_enc: Option<String>,
-    rate: String,
-    deductions: String,
+    department: Option<&'a str>,
+    position: Option<&'a str>,
+    hire_date: Option<NaiveDate>,
+    status: &'a str,
+    base_salary: i64,
+    si_base: Option<i64>,
+    housing_fund_rate: String,
+    special_deductions: String,
+    openid: Option<&'a str>,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
 }
 
-fn columns(cipher: &FieldCipher, e: &Employee) -> Result<Columns> {
-    Ok(Columns {
+fn record<'a>(cipher: &FieldCipher, e: &'a Employee) -> Result<Record<'a>> {
+    Ok(Record {
+        tenant_id: e.tenant_id,
+        employee_no: e.employee_no.as_deref(),
+        name: &e.name,
+        phone: e.phone.as_deref(),
+        email: e.email.as_deref(),
         id_card_enc: e.id_card_no.as_ref().map(|v| cipher.encrypt(v.as_str())).transpose()?,
         id_card_hash: e.id_card_no.as_ref().map(|v| cipher.blind_index(v.as_str())),
+        bank_name: e.bank_name.as_deref(),
         bank_account_enc: e.bank_account.as_ref().map(|v| cipher.encrypt(v.as_str())).transpose()?,
-        rate: e.housing_fund_rate.to_string(),
-        deductions: serde_json::to_string(&e.special_deductions).map_err(|e| Error::Internal(e.into()))?,
+        department: e.department.as_deref(),
+        position: e.position.as_deref(),
+        hire_date: e.hire_date,
+        status: e.status.as_str(),
+        base_salary: e.base_salary.fen(),
+        si_base: e.si_base.map(Money::fen),
+        housing_fund_rate: e.housing_fund_rate.to_string(),
+        special_deductions: serde_json::to_string(&e.special_deductions).map_err(|e| Error::Internal(e.into()))?,
+        openid: e.openid.as_deref(),
+        created_at: to_db(e.created_at),
+        updated_at: to_db(e.updated_at),
     })
 }
 
@@ -192,30 +224,8 @@ impl EmployeeRepo for OrgStore {
         let cipher = self.cipher.clone();
         self.db
             .write(move |conn| {
-                let c = columns(&cipher, &e)?;
                 let id: i64 = diesel::insert_into(employees::table)
-                    .values((
-                        employees::tenant_id.eq(e.tenant_id),
-                        employees::employee_no.eq(&e.employee_no),
-                        employees::name.eq(&e.name),
-                        employees::phone.eq(&e.phone),
-                        employees::email.eq(&e.email),
-                        employees::id_card_enc.eq(&c.id_card_enc),
-                        employees::id_card_hash.eq(&c.id_card_hash),
-                        employees::bank_name.eq(&e.bank_name),
-                        employees::bank_account_enc.eq(&c.bank_account_enc),
-                        employees::department.eq(&e.department),
-                        employees::position.eq(&e.position),
-                        employees::hire_date.eq(e.hire_date),
-                        employees::status.eq(e.status.as_str()),
-                        employees::base_salary.eq(e.base_salary.fen()),
-                        employees::si_base.eq(e.si_base.map(Money::fen)),
-                        employees::housing_fund_rate.eq(&c.rate),
-                        employees::special_deductions.eq(&c.deductions),
-                        employees::openid.eq(&e.openid),
-                        employees::created_at.eq(to_db(e.created_at)),
-                        employees::updated_at.eq(to_db(e.updated_at)),
-                    ))
+                    .values(record(&cipher, &e)?)
                     .returning(employees::id)
                     .get_result(conn)
                     .map_err(conflict_message)?;
@@ -229,28 +239,9 @@ impl EmployeeRepo for OrgStore {
         let cipher = self.cipher.clone();
         self.db
             .write(move |conn| {
-                let c = columns(&cipher, &e)?;
-                let n = diesel::update(employees::table.find(e.id))
-                    .set((
-                        employees::employee_no.eq(&e.employee_no),
-                        employees::name.eq(&e.name),
-                        employees::phone.eq(&e.phone),
-                        employees::email.eq(&e.email),
-                        employees::id_card_enc.eq(&c.id_card_enc),
-                        employees::id_card_hash.eq(&c.id_card_hash),
-                        employees::bank_name.eq(&e.bank_name),
-                        employees::bank_account_enc.eq(&c.bank_account_enc),
-                        employees::department.eq(&e.department),
-                        employees::position.eq(&e.position),
-                        employees::hire_date.eq(e.hire_date),
-                        employees::status.eq(e.status.as_str()),
-                        employees::base_salary.eq(e.base_salary.fen()),
-                        employees::si_base.eq(e.si_base.map(Money::fen)),
-                        employees::housing_fund_rate.eq(&c.rate),
-                        employees::special_deductions.eq(&c.deductions),
-                        employees::openid.eq(&e.openid),
-                        employees::updated_at.eq(to_db(e.updated_at)),
-                    ))
+                // The tenant and creation time never change; the record carries them unchanged.
+                let n = diesel::update(employees::table.find(e.id).filter(employees::tenant_id.eq(e.tenant_id)))
+                    .set(record(&cipher, &e)?)
                     .execute(conn)
                     .map_err(conflict_message)?;
                 if n == 0 {
