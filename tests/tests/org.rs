@@ -73,6 +73,7 @@ e2e!(a_partner_creates_tenants_under_itself_only, |app| {
 
     assert_eq!(own["partner_id"], org.p1);
     assert_eq!(own["payroll_policy"]["pension_rate"], "0.08");
+    assert_eq!(own["payroll_policy"]["four_eyes"], true);
     other.expect_field_error("partner_id");
 });
 

@@ -22,6 +22,14 @@ pub struct PayrollPolicy {
     pub pension_rate: Rate,
     pub medical_rate: Rate,
     pub unemployment_rate: Rate,
+    /// Four-eyes approval: the user who approves a sheet must not be the one who calculated
+    /// it. On unless the tenant turns it off.
+    #[serde(default = "four_eyes_default")]
+    pub four_eyes: bool,
+}
+
+fn four_eyes_default() -> bool {
+    true
 }
 
 impl Default for PayrollPolicy {
@@ -37,6 +45,7 @@ impl Default for PayrollPolicy {
             pension_rate: Rate::from_ppm_const(80_000),
             medical_rate: Rate::from_ppm_const(20_000),
             unemployment_rate: Rate::from_ppm_const(5_000),
+            four_eyes: true,
         }
     }
 }

@@ -23,6 +23,7 @@ fn policy() -> impl Strategy<Value = PayrollPolicy> {
             pension_rate: pension,
             medical_rate: medical,
             unemployment_rate: unemployment,
+            four_eyes: true,
         },
     )
 }
