@@ -1,0 +1,130 @@
+//! The lifecycle of a payroll sheet (API.md "Lifecycles"):
+//! `draft` →calculate→ `calculated` →approve→ `approved` →send→ `sent`.
+//! A calculated sheet may be recalculated, or edited (back to `draft`); approved and sent
+//! sheets are immutable, and sending again only retries failed deliveries. Anything else is a
+//! 409 `Conflict`.
+use atrium_kernel::{Error, Id};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SheetStatus {
+    Draft,
+    Calculated,
+    Approved,
+    Sent,
+}
+
+/// What a caller asks of a sheet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SheetAction {
+    Edit,
+    Calculate,
+    Approve,
+    Send,
+}
+
+impl SheetStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SheetStatus::Draft => "draft",
+            SheetStatus::Calculated => "calculated",
+            SheetStatus::Approved => "approved",
+            SheetStatus::Sent => "sent",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "draft" => Some(SheetStatus::Draft),
+            "calculated" => Some(SheetStatus::Calculated),
+            "approved" => Some(SheetStatus::Approved),
+            "sent" => Some(SheetStatus::Sent),
+            _ => None,
+        }
+    }
+
+    /// The status after `action`, or `Conflict` naming why it is not allowed now.
+    pub fn after(self, action: SheetAction) -> Result<SheetStatus, Error> {
+        use SheetAction as A;
+        use SheetStatus as S;
+        match (self, action) {
+            (S::Draft | S::Calculated, A::Edit) => Ok(S::Draft),
+            (S::Draft | S::Calculated, A::Calculate) => Ok(S::Calculated),
+            (S::Calculated, A::Approve) => Ok(S::Approved),
+            (S::Approved | S::Sent, A::Send) => Ok(S::Sent),
+            (S::Draft, A::Approve) => Err(Error::conflict("a draft sheet must be calculated before it is approved")),
+            (S::Draft | S::Calculated, A::Send) => Err(Error::conflict("only an approved sheet can be sent")),
+            (S::Approved | S::Sent, A::Edit | A::Calculate) => {
+                Err(Error::conflict(format!("an {} sheet is final and cannot change", self.as_str())))
+            }
+            (S::Approved | S::Sent, A::Approve) => Err(Error::conflict("this sheet is already approved")),
+        }
+    }
+}
+
+/// Four-eyes approval: with the tenant's `four_eyes` on, the approver must not be the user
+/// who calculated the sheet.
+pub fn check_four_eyes(four_eyes: bool, calculated_by: Option<Id>, approver: Id) -> Result<(), Error> {
+    if four_eyes && calculated_by == Some(approver) {
+        return Err(Error::forbidden("four-eyes approval: the user who calculated a sheet cannot approve it"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SheetAction::*;
+    use super::SheetStatus::*;
+    use super::*;
+
+    #[test]
+    fn the_happy_path_runs_draft_calculated_approved_sent() {
+        let s = Draft.after(Calculate).unwrap();
+        let s = s.after(Approve).unwrap();
+        let s = s.after(Send).unwrap();
+        assert_eq!(s, Sent);
+    }
+
+    #[test]
+    fn a_calculated_sheet_may_be_recalculated_or_edited_back_to_draft() {
+        assert_eq!(Calculated.after(Calculate).unwrap(), Calculated);
+        assert_eq!(Calculated.after(Edit).unwrap(), Draft);
+    }
+
+    #[test]
+    fn approving_a_draft_is_a_conflict() {
+        assert!(matches!(Draft.after(Approve), Err(Error::Conflict(_))));
+    }
+
+    #[test]
+    fn approved_and_sent_sheets_are_immutable() {
+        for s in [Approved, Sent] {
+            assert!(matches!(s.after(Edit), Err(Error::Conflict(_))), "{s:?} edit");
+            assert!(matches!(s.after(Calculate), Err(Error::Conflict(_))), "{s:?} calculate");
+            assert!(matches!(s.after(Approve), Err(Error::Conflict(_))), "{s:?} approve");
+        }
+    }
+
+    #[test]
+    fn only_approved_or_sent_sheets_can_be_sent_and_sending_again_is_allowed() {
+        assert!(matches!(Draft.after(Send), Err(Error::Conflict(_))));
+        assert!(matches!(Calculated.after(Send), Err(Error::Conflict(_))));
+        assert_eq!(Sent.after(Send).unwrap(), Sent, "a resend retries failed deliveries");
+    }
+
+    #[test]
+    fn statuses_round_trip_through_their_names() {
+        for s in [Draft, Calculated, Approved, Sent] {
+            assert_eq!(SheetStatus::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(SheetStatus::parse("paid"), None);
+    }
+
+    #[test]
+    fn the_calculator_cannot_approve_under_four_eyes() {
+        assert!(matches!(check_four_eyes(true, Some(7), 7), Err(Error::Forbidden(_))));
+        assert!(check_four_eyes(true, Some(7), 8).is_ok());
+        assert!(check_four_eyes(false, Some(7), 7).is_ok(), "a tenant may turn four-eyes off");
+    }
+}
