@@ -39,7 +39,7 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
             .mime_type()
             .ok()
             .flatten()
-            .map(|m| m.subtype() == mime_json() || m.suffix().map(|s| s.as_str()) == Some("json"))
+            .map(|m| m.subtype() == "json" || m.suffix().map(|s| s.as_str()) == Some("json"))
             .unwrap_or(false);
         let declared_len = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
         let fut = Bytes::from_request(req, payload);
@@ -63,10 +63,6 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
             parse_json(&body).map(Json)
         })
     }
-}
-
-fn mime_json() -> &'static str {
-    "json"
 }
 
 /// Deserialises with the path of the failing field in the error.

@@ -3,7 +3,7 @@ use crate::model::*;
 use crate::password::Password;
 use crate::ports::*;
 use crate::token::{AccessClaims, TokenKeys, hash_code, hash_secret, random_token};
-use atrium_kernel::{AuditRecord, Clock, ContactTarget, Error, Id, Result, Timestamp};
+use atrium_kernel::{AuditRecord, Clock, ContactTarget, Error, Id, Result, Text, Timestamp};
 use chrono::Duration;
 use rand::Rng;
 use std::collections::HashMap;
@@ -338,8 +338,8 @@ impl IdentityService {
         let now = self.clock.now();
         let target = ContactTarget::parse("target", target)?;
         let password = Password::parse("password", password)?;
-        let name = required_text("name", name, 64)?;
-        let tenant_name = required_text("tenant_name", tenant_name, 128)?;
+        let name = text::<64>("name", name)?;
+        let tenant_name = text::<128>("tenant_name", tenant_name)?;
         if !self.check_code(&target, CodePurpose::Register, code, now).await? {
             return Err(Error::invalid("code", "is wrong or expired"));
         }
@@ -446,7 +446,7 @@ impl IdentityService {
 
     /// Creates a platform administrator (CLI `admin create`).
     pub async fn create_platform_admin(&self, username: &str, password: &str) -> Result<User> {
-        let username = required_text("username", username, 64)?;
+        let username = text::<64>("username", username)?;
         let password = Password::parse("password", password)?;
         let hash = self.hasher.hash(password.expose()).await?;
         let now = self.clock.now();
@@ -530,18 +530,9 @@ fn normalise_login(login: &str) -> String {
     trimmed.to_lowercase()
 }
 
-fn required_text(field: &str, raw: &str, max: usize) -> Result<String> {
-    let s = raw.trim();
-    if s.is_empty() {
-        return Err(Error::invalid(field, "must not be empty"));
-    }
-    if s.chars().count() > max {
-        return Err(Error::invalid(field, format!("must be at most {max} characters")));
-    }
-    if s.chars().any(char::is_control) {
-        return Err(Error::invalid(field, "must not contain control characters"));
-    }
-    Ok(s.to_owned())
+/// Trimmed, non-empty text of at most `MAX` characters (the kernel's `Text`), or a 400 on `field`.
+fn text<const MAX: usize>(field: &str, raw: &str) -> Result<String> {
+    Text::<MAX>::parse(raw).map(Text::into_string).map_err(|m| Error::invalid(field, m))
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -36,8 +36,8 @@ pub struct Running {
 
 /// Password hashing for this configuration: half the cores at most, so logins never starve
 /// request handling.
-fn hasher(config: &Config) -> adapters::BcryptHasher {
-    adapters::BcryptHasher::new(config.bcrypt_cost, config.workers / 2)
+pub fn password_hasher(config: &Config) -> Arc<adapters::BcryptHasher> {
+    Arc::new(adapters::BcryptHasher::new(config.bcrypt_cost, config.workers / 2))
 }
 
 /// Opens the database and applies pending migrations.
@@ -51,7 +51,13 @@ pub fn open_database(config: &Config) -> anyhow::Result<Db> {
 }
 
 /// The identity service over `db`, with the platform and delivery adapters of `config`.
-pub fn identity_service(config: &Config, db: &Db, public_url: &str, sandbox: Option<&Sandbox>) -> anyhow::Result<Arc<IdentityService>> {
+pub fn identity_service(
+    config: &Config,
+    db: &Db,
+    hasher: Arc<adapters::BcryptHasher>,
+    public_url: &str,
+    sandbox: Option<&Sandbox>,
+) -> anyhow::Result<Arc<IdentityService>> {
     let (chat, codes): (Option<Arc<dyn ChatLoginProvider>>, Arc<dyn CodeSender>) = match (&config.platform, sandbox) {
         (Platform::Sandbox, Some(sb)) => {
             let login = WechatLogin::new(WechatLoginConfig {
@@ -85,7 +91,7 @@ pub fn identity_service(config: &Config, db: &Db, public_url: &str, sandbox: Opt
     };
     Ok(Arc::new(IdentityService::new(
         Arc::new(IdentityStore::new(db.clone())),
-        Arc::new(hasher(config)),
+        hasher,
         codes,
         chat,
         Arc::new(SystemClock),
@@ -107,7 +113,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let db_config = config.clone();
     let db = tokio::task::spawn_blocking(move || open_database(&db_config)).await??;
     let sandbox = (config.platform == Platform::Sandbox).then(Sandbox::new);
-    let identity = identity_service(&config, &db, &public_url, sandbox.as_ref())?;
+    // One hasher, so its cap on concurrent bcrypt work holds across identity and org.
+    let hasher = password_hasher(&config);
+    let identity = identity_service(&config, &db, hasher.clone(), &public_url, sandbox.as_ref())?;
     let docs = docs_service(&db);
 
     let bootstrap_password = if config.bootstrap_admin {
@@ -119,7 +127,6 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let org = Arc::new(OrgStore::new(db.clone(), FieldCipher::new(&config.master_key)));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let access: Arc<dyn AccessChanged> = Arc::new(adapters::IdentityAccessChanged(identity.clone()));
-    let hasher = Arc::new(hasher(&config));
     let state = web::Data::new(AppState {
         identity: identity.clone(),
         users: Arc::new(UserService::new(org.clone(), hasher, access.clone(), clock.clone(), atrium_identity::validate_password)),

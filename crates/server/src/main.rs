@@ -83,7 +83,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Admin { command: AdminCommand::Create { username, password } } => {
             let db_config = config.clone();
             let db = tokio::task::spawn_blocking(move || open_database(&db_config)).await??;
-            let identity = atrium_server::identity_service(&config, &db, "http://localhost", None)?;
+            let identity =
+                atrium_server::identity_service(&config, &db, atrium_server::password_hasher(&config), "http://localhost", None)?;
             let user = identity.create_platform_admin(&username, &password).await.map_err(|e| anyhow::anyhow!("{e}"))?;
             println!("created platform administrator {} (id {})", user.username, user.id);
             Ok(())
