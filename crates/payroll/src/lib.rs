@@ -6,8 +6,11 @@
 //! [`lifecycle`] (statuses, allowed transitions, four-eyes approval). Sheets, their storage
 //! port and the pay-slip dispatch port build on these.
 
+pub mod delivery;
 pub mod engine;
 pub mod lifecycle;
+
+pub use delivery::{Channel, Payslip, PayslipNotifier, Recipient};
 
 pub use engine::{
     CalculatedLine, Calculator, DeductionKind, EmployeeMonth, HousingFundRate, PayrollPolicy, Rate, SpecialDeduction, YearToDate,
