@@ -21,7 +21,7 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use contact::{ContactTarget, Email, Phone};
 pub use error::{Error, FieldError, Result};
 pub use money::Money;
-pub use paging::{Page, PageRequest, SortOrder};
+pub use paging::{ListQuery, Page, PageRequest, SortOrder};
 pub use period::Period;
 pub use text::{Label, Name, Text, patch};
 

@@ -9,6 +9,8 @@
 pub mod delivery;
 pub mod engine;
 pub mod lifecycle;
+pub mod service;
+pub mod sheets;
 
 pub use delivery::{Channel, Payslip, PayslipNotifier, Recipient};
 
@@ -16,3 +18,5 @@ pub use engine::{
     CalculatedLine, Calculator, DeductionKind, EmployeeMonth, HousingFundRate, PayrollPolicy, Rate, SpecialDeduction, YearToDate,
 };
 pub use lifecycle::{SheetAction, SheetStatus, check_four_eyes};
+pub use service::PayrollService;
+pub use sheets::*;

@@ -60,7 +60,7 @@ impl CustomizeConnection<DbConn, diesel::r2d2::Error> for SqlitePragmas {
         if let DbConn::Sqlite(c) = conn {
             c.batch_execute(
                 "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; \
-                 PRAGMA synchronous = NORMAL; PRAGMA cache_size = -16000; PRAGMA temp_store = MEMORY;",
+                 PRAGMA synchronous = NORMAL; PRAGMA cache_size = -16000; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 268435456;",
             )
             .map_err(diesel::r2d2::Error::QueryError)?;
         }

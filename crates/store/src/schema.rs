@@ -27,6 +27,7 @@ diesel::table! {
         updated_at -> Timestamp,
         email -> Nullable<Text>,
         payroll_policy -> Nullable<Text>,
+        employee_count -> BigInt,
     }
 }
 
@@ -251,3 +252,72 @@ diesel::joinable!(doc_token_projects -> doc_projects (project_id));
 diesel::joinable!(documents -> doc_projects (project_id));
 
 diesel::allow_tables_to_appear_in_same_query!(doc_projects, doc_tokens, doc_token_projects, documents, tenants);
+
+// ----- payroll (migration 2026-11-23-000005_payroll) ----------------------------------------
+
+diesel::table! {
+    payroll_sheets (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        period -> Text,
+        title -> Text,
+        status -> Text,
+        employees -> BigInt,
+        total_gross -> BigInt,
+        total_contributions -> BigInt,
+        total_tax -> BigInt,
+        total_net_pay -> BigInt,
+        delivered -> BigInt,
+        failed -> BigInt,
+        created_by -> Nullable<BigInt>,
+        calculated_by -> Nullable<BigInt>,
+        calculated_at -> Nullable<Timestamp>,
+        approved_by -> Nullable<BigInt>,
+        approved_at -> Nullable<Timestamp>,
+        sent_at -> Nullable<Timestamp>,
+        send_started_at -> Nullable<Timestamp>,
+        version -> BigInt,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    payroll_items (id) {
+        id -> BigInt,
+        sheet_id -> BigInt,
+        employee_id -> BigInt,
+        employee_name -> Text,
+        employee_no -> Nullable<Text>,
+        allowance -> BigInt,
+        overtime -> BigInt,
+        bonus -> BigInt,
+        leave_deduction -> BigInt,
+        other_pre_tax_deduction -> BigInt,
+        after_tax_deduction -> BigInt,
+        annual_bonus -> BigInt,
+        gross -> Nullable<BigInt>,
+        tax_free_income -> Nullable<BigInt>,
+        contributions -> Nullable<BigInt>,
+        special_deduction -> Nullable<BigInt>,
+        other_deduction -> Nullable<BigInt>,
+        tax -> Nullable<BigInt>,
+        annual_bonus_tax -> Nullable<BigInt>,
+        net_pay -> Nullable<BigInt>,
+        line -> Nullable<Text>,
+        delivery_status -> Nullable<Text>,
+        delivery_channel -> Nullable<Text>,
+        delivery_error -> Nullable<Text>,
+        delivery_attempts -> Integer,
+        delivered_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::joinable!(payroll_sheets -> tenants (tenant_id));
+diesel::joinable!(payroll_items -> payroll_sheets (sheet_id));
+diesel::joinable!(payroll_items -> employees (employee_id));
+diesel::allow_tables_to_appear_in_same_query!(payroll_sheets, payroll_items);
+diesel::allow_tables_to_appear_in_same_query!(payroll_sheets, tenants);
+diesel::allow_tables_to_appear_in_same_query!(payroll_sheets, employees);
+diesel::allow_tables_to_appear_in_same_query!(payroll_items, tenants);
+diesel::allow_tables_to_appear_in_same_query!(payroll_items, employees);

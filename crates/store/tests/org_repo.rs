@@ -194,3 +194,50 @@ store_test!(roles_in_use_cannot_be_deleted_and_builtins_never, |db| {
     assert!(matches!(dup, Error::Conflict(_)));
     assert!(matches!(builtin, Error::NotFound(_)));
 });
+
+store_test!(list_totals_stay_exact_through_inserts_deletes_and_filters, |db| {
+    let s = store(&db);
+    let p1 = partner(&s).await;
+    let t1 = s.insert_tenant(tenant(Some(p1)), audit("tenant.create", "tenant")).await.unwrap().id;
+    let t2 = s.insert_tenant(tenant(Some(p1)), audit("tenant.create", "tenant")).await.unwrap().id;
+    let t3 = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap().id;
+    let mut ids = vec![];
+    for (t, n) in [(t1, 5), (t2, 3), (t3, 4)] {
+        for i in 0..n {
+            let mut e = employee(t, &format!("E{i}"));
+            e.id_card_no = None;
+            e.department = Some(if i % 2 == 0 { "Sales" } else { "Ops" }.into());
+            ids.push((t, s.insert_employee(e, audit("employee.create", "employee")).await.unwrap().id));
+        }
+    }
+    // Delete one employee of t1 and cascade-delete t3 with its employees.
+    let gone = ids.iter().find(|(t, _)| *t == t1).unwrap().1;
+    s.delete_employee(gone, audit("employee.delete", "employee")).await.unwrap();
+    s.delete_tenant(t3, true, audit("tenant.delete", "tenant")).await.unwrap();
+    let page2 = |extra: fn(&mut EmployeeQuery)| {
+        let mut q = EmployeeQuery::default();
+        q.list.page = atrium_kernel::PageRequest::new(Some(2), Some(2)).unwrap();
+        extra(&mut q);
+        q
+    };
+
+    let platform = s.list_employees(Party::Platform, page2(|_| {})).await.unwrap();
+    let partner_view = s.list_employees(Party::Partner { partner_id: p1 }, page2(|_| {})).await.unwrap();
+    let tenant_view = s.list_employees(Party::Tenant { tenant_id: t1, partner_id: Some(p1) }, page2(|_| {})).await.unwrap();
+    let sales = s.list_employees(Party::Platform, page2(|q| q.department = Some("Sales".into()))).await.unwrap();
+    let beyond = s
+        .list_employees(Party::Platform, {
+            let mut q = EmployeeQuery::default();
+            q.list.page = atrium_kernel::PageRequest::new(Some(9), Some(2)).unwrap();
+            q
+        })
+        .await
+        .unwrap();
+
+    assert_eq!((platform.total, platform.items.len()), (7, 2));
+    assert_eq!(partner_view.total, 7);
+    assert_eq!((tenant_view.total, tenant_view.items.len()), (4, 2));
+    // t1 has E0, E2, E4 in Sales but E0 was deleted; t2 has E0, E2.
+    assert_eq!(sales.total, 4);
+    assert_eq!((beyond.total, beyond.items.len()), (7, 0));
+});

@@ -9,7 +9,9 @@ use atrium_kernel::payroll::HousingFundRate;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, SortOrder};
 use atrium_org::{BankAccount, Employee, EmployeeQuery, EmployeeRepo, EmployeeStatus, IdCardNo};
 use chrono::{NaiveDate, NaiveDateTime};
+use diesel::dsl::sql;
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Nullable};
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = employees)]
@@ -110,6 +112,30 @@ fn filtered<'a>(scope: Party, q: &'a EmployeeQuery) -> employees::BoxedQuery<'a,
     query
 }
 
+/// The total of a list that narrows only by tenant (scope, `tenant_id`, `partner_id`): the sum of
+/// the tenants' trigger-kept `employee_count`, so a million-row list does not count its rows.
+/// `None` when other filters apply.
+fn counted_total(conn: &mut DbConn, scope: Party, q: &EmployeeQuery) -> Result<Option<i64>> {
+    if q.status.is_some() || q.department.is_some() || q.list.keyword.is_some() {
+        return Ok(None);
+    }
+    let mut tenants_q = tenants::table.into_boxed::<MultiBackend>();
+    match scope {
+        Party::Platform => {}
+        Party::Partner { partner_id } => tenants_q = tenants_q.filter(tenants::partner_id.eq(partner_id)),
+        Party::Tenant { tenant_id, .. } => tenants_q = tenants_q.filter(tenants::id.eq(tenant_id)),
+    }
+    if let Some(t) = q.tenant_id {
+        tenants_q = tenants_q.filter(tenants::id.eq(t));
+    }
+    if let Some(p) = q.partner_id {
+        tenants_q = tenants_q.filter(tenants::partner_id.eq(p));
+    }
+    let total: Option<i64> =
+        tenants_q.select(sql::<Nullable<BigInt>>("CAST(SUM(employee_count) AS BIGINT)")).get_result(conn).map_err(db_error)?;
+    Ok(Some(total.unwrap_or(0)))
+}
+
 fn get(conn: &mut DbConn, cipher: &FieldCipher, scope: Party, id: Id) -> Result<Option<Employee>> {
     // Static (unboxed) queries per scope: their prepared statements stay in Diesel's cache.
     let by_id = employees::table.filter(employees::id.eq(id)).select(Row::as_select());
@@ -193,7 +219,6 @@ impl EmployeeRepo for OrgStore {
         let cipher = self.cipher.clone();
         self.db
             .run(move |conn| {
-                let total: i64 = filtered(scope, &q).count().get_result(conn).map_err(db_error)?;
                 let mut query = filtered(scope, &q).select(Row::as_select());
                 query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
                     ("name", SortOrder::Asc) => query.order((employees::name.asc(), employees::id.asc())),
@@ -206,6 +231,14 @@ impl EmployeeRepo for OrgStore {
                     (_, SortOrder::Desc) => query.order(employees::id.desc()),
                 };
                 let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
+                let total = if q.list.page.offset() == 0 && (rows.len() as i64) < q.list.page.limit() {
+                    // The whole result is on this page.
+                    rows.len() as i64
+                } else if let Some(total) = counted_total(conn, scope, &q)? {
+                    total
+                } else {
+                    filtered(scope, &q).count().get_result(conn).map_err(db_error)?
+                };
                 Ok(page(rows.into_iter().map(|r| from_row(&cipher, r)).collect::<Result<_>>()?, total, q.list.page))
             })
             .await

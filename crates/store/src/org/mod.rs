@@ -9,7 +9,7 @@ mod audit;
 mod employees;
 mod partners;
 mod roles;
-mod tenants;
+pub(crate) mod tenants;
 mod users;
 
 /// The org repositories over the database; implements every org port.

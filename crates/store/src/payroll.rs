@@ -1,0 +1,523 @@
+//! The payroll repository: sheets, items, year-to-date sums and delivery outcomes. Every
+//! write checks the sheet's version and stores its audit record in the same transaction.
+use crate::audit_log::{audit_created, write_audit};
+use crate::db::{Db, DbConn, MultiBackend};
+use crate::error::db_error;
+use crate::org::{like_pattern, lower, page, parse_enum, tenants as org_tenants};
+use crate::schema::{employees, payroll_items, payroll_sheets, tenants};
+use crate::time::{from_db, to_db};
+use async_trait::async_trait;
+use atrium_kernel::payroll::HousingFundRate;
+use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Period, Result, SortOrder};
+use atrium_payroll::{
+    Adjustments, CalculatedLine, Channel, Delivery, DeliveryStatus, PayrollEmployee, PayrollRepo, PayrollTenant, Sheet, SheetItem,
+    SheetQuery, SheetStatus, SheetTotals, YearToDate,
+};
+use chrono::{NaiveDate, NaiveDateTime};
+use diesel::dsl::sql;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Nullable};
+use std::collections::HashMap;
+
+/// The payroll repository over the database.
+#[derive(Clone)]
+pub struct PayrollStore {
+    db: Db,
+}
+
+impl PayrollStore {
+    pub fn new(db: Db) -> Self {
+        PayrollStore { db }
+    }
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::internal(format!("stored payroll {what} is unreadable"))
+}
+
+#[derive(Queryable, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = payroll_sheets, treat_none_as_null = true)]
+struct SheetRow {
+    #[diesel(skip_insertion)]
+    id: i64,
+    tenant_id: i64,
+    period: String,
+    title: String,
+    status: String,
+    employees: i64,
+    total_gross: i64,
+    total_contributions: i64,
+    total_tax: i64,
+    total_net_pay: i64,
+    delivered: i64,
+    failed: i64,
+    created_by: Option<i64>,
+    calculated_by: Option<i64>,
+    calculated_at: Option<NaiveDateTime>,
+    approved_by: Option<i64>,
+    approved_at: Option<NaiveDateTime>,
+    sent_at: Option<NaiveDateTime>,
+    send_started_at: Option<NaiveDateTime>,
+    version: i64,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
+}
+
+fn sheet_from_row(r: SheetRow) -> Result<Sheet> {
+    Ok(Sheet {
+        id: r.id,
+        tenant_id: r.tenant_id,
+        period: Period::parse(&r.period).map_err(|_| corrupt("period"))?,
+        title: r.title,
+        status: parse_enum(&r.status, SheetStatus::parse, "payroll sheet status")?,
+        totals: SheetTotals {
+            employees: r.employees,
+            gross: Money::from_fen(r.total_gross),
+            contributions: Money::from_fen(r.total_contributions),
+            tax: Money::from_fen(r.total_tax),
+            net_pay: Money::from_fen(r.total_net_pay),
+            delivered: r.delivered,
+            failed: r.failed,
+        },
+        created_by: r.created_by,
+        calculated_by: r.calculated_by,
+        calculated_at: r.calculated_at.map(from_db),
+        approved_by: r.approved_by,
+        approved_at: r.approved_at.map(from_db),
+        sent_at: r.sent_at.map(from_db),
+        send_started_at: r.send_started_at.map(from_db),
+        version: r.version,
+        created_at: from_db(r.created_at),
+        updated_at: from_db(r.updated_at),
+    })
+}
+
+fn sheet_row(s: &Sheet) -> SheetRow {
+    SheetRow {
+        id: s.id,
+        tenant_id: s.tenant_id,
+        period: s.period.to_string(),
+        title: s.title.clone(),
+        status: s.status.as_str().to_owned(),
+        employees: s.totals.employees,
+        total_gross: s.totals.gross.fen(),
+        total_contributions: s.totals.contributions.fen(),
+        total_tax: s.totals.tax.fen(),
+        total_net_pay: s.totals.net_pay.fen(),
+        delivered: s.totals.delivered,
+        failed: s.totals.failed,
+        created_by: s.created_by,
+        calculated_by: s.calculated_by,
+        calculated_at: s.calculated_at.map(to_db),
+        approved_by: s.approved_by,
+        approved_at: s.approved_at.map(to_db),
+        sent_at: s.sent_at.map(to_db),
+        send_started_at: s.send_started_at.map(to_db),
+        version: s.version,
+        created_at: to_db(s.created_at),
+        updated_at: to_db(s.updated_at),
+    }
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = payroll_items)]
+struct ItemRow {
+    id: i64,
+    employee_id: i64,
+    employee_name: String,
+    employee_no: Option<String>,
+    allowance: i64,
+    overtime: i64,
+    bonus: i64,
+    leave_deduction: i64,
+    other_pre_tax_deduction: i64,
+    after_tax_deduction: i64,
+    annual_bonus: i64,
+    line: Option<String>,
+    delivery_status: Option<String>,
+    delivery_channel: Option<String>,
+    delivery_error: Option<String>,
+    delivery_attempts: i32,
+    delivered_at: Option<NaiveDateTime>,
+}
+
+fn item_from_row(r: ItemRow) -> Result<SheetItem> {
+    let line: Option<CalculatedLine> = r.line.map(|j| serde_json::from_str(&j).map_err(|_| corrupt("line"))).transpose()?;
+    let delivery = match (r.delivery_status, r.delivered_at) {
+        (Some(status), Some(at)) => Some(Delivery {
+            status: parse_enum(&status, DeliveryStatus::parse, "delivery status")?,
+            channel: r.delivery_channel.as_deref().map(|c| Channel::parse(c).ok_or_else(|| corrupt("delivery channel"))).transpose()?,
+            error: r.delivery_error,
+            attempts: u32::try_from(r.delivery_attempts).unwrap_or(0),
+            at: from_db(at),
+        }),
+        _ => None,
+    };
+    Ok(SheetItem {
+        id: r.id,
+        employee_id: r.employee_id,
+        employee_name: r.employee_name,
+        employee_no: r.employee_no,
+        adjustments: Adjustments {
+            allowance: Money::from_fen(r.allowance),
+            overtime: Money::from_fen(r.overtime),
+            bonus: Money::from_fen(r.bonus),
+            leave_deduction: Money::from_fen(r.leave_deduction),
+            other_pre_tax_deduction: Money::from_fen(r.other_pre_tax_deduction),
+            after_tax_deduction: Money::from_fen(r.after_tax_deduction),
+            annual_bonus: Money::from_fen(r.annual_bonus),
+        },
+        line,
+        delivery,
+    })
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = payroll_items)]
+struct NewItemRow<'a> {
+    sheet_id: i64,
+    employee_id: i64,
+    employee_name: &'a str,
+    employee_no: Option<&'a str>,
+    allowance: i64,
+    overtime: i64,
+    bonus: i64,
+    leave_deduction: i64,
+    other_pre_tax_deduction: i64,
+    after_tax_deduction: i64,
+    annual_bonus: i64,
+}
+
+fn new_item_row(sheet_id: Id, i: &SheetItem) -> NewItemRow<'_> {
+    let a = &i.adjustments;
+    NewItemRow {
+        sheet_id,
+        employee_id: i.employee_id,
+        employee_name: &i.employee_name,
+        employee_no: i.employee_no.as_deref(),
+        allowance: a.allowance.fen(),
+        overtime: a.overtime.fen(),
+        bonus: a.bonus.fen(),
+        leave_deduction: a.leave_deduction.fen(),
+        other_pre_tax_deduction: a.other_pre_tax_deduction.fen(),
+        after_tax_deduction: a.after_tax_deduction.fen(),
+        annual_bonus: a.annual_bonus.fen(),
+    }
+}
+
+/// Sheets visible to `scope`: a partner's reach goes through its tenants.
+fn scoped(scope: Party) -> payroll_sheets::BoxedQuery<'static, MultiBackend> {
+    let q = payroll_sheets::table.into_boxed();
+    match scope {
+        Party::Platform => q,
+        Party::Partner { partner_id } => {
+            q.filter(payroll_sheets::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id)))
+        }
+        Party::Tenant { tenant_id, .. } => q.filter(payroll_sheets::tenant_id.eq(tenant_id)),
+    }
+}
+
+fn filtered(scope: Party, q: &SheetQuery) -> payroll_sheets::BoxedQuery<'static, MultiBackend> {
+    let mut query = scoped(scope);
+    if let Some(s) = q.status {
+        query = query.filter(payroll_sheets::status.eq(s.as_str()));
+    }
+    if let Some(t) = q.tenant_id {
+        query = query.filter(payroll_sheets::tenant_id.eq(t));
+    }
+    if let Some(p) = q.partner_id {
+        query = query.filter(payroll_sheets::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(p)).select(tenants::id)));
+    }
+    if let Some(p) = q.period {
+        query = query.filter(payroll_sheets::period.eq(p.to_string()));
+    }
+    if let Some(k) = &q.list.keyword {
+        query = query.filter(lower(payroll_sheets::title.nullable()).like(like_pattern(k)).escape('\\'));
+    }
+    query
+}
+
+fn get(conn: &mut DbConn, scope: Party, id: Id) -> Result<Option<Sheet>> {
+    let row: Option<SheetRow> =
+        scoped(scope).filter(payroll_sheets::id.eq(id)).select(SheetRow::as_select()).first(conn).optional().map_err(db_error)?;
+    row.map(sheet_from_row).transpose()
+}
+
+/// Writes the sheet's own fields if it is still at the version read; returns it re-read.
+fn write_sheet(conn: &mut DbConn, sheet: &Sheet) -> Result<Sheet> {
+    let mut row = sheet_row(sheet);
+    row.version = sheet.version + 1;
+    let n = diesel::update(payroll_sheets::table.filter(payroll_sheets::id.eq(sheet.id)).filter(payroll_sheets::version.eq(sheet.version)))
+        .set(&row)
+        .execute(conn)
+        .map_err(db_error)?;
+    if n == 0 {
+        return Err(Error::conflict("the payroll sheet was changed meanwhile; reload it and try again"));
+    }
+    get(conn, Party::Platform, sheet.id)?.ok_or(Error::NotFound("payroll sheet"))
+}
+
+fn insert_items(conn: &mut DbConn, sheet_id: Id, items: &[SheetItem]) -> Result<()> {
+    // One prepared statement, reused per row (a MultiConnection has no batch insert).
+    for item in items {
+        diesel::insert_into(payroll_items::table).values(new_item_row(sheet_id, item)).execute(conn).map_err(db_error)?;
+    }
+    Ok(())
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = employees)]
+struct EmployeeRow {
+    id: i64,
+    tenant_id: i64,
+    name: String,
+    employee_no: Option<String>,
+    status: String,
+    base_salary: i64,
+    si_base: Option<i64>,
+    housing_fund_rate: String,
+    hire_date: Option<NaiveDate>,
+    special_deductions: String,
+    openid: Option<String>,
+    phone: Option<String>,
+    email: Option<String>,
+}
+
+fn employee_from_row(r: EmployeeRow) -> Result<PayrollEmployee> {
+    Ok(PayrollEmployee {
+        id: r.id,
+        tenant_id: r.tenant_id,
+        name: r.name,
+        employee_no: r.employee_no,
+        active: r.status == "active",
+        base_salary: Money::from_fen(r.base_salary),
+        si_base: r.si_base.map(Money::from_fen),
+        housing_fund_rate: HousingFundRate::parse(&r.housing_fund_rate).map_err(|_| corrupt("housing fund rate"))?,
+        hire_date: r.hire_date,
+        special_deductions: serde_json::from_str(&r.special_deductions).map_err(|_| corrupt("special deductions"))?,
+        openid: r.openid,
+        phone: r.phone,
+        email: r.email,
+    })
+}
+
+#[async_trait]
+impl PayrollRepo for PayrollStore {
+    async fn list_sheets(&self, scope: Party, q: SheetQuery) -> Result<Page<Sheet>> {
+        self.db
+            .run(move |conn| {
+                let mut query = filtered(scope, &q).select(SheetRow::as_select());
+                query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
+                    ("period", SortOrder::Asc) => query.order((payroll_sheets::period.asc(), payroll_sheets::id.asc())),
+                    ("period", SortOrder::Desc) => query.order((payroll_sheets::period.desc(), payroll_sheets::id.desc())),
+                    (_, SortOrder::Asc) => query.order(payroll_sheets::id.asc()),
+                    (_, SortOrder::Desc) => query.order(payroll_sheets::id.desc()),
+                };
+                let rows: Vec<SheetRow> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
+                let total = if q.list.page.offset() == 0 && (rows.len() as i64) < q.list.page.limit() {
+                    rows.len() as i64
+                } else {
+                    filtered(scope, &q).count().get_result(conn).map_err(db_error)?
+                };
+                Ok(page(rows.into_iter().map(sheet_from_row).collect::<Result<_>>()?, total, q.list.page))
+            })
+            .await
+    }
+
+    async fn get_sheet(&self, scope: Party, id: Id) -> Result<Option<Sheet>> {
+        self.db.run(move |conn| get(conn, scope, id)).await
+    }
+
+    async fn sheet_items(&self, sheet_id: Id) -> Result<Vec<SheetItem>> {
+        self.db
+            .run(move |conn| {
+                let rows: Vec<ItemRow> = payroll_items::table
+                    .filter(payroll_items::sheet_id.eq(sheet_id))
+                    .order(payroll_items::id.asc())
+                    .select(ItemRow::as_select())
+                    .load(conn)
+                    .map_err(db_error)?;
+                rows.into_iter().map(item_from_row).collect()
+            })
+            .await
+    }
+
+    async fn tenant(&self, scope: Party, tenant_id: Id) -> Result<Option<PayrollTenant>> {
+        self.db
+            .run(move |conn| {
+                Ok(org_tenants::get(conn, scope, tenant_id)?.map(|t| PayrollTenant {
+                    id: t.id,
+                    partner_id: t.partner_id,
+                    policy: t.payroll_policy,
+                }))
+            })
+            .await
+    }
+
+    async fn employees(&self, tenant_id: Id, ids: Option<Vec<Id>>) -> Result<Vec<PayrollEmployee>> {
+        self.db
+            .run(move |conn| {
+                let base = employees::table.filter(employees::tenant_id.eq(tenant_id)).select(EmployeeRow::as_select());
+                let rows: Vec<EmployeeRow> = match ids {
+                    None => base.filter(employees::status.eq("active")).order(employees::id.asc()).load(conn).map_err(db_error)?,
+                    Some(ids) => {
+                        let mut rows = Vec::with_capacity(ids.len());
+                        for chunk in ids.chunks(500) {
+                            rows.extend(base.filter(employees::id.eq_any(chunk)).load::<EmployeeRow>(conn).map_err(db_error)?);
+                        }
+                        rows
+                    }
+                };
+                rows.into_iter().map(employee_from_row).collect()
+            })
+            .await
+    }
+
+    async fn year_to_date(&self, tenant_id: Id, period: Period) -> Result<HashMap<Id, YearToDate>> {
+        self.db
+            .run(move |conn| {
+                let sum = |col: &str| sql::<Nullable<BigInt>>(&format!("CAST(SUM(payroll_items.{col}) AS BIGINT)"));
+                let earlier = payroll_sheets::table
+                    .filter(payroll_sheets::tenant_id.eq(tenant_id))
+                    .filter(payroll_sheets::status.eq_any(["approved", "sent"]))
+                    .filter(payroll_sheets::period.ge(period.year_start().to_string()))
+                    .filter(payroll_sheets::period.lt(period.to_string()))
+                    .select(payroll_sheets::id);
+                type Sums = (i64, Option<i64>, Option<i64>, Option<i64>, Option<i64>, Option<i64>, Option<i64>);
+                let rows: Vec<Sums> = payroll_items::table
+                    .filter(payroll_items::sheet_id.eq_any(earlier))
+                    .group_by(payroll_items::employee_id)
+                    .select((
+                        payroll_items::employee_id,
+                        sum("gross"),
+                        sum("tax_free_income"),
+                        sum("contributions"),
+                        sum("special_deduction"),
+                        sum("other_deduction"),
+                        sum("tax"),
+                    ))
+                    .load(conn)
+                    .map_err(db_error)?;
+                let fen = |v: Option<i64>| Money::from_fen(v.unwrap_or(0));
+                Ok(rows
+                    .into_iter()
+                    .map(|(id, gross, free, contributions, special, other, tax)| {
+                        (
+                            id,
+                            YearToDate {
+                                gross: fen(gross),
+                                tax_free_income: fen(free),
+                                contributions: fen(contributions),
+                                special_deductions: fen(special),
+                                other_deductions: fen(other),
+                                tax_withheld: fen(tax),
+                            },
+                        )
+                    })
+                    .collect())
+            })
+            .await
+    }
+
+    async fn insert_sheet(&self, sheet: Sheet, items: Vec<SheetItem>, audit: AuditRecord) -> Result<Sheet> {
+        self.db
+            .write(move |conn| {
+                let id: i64 = diesel::insert_into(payroll_sheets::table)
+                    .values(sheet_row(&sheet))
+                    .returning(payroll_sheets::id)
+                    .get_result(conn)
+                    .map_err(|e| match db_error(e) {
+                        Error::Conflict(_) => Error::conflict(format!("the tenant already has a payroll sheet for {}", sheet.period)),
+                        other => other,
+                    })?;
+                insert_items(conn, id, &items)?;
+                audit_created(conn, audit, id)?;
+                get(conn, Party::Platform, id)?.ok_or(Error::NotFound("payroll sheet"))
+            })
+            .await
+    }
+
+    async fn update_sheet(&self, sheet: Sheet, items: Option<Vec<SheetItem>>, audit: AuditRecord) -> Result<Sheet> {
+        self.db
+            .write(move |conn| {
+                let saved = write_sheet(conn, &sheet)?;
+                if let Some(items) = items {
+                    diesel::delete(payroll_items::table.filter(payroll_items::sheet_id.eq(sheet.id))).execute(conn).map_err(db_error)?;
+                    insert_items(conn, sheet.id, &items)?;
+                } else if sheet.status == SheetStatus::Draft {
+                    // Back to draft: the calculated figures no longer hold.
+                    diesel::update(payroll_items::table.filter(payroll_items::sheet_id.eq(sheet.id)))
+                        .set((
+                            payroll_items::gross.eq(None::<i64>),
+                            payroll_items::tax_free_income.eq(None::<i64>),
+                            payroll_items::contributions.eq(None::<i64>),
+                            payroll_items::special_deduction.eq(None::<i64>),
+                            payroll_items::other_deduction.eq(None::<i64>),
+                            payroll_items::tax.eq(None::<i64>),
+                            payroll_items::annual_bonus_tax.eq(None::<i64>),
+                            payroll_items::net_pay.eq(None::<i64>),
+                            payroll_items::line.eq(None::<String>),
+                        ))
+                        .execute(conn)
+                        .map_err(db_error)?;
+                }
+                write_audit(conn, &audit)?;
+                Ok(saved)
+            })
+            .await
+    }
+
+    async fn save_calculation(&self, sheet: Sheet, lines: Vec<(Id, CalculatedLine)>, audit: AuditRecord) -> Result<Sheet> {
+        self.db
+            .write(move |conn| {
+                let saved = write_sheet(conn, &sheet)?;
+                for (item_id, l) in &lines {
+                    let json = serde_json::to_string(l).map_err(|e| Error::Internal(e.into()))?;
+                    let n = diesel::update(
+                        payroll_items::table.filter(payroll_items::id.eq(item_id)).filter(payroll_items::sheet_id.eq(sheet.id)),
+                    )
+                    .set((
+                        payroll_items::gross.eq(Some(l.gross.fen())),
+                        payroll_items::tax_free_income.eq(Some(l.tax_free_income.fen())),
+                        payroll_items::contributions.eq(Some(l.contributions.fen())),
+                        payroll_items::special_deduction.eq(Some(l.special_deduction.fen())),
+                        payroll_items::other_deduction.eq(Some(l.other_deduction.fen())),
+                        payroll_items::tax.eq(Some(l.tax.fen())),
+                        payroll_items::annual_bonus_tax.eq(Some(l.annual_bonus_tax.fen())),
+                        payroll_items::net_pay.eq(Some(l.net_pay.fen())),
+                        payroll_items::line.eq(Some(json)),
+                    ))
+                    .execute(conn)
+                    .map_err(db_error)?;
+                    if n == 0 {
+                        return Err(Error::conflict("the payroll sheet's items changed meanwhile; reload it and try again"));
+                    }
+                }
+                write_audit(conn, &audit)?;
+                Ok(saved)
+            })
+            .await
+    }
+
+    async fn save_deliveries(&self, sheet: Sheet, deliveries: Vec<(Id, Delivery)>, audit: AuditRecord) -> Result<Sheet> {
+        self.db
+            .write(move |conn| {
+                let saved = write_sheet(conn, &sheet)?;
+                for (item_id, d) in &deliveries {
+                    diesel::update(payroll_items::table.filter(payroll_items::id.eq(item_id)).filter(payroll_items::sheet_id.eq(sheet.id)))
+                        .set((
+                            payroll_items::delivery_status.eq(Some(d.status.as_str())),
+                            payroll_items::delivery_channel.eq(d.channel.map(Channel::as_str)),
+                            payroll_items::delivery_error.eq(d.error.as_deref()),
+                            payroll_items::delivery_attempts.eq(i32::try_from(d.attempts).unwrap_or(i32::MAX)),
+                            payroll_items::delivered_at.eq(Some(to_db(d.at))),
+                        ))
+                        .execute(conn)
+                        .map_err(db_error)?;
+                }
+                write_audit(conn, &audit)?;
+                Ok(saved)
+            })
+            .await
+    }
+}

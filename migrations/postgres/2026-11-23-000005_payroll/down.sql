@@ -1,0 +1,2 @@
+DROP TABLE payroll_items;
+DROP TABLE payroll_sheets;
