@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use url::Url;
 
+use crate::mp::{self, MpState};
 use crate::outbox::SandboxOutbox;
-use crate::{SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET};
+use crate::{SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET};
 
 #[derive(Debug, Clone)]
 struct IssuedCode {
@@ -18,10 +19,12 @@ struct IssuedCode {
 }
 
 #[derive(Default)]
-struct State {
+pub(crate) struct State {
     /// appid → secret of the apps the sandbox accepts.
-    apps: HashMap<String, String>,
+    pub(crate) apps: HashMap<String, String>,
     codes: HashMap<String, IssuedCode>,
+    /// Access tokens, subscribe messages and the controls that steer them.
+    pub(crate) mp: MpState,
 }
 
 /// The sandbox platform. Cheap to clone; clones share state.
@@ -39,9 +42,12 @@ impl Default for Sandbox {
 }
 
 impl Sandbox {
+    /// A sandbox that knows the website-login app and the mini-program app of this crate's
+    /// constants.
     pub fn new() -> Self {
         let mut state = State::default();
         state.apps.insert(SANDBOX_LOGIN_APPID.into(), SANDBOX_LOGIN_SECRET.into());
+        state.apps.insert(SANDBOX_MP_APPID.into(), SANDBOX_MP_SECRET.into());
         Sandbox { state: Arc::new(Mutex::new(state)), outbox: SandboxOutbox::default(), http: reqwest::Client::new() }
     }
 
@@ -55,7 +61,7 @@ impl Sandbox {
         self.outbox.clone()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -64,7 +70,13 @@ impl Sandbox {
         cfg.app_data(web::Data::new(self.clone()))
             .route("/api/sns/oauth2/access_token", web::get().to(oauth2_access_token))
             .route("/open/connect/qrconnect", web::get().to(qrconnect))
+            .route("/api/cgi-bin/token", web::get().to(mp::token))
+            .route("/api/cgi-bin/message/subscribe/send", web::post().to(mp::subscribe_send))
             .route("/control/scan", web::post().to(control_scan))
+            .route("/control/subscriptions", web::post().to(mp::control_subscriptions))
+            .route("/control/fail", web::post().to(mp::control_fail))
+            .route("/control/expire-tokens", web::post().to(mp::control_expire_tokens))
+            .route("/messages", web::get().to(mp::messages))
             .route("/outbox", web::get().to(outbox));
     }
 
@@ -86,15 +98,19 @@ impl Sandbox {
     }
 }
 
-fn random_hex(bytes: usize) -> String {
+pub(crate) fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
     rand::rng().fill_bytes(&mut buf);
     hex::encode(buf)
 }
 
+pub(crate) fn errcode_body(code: i64, msg: &str) -> serde_json::Value {
+    json!({"errcode": code, "errmsg": format!("{msg} rid: {}", random_hex(4))})
+}
+
 fn errcode(code: i64, msg: &str) -> HttpResponse {
     // The platform answers errors with HTTP 200 and an errcode.
-    HttpResponse::Ok().json(json!({"errcode": code, "errmsg": format!("{msg} rid: {}", random_hex(4))}))
+    HttpResponse::Ok().json(errcode_body(code, msg))
 }
 
 #[derive(Deserialize)]
@@ -162,10 +178,14 @@ struct ScanRequest {
     follow: Option<bool>,
 }
 
+pub(crate) fn bad_control(message: impl Into<String>) -> HttpResponse {
+    HttpResponse::BadRequest().json(json!({"code": 400, "message": message.into(), "data": null}))
+}
+
 async fn control_scan(sb: web::Data<Sandbox>, body: web::Json<ScanRequest>) -> HttpResponse {
     let (code, redirect_url) = match sb.scan(&body.qr_url, &body.openid, body.unionid.as_deref()) {
         Ok(v) => v,
-        Err(msg) => return HttpResponse::BadRequest().json(json!({"code": 400, "message": msg, "data": null})),
+        Err(msg) => return bad_control(msg),
     };
     let mut out = json!({"code": code, "redirect_url": redirect_url});
     if body.follow.unwrap_or(true) {

@@ -1,8 +1,25 @@
 //! Adapter for the messaging platform (WeChat) over HTTP, in its real wire format.
 //!
 //! Base URLs are configuration, so the same code talks to the real platform or to
-//! `atrium-sandbox` on loopback. Implements identity's [`ChatLoginProvider`] (website QR
-//! login: `qrconnect` + `/sns/oauth2/access_token`).
+//! `atrium-sandbox` on loopback. It offers:
+//!
+//! * [`WechatLogin`], identity's [`ChatLoginProvider`] (website QR login: `qrconnect` +
+//!   `/sns/oauth2/access_token`);
+//! * [`AccessTokens`], a mini-program's cached access token (`/cgi-bin/token`), refreshed
+//!   before it expires and when the platform calls it stale;
+//! * [`SubscribeMessages`], `/cgi-bin/message/subscribe/send` with typed errors
+//!   ([`SubscribeError`]);
+//! * [`WechatPayslips`], payroll's `PayslipNotifier` for employees with an openid.
+//!
+//! Secrets and access tokens never appear in an error message or a log line.
+
+mod payslips;
+mod subscribe;
+mod token;
+
+pub use payslips::{PAYSLIP_KEY_GROSS, PAYSLIP_KEY_NAME, PAYSLIP_KEY_NET_PAY, PAYSLIP_KEY_PERIOD, PAYSLIP_KEY_TAX, WechatPayslips};
+pub use subscribe::{MiniProgramState, SubscribeError, SubscribeMessage, SubscribeMessages};
+pub use token::{AccessTokens, WechatAppConfig};
 
 use async_trait::async_trait;
 use atrium_identity::{ChatIdentity, ChatLoginProvider};
@@ -11,8 +28,8 @@ use serde::Deserialize;
 use std::time::Duration;
 use url::Url;
 
-/// Where the platform lives and which website app we log in as.
-#[derive(Debug, Clone)]
+/// Where the platform lives and which website app we log in as. `Debug` hides the secret.
+#[derive(Clone)]
 pub struct WechatLoginConfig {
     /// `https://api.weixin.qq.com` or the sandbox's equivalent.
     pub api_base: String,
@@ -20,6 +37,17 @@ pub struct WechatLoginConfig {
     pub open_base: String,
     pub appid: String,
     pub secret: String,
+}
+
+impl std::fmt::Debug for WechatLoginConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WechatLoginConfig")
+            .field("api_base", &self.api_base)
+            .field("open_base", &self.open_base)
+            .field("appid", &self.appid)
+            .field("secret", &"***")
+            .finish()
+    }
 }
 
 /// The platform's error shape: HTTP 200 with a non-zero `errcode`.
