@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use atrium_docs::DocsService;
 use atrium_identity::IdentityService;
 use atrium_org::{AuditService, EmployeeService, PartnerService, RoleService, TenantService, UserService};
+use atrium_payroll::PayrollService;
 use std::sync::Arc;
 use utoipa::OpenApi;
 use utoipa_swagger_ui::SwaggerUi;
@@ -31,6 +32,7 @@ pub struct AppState {
     pub partners: Arc<PartnerService>,
     pub tenants: Arc<TenantService>,
     pub employees: Arc<EmployeeService>,
+    pub payroll: Arc<PayrollService>,
     pub roles: Arc<RoleService>,
     pub audit: Arc<AuditService>,
     pub docs: Arc<DocsService>,

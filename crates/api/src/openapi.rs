@@ -1,7 +1,7 @@
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, roles, tenants, users};
+use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, payroll, roles, tenants, users};
 
 /// The OpenAPI document served at `/api/v1/openapi.json`.
 #[derive(OpenApi)]
@@ -17,6 +17,7 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, r
         partners::list, partners::get, partners::create, partners::update, partners::delete,
         tenants::list, tenants::get, tenants::create, tenants::update, tenants::delete,
         employees::list, employees::get, employees::create, employees::update, employees::delete,
+        payroll::list, payroll::get, payroll::create, payroll::update, payroll::calculate, payroll::approve, payroll::send,
         roles::list, roles::permissions, roles::get, roles::create, roles::update, roles::delete,
         audit::list,
         docs::create_document, docs::get_document, docs::document_tree,
@@ -30,6 +31,7 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, r
         (name = "partners", description = "Partners (agents)"),
         (name = "tenants", description = "Tenants (enterprises)"),
         (name = "employees", description = "Employees of tenants"),
+        (name = "payroll", description = "Payroll sheets: draft → calculated → approved → sent"),
         (name = "roles", description = "Roles and the permission catalogue"),
         (name = "audit", description = "The audit trail"),
         (name = "docs", description = "The document interface: `Authorization: Token <API_TOKEN>`; success is envelope code 0, \

@@ -20,3 +20,6 @@ pub use engine::{
 pub use lifecycle::{SheetAction, SheetStatus, check_four_eyes};
 pub use service::PayrollService;
 pub use sheets::*;
+
+#[cfg(test)]
+mod service_tests;

@@ -19,7 +19,16 @@ pub enum Platform {
     /// The in-process sandbox mounted at `/sandbox` (dev only).
     Sandbox,
     /// The real platform at configured base URLs.
-    Wechat { api_base: String, open_base: String, login_appid: String, login_secret: String },
+    Wechat {
+        api_base: String,
+        open_base: String,
+        login_appid: String,
+        login_secret: String,
+        /// The mini-program whose subscribe messages carry pay slips (empty: slips go by SMS/e-mail).
+        mp_appid: String,
+        mp_secret: String,
+        payslip_template_id: String,
+    },
 }
 
 /// Everything the server needs to start. Secrets are never printed by `Debug`.
@@ -95,6 +104,9 @@ impl Config {
                 open_base: var("ATRIUM_WECHAT_OPEN_BASE").unwrap_or_else(|| "https://open.weixin.qq.com".into()),
                 login_appid: var("ATRIUM_WECHAT_LOGIN_APPID").unwrap_or_default(),
                 login_secret: var("ATRIUM_WECHAT_LOGIN_SECRET").unwrap_or_default(),
+                mp_appid: var("ATRIUM_WECHAT_MP_APPID").unwrap_or_default(),
+                mp_secret: var("ATRIUM_WECHAT_MP_SECRET").unwrap_or_default(),
+                payslip_template_id: var("ATRIUM_WECHAT_PAYSLIP_TEMPLATE_ID").unwrap_or_default(),
             },
             Some(other) => bail!("ATRIUM_PLATFORM must be sandbox or wechat, not {other:?}"),
         };
@@ -173,6 +185,11 @@ impl Config {
                 && login_appid.is_empty() != login_secret.is_empty()
             {
                 bail!("set both ATRIUM_WECHAT_LOGIN_APPID and ATRIUM_WECHAT_LOGIN_SECRET, or neither");
+            }
+            if let Platform::Wechat { mp_appid, mp_secret, payslip_template_id, .. } = &self.platform
+                && !(mp_appid.is_empty() == mp_secret.is_empty() && mp_appid.is_empty() == payslip_template_id.is_empty())
+            {
+                bail!("set all of ATRIUM_WECHAT_MP_APPID, ATRIUM_WECHAT_MP_SECRET and ATRIUM_WECHAT_PAYSLIP_TEMPLATE_ID, or none");
             }
         }
         Ok(())

@@ -13,8 +13,12 @@ use atrium_docs::{DocsConfig, DocsService};
 use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService};
 use atrium_kernel::{Clock, SystemClock};
 use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, RoleService, TenantService, UserService};
-use atrium_sandbox::{SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, Sandbox};
-use atrium_store::{Db, DocsStore, FieldCipher, IdentityStore, OrgStore};
+use atrium_payroll::{PayrollService, PayslipNotifier};
+use atrium_sandbox::{
+    SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID, Sandbox,
+};
+use atrium_store::{Db, DocsStore, FieldCipher, IdentityStore, OrgStore, PayrollStore};
+use atrium_wechat::{AccessTokens, MiniProgramState, SubscribeMessages, WechatAppConfig, WechatPayslips};
 use atrium_wechat::{WechatLogin, WechatLoginConfig};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -68,7 +72,7 @@ pub fn identity_service(
             })?;
             (Some(Arc::new(login)), Arc::new(sb.outbox()))
         }
-        (Platform::Wechat { api_base, open_base, login_appid, login_secret }, _) if !login_appid.is_empty() => {
+        (Platform::Wechat { api_base, open_base, login_appid, login_secret, .. }, _) if !login_appid.is_empty() => {
             let login = WechatLogin::new(WechatLoginConfig {
                 api_base: api_base.clone(),
                 open_base: open_base.clone(),
@@ -97,6 +101,32 @@ pub fn identity_service(
         Arc::new(SystemClock),
         identity_config,
     )))
+}
+
+/// Pay-slip delivery: the platform's subscribe messages for employees with an openid, else SMS
+/// or e-mail (the sandbox's outbox in dev; no provider is wired for prod yet, so such slips
+/// are marked failed with that reason).
+pub fn payslip_notifier(config: &Config, public_url: &str, sandbox: Option<&Sandbox>) -> anyhow::Result<Arc<dyn PayslipNotifier>> {
+    let subscribe = |api_base: String, appid: &str, secret: &str, template_id: &str| -> anyhow::Result<WechatPayslips> {
+        let tokens = Arc::new(AccessTokens::new(WechatAppConfig { api_base, appid: appid.into(), secret: secret.into() })?);
+        Ok(WechatPayslips {
+            messages: Arc::new(SubscribeMessages::new(tokens)),
+            template_id: template_id.into(),
+            page: Some("pages/payslip/index".into()),
+            miniprogram_state: MiniProgramState::Formal,
+        })
+    };
+    let (wechat, text) = match (&config.platform, sandbox) {
+        (Platform::Sandbox, Some(sb)) => (
+            Some(subscribe(format!("{public_url}/sandbox/api"), SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID)?),
+            adapters::TextChannel::Sandbox(sb.outbox()),
+        ),
+        (Platform::Wechat { api_base, mp_appid, mp_secret, payslip_template_id, .. }, _) if !mp_appid.is_empty() => {
+            (Some(subscribe(api_base.clone(), mp_appid, mp_secret, payslip_template_id)?), adapters::TextChannel::Unconfigured)
+        }
+        _ => (None, adapters::TextChannel::Unconfigured),
+    };
+    Ok(Arc::new(adapters::PayslipChannels { wechat, text }))
 }
 
 /// The document service over `db` (also used by the `docs` CLI commands).
@@ -133,6 +163,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         partners: Arc::new(PartnerService::new(org.clone(), access.clone(), clock.clone())),
         tenants: Arc::new(TenantService::new(org.clone(), access.clone(), clock.clone())),
         employees: Arc::new(EmployeeService::new(org.clone(), clock.clone())),
+        payroll: Arc::new(PayrollService::new(
+            Arc::new(PayrollStore::new(db.clone())),
+            payslip_notifier(&config, &public_url, sandbox.as_ref())?,
+            clock.clone(),
+        )),
         roles: Arc::new(RoleService::new(org.clone(), access.clone(), clock.clone())),
         audit: Arc::new(AuditService::new(org.clone())),
         docs: docs.clone(),

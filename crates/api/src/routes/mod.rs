@@ -6,6 +6,7 @@ pub mod docs;
 pub mod employees;
 pub mod health;
 pub mod partners;
+pub mod payroll;
 pub mod roles;
 pub mod tenants;
 pub mod users;
@@ -33,6 +34,7 @@ pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
     partners::configure(cfg);
     tenants::configure(cfg);
     employees::configure(cfg);
+    payroll::configure(cfg);
     roles::configure(cfg);
     audit::configure(cfg);
 }

@@ -1,0 +1,248 @@
+//! PayrollService against mocked ports: what it asks of storage and delivery, and what it
+//! refuses before touching either.
+#![allow(clippy::unwrap_used)]
+use crate::delivery::{Channel, MockPayslipNotifier};
+use crate::engine::YearToDate;
+use crate::lifecycle::SheetStatus;
+use crate::service::PayrollService;
+use crate::sheets::*;
+use atrium_kernel::payroll::{HousingFundRate, PayrollPolicy};
+use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Party, Period, PermissionSet, Timestamp};
+use chrono::{TimeZone, Utc};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+const TENANT: Id = 7;
+
+fn now() -> Timestamp {
+    Utc.with_ymd_and_hms(2026, 3, 28, 10, 0, 0).single().unwrap()
+}
+
+fn actor(user_id: Id) -> Actor {
+    Actor {
+        user_id,
+        session_id: "s".into(),
+        party: Party::Tenant { tenant_id: TENANT, partner_id: None },
+        permissions: PermissionSet::new(["payroll:*"]),
+        ip: None,
+        request_id: None,
+    }
+}
+
+fn sheet(status: SheetStatus) -> Sheet {
+    Sheet {
+        id: 1,
+        tenant_id: TENANT,
+        period: Period::parse("2026-03").unwrap(),
+        title: "March".into(),
+        status,
+        totals: SheetTotals::default(),
+        created_by: Some(1),
+        calculated_by: Some(1),
+        calculated_at: None,
+        approved_by: None,
+        approved_at: None,
+        sent_at: None,
+        send_started_at: None,
+        version: 3,
+        created_at: now(),
+        updated_at: now(),
+    }
+}
+
+fn employee(id: Id) -> PayrollEmployee {
+    PayrollEmployee {
+        id,
+        tenant_id: TENANT,
+        name: format!("E{id}"),
+        employee_no: None,
+        active: true,
+        base_salary: Money::from_yuan(30_000),
+        si_base: None,
+        housing_fund_rate: HousingFundRate::parse("0.05").unwrap(),
+        hire_date: None,
+        special_deductions: vec![],
+        openid: Some(format!("o{id}")),
+        phone: None,
+        email: None,
+    }
+}
+
+fn item(id: Id, employee_id: Id) -> SheetItem {
+    SheetItem {
+        id,
+        employee_id,
+        employee_name: format!("E{employee_id}"),
+        employee_no: None,
+        adjustments: Adjustments::default(),
+        line: None,
+        delivery: None,
+    }
+}
+
+fn tenant(four_eyes: bool) -> PayrollTenant {
+    PayrollTenant { id: TENANT, partner_id: None, policy: PayrollPolicy { four_eyes, ..PayrollPolicy::default() } }
+}
+
+fn service(repo: MockPayrollRepo, notifier: MockPayslipNotifier) -> PayrollService {
+    PayrollService::new(Arc::new(repo), Arc::new(notifier), Arc::new(FixedClock::new(now())))
+}
+
+#[tokio::test]
+async fn calculate_uses_year_to_date_and_saves_every_line_with_the_calculator() {
+    let mut repo = MockPayrollRepo::new();
+    repo.expect_get_sheet().returning(|_, _| Ok(Some(sheet(SheetStatus::Draft))));
+    repo.expect_tenant().returning(|_, _| Ok(Some(tenant(true))));
+    repo.expect_sheet_items().returning(|_| Ok(vec![item(11, 100), item(12, 200)]));
+    repo.expect_employees().returning(|_, _| Ok(vec![employee(100), employee(200)]));
+    // Employee 100 already had 2 months: 60,000 gross, 9,000 contributions, 4,000 special, 1,180 tax.
+    repo.expect_year_to_date().returning(|_, _| {
+        let ytd = YearToDate {
+            gross: Money::from_yuan(60_000),
+            contributions: Money::from_yuan(9_000),
+            special_deductions: Money::from_yuan(4_000),
+            tax_withheld: Money::from_yuan(1_180),
+            ..YearToDate::ZERO
+        };
+        Ok(HashMap::from([(100, ytd)]))
+    });
+    repo.expect_save_calculation()
+        .withf(|s, lines, audit| {
+            s.status == SheetStatus::Calculated
+                && s.calculated_by == Some(9)
+                && lines.len() == 2
+                && audit.action == "payroll_sheet.calculate"
+        })
+        .returning(|s, _, _| Ok(s));
+
+    let detail = service(repo, MockPayslipNotifier::new()).calculate(&actor(9), 1).await.unwrap();
+
+    let with_history = detail.items[0].line.unwrap();
+    let first_month = detail.items[1].line.unwrap();
+    // Contributions here use the Beijing default policy, so only the year-to-date effect is
+    // compared: the same month costs more tax on top of two earlier months.
+    assert_eq!(with_history.gross, first_month.gross);
+    assert!(with_history.cumulative_taxable > first_month.cumulative_taxable);
+    assert_eq!(with_history.cumulative_tax - Money::from_yuan(1_180), with_history.tax);
+    assert_eq!(detail.sheet.totals.employees, 2);
+    assert_eq!(detail.sheet.totals.net_pay, with_history.net_pay + first_month.net_pay);
+}
+
+#[tokio::test]
+async fn calculating_an_approved_sheet_is_a_conflict_and_touches_nothing() {
+    let mut repo = MockPayrollRepo::new();
+    repo.expect_get_sheet().returning(|_, _| Ok(Some(sheet(SheetStatus::Approved))));
+    repo.expect_save_calculation().never();
+
+    let err = service(repo, MockPayslipNotifier::new()).calculate(&actor(9), 1).await.unwrap_err();
+
+    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn the_calculator_cannot_approve_under_four_eyes() {
+    let mut repo = MockPayrollRepo::new();
+    repo.expect_get_sheet().returning(|_, _| Ok(Some(sheet(SheetStatus::Calculated))));
+    repo.expect_tenant().returning(|_, _| Ok(Some(tenant(true))));
+    repo.expect_update_sheet().never();
+
+    let err = service(repo, MockPayslipNotifier::new()).approve(&actor(1), 1).await.unwrap_err();
+
+    assert!(matches!(err, Error::Forbidden(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn another_user_approves_and_the_approval_is_recorded() {
+    let mut repo = MockPayrollRepo::new();
+    repo.expect_get_sheet().returning(|_, _| Ok(Some(sheet(SheetStatus::Calculated))));
+    repo.expect_tenant().returning(|_, _| Ok(Some(tenant(true))));
+    repo.expect_update_sheet()
+        .withf(|s, items, _| {
+            s.status == SheetStatus::Approved && s.approved_by == Some(2) && s.approved_at == Some(now()) && items.is_none()
+        })
+        .times(1)
+        .returning(|s, _, _| Ok(s));
+    repo.expect_sheet_items().returning(|_| Ok(vec![]));
+
+    service(repo, MockPayslipNotifier::new()).approve(&actor(2), 1).await.unwrap();
+}
+
+#[tokio::test]
+async fn send_records_each_outcome_and_a_resend_only_retries_failures() {
+    let calculated = |mut i: SheetItem| {
+        i.line = Some(crate::engine::CalculatedLine { net_pay: Money::from_yuan(100), ..Default::default() });
+        i
+    };
+    let delivered = Delivery { status: DeliveryStatus::Delivered, channel: Some(Channel::Sms), error: None, attempts: 1, at: now() };
+    let items = vec![calculated(item(11, 100)), SheetItem { delivery: Some(delivered), ..calculated(item(12, 200)) }];
+    let mut repo = MockPayrollRepo::new();
+    repo.expect_get_sheet().returning(|_, _| Ok(Some(sheet(SheetStatus::Sent))));
+    repo.expect_tenant().returning(|_, _| Ok(Some(tenant(true))));
+    repo.expect_sheet_items().returning(move |_| Ok(items.clone()));
+    // The claim of the send, then the outcomes.
+    repo.expect_update_sheet().withf(|s, _, _| s.send_started_at == Some(now())).times(1).returning(|s, _, _| Ok(s));
+    repo.expect_employees().withf(|_, ids| ids.as_deref() == Some(&[100][..])).returning(|_, _| Ok(vec![employee(100)]));
+    repo.expect_save_deliveries()
+        .withf(|s, d, _| {
+            d.len() == 1 && d[0].0 == 11 && d[0].1.status == DeliveryStatus::Failed && d[0].1.attempts == 1 && s.send_started_at.is_none()
+        })
+        .times(1)
+        .returning(|s, _, _| Ok(s));
+    let mut notifier = MockPayslipNotifier::new();
+    notifier
+        .expect_send()
+        .withf(|slip, to| slip.employee_id == 100 && slip.net_pay == Money::from_yuan(100) && to.openid.as_deref() == Some("o100"))
+        .times(1)
+        .returning(|_, _| Err(Error::Upstream("platform refused: 43101".into())));
+
+    let detail = service(repo, notifier).send(&actor(2), 1).await.unwrap();
+
+    assert_eq!(detail.items[0].delivery.as_ref().unwrap().error.as_deref(), Some("platform refused: 43101"));
+    assert_eq!((detail.sheet.totals.delivered, detail.sheet.totals.failed), (1, 1));
+}
+
+#[tokio::test]
+async fn a_send_in_progress_refuses_a_second_one() {
+    let mut repo = MockPayrollRepo::new();
+    repo.expect_get_sheet().returning(|_, _| Ok(Some(Sheet { send_started_at: Some(now()), ..sheet(SheetStatus::Approved) })));
+    let mut notifier = MockPayslipNotifier::new();
+    notifier.expect_send().never();
+
+    let err = service(repo, notifier).send(&actor(2), 1).await.unwrap_err();
+
+    assert!(matches!(err, Error::Conflict(ref m) if m.contains("in progress")), "{err:?}");
+}
+
+#[tokio::test]
+async fn create_names_unknown_and_duplicate_employees() {
+    let mut repo = MockPayrollRepo::new();
+    repo.expect_tenant().returning(|_, _| Ok(Some(tenant(true))));
+    repo.expect_employees().returning(|_, _| Ok(vec![employee(100)]));
+    repo.expect_insert_sheet().never();
+    let input = |ids: &[Id]| NewSheet {
+        tenant_id: None,
+        period: Period::parse("2026-03").unwrap(),
+        title: None,
+        items: Some(
+            ids.iter()
+                .map(|&employee_id| ItemInput {
+                    employee_id,
+                    allowance: Money::ZERO,
+                    overtime: Money::ZERO,
+                    bonus: Money::ZERO,
+                    leave_deduction: Money::ZERO,
+                    other_pre_tax_deduction: Money::ZERO,
+                    after_tax_deduction: Money::ZERO,
+                    annual_bonus: Money::ZERO,
+                })
+                .collect(),
+        ),
+    };
+    let svc = service(repo, MockPayslipNotifier::new());
+
+    let unknown = svc.create(&actor(1), input(&[100, 555])).await.unwrap_err();
+    let twice = svc.create(&actor(1), input(&[100, 100])).await.unwrap_err();
+
+    assert!(matches!(unknown, Error::Invalid(ref f) if f[0].field == "items[1].employee_id"), "{unknown:?}");
+    assert!(matches!(twice, Error::Invalid(ref f) if f[0].field == "items[1].employee_id"), "{twice:?}");
+}
