@@ -175,19 +175,19 @@ impl PayrollService {
             after.title = t.into_string();
         }
         // An edit invalidates the calculation: the items keep their adjustments only.
-        let items = match items {
-            Some(items) => items,
-            None => self.repo.sheet_items(id).await?.into_iter().map(|i| SheetItem { line: None, delivery: None, ..i }).collect(),
+        let totals = match &items {
+            Some(items) => SheetTotals::of(items),
+            None => SheetTotals { employees: before.totals.employees, ..SheetTotals::default() },
         };
         after.status = status;
-        after.totals = SheetTotals::of(&items);
+        after.totals = totals;
         after.calculated_by = None;
         after.calculated_at = None;
         after.updated_at = now;
         let audit = AuditRecord::by(actor, now, "payroll_sheet.update", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
-        self.repo.update_sheet(after, Some(items), audit).await?;
+        self.repo.update_sheet(after, items, audit).await?;
         self.get(actor, id).await
     }
 
