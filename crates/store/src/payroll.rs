@@ -16,7 +16,7 @@ use atrium_payroll::{
 use chrono::{NaiveDate, NaiveDateTime};
 use diesel::dsl::sql;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Nullable};
+use diesel::sql_types::{BigInt, Nullable, Text};
 use std::collections::HashMap;
 
 /// The payroll repository over the database.
@@ -172,39 +172,6 @@ fn item_from_row(r: ItemRow) -> Result<SheetItem> {
     })
 }
 
-#[derive(Insertable)]
-#[diesel(table_name = payroll_items)]
-struct NewItemRow<'a> {
-    sheet_id: i64,
-    employee_id: i64,
-    employee_name: &'a str,
-    employee_no: Option<&'a str>,
-    allowance: i64,
-    overtime: i64,
-    bonus: i64,
-    leave_deduction: i64,
-    other_pre_tax_deduction: i64,
-    after_tax_deduction: i64,
-    annual_bonus: i64,
-}
-
-fn new_item_row(sheet_id: Id, i: &SheetItem) -> NewItemRow<'_> {
-    let a = &i.adjustments;
-    NewItemRow {
-        sheet_id,
-        employee_id: i.employee_id,
-        employee_name: &i.employee_name,
-        employee_no: i.employee_no.as_deref(),
-        allowance: a.allowance.fen(),
-        overtime: a.overtime.fen(),
-        bonus: a.bonus.fen(),
-        leave_deduction: a.leave_deduction.fen(),
-        other_pre_tax_deduction: a.other_pre_tax_deduction.fen(),
-        after_tax_deduction: a.after_tax_deduction.fen(),
-        annual_bonus: a.annual_bonus.fen(),
-    }
-}
-
 /// Sheets visible to `scope`: a partner's reach goes through its tenants.
 fn scoped(scope: Party) -> payroll_sheets::BoxedQuery<'static, MultiBackend> {
     let q = payroll_sheets::table.into_boxed();
@@ -257,10 +224,93 @@ fn write_sheet(conn: &mut DbConn, sheet: &Sheet) -> Result<Sheet> {
     get(conn, Party::Platform, sheet.id)?.ok_or(Error::NotFound("payroll sheet"))
 }
 
+/// Rows per multi-row statement: well under both backends' bind-parameter limits.
+const BATCH_ROWS: usize = 400;
+
+/// Numbered placeholders for the connection's backend: `$1, $2, …` or `?`.
+fn placeholders(conn: &DbConn) -> impl FnMut() -> String + use<> {
+    let pg = matches!(conn, DbConn::Pg(_));
+    let mut n = 0;
+    move || {
+        n += 1;
+        if pg { format!("${n}") } else { "?".to_owned() }
+    }
+}
+
+/// Inserts items in multi-row statements (a MultiConnection has no batch insert).
 fn insert_items(conn: &mut DbConn, sheet_id: Id, items: &[SheetItem]) -> Result<()> {
-    // One prepared statement, reused per row (a MultiConnection has no batch insert).
-    for item in items {
-        diesel::insert_into(payroll_items::table).values(new_item_row(sheet_id, item)).execute(conn).map_err(db_error)?;
+    for chunk in items.chunks(BATCH_ROWS) {
+        let mut p = placeholders(conn);
+        let rows: Vec<String> = chunk.iter().map(|_| format!("({})", (0..11).map(|_| p()).collect::<Vec<_>>().join(", "))).collect();
+        let sql = format!(
+            "INSERT INTO payroll_items (sheet_id, employee_id, employee_name, employee_no, allowance, overtime, bonus, \
+             leave_deduction, other_pre_tax_deduction, after_tax_deduction, annual_bonus) VALUES {}",
+            rows.join(", ")
+        );
+        let mut q = diesel::sql_query(sql).into_boxed::<MultiBackend>();
+        for i in chunk {
+            let a = &i.adjustments;
+            q = q
+                .bind::<BigInt, _>(sheet_id)
+                .bind::<BigInt, _>(i.employee_id)
+                .bind::<Text, _>(i.employee_name.clone())
+                .bind::<Nullable<Text>, _>(i.employee_no.clone())
+                .bind::<BigInt, _>(a.allowance.fen())
+                .bind::<BigInt, _>(a.overtime.fen())
+                .bind::<BigInt, _>(a.bonus.fen())
+                .bind::<BigInt, _>(a.leave_deduction.fen())
+                .bind::<BigInt, _>(a.other_pre_tax_deduction.fen())
+                .bind::<BigInt, _>(a.after_tax_deduction.fen())
+                .bind::<BigInt, _>(a.annual_bonus.fen());
+        }
+        q.execute(conn).map_err(db_error)?;
+    }
+    Ok(())
+}
+
+/// Writes calculated lines in multi-row `UPDATE … FROM (VALUES …)` statements; `Conflict` if
+/// an item is no longer on the sheet.
+fn update_lines(conn: &mut DbConn, sheet_id: Id, lines: &[(Id, CalculatedLine)]) -> Result<()> {
+    const COLUMNS: [&str; 9] =
+        ["gross", "tax_free_income", "contributions", "special_deduction", "other_deduction", "tax", "annual_bonus_tax", "net_pay", "line"];
+    for chunk in lines.chunks(BATCH_ROWS) {
+        let mut p = placeholders(conn);
+        let rows: Vec<String> = chunk
+            .iter()
+            .map(|_| {
+                let mut cols = vec![format!("CAST({} AS BIGINT)", p())];
+                cols.extend(COLUMNS[..8].iter().map(|_| format!("CAST({} AS BIGINT)", p())));
+                cols.push(format!("CAST({} AS TEXT)", p()));
+                format!("({})", cols.join(", "))
+            })
+            .collect();
+        let sql = format!(
+            "WITH v(id, {cols}) AS (VALUES {rows}) UPDATE payroll_items SET {set} FROM v \
+             WHERE payroll_items.id = v.id AND payroll_items.sheet_id = {sheet}",
+            cols = COLUMNS.join(", "),
+            rows = rows.join(", "),
+            set = COLUMNS.iter().map(|c| format!("{c} = v.{c}")).collect::<Vec<_>>().join(", "),
+            sheet = p(),
+        );
+        let mut q = diesel::sql_query(sql).into_boxed::<MultiBackend>();
+        for (item_id, l) in chunk {
+            let json = serde_json::to_string(l).map_err(|e| Error::Internal(e.into()))?;
+            q = q
+                .bind::<BigInt, _>(*item_id)
+                .bind::<BigInt, _>(l.gross.fen())
+                .bind::<BigInt, _>(l.tax_free_income.fen())
+                .bind::<BigInt, _>(l.contributions.fen())
+                .bind::<BigInt, _>(l.special_deduction.fen())
+                .bind::<BigInt, _>(l.other_deduction.fen())
+                .bind::<BigInt, _>(l.tax.fen())
+                .bind::<BigInt, _>(l.annual_bonus_tax.fen())
+                .bind::<BigInt, _>(l.net_pay.fen())
+                .bind::<Text, _>(json);
+        }
+        let n = q.bind::<BigInt, _>(sheet_id).execute(conn).map_err(db_error)?;
+        if n != chunk.len() {
+            return Err(Error::conflict("the payroll sheet's items changed meanwhile; reload it and try again"));
+        }
     }
     Ok(())
 }
@@ -471,28 +521,7 @@ impl PayrollRepo for PayrollStore {
         self.db
             .write(move |conn| {
                 let saved = write_sheet(conn, &sheet)?;
-                for (item_id, l) in &lines {
-                    let json = serde_json::to_string(l).map_err(|e| Error::Internal(e.into()))?;
-                    let n = diesel::update(
-                        payroll_items::table.filter(payroll_items::id.eq(item_id)).filter(payroll_items::sheet_id.eq(sheet.id)),
-                    )
-                    .set((
-                        payroll_items::gross.eq(Some(l.gross.fen())),
-                        payroll_items::tax_free_income.eq(Some(l.tax_free_income.fen())),
-                        payroll_items::contributions.eq(Some(l.contributions.fen())),
-                        payroll_items::special_deduction.eq(Some(l.special_deduction.fen())),
-                        payroll_items::other_deduction.eq(Some(l.other_deduction.fen())),
-                        payroll_items::tax.eq(Some(l.tax.fen())),
-                        payroll_items::annual_bonus_tax.eq(Some(l.annual_bonus_tax.fen())),
-                        payroll_items::net_pay.eq(Some(l.net_pay.fen())),
-                        payroll_items::line.eq(Some(json)),
-                    ))
-                    .execute(conn)
-                    .map_err(db_error)?;
-                    if n == 0 {
-                        return Err(Error::conflict("the payroll sheet's items changed meanwhile; reload it and try again"));
-                    }
-                }
+                update_lines(conn, sheet.id, &lines)?;
                 write_audit(conn, &audit)?;
                 Ok(saved)
             })
