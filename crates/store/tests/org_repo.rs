@@ -241,3 +241,48 @@ store_test!(list_totals_stay_exact_through_inserts_deletes_and_filters, |db| {
     assert_eq!(sales.total, 4);
     assert_eq!((beyond.total, beyond.items.len()), (7, 0));
 });
+
+store_test!(keyword_search_finds_substrings_of_name_phone_and_number_and_follows_changes, |db| {
+    let s = store(&db);
+    let t = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap().id;
+    let mut ids = vec![];
+    for (no, name, phone) in
+        [("E-100", "Zhang SanFeng", "+8613800001111"), ("E-200", "李小龙", "+8613900002222"), ("X_9", "O\"Brien 50%", "+8613700003333")]
+    {
+        let mut e = employee(t, no);
+        e.id_card_no = None;
+        e.name = name.into();
+        e.phone = Some(phone.into());
+        ids.push(s.insert_employee(e, audit("employee.create", "employee")).await.unwrap().id);
+    }
+    let find = |k: &str| {
+        let s = s.clone();
+        let k = k.to_lowercase();
+        async move {
+            let mut q = EmployeeQuery::default();
+            q.list.keyword = Some(k);
+            let page = s.list_employees(Party::Platform, q).await.unwrap();
+            assert_eq!(page.total as usize, page.items.len());
+            page.items.into_iter().map(|e| e.employee_no.unwrap()).collect::<Vec<_>>()
+        }
+    };
+
+    assert_eq!(find("sanfeng").await, vec!["E-100"]); // case-insensitive, mid-word
+    assert_eq!(find("0002222").await, vec!["E-200"]); // phone digits
+    assert_eq!(find("e-2").await, vec!["E-200"]); // employee number
+    assert_eq!(find("小龙").await, vec!["E-200"]); // two characters: below the trigram length
+    assert_eq!(find("o\"brien").await, vec!["X_9"]); // quotes are literal
+    assert_eq!(find("50%").await, vec!["X_9"]); // so are LIKE wildcards
+    assert!(find("x%9").await.is_empty());
+    assert!(find("nobody here").await.is_empty());
+
+    // The index follows updates and deletes.
+    let mut renamed = s.get_employee(Party::Platform, ids[0]).await.unwrap().unwrap();
+    renamed.name = "Wang Wu".into();
+    s.update_employee(renamed, audit("employee.update", "employee")).await.unwrap();
+    s.delete_employee(ids[1], audit("employee.delete", "employee")).await.unwrap();
+
+    assert!(find("sanfeng").await.is_empty());
+    assert_eq!(find("wang w").await, vec!["E-100"]);
+    assert!(find("0002222").await.is_empty());
+});

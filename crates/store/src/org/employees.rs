@@ -11,7 +11,7 @@ use atrium_org::{BankAccount, Employee, EmployeeQuery, EmployeeRepo, EmployeeSta
 use chrono::{NaiveDate, NaiveDateTime};
 use diesel::dsl::sql;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Nullable};
+use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = employees)]
@@ -85,7 +85,12 @@ pub(crate) fn scoped(scope: Party) -> employees::BoxedQuery<'static, MultiBacken
     }
 }
 
-fn filtered<'a>(scope: Party, q: &'a EmployeeQuery) -> employees::BoxedQuery<'a, MultiBackend> {
+/// Keywords at least this long use SQLite's trigram index (shorter ones have no trigram).
+const TRIGRAM: usize = 3;
+
+/// `fts`: the connection is SQLite, whose `employees_search` trigram index answers keywords.
+/// On PostgreSQL the LIKE below is served by the pg_trgm indexes where installed.
+fn filtered<'a>(scope: Party, q: &'a EmployeeQuery, fts: bool) -> employees::BoxedQuery<'a, MultiBackend> {
     let mut query = scoped(scope);
     if let Some(s) = q.status {
         query = query.filter(employees::status.eq(s.as_str()));
@@ -99,7 +104,18 @@ fn filtered<'a>(scope: Party, q: &'a EmployeeQuery) -> employees::BoxedQuery<'a,
     if let Some(d) = &q.department {
         query = query.filter(employees::department.eq(d));
     }
-    if let Some(k) = &q.list.keyword {
+    // Within one tenant a LIKE over its rows is cheaper than intersecting trigram lists that
+    // may span every tenant; across tenants the index saves a scan of the whole table.
+    let one_tenant = matches!(scope, Party::Tenant { .. }) || q.tenant_id.is_some();
+    if let Some(k) = q.list.keyword.as_ref().filter(|k| fts && !one_tenant && k.chars().count() >= TRIGRAM) {
+        // A quoted phrase of trigrams is a case-insensitive substring match on any of the fields.
+        let phrase = format!("\"{}\"", k.replace('"', "\"\""));
+        query = query.filter(
+            sql::<Bool>("employees.id IN (SELECT rowid FROM employees_search WHERE employees_search MATCH ")
+                .bind::<Text, _>(phrase)
+                .sql(")"),
+        );
+    } else if let Some(k) = &q.list.keyword {
         let p = like_pattern(k);
         query = query.filter(
             lower(employees::name.nullable()).like(p.clone()).escape('\\').or(employees::phone.like(p.clone()).escape('\\')).or(lower(
@@ -219,7 +235,8 @@ impl EmployeeRepo for OrgStore {
         let cipher = self.cipher.clone();
         self.db
             .run(move |conn| {
-                let mut query = filtered(scope, &q).select(Row::as_select());
+                let fts = matches!(conn, DbConn::Sqlite(_));
+                let mut query = filtered(scope, &q, fts).select(Row::as_select());
                 query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
                     ("name", SortOrder::Asc) => query.order((employees::name.asc(), employees::id.asc())),
                     ("name", SortOrder::Desc) => query.order((employees::name.desc(), employees::id.desc())),
@@ -237,7 +254,7 @@ impl EmployeeRepo for OrgStore {
                 } else if let Some(total) = counted_total(conn, scope, &q)? {
                     total
                 } else {
-                    filtered(scope, &q).count().get_result(conn).map_err(db_error)?
+                    filtered(scope, &q, fts).count().get_result(conn).map_err(db_error)?
                 };
                 Ok(page(rows.into_iter().map(|r| from_row(&cipher, r)).collect::<Result<_>>()?, total, q.list.page))
             })
