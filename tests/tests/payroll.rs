@@ -264,3 +264,19 @@ e2e!(sheets_are_scoped_and_permission_checked, |app| {
     let actions: Vec<&str> = audit.data()["items"].as_array().unwrap().iter().filter_map(|e| e["action"].as_str()).collect();
     assert!(actions.contains(&"payroll_sheet.create") && actions.contains(&"payroll_sheet.calculate"), "{actions:?}");
 });
+
+e2e!(the_openapi_document_describes_every_payroll_route, |app| {
+    let r = app.get("/api/v1/openapi.json", None).await;
+    let paths = r.body["paths"].as_object().expect("paths");
+    for (path, method) in [
+        ("/api/v1/payroll-sheets", "get"),
+        ("/api/v1/payroll-sheets", "post"),
+        ("/api/v1/payroll-sheets/{id}", "get"),
+        ("/api/v1/payroll-sheets/{id}", "put"),
+        ("/api/v1/payroll-sheets/{id}/calculate", "post"),
+        ("/api/v1/payroll-sheets/{id}/approve", "post"),
+        ("/api/v1/payroll-sheets/{id}/send", "post"),
+    ] {
+        assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from the OpenAPI document");
+    }
+});
