@@ -1,10 +1,14 @@
-//! Atrium's payroll domain.
+//! Atrium's payroll domain, framework-free.
 //!
-//! For now it owns the calculation engine ([`engine`]): the pure, framework-free function from
-//! a tenant's payroll policy, one employee's month and their year-to-date figures to the
-//! contributions, cumulative income tax and net pay of a sheet item — and the sheet
-//! [`lifecycle`] (statuses, allowed transitions, four-eyes approval). Sheets, their storage
-//! port and the pay-slip dispatch port build on these.
+//! - [`engine`]: the pure function from a tenant's payroll policy, one employee's month and
+//!   their year-to-date figures to contributions, cumulative income tax and net pay.
+//! - [`lifecycle`]: sheet statuses, allowed transitions (409 otherwise) and four-eyes approval.
+//! - [`sheets`]: sheets and items, and the [`PayrollRepo`] storage port.
+//! - [`delivery`]: pay slips and the [`PayslipNotifier`] port.
+//! - [`service`]: [`PayrollService`], the use cases over those ports, scoped to the caller.
+//!
+//! Enable the `mock` feature for mockall doubles of both ports (`MockPayrollRepo`,
+//! `MockPayslipNotifier`).
 
 pub mod delivery;
 pub mod engine;
