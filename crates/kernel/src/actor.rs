@@ -84,6 +84,19 @@ impl Party {
         }
     }
 
+    /// The tenant a new tenant-owned record goes to: a tenant user's own (naming another is
+    /// "no such tenant"), else the `requested` one, which platform and partner users must give.
+    /// Whether that tenant is in scope is the repository's check.
+    pub fn tenant_for_new(&self, requested: Option<Id>) -> Result<Id, Error> {
+        match (*self, requested) {
+            (Party::Tenant { tenant_id, .. }, None) => Ok(tenant_id),
+            (Party::Tenant { tenant_id, .. }, Some(t)) if t == tenant_id => Ok(t),
+            (Party::Tenant { .. }, Some(_)) => Err(Error::invalid("tenant_id", "no such tenant")),
+            (_, None) => Err(Error::invalid("tenant_id", "is required")),
+            (_, Some(t)) => Ok(t),
+        }
+    }
+
     /// Whether a record owned by `tenant_id` (whose partner is `tenant_partner`) is visible.
     pub fn sees_tenant(&self, tenant_id: Id, tenant_partner: Option<Id>) -> bool {
         match self {
@@ -179,6 +192,16 @@ impl Actor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_record_goes_to_the_tenant_users_own_tenant_or_the_named_one() {
+        let tenant = Party::Tenant { tenant_id: 5, partner_id: Some(2) };
+        assert_eq!(tenant.tenant_for_new(None).unwrap(), 5);
+        assert_eq!(tenant.tenant_for_new(Some(5)).unwrap(), 5);
+        assert!(matches!(tenant.tenant_for_new(Some(6)), Err(Error::Invalid(ref f)) if f[0].field == "tenant_id"));
+        assert_eq!(Party::Partner { partner_id: 2 }.tenant_for_new(Some(6)).unwrap(), 6);
+        assert!(matches!(Party::Platform.tenant_for_new(None), Err(Error::Invalid(ref f)) if f[0].message == "is required"));
+    }
 
     #[test]
     fn star_grants_everything() {

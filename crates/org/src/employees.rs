@@ -201,13 +201,7 @@ impl EmployeeService {
     }
 
     pub async fn create(&self, actor: &Actor, input: NewEmployee) -> Result<Employee> {
-        let tenant_id = match (actor.party, input.tenant_id) {
-            (Party::Tenant { tenant_id, .. }, None) => tenant_id,
-            (Party::Tenant { tenant_id, .. }, Some(t)) if t == tenant_id => t,
-            (Party::Tenant { .. }, Some(_)) => return Err(Error::invalid("tenant_id", "no such tenant")),
-            (_, None) => return Err(Error::invalid("tenant_id", "is required")),
-            (_, Some(t)) => t,
-        };
+        let tenant_id = actor.party.tenant_for_new(input.tenant_id)?;
         let partner_id = self.repo.tenant_partner(actor.party, tenant_id).await.map_err(|e| match e {
             Error::NotFound(_) => Error::invalid("tenant_id", "no such tenant"),
             other => other,

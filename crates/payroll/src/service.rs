@@ -5,7 +5,7 @@ use crate::delivery::{Payslip, PayslipNotifier, Recipient};
 use crate::engine::{CalculatedLine, Calculator, EmployeeMonth, YearToDate};
 use crate::lifecycle::{SheetAction, SheetStatus, check_four_eyes};
 use crate::sheets::*;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Party, Result, Timestamp};
+use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Result, Timestamp};
 use futures_util::StreamExt;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
@@ -85,6 +85,10 @@ impl PayrollService {
         self.repo.tenant(actor.party, tenant_id).await?.ok_or(Error::NotFound("tenant"))
     }
 
+    async fn employees_by_id(&self, tenant_id: Id, ids: Vec<Id>) -> Result<HashMap<Id, PayrollEmployee>> {
+        Ok(self.repo.employees(tenant_id, Some(ids)).await?.into_iter().map(|e| (e.id, e)).collect())
+    }
+
     /// Builds items from the request, or from the tenant's active employees without one.
     async fn items_for(&self, tenant_id: Id, input: Option<Vec<ItemInput>>) -> Result<Vec<SheetItem>> {
         let Some(input) = input else {
@@ -108,13 +112,7 @@ impl PayrollService {
         if !errors.is_empty() {
             return Err(Error::Invalid(errors));
         }
-        let employees: HashMap<Id, PayrollEmployee> = self
-            .repo
-            .employees(tenant_id, Some(input.iter().map(|i| i.employee_id).collect()))
-            .await?
-            .into_iter()
-            .map(|e| (e.id, e))
-            .collect();
+        let employees = self.employees_by_id(tenant_id, input.iter().map(|i| i.employee_id).collect()).await?;
         let mut items = Vec::with_capacity(input.len());
         for (i, item) in input.iter().enumerate() {
             match employees.get(&item.employee_id) {
@@ -126,13 +124,7 @@ impl PayrollService {
     }
 
     pub async fn create(&self, actor: &Actor, input: NewSheet) -> Result<SheetDetail> {
-        let tenant_id = match (actor.party, input.tenant_id) {
-            (Party::Tenant { tenant_id, .. }, None) => tenant_id,
-            (Party::Tenant { tenant_id, .. }, Some(t)) if t == tenant_id => t,
-            (Party::Tenant { .. }, Some(_)) => return Err(Error::invalid("tenant_id", "no such tenant")),
-            (_, None) => return Err(Error::invalid("tenant_id", "is required")),
-            (_, Some(t)) => t,
-        };
+        let tenant_id = actor.party.tenant_for_new(input.tenant_id)?;
         let tenant = self.repo.tenant(actor.party, tenant_id).await?.ok_or_else(|| Error::invalid("tenant_id", "no such tenant"))?;
         let items = self.items_for(tenant_id, input.items).await?;
         let now = self.clock.now();
@@ -202,13 +194,7 @@ impl PayrollService {
             other => other,
         })?;
         let mut items = self.repo.sheet_items(id).await?;
-        let employees: HashMap<Id, PayrollEmployee> = self
-            .repo
-            .employees(before.tenant_id, Some(items.iter().map(|i| i.employee_id).collect()))
-            .await?
-            .into_iter()
-            .map(|e| (e.id, e))
-            .collect();
+        let employees = self.employees_by_id(before.tenant_id, items.iter().map(|i| i.employee_id).collect()).await?;
         let ytd = self.repo.year_to_date(before.tenant_id, before.period).await?;
 
         let mut lines: Vec<(Id, CalculatedLine)> = Vec::with_capacity(items.len());
@@ -306,13 +292,7 @@ impl PayrollService {
             .change(Some(&audit_json(&before)), Some(&json!({"status": status.as_str(), "pending": pending.len()})));
         sheet = self.repo.update_sheet(sheet, None, audit).await?;
 
-        let recipients: HashMap<Id, PayrollEmployee> = self
-            .repo
-            .employees(sheet.tenant_id, Some(pending.iter().map(|i| i.employee_id).collect()))
-            .await?
-            .into_iter()
-            .map(|e| (e.id, e))
-            .collect();
+        let recipients = self.employees_by_id(sheet.tenant_id, pending.iter().map(|i| i.employee_id).collect()).await?;
         let mut outcomes: HashMap<Id, Delivery> = HashMap::with_capacity(pending.len());
         for chunk in pending.chunks(SEND_BATCH) {
             let results: Vec<(Id, Delivery)> = futures_util::stream::iter(chunk.iter().copied())

@@ -3,7 +3,7 @@
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{Db, DbConn, MultiBackend};
 use crate::error::db_error;
-use crate::org::{like_pattern, lower, page, parse_enum, tenants as org_tenants};
+use crate::org::{like_pattern, lower, page, parse_enum, tenants as org_tenants, total};
 use crate::schema::{employees, payroll_items, payroll_sheets, tenants};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
@@ -364,11 +364,7 @@ impl PayrollRepo for PayrollStore {
                     (_, SortOrder::Desc) => query.order(payroll_sheets::id.desc()),
                 };
                 let rows: Vec<SheetRow> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
-                let total = if q.list.page.offset() == 0 && (rows.len() as i64) < q.list.page.limit() {
-                    rows.len() as i64
-                } else {
-                    filtered(scope, &q).count().get_result(conn).map_err(db_error)?
-                };
+                let total = total(q.list.page, rows.len(), || filtered(scope, &q).count().get_result(conn).map_err(db_error))?;
                 Ok(page(rows.into_iter().map(sheet_from_row).collect::<Result<_>>()?, total, q.list.page))
             })
             .await

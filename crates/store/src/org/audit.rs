@@ -1,4 +1,4 @@
-use super::{OrgStore, page};
+use super::{OrgStore, page, total};
 use crate::db::MultiBackend;
 use crate::error::db_error;
 use crate::schema::audit_logs;
@@ -61,7 +61,6 @@ impl AuditRepo for OrgStore {
     async fn list_audit(&self, scope: Party, q: AuditQuery) -> Result<Page<AuditEntry>> {
         self.db
             .run(move |conn| {
-                let total: i64 = filtered(scope, &q).count().get_result(conn).map_err(db_error)?;
                 let rows: Vec<Row> = filtered(scope, &q)
                     .select((
                         audit_logs::id,
@@ -82,6 +81,7 @@ impl AuditRepo for OrgStore {
                     .limit(q.page.limit())
                     .load(conn)
                     .map_err(db_error)?;
+                let total = total(q.page, rows.len(), || filtered(scope, &q).count().get_result(conn).map_err(db_error))?;
                 let items = rows
                     .into_iter()
                     .map(|r| AuditEntry {

@@ -1,4 +1,4 @@
-use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, write_audit};
+use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, total, write_audit};
 use crate::crypto::FieldCipher;
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
@@ -248,14 +248,10 @@ impl EmployeeRepo for OrgStore {
                     (_, SortOrder::Desc) => query.order(employees::id.desc()),
                 };
                 let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
-                let total = if q.list.page.offset() == 0 && (rows.len() as i64) < q.list.page.limit() {
-                    // The whole result is on this page.
-                    rows.len() as i64
-                } else if let Some(total) = counted_total(conn, scope, &q)? {
-                    total
-                } else {
-                    filtered(scope, &q, fts).count().get_result(conn).map_err(db_error)?
-                };
+                let total = total(q.list.page, rows.len(), || match counted_total(conn, scope, &q)? {
+                    Some(total) => Ok(total),
+                    None => filtered(scope, &q, fts).count().get_result(conn).map_err(db_error),
+                })?;
                 Ok(page(rows.into_iter().map(|r| from_row(&cipher, r)).collect::<Result<_>>()?, total, q.list.page))
             })
             .await

@@ -41,6 +41,12 @@ pub(crate) fn page<T>(items: Vec<T>, total: i64, req: PageRequest) -> Page<T> {
     Page::new(items, total, req)
 }
 
+/// A list's total: `on_page` when page 1 already holds the whole result, else `count()`.
+/// Load the page first, then ask for the total.
+pub(crate) fn total(req: PageRequest, on_page: usize, count: impl FnOnce() -> Result<i64>) -> Result<i64> {
+    if req.offset() == 0 && (on_page as i64) < req.limit() { Ok(on_page as i64) } else { count() }
+}
+
 pub(crate) fn parse_enum<T>(raw: &str, parse: fn(&str) -> Option<T>, what: &str) -> Result<T> {
     parse(raw).ok_or_else(|| atrium_kernel::Error::internal(format!("stored {what} {raw:?} is unknown")))
 }

@@ -1,4 +1,4 @@
-use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, write_audit};
+use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, total, write_audit};
 use crate::db::DbConn;
 use crate::error::db_error;
 use crate::schema::{partners, tenants, users};
@@ -81,7 +81,6 @@ impl PartnerRepo for OrgStore {
     async fn list_partners(&self, scope: Party, q: PartnerQuery) -> Result<Page<Partner>> {
         self.db
             .run(move |conn| {
-                let total: i64 = filtered(scope, &q).count().get_result(conn).map_err(db_error)?;
                 let mut query = filtered(scope, &q).select(columns());
                 query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
                     ("name", SortOrder::Asc) => query.order((partners::name.asc(), partners::id.asc())),
@@ -90,6 +89,7 @@ impl PartnerRepo for OrgStore {
                     (_, SortOrder::Desc) => query.order(partners::id.desc()),
                 };
                 let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
+                let total = total(q.list.page, rows.len(), || filtered(scope, &q).count().get_result(conn).map_err(db_error))?;
                 Ok(page(rows.into_iter().map(from_row).collect::<Result<_>>()?, total, q.list.page))
             })
             .await

@@ -1,4 +1,4 @@
-use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, write_audit};
+use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, total, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::schema::{employees, partners, roles, tenants, users};
@@ -124,7 +124,6 @@ impl TenantRepo for OrgStore {
     async fn list_tenants(&self, scope: Party, q: TenantQuery) -> Result<Page<Tenant>> {
         self.db
             .run(move |conn| {
-                let total: i64 = filtered(scope, &q).count().get_result(conn).map_err(db_error)?;
                 let mut query = filtered(scope, &q).select(Row::as_select());
                 query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
                     ("name", SortOrder::Asc) => query.order((tenants::name.asc(), tenants::id.asc())),
@@ -133,6 +132,7 @@ impl TenantRepo for OrgStore {
                     (_, SortOrder::Desc) => query.order(tenants::id.desc()),
                 };
                 let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
+                let total = total(q.list.page, rows.len(), || filtered(scope, &q).count().get_result(conn).map_err(db_error))?;
                 Ok(page(rows.into_iter().map(from_row).collect::<Result<_>>()?, total, q.list.page))
             })
             .await

@@ -1,4 +1,4 @@
-use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, write_audit};
+use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, total, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::schema::{roles, sessions, tenants, user_roles, users};
@@ -183,7 +183,6 @@ impl UserRepo for OrgStore {
     async fn list_users(&self, scope: Party, q: UserQuery) -> Result<Page<OrgUser>> {
         self.db
             .run(move |conn| {
-                let total: i64 = filtered(scope, &q).count().get_result(conn).map_err(db_error)?;
                 let mut query = filtered(scope, &q).select(cols());
                 query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
                     ("username", SortOrder::Asc) => query.order(users::username.asc()),
@@ -194,6 +193,7 @@ impl UserRepo for OrgStore {
                     (_, SortOrder::Desc) => query.order(users::id.desc()),
                 };
                 let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
+                let total = total(q.list.page, rows.len(), || filtered(scope, &q).count().get_result(conn).map_err(db_error))?;
                 Ok(page(assemble(conn, rows)?, total, q.list.page))
             })
             .await
