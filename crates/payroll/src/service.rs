@@ -179,7 +179,7 @@ impl PayrollService {
         let audit = AuditRecord::by(actor, now, "payroll_sheet.update", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
-        self.repo.update_sheet(after, items, audit).await?;
+        self.repo.update_sheet(after, items.map_or(ItemsWrite::ClearFigures, ItemsWrite::Replace), audit).await?;
         self.get(actor, id).await
     }
 
@@ -262,7 +262,7 @@ impl PayrollService {
         let audit = AuditRecord::by(actor, now, "payroll_sheet.approve", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
-        self.repo.update_sheet(after, None, audit).await?;
+        self.repo.update_sheet(after, ItemsWrite::Keep, audit).await?;
         self.get(actor, id).await
     }
 
@@ -290,7 +290,7 @@ impl PayrollService {
         let audit = AuditRecord::by(actor, now, "payroll_sheet.send", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .change(Some(&audit_json(&before)), Some(&json!({"status": status.as_str(), "pending": pending.len()})));
-        sheet = self.repo.update_sheet(sheet, None, audit).await?;
+        sheet = self.repo.update_sheet(sheet, ItemsWrite::Keep, audit).await?;
 
         let recipients = self.employees_by_id(sheet.tenant_id, pending.iter().map(|i| i.employee_id).collect()).await?;
         let mut outcomes: HashMap<Id, Delivery> = HashMap::with_capacity(pending.len());

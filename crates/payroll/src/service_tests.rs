@@ -158,7 +158,7 @@ async fn another_user_approves_and_the_approval_is_recorded() {
     repo.expect_tenant().returning(|_, _| Ok(Some(tenant(true))));
     repo.expect_update_sheet()
         .withf(|s, items, _| {
-            s.status == SheetStatus::Approved && s.approved_by == Some(2) && s.approved_at == Some(now()) && items.is_none()
+            s.status == SheetStatus::Approved && s.approved_by == Some(2) && s.approved_at == Some(now()) && *items == ItemsWrite::Keep
         })
         .times(1)
         .returning(|s, _, _| Ok(s));
@@ -180,7 +180,10 @@ async fn send_records_each_outcome_and_a_resend_only_retries_failures() {
     repo.expect_tenant().returning(|_, _| Ok(Some(tenant(true))));
     repo.expect_sheet_items().returning(move |_| Ok(items.clone()));
     // The claim of the send, then the outcomes.
-    repo.expect_update_sheet().withf(|s, _, _| s.send_started_at == Some(now())).times(1).returning(|s, _, _| Ok(s));
+    repo.expect_update_sheet()
+        .withf(|s, items, _| s.send_started_at == Some(now()) && *items == ItemsWrite::Keep)
+        .times(1)
+        .returning(|s, _, _| Ok(s));
     repo.expect_employees().withf(|_, ids| ids.as_deref() == Some(&[100][..])).returning(|_, _| Ok(vec![employee(100)]));
     repo.expect_save_deliveries()
         .withf(|s, d, _| {

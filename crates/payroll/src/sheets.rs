@@ -247,6 +247,17 @@ pub struct PayrollTenant {
     pub policy: PayrollPolicy,
 }
 
+/// What a sheet update does to the sheet's items.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ItemsWrite {
+    /// Leave them as they are (approve, send).
+    Keep,
+    /// Keep their adjustments, drop their calculated figures (an edit without new items).
+    ClearFigures,
+    /// Replace them all (an edit with items).
+    Replace(Vec<SheetItem>),
+}
+
 /// Storage of sheets. Every read takes the caller's scope and finds nothing outside it;
 /// writes carry the audit record to store in the same transaction, and the sheet's
 /// `version` as read — a write against another version fails with `Conflict`.
@@ -270,9 +281,9 @@ pub trait PayrollRepo: Send + Sync + 'static {
     /// Stores a new sheet with its items; `Conflict` when the tenant already has a sheet for
     /// the period.
     async fn insert_sheet(&self, sheet: Sheet, items: Vec<SheetItem>, audit: AuditRecord) -> Result<Sheet>;
-    /// Writes the sheet's fields (status, totals, actors, times) and, when given, replaces
-    /// its items; `sheet.version` is the version read.
-    async fn update_sheet(&self, sheet: Sheet, items: Option<Vec<SheetItem>>, audit: AuditRecord) -> Result<Sheet>;
+    /// Writes the sheet's fields (status, totals, actors, times) and does `items` to its
+    /// items; `sheet.version` is the version read.
+    async fn update_sheet(&self, sheet: Sheet, items: ItemsWrite, audit: AuditRecord) -> Result<Sheet>;
     /// Writes the sheet's fields and each item's calculated line.
     async fn save_calculation(&self, sheet: Sheet, lines: Vec<(Id, CalculatedLine)>, audit: AuditRecord) -> Result<Sheet>;
     /// Writes the sheet's fields and each item's delivery outcome.

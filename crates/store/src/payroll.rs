@@ -3,15 +3,16 @@
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{Db, DbConn, MultiBackend};
 use crate::error::db_error;
-use crate::org::{like_pattern, lower, page, parse_enum, tenants as org_tenants, total};
-use crate::schema::{employees, payroll_items, payroll_sheets, tenants};
+use crate::org::tenants::{self as org_tenants, ids_of_partner};
+use crate::org::{like_pattern, lower, page, parse_enum, total};
+use crate::schema::{employees, payroll_items, payroll_sheets};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::payroll::HousingFundRate;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Period, Result, SortOrder};
 use atrium_payroll::{
-    Adjustments, CalculatedLine, Channel, Delivery, DeliveryStatus, PayrollEmployee, PayrollRepo, PayrollTenant, Sheet, SheetItem,
-    SheetQuery, SheetStatus, SheetTotals, YearToDate,
+    Adjustments, CalculatedLine, Channel, Delivery, DeliveryStatus, ItemsWrite, PayrollEmployee, PayrollRepo, PayrollTenant, Sheet,
+    SheetItem, SheetQuery, SheetStatus, SheetTotals, YearToDate,
 };
 use chrono::{NaiveDate, NaiveDateTime};
 use diesel::dsl::sql;
@@ -177,9 +178,7 @@ fn scoped(scope: Party) -> payroll_sheets::BoxedQuery<'static, MultiBackend> {
     let q = payroll_sheets::table.into_boxed();
     match scope {
         Party::Platform => q,
-        Party::Partner { partner_id } => {
-            q.filter(payroll_sheets::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id)))
-        }
+        Party::Partner { partner_id } => q.filter(payroll_sheets::tenant_id.eq_any(ids_of_partner(partner_id))),
         Party::Tenant { tenant_id, .. } => q.filter(payroll_sheets::tenant_id.eq(tenant_id)),
     }
 }
@@ -193,7 +192,7 @@ fn filtered(scope: Party, q: &SheetQuery) -> payroll_sheets::BoxedQuery<'static,
         query = query.filter(payroll_sheets::tenant_id.eq(t));
     }
     if let Some(p) = q.partner_id {
-        query = query.filter(payroll_sheets::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(p)).select(tenants::id)));
+        query = query.filter(payroll_sheets::tenant_id.eq_any(ids_of_partner(p)));
     }
     if let Some(p) = q.period {
         query = query.filter(payroll_sheets::period.eq(p.to_string()));
@@ -483,29 +482,33 @@ impl PayrollRepo for PayrollStore {
             .await
     }
 
-    async fn update_sheet(&self, sheet: Sheet, items: Option<Vec<SheetItem>>, audit: AuditRecord) -> Result<Sheet> {
+    async fn update_sheet(&self, sheet: Sheet, items: ItemsWrite, audit: AuditRecord) -> Result<Sheet> {
         self.db
             .write(move |conn| {
                 let saved = write_sheet(conn, &sheet)?;
-                if let Some(items) = items {
-                    diesel::delete(payroll_items::table.filter(payroll_items::sheet_id.eq(sheet.id))).execute(conn).map_err(db_error)?;
-                    insert_items(conn, sheet.id, &items)?;
-                } else if sheet.status == SheetStatus::Draft {
-                    // Back to draft: the calculated figures no longer hold.
-                    diesel::update(payroll_items::table.filter(payroll_items::sheet_id.eq(sheet.id)))
-                        .set((
-                            payroll_items::gross.eq(None::<i64>),
-                            payroll_items::tax_free_income.eq(None::<i64>),
-                            payroll_items::contributions.eq(None::<i64>),
-                            payroll_items::special_deduction.eq(None::<i64>),
-                            payroll_items::other_deduction.eq(None::<i64>),
-                            payroll_items::tax.eq(None::<i64>),
-                            payroll_items::annual_bonus_tax.eq(None::<i64>),
-                            payroll_items::net_pay.eq(None::<i64>),
-                            payroll_items::line.eq(None::<String>),
-                        ))
-                        .execute(conn)
-                        .map_err(db_error)?;
+                let of_sheet = payroll_items::table.filter(payroll_items::sheet_id.eq(sheet.id));
+                match items {
+                    ItemsWrite::Keep => {}
+                    ItemsWrite::Replace(items) => {
+                        diesel::delete(of_sheet).execute(conn).map_err(db_error)?;
+                        insert_items(conn, sheet.id, &items)?;
+                    }
+                    ItemsWrite::ClearFigures => {
+                        diesel::update(of_sheet)
+                            .set((
+                                payroll_items::gross.eq(None::<i64>),
+                                payroll_items::tax_free_income.eq(None::<i64>),
+                                payroll_items::contributions.eq(None::<i64>),
+                                payroll_items::special_deduction.eq(None::<i64>),
+                                payroll_items::other_deduction.eq(None::<i64>),
+                                payroll_items::tax.eq(None::<i64>),
+                                payroll_items::annual_bonus_tax.eq(None::<i64>),
+                                payroll_items::net_pay.eq(None::<i64>),
+                                payroll_items::line.eq(None::<String>),
+                            ))
+                            .execute(conn)
+                            .map_err(db_error)?;
+                    }
                 }
                 write_audit(conn, &audit)?;
                 Ok(saved)

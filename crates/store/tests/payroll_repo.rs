@@ -132,7 +132,7 @@ async fn stored(f: &Fixture, period: &str, status: SheetStatus, gross: i64, tax:
     if status == SheetStatus::Calculated {
         return s;
     }
-    f.payroll.update_sheet(Sheet { status, ..s }, None, audit("approve")).await.unwrap()
+    f.payroll.update_sheet(Sheet { status, ..s }, ItemsWrite::Keep, audit("approve")).await.unwrap()
 }
 
 store_test!(a_second_sheet_for_the_same_tenant_and_period_is_a_conflict, |db| {
@@ -167,9 +167,9 @@ store_test!(items_round_trip_with_their_line_and_delivery, |db| {
 store_test!(a_write_against_a_stale_version_is_a_conflict, |db| {
     let f = fixture(&db).await;
     let s = f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], audit("c")).await.unwrap();
-    f.payroll.update_sheet(Sheet { title: "first".into(), ..s.clone() }, None, audit("u")).await.unwrap();
+    f.payroll.update_sheet(Sheet { title: "first".into(), ..s.clone() }, ItemsWrite::Keep, audit("u")).await.unwrap();
 
-    let stale = f.payroll.update_sheet(Sheet { title: "second".into(), ..s.clone() }, None, audit("u")).await.unwrap_err();
+    let stale = f.payroll.update_sheet(Sheet { title: "second".into(), ..s.clone() }, ItemsWrite::Keep, audit("u")).await.unwrap_err();
 
     assert!(matches!(stale, Error::Conflict(_)), "{stale:?}");
     assert_eq!(f.payroll.get_sheet(Party::Platform, s.id).await.unwrap().unwrap().title, "first");

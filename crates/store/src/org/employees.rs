@@ -1,3 +1,4 @@
+use super::tenants::ids_of_partner;
 use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, total, write_audit};
 use crate::crypto::FieldCipher;
 use crate::db::{DbConn, MultiBackend};
@@ -78,9 +79,7 @@ pub(crate) fn scoped(scope: Party) -> employees::BoxedQuery<'static, MultiBacken
     let q = employees::table.into_boxed();
     match scope {
         Party::Platform => q,
-        Party::Partner { partner_id } => {
-            q.filter(employees::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id)))
-        }
+        Party::Partner { partner_id } => q.filter(employees::tenant_id.eq_any(ids_of_partner(partner_id))),
         Party::Tenant { tenant_id, .. } => q.filter(employees::tenant_id.eq(tenant_id)),
     }
 }
@@ -99,7 +98,7 @@ fn filtered<'a>(scope: Party, q: &'a EmployeeQuery, fts: bool) -> employees::Box
         query = query.filter(employees::tenant_id.eq(t));
     }
     if let Some(p) = q.partner_id {
-        query = query.filter(employees::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(p)).select(tenants::id)));
+        query = query.filter(employees::tenant_id.eq_any(ids_of_partner(p)));
     }
     if let Some(d) = &q.department {
         query = query.filter(employees::department.eq(d));
@@ -157,9 +156,7 @@ fn get(conn: &mut DbConn, cipher: &FieldCipher, scope: Party, id: Id) -> Result<
     let by_id = employees::table.filter(employees::id.eq(id)).select(Row::as_select());
     let row: Option<Row> = match scope {
         Party::Platform => by_id.first(conn),
-        Party::Partner { partner_id } => by_id
-            .filter(employees::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id)))
-            .first(conn),
+        Party::Partner { partner_id } => by_id.filter(employees::tenant_id.eq_any(ids_of_partner(partner_id))).first(conn),
         Party::Tenant { tenant_id, .. } => by_id.filter(employees::tenant_id.eq(tenant_id)).first(conn),
     }
     .optional()

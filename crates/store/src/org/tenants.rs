@@ -8,6 +8,7 @@ use atrium_kernel::payroll::PayrollPolicy;
 use atrium_kernel::{AuditRecord, Error, Id, Page, Party, Result, SortOrder};
 use atrium_org::{Tenant, TenantQuery, TenantRepo, TenantStatus};
 use chrono::NaiveDateTime;
+use diesel::dsl;
 use diesel::prelude::*;
 
 #[derive(Queryable, Selectable)]
@@ -45,6 +46,11 @@ fn from_row(r: Row) -> Result<Tenant> {
         created_at: from_db(r.created_at),
         updated_at: from_db(r.updated_at),
     })
+}
+
+/// The ids of a partner's tenants, as a subquery: how partner scope reaches tenant-owned rows.
+pub(crate) fn ids_of_partner(partner_id: Id) -> dsl::Select<dsl::Filter<tenants::table, dsl::Eq<tenants::partner_id, Id>>, tenants::id> {
+    tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id)
 }
 
 /// Tenants visible to `scope`.
