@@ -49,7 +49,7 @@ e2e!(me_shows_the_user_party_roles_and_permissions, |app| {
     let r = app.get("/api/v1/auth/me", Some(&token)).await;
 
     r.expect(200);
-    assert_eq!(r.data()["party"], json!({"type": "platform", "id": null}));
+    assert_eq!(r.data()["party"], json!({"type": "platform", "id": null, "status": "active"}));
     assert_eq!(r.data()["roles"][0]["code"], "platform_admin");
     assert_eq!(r.data()["permissions"], json!(["*"]));
 });
@@ -173,7 +173,7 @@ e2e!(registration_creates_a_pending_tenant_whose_admin_logs_in_at_once, |app| {
     let me = app.get("/api/v1/auth/me", Some(&bearer(&data))).await;
 
     me.expect(200);
-    assert_eq!(me.data()["party"], json!({"type": "tenant", "id": reg["tenant"]["id"]}));
+    assert_eq!(me.data()["party"], json!({"type": "tenant", "id": reg["tenant"]["id"], "status": "pending"}));
     assert_eq!(me.data()["roles"][0]["code"], "tenant_admin");
 });
 

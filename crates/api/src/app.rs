@@ -2,7 +2,7 @@ use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
-use actix_web::middleware::{ErrorHandlerResponse, ErrorHandlers, Logger, from_fn};
+use actix_web::middleware::{DefaultHeaders, ErrorHandlerResponse, ErrorHandlers, Logger, from_fn};
 use actix_web::{App, HttpRequest, HttpResponse, web};
 use async_trait::async_trait;
 use atrium_docs::DocsService;
@@ -58,12 +58,15 @@ pub fn configure(
         .app_data(state)
         .app_data(json_limit)
         .app_data(trust)
-        .app_data(web::PathConfig::default().error_handler(|err, _| ApiError::bad_request(format!("invalid path parameter: {err}")).into()))
-        .app_data(
-            web::QueryConfig::default().error_handler(|err, _| ApiError::bad_request(format!("invalid query parameter: {err}")).into()),
-        )
+        .app_data(web::PathConfig::default().error_handler(|_, req| {
+            ApiError::bad_request(format!("invalid path {}: each id in it must be a positive integer", req.path())).into()
+        }))
+        .app_data(web::QueryConfig::default().error_handler(|err, _| ApiError::bad_request(query_error(&err)).into()))
         .app_data(web::PayloadConfig::new(json_limit.0))
         .wrap(ErrorHandlers::new().default_handler(envelope_framework_error))
+        // API answers are private and typed: never cached by a proxy or browser (token
+        // responses above all), never sniffed into another content type.
+        .wrap(DefaultHeaders::new().add((header::X_CONTENT_TYPE_OPTIONS, "nosniff")).add((header::CACHE_CONTROL, "no-store")))
         .wrap(Logger::new(r#"%a "%r" %s %b %Dms rid=%{x-request-id}o"#))
         .wrap(from_fn(request_id::middleware))
         .service(web::resource("/healthz").route(web::get().to(routes::health::healthz)))
@@ -72,6 +75,22 @@ pub fn configure(
         .service(docs)
         .configure(extra)
         .default_service(web::to(no_route))
+}
+
+/// A query-string error in the caller's terms: which parameter, and what it should be.
+fn query_error(err: &actix_web::error::QueryPayloadError) -> String {
+    let raw = match err {
+        actix_web::error::QueryPayloadError::Deserialize(e) => e.to_string(),
+        other => other.to_string(),
+    };
+    let raw = raw.strip_prefix("Query deserialize error: ").unwrap_or(&raw).to_owned();
+    if raw.starts_with("unknown field") || raw.starts_with("missing field") {
+        return format!("invalid query parameter: {}", raw.split(", expected").next().unwrap_or(&raw));
+    }
+    if raw.contains("invalid digit") || raw.contains("number too large") || raw.contains("cannot parse integer") {
+        return "invalid query parameter: a numeric parameter is not an integer".to_owned();
+    }
+    format!("invalid query parameter: {}", crate::extract::caller_terms(&raw))
 }
 
 async fn no_route(req: HttpRequest) -> HttpResponse {

@@ -65,13 +65,16 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
     }
 }
 
-/// Deserialises with the path of the failing field in the error.
+/// Deserialises with the path of the failing field in the error. The whole body must be one
+/// JSON value: trailing bytes after it are refused.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
+    // Every body of this API is an object; serde would also fill a struct from an array,
+    // by position, which no caller means.
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(ApiError::bad_request("request body must be a JSON object"));
     }
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let msg = inner.to_string();
@@ -86,17 +89,56 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
         } else {
             path
         };
-        let message = if inner.is_syntax() || inner.is_eof() {
+        if inner.is_syntax() || inner.is_eof() {
             return ApiError::bad_request(format!("malformed JSON: {}", strip_position(&msg)));
-        } else {
-            strip_position(&msg).to_owned()
-        };
+        }
+        let message = caller_terms(strip_position(&msg));
         if field.is_empty() || field == "." {
+            if message.starts_with("expected an object") {
+                return ApiError::bad_request("request body must be a JSON object");
+            }
             ApiError::bad_request(message)
         } else {
             ApiError(Error::Invalid(vec![FieldError::new(field, message)]))
         }
-    })
+    })?;
+    de.end().map_err(|_| ApiError::bad_request("malformed JSON: unexpected data after the JSON value"))?;
+    Ok(value)
+}
+
+/// Rewrites serde's wording, which names Rust types ("expected struct NewEmployee with 17
+/// elements", "expected i64"), into the JSON terms a caller knows.
+pub(crate) fn caller_terms(msg: &str) -> String {
+    let (got, expected) = match msg.split_once(", expected ") {
+        Some((got, expected)) => (got, expected),
+        None => return msg.to_owned(),
+    };
+    let expected = expected.trim();
+    let kind = if expected.starts_with("struct ") || expected.starts_with("a map") || expected.starts_with("map") {
+        "an object".to_owned()
+    } else if expected.starts_with("a sequence") || expected.starts_with("tuple") || expected.starts_with("a tuple") {
+        "an array".to_owned()
+    } else if ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "usize", "isize", "an integer"].iter().any(|t| expected.starts_with(t))
+    {
+        "an integer".to_owned()
+    } else if expected.starts_with("a boolean") {
+        "true or false".to_owned()
+    } else if expected.starts_with("a string") || expected.starts_with("a borrowed string") || expected.starts_with("String") {
+        "a string".to_owned()
+    } else if expected.starts_with("enum ") {
+        "one of the allowed values".to_owned()
+    } else if expected.starts_with("one of ") || expected.starts_with('`') {
+        return msg.replace("variant", "value");
+    } else if expected.starts_with("a ") || expected.starts_with("an ") {
+        expected.split(" with ").next().unwrap_or(expected).to_owned()
+    } else {
+        "a value of another form".to_owned()
+    };
+    let got = got.strip_prefix("invalid type: ").or_else(|| got.strip_prefix("invalid value: ")).unwrap_or(got);
+    if got.starts_with("invalid length") {
+        return format!("expected {kind}");
+    }
+    format!("expected {kind}, got {}", got.split(" \"").next().unwrap_or(got))
 }
 
 fn backticked(msg: &str) -> Option<&str> {
@@ -173,6 +215,7 @@ impl FromRequest for Auth {
                 user_id: principal.user.id,
                 session_id: principal.session.id.clone(),
                 party: principal.user.party,
+                standing: principal.user.standing,
                 permissions: principal.permissions.clone(),
                 ip,
                 request_id,
@@ -284,6 +327,33 @@ mod tests {
     fn a_missing_field_is_named() {
         let err = parse_json::<Body>(br#"{"name":"a"}"#).unwrap_err();
         assert_eq!(field_of(err), "age");
+    }
+
+    #[test]
+    fn trailing_bytes_after_the_body_are_refused() {
+        let err = parse_json::<Body>(br#"{"name":"a","age":1}garbage"#).unwrap_err();
+        assert!(matches!(err.0, Error::BadRequest(ref m) if m.contains("after the JSON value")), "{err:?}");
+        let err = parse_json::<Body>(br#"{"name":"a","age":1}{"name":"b","age":2}"#).unwrap_err();
+        assert!(matches!(err.0, Error::BadRequest(_)), "{err:?}");
+        assert!(parse_json::<Body>(b"{\"name\":\"a\",\"age\":1}  \n").is_ok());
+    }
+
+    #[test]
+    fn errors_speak_json_not_rust() {
+        let err = parse_json::<Body>(br#"["a", 1]"#).unwrap_err();
+        assert!(matches!(err.0, Error::BadRequest(ref m) if m == "request body must be a JSON object"), "{err:?}");
+        let err = parse_json::<Body>(br#"{"name":"a","age":1,"inner":"text"}"#).unwrap_err();
+        let message = match err.0 {
+            Error::Invalid(e) => e[0].message.clone(),
+            other => panic!("expected a field error, got {other:?}"),
+        };
+        assert!(!message.contains("struct") && !message.contains("Inner") && message.contains("object"), "{message}");
+        let err = parse_json::<Body>(br#"{"name":"a","age":"old"}"#).unwrap_err();
+        let message = match err.0 {
+            Error::Invalid(e) => e[0].message.clone(),
+            other => panic!("expected a field error, got {other:?}"),
+        };
+        assert_eq!(message, "expected an integer, got string");
     }
 
     #[test]

@@ -11,14 +11,15 @@ pub const HEADER: HeaderName = HeaderName::from_static("x-request-id");
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
-/// Echoes a sane client `X-Request-Id` or makes one; stores it for handlers and the audit
-/// trail and puts it on the response.
+/// Echoes a client `X-Request-Id` of a safe form (1–128 of letters, digits and `._:-`, so it
+/// cannot carry markup into a log viewer or the audit trail) or makes one; stores it for
+/// handlers and the audit trail and puts it on the response.
 pub async fn middleware(req: ServiceRequest, next: Next<impl MessageBody>) -> Result<ServiceResponse<impl MessageBody>, Error> {
     let id = req
         .headers()
         .get(&HEADER)
         .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b)))
         .map(str::to_owned)
         .unwrap_or_else(|| format!("{:016x}", rand::rng().random::<u64>()));
     req.extensions_mut().insert(RequestId(id.clone()));

@@ -161,6 +161,10 @@ pub struct ApiToken {
     pub expires_at: Option<Timestamp>,
     pub revoked_at: Option<Timestamp>,
     pub last_used_at: Option<Timestamp>,
+    /// Why a live token cannot be used now: its owning party (or that tenant's partner) is
+    /// disabled, or the user who issued it is disabled or gone. Filled when the token is
+    /// looked up to authenticate.
+    pub suspended: Option<String>,
 }
 
 /// Whether a token works right now.
@@ -169,6 +173,8 @@ pub enum TokenStatus {
     Active,
     Expired,
     Revoked,
+    /// Live, but its party or issuer is disabled.
+    Suspended,
 }
 
 impl TokenStatus {
@@ -177,6 +183,7 @@ impl TokenStatus {
             TokenStatus::Active => "active",
             TokenStatus::Expired => "expired",
             TokenStatus::Revoked => "revoked",
+            TokenStatus::Suspended => "suspended",
         }
     }
 }
@@ -187,6 +194,8 @@ impl ApiToken {
             TokenStatus::Revoked
         } else if self.expires_at.is_some_and(|e| e <= now) {
             TokenStatus::Expired
+        } else if self.suspended.is_some() {
+            TokenStatus::Suspended
         } else {
             TokenStatus::Active
         }

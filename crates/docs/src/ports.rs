@@ -22,6 +22,8 @@ pub trait DocsRepo: Send + Sync + 'static {
     async fn create_token(&self, token: NewToken) -> Result<ApiToken>;
 
     /// The token whose value hashes to `token_hash`, revoked and expired ones included.
+    /// MUST set `suspended` when the owning party (or the owning tenant's partner) is
+    /// disabled, or the issuing user is disabled, gone, or in a disabled party.
     async fn find_token_by_hash(&self, token_hash: &str) -> Result<Option<ApiToken>>;
 
     async fn get_token(&self, id: Id) -> Result<Option<ApiToken>>;

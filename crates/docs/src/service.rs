@@ -144,6 +144,10 @@ impl DocsService {
             TokenStatus::Active => {}
             TokenStatus::Revoked => return Err(Error::Unauthenticated("this API token has been revoked".into())),
             TokenStatus::Expired => return Err(Error::Unauthenticated("this API token has expired".into())),
+            TokenStatus::Suspended => {
+                let why = token.suspended.as_deref().unwrap_or("its owner is disabled");
+                return Err(Error::Forbidden(format!("this API token cannot be used: {why}")));
+            }
         }
         let stale_before = now - self.config.touch_interval;
         if token.last_used_at.is_none_or(|t| t <= stale_before) {

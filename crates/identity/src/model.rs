@@ -1,5 +1,5 @@
 pub use atrium_kernel::UserStatus;
-use atrium_kernel::{Id, Party, PartyType, PermissionSet, Timestamp};
+use atrium_kernel::{Id, Party, PartyStanding, PartyType, PermissionSet, Timestamp};
 use serde::{Deserialize, Serialize};
 
 /// A user as identity sees it.
@@ -11,18 +11,29 @@ pub struct User {
     pub phone: Option<String>,
     pub email: Option<String>,
     pub party: Party,
+    /// Whether the party lets the user in (a disabled tenant or partner shuts its users out).
+    pub standing: PartyStanding,
     pub status: UserStatus,
     pub chat_bound: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
 
-/// A user with what a password login needs to decide.
+/// A user with its password hash.
 #[derive(Debug, Clone)]
 pub struct UserCredentials {
     pub user: User,
     pub password_hash: Option<String>,
-    pub failed_logins: i32,
+}
+
+/// What a password login needs to decide: the failures counted against the presented login
+/// identifier — whether or not any account has it, so a lockout tells nothing about which
+/// accounts exist — and the account it names, if any.
+#[derive(Debug, Clone, Default)]
+pub struct LoginLookup {
+    pub credentials: Option<UserCredentials>,
+    /// Consecutive failures since the last success or lock.
+    pub failures: i32,
     pub locked_until: Option<Timestamp>,
 }
 

@@ -10,19 +10,25 @@ pub trait IdentityRepo: Send + Sync + 'static {
     /// The user whose username, phone or e-mail equals `login` (exact, already normalised).
     async fn find_credentials(&self, login: &str) -> Result<Option<UserCredentials>>;
 
-    /// Adds one consecutive failure; when the count reaches `threshold` the account is locked
-    /// until `lock_until`, the count starts again and `lock_audit` is stored. Returns the lock
-    /// end if it was set.
+    /// The failure count and lock of the login identifier `login` (exact, already
+    /// normalised), whether or not an account has it, with that account if one does.
+    async fn find_login(&self, login: &str) -> Result<LoginLookup>;
+
+    /// Adds one consecutive failure at `at` to the identifier `login` (any identifier,
+    /// existing account or not); when the count reaches `threshold` the identifier is locked until
+    /// `lock_until`, the count starts again and `lock_audit` (if any) is stored. Returns the
+    /// lock end if it was set. Atomic: concurrent failures are all counted.
     async fn record_login_failure(
         &self,
-        user_id: Id,
+        login: &str,
+        at: Timestamp,
         threshold: i32,
         lock_until: Timestamp,
-        lock_audit: AuditRecord,
+        lock_audit: Option<AuditRecord>,
     ) -> Result<Option<Timestamp>>;
 
-    /// Clears the consecutive-failure count after a successful login.
-    async fn clear_login_failures(&self, user_id: Id) -> Result<()>;
+    /// Clears the failure count of the identifier `login` after a successful login.
+    async fn clear_login_failures(&self, login: &str) -> Result<()>;
 
     /// Records one event in `bucket` at `at`, and returns how many events the bucket holds
     /// since `since` (the new one included). Old events may be pruned.
@@ -71,7 +77,8 @@ pub trait IdentityRepo: Send + Sync + 'static {
     /// Stores `audit` completed with the new user (actor and target) and tenant.
     async fn register_tenant(&self, registration: NewRegistration, audit: AuditRecord) -> Result<Registered>;
 
-    /// Sets a new password hash, clears the lockout and revokes every session of the user.
+    /// Sets a new password hash, clears the lockout of the user's username, phone and e-mail,
+    /// and revokes every session of the user.
     async fn reset_password(&self, user_id: Id, password_hash: &str, at: Timestamp, audit: AuditRecord) -> Result<()>;
 
     async fn create_chat_ticket(&self, ticket: ChatTicket) -> Result<()>;

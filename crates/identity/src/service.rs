@@ -14,6 +14,8 @@ use std::time::Instant;
 const BAD_CREDENTIALS: &str = "invalid username or password";
 const BAD_CODE_LOGIN: &str = "invalid or expired verification code";
 const SESSION_OVER: &str = "session has ended; log in again";
+/// Longer than any username, phone or e-mail address an account can have.
+const MAX_LOGIN_BYTES: usize = 320;
 
 /// A bcrypt hash of a random string: verifying against it makes a login for an unknown user
 /// cost the same time as one for a known user.
@@ -57,35 +59,39 @@ impl IdentityService {
         let now = self.clock.now();
         self.refuse_blocked_ip(client, now).await?;
         let key = normalise_login(login);
-        let Some(creds) = self.repo.find_credentials(&key).await? else {
-            // Same work and answer as a wrong password, so unknown accounts do not show.
+        if key.len() > MAX_LOGIN_BYTES {
+            // No account has such a name; do not store it as a counter either.
             let _ = self.hasher.verify(password, DUMMY_HASH).await?;
             self.count_ip_failure(client, now).await?;
             return Err(Error::Unauthenticated(BAD_CREDENTIALS.into()));
-        };
-        if let Some(until) = creds.locked_until.filter(|u| *u > now) {
+        }
+        // Failures count against the identifier as presented, known or not, so an unknown
+        // name locks exactly as a real one does.
+        let lookup = self.repo.find_login(&key).await?;
+        if let Some(until) = lookup.locked_until.filter(|u| *u > now) {
             return Err(locked(until, now));
         }
-        let ok = match &creds.password_hash {
-            Some(hash) => self.hasher.verify(password, hash).await?,
-            None => {
-                let _ = self.hasher.verify(password, DUMMY_HASH).await?;
-                false
+        let creds = lookup.credentials;
+        // Same work for an unknown account or one without a password as for a wrong password.
+        let hash = creds.as_ref().and_then(|c| c.password_hash.as_deref()).unwrap_or(DUMMY_HASH);
+        let ok = self.hasher.verify(password, hash).await? && creds.as_ref().is_some_and(|c| c.password_hash.is_some());
+        let creds = match creds {
+            Some(c) if ok => c,
+            creds => {
+                self.count_ip_failure(client, now).await?;
+                let lock_until = now + self.config.lockout_duration;
+                let lock_audit = creds.map(|c| audit(now, client, "user.locked", &c.user, None));
+                self.repo.record_login_failure(&key, now, self.config.lockout_threshold, lock_until, lock_audit).await?;
+                return Err(Error::Unauthenticated(BAD_CREDENTIALS.into()));
             }
         };
-        if !ok {
-            self.count_ip_failure(client, now).await?;
-            let lock_until = now + self.config.lockout_duration;
-            let audit = audit(now, client, "user.locked", &creds.user, None);
-            self.repo.record_login_failure(creds.user.id, self.config.lockout_threshold, lock_until, audit).await?;
-            return Err(Error::Unauthenticated(BAD_CREDENTIALS.into()));
-        }
         if creds.user.status != UserStatus::Active {
             return Err(Error::Unauthenticated("this account is disabled".into()));
         }
-        if creds.failed_logins > 0 {
-            self.repo.clear_login_failures(creds.user.id).await?;
+        if lookup.failures > 0 {
+            self.repo.clear_login_failures(&key).await?;
         }
+        admit(&creds.user)?;
         self.start_session(creds.user, client, now, "password").await
     }
 
@@ -102,6 +108,7 @@ impl IdentityService {
             Some(c) if c.user.status == UserStatus::Active => c.user,
             _ => return Err(Error::Unauthenticated(BAD_CODE_LOGIN.into())),
         };
+        admit(&user)?;
         self.start_session(user, client, now, "code").await
     }
 
@@ -119,7 +126,10 @@ impl IdentityService {
         }
         let user = self.repo.find_user_by_chat_identity(t.chat_identity.as_deref().unwrap_or_default()).await?;
         match user {
-            Some(u) if u.id == user_id && u.status == UserStatus::Active => self.start_session(u, client, now, "qr").await,
+            Some(u) if u.id == user_id && u.status == UserStatus::Active => {
+                admit(&u)?;
+                self.start_session(u, client, now, "qr").await
+            }
             _ => Err(rejected()),
         }
     }
@@ -197,6 +207,7 @@ impl IdentityService {
                 let Some(p) = principal.filter(|p| p.user.status == UserStatus::Active) else {
                     return Err(Error::Unauthenticated(SESSION_OVER.into()));
                 };
+                admit(&p.user)?;
                 let refresh_expires = (now + self.config.refresh_ttl).min(session.expires_at);
                 self.grant(p.user, &session.id, session.expires_at, next, refresh_expires, now)
             }
@@ -239,6 +250,7 @@ impl IdentityService {
         if p.user.status != UserStatus::Active {
             return Err(Error::Unauthenticated("this account is disabled".into()));
         }
+        admit(&p.user)?;
         Ok(p)
     }
 
@@ -490,6 +502,12 @@ impl IdentityService {
         }
         Ok(())
     }
+}
+
+/// `Forbidden`, saying why, when the user's party is disabled (or its tenant's partner is):
+/// such a party's users neither log in nor use a session they already hold.
+fn admit(user: &User) -> Result<()> {
+    user.standing.check()
 }
 
 /// An identity event of `user`, acted by the user, from the client's address.

@@ -170,12 +170,57 @@ impl PermissionSet {
     }
 }
 
+/// Whether a user's party lets its users and API tokens in. Partners and tenants can be
+/// disabled; a tenant is also shut out when its partner is; a self-registered tenant is
+/// `Pending` until activated, and may look but not grow (no new users).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PartyStanding {
+    #[default]
+    Active,
+    Pending,
+    /// The party itself is disabled or gone.
+    Disabled(PartyType),
+    /// The tenant is fine but its partner is disabled.
+    PartnerDisabled,
+}
+
+impl PartyStanding {
+    /// Why this standing refuses access, or `None` when it lets the party in.
+    pub fn refusal(self) -> Option<&'static str> {
+        match self {
+            PartyStanding::Active | PartyStanding::Pending => None,
+            PartyStanding::Disabled(PartyType::Tenant) => Some("the tenant this account belongs to is disabled"),
+            PartyStanding::Disabled(_) => Some("the partner this account belongs to is disabled"),
+            PartyStanding::PartnerDisabled => Some("the partner of this account's tenant is disabled"),
+        }
+    }
+
+    /// `active` or `pending` (the only standings a logged-in caller can have), else `disabled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartyStanding::Active => "active",
+            PartyStanding::Pending => "pending",
+            PartyStanding::Disabled(_) | PartyStanding::PartnerDisabled => "disabled",
+        }
+    }
+
+    /// `Forbidden` with the reason when the standing refuses access.
+    pub fn check(self) -> Result<(), Error> {
+        match self.refusal() {
+            Some(why) => Err(Error::Forbidden(why.into())),
+            None => Ok(()),
+        }
+    }
+}
+
 /// The authenticated caller of a domain operation.
 #[derive(Debug, Clone)]
 pub struct Actor {
     pub user_id: Id,
     pub session_id: String,
     pub party: Party,
+    /// Whether the caller's party is active or still pending (a disabled one never acts).
+    pub standing: PartyStanding,
     pub permissions: PermissionSet,
     /// Client address and request id, for the audit trail.
     pub ip: Option<String>,
@@ -186,6 +231,14 @@ impl Actor {
     /// `Forbidden` unless the actor holds `permission`.
     pub fn require(&self, permission: &str) -> Result<(), Error> {
         if self.permissions.allows(permission) { Ok(()) } else { Err(Error::Forbidden(format!("missing permission {permission}"))) }
+    }
+
+    /// `Forbidden` while the caller's tenant awaits activation (for operations that grow it).
+    pub fn require_active_party(&self, what: &str) -> Result<(), Error> {
+        if self.standing == PartyStanding::Pending {
+            return Err(Error::Forbidden(format!("a tenant awaiting activation cannot {what}")));
+        }
+        Ok(())
     }
 }
 

@@ -15,7 +15,7 @@ pub mod payroll;
 mod period;
 mod text;
 
-pub use actor::{Actor, Party, PartyType, PermissionSet, UserStatus, permission_matches};
+pub use actor::{Actor, Party, PartyStanding, PartyType, PermissionSet, UserStatus, permission_matches};
 pub use audit::AuditRecord;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use contact::{ContactTarget, Email, Phone};

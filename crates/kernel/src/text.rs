@@ -2,7 +2,10 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
 
-/// Trimmed text of 1..=MAX characters without control characters (names, titles).
+/// Trimmed text of 1..=MAX characters without control characters (names, titles), nor the
+/// invisible and direction-changing characters that make a name read differently from what
+/// it is (zero-width spaces and joiners, bidirectional embeddings, overrides and isolates,
+/// the byte-order mark, line and paragraph separators).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Text<const MAX: usize>(String);
@@ -24,6 +27,9 @@ impl<const MAX: usize> Text<MAX> {
         if s.chars().any(char::is_control) {
             return Err("must not contain control characters".into());
         }
+        if s.chars().any(is_deceptive) {
+            return Err("must not contain invisible or text-direction characters".into());
+        }
         Ok(Text(s.to_owned()))
     }
 
@@ -34,6 +40,11 @@ impl<const MAX: usize> Text<MAX> {
     pub fn into_string(self) -> String {
         self.0
     }
+}
+
+/// Characters a reader cannot see that change how the text around them reads.
+pub fn is_deceptive(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{2028}' | '\u{2029}' | '\u{061C}')
 }
 
 impl<const MAX: usize> TryFrom<String> for Text<MAX> {
@@ -122,6 +133,14 @@ mod tests {
         assert!(Name::parse("   ").is_err());
         assert!(Label::parse(&"x".repeat(65)).is_err());
         assert!(Name::parse("a\u{0}b").is_err());
+    }
+
+    #[test]
+    fn invisible_and_direction_characters_are_refused() {
+        for c in ['\u{202A}', '\u{202E}', '\u{2066}', '\u{2069}', '\u{200B}', '\u{200F}', '\u{FEFF}'] {
+            assert!(Name::parse(&format!("Acme{c}Ltd")).is_err(), "{c:?} was accepted");
+        }
+        assert_eq!(Name::parse("Acme 有限公司 — Zoë").unwrap().as_str(), "Acme 有限公司 — Zoë");
     }
 
     #[test]

@@ -168,7 +168,12 @@ impl PartnerService {
         let audit = AuditRecord::by(actor, after.updated_at, action, "partner", Some(id))
             .owned_by(Some(id), None)
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
-        self.repo.update_partner(after, audit).await
+        let status_changed = after.status != before.status;
+        let saved = self.repo.update_partner(after, audit).await?;
+        if status_changed {
+            self.access.party_changed();
+        }
+        Ok(saved)
     }
 
     pub async fn delete(&self, actor: &Actor, id: Id, cascade: bool) -> Result<()> {

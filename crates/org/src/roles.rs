@@ -113,6 +113,10 @@ pub struct NewRole {
     pub permissions: Vec<String>,
 }
 
+/// Codes of the built-in roles; no custom role may take one.
+pub const BUILTIN_ROLE_CODES: &[&str] =
+    &["platform_admin", "partner_admin", "tenant_admin", "payroll_clerk", "payroll_approver", "finance", "viewer"];
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -180,6 +184,9 @@ impl RoleService {
     pub async fn create(&self, actor: &Actor, input: NewRole) -> Result<Role> {
         if !input.code.as_str().bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
             return Err(Error::invalid("code", "may contain only letters, digits and underscores"));
+        }
+        if BUILTIN_ROLE_CODES.contains(&input.code.as_str().to_lowercase().as_str()) {
+            return Err(Error::invalid("code", "is reserved for a built-in role"));
         }
         let allowed = match actor.party {
             Party::Platform => true,

@@ -1,7 +1,7 @@
 //! Service tests of the org rules against mocked ports.
 use crate::*;
 use atrium_kernel::payroll::HousingFundRate;
-use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Name, Party, PartyType, PermissionSet};
+use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Name, Party, PartyStanding, PartyType, PermissionSet};
 use chrono::TimeZone;
 use std::sync::Arc;
 
@@ -14,7 +14,15 @@ fn clock() -> Arc<FixedClock> {
 }
 
 fn actor(party: Party, perms: &[&str]) -> Actor {
-    Actor { user_id: 10, session_id: "s".into(), party, permissions: PermissionSet::new(perms.iter().copied()), ip: None, request_id: None }
+    Actor {
+        user_id: 10,
+        session_id: "s".into(),
+        party,
+        standing: PartyStanding::Active,
+        permissions: PermissionSet::new(perms.iter().copied()),
+        ip: None,
+        request_id: None,
+    }
 }
 
 fn quiet_access() -> Arc<MockAccessChanged> {
@@ -176,7 +184,12 @@ fn new_user(role_ids: Vec<Id>) -> NewUser {
 }
 
 fn user_service(repo: MockUserRepo, hasher: MockPasswordHashing, access: MockAccessChanged) -> UserService {
-    UserService::new(Arc::new(repo), Arc::new(hasher), Arc::new(access), clock(), |p| if p.len() >= 8 { Ok(()) } else { Err("too short") })
+    let mut limiter = MockRateLimiter::new();
+    limiter.expect_count().returning(|_, _| Ok((0, None)));
+    limiter.expect_hit().returning(|_, _, _| Ok(()));
+    UserService::new(Arc::new(repo), Arc::new(hasher), Arc::new(access), Arc::new(limiter), clock(), |p| {
+        if p.len() >= 8 { Ok(()) } else { Err("too short") }
+    })
 }
 
 #[tokio::test]
@@ -267,4 +280,81 @@ async fn a_custom_role_may_not_hold_unknown_or_unheld_permissions() {
     assert!(matches!(unknown, Error::Invalid(_)));
     assert!(matches!(unheld, Error::Forbidden(_)), "employee:read does not cover employee:*");
     assert!(matches!(above, Error::Invalid(ref e) if e[0].field == "party_type"));
+}
+
+#[tokio::test]
+async fn a_tenant_awaiting_activation_cannot_create_users() {
+    let mut repo = MockUserRepo::new();
+    repo.expect_insert_user().never();
+    let mut hasher = MockPasswordHashing::new();
+    hasher.expect_hash_password().never();
+    let svc = user_service(repo, hasher, MockAccessChanged::new());
+    let pending = Actor { standing: PartyStanding::Pending, ..actor(Party::Tenant { tenant_id: 3, partner_id: None }, &["user:*"]) };
+
+    let err = svc.create(&pending, new_user(vec![])).await.unwrap_err();
+
+    assert!(matches!(err, Error::Forbidden(ref m) if m.contains("activation")), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_taken_value_is_a_conflict_that_leaves_an_audit_trace() {
+    let mut repo = MockUserRepo::new();
+    repo.expect_roles_by_ids().returning(|_, _| Ok(vec![]));
+    repo.expect_insert_user().times(1).returning(|_, _, _, _| Err(Error::conflict("this username is taken")));
+    repo.expect_record_refusal()
+        .withf(|a| {
+            a.action == "user.create_conflict"
+                && a.actor_user_id == Some(10)
+                && a.tenant_id == Some(3)
+                && a.after.as_ref().is_some_and(|v| v["username"] == "newbie")
+        })
+        .times(1)
+        .returning(|_| Ok(()));
+    let mut hasher = MockPasswordHashing::new();
+    hasher.expect_hash_password().times(1).returning(|_| Ok("h".into()));
+    let svc = user_service(repo, hasher, MockAccessChanged::new());
+
+    let err = svc.create(&actor(Party::Tenant { tenant_id: 3, partner_id: None }, &["user:*"]), new_user(vec![])).await.unwrap_err();
+
+    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_caller_over_its_hourly_create_budget_is_refused_before_any_lookup() {
+    let mut repo = MockUserRepo::new();
+    repo.expect_roles_by_ids().never();
+    repo.expect_insert_user().never();
+    let mut limiter = MockRateLimiter::new();
+    limiter
+        .expect_count()
+        .withf(|key, since| key == "user-create:user:10" && *since == now() - chrono::Duration::hours(1))
+        .times(1)
+        .returning(|_, _| Ok((3, Some(now() - chrono::Duration::minutes(45)))));
+    limiter.expect_hit().never();
+    let svc =
+        UserService::new(Arc::new(repo), Arc::new(MockPasswordHashing::new()), quiet_access(), Arc::new(limiter), clock(), |_| Ok(()))
+            .with_create_limit(3);
+
+    let err = svc.create(&actor(Party::Platform, &["*"]), new_user(vec![])).await.unwrap_err();
+
+    assert!(matches!(err, Error::RateLimited { retry_after_secs: 900, .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_custom_role_cannot_take_a_built_in_code() {
+    let mut repo = MockRoleRepo::new();
+    repo.expect_insert_role().never();
+    let svc = RoleService::new(Arc::new(repo), quiet_access(), clock());
+    let me = actor(Party::Tenant { tenant_id: 3, partner_id: None }, &["role:*", "employee:read"]);
+
+    for code in ["platform_admin", "Tenant_Admin", "viewer"] {
+        let input = NewRole {
+            code: atrium_kernel::Text::parse(code).unwrap(),
+            name: Name::parse("Mine").unwrap(),
+            party_type: PartyType::Tenant,
+            permissions: vec!["employee:read".into()],
+        };
+        let err = svc.create(&me, input).await.unwrap_err();
+        assert!(matches!(err, Error::Invalid(ref e) if e[0].field == "code" && e[0].message.contains("reserved")), "{code}: {err:?}");
+    }
 }

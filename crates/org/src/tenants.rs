@@ -228,7 +228,12 @@ impl TenantService {
         let audit = AuditRecord::by(actor, after.updated_at, action, "tenant", Some(id))
             .owned_by(after.partner_id, Some(id))
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
-        self.repo.update_tenant(after, audit).await
+        let standing_changed = after.status != before.status || after.partner_id != before.partner_id;
+        let saved = self.repo.update_tenant(after, audit).await?;
+        if standing_changed {
+            self.access.party_changed();
+        }
+        Ok(saved)
     }
 
     pub async fn delete(&self, actor: &Actor, id: Id, cascade: bool) -> Result<()> {

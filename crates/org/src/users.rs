@@ -116,18 +116,27 @@ pub trait UserRepo: Send + Sync + 'static {
     /// MUST return `Conflict` for a taken username, phone or e-mail.
     async fn insert_user(&self, user: OrgUser, password_hash: String, role_ids: Vec<Id>, audit: AuditRecord) -> Result<OrgUser>;
     async fn update_user(&self, user: OrgUser, write: UserWrite, audit: AuditRecord) -> Result<OrgUser>;
-    /// Deletes the user and its sessions.
+    /// Deletes the user and its sessions, and revokes the API tokens it issued.
     async fn delete_user(&self, id: Id, audit: AuditRecord) -> Result<()>;
+    /// Stores the audit record of a refused write (a create that hit a taken value).
+    async fn record_refusal(&self, audit: AuditRecord) -> Result<()>;
 }
 
 pub struct UserService {
     repo: Arc<dyn UserRepo>,
     hasher: Arc<dyn crate::PasswordHashing>,
     access: Arc<dyn crate::AccessChanged>,
+    limiter: Arc<dyn crate::RateLimiter>,
     clock: Arc<dyn Clock>,
     /// The password policy (identity owns it; the server passes it in).
     password_policy: fn(&str) -> std::result::Result<(), &'static str>,
+    /// User creations one caller may attempt per hour (each answer, 409s included, tells
+    /// something about which usernames, phones and e-mails exist).
+    creates_per_hour: i64,
 }
+
+/// Default of [`UserService::with_create_limit`].
+pub const USER_CREATES_PER_HOUR: i64 = 200;
 
 fn audit_json(u: &OrgUser) -> serde_json::Value {
     serde_json::to_value(u).unwrap_or_default()
@@ -138,10 +147,33 @@ impl UserService {
         repo: Arc<dyn UserRepo>,
         hasher: Arc<dyn crate::PasswordHashing>,
         access: Arc<dyn crate::AccessChanged>,
+        limiter: Arc<dyn crate::RateLimiter>,
         clock: Arc<dyn Clock>,
         password_policy: fn(&str) -> std::result::Result<(), &'static str>,
     ) -> Self {
-        UserService { repo, hasher, access, clock, password_policy }
+        UserService { repo, hasher, access, limiter, clock, password_policy, creates_per_hour: USER_CREATES_PER_HOUR }
+    }
+
+    /// Sets how many user creations one caller may attempt per hour.
+    pub fn with_create_limit(mut self, per_hour: i64) -> Self {
+        self.creates_per_hour = per_hour;
+        self
+    }
+
+    /// Counts a create attempt of the caller; 429 once its hourly budget is spent.
+    async fn spend_create_budget(&self, actor: &Actor, now: Timestamp) -> Result<()> {
+        let key = format!("user-create:user:{}", actor.user_id);
+        let since = now - chrono::Duration::hours(1);
+        let (used, oldest) = self.limiter.count(&key, since).await?;
+        if used >= self.creates_per_hour {
+            let reopen = oldest.map(|o| o + chrono::Duration::hours(1)).unwrap_or(now + chrono::Duration::hours(1));
+            let secs = (reopen - now).num_seconds().max(1) as u64;
+            return Err(Error::RateLimited {
+                message: "too many users created in the last hour; try again later".into(),
+                retry_after_secs: secs,
+            });
+        }
+        self.limiter.hit(&key, now, since).await
     }
 
     pub async fn list(&self, actor: &Actor, query: UserQuery) -> Result<Page<OrgUser>> {
@@ -206,6 +238,8 @@ impl UserService {
     }
 
     pub async fn create(&self, actor: &Actor, input: NewUser) -> Result<OrgUser> {
+        actor.require_active_party("create users")?;
+        self.spend_create_budget(actor, self.clock.now()).await?;
         let username = input.username.as_str().to_lowercase();
         if username.len() < 3 || !username.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-@+".contains(&b)) {
             return Err(Error::invalid("username", "must be 3–64 letters, digits or ._-@+"));
@@ -231,7 +265,18 @@ impl UserService {
             updated_at: now,
         };
         let audit = AuditRecord::by(actor, now, "user.create", "user", None).owned_by_party(party).change(None, Some(&audit_json(&user)));
-        self.repo.insert_user(user, hash, role_ids, audit).await
+        let (username, phone, email) = (user.username.clone(), user.phone.clone(), user.email.clone());
+        match self.repo.insert_user(user, hash, role_ids, audit).await {
+            Err(Error::Conflict(why)) => {
+                // A 409 tells the caller a value exists somewhere: keep a trace of who asked.
+                let refusal = AuditRecord::by(actor, now, "user.create_conflict", "user", None)
+                    .owned_by_party(actor.party)
+                    .with_after(serde_json::json!({"username": username, "phone": phone, "email": email, "reason": why}));
+                self.repo.record_refusal(refusal).await?;
+                Err(Error::Conflict(why))
+            }
+            other => other,
+        }
     }
 
     pub async fn update(&self, actor: &Actor, id: Id, patch: UserPatch) -> Result<OrgUser> {

@@ -7,7 +7,7 @@ use crate::lifecycle::SheetStatus;
 use crate::service::PayrollService;
 use crate::sheets::*;
 use atrium_kernel::payroll::{HousingFundRate, PayrollPolicy};
-use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Party, Period, PermissionSet, Timestamp};
+use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Party, PartyStanding, Period, PermissionSet, Timestamp};
 use chrono::{TimeZone, Utc};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,6 +23,7 @@ fn actor(user_id: Id) -> Actor {
         user_id,
         session_id: "s".into(),
         party: Party::Tenant { tenant_id: TENANT, partner_id: None },
+        standing: PartyStanding::Active,
         permissions: PermissionSet::new(["payroll:*"]),
         ip: None,
         request_id: None,

@@ -27,16 +27,34 @@ impl BcryptHasher {
     }
 }
 
+/// Marks a hash of the pre-hashed password (see [`prehash`]); a plain bcrypt hash (from
+/// before pre-hashing) is still verified as bcrypt of the password itself.
+const PREHASHED: &str = "$sha256";
+
+/// bcrypt reads at most 72 bytes, so two passwords of up to 128 characters that share their
+/// first 72 bytes would share a hash. bcrypt therefore gets the password's SHA-256 in base64
+/// instead: 44 ASCII bytes, no NUL byte (which would end bcrypt's input early either).
+fn prehash(password: &str) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(password.as_bytes()))
+}
+
 #[async_trait]
 impl PasswordHasher for BcryptHasher {
     async fn hash(&self, password: &str) -> Result<String> {
-        let (password, cost) = (password.to_owned(), self.cost);
-        self.run(move || bcrypt::hash(password, cost)).await?.map_err(|e| Error::Internal(anyhow::anyhow!("bcrypt failed: {e}")))
+        let (input, cost) = (prehash(password), self.cost);
+        let hash =
+            self.run(move || bcrypt::hash(input, cost)).await?.map_err(|e| Error::Internal(anyhow::anyhow!("bcrypt failed: {e}")))?;
+        Ok(format!("{PREHASHED}{hash}"))
     }
 
     async fn verify(&self, password: &str, hash: &str) -> Result<bool> {
-        let (password, hash) = (password.to_owned(), hash.to_owned());
-        self.run(move || bcrypt::verify(password, &hash).unwrap_or(false)).await
+        let (input, hash) = match hash.strip_prefix(PREHASHED) {
+            Some(bcrypt_hash) => (prehash(password), bcrypt_hash.to_owned()),
+            None => (password.to_owned(), hash.to_owned()),
+        };
+        self.run(move || bcrypt::verify(input, &hash).unwrap_or(false)).await
     }
 }
 
@@ -57,6 +75,10 @@ impl atrium_org::AccessChanged for IdentityAccessChanged {
     }
 
     fn role_changed(&self, _role_id: atrium_kernel::Id) {
+        self.0.forget_all_sessions();
+    }
+
+    fn party_changed(&self) {
         self.0.forget_all_sessions();
     }
 }
@@ -145,5 +167,43 @@ impl PayslipNotifier for PayslipChannels {
             },
             _ => self.send_text(slip, to).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[tokio::test]
+    async fn every_byte_of_a_long_password_counts() {
+        let hasher = BcryptHasher::new(4, 1);
+        let long = format!("{}{}", "p".repeat(72), "-the-real-end");
+        let same_start = format!("{}{}", "p".repeat(72), "-another-end");
+
+        let hash = hasher.hash(&long).await.unwrap();
+
+        assert!(hasher.verify(&long, &hash).await.unwrap());
+        assert!(!hasher.verify(&same_start, &hash).await.unwrap());
+        assert!(!hasher.verify(&"p".repeat(72), &hash).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_nul_byte_does_not_cut_the_password_short() {
+        let hasher = BcryptHasher::new(4, 1);
+        let hash = hasher.hash("secret-pass\0one").await.unwrap();
+
+        assert!(hasher.verify("secret-pass\0one", &hash).await.unwrap());
+        assert!(!hasher.verify("secret-pass\0two", &hash).await.unwrap());
+        assert!(!hasher.verify("secret-pass", &hash).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_hash_made_before_pre_hashing_still_verifies() {
+        let hasher = BcryptHasher::new(4, 1);
+        let legacy = bcrypt::hash("an-old-password", 4).unwrap();
+
+        assert!(hasher.verify("an-old-password", &legacy).await.unwrap());
+        assert!(!hasher.verify("another-password", &legacy).await.unwrap());
     }
 }

@@ -52,6 +52,8 @@ pub struct Config {
     pub codes_per_ip_per_hour: i64,
     /// Seconds before a new code may be sent to the same target for the same purpose.
     pub code_resend_secs: u64,
+    /// User creations one caller may attempt per hour.
+    pub user_creates_per_hour: i64,
     /// Create `admin` with a printed random password on first start.
     pub bootstrap_admin: bool,
 }
@@ -154,6 +156,7 @@ impl Config {
             codes_per_target_per_hour: parse_num("ATRIUM_CODES_PER_TARGET_PER_HOUR", 5)? as i64,
             codes_per_ip_per_hour: parse_num("ATRIUM_CODES_PER_IP_PER_HOUR", 30)? as i64,
             code_resend_secs: parse_num("ATRIUM_CODE_RESEND_SECS", 60)?,
+            user_creates_per_hour: parse_num("ATRIUM_USER_CREATES_PER_HOUR", atrium_org::USER_CREATES_PER_HOUR as u64)? as i64,
             bootstrap_admin: !matches!(var("ATRIUM_BOOTSTRAP_ADMIN").as_deref(), Some("0" | "false" | "no")),
         };
         config.validate()?;

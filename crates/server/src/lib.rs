@@ -17,7 +17,7 @@ use atrium_payroll::{PayrollService, PayslipNotifier};
 use atrium_sandbox::{
     SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID, Sandbox,
 };
-use atrium_store::{Db, DocsStore, FieldCipher, IdentityStore, OrgStore, PayrollStore};
+use atrium_store::{Db, DocsStore, FieldCipher, IdentityStore, OrgStore, PayrollStore, RateBuckets};
 use atrium_wechat::{AccessTokens, MiniProgramState, SubscribeMessages, WechatAppConfig, WechatPayslips};
 use atrium_wechat::{WechatLogin, WechatLoginConfig};
 use std::net::{SocketAddr, TcpListener};
@@ -159,7 +159,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let access: Arc<dyn AccessChanged> = Arc::new(adapters::IdentityAccessChanged(identity.clone()));
     let state = web::Data::new(AppState {
         identity: identity.clone(),
-        users: Arc::new(UserService::new(org.clone(), hasher, access.clone(), clock.clone(), atrium_identity::validate_password)),
+        users: Arc::new(
+            UserService::new(
+                org.clone(),
+                hasher,
+                access.clone(),
+                Arc::new(RateBuckets::new(db.clone())),
+                clock.clone(),
+                atrium_identity::validate_password,
+            )
+            .with_create_limit(config.user_creates_per_hour),
+        ),
         partners: Arc::new(PartnerService::new(org.clone(), access.clone(), clock.clone())),
         tenants: Arc::new(TenantService::new(org.clone(), access.clone(), clock.clone())),
         employees: Arc::new(EmployeeService::new(org.clone(), clock.clone())),

@@ -22,6 +22,57 @@ impl DocsStore {
     }
 }
 
+/// Removes a deleted party's document projects (their documents go with them) and its API
+/// tokens, so nothing it issued keeps working. Returns how many projects were removed.
+pub(crate) fn remove_party_documents(conn: &mut DbConn, party_type: PartyType, party_id: Id) -> Result<usize> {
+    let of_party = |t: &str| doc_tokens::party_type.eq(t.to_owned()).and(doc_tokens::party_id.eq(Some(party_id)));
+    diesel::delete(doc_tokens::table.filter(of_party(party_type.as_str()))).execute(conn).map_err(db_error)?;
+    diesel::delete(
+        doc_projects::table.filter(doc_projects::party_type.eq(party_type.as_str())).filter(doc_projects::party_id.eq(Some(party_id))),
+    )
+    .execute(conn)
+    .map_err(db_error)
+}
+
+/// How many document projects a party owns (a plain delete of the party refuses while any do).
+pub(crate) fn party_project_count(conn: &mut DbConn, party_type: PartyType, party_id: Id) -> Result<i64> {
+    doc_projects::table
+        .filter(doc_projects::party_type.eq(party_type.as_str()))
+        .filter(doc_projects::party_id.eq(Some(party_id)))
+        .count()
+        .get_result(conn)
+        .map_err(db_error)
+}
+
+/// Revokes the live API tokens issued by users about to be deleted: a token never outlives
+/// the user who vouched for it.
+pub(crate) fn revoke_tokens_issued_by(conn: &mut DbConn, user_ids: &[Id], at: Timestamp) -> Result<()> {
+    if user_ids.is_empty() {
+        return Ok(());
+    }
+    diesel::update(doc_tokens::table.filter(doc_tokens::created_by.eq_any(user_ids.to_vec())).filter(doc_tokens::revoked_at.is_null()))
+        .set(doc_tokens::revoked_at.eq(Some(to_db(at))))
+        .execute(conn)
+        .map_err(db_error)?;
+    Ok(())
+}
+
+/// Why a live token cannot be used: its owner's standing, then its issuer's.
+fn suspension(conn: &mut DbConn, token: &ApiToken) -> Result<Option<String>> {
+    let party = match (token.owner.party_type(), token.owner.party_id()) {
+        (PartyType::Partner, Some(partner_id)) => Party::Partner { partner_id },
+        (PartyType::Tenant, Some(tenant_id)) => Party::Tenant { tenant_id, partner_id: None },
+        _ => Party::Platform,
+    };
+    if let Some(why) = crate::standing::party_standing(conn, party)?.refusal() {
+        return Ok(Some(why.replace("this account", "this token")));
+    }
+    Ok(match token.created_by {
+        Some(user) => crate::standing::user_refusal(conn, user)?.map(str::to_owned),
+        None => None,
+    })
+}
+
 fn owner_from_db(party_type: &str, party_id: Option<i64>, what: &str, id: i64) -> Result<Owner> {
     PartyType::parse(party_type)
         .and_then(|t| Owner::from_parts(t, party_id))
@@ -87,6 +138,7 @@ impl TokenRow {
             expires_at: self.expires_at.map(from_db),
             revoked_at: self.revoked_at.map(from_db),
             last_used_at: self.last_used_at.map(from_db),
+            suspended: None,
         })
     }
 }
@@ -264,7 +316,9 @@ impl DocsRepo for DocsStore {
                     .first(conn)
                     .optional()
                     .map_err(db_error)?;
-                load_token(conn, row)
+                let Some(mut token) = load_token(conn, row)? else { return Ok(None) };
+                token.suspended = suspension(conn, &token)?;
+                Ok(Some(token))
             })
             .await
     }

@@ -1,7 +1,8 @@
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{Db, DbConn};
 use crate::error::db_error;
-use crate::schema::{chat_tickets, rate_events, refresh_tokens, roles, sessions, tenants, user_roles, users, verification_codes};
+use crate::schema::{chat_tickets, login_failures, refresh_tokens, roles, sessions, tenants, user_roles, users, verification_codes};
+use crate::standing::party_standing;
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_identity::*;
@@ -39,15 +40,13 @@ struct UserRow {
     tenant_id: Option<i64>,
     status: String,
     chat_identity: Option<String>,
-    failed_logins: i32,
-    locked_until: Option<NaiveDateTime>,
     created_at: NaiveDateTime,
     updated_at: NaiveDateTime,
 }
 
 impl UserRow {
     /// `tenant_partner` is the partner of the user's tenant, for tenant users.
-    fn into_credentials(self, tenant_partner: Option<i64>) -> Result<UserCredentials> {
+    fn into_credentials(self, tenant_partner: Option<i64>, conn: &mut DbConn) -> Result<UserCredentials> {
         let party = match (self.party_type.as_str(), self.partner_id, self.tenant_id) {
             ("platform", _, _) => Party::Platform,
             ("partner", Some(partner_id), _) => Party::Partner { partner_id },
@@ -55,6 +54,7 @@ impl UserRow {
             (other, _, _) => return Err(Error::internal(format!("user {} has an inconsistent party ({other})", self.id))),
         };
         let status = UserStatus::parse(&self.status).ok_or_else(|| Error::internal(format!("user {} has unknown status", self.id)))?;
+        let standing = party_standing(conn, party)?;
         Ok(UserCredentials {
             user: User {
                 id: self.id,
@@ -63,14 +63,13 @@ impl UserRow {
                 phone: self.phone,
                 email: self.email,
                 party,
+                standing,
                 status,
                 chat_bound: self.chat_identity.is_some(),
                 created_at: from_db(self.created_at),
                 updated_at: from_db(self.updated_at),
             },
             password_hash: self.password_hash,
-            failed_logins: self.failed_logins,
-            locked_until: self.locked_until.map(from_db),
         })
     }
 }
@@ -83,7 +82,25 @@ fn load_user(conn: &mut DbConn, filter: UserFilter<'_>) -> Result<Option<UserCre
         UserFilter::ChatIdentity(key) => query.filter(users::chat_identity.eq(key)),
     };
     let row: Option<(UserRow, Option<i64>)> = query.first(conn).optional().map_err(db_error)?;
-    row.map(|(u, tp)| u.into_credentials(tp)).transpose()
+    row.map(|(u, tp)| u.into_credentials(tp, conn)).transpose()
+}
+
+/// The count `INSERT … RETURNING failures` gives back.
+#[derive(QueryableByName)]
+struct FailureCount {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    failures: i32,
+}
+
+/// Clears the failure counts and locks of every identifier of a user (after a new password).
+pub(crate) fn clear_user_lockout(conn: &mut DbConn, user_id: Id) -> Result<()> {
+    let ids: Option<(String, Option<String>, Option<String>)> =
+        users::table.find(user_id).select((users::username, users::phone, users::email)).first(conn).optional().map_err(db_error)?;
+    if let Some((username, phone, email)) = ids {
+        let keys: Vec<String> = [Some(username), phone, email].into_iter().flatten().collect();
+        diesel::delete(login_failures::table.filter(login_failures::login_key.eq_any(keys))).execute(conn).map_err(db_error)?;
+    }
+    Ok(())
 }
 
 enum UserFilter<'a> {
@@ -165,37 +182,82 @@ impl IdentityRepo for IdentityStore {
         self.db.run(move |conn| load_user(conn, UserFilter::Login(&login))).await
     }
 
-    async fn record_login_failure(
-        &self,
-        user_id: Id,
-        threshold: i32,
-        lock_until: Timestamp,
-        lock_audit: AuditRecord,
-    ) -> Result<Option<Timestamp>> {
+    async fn find_login(&self, login: &str) -> Result<LoginLookup> {
+        let login = login.to_owned();
         self.db
-            .write(move |conn| {
-                let failed: i32 = users::table.find(user_id).select(users::failed_logins).first(conn).map_err(db_error)?;
-                let reached = failed + 1 >= threshold;
-                let (count, lock) = if reached { (0, Some(to_db(lock_until))) } else { (failed + 1, None) };
-                let target = users::table.find(user_id);
-                if reached {
-                    diesel::update(target)
-                        .set((users::failed_logins.eq(count), users::locked_until.eq(lock)))
-                        .execute(conn)
-                        .map_err(db_error)?;
-                    write_audit(conn, &lock_audit)?;
-                } else {
-                    diesel::update(target).set(users::failed_logins.eq(count)).execute(conn).map_err(db_error)?;
-                }
-                Ok(reached.then_some(lock_until))
+            .run(move |conn| {
+                let failures: Option<(i32, Option<NaiveDateTime>)> = login_failures::table
+                    .find(&login)
+                    .select((login_failures::failures, login_failures::locked_until))
+                    .first(conn)
+                    .optional()
+                    .map_err(db_error)?;
+                let (failures, locked_until) = failures.unwrap_or((0, None));
+                let credentials = load_user(conn, UserFilter::Login(&login))?;
+                Ok(LoginLookup { credentials, failures, locked_until: locked_until.map(from_db) })
             })
             .await
     }
 
-    async fn clear_login_failures(&self, user_id: Id) -> Result<()> {
+    async fn record_login_failure(
+        &self,
+        login: &str,
+        at: Timestamp,
+        threshold: i32,
+        lock_until: Timestamp,
+        lock_audit: Option<AuditRecord>,
+    ) -> Result<Option<Timestamp>> {
+        let login = login.to_owned();
+        self.db
+            .write(move |conn| {
+                // Counts of identifiers nobody has tried for a day are dropped as we go, so
+                // made-up names cannot grow the table without bound.
+                let stale = to_db(at - chrono::Duration::days(1));
+                diesel::delete(
+                    login_failures::table
+                        .filter(login_failures::updated_at.lt(stale))
+                        .filter(login_failures::locked_until.is_null().or(login_failures::locked_until.lt(stale))),
+                )
+                .execute(conn)
+                .map_err(db_error)?;
+                // One statement, so concurrent failures on a new identifier all count.
+                let sql = match conn {
+                    DbConn::Pg(_) => {
+                        "INSERT INTO login_failures (login_key, failures, locked_until, updated_at) VALUES ($1, 1, NULL, $2) \
+                         ON CONFLICT (login_key) DO UPDATE SET failures = login_failures.failures + 1, updated_at = $2 RETURNING failures"
+                    }
+                    DbConn::Sqlite(_) => {
+                        "INSERT INTO login_failures (login_key, failures, locked_until, updated_at) VALUES (?, 1, NULL, ?) \
+                         ON CONFLICT (login_key) DO UPDATE SET failures = login_failures.failures + 1, updated_at = excluded.updated_at \
+                         RETURNING failures"
+                    }
+                };
+                let count: FailureCount = diesel::sql_query(sql)
+                    .into_boxed::<crate::MultiBackend>()
+                    .bind::<diesel::sql_types::Text, _>(login.clone())
+                    .bind::<diesel::sql_types::Timestamp, _>(to_db(at))
+                    .get_result(conn)
+                    .map_err(db_error)?;
+                if count.failures < threshold {
+                    return Ok(None);
+                }
+                diesel::update(login_failures::table.find(&login))
+                    .set((login_failures::failures.eq(0), login_failures::locked_until.eq(Some(to_db(lock_until)))))
+                    .execute(conn)
+                    .map_err(db_error)?;
+                if let Some(audit) = &lock_audit {
+                    write_audit(conn, audit)?;
+                }
+                Ok(Some(lock_until))
+            })
+            .await
+    }
+
+    async fn clear_login_failures(&self, login: &str) -> Result<()> {
+        let login = login.to_owned();
         self.db
             .run(move |conn| {
-                diesel::update(users::table.find(user_id)).set(users::failed_logins.eq(0)).execute(conn).map_err(db_error)?;
+                diesel::delete(login_failures::table.find(&login)).execute(conn).map_err(db_error)?;
                 Ok(())
             })
             .await
@@ -203,36 +265,12 @@ impl IdentityRepo for IdentityStore {
 
     async fn hit_rate_bucket(&self, bucket: &str, at: Timestamp, since: Timestamp) -> Result<i64> {
         let bucket = bucket.to_owned();
-        self.db
-            .write(move |conn| {
-                // Events older than any window we use (one hour) are pruned as we go.
-                diesel::delete(rate_events::table.filter(rate_events::bucket.eq(&bucket)).filter(rate_events::created_at.lt(to_db(since))))
-                    .execute(conn)
-                    .map_err(db_error)?;
-                diesel::insert_into(rate_events::table)
-                    .values((rate_events::bucket.eq(&bucket), rate_events::created_at.eq(to_db(at))))
-                    .execute(conn)
-                    .map_err(db_error)?;
-                rate_events::table
-                    .filter(rate_events::bucket.eq(&bucket))
-                    .filter(rate_events::created_at.ge(to_db(since)))
-                    .count()
-                    .get_result(conn)
-                    .map_err(db_error)
-            })
-            .await
+        self.db.write(move |conn| crate::rate::hit(conn, &bucket, at, since)).await
     }
 
     async fn rate_bucket(&self, bucket: &str, since: Timestamp) -> Result<(i64, Option<Timestamp>)> {
         let bucket = bucket.to_owned();
-        self.db
-            .run(move |conn| {
-                let q = rate_events::table.filter(rate_events::bucket.eq(&bucket)).filter(rate_events::created_at.ge(to_db(since)));
-                let count: i64 = q.count().get_result(conn).map_err(db_error)?;
-                let oldest: Option<NaiveDateTime> = q.select(diesel::dsl::min(rate_events::created_at)).first(conn).map_err(db_error)?;
-                Ok((count, oldest.map(from_db)))
-            })
-            .await
+        self.db.run(move |conn| crate::rate::count(conn, &bucket, since)).await
     }
 
     async fn create_session(&self, session: NewSession, refresh: NewRefreshToken, audit: AuditRecord) -> Result<()> {
@@ -474,14 +512,10 @@ impl IdentityRepo for IdentityStore {
         self.db
             .write(move |conn| {
                 diesel::update(users::table.find(user_id))
-                    .set((
-                        users::password_hash.eq(Some(hash)),
-                        users::failed_logins.eq(0),
-                        users::locked_until.eq(None::<NaiveDateTime>),
-                        users::updated_at.eq(to_db(at)),
-                    ))
+                    .set((users::password_hash.eq(Some(hash)), users::updated_at.eq(to_db(at))))
                     .execute(conn)
                     .map_err(db_error)?;
+                clear_user_lockout(conn, user_id)?;
                 diesel::update(sessions::table.filter(sessions::user_id.eq(user_id)).filter(sessions::revoked_at.is_null()))
                     .set((sessions::revoked_at.eq(Some(to_db(at))), sessions::revoke_reason.eq(Some("password reset"))))
                     .execute(conn)

@@ -13,8 +13,10 @@ mod error;
 mod identity;
 mod org;
 mod payroll;
+mod rate;
 pub mod schema;
 pub mod seed;
+mod standing;
 pub mod testing;
 mod time;
 
@@ -25,3 +27,4 @@ pub use error::db_error;
 pub use identity::IdentityStore;
 pub use org::OrgStore;
 pub use payroll::PayrollStore;
+pub use rate::RateBuckets;

@@ -44,8 +44,6 @@ diesel::table! {
         tenant_id -> Nullable<BigInt>,
         status -> Text,
         chat_identity -> Nullable<Text>,
-        failed_logins -> Integer,
-        locked_until -> Nullable<Timestamp>,
         created_at -> Timestamp,
         updated_at -> Timestamp,
     }
@@ -107,6 +105,15 @@ diesel::table! {
         expires_at -> Timestamp,
         consumed_at -> Nullable<Timestamp>,
         ip -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    login_failures (login_key) {
+        login_key -> Text,
+        failures -> Integer,
+        locked_until -> Nullable<Timestamp>,
+        updated_at -> Timestamp,
     }
 }
 
@@ -190,6 +197,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     sessions,
     refresh_tokens,
     verification_codes,
+    login_failures,
     rate_events,
     chat_tickets,
     employees,

@@ -16,6 +16,17 @@ async fn new_project(repo: &DocsStore, name: &str, owner: Owner) -> Project {
     repo.create_project(NewProject { name: name.into(), owner, at: t0() }).await.expect("project created")
 }
 
+/// A tenant row with `id` and `status` (tokens of a tenant that does not exist are suspended).
+fn tenant_row(db: &Db, id: i64, status: &str) {
+    use diesel::RunQueryDsl;
+    let mut conn = db.conn().expect("connection");
+    diesel::sql_query(format!(
+        "INSERT INTO tenants (id, name, status, created_at, updated_at) VALUES ({id}, 'T{id}', '{status}', '2026-05-01 09:00:00', '2026-05-01 09:00:00')"
+    ))
+    .execute(&mut *conn)
+    .expect("tenant inserted");
+}
+
 fn new_token(hash: &str, owner: Owner, projects: ProjectGrant) -> NewToken {
     NewToken {
         name: "ci".into(),
@@ -66,6 +77,7 @@ store_test!(projects_are_listed_per_scope_and_paged, |db| {
 
 store_test!(a_token_is_found_by_its_hash_with_its_projects, |db| {
     let repo = repo(&db);
+    tenant_row(&db, 1, "active");
     let p1 = new_project(&repo, "p1", tenant(1)).await;
     let p2 = new_project(&repo, "p2", tenant(1)).await;
 
@@ -195,4 +207,22 @@ store_test!(the_database_refuses_a_parent_in_another_project, |db| {
     assert!(matches!(cross, Error::Conflict(_)), "{cross:?}");
     assert!(matches!(missing, Error::Conflict(_)), "{missing:?}");
     assert!(repo.list_documents(p.id).await.unwrap().is_empty());
+});
+
+store_test!(a_token_of_a_disabled_or_missing_tenant_is_found_suspended, |db| {
+    let repo = repo(&db);
+    tenant_row(&db, 1, "active");
+    tenant_row(&db, 2, "disabled");
+    repo.create_token(new_token("live", tenant(1), ProjectGrant::All)).await.unwrap();
+    repo.create_token(new_token("off", tenant(2), ProjectGrant::All)).await.unwrap();
+    repo.create_token(new_token("gone", tenant(3), ProjectGrant::All)).await.unwrap();
+
+    let live = repo.find_token_by_hash("live").await.unwrap().unwrap();
+    let off = repo.find_token_by_hash("off").await.unwrap().unwrap();
+    let gone = repo.find_token_by_hash("gone").await.unwrap().unwrap();
+
+    assert_eq!(live.suspended, None);
+    assert!(off.suspended.as_deref().is_some_and(|w| w.contains("tenant") && w.contains("disabled")), "{off:?}");
+    assert_eq!(off.status(t0()), TokenStatus::Suspended);
+    assert!(gone.suspended.is_some(), "{gone:?}");
 });

@@ -112,18 +112,67 @@ store_test!(concurrent_presentations_of_one_refresh_token_rotate_at_most_once, |
 });
 
 store_test!(the_fifth_consecutive_failure_locks_and_resets_the_count, |db| {
-    let (repo, user) = admin(&db).await;
+    let (repo, _) = admin(&db).await;
     let until = t0() + Duration::minutes(15);
 
     let mut locks = Vec::new();
     for _ in 0..5 {
-        locks.push(repo.record_login_failure(user.id, 5, until, audit("user.locked")).await.unwrap());
+        locks.push(repo.record_login_failure("root", t0(), 5, until, Some(audit("user.locked"))).await.unwrap());
     }
-    let creds = repo.find_credentials("root").await.unwrap().unwrap();
+    let lookup = repo.find_login("root").await.unwrap();
 
     assert_eq!(locks, vec![None, None, None, None, Some(until)]);
-    assert_eq!(creds.locked_until, Some(until));
-    assert_eq!(creds.failed_logins, 0);
+    assert_eq!(lookup.locked_until, Some(until));
+    assert_eq!(lookup.failures, 0);
+    assert_eq!(lookup.credentials.unwrap().user.username, "root");
+});
+
+store_test!(a_made_up_login_is_counted_and_locked_like_a_real_one, |db| {
+    let (repo, _) = admin(&db).await;
+    let until = t0() + Duration::minutes(15);
+
+    for _ in 0..4 {
+        repo.record_login_failure("ghost", t0(), 5, until, None).await.unwrap();
+    }
+    let counting = repo.find_login("ghost").await.unwrap();
+    let lock = repo.record_login_failure("ghost", t0(), 5, until, None).await.unwrap();
+    let locked = repo.find_login("ghost").await.unwrap();
+
+    assert!(counting.credentials.is_none());
+    assert_eq!((counting.failures, counting.locked_until), (4, None));
+    assert_eq!(lock, Some(until));
+    assert_eq!(locked.locked_until, Some(until));
+});
+
+store_test!(concurrent_failures_on_one_login_are_all_counted, |db| {
+    let (repo, _) = admin(&db).await;
+    let until = t0() + Duration::minutes(15);
+
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let repo = repo.clone();
+            tokio::spawn(async move { repo.record_login_failure("fresh-name", t0(), 100, until, None).await })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+
+    assert_eq!(repo.find_login("fresh-name").await.unwrap().failures, 8);
+});
+
+store_test!(a_password_reset_clears_the_lock_of_every_login_of_the_user, |db| {
+    let (repo, user) = admin(&db).await;
+    let until = t0() + Duration::minutes(15);
+    for _ in 0..5 {
+        repo.record_login_failure("root", t0(), 5, until, None).await.unwrap();
+    }
+    repo.record_login_failure("ghost", t0(), 5, until, None).await.unwrap();
+
+    repo.reset_password(user.id, "new-hash", t0(), audit("user.password_reset")).await.unwrap();
+
+    assert_eq!(repo.find_login("root").await.unwrap().locked_until, None);
+    assert_eq!(repo.find_login("ghost").await.unwrap().failures, 1);
 });
 
 store_test!(rate_buckets_count_only_their_window, |db| {

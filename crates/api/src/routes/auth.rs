@@ -168,21 +168,33 @@ pub async fn logout(req: HttpRequest, state: web::Data<AppState>, auth: Auth) ->
     ok(serde_json::json!({}))
 }
 
+/// The caller's party with its standing: `active`, or `pending` until a self-registered
+/// tenant is activated (a disabled party's users are refused with 403 saying why).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MyParty {
+    #[serde(rename = "type")]
+    pub party_type: PartyType,
+    pub id: Option<i64>,
+    /// `active` or `pending`.
+    pub status: &'static str,
+}
+
 /// The caller, its party, roles and effective permissions.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct MeResponse {
     pub user: UserView,
-    pub party: PartyView,
+    pub party: MyParty,
     pub roles: Vec<RoleRef>,
     pub permissions: Vec<String>,
 }
 
 /// The current user.
 #[utoipa::path(get, path = "/api/v1/auth/me", tag = "auth", security(("bearer" = [])),
-    responses((status = 200, body = MeResponse), (status = 401)))]
+    responses((status = 200, body = MeResponse), (status = 401), (status = 403, description = "The caller's tenant or partner is disabled; the message says which")))]
 pub async fn me(auth: Auth) -> ApiResult {
     let p = &auth.principal;
-    ok(MeResponse { user: p.user.clone().into(), party: p.user.party.into(), roles: p.roles.clone(), permissions: p.permissions.to_vec() })
+    let party = MyParty { party_type: p.user.party.party_type(), id: p.user.party.id(), status: p.user.standing.as_str() };
+    ok(MeResponse { user: p.user.clone().into(), party, roles: p.roles.clone(), permissions: p.permissions.to_vec() })
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

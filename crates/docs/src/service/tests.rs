@@ -32,6 +32,7 @@ fn api_token(owner: Owner, projects: ProjectGrant) -> ApiToken {
         expires_at: None,
         revoked_at: None,
         last_used_at: Some(now() - Duration::seconds(5)),
+        suspended: None,
     }
 }
 
@@ -78,6 +79,7 @@ async fn issue(owner: Owner, req: TokenRequest) -> (IssuedToken, NewToken) {
             expires_at: t.expires_at,
             revoked_at: None,
             last_used_at: None,
+            suspended: None,
         })
     });
     let issued = service(repo).create_token(owner, Some(3), req).await.expect("issued");
@@ -176,6 +178,18 @@ async fn a_revoked_token_is_unauthenticated() {
     let err = service(repo).authenticate(&token::generate()).await.unwrap_err();
 
     assert!(matches!(err, Error::Unauthenticated(ref m) if m.contains("revoked")), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_token_of_a_disabled_party_is_refused_saying_why() {
+    let mut t = api_token(tenant(1), ProjectGrant::All);
+    t.suspended = Some("the tenant this token belongs to is disabled".into());
+    let mut repo = repo_with_token(t);
+    repo.expect_touch_token().never();
+
+    let err = service(repo).authenticate(&token::generate()).await.unwrap_err();
+
+    assert!(matches!(err, Error::Forbidden(ref m) if m.contains("tenant") && m.contains("disabled")), "{err:?}");
 }
 
 #[tokio::test]

@@ -1,6 +1,6 @@
 //! Service tests against mocked ports.
 use super::*;
-use atrium_kernel::{FixedClock, Party, PermissionSet};
+use atrium_kernel::{FixedClock, Party, PartyStanding, PermissionSet};
 use chrono::TimeZone;
 
 fn now() -> Timestamp {
@@ -15,6 +15,7 @@ fn user(id: Id, status: UserStatus) -> User {
         phone: Some("+8613800138000".into()),
         email: None,
         party: Party::Platform,
+        standing: PartyStanding::Active,
         status,
         chat_bound: false,
         created_at: now(),
@@ -22,8 +23,14 @@ fn user(id: Id, status: UserStatus) -> User {
     }
 }
 
-fn creds(failed: i32, locked_until: Option<Timestamp>) -> UserCredentials {
-    UserCredentials { user: user(1, UserStatus::Active), password_hash: Some("hash".into()), failed_logins: failed, locked_until }
+fn creds() -> UserCredentials {
+    UserCredentials { user: user(1, UserStatus::Active), password_hash: Some("hash".into()) }
+}
+
+/// What `find_login` gives for an identifier with `failures` and `locked_until`, naming
+/// `credentials` (an existing account) or nothing (a made-up name).
+fn lookup(credentials: Option<UserCredentials>, failures: i32, locked_until: Option<Timestamp>) -> LoginLookup {
+    LoginLookup { credentials, failures, locked_until }
 }
 
 fn config() -> IdentityConfig {
@@ -62,9 +69,9 @@ async fn unknown_user_and_wrong_password_get_the_same_answer() {
     let mut m = Mocks::new();
     m.repo.expect_rate_bucket().returning(|_, _| Ok((0, None)));
     m.repo.expect_hit_rate_bucket().returning(|_, _, _| Ok(1));
-    m.repo.expect_find_credentials().withf(|l| l == "ghost").returning(|_| Ok(None));
-    m.repo.expect_find_credentials().withf(|l| l == "alice").returning(|_| Ok(Some(creds(0, None))));
-    m.repo.expect_record_login_failure().times(1).returning(|_, _, _, _| Ok(None));
+    m.repo.expect_find_login().withf(|l| l == "ghost").returning(|_| Ok(lookup(None, 0, None)));
+    m.repo.expect_find_login().withf(|l| l == "alice").returning(|_| Ok(lookup(Some(creds()), 0, None)));
+    m.repo.expect_record_login_failure().times(2).returning(|_, _, _, _, _| Ok(None));
     m.hasher.expect_verify().times(2).returning(|_, _| Ok(false));
     let svc = m.service();
 
@@ -79,7 +86,7 @@ async fn unknown_user_and_wrong_password_get_the_same_answer() {
 async fn a_locked_account_is_refused_without_checking_the_password() {
     let mut m = Mocks::new();
     m.repo.expect_rate_bucket().returning(|_, _| Ok((0, None)));
-    m.repo.expect_find_credentials().returning(|_| Ok(Some(creds(0, Some(now() + Duration::minutes(10))))));
+    m.repo.expect_find_login().returning(|_| Ok(lookup(Some(creds()), 0, Some(now() + Duration::minutes(10)))));
     m.hasher.expect_verify().never();
     let svc = m.service();
 
@@ -96,25 +103,84 @@ async fn a_wrong_password_counts_towards_the_lockout_threshold() {
     let mut m = Mocks::new();
     m.repo.expect_rate_bucket().returning(|_, _| Ok((0, None)));
     m.repo.expect_hit_rate_bucket().returning(|_, _, _| Ok(1));
-    m.repo.expect_find_credentials().returning(|_| Ok(Some(creds(4, None))));
+    m.repo.expect_find_login().returning(|_| Ok(lookup(Some(creds()), 4, None)));
     m.hasher.expect_verify().returning(|_, _| Ok(false));
     m.repo
         .expect_record_login_failure()
-        .withf(|id, threshold, until, audit| {
-            *id == 1 && *threshold == 5 && *until == now() + Duration::minutes(15) && audit.action == "user.locked"
+        .withf(|login, at, threshold, until, audit| {
+            login == "alice"
+                && *at == now()
+                && *threshold == 5
+                && *until == now() + Duration::minutes(15)
+                && audit.as_ref().is_some_and(|a| a.action == "user.locked" && a.target_id == Some(1))
         })
         .times(1)
-        .returning(|_, _, until, _| Ok(Some(until)));
+        .returning(|_, _, _, until, _| Ok(Some(until)));
     let svc = m.service();
 
     assert!(svc.login_password("alice", "nope-nope", &client()).await.is_err());
 }
 
 #[tokio::test]
+async fn a_made_up_login_counts_failures_and_locks_like_a_real_one() {
+    let mut m = Mocks::new();
+    m.repo.expect_rate_bucket().returning(|_, _| Ok((0, None)));
+    m.repo.expect_hit_rate_bucket().returning(|_, _, _| Ok(1));
+    m.repo.expect_find_login().withf(|l| l == "ghost").times(1).returning(|_| Ok(lookup(None, 4, None)));
+    m.hasher.expect_verify().times(1).returning(|_, _| Ok(false));
+    m.repo
+        .expect_record_login_failure()
+        .withf(|login, _, threshold, _, audit| login == "ghost" && *threshold == 5 && audit.is_none())
+        .times(1)
+        .returning(|_, _, _, until, _| Ok(Some(until)));
+    let svc = m.service();
+
+    let err = svc.login_password("ghost", "nope-nope", &client()).await.unwrap_err();
+
+    assert!(matches!(err, Error::Unauthenticated(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_locked_made_up_login_answers_exactly_as_a_locked_account() {
+    let until = Some(now() + Duration::minutes(10));
+    let mut m = Mocks::new();
+    m.repo.expect_rate_bucket().returning(|_, _| Ok((0, None)));
+    m.repo.expect_find_login().withf(|l| l == "ghost").returning(move |_| Ok(lookup(None, 0, until)));
+    m.repo.expect_find_login().withf(|l| l == "alice").returning(move |_| Ok(lookup(Some(creds()), 0, until)));
+    m.hasher.expect_verify().never();
+    let svc = m.service();
+
+    let ghost = svc.login_password("ghost", "whatever", &client()).await.unwrap_err();
+    let alice = svc.login_password("alice", "whatever", &client()).await.unwrap_err();
+
+    assert_eq!(format!("{ghost:?}"), format!("{alice:?}"));
+    assert!(matches!(ghost, Error::RateLimited { retry_after_secs: 600, .. }), "{ghost:?}");
+}
+
+#[tokio::test]
+async fn a_user_of_a_disabled_tenant_cannot_log_in_and_is_told_why() {
+    let mut m = Mocks::new();
+    m.repo.expect_rate_bucket().returning(|_, _| Ok((0, None)));
+    m.repo.expect_find_login().returning(|_| {
+        let mut c = creds();
+        c.user.party = Party::Tenant { tenant_id: 4, partner_id: Some(2) };
+        c.user.standing = PartyStanding::Disabled(atrium_kernel::PartyType::Tenant);
+        Ok(lookup(Some(c), 0, None))
+    });
+    m.hasher.expect_verify().returning(|_, _| Ok(true));
+    m.repo.expect_create_session().never();
+    let svc = m.service();
+
+    let err = svc.login_password("alice", "right-password", &client()).await.unwrap_err();
+
+    assert!(matches!(err, Error::Forbidden(ref m) if m.contains("tenant") && m.contains("disabled")), "{err:?}");
+}
+
+#[tokio::test]
 async fn an_ip_over_its_failure_budget_is_refused() {
     let mut m = Mocks::new();
     m.repo.expect_rate_bucket().returning(|_, _| Ok((100, Some(now() - Duration::minutes(30)))));
-    m.repo.expect_find_credentials().never();
+    m.repo.expect_find_login().never();
     let svc = m.service();
 
     let err = svc.login_password("alice", "right-password", &client()).await.unwrap_err();
@@ -126,10 +192,10 @@ async fn an_ip_over_its_failure_budget_is_refused() {
 async fn a_disabled_user_cannot_log_in_even_with_the_right_password() {
     let mut m = Mocks::new();
     m.repo.expect_rate_bucket().returning(|_, _| Ok((0, None)));
-    m.repo.expect_find_credentials().returning(|_| {
-        let mut c = creds(0, None);
+    m.repo.expect_find_login().returning(|_| {
+        let mut c = creds();
         c.user.status = UserStatus::Disabled;
-        Ok(Some(c))
+        Ok(lookup(Some(c), 0, None))
     });
     m.hasher.expect_verify().returning(|_, _| Ok(true));
     m.repo.expect_create_session().never();
@@ -144,9 +210,9 @@ async fn a_disabled_user_cannot_log_in_even_with_the_right_password() {
 async fn a_successful_login_issues_a_token_that_authenticates() {
     let mut m = Mocks::new();
     m.repo.expect_rate_bucket().returning(|_, _| Ok((0, None)));
-    m.repo.expect_find_credentials().returning(|_| Ok(Some(creds(2, None))));
+    m.repo.expect_find_login().returning(|_| Ok(lookup(Some(creds()), 2, None)));
     m.hasher.expect_verify().returning(|_, _| Ok(true));
-    m.repo.expect_clear_login_failures().times(1).returning(|_| Ok(()));
+    m.repo.expect_clear_login_failures().withf(|l| l == "alice").times(1).returning(|_| Ok(()));
     let sid = Arc::new(Mutex::new(String::new()));
     let sid_in = sid.clone();
     m.repo.expect_create_session().times(1).returning(move |s, r, audit| {

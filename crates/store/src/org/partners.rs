@@ -4,7 +4,7 @@ use crate::error::db_error;
 use crate::schema::{partners, tenants, users};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
-use atrium_kernel::{AuditRecord, Error, Id, Page, Party, Result, SortOrder};
+use atrium_kernel::{AuditRecord, Error, Id, Page, Party, PartyType, Result, SortOrder};
 use atrium_org::{Partner, PartnerQuery, PartnerRepo, PartnerStatus};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -151,17 +151,21 @@ impl PartnerRepo for OrgStore {
                     tenants::table.filter(tenants::partner_id.eq(id)).select(tenants::id).load(conn).map_err(db_error)?;
                 let partner_users: Vec<i64> =
                     users::table.filter(users::partner_id.eq(id)).select(users::id).load(conn).map_err(db_error)?;
-                if !cascade && (!tenant_ids.is_empty() || !partner_users.is_empty()) {
+                let projects = crate::docs::party_project_count(conn, PartyType::Partner, id)?;
+                if !cascade && (!tenant_ids.is_empty() || !partner_users.is_empty() || projects > 0) {
                     return Err(Error::conflict(format!(
-                        "the partner still has {} tenant(s) and {} user(s); delete them first or pass cascade=true",
+                        "the partner still has {} tenant(s), {} user(s) and {projects} document project(s); \
+                         delete them first or pass cascade=true",
                         tenant_ids.len(),
                         partner_users.len()
                     )));
                 }
                 let mut removed = Vec::new();
                 for t in tenant_ids {
-                    removed.extend(super::tenants::delete_cascade(conn, t)?);
+                    removed.extend(super::tenants::delete_cascade(conn, t, audit.at)?);
                 }
+                crate::docs::revoke_tokens_issued_by(conn, &partner_users, audit.at)?;
+                crate::docs::remove_party_documents(conn, PartyType::Partner, id)?;
                 diesel::delete(users::table.filter(users::partner_id.eq(id))).execute(conn).map_err(db_error)?;
                 removed.extend(partner_users);
                 diesel::delete(crate::schema::roles::table.filter(crate::schema::roles::owner_partner_id.eq(id)))

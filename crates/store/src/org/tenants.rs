@@ -5,7 +5,7 @@ use crate::schema::{employees, partners, roles, tenants, users};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::payroll::PayrollPolicy;
-use atrium_kernel::{AuditRecord, Error, Id, Page, Party, Result, SortOrder};
+use atrium_kernel::{AuditRecord, Error, Id, Page, Party, PartyType, Result, SortOrder, Timestamp};
 use atrium_org::{Tenant, TenantQuery, TenantRepo, TenantStatus};
 use chrono::NaiveDateTime;
 use diesel::dsl;
@@ -109,8 +109,10 @@ pub(crate) fn partner_exists(conn: &mut DbConn, id: Id) -> Result<bool> {
 /// Removes a tenant with its employees, users (their sessions cascade) and custom roles.
 /// Returns the removed user ids. Records of later domains that refer to the tenant make the
 /// delete fail with `Conflict`.
-pub(crate) fn delete_cascade(conn: &mut DbConn, tenant_id: Id) -> Result<Vec<Id>> {
+pub(crate) fn delete_cascade(conn: &mut DbConn, tenant_id: Id, at: Timestamp) -> Result<Vec<Id>> {
     let user_ids: Vec<i64> = users::table.filter(users::tenant_id.eq(tenant_id)).select(users::id).load(conn).map_err(db_error)?;
+    crate::docs::revoke_tokens_issued_by(conn, &user_ids, at)?;
+    crate::docs::remove_party_documents(conn, PartyType::Tenant, tenant_id)?;
     diesel::delete(users::table.filter(users::tenant_id.eq(tenant_id))).execute(conn).map_err(db_error)?;
     diesel::delete(employees::table.filter(employees::tenant_id.eq(tenant_id))).execute(conn).map_err(db_error)?;
     diesel::delete(roles::table.filter(roles::owner_tenant_id.eq(tenant_id))).execute(conn).map_err(db_error)?;
@@ -208,15 +210,17 @@ impl TenantRepo for OrgStore {
             .write(move |conn| {
                 let employees: i64 = employees::table.filter(employees::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
                 let users: i64 = users::table.filter(users::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
-                if !cascade && (employees > 0 || users > 0) {
+                let projects = crate::docs::party_project_count(conn, PartyType::Tenant, id)?;
+                if !cascade && (employees > 0 || users > 0 || projects > 0) {
                     return Err(Error::conflict(format!(
-                        "the tenant still has {employees} employee(s) and {users} user(s); delete them first or pass cascade=true"
+                        "the tenant still has {employees} employee(s), {users} user(s) and {projects} document project(s); \
+                         delete them first or pass cascade=true"
                     )));
                 }
                 if tenants::table.find(id).count().get_result::<i64>(conn).map_err(db_error)? == 0 {
                     return Err(Error::NotFound("tenant"));
                 }
-                let removed = delete_cascade(conn, id)?;
+                let removed = delete_cascade(conn, id, audit.at)?;
                 write_audit(conn, &audit)?;
                 Ok(removed)
             })

@@ -264,14 +264,8 @@ impl UserRepo for OrgStore {
                     set_roles(conn, u.id, ids)?;
                 }
                 if let Some(hash) = &write.password_hash {
-                    diesel::update(users::table.find(u.id))
-                        .set((
-                            users::password_hash.eq(Some(hash)),
-                            users::failed_logins.eq(0),
-                            users::locked_until.eq(None::<NaiveDateTime>),
-                        ))
-                        .execute(conn)
-                        .map_err(db_error)?;
+                    diesel::update(users::table.find(u.id)).set(users::password_hash.eq(Some(hash))).execute(conn).map_err(db_error)?;
+                    crate::identity::clear_user_lockout(conn, u.id)?;
                 }
                 if write.revoke_sessions {
                     diesel::update(sessions::table.filter(sessions::user_id.eq(u.id)).filter(sessions::revoked_at.is_null()))
@@ -288,7 +282,9 @@ impl UserRepo for OrgStore {
     async fn delete_user(&self, id: Id, audit: AuditRecord) -> Result<()> {
         self.db
             .write(move |conn| {
-                // Sessions, refresh tokens and role grants cascade with the row.
+                // Sessions, refresh tokens and role grants cascade with the row; the API
+                // tokens it issued are revoked.
+                crate::docs::revoke_tokens_issued_by(conn, &[id], audit.at)?;
                 let n = diesel::delete(users::table.find(id)).execute(conn).map_err(db_error)?;
                 if n == 0 {
                     return Err(Error::NotFound("user"));
@@ -296,5 +292,9 @@ impl UserRepo for OrgStore {
                 write_audit(conn, &audit)
             })
             .await
+    }
+
+    async fn record_refusal(&self, audit: AuditRecord) -> Result<()> {
+        self.db.write(move |conn| write_audit(conn, &audit)).await
     }
 }

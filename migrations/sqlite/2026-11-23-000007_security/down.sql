@@ -1,0 +1,3 @@
+ALTER TABLE users ADD COLUMN failed_logins INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE users ADD COLUMN locked_until TIMESTAMP;
+DROP TABLE login_failures;
