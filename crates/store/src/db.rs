@@ -59,7 +59,7 @@ impl CustomizeConnection<DbConn, diesel::r2d2::Error> for SqlitePragmas {
     fn on_acquire(&self, conn: &mut DbConn) -> Result<(), diesel::r2d2::Error> {
         if let DbConn::Sqlite(c) = conn {
             c.batch_execute(
-                "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; \
+                "PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; \
                  PRAGMA synchronous = NORMAL; PRAGMA cache_size = -16000; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 268435456;",
             )
             .map_err(diesel::r2d2::Error::QueryError)?;
@@ -87,8 +87,14 @@ impl Db {
         // MultiConnection::establish swallows each backend's error: try the concrete one once.
         match backend {
             Backend::Sqlite => {
-                diesel::sqlite::SqliteConnection::establish(&conn_url)
+                let mut first = diesel::sqlite::SqliteConnection::establish(&conn_url)
                     .with_context(|| format!("cannot open SQLite database {conn_url}"))?;
+                // WAL is a property of the file: set it once here, before the pool opens its
+                // connections at the same time — switching a new file's journal mode from
+                // several connections at once fails with "database is locked".
+                first
+                    .batch_execute("PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL;")
+                    .with_context(|| format!("cannot switch SQLite database {conn_url} to WAL"))?;
             }
             Backend::Postgres => {
                 diesel::pg::PgConnection::establish(&conn_url)
