@@ -103,13 +103,22 @@ e2e!(a_token_with_alg_none_is_401, |app| {
 });
 
 e2e!(a_token_signed_with_another_key_is_401, |app| {
+    use base64::Engine;
+    use hmac::Mac;
     let token = app.admin_token().await;
-    let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
-    // Flip the signature: same header and claims, wrong key.
-    let sig = parts[2].clone();
-    parts[2] = sig.chars().rev().collect();
+    let (signed, _) = token.rsplit_once('.').unwrap();
+    // The same header and claims, validly signed with HS256 — under a key the server does not have.
+    let sign = |key: &[u8]| {
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).unwrap();
+        mac.update(signed.as_bytes());
+        format!("{signed}.{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes()))
+    };
+    let with_server_key = sign(b"e2e-test-secret-0123456789abcdef-xyz");
+    let with_other_key = sign(b"another-secret-0123456789abcdef-xyz!");
 
-    app.get("/api/v1/auth/me", Some(&parts.join("."))).await.expect(401);
+    assert_eq!(with_server_key, token, "the forgery is built exactly as the server signs");
+    app.get("/api/v1/auth/me", Some(&with_server_key)).await.expect(200);
+    app.get("/api/v1/auth/me", Some(&with_other_key)).await.expect(401);
 });
 
 e2e!(a_docs_token_scheme_is_refused_on_the_main_interface, |app| {
@@ -312,6 +321,10 @@ e2e!(a_replayed_platform_code_or_second_scan_is_refused, |app| {
 
     let replay = app.get(&format!("/api/v1/auth/chat-qr/callback?code={code}&state={ticket}"), None).await;
     replay.expect(409);
+    // A second account scanning the same ticket is refused too, and the ticket keeps its first scan.
+    let second = scan(app, qr.data()["qr_url"].as_str().unwrap(), "union-3").await;
+    assert_eq!(second["callback_body"]["code"], 409, "{second}");
+    assert_eq!(app.get(&format!("/api/v1/auth/chat-qr/status?ticket={ticket}"), None).await.data()["status"], "unbound");
     let bad_code = app
         .get(
             &format!(

@@ -438,6 +438,9 @@ e2e!(custom_roles_are_created_updated_and_deleted_by_their_owner, |app| {
     app.put(&format!("/api/v1/roles/{}", id(&role)), json!({"permissions": ["employee:read", "payroll:read"]}), Some(&org.t1_admin))
         .await
         .expect(200);
+    let read_back = app.get(&format!("/api/v1/roles/{}", id(&role)), Some(&org.t1_admin)).await;
+    read_back.expect(200);
+    assert_eq!(read_back.data()["permissions"], json!(["employee:read", "payroll:read"]));
     app.get(&format!("/api/v1/roles/{}", id(&role)), Some(&org.t2_admin)).await.expect(404);
     app.put(&format!("/api/v1/roles/{TENANT_ADMIN}"), json!({"name": "Boss"}), Some(&org.t1_admin)).await.expect(409);
     app.post("/api/v1/roles", json!({"code": "reader", "name": "Again", "party_type": "tenant", "permissions": []}), Some(&org.t1_admin))
@@ -451,8 +454,13 @@ e2e!(custom_roles_are_created_updated_and_deleted_by_their_owner, |app| {
     .await
     .expect_field_error("permissions[0]");
 
-    let (_, _) = app.user_token(&org.t1_admin, "holder", json!({"role_ids": [id(&role)]})).await;
+    let (holder, _) = app.user_token(&org.t1_admin, "holder", json!({"role_ids": [id(&role)]})).await;
     app.delete(&format!("/api/v1/roles/{}", id(&role)), Some(&org.t1_admin)).await.expect(409);
+    app.delete(&format!("/api/v1/roles/{}", id(&role)), Some(&org.t2_admin)).await.expect(404);
+
+    app.put(&format!("/api/v1/users/{holder}"), json!({"role_ids": []}), Some(&org.t1_admin)).await.expect(200);
+    app.delete(&format!("/api/v1/roles/{}", id(&role)), Some(&org.t1_admin)).await.expect(200);
+    app.get(&format!("/api/v1/roles/{}", id(&role)), Some(&org.t1_admin)).await.expect(404);
 });
 
 // ----- audit ----------------------------------------------------------------------------

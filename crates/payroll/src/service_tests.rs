@@ -114,6 +114,7 @@ async fn calculate_uses_year_to_date_and_saves_every_line_with_the_calculator() 
                 && lines.len() == 2
                 && audit.action == "payroll_sheet.calculate"
         })
+        .times(1)
         .returning(|s, _, _| Ok(s));
 
     let detail = service(repo, MockPayslipNotifier::new()).calculate(&actor(9), 1).await.unwrap();

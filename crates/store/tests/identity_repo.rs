@@ -94,21 +94,33 @@ store_test!(concurrent_presentations_of_one_refresh_token_rotate_at_most_once, |
     let (repo, user) = admin(&db).await;
     session(&repo, &user, "s1", "r1").await;
 
+    // Six presentations released at once, each on its own blocking thread and connection.
+    let start = std::sync::Arc::new(tokio::sync::Barrier::new(6));
     let mut tasks = Vec::new();
     for i in 0..6 {
-        let repo = repo.clone();
+        let (repo, start) = (repo.clone(), start.clone());
         tasks.push(tokio::spawn(async move {
+            start.wait().await;
             repo.rotate_refresh_token("r1", refresh(&format!("n{i}"), ""), t0(), audit("session.replay_revoked")).await
         }));
     }
     let mut rotated = 0;
+    let mut replayed = 0;
     for t in tasks {
-        if let RefreshOutcome::Rotated { .. } = t.await.unwrap().unwrap() {
-            rotated += 1;
+        match t.await.unwrap().unwrap() {
+            RefreshOutcome::Rotated { .. } => rotated += 1,
+            RefreshOutcome::Replayed { session_id } => {
+                assert_eq!(session_id, "s1");
+                replayed += 1;
+            }
+            RefreshOutcome::Rejected => {}
         }
     }
+    let after = repo.load_principal("s1").await.unwrap().unwrap();
 
-    assert_eq!(rotated, 1);
+    assert_eq!(rotated, 1, "exactly one presentation rotates");
+    assert!(replayed >= 1, "the others see a used token: {replayed} replays");
+    assert!(after.session.revoked_at.is_some(), "a replay ends the session");
 });
 
 store_test!(the_fifth_consecutive_failure_locks_and_resets_the_count, |db| {

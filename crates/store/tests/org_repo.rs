@@ -187,12 +187,33 @@ store_test!(roles_in_use_cannot_be_deleted_and_builtins_never, |db| {
     };
     let role = s.insert_role(custom.clone(), audit("role.create", "role")).await.unwrap();
 
+    let holder = OrgUser {
+        id: 0,
+        username: "holder".into(),
+        name: "Holder".into(),
+        phone: None,
+        email: None,
+        party: Party::Platform,
+        status: UserStatus::Active,
+        roles: vec![],
+        permissions: vec![],
+        chat_bound: false,
+        created_at: t0(),
+        updated_at: t0(),
+    };
+    let holder = s.insert_user(holder, "hash".into(), vec![role.id], audit("user.create", "user")).await.unwrap();
+
     let dup = s.insert_role(custom, audit("role.create", "role")).await.unwrap_err();
     let builtin = s.delete_role(1, audit("role.delete", "role")).await.unwrap_err();
+    let in_use = s.delete_role(role.id, audit("role.delete", "role")).await.unwrap_err();
+    let write = UserWrite { role_ids: Some(vec![]), ..UserWrite::default() };
+    s.update_user(holder, write, audit("user.update", "user")).await.unwrap();
     s.delete_role(role.id, audit("role.delete", "role")).await.unwrap();
 
     assert!(matches!(dup, Error::Conflict(_)));
     assert!(matches!(builtin, Error::NotFound(_)));
+    assert!(matches!(in_use, Error::Conflict(_)), "{in_use:?}");
+    assert_eq!(s.get_role(Party::Platform, role.id).await.unwrap(), None);
 });
 
 store_test!(list_totals_stay_exact_through_inserts_deletes_and_filters, |db| {

@@ -246,7 +246,7 @@ async fn a_failing_use_record_does_not_refuse_a_valid_token() {
     let mut t = api_token(tenant(1), ProjectGrant::All);
     t.last_used_at = None;
     let mut repo = repo_with_token(t);
-    repo.expect_touch_token().returning(|_, _, _| Err(Error::internal("disk full")));
+    repo.expect_touch_token().times(1).returning(|_, _, _| Err(Error::internal("disk full")));
 
     assert!(service(repo).authenticate(&token::generate()).await.is_ok());
 }
