@@ -1,6 +1,4 @@
-use base64::Engine;
-use rand::RngCore;
-use sha2::{Digest, Sha256};
+use atrium_kernel::secret::{hash_secret, random_token};
 
 /// Every API token starts with this, so it is recognisable (e.g. by secret scanners).
 pub const TOKEN_PREFIX: &str = "atd_";
@@ -12,9 +10,7 @@ const ENCODED_LEN: usize = 43;
 
 /// A new token value: the prefix and 32 CSPRNG bytes, base64url.
 pub(crate) fn generate() -> String {
-    let mut buf = [0u8; TOKEN_BYTES];
-    rand::rng().fill_bytes(&mut buf);
-    format!("{TOKEN_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf))
+    format!("{TOKEN_PREFIX}{}", random_token(TOKEN_BYTES))
 }
 
 /// Whether `raw` has a token's shape; anything else is refused without a lookup.
@@ -26,7 +22,7 @@ pub(crate) fn well_formed(raw: &str) -> bool {
 /// SHA-256 of a token value, hex: what is stored and looked up. A plain hash suits a
 /// 256-bit random secret; a slow hash would add nothing but latency.
 pub fn hash_token(raw: &str) -> String {
-    hex::encode(Sha256::digest(raw.as_bytes()))
+    hash_secret(raw)
 }
 
 #[cfg(test)]

@@ -1,9 +1,8 @@
 use atrium_kernel::{Error, Id};
-use base64::Engine;
+use hmac::{Hmac, Mac};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use rand::RngCore;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 /// The claims of an access token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,29 +57,18 @@ impl TokenKeys {
     }
 }
 
-/// `bytes` of CSPRNG output, base64url without padding.
-pub fn random_token(bytes: usize) -> String {
-    let mut buf = vec![0u8; bytes];
-    rand::rng().fill_bytes(&mut buf);
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf)
-}
-
-/// SHA-256 of a high-entropy secret (refresh or API token), hex. Not for passwords.
-pub fn hash_secret(secret: &str) -> String {
-    hex::encode(Sha256::digest(secret.as_bytes()))
-}
+pub use atrium_kernel::secret::{hash_secret, random_token};
 
 /// Keyed hash of a low-entropy secret (a 6-digit code) so a leaked table does not reveal
-/// codes: SHA-256 over key, purpose, target and code.
+/// codes: HMAC-SHA256 under the server's key over target, purpose and code, each
+/// length-prefixed so no two different triples share an input.
 pub(crate) fn hash_code(key: &[u8], target: &str, purpose: &str, code: &str) -> String {
-    let mut h = Sha256::new();
-    h.update((key.len() as u64).to_be_bytes());
-    h.update(key);
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes a key of any length");
     for part in [target, purpose, code] {
-        h.update((part.len() as u64).to_be_bytes());
-        h.update(part.as_bytes());
+        mac.update(&(part.len() as u64).to_be_bytes());
+        mac.update(part.as_bytes());
     }
-    hex::encode(h.finalize())
+    hex::encode(mac.finalize().into_bytes())
 }
 
 #[cfg(test)]
@@ -120,6 +108,7 @@ mod tests {
 
     #[test]
     fn alg_none_is_rejected() {
+        use base64::Engine;
         let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
         let body = serde_json::to_string(&claims(60)).unwrap();
         let token = format!("{}.{}.", b64(r#"{"alg":"none","typ":"JWT"}"#), b64(&body));
@@ -141,12 +130,5 @@ mod tests {
         assert_ne!(base, hash_code(b"k", "t2", "login", "123456"));
         assert_ne!(base, hash_code(b"k", "t", "register", "123456"));
         assert_ne!(base, hash_code(b"k", "t", "login", "123457"));
-    }
-
-    #[test]
-    fn random_tokens_differ_and_carry_the_requested_entropy() {
-        let a = random_token(32);
-        assert_eq!(a.len(), 43);
-        assert_ne!(a, random_token(32));
     }
 }

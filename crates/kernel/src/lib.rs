@@ -13,6 +13,7 @@ mod money;
 mod paging;
 pub mod payroll;
 mod period;
+pub mod secret;
 mod text;
 
 pub use actor::{Actor, Party, PartyStanding, PartyType, PermissionSet, UserStatus, permission_matches};
