@@ -77,3 +77,98 @@ e2e!(keyword_search_never_answers_5xx_whatever_the_keyword, |app| {
         }
     }
 });
+
+// ----- 5: money bounds ----------------------------------------------------------------------
+
+/// The largest amount a caller may enter, in fen.
+const MAX: i64 = 1_000_000_000_000;
+
+e2e!(money_above_the_bound_is_refused_naming_the_field, |app| {
+    let org = app.org().await;
+    let post = |body: Value| app.post("/api/v1/employees", body, Some(&org.t1_admin));
+
+    post(json!({"name": "Rich", "base_salary": i64::MAX})).await.expect_field_error("base_salary");
+    post(json!({"name": "Rich", "base_salary": MAX + 1})).await.expect_field_error("base_salary");
+    post(json!({"name": "Rich", "base_salary": 1, "si_base": i64::MAX})).await.expect_field_error("si_base");
+    post(json!({"name": "Rich", "base_salary": 1,
+        "special_deductions": [{"kind": "housing_rent", "monthly_amount": i64::MAX, "from": "2026-01"}]}))
+    .await
+    .expect_field_error("special_deductions[0].monthly_amount");
+    let none = app.get("/api/v1/employees?keyword=rich", Some(&org.t1_admin)).await;
+    assert_eq!(none.data()["total"], 0, "nothing was stored");
+
+    let e = app.create("/api/v1/employees", json!({"name": "Capped", "base_salary": MAX}), &org.t1_admin).await;
+    assert_eq!(e["base_salary"], MAX);
+    let path = format!("/api/v1/employees/{}", id(&e));
+    app.put(&path, json!({"base_salary": i64::MAX}), Some(&org.t1_admin)).await.expect_field_error("base_salary");
+    app.put(&path, json!({"si_base": MAX + 1}), Some(&org.t1_admin)).await.expect_field_error("si_base");
+
+    for field in ["allowance", "overtime", "bonus", "leave_deduction", "other_pre_tax_deduction", "after_tax_deduction", "annual_bonus"] {
+        let mut item = json!({"employee_id": id(&e)});
+        item[field] = json!(i64::MAX);
+        let r = app.post("/api/v1/payroll-sheets", json!({"period": "2026-01", "items": [item]}), Some(&org.t1_admin)).await;
+        r.expect_field_error(&format!("items[0].{field}"));
+    }
+
+    let mut policy = json!({"si_base_floor": 0, "si_base_cap": MAX, "hf_base_floor": 0, "hf_base_cap": MAX,
+        "medical_fixed": 0, "pension_rate": "0.08", "medical_rate": "0.02", "unemployment_rate": "0"});
+    for field in ["si_base_floor", "si_base_cap", "hf_base_floor", "hf_base_cap", "medical_fixed"] {
+        let mut p = policy.clone();
+        p[field] = json!(i64::MAX);
+        let r = app.put(&format!("/api/v1/tenants/{}", org.t1), json!({"payroll_policy": p}), Some(&org.admin)).await;
+        r.expect_field_error(&format!("payroll_policy.{field}"));
+    }
+    policy["si_base_cap"] = json!(MAX);
+    app.put(&format!("/api/v1/tenants/{}", org.t1), json!({"payroll_policy": policy}), Some(&org.admin)).await.expect(200);
+});
+
+e2e!(money_at_the_bound_calculates_exactly_and_the_totals_add_up, |app| {
+    let org = app.org().await;
+    let policy = json!({"si_base_floor": 0, "si_base_cap": MAX, "hf_base_floor": 0, "hf_base_cap": MAX, "medical_fixed": 300,
+        "pension_rate": "0.08", "medical_rate": "0.02", "unemployment_rate": "0.005", "four_eyes": true});
+    app.put(&format!("/api/v1/tenants/{}", org.t1), json!({"payroll_policy": policy}), Some(&org.admin)).await.expect(200);
+    let emp = |name: &str| {
+        let body = json!({"name": name, "base_salary": MAX, "si_base": MAX, "housing_fund_rate": "0.12",
+            "special_deductions": [{"kind": "housing_loan", "monthly_amount": MAX, "from": "2026-01"}]});
+        let token = org.t1_admin.clone();
+        async move { id(&app.create("/api/v1/employees", body, &token).await) }
+    };
+    let (a, b) = (emp("A").await, emp("B").await);
+    let items = json!([
+        {"employee_id": a, "allowance": MAX, "overtime": MAX, "bonus": MAX, "leave_deduction": MAX,
+         "other_pre_tax_deduction": MAX, "after_tax_deduction": MAX, "annual_bonus": MAX},
+        {"employee_id": b}
+    ]);
+    let sheet = app.create("/api/v1/payroll-sheets", json!({"period": "2026-01", "items": items}), &org.t1_admin).await;
+
+    let calc = app.post(&format!("/api/v1/payroll-sheets/{}/calculate", id(&sheet)), json!({}), Some(&org.t1_admin)).await;
+
+    calc.expect(200);
+    let lines = calc.data()["items"].as_array().unwrap();
+    let line = |e: i64| lines.iter().find(|i| i["employee_id"] == e).unwrap();
+    let fen = |v: &Value| v.as_i64().unwrap();
+    // Contributions on a 10^12 base: 8 % + 2 % + 3.00 + 0.5 % + 12 %.
+    assert_eq!(line(a)["contributions"], 225_000_000_300_i64);
+    assert_eq!(line(a)["gross"], 3 * MAX);
+    // Taxable: 3 × 10^12 − 5,000.00 − contributions − 10^12 other − 10^12 special → 45 % − 181,920.00.
+    let taxable = 3 * MAX - 500_000 - 225_000_000_300 - MAX - MAX;
+    assert_eq!(line(a)["cumulative_taxable"], taxable);
+    assert_eq!(line(a)["tax"], (taxable * 45 + 50) / 100 - 18_192_000);
+    // Annual bonus: 10^12 / 12 is in the top monthly row: 45 % − 15,160.00.
+    assert_eq!(line(a)["annual_bonus_tax"], MAX / 100 * 45 - 1_516_000);
+    for l in lines {
+        let expected = fen(&l["gross"]) - fen(&l["contributions"]) - fen(&l["tax"]) - fen(&l["after_tax_deduction"])
+            + fen(&l["annual_bonus"])
+            - fen(&l["annual_bonus_tax"]);
+        assert_eq!(fen(&l["net_pay"]), expected, "{l}");
+        assert!(fen(&l["net_pay"]) > 0, "{l}");
+    }
+    let totals = &calc.data()["totals"];
+    let total = |f: &dyn Fn(&Value) -> i64| lines.iter().map(f).sum::<i64>();
+    assert_eq!(fen(&totals["gross"]), total(&|l| fen(&l["gross"])));
+    assert_eq!(fen(&totals["contributions"]), total(&|l| fen(&l["contributions"])));
+    assert_eq!(fen(&totals["tax"]), total(&|l| fen(&l["tax"]) + fen(&l["annual_bonus_tax"])));
+    assert_eq!(fen(&totals["net_pay"]), total(&|l| fen(&l["net_pay"])));
+    let stored = app.get(&format!("/api/v1/payroll-sheets/{}", id(&sheet)), Some(&org.t1_admin)).await;
+    assert_eq!(&stored.data()["totals"], totals, "the stored figures read back unchanged");
+});
