@@ -2,8 +2,8 @@
 //! answers 5xx, money is bounded and never saturates, a tenant cannot switch off its own
 //! four-eyes rule, and the audit trail shows no more than the audited record would.
 #![allow(clippy::unwrap_used)]
-use atrium_e2e::e2e;
 use atrium_e2e::serde_json::{Value, json};
+use atrium_e2e::{Org, Resp, TestApp, e2e};
 
 fn id(v: &Value) -> i64 {
     v["id"].as_i64().unwrap()
@@ -171,4 +171,47 @@ e2e!(money_at_the_bound_calculates_exactly_and_the_totals_add_up, |app| {
     assert_eq!(fen(&totals["net_pay"]), total(&|l| fen(&l["net_pay"])));
     let stored = app.get(&format!("/api/v1/payroll-sheets/{}", id(&sheet)), Some(&org.t1_admin)).await;
     assert_eq!(&stored.data()["totals"], totals, "the stored figures read back unchanged");
+});
+
+// ----- 6: four-eyes -------------------------------------------------------------------------
+
+fn four_eyes_policy(on: bool) -> Value {
+    json!({"si_base_floor": 716200, "si_base_cap": 3581100, "hf_base_floor": 716200, "hf_base_cap": 3581100,
+           "medical_fixed": 300, "pension_rate": "0.08", "medical_rate": "0.02", "unemployment_rate": "0.005", "four_eyes": on})
+}
+
+async fn put_policy(app: &TestApp, org: &Org, on: bool, token: &str) -> Resp {
+    app.put(&format!("/api/v1/tenants/{}", org.t1), json!({"payroll_policy": four_eyes_policy(on)}), Some(token)).await
+}
+
+e2e!(a_tenant_cannot_switch_off_its_own_four_eyes_rule_but_its_partner_can, |app| {
+    let org = app.org().await;
+    app.create("/api/v1/employees", json!({"name": "Paid", "base_salary": 1_000_000}), &org.t1_admin).await;
+
+    let refused = put_policy(app, &org, false, &org.t1_admin).await;
+
+    refused.expect(403);
+    let tenant = app.get(&format!("/api/v1/tenants/{}", org.t1), Some(&org.t1_admin)).await;
+    assert_eq!(tenant.data()["payroll_policy"]["four_eyes"], true);
+    // Still bound: the tenant admin cannot calculate and approve alone.
+    let sheet = app.create("/api/v1/payroll-sheets", json!({"period": "2026-02"}), &org.t1_admin).await;
+    let path = format!("/api/v1/payroll-sheets/{}", id(&sheet));
+    app.post(&format!("{path}/calculate"), json!({}), Some(&org.t1_admin)).await.expect(200);
+    app.post(&format!("{path}/approve"), json!({}), Some(&org.t1_admin)).await.expect(403);
+    // Keeping it on is the tenant's to say.
+    put_policy(app, &org, true, &org.t1_admin).await.expect(200);
+
+    let relaxed = put_policy(app, &org, false, &org.p1_admin).await;
+
+    relaxed.expect(200);
+    assert_eq!(relaxed.data()["payroll_policy"]["four_eyes"], false);
+    let log = app.get(&format!("/api/v1/audit-logs?target_type=tenant&target_id={}", org.t1), Some(&org.p1_admin)).await;
+    log.expect(200);
+    let change = &log.data()["items"][0];
+    assert_eq!(change["action"], "tenant.update");
+    assert_eq!(change["before"]["payroll_policy"]["four_eyes"], true, "{change}");
+    assert_eq!(change["after"]["payroll_policy"]["four_eyes"], false, "{change}");
+    // Once relaxed by the partner, the tenant may leave it off when editing the policy.
+    put_policy(app, &org, false, &org.t1_admin).await.expect(200);
+    app.post(&format!("{path}/approve"), json!({}), Some(&org.t1_admin)).await.expect(200);
 });

@@ -268,3 +268,62 @@ async fn a_custom_role_may_not_hold_unknown_or_unheld_permissions() {
     assert!(matches!(unheld, Error::Forbidden(_)), "employee:read does not cover employee:*");
     assert!(matches!(above, Error::Invalid(ref e) if e[0].field == "party_type"));
 }
+
+// ----- four-eyes ----------------------------------------------------------------------------
+
+fn policy_with_four_eyes(on: bool) -> atrium_kernel::payroll::PayrollPolicy {
+    atrium_kernel::payroll::PayrollPolicy { four_eyes: on, ..Default::default() }
+}
+
+fn tenant_with_four_eyes(id: Id, on: bool) -> Tenant {
+    Tenant { payroll_policy: policy_with_four_eyes(on), ..tenant(id, Some(7)) }
+}
+
+#[tokio::test]
+async fn a_tenant_user_cannot_turn_off_four_eyes_approval() {
+    let mut repo = MockTenantRepo::new();
+    repo.expect_get_tenant().returning(|_, id| Ok(Some(tenant_with_four_eyes(id, true))));
+    repo.expect_update_tenant().never();
+    let svc = TenantService::new(Arc::new(repo), quiet_access(), clock());
+    let me = actor(Party::Tenant { tenant_id: 3, partner_id: Some(7) }, &["tenant:*"]);
+
+    let err =
+        svc.update(&me, 3, TenantPatch { payroll_policy: Some(policy_with_four_eyes(false)), ..Default::default() }).await.unwrap_err();
+
+    assert!(matches!(err, Error::Forbidden(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_tenant_user_may_keep_or_turn_on_four_eyes_approval() {
+    for (before, requested) in [(true, true), (false, true), (false, false)] {
+        let mut repo = MockTenantRepo::new();
+        repo.expect_get_tenant().returning(move |_, id| Ok(Some(tenant_with_four_eyes(id, before))));
+        repo.expect_update_tenant().times(1).returning(|t, _| Ok(t));
+        let svc = TenantService::new(Arc::new(repo), quiet_access(), clock());
+        let me = actor(Party::Tenant { tenant_id: 3, partner_id: Some(7) }, &["tenant:*"]);
+
+        let patch = TenantPatch { payroll_policy: Some(policy_with_four_eyes(requested)), ..Default::default() };
+        let t = svc.update(&me, 3, patch).await.unwrap();
+
+        assert_eq!(t.payroll_policy.four_eyes, requested, "from {before} to {requested}");
+    }
+}
+
+#[tokio::test]
+async fn the_partner_turns_off_four_eyes_and_the_audit_shows_before_and_after() {
+    let mut repo = MockTenantRepo::new();
+    repo.expect_get_tenant().returning(|_, id| Ok(Some(tenant_with_four_eyes(id, true))));
+    repo.expect_update_tenant()
+        .withf(|t, audit| {
+            !t.payroll_policy.four_eyes
+                && audit.action == "tenant.update"
+                && audit.before.as_ref().is_some_and(|b| b["payroll_policy"]["four_eyes"] == true)
+                && audit.after.as_ref().is_some_and(|a| a["payroll_policy"]["four_eyes"] == false)
+        })
+        .times(1)
+        .returning(|t, _| Ok(t));
+    let svc = TenantService::new(Arc::new(repo), quiet_access(), clock());
+
+    let patch = TenantPatch { payroll_policy: Some(policy_with_four_eyes(false)), ..Default::default() };
+    svc.update(&actor(Party::Partner { partner_id: 7 }, &["tenant:*"]), 3, patch).await.unwrap();
+}

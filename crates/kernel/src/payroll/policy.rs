@@ -23,7 +23,7 @@ pub struct PayrollPolicy {
     pub medical_rate: Rate,
     pub unemployment_rate: Rate,
     /// Four-eyes approval: the user who approves a sheet must not be the one who calculated
-    /// it. On unless the tenant turns it off.
+    /// it. On unless the tenant's partner or the platform turns it off (the tenant may not).
     #[serde(default = "four_eyes_default")]
     pub four_eyes: bool,
 }
