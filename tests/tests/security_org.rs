@@ -215,3 +215,63 @@ e2e!(a_tenant_cannot_switch_off_its_own_four_eyes_rule_but_its_partner_can, |app
     put_policy(app, &org, false, &org.t1_admin).await.expect(200);
     app.post(&format!("{path}/approve"), json!({}), Some(&org.t1_admin)).await.expect(200);
 });
+
+// ----- 8: audit visibility ------------------------------------------------------------------
+
+/// A tenant user of t1 holding exactly `permissions` through a custom role.
+async fn holder(app: &TestApp, org: &Org, code: &str, permissions: &[&str]) -> String {
+    let role = app
+        .create("/api/v1/roles", json!({"code": code, "name": code, "party_type": "tenant", "permissions": permissions}), &org.t1_admin)
+        .await;
+    app.user_token(&org.t1_admin, code, json!({"role_ids": [id(&role)]})).await.1
+}
+
+e2e!(the_audit_trail_shows_no_more_of_a_record_than_the_record_itself, |app| {
+    let org = app.org().await;
+    let e = app
+        .create(
+            "/api/v1/employees",
+            json!({"name": "Secretive", "base_salary": 4_321_987, "phone": "13812345678", "id_card_no": "110101199003074514",
+                   "bank_account": "6222021234567890"}),
+            &org.t1_admin,
+        )
+        .await;
+    let path = format!("/api/v1/employees/{}", id(&e));
+    app.put(&path, json!({"base_salary": 5_432_198, "phone": "13887654321"}), Some(&org.t1_admin)).await.expect(200);
+    let auditor = holder(app, &org, "auditor", &["audit:read"]).await;
+    let reader = holder(app, &org, "reader", &["audit:read", "employee:read"]).await;
+
+    app.get(&path, Some(&auditor)).await.expect(403);
+    let log = app.get("/api/v1/audit-logs?page_size=100", Some(&auditor)).await;
+
+    log.expect(200);
+    let items = log.data()["items"].as_array().unwrap();
+    assert!(items.iter().any(|i| i["target_type"] == "employee" && i["action"] == "employee.update"), "who did what stays visible");
+    for i in items {
+        assert!(i["before"].is_null() && i["after"].is_null(), "audit:read alone reads no values: {i}");
+    }
+    let update = items.iter().find(|i| i["action"] == "employee.update").unwrap();
+    assert_eq!(update["redacted"], true);
+    let text = log.body.to_string();
+    for secret in ["4321987", "5432198", "13812345678", "13887654321", "110101199003074514", "6222021234567890"] {
+        assert!(!text.contains(secret), "{secret} leaked: {text}");
+    }
+
+    // A reader of employees sees in the trail what the employee shows, secrets masked.
+    let shown = app.get(&format!("/api/v1/audit-logs?target_type=employee&target_id={}", id(&e)), Some(&reader)).await;
+    shown.expect(200);
+    let (update, create) = (&shown.data()["items"][0], &shown.data()["items"][1]);
+    assert_eq!(update["redacted"], false);
+    assert_eq!(update["before"]["base_salary"], 4_321_987);
+    assert_eq!(update["after"]["phone"], "+8613887654321");
+    assert_eq!(create["after"]["id_card_no"], "***");
+    assert_eq!(create["after"]["bank_account"], "***");
+    let employee = app.get(&path, Some(&reader)).await;
+    assert_eq!(employee.data()["base_salary"], 5_432_198);
+    assert_ne!(employee.data()["id_card_no"], "110101199003074514");
+    // Users are another kind of target: the employee reader does not see their values.
+    let users = app.get("/api/v1/audit-logs?target_type=user", Some(&reader)).await;
+    for i in users.data()["items"].as_array().unwrap() {
+        assert!(i["before"].is_null() && i["after"].is_null(), "{i}");
+    }
+});
