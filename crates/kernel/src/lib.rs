@@ -21,7 +21,7 @@ pub use audit::AuditRecord;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use contact::{ContactTarget, Email, Phone};
 pub use error::{Error, FieldError, Result};
-pub use money::Money;
+pub use money::{Money, Overflow};
 pub use paging::{ListQuery, Page, PageRequest, SortOrder};
 pub use period::Period;
 pub use text::{Label, Name, Text, patch};

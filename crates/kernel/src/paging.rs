@@ -121,6 +121,11 @@ impl ListQuery {
         if keyword.as_ref().is_some_and(|k| k.chars().count() > 64) {
             return Err(Error::invalid("keyword", "must be at most 64 characters"));
         }
+        // No stored name, phone or number holds a control character, and a NUL breaks both
+        // the SQLite full-text parser and PostgreSQL's text type: refuse them here, for every list.
+        if keyword.as_ref().is_some_and(|k| k.chars().any(char::is_control)) {
+            return Err(Error::invalid("keyword", "must not contain control characters"));
+        }
         Ok(ListQuery { page, keyword, sort: SortOrder::parse(sort, sortable)? })
     }
 }
@@ -144,6 +149,21 @@ mod tests {
     #[test]
     fn offset_counts_whole_pages() {
         assert_eq!(PageRequest::new(Some(3), Some(50)).unwrap().offset(), 100);
+    }
+
+    #[test]
+    fn a_keyword_with_control_characters_is_rejected_naming_the_field() {
+        for k in ["\0abc", "ab\u{1}c", "a\tb", "ab\u{7f}", "a\u{85}b", "ab\u{9f}c"] {
+            let err = ListQuery::parse(None, None, Some(k.into()), None, &[]).unwrap_err();
+            assert!(matches!(err, Error::Invalid(ref e) if e[0].field == "keyword"), "{k:?}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn a_keyword_is_trimmed_and_lower_cased_and_may_hold_punctuation() {
+        let q = ListQuery::parse(None, None, Some("  \"Ab*\\%_ NEAR( OR  \n".into()), None, &[]).unwrap();
+        assert_eq!(q.keyword.as_deref(), Some("\"ab*\\%_ near( or"));
+        assert!(ListQuery::parse(None, None, Some("x".repeat(65)), None, &[]).is_err());
     }
 
     #[test]

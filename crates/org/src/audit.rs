@@ -1,6 +1,11 @@
 //! Reading the audit trail. Entries are written by the repositories, in the transaction of
 //! the change they record; there is no way to edit or delete them.
+//!
+//! An entry never shows more of its target than the target's own API would: `audit:read`
+//! reveals who did what to which record, while the before/after values need the read
+//! permission of the target's kind (see [`target_read_permission`]).
 use async_trait::async_trait;
+use atrium_kernel::audit::redact;
 use atrium_kernel::{Actor, Id, Page, PageRequest, Party, Result, Timestamp};
 use serde::Serialize;
 use std::sync::Arc;
@@ -25,6 +30,41 @@ pub struct AuditEntry {
     /// Changed fields after the change (secrets redacted).
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub after: Option<serde_json::Value>,
+    /// True when `before` and `after` were withheld because the caller may not read the
+    /// target (it lacks the target's read permission).
+    pub redacted: bool,
+}
+
+/// The permission that reads a target of `target_type` through its own API: the one its
+/// routes require. `None` for kinds with no read API, whose values only `*` holders see.
+pub fn target_read_permission(target_type: &str) -> Option<&'static str> {
+    match target_type {
+        "employee" => Some("employee:read"),
+        "user" => Some("user:read"),
+        "tenant" => Some("tenant:read"),
+        "partner" => Some("agent:read"),
+        "role" => Some("role:read"),
+        "payroll_sheet" => Some("payroll:read"),
+        _ => None,
+    }
+}
+
+/// `entry` as `actor` may see it: values withheld without the target's read permission, and
+/// secrets masked again in any case (entries written before a field joined the list).
+pub fn visible_to(actor: &Actor, mut entry: AuditEntry) -> AuditEntry {
+    let readable = match target_read_permission(&entry.target_type) {
+        Some(permission) => actor.permissions.allows(permission),
+        None => actor.permissions.iter().any(|p| p == "*"),
+    };
+    if readable {
+        entry.before = entry.before.map(redact);
+        entry.after = entry.after.map(redact);
+    } else {
+        entry.redacted = entry.before.is_some() || entry.after.is_some();
+        entry.before = None;
+        entry.after = None;
+    }
+    entry
 }
 
 #[derive(Debug, Clone, Default)]
@@ -56,6 +96,6 @@ impl AuditService {
     }
 
     pub async fn list(&self, actor: &Actor, query: AuditQuery) -> Result<Page<AuditEntry>> {
-        self.repo.list_audit(actor.party, query).await
+        Ok(self.repo.list_audit(actor.party, query).await?.map(|entry| visible_to(actor, entry)))
     }
 }

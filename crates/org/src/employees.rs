@@ -183,8 +183,9 @@ fn audit_json(e: &Employee) -> serde_json::Value {
     serde_json::to_value(e).unwrap_or_default()
 }
 
-fn non_negative(field: &str, m: Money) -> Result<Money> {
-    if m.is_negative() { Err(Error::invalid(field, "must not be negative")) } else { Ok(m) }
+/// Input amounts arrive bounded from JSON; checked again here for callers that build them.
+fn input_amount(field: &str, m: Money) -> Result<Money> {
+    m.check_input().map_err(|message| Error::invalid(field, message))
 }
 
 impl EmployeeService {
@@ -221,8 +222,8 @@ impl EmployeeService {
             position: input.position.map(Label::into_string),
             hire_date: input.hire_date,
             status: input.status.unwrap_or(EmployeeStatus::Active),
-            base_salary: non_negative("base_salary", input.base_salary)?,
-            si_base: input.si_base.map(|m| non_negative("si_base", m)).transpose()?,
+            base_salary: input_amount("base_salary", input.base_salary)?,
+            si_base: input.si_base.map(|m| input_amount("si_base", m)).transpose()?,
             housing_fund_rate: input.housing_fund_rate.unwrap_or(HousingFundRate::MAX),
             special_deductions: input.special_deductions.unwrap_or_default(),
             openid: input.openid.map(Text::into_string),
@@ -243,7 +244,7 @@ impl EmployeeService {
             a.name = v.into_string();
         }
         if let Some(v) = p.base_salary {
-            a.base_salary = non_negative("base_salary", v)?;
+            a.base_salary = input_amount("base_salary", v)?;
         }
         if let Some(v) = p.employee_no {
             a.employee_no = v.map(Text::into_string);
@@ -276,7 +277,7 @@ impl EmployeeService {
             a.status = v;
         }
         if let Some(v) = p.si_base {
-            a.si_base = v.map(|m| non_negative("si_base", m)).transpose()?;
+            a.si_base = v.map(|m| input_amount("si_base", m)).transpose()?;
         }
         if let Some(v) = p.housing_fund_rate {
             a.housing_fund_rate = v;

@@ -48,8 +48,8 @@ fn check_adjustments(i: usize, a: &Adjustments, errors: &mut Vec<FieldError>) {
         ("annual_bonus", a.annual_bonus),
     ];
     for (name, value) in fields {
-        if value.is_negative() {
-            errors.push(FieldError::new(format!("items[{i}].{name}"), "must not be negative"));
+        if let Err(message) = value.check_input() {
+            errors.push(FieldError::new(format!("items[{i}].{name}"), message));
         }
     }
 }
@@ -134,7 +134,7 @@ impl PayrollService {
             period: input.period,
             title: input.title.map(|t| t.into_string()).unwrap_or_else(|| format!("Payroll {}", input.period)),
             status: SheetStatus::Draft,
-            totals: SheetTotals::of(&items),
+            totals: SheetTotals::of(&items)?,
             created_by: Some(actor.user_id),
             calculated_by: None,
             calculated_at: None,
@@ -168,7 +168,7 @@ impl PayrollService {
         }
         // An edit invalidates the calculation: the items keep their adjustments only.
         let totals = match &items {
-            Some(items) => SheetTotals::of(items),
+            Some(items) => SheetTotals::of(items)?,
             None => SheetTotals { employees: before.totals.employees, ..SheetTotals::default() },
         };
         after.status = status;
@@ -236,7 +236,7 @@ impl PayrollService {
         let now = self.clock.now();
         let mut after = before.clone();
         after.status = status;
-        after.totals = SheetTotals::of(&items);
+        after.totals = SheetTotals::of(&items)?;
         after.calculated_by = Some(actor.user_id);
         after.calculated_at = Some(now);
         after.updated_at = now;
@@ -304,7 +304,7 @@ impl PayrollService {
             outcomes.extend(results.iter().cloned());
             let at = self.clock.now();
             let mut next = sheet.clone();
-            next.totals = SheetTotals::of(&merge(&items, &outcomes));
+            next.totals = SheetTotals::of(&merge(&items, &outcomes))?;
             next.sent_at = next.sent_at.or(Some(at));
             next.updated_at = at;
             if last {
@@ -326,21 +326,24 @@ impl PayrollService {
         let outcome = match (employee, &item.line) {
             (None, _) => Err(Error::BadRequest("the employee no longer exists".into())),
             (_, None) => Err(Error::BadRequest("the item has not been calculated".into())),
-            (Some(e), Some(line)) => {
-                let slip = Payslip {
-                    sheet_id: sheet.id,
-                    tenant_id: sheet.tenant_id,
-                    period: sheet.period,
-                    employee_id: e.id,
-                    employee_name: e.name.clone(),
-                    gross: line.gross,
-                    contributions: line.contributions,
-                    tax: line.tax + line.annual_bonus_tax,
-                    net_pay: line.net_pay,
-                };
-                let to = Recipient { openid: e.openid.clone(), phone: e.phone.clone(), email: e.email.clone() };
-                self.notifier.send(&slip, &to).await
-            }
+            (Some(e), Some(line)) => match line.tax.checked_add(line.annual_bonus_tax) {
+                Err(_) => Err(Error::BadRequest("the item's tax is too large to show".into())),
+                Ok(tax) => {
+                    let slip = Payslip {
+                        sheet_id: sheet.id,
+                        tenant_id: sheet.tenant_id,
+                        period: sheet.period,
+                        employee_id: e.id,
+                        employee_name: e.name.clone(),
+                        gross: line.gross,
+                        contributions: line.contributions,
+                        tax,
+                        net_pay: line.net_pay,
+                    };
+                    let to = Recipient { openid: e.openid.clone(), phone: e.phone.clone(), email: e.email.clone() };
+                    self.notifier.send(&slip, &to).await
+                }
+            },
         };
         let at: Timestamp = self.clock.now();
         let delivery = match outcome {

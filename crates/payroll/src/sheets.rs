@@ -4,7 +4,7 @@ use crate::engine::CalculatedLine;
 use crate::lifecycle::SheetStatus;
 use async_trait::async_trait;
 use atrium_kernel::payroll::{HousingFundRate, PayrollPolicy, SpecialDeduction};
-use atrium_kernel::{AuditRecord, Id, Label, Money, Page, Party, Period, Result, Timestamp};
+use atrium_kernel::{AuditRecord, Error, Id, Label, Money, Page, Party, Period, Result, Timestamp};
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -84,26 +84,32 @@ pub struct SheetItem {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SheetTotals {
     pub employees: i64,
+    #[serde(deserialize_with = "Money::deserialize_computed")]
     pub gross: Money,
     /// Employee social insurance and housing fund.
+    #[serde(deserialize_with = "Money::deserialize_computed")]
     pub contributions: Money,
     /// Income tax withheld, the annual bonus's separate tax included.
+    #[serde(deserialize_with = "Money::deserialize_computed")]
     pub tax: Money,
+    #[serde(deserialize_with = "Money::deserialize_computed")]
     pub net_pay: Money,
     pub delivered: i64,
     pub failed: i64,
 }
 
 impl SheetTotals {
-    /// Totals of `items`: the money figures count calculated items only.
-    pub fn of(items: &[SheetItem]) -> SheetTotals {
+    /// Totals of `items`: the money figures count calculated items only. A total that would
+    /// not fit is an error, never a wrong figure.
+    pub fn of(items: &[SheetItem]) -> Result<SheetTotals> {
+        let too_large = |_| Error::invalid("items", "the sheet's totals are too large to calculate; split the sheet");
         let mut t = SheetTotals { employees: items.len() as i64, ..SheetTotals::default() };
         for item in items {
             if let Some(l) = &item.line {
-                t.gross = t.gross + l.gross;
-                t.contributions = t.contributions + l.contributions;
-                t.tax = t.tax + l.tax + l.annual_bonus_tax;
-                t.net_pay = t.net_pay + l.net_pay;
+                t.gross = t.gross.checked_add(l.gross).map_err(too_large)?;
+                t.contributions = t.contributions.checked_add(l.contributions).map_err(too_large)?;
+                t.tax = Money::checked_sum([t.tax, l.tax, l.annual_bonus_tax]).map_err(too_large)?;
+                t.net_pay = t.net_pay.checked_add(l.net_pay).map_err(too_large)?;
             }
             match item.delivery.as_ref().map(|d| d.status) {
                 Some(DeliveryStatus::Delivered) => t.delivered += 1,
@@ -111,7 +117,7 @@ impl SheetTotals {
                 None => {}
             }
         }
-        t
+        Ok(t)
     }
 }
 

@@ -4,7 +4,7 @@ use crate::audit_log::{audit_created, write_audit};
 use crate::db::{Db, DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::org::tenants::{self as org_tenants, ids_of_partner};
-use crate::org::{like_pattern, lower, page, parse_enum, total};
+use crate::org::{like_pattern, lower, nothing, page, parse_enum, searchable, total};
 use crate::schema::{employees, payroll_items, payroll_sheets};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
@@ -197,7 +197,9 @@ fn filtered(scope: Party, q: &SheetQuery) -> payroll_sheets::BoxedQuery<'static,
     if let Some(p) = q.period {
         query = query.filter(payroll_sheets::period.eq(p.to_string()));
     }
-    if let Some(k) = &q.list.keyword {
+    if q.list.keyword.as_deref().is_some_and(|k| !searchable(k)) {
+        query = query.filter(nothing());
+    } else if let Some(k) = &q.list.keyword {
         query = query.filter(lower(payroll_sheets::title.nullable()).like(like_pattern(k)).escape('\\'));
     }
     query

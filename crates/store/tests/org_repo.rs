@@ -307,3 +307,82 @@ store_test!(keyword_search_finds_substrings_of_name_phone_and_number_and_follows
     assert_eq!(find("wang w").await, vec!["E-100"]);
     assert!(find("0002222").await.is_empty());
 });
+
+store_test!(keywords_are_literal_text_on_every_list_and_never_a_database_error, |db| {
+    let s = store(&db);
+    let p = partner(&s).await;
+    let t = s.insert_tenant(tenant(Some(p)), audit("tenant.create", "tenant")).await.unwrap().id;
+    let mut e = employee(t, "E-1");
+    e.id_card_no = None;
+    e.name = "Near(x) OR *star* \"q\" back\\slash 5%_".into();
+    s.insert_employee(e, audit("employee.create", "employee")).await.unwrap();
+    let (long, longer) = ("长".repeat(64), "x".repeat(200));
+    let keywords = [
+        "\"",
+        "\"\"",
+        "a\"b",
+        "*",
+        "**",
+        "or",
+        "a or b",
+        "near(",
+        "near(a b)",
+        "^x",
+        "col:x",
+        "\\",
+        "\\\\",
+        "%",
+        "_",
+        "%_%",
+        "'",
+        "';--",
+        "(",
+        ")",
+        "-",
+        "+",
+        "{",
+        "}",
+        "[",
+        "]",
+        &long,
+        &longer,
+        "\u{0}abc",
+        "ab\u{1f}c",
+        "ab\u{85}c",
+        "\u{7f}\u{7f}\u{7f}",
+    ];
+    for k in keywords {
+        for scope in [Party::Platform, Party::Partner { partner_id: p }] {
+            let mut q = EmployeeQuery::default();
+            q.list.keyword = Some(k.to_lowercase());
+            let page = s.list_employees(scope, q).await.unwrap_or_else(|e| panic!("employees {k:?} as {scope:?}: {e:?}"));
+            assert!(page.items.len() <= 1, "{k:?}");
+            let mut q = TenantQuery::default();
+            q.list.keyword = Some(k.to_lowercase());
+            s.list_tenants(scope, q).await.unwrap_or_else(|e| panic!("tenants {k:?}: {e:?}"));
+            let mut q = PartnerQuery::default();
+            q.list.keyword = Some(k.to_lowercase());
+            s.list_partners(scope, q).await.unwrap_or_else(|e| panic!("partners {k:?}: {e:?}"));
+            let mut q = UserQuery::default();
+            q.list.keyword = Some(k.to_lowercase());
+            s.list_users(scope, q).await.unwrap_or_else(|e| panic!("users {k:?}: {e:?}"));
+        }
+    }
+    let find = |k: &str| {
+        let s = s.clone();
+        let k = k.to_owned();
+        async move {
+            let mut q = EmployeeQuery::default();
+            q.list.keyword = Some(k);
+            s.list_employees(Party::Platform, q).await.unwrap().items.len()
+        }
+    };
+    // Operators and quotes are matched as the characters they are, through the trigram index.
+    assert_eq!(find("near(x) or").await, 1);
+    assert_eq!(find("*star*").await, 1);
+    assert_eq!(find("\"q\"").await, 1);
+    assert_eq!(find("back\\slash").await, 1);
+    assert_eq!(find("5%_").await, 1);
+    assert_eq!(find("near(y").await, 0);
+    assert_eq!(find("\u{0}near").await, 0);
+});

@@ -28,10 +28,11 @@ pub struct SpecialDeduction {
 }
 
 impl SpecialDeduction {
-    /// Fails when the amount is negative or `to` is before `from`.
+    /// Fails when the amount is not an input amount (negative or above `Money::MAX_INPUT`)
+    /// or `to` is before `from`.
     pub fn new(kind: DeductionKind, monthly_amount: Money, from: Period, to: Option<Period>) -> Result<SpecialDeduction, String> {
-        if monthly_amount.is_negative() {
-            return Err("monthly_amount must not be negative".into());
+        if let Err(message) = monthly_amount.check_input() {
+            return Err(format!("monthly_amount {message}"));
         }
         if to.is_some_and(|to| to < from) {
             return Err("to must not be before from".into());
@@ -120,5 +121,14 @@ mod tests {
         let made = SpecialDeduction::new(DeductionKind::ElderlySupport, Money::from_fen(-1), from, None);
 
         assert!(made.is_err());
+    }
+
+    #[test]
+    fn a_special_deduction_above_the_input_bound_is_rejected() {
+        let from = Period::parse("2025-01").unwrap();
+        let json = r#"{"kind":"housing_rent","monthly_amount":9223372036854775807,"from":"2025-03"}"#;
+
+        assert!(SpecialDeduction::new(DeductionKind::HousingRent, Money::from_fen(i64::MAX), from, None).is_err());
+        assert!(serde_json::from_str::<SpecialDeduction>(json).is_err());
     }
 }

@@ -23,7 +23,7 @@ pub struct PayrollPolicy {
     pub medical_rate: Rate,
     pub unemployment_rate: Rate,
     /// Four-eyes approval: the user who approves a sheet must not be the one who calculated
-    /// it. On unless the tenant turns it off.
+    /// it. On unless the tenant's partner or the platform turns it off (the tenant may not).
     #[serde(default = "four_eyes_default")]
     pub four_eyes: bool,
 }
@@ -51,8 +51,8 @@ impl Default for PayrollPolicy {
 }
 
 impl PayrollPolicy {
-    /// Checks every amount is non-negative and each floor is at most its cap; the error
-    /// names every offending field.
+    /// Checks every amount is an input amount (`0..=Money::MAX_INPUT`) and each floor is at
+    /// most its cap; the error names every offending field.
     pub fn validate(&self) -> Result<(), Error> {
         let mut problems = Vec::new();
         let amounts = [
@@ -63,8 +63,8 @@ impl PayrollPolicy {
             ("medical_fixed", self.medical_fixed),
         ];
         for (field, amount) in amounts {
-            if amount.is_negative() {
-                problems.push(FieldError::new(field, "must not be negative"));
+            if let Err(message) = amount.check_input() {
+                problems.push(FieldError::new(field, message));
             }
         }
         if self.si_base_floor > self.si_base_cap {
@@ -116,6 +116,19 @@ mod tests {
         let err = policy.validate().unwrap_err();
 
         assert_eq!(fields(err), ["si_base_floor", "medical_fixed"]);
+    }
+
+    #[test]
+    fn amounts_above_the_input_bound_are_rejected_naming_each_field() {
+        let policy =
+            PayrollPolicy { si_base_cap: Money::from_fen(i64::MAX), hf_base_cap: Money::from_fen(i64::MAX), ..PayrollPolicy::default() };
+
+        let err = policy.validate().unwrap_err();
+
+        assert_eq!(fields(err), ["si_base_cap", "hf_base_cap"]);
+        let json = serde_json::json!({"si_base_floor": 0, "si_base_cap": 9_223_372_036_854_775_807_i64, "hf_base_floor": 0,
+            "hf_base_cap": 1, "medical_fixed": 0, "pension_rate": "0.08", "medical_rate": "0.02", "unemployment_rate": "0.005"});
+        assert!(serde_json::from_value::<PayrollPolicy>(json).is_err());
     }
 
     #[test]

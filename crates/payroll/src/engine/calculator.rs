@@ -46,14 +46,20 @@ impl Calculator {
     }
 
     /// Calculates one employee's month from their input and the sums of their earlier months
-    /// this tax year. Fails, naming the fields, when the input is inconsistent: a negative
-    /// amount, a leave deduction above the month's earnings, tax-free income above gross, or
-    /// a hire date after the period.
+    /// this tax year. Fails, naming the fields, when the input is inconsistent: an amount
+    /// outside `0..=Money::MAX_INPUT`, a leave deduction above the month's earnings, tax-free
+    /// income above gross, or a hire date after the period. Every sum is checked: a figure
+    /// that would not fit is an error naming the field it came from, never a wrong figure.
     pub fn calculate(&self, input: &EmployeeMonth<'_>, ytd: &YearToDate) -> Result<CalculatedLine, Error> {
-        let earnings = input.base_salary + input.allowance + input.overtime + input.bonus;
-        let gross = earnings - input.leave_deduction;
         let start = self.first_month_employed(input);
-        check(input, earnings, gross, start, self.period)?;
+        check(input, start, self.period)?;
+        let earnings = sum(&[
+            ("base_salary", input.base_salary),
+            ("allowance", input.allowance),
+            ("overtime", input.overtime),
+            ("bonus", input.bonus),
+        ])?;
+        let gross = minus(earnings, "leave_deduction", input.leave_deduction)?;
         let policy = &self.policy;
 
         // Contributions: each on its clamped base, each rounded to the fen.
@@ -61,28 +67,44 @@ impl Calculator {
         let si_base = raw_base.clamp(policy.si_base_floor, policy.si_base_cap);
         let hf_base = raw_base.clamp(policy.hf_base_floor, policy.hf_base_cap);
         let pension = apply(si_base, policy.pension_rate);
-        let medical = apply(si_base, policy.medical_rate) + policy.medical_fixed;
+        let medical = sum(&[("si_base", apply(si_base, policy.medical_rate)), ("medical_fixed", policy.medical_fixed)])?;
         let unemployment = apply(si_base, policy.unemployment_rate);
         let housing_fund = apply(hf_base, input.housing_fund_rate.rate());
-        let contributions = pension + medical + unemployment + housing_fund;
+        let contributions =
+            sum(&[("si_base", pension), ("si_base", medical), ("si_base", unemployment), ("housing_fund_rate", housing_fund)])?;
 
         // Cumulative withholding: this year's months at this employer through this period.
         let end = period_index(self.period);
         let months_employed = u32::try_from(end - start + 1).unwrap_or(0);
-        let cumulative_special_deduction = special_deductions_through(input.special_deductions, start, end);
-        let basic_deduction = Money::from_fen(BASIC_DEDUCTION_PER_MONTH.fen().saturating_mul(i64::from(months_employed)));
-        let cumulative_taxable = (ytd.gross + gross
-            - (ytd.tax_free_income + input.tax_free_income)
-            - basic_deduction
-            - (ytd.contributions + contributions)
-            - cumulative_special_deduction
-            - (ytd.other_deductions + input.other_pre_tax_deduction))
-            .max(Money::ZERO);
+        let cumulative_special_deduction = special_deductions_through(input.special_deductions, start, end)?;
+        let basic_deduction = BASIC_DEDUCTION_PER_MONTH.checked_mul(i64::from(months_employed)).map_err(|_| too_large("hire_date"))?;
+        // Taxable: this year's gross less exempt income and every deduction, never below zero.
+        // This month's bounded figures come first, so an overflow names the year-to-date sum.
+        let cumulative_income = sum(&[("gross", gross), ("year_to_date.gross", ytd.gross)])?;
+        let cumulative_deductions = sum(&[
+            ("tax_free_income", input.tax_free_income),
+            ("hire_date", basic_deduction),
+            ("contributions", contributions),
+            ("special_deductions", cumulative_special_deduction),
+            ("other_pre_tax_deduction", input.other_pre_tax_deduction),
+            ("year_to_date.tax_free_income", ytd.tax_free_income),
+            ("year_to_date.contributions", ytd.contributions),
+            ("year_to_date.other_deductions", ytd.other_deductions),
+        ])?;
+        let cumulative_taxable = minus(cumulative_income, "year_to_date", cumulative_deductions)?.max(Money::ZERO);
         let cumulative_tax = cumulative_tax(cumulative_taxable);
-        let tax = (cumulative_tax - ytd.tax_withheld).max(Money::ZERO);
+        let tax = minus(cumulative_tax, "year_to_date.tax_withheld", ytd.tax_withheld)?.max(Money::ZERO);
 
         let annual_bonus_tax = annual_bonus_tax(input.annual_bonus);
-        let net_pay = gross - contributions - tax - input.after_tax_deduction + input.annual_bonus - annual_bonus_tax;
+        let paid = sum(&[("gross", gross), ("annual_bonus", input.annual_bonus)])?;
+        let withheld = sum(&[
+            ("contributions", contributions),
+            ("tax", tax),
+            ("after_tax_deduction", input.after_tax_deduction),
+            ("annual_bonus", annual_bonus_tax),
+        ])?;
+        let net_pay = minus(paid, "after_tax_deduction", withheld)?;
+        let special_deduction = minus(cumulative_special_deduction, "year_to_date.special_deductions", ytd.special_deductions)?;
 
         Ok(CalculatedLine {
             gross,
@@ -96,7 +118,7 @@ impl Calculator {
             contributions,
             other_deduction: input.other_pre_tax_deduction,
             months_employed,
-            special_deduction: cumulative_special_deduction - ytd.special_deductions,
+            special_deduction,
             cumulative_special_deduction,
             cumulative_taxable,
             cumulative_tax,
@@ -124,20 +146,38 @@ pub fn calculate(policy: &PayrollPolicy, period: Period, input: &EmployeeMonth<'
     Calculator::new(*policy, period)?.calculate(input, ytd)
 }
 
+/// A figure derived from `field` that does not fit in i64 fen.
+fn too_large(field: &str) -> Error {
+    Error::invalid(field, "is too large to calculate")
+}
+
+/// The checked sum of named amounts; an overflow names the amount that tipped it over.
+fn sum(parts: &[(&str, Money)]) -> Result<Money, Error> {
+    parts.iter().try_fold(Money::ZERO, |total, (field, amount)| total.checked_add(*amount).map_err(|_| too_large(field)))
+}
+
+/// `from − amount`, checked; an overflow names `field`.
+fn minus(from: Money, field: &str, amount: Money) -> Result<Money, Error> {
+    from.checked_sub(amount).map_err(|_| too_large(field))
+}
+
 /// Sum of every deduction active in each month from `start` through `end` (month indices).
-fn special_deductions_through(deductions: &[SpecialDeduction], start: i64, end: i64) -> Money {
+fn special_deductions_through(deductions: &[SpecialDeduction], start: i64, end: i64) -> Result<Money, Error> {
     let mut total = Money::ZERO;
     for deduction in deductions {
         let from = period_index(deduction.from()).max(start);
         let to = deduction.to().map_or(end, period_index).min(end);
         if to >= from {
-            total = total + Money::from_fen(deduction.monthly_amount().fen().saturating_mul(to - from + 1));
+            let months = deduction.monthly_amount().checked_mul(to - from + 1);
+            total = months.and_then(|m| total.checked_add(m)).map_err(|_| too_large("special_deductions"))?;
         }
     }
-    total
+    Ok(total)
 }
 
-fn check(input: &EmployeeMonth<'_>, earnings: Money, gross: Money, start: i64, period: Period) -> Result<(), Error> {
+/// Every amount must be one a caller could enter (so that no sum can overflow) and the
+/// amounts must fit together; every problem is reported, each naming its field.
+fn check(input: &EmployeeMonth<'_>, start: i64, period: Period) -> Result<(), Error> {
     let mut problems = Vec::new();
     let amounts = [
         ("base_salary", input.base_salary),
@@ -152,14 +192,18 @@ fn check(input: &EmployeeMonth<'_>, earnings: Money, gross: Money, start: i64, p
         ("si_base", input.si_base.unwrap_or(Money::ZERO)),
     ];
     for (field, amount) in amounts {
-        if amount.is_negative() {
-            problems.push(FieldError::new(field, "must not be negative"));
+        if let Err(message) = amount.check_input() {
+            problems.push(FieldError::new(field, message));
         }
     }
-    if input.leave_deduction > earnings {
+    // In i128, exact whatever the amounts, so the checks below hold even for bad ones.
+    let fen = |m: Money| i128::from(m.fen());
+    let earnings = fen(input.base_salary) + fen(input.allowance) + fen(input.overtime) + fen(input.bonus);
+    let gross = earnings - fen(input.leave_deduction);
+    if fen(input.leave_deduction) > earnings {
         problems.push(FieldError::new("leave_deduction", "must not exceed base salary + allowance + overtime + bonus"));
     }
-    if !gross.is_negative() && input.tax_free_income > gross {
+    if gross >= 0 && fen(input.tax_free_income) > gross {
         problems.push(FieldError::new("tax_free_income", "must not exceed gross pay"));
     }
     if start > period_index(period) {

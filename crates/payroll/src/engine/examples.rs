@@ -39,7 +39,7 @@ fn run<'a>(policy: PayrollPolicy, first: u32, last: u32, input: impl Fn(u32) -> 
     let mut lines = Vec::new();
     for m in first..=last {
         let line = Calculator::new(policy, month(m)).unwrap().calculate(&input(m), &ytd).unwrap();
-        ytd.add(&line);
+        ytd.add(&line).unwrap();
         lines.push(line);
     }
     lines
@@ -78,7 +78,7 @@ fn payroll_md_example_one_through_the_engine_withholds_75_every_month() {
 
     assert_eq!(lines[0].contributions, yuan(1_500));
     assert_eq!(taxes(&lines), vec![yuan(75); 12]);
-    assert_eq!(taxes(&lines).into_iter().sum::<Money>(), yuan(900));
+    assert_eq!(Money::checked_sum(taxes(&lines)), Ok(yuan(900)));
     assert_eq!(lines[11].cumulative_taxable, yuan(30_000));
 }
 
@@ -90,7 +90,10 @@ fn payroll_md_example_two_on_cumulative_figures_changes_bracket_in_month_two() {
 
     assert_eq!(cumulative, [yuan(555), yuan(1_180), yuan(3_030)]);
     // Withheld: 555, 1,180 − 555 = 625, 3,030 − 1,180 = 1,850.
-    assert_eq!([cumulative[0], cumulative[1] - cumulative[0], cumulative[2] - cumulative[1]], [yuan(555), yuan(625), yuan(1_850)]);
+    assert_eq!(
+        [Ok(cumulative[0]), cumulative[1].checked_sub(cumulative[0]), cumulative[2].checked_sub(cumulative[1])],
+        [Ok(yuan(555)), Ok(yuan(625)), Ok(yuan(1_850))]
+    );
 }
 
 #[test]
@@ -186,7 +189,7 @@ fn a_high_earner_reaches_the_45_percent_band_by_december() {
     assert_eq!(lines[0].tax, fen(617_395));
     assert_eq!(lines[11].cumulative_taxable, fen(104_327_424));
     assert_eq!(lines[11].cumulative_tax, fen(28_755_341));
-    assert_eq!(taxes(&lines).into_iter().sum::<Money>(), fen(28_755_341));
+    assert_eq!(Money::checked_sum(taxes(&lines)), Ok(fen(28_755_341)));
 }
 
 #[test]
@@ -409,7 +412,7 @@ fn the_year_to_date_carries_every_cumulative_figure_into_the_next_month() {
     };
 
     let lines = run(fifteen_percent_policy(), 1, 2, input);
-    let ytd: YearToDate = lines.iter().collect();
+    let ytd: YearToDate = lines.iter().collect::<Result<_, _>>().unwrap();
 
     assert_eq!(taxes(&lines), [yuan(30), yuan(30)]);
     assert_eq!(lines[1].cumulative_taxable, yuan(2_000));
@@ -477,4 +480,54 @@ fn a_calculated_line_serialises_with_the_api_field_names_in_fen() {
     }
     assert_eq!(json["gross"], 1_000_000);
     assert_eq!(json["tax"], 10_500);
+}
+
+#[test]
+fn amounts_beyond_what_a_caller_may_enter_are_refused_by_field_not_saturated() {
+    let input = EmployeeMonth { bonus: fen(i64::MAX), ..EmployeeMonth::new(fen(i64::MAX), hf("0.05")) };
+
+    let err = calculate(&fifteen_percent_policy(), month(1), &input, &YearToDate::ZERO).unwrap_err();
+
+    assert_eq!(invalid_fields(err), ["base_salary", "bonus"]);
+}
+
+#[test]
+fn a_year_to_date_that_no_longer_fits_is_an_error_naming_it_not_a_saturated_figure() {
+    let input = EmployeeMonth::new(yuan(10_000), hf("0.05"));
+    let huge = YearToDate { gross: fen(i64::MAX - 1), ..YearToDate::ZERO };
+    let overpaid = YearToDate { tax_withheld: fen(i64::MIN), ..YearToDate::ZERO };
+
+    let gross = calculate(&fifteen_percent_policy(), month(2), &input, &huge).unwrap_err();
+    let withheld = calculate(&fifteen_percent_policy(), month(2), &input, &overpaid).unwrap_err();
+
+    assert_eq!(invalid_fields(gross), ["year_to_date.gross"]);
+    assert_eq!(invalid_fields(withheld), ["year_to_date.tax_withheld"]);
+}
+
+#[test]
+fn amounts_at_the_input_bound_calculate_exactly() {
+    let max = Money::MAX_INPUT;
+    let input = EmployeeMonth { allowance: max, overtime: max, bonus: max, annual_bonus: max, ..EmployeeMonth::new(max, hf("0.05")) };
+    let policy = PayrollPolicy { si_base_cap: max, hf_base_cap: max, ..fifteen_percent_policy() };
+
+    let line = calculate(&policy, month(12), &input, &YearToDate::ZERO).unwrap();
+
+    assert_eq!(line.gross, fen(4 * max.fen()));
+    // 15 % of the 10^12 base.
+    assert_eq!(line.contributions, fen(150_000_000_000));
+    let taxable = 4 * max.fen() - 12 * 500_000 - 150_000_000_000;
+    assert_eq!(line.cumulative_taxable, fen(taxable));
+    assert_eq!(line.tax, fen((taxable * 45 + 50) / 100 - 18_192_000));
+    let net = line.gross.fen() - line.contributions.fen() - line.tax.fen() + max.fen() - line.annual_bonus_tax.fen();
+    assert_eq!(line.net_pay, fen(net));
+}
+
+#[test]
+fn a_year_to_date_that_would_overflow_is_left_unchanged() {
+    let line = calculate(&fifteen_percent_policy(), month(1), &EmployeeMonth::new(yuan(10_000), hf("0.05")), &YearToDate::ZERO).unwrap();
+    let mut ytd = YearToDate { gross: fen(i64::MAX), ..YearToDate::ZERO };
+
+    assert_eq!(ytd.add(&line), Err(atrium_kernel::Overflow));
+    assert_eq!(ytd.gross, fen(i64::MAX));
+    assert_eq!([line, line].iter().collect::<Result<YearToDate, _>>().map(|y| y.gross), Ok(fen(2 * line.gross.fen())));
 }

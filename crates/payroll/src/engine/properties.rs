@@ -1,7 +1,7 @@
 //! Properties that hold for every input, checked on random ones.
 
 use super::*;
-use atrium_kernel::{Money, Period};
+use atrium_kernel::{Error, Money, Period};
 use chrono::{Datelike, NaiveDate};
 use proptest::prelude::*;
 
@@ -63,9 +63,9 @@ struct Case {
 
 impl Case {
     fn input(&self, hire_date: Option<NaiveDate>) -> EmployeeMonth<'_> {
-        let earnings = self.base_salary + self.allowance + self.overtime + self.bonus;
+        let earnings = Money::checked_sum([self.base_salary, self.allowance, self.overtime, self.bonus]).unwrap();
         let leave = Money::from_fen(earnings.fen() * self.leave_percent / 100);
-        let gross = earnings - leave;
+        let gross = earnings.checked_sub(leave).unwrap();
         EmployeeMonth {
             allowance: self.allowance,
             overtime: self.overtime,
@@ -162,7 +162,7 @@ proptest! {
         let expected_net = line.gross.fen() - line.contributions.fen() - line.tax.fen() - line.after_tax_deduction.fen()
             + line.annual_bonus.fen() - line.annual_bonus_tax.fen();
         prop_assert_eq!(line.net_pay.fen(), expected_net);
-        prop_assert_eq!(line.contributions, line.pension + line.medical + line.unemployment + line.housing_fund);
+        prop_assert_eq!(Ok(line.contributions), Money::checked_sum([line.pension, line.medical, line.unemployment, line.housing_fund]));
     }
 
     #[test]
@@ -191,7 +191,7 @@ proptest! {
             let before = ytd.tax_withheld;
 
             let line = calculate(&policy, period, &case.input(hired), &ytd).unwrap();
-            ytd.add(&line);
+            ytd.add(&line).unwrap();
 
             prop_assert!(ytd.tax_withheld >= before);
             // What has been withheld is the highest cumulative tax seen so far.
@@ -212,8 +212,9 @@ proptest! {
         prop_assert!(policy.hf_base_floor <= line.hf_base && line.hf_base <= policy.hf_base_cap);
         let (floor, cap) = (policy.si_base_floor, policy.si_base_cap);
         prop_assert!(expected(floor, policy.pension_rate) <= line.pension && line.pension <= expected(cap, policy.pension_rate));
-        prop_assert!(expected(floor, policy.medical_rate) + policy.medical_fixed <= line.medical
-            && line.medical <= expected(cap, policy.medical_rate) + policy.medical_fixed);
+        let fixed = policy.medical_fixed.fen();
+        prop_assert!(expected(floor, policy.medical_rate).fen() + fixed <= line.medical.fen()
+            && line.medical.fen() <= expected(cap, policy.medical_rate).fen() + fixed);
         prop_assert!(expected(floor, policy.unemployment_rate) <= line.unemployment
             && line.unemployment <= expected(cap, policy.unemployment_rate));
         prop_assert!(expected(policy.hf_base_floor, hf_rate) <= line.housing_fund
@@ -240,6 +241,40 @@ proptest! {
         let higher = annual_bonus_tax(Money::from_fen(bonus + more));
 
         prop_assert!(lower <= higher);
+    }
+
+    #[test]
+    fn any_amounts_give_exact_figures_or_a_field_error_never_a_saturated_figure(
+        policy in policy(),
+        amounts in prop::collection::vec(prop_oneof![0_i64..=Money::MAX_INPUT.fen(), any::<i64>(), Just(i64::MAX)], 8),
+        ytd_gross in prop_oneof![0_i64..=1_000_000_000_000_000, any::<i64>()],
+        month in 1_u32..=12,
+    ) {
+        let [base_salary, allowance, overtime, bonus, leave, other, after_tax, annual_bonus] =
+            [0, 1, 2, 3, 4, 5, 6, 7].map(|i| Money::from_fen(amounts[i]));
+        let input = EmployeeMonth {
+            allowance, overtime, bonus, leave_deduction: leave, other_pre_tax_deduction: other,
+            after_tax_deduction: after_tax, annual_bonus,
+            ..EmployeeMonth::new(base_salary, HousingFundRate::MAX)
+        };
+        let ytd = YearToDate { gross: Money::from_fen(ytd_gross), ..YearToDate::ZERO };
+
+        match calculate(&policy, Period::new(YEAR, month).unwrap(), &input, &ytd) {
+            Ok(line) => {
+                // Recomputed in i128, where nothing can overflow: every figure is exact.
+                let w = |m: Money| i128::from(m.fen());
+                prop_assert!(amounts.iter().all(|a| (0..=Money::MAX_INPUT.fen()).contains(a)));
+                let gross = w(base_salary) + w(allowance) + w(overtime) + w(bonus) - w(leave);
+                prop_assert_eq!(w(line.gross), gross);
+                let taxable = (i128::from(ytd_gross) + gross - i128::from(line.months_employed) * 500_000
+                    - w(line.contributions) - w(other)).max(0);
+                prop_assert_eq!(w(line.cumulative_taxable), taxable);
+                prop_assert_eq!(w(line.net_pay),
+                    gross - w(line.contributions) - w(line.tax) - w(after_tax) + w(annual_bonus) - w(line.annual_bonus_tax));
+            }
+            Err(Error::Invalid(fields)) => prop_assert!(!fields.is_empty()),
+            Err(other) => prop_assert!(false, "unexpected error {other:?}"),
+        }
     }
 
     #[test]

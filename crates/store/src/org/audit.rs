@@ -97,6 +97,7 @@ impl AuditRepo for OrgStore {
                         tenant_id: r.9,
                         before: json(r.10),
                         after: json(r.11),
+                        redacted: false,
                     })
                     .collect();
                 Ok(page(items, total, q.page))

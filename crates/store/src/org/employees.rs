@@ -1,5 +1,5 @@
 use super::tenants::ids_of_partner;
-use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, total, write_audit};
+use super::{OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
 use crate::crypto::FieldCipher;
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
@@ -87,6 +87,13 @@ pub(crate) fn scoped(scope: Party) -> employees::BoxedQuery<'static, MultiBacken
 /// Keywords at least this long use SQLite's trigram index (shorter ones have no trigram).
 const TRIGRAM: usize = 3;
 
+/// `keyword` as one FTS5 string: in double quotes, each quote doubled, so that operators
+/// (`OR`, `NEAR(`, `*`, `^`, `:`) and quotes are literal text. With the trigram tokenizer the
+/// phrase is a case-insensitive substring match on any of the indexed fields.
+fn fts5_phrase(keyword: &str) -> String {
+    format!("\"{}\"", keyword.replace('"', "\"\""))
+}
+
 /// `fts`: the connection is SQLite, whose `employees_search` trigram index answers keywords.
 /// On PostgreSQL the LIKE below is served by the pg_trgm indexes where installed.
 fn filtered<'a>(scope: Party, q: &'a EmployeeQuery, fts: bool) -> employees::BoxedQuery<'a, MultiBackend> {
@@ -106,12 +113,12 @@ fn filtered<'a>(scope: Party, q: &'a EmployeeQuery, fts: bool) -> employees::Box
     // Within one tenant a LIKE over its rows is cheaper than intersecting trigram lists that
     // may span every tenant; across tenants the index saves a scan of the whole table.
     let one_tenant = matches!(scope, Party::Tenant { .. }) || q.tenant_id.is_some();
-    if let Some(k) = q.list.keyword.as_ref().filter(|k| fts && !one_tenant && k.chars().count() >= TRIGRAM) {
-        // A quoted phrase of trigrams is a case-insensitive substring match on any of the fields.
-        let phrase = format!("\"{}\"", k.replace('"', "\"\""));
+    if q.list.keyword.as_deref().is_some_and(|k| !searchable(k)) {
+        query = query.filter(nothing());
+    } else if let Some(k) = q.list.keyword.as_ref().filter(|k| fts && !one_tenant && k.chars().count() >= TRIGRAM) {
         query = query.filter(
             sql::<Bool>("employees.id IN (SELECT rowid FROM employees_search WHERE employees_search MATCH ")
-                .bind::<Text, _>(phrase)
+                .bind::<Text, _>(fts5_phrase(k))
                 .sql(")"),
         );
     } else if let Some(k) = &q.list.keyword {
@@ -309,5 +316,18 @@ impl EmployeeRepo for OrgStore {
                 write_audit(conn, &audit)
             })
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fts5_phrase;
+
+    #[test]
+    fn an_fts5_phrase_is_quoted_with_inner_quotes_doubled() {
+        assert_eq!(fts5_phrase("abc"), "\"abc\"");
+        assert_eq!(fts5_phrase("a\"b"), "\"a\"\"b\"");
+        assert_eq!(fts5_phrase("\"\""), "\"\"\"\"\"\"");
+        assert_eq!(fts5_phrase("x OR near(* \\"), "\"x OR near(* \\\"");
     }
 }

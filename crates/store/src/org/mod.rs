@@ -30,6 +30,19 @@ diesel::define_sql_function! {
     fn lower(x: diesel::sql_types::Nullable<diesel::sql_types::Text>) -> diesel::sql_types::Nullable<diesel::sql_types::Text>;
 }
 
+/// Whether a list keyword may reach the database. Stored text holds no control characters
+/// (the kernel refuses them in names, numbers and keywords) and a NUL breaks SQLite's
+/// full-text parser and PostgreSQL's text type, so a hand-built query with one must match
+/// [`nothing`] instead.
+pub(crate) fn searchable(keyword: &str) -> bool {
+    !keyword.chars().any(char::is_control)
+}
+
+/// A condition no row meets.
+pub(crate) fn nothing() -> diesel::expression::SqlLiteral<diesel::sql_types::Bool> {
+    diesel::dsl::sql("1 = 0")
+}
+
 /// `%keyword%` with LIKE's wildcards escaped (use with `.escape('\\')`). The keyword is
 /// already lower-cased; columns are compared through `lower()` so both backends agree.
 pub(crate) fn like_pattern(keyword: &str) -> String {

@@ -1,4 +1,4 @@
-use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, total, write_audit};
+use super::{OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
 use crate::db::DbConn;
 use crate::error::db_error;
 use crate::schema::{partners, tenants, users};
@@ -57,7 +57,9 @@ fn filtered<'a>(scope: Party, q: &'a PartnerQuery) -> partners::BoxedQuery<'a, c
     if let Some(s) = q.status {
         query = query.filter(partners::status.eq(s.as_str()));
     }
-    if let Some(k) = &q.list.keyword {
+    if q.list.keyword.as_deref().is_some_and(|k| !searchable(k)) {
+        query = query.filter(nothing());
+    } else if let Some(k) = &q.list.keyword {
         let p = like_pattern(k);
         query = query.filter(
             lower(partners::name.nullable())

@@ -1,4 +1,4 @@
-use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, total, write_audit};
+use super::{OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::schema::{employees, partners, roles, tenants, users};
@@ -71,7 +71,9 @@ fn filtered<'a>(scope: Party, q: &'a TenantQuery) -> tenants::BoxedQuery<'a, Mul
     if let Some(p) = q.partner_id {
         query = query.filter(tenants::partner_id.eq(p));
     }
-    if let Some(k) = &q.list.keyword {
+    if q.list.keyword.as_deref().is_some_and(|k| !searchable(k)) {
+        query = query.filter(nothing());
+    } else if let Some(k) = &q.list.keyword {
         let p = like_pattern(k);
         query = query.filter(
             lower(tenants::name.nullable())

@@ -1,4 +1,4 @@
-use super::{OrgStore, audit_created, like_pattern, lower, page, parse_enum, total, write_audit};
+use super::{OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::schema::{roles, sessions, tenants, user_roles, users};
@@ -87,7 +87,9 @@ fn filtered(
     if let Some(t) = q.tenant_id {
         query = query.filter(users::tenant_id.eq(t));
     }
-    if let Some(k) = &q.list.keyword {
+    if q.list.keyword.as_deref().is_some_and(|k| !searchable(k)) {
+        query = query.filter(nothing());
+    } else if let Some(k) = &q.list.keyword {
         let p = like_pattern(k);
         query = query.filter(
             users::username
