@@ -1,5 +1,5 @@
 //! Small input types shared by every domain: bounded text and "patch" fields.
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Trimmed text of 1..=MAX characters without control characters (names, titles), nor the
@@ -68,13 +68,7 @@ impl<const MAX: usize> fmt::Display for Text<MAX> {
 
 /// For `#[serde(default, deserialize_with = "patch")]` on `Option<Option<T>>` fields of an
 /// update: absent → `None` (leave as is), `null` → `Some(None)` (clear), value → `Some(Some(v))`.
-pub fn patch<'de, D, T>(de: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(de).map(Some)
-}
+pub use serde_with::rust::double_option::deserialize as patch;
 
 /// Declares an OpenAPI schema of type string for a newtype parsed from a string.
 #[macro_export]
