@@ -263,15 +263,17 @@ impl<P: Permission + 'static> FromRequest for Authorized<P> {
     }
 }
 
-/// Declares permission marker types: `permission!(UserRead = "user:read");`.
+/// Declares permission marker types naming catalogue constants:
+/// `permission!(UserRead = perm::USER_READ);`. A route can only require a permission the
+/// kernel's catalogue holds.
 #[macro_export]
 macro_rules! permission {
-    ($($name:ident = $value:literal),* $(,)?) => {
+    ($($name:ident = $value:path),* $(,)?) => {
         $(
-            #[doc = concat!("The `", $value, "` permission.")]
+            #[doc = "A catalogue permission as a route's type parameter."]
             pub struct $name;
             impl $crate::Permission for $name {
-                const NAME: &'static str = $value;
+                const NAME: &'static str = $value.name;
             }
         )*
     };

@@ -13,6 +13,7 @@ mod money;
 mod paging;
 pub mod payroll;
 mod period;
+pub mod permission;
 pub mod secret;
 mod text;
 

@@ -6,6 +6,7 @@
 //! permission of the target's kind (see [`target_read_permission`]).
 use async_trait::async_trait;
 use atrium_kernel::audit::redact;
+use atrium_kernel::permission as perm;
 use atrium_kernel::{Actor, Id, Page, PageRequest, Party, Result, Timestamp};
 use serde::Serialize;
 use std::sync::Arc;
@@ -39,12 +40,12 @@ pub struct AuditEntry {
 /// routes require. `None` for kinds with no read API, whose values only `*` holders see.
 pub fn target_read_permission(target_type: &str) -> Option<&'static str> {
     match target_type {
-        "employee" => Some("employee:read"),
-        "user" => Some("user:read"),
-        "tenant" => Some("tenant:read"),
-        "partner" => Some("agent:read"),
-        "role" => Some("role:read"),
-        "payroll_sheet" => Some("payroll:read"),
+        "employee" => Some(perm::EMPLOYEE_READ.name),
+        "user" => Some(perm::USER_READ.name),
+        "tenant" => Some(perm::TENANT_READ.name),
+        "partner" => Some(perm::AGENT_READ.name),
+        "role" => Some(perm::ROLE_READ.name),
+        "payroll_sheet" => Some(perm::PAYROLL_READ.name),
         _ => None,
     }
 }

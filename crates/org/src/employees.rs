@@ -10,7 +10,7 @@ use crate::ids::{BankAccount, IdCardNo};
 use crate::scope::ListQuery;
 
 /// The permission that reveals id card and bank account numbers in full.
-pub const READ_SENSITIVE: &str = "employee:read_sensitive";
+pub const READ_SENSITIVE: &str = atrium_kernel::permission::EMPLOYEE_READ_SENSITIVE.name;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -1,68 +1,10 @@
 //! Roles: named sets of permission strings. Built-in roles come with the schema; parties add
 //! custom roles within their scope, never granting more than the creator holds.
 use async_trait::async_trait;
+use atrium_kernel::permission::is_known_permission;
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, Id, Name, Page, PageRequest, Party, PartyType, Result, Text, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-
-/// Every permission the interfaces check, with what it allows. `*` and `resource:*` are
-/// wildcards over these.
-pub const PERMISSIONS: &[(&str, &str)] = &[
-    ("user:read", "List and read users"),
-    ("user:create", "Create users"),
-    ("user:update", "Update users, their roles and status"),
-    ("user:delete", "Delete users"),
-    ("agent:read", "List and read partners"),
-    ("agent:create", "Create partners"),
-    ("agent:update", "Update partners"),
-    ("agent:delete", "Delete partners"),
-    ("tenant:read", "List and read tenants"),
-    ("tenant:create", "Create tenants"),
-    ("tenant:update", "Update tenants"),
-    ("tenant:delete", "Delete tenants"),
-    ("employee:read", "List and read employees (sensitive numbers masked)"),
-    ("employee:read_sensitive", "See employees' id card and bank account numbers in full"),
-    ("employee:create", "Create employees"),
-    ("employee:update", "Update employees"),
-    ("employee:delete", "Delete employees"),
-    ("payroll:read", "List and read payroll sheets"),
-    ("payroll:create", "Create payroll sheets"),
-    ("payroll:update", "Update payroll sheets"),
-    ("payroll:calculate", "Calculate payroll sheets"),
-    ("payroll:approve", "Approve payroll sheets"),
-    ("payroll:send", "Send pay slips"),
-    ("order:read", "List and read orders"),
-    ("order:create", "Create orders"),
-    ("order:pay", "Pay orders"),
-    ("order:refund", "Refund orders"),
-    ("miniprogram:read", "Read mini-program tasks and status"),
-    ("miniprogram:upload", "Upload mini-program code"),
-    ("miniprogram:audit", "Submit mini-program code for audit"),
-    ("miniprogram:publish", "Publish and roll back mini-program versions"),
-    ("miniprogram:payment", "Manage payment configuration and certificates"),
-    ("payment:pay", "Create payment orders"),
-    ("payment:query", "Query payment orders"),
-    ("payment:refund", "Refund payments"),
-    ("payment:close", "Close payment orders"),
-    ("role:read", "List roles and the permission catalogue"),
-    ("role:create", "Create custom roles"),
-    ("role:update", "Update custom roles"),
-    ("role:delete", "Delete custom roles"),
-    ("audit:read", "Read the audit trail"),
-    ("doc:read", "Read document projects and tokens"),
-    ("doc:manage", "Manage document projects and API tokens"),
-];
-
-/// Whether `p` is a catalogue permission or a wildcard over catalogue resources.
-pub fn is_known_permission(p: &str) -> bool {
-    if p == "*" {
-        return true;
-    }
-    if let Some(resource) = p.strip_suffix(":*") {
-        return PERMISSIONS.iter().any(|(name, _)| name.split_once(':').is_some_and(|(r, _)| r == resource));
-    }
-    PERMISSIONS.iter().any(|(name, _)| *name == p)
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -267,15 +209,6 @@ impl RoleService {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn catalogue_permissions_and_their_wildcards_are_known() {
-        assert!(is_known_permission("payroll:approve"));
-        assert!(is_known_permission("payroll:*"));
-        assert!(is_known_permission("*"));
-        assert!(!is_known_permission("payroll:steal"));
-        assert!(!is_known_permission("nuclear:*"));
-    }
 
     fn role(owner_partner: Option<Id>, owner_tenant: Option<Id>) -> Role {
         Role {

@@ -10,8 +10,9 @@ use crate::app::AppState;
 use crate::envelope::{ApiResult, ok};
 use crate::extract::Authorized;
 use crate::permission;
+use atrium_kernel::permission as perm;
 
-permission!(AuditRead = "audit:read");
+permission!(AuditRead = perm::AUDIT_READ);
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/audit-logs").route(web::get().to(list)));

@@ -13,7 +13,9 @@ use crate::envelope::{ApiResult, ok};
 use crate::extract::{Authorized, Json};
 use crate::routes::auth::PartyView;
 
-crate::permission!(DocRead = "doc:read", DocManage = "doc:manage");
+use atrium_kernel::permission as perm;
+
+crate::permission!(DocRead = perm::DOC_READ, DocManage = perm::DOC_MANAGE);
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/doc-projects").route(web::get().to(list_projects)).route(web::post().to(create_project)))

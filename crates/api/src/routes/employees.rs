@@ -13,12 +13,13 @@ use crate::app::AppState;
 use crate::envelope::{ApiResult, ok};
 use crate::extract::{Authorized, Json};
 use crate::permission;
+use atrium_kernel::permission as perm;
 
 permission!(
-    EmployeeRead = "employee:read",
-    EmployeeCreate = "employee:create",
-    EmployeeUpdate = "employee:update",
-    EmployeeDelete = "employee:delete"
+    EmployeeRead = perm::EMPLOYEE_READ,
+    EmployeeCreate = perm::EMPLOYEE_CREATE,
+    EmployeeUpdate = perm::EMPLOYEE_UPDATE,
+    EmployeeDelete = perm::EMPLOYEE_DELETE
 );
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

@@ -9,8 +9,14 @@ use crate::app::AppState;
 use crate::envelope::{ApiResult, ok};
 use crate::extract::{Authorized, Json};
 use crate::permission;
+use atrium_kernel::permission as perm;
 
-permission!(AgentRead = "agent:read", AgentCreate = "agent:create", AgentUpdate = "agent:update", AgentDelete = "agent:delete");
+permission!(
+    AgentRead = perm::AGENT_READ,
+    AgentCreate = perm::AGENT_CREATE,
+    AgentUpdate = perm::AGENT_UPDATE,
+    AgentDelete = perm::AGENT_DELETE
+);
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/partners").route(web::get().to(list)).route(web::post().to(create)))

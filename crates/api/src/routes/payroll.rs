@@ -14,14 +14,15 @@ use crate::app::AppState;
 use crate::envelope::{ApiResult, ok};
 use crate::extract::{Authorized, Json};
 use crate::permission;
+use atrium_kernel::permission as perm;
 
 permission!(
-    PayrollRead = "payroll:read",
-    PayrollCreate = "payroll:create",
-    PayrollUpdate = "payroll:update",
-    PayrollCalculate = "payroll:calculate",
-    PayrollApprove = "payroll:approve",
-    PayrollSend = "payroll:send"
+    PayrollRead = perm::PAYROLL_READ,
+    PayrollCreate = perm::PAYROLL_CREATE,
+    PayrollUpdate = perm::PAYROLL_UPDATE,
+    PayrollCalculate = perm::PAYROLL_CALCULATE,
+    PayrollApprove = perm::PAYROLL_APPROVE,
+    PayrollSend = perm::PAYROLL_SEND
 );
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

@@ -1,7 +1,7 @@
 //! `/api/v1/roles`: built-in and custom roles, and the permission catalogue.
 use actix_web::web;
 use atrium_kernel::PageRequest;
-use atrium_org::{NewRole, PERMISSIONS, Role, RolePatch};
+use atrium_org::{NewRole, Role, RolePatch};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -10,8 +10,9 @@ use crate::app::AppState;
 use crate::envelope::{ApiResult, ok};
 use crate::extract::{Authorized, Json};
 use crate::permission;
+use atrium_kernel::permission as perm;
 
-permission!(RoleRead = "role:read", RoleCreate = "role:create", RoleUpdate = "role:update", RoleDelete = "role:delete");
+permission!(RoleRead = perm::ROLE_READ, RoleCreate = perm::ROLE_CREATE, RoleUpdate = perm::ROLE_UPDATE, RoleDelete = perm::ROLE_DELETE);
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/roles").route(web::get().to(list)).route(web::post().to(create)))
@@ -43,7 +44,7 @@ pub struct PermissionInfo {
 #[utoipa::path(get, path = "/api/v1/roles/permissions", tag = "roles", security(("bearer" = [])),
     responses((status = 200, body = Vec<PermissionInfo>)))]
 pub async fn permissions(_auth: Authorized<RoleRead>) -> ApiResult {
-    ok(PERMISSIONS.iter().map(|(name, description)| PermissionInfo { name, description }).collect::<Vec<_>>())
+    ok(perm::CATALOGUE.iter().map(|p| PermissionInfo { name: p.name, description: p.description }).collect::<Vec<_>>())
 }
 
 /// Role detail.

@@ -9,8 +9,14 @@ use crate::app::AppState;
 use crate::envelope::{ApiResult, ok};
 use crate::extract::{Authorized, Json};
 use crate::permission;
+use atrium_kernel::permission as perm;
 
-permission!(TenantRead = "tenant:read", TenantCreate = "tenant:create", TenantUpdate = "tenant:update", TenantDelete = "tenant:delete");
+permission!(
+    TenantRead = perm::TENANT_READ,
+    TenantCreate = perm::TENANT_CREATE,
+    TenantUpdate = perm::TENANT_UPDATE,
+    TenantDelete = perm::TENANT_DELETE
+);
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/tenants").route(web::get().to(list)).route(web::post().to(create)))

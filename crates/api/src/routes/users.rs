@@ -12,8 +12,9 @@ use crate::app::AppState;
 use crate::envelope::{ApiResult, ok};
 use crate::extract::{Authorized, Json};
 use crate::permission;
+use atrium_kernel::permission as perm;
 
-permission!(UserRead = "user:read", UserCreate = "user:create", UserUpdate = "user:update", UserDelete = "user:delete");
+permission!(UserRead = perm::USER_READ, UserCreate = perm::USER_CREATE, UserUpdate = perm::USER_UPDATE, UserDelete = perm::USER_DELETE);
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/users").route(web::get().to(list)).route(web::post().to(create)))
