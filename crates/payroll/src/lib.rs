@@ -16,7 +16,7 @@ pub mod lifecycle;
 pub mod service;
 pub mod sheets;
 
-pub use delivery::{Channel, Payslip, PayslipNotifier, Recipient};
+pub use delivery::{Channel, Payslip, PayslipChannels, PayslipNotifier, Recipient, TextSender, payslip_text};
 
 pub use engine::{
     CalculatedLine, Calculator, DeductionKind, EmployeeMonth, HousingFundRate, PayrollPolicy, Rate, SpecialDeduction, YearToDate,

@@ -1,12 +1,12 @@
-//! Small adapters the composition root owns: password hashing, a dev code sink, health.
+//! Small adapters the composition root owns: password hashing, a dev code sink, health, and
+//! the sandbox outbox as a text channel.
 use async_trait::async_trait;
 use atrium_api::HealthProbe;
 use atrium_identity::{CodePurpose, CodeSender, PasswordHasher};
 use atrium_kernel::{ContactTarget, Error, Result};
-use atrium_payroll::{Channel, Payslip, PayslipNotifier, Recipient};
+use atrium_payroll::TextSender;
 use atrium_sandbox::SandboxOutbox;
 use atrium_store::Db;
-use atrium_wechat::WechatPayslips;
 
 /// bcrypt on the blocking pool, never on an actix worker, and at most `limit` at a time so a
 /// burst of logins cannot take every core from request handling.
@@ -115,58 +115,15 @@ impl HealthProbe for DbHealth {
     }
 }
 
-/// Where pay slips go without the platform: the sandbox outbox in dev, nothing in prod yet.
-pub enum TextChannel {
-    Sandbox(SandboxOutbox),
-    Unconfigured,
-}
-
-/// Pay slips by the platform's subscribe message when the employee has an openid; by SMS or
-/// e-mail when not, or when the platform refuses and the employee has a phone or e-mail.
-pub struct PayslipChannels {
-    pub wechat: Option<WechatPayslips>,
-    pub text: TextChannel,
-}
-
-/// The slip as a short text message: period, net, gross, contributions, tax (yuan).
-fn payslip_text(slip: &Payslip) -> String {
-    format!(
-        "Pay slip {} for {}: net pay {} yuan (gross {}, social insurance and housing fund {}, income tax {}).",
-        slip.period, slip.employee_name, slip.net_pay, slip.gross, slip.contributions, slip.tax
-    )
-}
-
-impl PayslipChannels {
-    async fn send_text(&self, slip: &Payslip, to: &Recipient) -> atrium_kernel::Result<Channel> {
-        let target = match (&to.phone, &to.email) {
-            (Some(phone), _) => ContactTarget::parse("phone", phone)?,
-            (None, Some(email)) => ContactTarget::parse("email", email)?,
-            (None, None) => return Err(Error::BadRequest("the employee has no openid, phone or e-mail to send the pay slip to".into())),
-        };
-        let channel = if matches!(target, ContactTarget::Phone(_)) { Channel::Sms } else { Channel::Email };
-        match &self.text {
-            TextChannel::Sandbox(outbox) => {
-                outbox.deliver_text(&target, "payslip", &payslip_text(slip));
-                Ok(channel)
-            }
-            TextChannel::Unconfigured => Err(Error::Upstream(format!("no {} provider is configured", channel.as_str()))),
-        }
-    }
-}
+/// Texts (pay slips by SMS or e-mail) into the sandbox outbox, where tests and developers
+/// read them; production has no SMS/e-mail provider yet.
+pub struct OutboxTexts(pub SandboxOutbox);
 
 #[async_trait]
-impl PayslipNotifier for PayslipChannels {
-    async fn send(&self, slip: &Payslip, to: &Recipient) -> atrium_kernel::Result<Channel> {
-        match (&self.wechat, &to.openid) {
-            (Some(wechat), Some(_)) => match wechat.send(slip, to).await {
-                Ok(channel) => Ok(channel),
-                Err(platform) if to.phone.is_some() || to.email.is_some() => {
-                    self.send_text(slip, to).await.map_err(|text| Error::Upstream(format!("{platform}; {text}")))
-                }
-                Err(platform) => Err(platform),
-            },
-            _ => self.send_text(slip, to).await,
-        }
+impl TextSender for OutboxTexts {
+    async fn send_text(&self, to: &ContactTarget, topic: &str, text: &str) -> Result<()> {
+        self.0.deliver_text(to, topic, text);
+        Ok(())
     }
 }
 

@@ -13,7 +13,7 @@ use atrium_docs::{DocsConfig, DocsService};
 use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService};
 use atrium_kernel::{Clock, SystemClock};
 use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, RoleService, TenantService, UserService};
-use atrium_payroll::{PayrollService, PayslipNotifier};
+use atrium_payroll::{PayrollService, PayslipChannels, PayslipNotifier, TextSender};
 use atrium_sandbox::{
     SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID, Sandbox,
 };
@@ -116,17 +116,22 @@ pub fn payslip_notifier(config: &Config, public_url: &str, sandbox: Option<&Sand
             miniprogram_state: MiniProgramState::Formal,
         })
     };
-    let (wechat, text) = match (&config.platform, sandbox) {
+    let (platform, text): (Option<Arc<dyn PayslipNotifier>>, Option<Arc<dyn TextSender>>) = match (&config.platform, sandbox) {
         (Platform::Sandbox, Some(sb)) => (
-            Some(subscribe(format!("{public_url}/sandbox/api"), SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID)?),
-            adapters::TextChannel::Sandbox(sb.outbox()),
+            Some(Arc::new(subscribe(
+                format!("{public_url}/sandbox/api"),
+                SANDBOX_MP_APPID,
+                SANDBOX_MP_SECRET,
+                SANDBOX_PAYSLIP_TEMPLATE_ID,
+            )?)),
+            Some(Arc::new(adapters::OutboxTexts(sb.outbox()))),
         ),
         (Platform::Wechat { api_base, mp_appid, mp_secret, payslip_template_id, .. }, _) if !mp_appid.is_empty() => {
-            (Some(subscribe(api_base.clone(), mp_appid, mp_secret, payslip_template_id)?), adapters::TextChannel::Unconfigured)
+            (Some(Arc::new(subscribe(api_base.clone(), mp_appid, mp_secret, payslip_template_id)?)), None)
         }
-        _ => (None, adapters::TextChannel::Unconfigured),
+        _ => (None, None),
     };
-    Ok(Arc::new(adapters::PayslipChannels { wechat, text }))
+    Ok(Arc::new(PayslipChannels::new(platform, text)))
 }
 
 /// The document service over `db` (also used by the `docs` CLI commands).
