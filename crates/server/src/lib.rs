@@ -116,7 +116,8 @@ pub fn payslip_notifier(config: &Config, public_url: &str, sandbox: Option<&Sand
             miniprogram_state: MiniProgramState::Formal,
         })
     };
-    let (platform, text): (Option<Arc<dyn PayslipNotifier>>, Option<Arc<dyn TextSender>>) = match (&config.platform, sandbox) {
+    type Transports = (Option<Arc<dyn PayslipNotifier>>, Option<Arc<dyn TextSender>>);
+    let (platform, text): Transports = match (&config.platform, sandbox) {
         (Platform::Sandbox, Some(sb)) => (
             Some(Arc::new(subscribe(
                 format!("{public_url}/sandbox/api"),
