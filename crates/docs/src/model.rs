@@ -168,24 +168,14 @@ pub struct ApiToken {
 }
 
 /// Whether a token works right now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum TokenStatus {
     Active,
     Expired,
     Revoked,
     /// Live, but its party or issuer is disabled.
     Suspended,
-}
-
-impl TokenStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TokenStatus::Active => "active",
-            TokenStatus::Expired => "expired",
-            TokenStatus::Revoked => "revoked",
-            TokenStatus::Suspended => "suspended",
-        }
-    }
 }
 
 impl ApiToken {

@@ -49,7 +49,7 @@ impl DocsService {
         self.repo.get_project(id).await?.filter(|p| p.owner == owner).ok_or(Error::NotFound("project"))
     }
 
-    /// Whether a caller of `scope` sees what `owner` owns (API.md: the platform sees all, a
+    /// Whether a caller of `scope` sees what `owner` owns (the API-wide scope rule: the platform sees all, a
     /// partner its own and its tenants', a tenant its own).
     async fn sees(&self, scope: Party, owner: Owner) -> Result<bool> {
         Ok(match (scope, owner.party_type(), owner.party_id()) {

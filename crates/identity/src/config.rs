@@ -1,6 +1,6 @@
 use chrono::Duration;
 
-/// Tunables of the identity service. `Default` gives the values of API.md.
+/// Tunables of the identity service. `Default` gives the documented defaults (docs/security.md).
 #[derive(Debug, Clone)]
 pub struct IdentityConfig {
     /// HS256 key for access tokens; at least 32 bytes.

@@ -3,58 +3,24 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 /// Which kind of party a user belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "snake_case")]
 pub enum PartyType {
     Platform,
     Partner,
     Tenant,
 }
 
-impl PartyType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PartyType::Platform => "platform",
-            PartyType::Partner => "partner",
-            PartyType::Tenant => "tenant",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "platform" => Some(PartyType::Platform),
-            "partner" => Some(PartyType::Partner),
-            "tenant" => Some(PartyType::Tenant),
-            _ => None,
-        }
-    }
-}
-
 /// Whether a user may log in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "snake_case")]
 pub enum UserStatus {
     Active,
     Disabled,
-}
-
-impl UserStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UserStatus::Active => "active",
-            UserStatus::Disabled => "disabled",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "active" => Some(UserStatus::Active),
-            "disabled" => Some(UserStatus::Disabled),
-            _ => None,
-        }
-    }
 }
 
 /// The party a user belongs to: the platform operator, one partner, or one tenant.

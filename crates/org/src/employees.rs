@@ -12,30 +12,14 @@ use crate::scope::ListQuery;
 /// The permission that reveals id card and bank account numbers in full.
 pub const READ_SENSITIVE: &str = atrium_kernel::permission::EMPLOYEE_READ_SENSITIVE.name;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "snake_case")]
 pub enum EmployeeStatus {
     Active,
     /// Has left; kept for payroll history, not included in new payroll sheets.
     Left,
-}
-
-impl EmployeeStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EmployeeStatus::Active => "active",
-            EmployeeStatus::Left => "left",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "active" => Some(EmployeeStatus::Active),
-            "left" => Some(EmployeeStatus::Left),
-            _ => None,
-        }
-    }
 }
 
 /// An employee. `id_card_no` and `bank_account` are stored encrypted and shown masked unless

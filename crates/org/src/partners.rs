@@ -6,29 +6,13 @@ use std::sync::Arc;
 
 use crate::scope::ListQuery;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "snake_case")]
 pub enum PartnerStatus {
     Active,
     Disabled,
-}
-
-impl PartnerStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PartnerStatus::Active => "active",
-            PartnerStatus::Disabled => "disabled",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "active" => Some(PartnerStatus::Active),
-            "disabled" => Some(PartnerStatus::Disabled),
-            _ => None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

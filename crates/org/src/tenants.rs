@@ -8,33 +8,15 @@ use std::sync::Arc;
 use crate::ids::CreditCode;
 use crate::scope::{ListQuery, partner_in_scope};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "snake_case")]
 pub enum TenantStatus {
     /// Registered by itself; waits for a platform or partner admin to activate it.
     Pending,
     Active,
     Disabled,
-}
-
-impl TenantStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TenantStatus::Pending => "pending",
-            TenantStatus::Active => "active",
-            TenantStatus::Disabled => "disabled",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "pending" => Some(TenantStatus::Pending),
-            "active" => Some(TenantStatus::Active),
-            "disabled" => Some(TenantStatus::Disabled),
-            _ => None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

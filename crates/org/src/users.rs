@@ -1,5 +1,6 @@
 //! Users: the people who log in, each belonging to one party and holding roles.
 use async_trait::async_trait;
+use atrium_kernel::StrEnum;
 pub use atrium_kernel::UserStatus;
 use atrium_kernel::{
     Actor, AuditRecord, Clock, Email, Error, Id, Name, Page, Party, PartyType, PermissionSet, Phone, Result, Text, Timestamp, patch,

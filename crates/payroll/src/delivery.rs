@@ -7,6 +7,7 @@
 //! item records the outcome, so sending again retries only the failed ones.
 
 use async_trait::async_trait;
+use atrium_kernel::StrEnum;
 use atrium_kernel::{ContactTarget, Error, Id, Money, Period, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -36,32 +37,14 @@ pub struct Recipient {
 }
 
 /// The channel a slip went out on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Channel {
     Wechat,
     Sms,
     Email,
-}
-
-impl Channel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Channel::Wechat => "wechat",
-            Channel::Sms => "sms",
-            Channel::Email => "email",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Channel> {
-        match s {
-            "wechat" => Some(Channel::Wechat),
-            "sms" => Some(Channel::Sms),
-            "email" => Some(Channel::Email),
-            _ => None,
-        }
-    }
 }
 
 /// Sends pay slips.

@@ -1,13 +1,15 @@
-//! The lifecycle of a payroll sheet (API.md "Lifecycles"):
+//! The lifecycle of a payroll sheet (docs/payroll.md):
 //! `draft` →calculate→ `calculated` →approve→ `approved` →send→ `sent`.
 //! A calculated sheet may be recalculated, or edited (back to `draft`); approved and sent
 //! sheets are immutable, and sending again only retries failed deliveries. Anything else is a
 //! 409 `Conflict`.
+use atrium_kernel::StrEnum;
 use atrium_kernel::{Error, Id};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "snake_case")]
 pub enum SheetStatus {
     Draft,
     Calculated,
@@ -25,25 +27,6 @@ pub enum SheetAction {
 }
 
 impl SheetStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SheetStatus::Draft => "draft",
-            SheetStatus::Calculated => "calculated",
-            SheetStatus::Approved => "approved",
-            SheetStatus::Sent => "sent",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "draft" => Some(SheetStatus::Draft),
-            "calculated" => Some(SheetStatus::Calculated),
-            "approved" => Some(SheetStatus::Approved),
-            "sent" => Some(SheetStatus::Sent),
-            _ => None,
-        }
-    }
-
     /// The status after `action`, or `Conflict` naming why it is not allowed now.
     pub fn after(self, action: SheetAction) -> Result<SheetStatus, Error> {
         use SheetAction as A;

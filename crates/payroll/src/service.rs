@@ -5,6 +5,7 @@ use crate::delivery::{Payslip, PayslipNotifier, Recipient};
 use crate::engine::{CalculatedLine, Calculator, EmployeeMonth, YearToDate};
 use crate::lifecycle::{SheetAction, SheetStatus, check_four_eyes};
 use crate::sheets::*;
+use atrium_kernel::StrEnum;
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Result, Timestamp};
 use futures_util::StreamExt;
 use serde_json::json;

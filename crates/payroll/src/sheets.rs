@@ -28,29 +28,13 @@ pub struct Adjustments {
 }
 
 /// Whether an item's pay slip reached the employee.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum DeliveryStatus {
     Delivered,
     Failed,
-}
-
-impl DeliveryStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeliveryStatus::Delivered => "delivered",
-            DeliveryStatus::Failed => "failed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "delivered" => Some(DeliveryStatus::Delivered),
-            "failed" => Some(DeliveryStatus::Failed),
-            _ => None,
-        }
-    }
 }
 
 /// The outcome of the latest attempt to send an item's pay slip.

@@ -3,6 +3,7 @@
 //! creation, as the last line of output; nothing else ever shows them.
 use crate::{Config, docs_service, open_database};
 use atrium_docs::{ApiToken, Owner, TokenRequest};
+use atrium_kernel::StrEnum;
 use atrium_kernel::{Page, PageRequest};
 use chrono::SecondsFormat;
 use clap::Subcommand;

@@ -5,6 +5,7 @@ use crate::schema::{doc_projects, doc_token_projects, doc_tokens, documents, ten
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_docs::*;
+use atrium_kernel::StrEnum;
 use atrium_kernel::{Error, Id, Page, PageRequest, Party, PartyType, Result, Timestamp};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;

@@ -6,6 +6,7 @@ use crate::standing::party_standing;
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_identity::*;
+use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Party, PermissionSet, Result, Timestamp};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;

@@ -8,6 +8,7 @@ use crate::org::{like_pattern, lower, nothing, page, parse_enum, searchable, tot
 use crate::schema::{employees, payroll_items, payroll_sheets};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_kernel::StrEnum;
 use atrium_kernel::payroll::HousingFundRate;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Period, Result, SortOrder};
 use atrium_payroll::{

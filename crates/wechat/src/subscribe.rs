@@ -2,6 +2,7 @@
 //! notifications a mini-program user agreed to receive.
 
 use atrium_kernel::Error;
+use atrium_kernel::StrEnum;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,7 +10,8 @@ use std::sync::Arc;
 use crate::AccessTokens;
 
 /// Which build of the mini-program a message's page opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum MiniProgramState {
     /// The released version.
     #[default]
@@ -18,27 +20,6 @@ pub enum MiniProgramState {
     Trial,
     /// The development version.
     Developer,
-}
-
-impl MiniProgramState {
-    /// The wire value: `formal`, `trial` or `developer`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MiniProgramState::Formal => "formal",
-            MiniProgramState::Trial => "trial",
-            MiniProgramState::Developer => "developer",
-        }
-    }
-
-    /// Parses a wire value, e.g. from configuration.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "formal" => Some(MiniProgramState::Formal),
-            "trial" => Some(MiniProgramState::Trial),
-            "developer" => Some(MiniProgramState::Developer),
-            _ => None,
-        }
-    }
 }
 
 /// One subscribe message to send.

@@ -3,6 +3,7 @@
 //! scoped to the caller's own party.
 use actix_web::web;
 use atrium_docs::{ApiToken, Owner, Project, TokenRequest};
+use atrium_kernel::StrEnum;
 use atrium_kernel::{Page, PageRequest, Timestamp};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

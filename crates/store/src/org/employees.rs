@@ -6,6 +6,7 @@ use crate::error::db_error;
 use crate::schema::{employees, tenants};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_kernel::StrEnum;
 use atrium_kernel::payroll::HousingFundRate;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, SortOrder};
 use atrium_org::{BankAccount, Employee, EmployeeQuery, EmployeeRepo, EmployeeStatus, IdCardNo};

@@ -4,6 +4,7 @@ use crate::error::db_error;
 use crate::schema::{partners, tenants, users};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Page, Party, PartyType, Result, SortOrder};
 use atrium_org::{Partner, PartnerQuery, PartnerRepo, PartnerStatus};
 use chrono::NaiveDateTime;

@@ -4,6 +4,7 @@ use crate::error::db_error;
 use crate::schema::{roles, tenants, user_roles};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Page, PageRequest, Party, PartyType, Result};
 use atrium_org::{Role, RoleRepo};
 use chrono::NaiveDateTime;

@@ -4,6 +4,7 @@ use crate::error::db_error;
 use crate::schema::{employees, partners, roles, tenants, users};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_kernel::StrEnum;
 use atrium_kernel::payroll::PayrollPolicy;
 use atrium_kernel::{AuditRecord, Error, Id, Page, Party, PartyType, Result, SortOrder, Timestamp};
 use atrium_org::{Tenant, TenantQuery, TenantRepo, TenantStatus};

@@ -4,6 +4,7 @@ use crate::error::db_error;
 use crate::schema::{roles, sessions, tenants, user_roles, users};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Page, Party, PermissionSet, Result, SortOrder};
 use atrium_org::{OrgUser, Role, UserQuery, UserRepo, UserRole, UserStatus, UserWrite};
 use chrono::NaiveDateTime;
