@@ -25,7 +25,7 @@ pub use contact::{ContactTarget, Email, Phone};
 pub use error::{Error, FieldError, Result};
 pub use money::{Money, Overflow};
 pub use named::StrEnum;
-pub use paging::{ListQuery, Page, PageRequest, SortOrder};
+pub use paging::{ListQuery, Page, PageRequest, SortKey, SortOrder};
 pub use period::Period;
 pub use text::{Label, Name, Text, patch};
 

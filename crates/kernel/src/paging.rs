@@ -60,9 +60,16 @@ pub enum SortOrder {
     Desc,
 }
 
+/// A resource's sortable fields as an enum, declared once in its domain: derive strum's
+/// `EnumString`, `IntoStaticStr` and `VariantNames` with `#[strum(serialize_all =
+/// "snake_case")]`. Stores match on it exhaustively, so a new key cannot go unsupported.
+pub trait SortKey: Copy + std::str::FromStr + strum::VariantNames {}
+
+impl<T: Copy + std::str::FromStr + strum::VariantNames> SortKey for T {}
+
 impl SortOrder {
-    /// Parses `field` or `-field` against the allowed field names; returns the field and order.
-    pub fn parse(sort: Option<&str>, allowed: &[&'static str]) -> Result<Option<(&'static str, SortOrder)>, Error> {
+    /// Parses `field` or `-field` against the resource's sort keys; returns the key and order.
+    pub fn parse<S: SortKey>(sort: Option<&str>) -> Result<Option<(S, SortOrder)>, Error> {
         let Some(raw) = sort.map(str::trim).filter(|s| !s.is_empty()) else {
             return Ok(None);
         };
@@ -70,11 +77,9 @@ impl SortOrder {
             Some(rest) => (rest, SortOrder::Desc),
             None => (raw.strip_prefix('+').unwrap_or(raw), SortOrder::Asc),
         };
-        allowed
-            .iter()
-            .find(|a| **a == name)
-            .map(|a| Some((*a, order)))
-            .ok_or_else(|| Error::invalid("sort", format!("must be one of {}, optionally prefixed by '-'", allowed.join(", "))))
+        name.parse::<S>()
+            .map(|key| Some((key, order)))
+            .map_err(|_| Error::invalid("sort", format!("must be one of {}, optionally prefixed by '-'", S::VARIANTS.join(", "))))
     }
 }
 
@@ -98,24 +103,25 @@ impl<T> Page<T> {
     }
 }
 
-/// The common part of every list request: paging, keyword and sort.
-#[derive(Debug, Clone, Default)]
-pub struct ListQuery {
+/// The common part of every list request: paging, keyword and sort by one of the resource's
+/// sort keys `S`.
+#[derive(Debug, Clone)]
+pub struct ListQuery<S> {
     pub page: PageRequest,
     /// Case-insensitive substring of the resource's natural fields.
     pub keyword: Option<String>,
-    pub sort: Option<(&'static str, SortOrder)>,
+    pub sort: Option<(S, SortOrder)>,
 }
 
-impl ListQuery {
-    /// Validates raw list parameters against the sortable fields of a resource.
-    pub fn parse(
-        page: Option<i64>,
-        page_size: Option<i64>,
-        keyword: Option<String>,
-        sort: Option<&str>,
-        sortable: &[&'static str],
-    ) -> Result<Self, Error> {
+impl<S> Default for ListQuery<S> {
+    fn default() -> Self {
+        ListQuery { page: PageRequest::default(), keyword: None, sort: None }
+    }
+}
+
+impl<S: SortKey> ListQuery<S> {
+    /// Validates raw list parameters; the sort must name one of `S`.
+    pub fn parse(page: Option<i64>, page_size: Option<i64>, keyword: Option<String>, sort: Option<&str>) -> Result<Self, Error> {
         let page = PageRequest::new(page, page_size)?;
         let keyword = keyword.map(|k| k.trim().to_lowercase()).filter(|k| !k.is_empty());
         if keyword.as_ref().is_some_and(|k| k.chars().count() > 64) {
@@ -126,13 +132,20 @@ impl ListQuery {
         if keyword.as_ref().is_some_and(|k| k.chars().any(char::is_control)) {
             return Err(Error::invalid("keyword", "must not contain control characters"));
         }
-        Ok(ListQuery { page, keyword, sort: SortOrder::parse(sort, sortable)? })
+        Ok(ListQuery { page, keyword, sort: SortOrder::parse(sort)? })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::VariantNames)]
+    #[strum(serialize_all = "snake_case")]
+    enum Key {
+        CreatedAt,
+        Name,
+    }
 
     #[test]
     fn defaults_to_first_page_of_twenty() {
@@ -154,22 +167,23 @@ mod tests {
     #[test]
     fn a_keyword_with_control_characters_is_rejected_naming_the_field() {
         for k in ["\0abc", "ab\u{1}c", "a\tb", "ab\u{7f}", "a\u{85}b", "ab\u{9f}c"] {
-            let err = ListQuery::parse(None, None, Some(k.into()), None, &[]).unwrap_err();
+            let err = ListQuery::<Key>::parse(None, None, Some(k.into()), None).unwrap_err();
             assert!(matches!(err, Error::Invalid(ref e) if e[0].field == "keyword"), "{k:?}: {err:?}");
         }
     }
 
     #[test]
     fn a_keyword_is_trimmed_and_lower_cased_and_may_hold_punctuation() {
-        let q = ListQuery::parse(None, None, Some("  \"Ab*\\%_ NEAR( OR  \n".into()), None, &[]).unwrap();
+        let q = ListQuery::<Key>::parse(None, None, Some("  \"Ab*\\%_ NEAR( OR  \n".into()), None).unwrap();
         assert_eq!(q.keyword.as_deref(), Some("\"ab*\\%_ near( or"));
-        assert!(ListQuery::parse(None, None, Some("x".repeat(65)), None, &[]).is_err());
+        assert!(ListQuery::<Key>::parse(None, None, Some("x".repeat(65)), None).is_err());
     }
 
     #[test]
     fn sort_accepts_known_fields_with_direction() {
-        assert_eq!(SortOrder::parse(Some("-created_at"), &["created_at"]).unwrap(), Some(("created_at", SortOrder::Desc)));
-        assert_eq!(SortOrder::parse(Some("name"), &["name"]).unwrap(), Some(("name", SortOrder::Asc)));
-        assert!(SortOrder::parse(Some("password"), &["name"]).is_err());
+        assert_eq!(SortOrder::parse::<Key>(Some("-created_at")).unwrap(), Some((Key::CreatedAt, SortOrder::Desc)));
+        assert_eq!(SortOrder::parse::<Key>(Some("name")).unwrap(), Some((Key::Name, SortOrder::Asc)));
+        let err = SortOrder::parse::<Key>(Some("password")).unwrap_err();
+        assert!(err.to_string().contains("created_at, name"), "{err}");
     }
 }

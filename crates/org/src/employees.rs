@@ -134,14 +134,23 @@ pub struct EmployeePatch {
 
 #[derive(Debug, Clone, Default)]
 pub struct EmployeeQuery {
-    pub list: ListQuery,
+    pub list: ListQuery<EmployeeSort>,
     pub status: Option<EmployeeStatus>,
     pub tenant_id: Option<Id>,
     pub partner_id: Option<Id>,
     pub department: Option<String>,
 }
 
-pub const EMPLOYEE_SORTS: &[&str] = &["id", "created_at", "name", "employee_no", "hire_date"];
+/// What a list of these may be sorted by (`sort=name`, `sort=-created_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantNames)]
+#[strum(serialize_all = "snake_case")]
+pub enum EmployeeSort {
+    Id,
+    CreatedAt,
+    Name,
+    EmployeeNo,
+    HireDate,
+}
 
 /// Storage of employees. Every read is filtered by `scope`; out-of-scope rows are absent.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]

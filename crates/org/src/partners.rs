@@ -62,11 +62,18 @@ pub struct PartnerPatch {
 
 #[derive(Debug, Clone, Default)]
 pub struct PartnerQuery {
-    pub list: ListQuery,
+    pub list: ListQuery<PartnerSort>,
     pub status: Option<PartnerStatus>,
 }
 
-pub const PARTNER_SORTS: &[&str] = &["id", "created_at", "name"];
+/// What a list of these may be sorted by (`sort=name`, `sort=-created_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantNames)]
+#[strum(serialize_all = "snake_case")]
+pub enum PartnerSort {
+    Id,
+    CreatedAt,
+    Name,
+}
 
 /// Storage of partners. Every read is filtered by `scope`; out-of-scope rows are absent.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]

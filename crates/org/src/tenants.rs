@@ -86,12 +86,19 @@ pub struct TenantPatch {
 
 #[derive(Debug, Clone, Default)]
 pub struct TenantQuery {
-    pub list: ListQuery,
+    pub list: ListQuery<TenantSort>,
     pub status: Option<TenantStatus>,
     pub partner_id: Option<Id>,
 }
 
-pub const TENANT_SORTS: &[&str] = &["id", "created_at", "name"];
+/// What a list of these may be sorted by (`sort=name`, `sort=-created_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantNames)]
+#[strum(serialize_all = "snake_case")]
+pub enum TenantSort {
+    Id,
+    CreatedAt,
+    Name,
+}
 
 /// Storage of tenants. Every read is filtered by `scope`; out-of-scope rows are absent.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]

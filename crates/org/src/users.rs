@@ -83,14 +83,22 @@ pub struct UserPatch {
 
 #[derive(Debug, Clone, Default)]
 pub struct UserQuery {
-    pub list: ListQuery,
+    pub list: ListQuery<UserSort>,
     pub status: Option<UserStatus>,
     pub party_type: Option<PartyType>,
     pub partner_id: Option<Id>,
     pub tenant_id: Option<Id>,
 }
 
-pub const USER_SORTS: &[&str] = &["id", "created_at", "username", "name"];
+/// What a list of these may be sorted by (`sort=name`, `sort=-created_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantNames)]
+#[strum(serialize_all = "snake_case")]
+pub enum UserSort {
+    Id,
+    CreatedAt,
+    Username,
+    Name,
+}
 
 /// What a write of a user changes besides its row.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -202,14 +202,21 @@ pub struct SheetPatch {
 /// List filters.
 #[derive(Debug, Clone, Default)]
 pub struct SheetQuery {
-    pub list: atrium_kernel::ListQuery,
+    pub list: atrium_kernel::ListQuery<SheetSort>,
     pub status: Option<SheetStatus>,
     pub tenant_id: Option<Id>,
     pub partner_id: Option<Id>,
     pub period: Option<Period>,
 }
 
-pub const SHEET_SORTS: &[&str] = &["id", "created_at", "period"];
+/// What a list of these may be sorted by (`sort=name`, `sort=-created_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantNames)]
+#[strum(serialize_all = "snake_case")]
+pub enum SheetSort {
+    Id,
+    CreatedAt,
+    Period,
+}
 
 /// What the payroll domain needs of an employee: pay data and where to send the slip.
 #[derive(Debug, Clone, PartialEq, Eq)]

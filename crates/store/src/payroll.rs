@@ -13,7 +13,7 @@ use atrium_kernel::payroll::HousingFundRate;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Period, Result, SortOrder};
 use atrium_payroll::{
     Adjustments, CalculatedLine, Channel, Delivery, DeliveryStatus, ItemsWrite, PayrollEmployee, PayrollRepo, PayrollTenant, Sheet,
-    SheetItem, SheetQuery, SheetStatus, SheetTotals, YearToDate,
+    SheetItem, SheetQuery, SheetSort, SheetStatus, SheetTotals, YearToDate,
 };
 use chrono::{NaiveDate, NaiveDateTime};
 use diesel::dsl::sql;
@@ -359,11 +359,11 @@ impl PayrollRepo for PayrollStore {
         self.db
             .run(move |conn| {
                 let mut query = filtered(scope, &q).select(SheetRow::as_select());
-                query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
-                    ("period", SortOrder::Asc) => query.order((payroll_sheets::period.asc(), payroll_sheets::id.asc())),
-                    ("period", SortOrder::Desc) => query.order((payroll_sheets::period.desc(), payroll_sheets::id.desc())),
-                    (_, SortOrder::Asc) => query.order(payroll_sheets::id.asc()),
-                    (_, SortOrder::Desc) => query.order(payroll_sheets::id.desc()),
+                query = match q.list.sort.unwrap_or((SheetSort::Id, SortOrder::Desc)) {
+                    (SheetSort::Period, SortOrder::Asc) => query.order((payroll_sheets::period.asc(), payroll_sheets::id.asc())),
+                    (SheetSort::Period, SortOrder::Desc) => query.order((payroll_sheets::period.desc(), payroll_sheets::id.desc())),
+                    (SheetSort::Id | SheetSort::CreatedAt, SortOrder::Asc) => query.order(payroll_sheets::id.asc()),
+                    (SheetSort::Id | SheetSort::CreatedAt, SortOrder::Desc) => query.order(payroll_sheets::id.desc()),
                 };
                 let rows: Vec<SheetRow> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
                 let total = total(q.list.page, rows.len(), || filtered(scope, &q).count().get_result(conn).map_err(db_error))?;

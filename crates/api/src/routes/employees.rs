@@ -3,7 +3,7 @@
 use actix_web::web;
 use atrium_kernel::payroll::{HousingFundRate, SpecialDeduction};
 use atrium_kernel::{Actor, Money};
-use atrium_org::{EMPLOYEE_SORTS, Employee, EmployeePatch, EmployeeQuery, EmployeeStatus, ListQuery, NewEmployee, READ_SENSITIVE};
+use atrium_org::{Employee, EmployeePatch, EmployeeQuery, EmployeeStatus, ListQuery, NewEmployee, READ_SENSITIVE};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -106,7 +106,7 @@ pub struct EmployeeListParams {
 pub async fn list(state: web::Data<AppState>, auth: Authorized<EmployeeRead>, q: web::Query<EmployeeListParams>) -> ApiResult {
     let q = q.into_inner();
     let query = EmployeeQuery {
-        list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref(), EMPLOYEE_SORTS)?,
+        list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref())?,
         status: q.status,
         tenant_id: q.tenant_id,
         partner_id: q.partner_id,

@@ -1,6 +1,6 @@
 //! `/api/v1/partners`: partners (agents), scoped to the caller's party.
 use actix_web::web;
-use atrium_org::{ListQuery, NewPartner, PARTNER_SORTS, Partner, PartnerPatch, PartnerQuery, PartnerStatus};
+use atrium_org::{ListQuery, NewPartner, Partner, PartnerPatch, PartnerQuery, PartnerStatus};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -40,8 +40,7 @@ pub struct PartnerListParams {
     responses((status = 200, body = inline(atrium_kernel::Page<Partner>)), (status = 401), (status = 403)))]
 pub async fn list(state: web::Data<AppState>, auth: Authorized<AgentRead>, q: web::Query<PartnerListParams>) -> ApiResult {
     let q = q.into_inner();
-    let query =
-        PartnerQuery { list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref(), PARTNER_SORTS)?, status: q.status };
+    let query = PartnerQuery { list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref())?, status: q.status };
     ok(state.partners.list(&auth.actor, query).await?)
 }
 

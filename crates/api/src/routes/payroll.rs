@@ -2,9 +2,7 @@
 //! `draft` →calculate→ `calculated` →approve→ `approved` →send→ `sent`; anything else is 409.
 use actix_web::web;
 use atrium_kernel::{ListQuery, Money, Period};
-use atrium_payroll::{
-    Channel, DeliveryStatus, NewSheet, SHEET_SORTS, Sheet, SheetDetail, SheetItem, SheetPatch, SheetQuery, SheetStatus, SheetTotals,
-};
+use atrium_payroll::{Channel, DeliveryStatus, NewSheet, Sheet, SheetDetail, SheetItem, SheetPatch, SheetQuery, SheetStatus, SheetTotals};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -189,7 +187,7 @@ pub struct SheetListParams {
 pub async fn list(state: web::Data<AppState>, auth: Authorized<PayrollRead>, q: web::Query<SheetListParams>) -> ApiResult {
     let q = q.into_inner();
     let query = SheetQuery {
-        list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref(), SHEET_SORTS)?,
+        list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref())?,
         status: q.status,
         tenant_id: q.tenant_id,
         partner_id: q.partner_id,

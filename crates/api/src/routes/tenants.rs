@@ -1,6 +1,6 @@
 //! `/api/v1/tenants`: tenants (enterprises), scoped to the caller's party.
 use actix_web::web;
-use atrium_org::{ListQuery, NewTenant, TENANT_SORTS, Tenant, TenantPatch, TenantQuery, TenantStatus};
+use atrium_org::{ListQuery, NewTenant, Tenant, TenantPatch, TenantQuery, TenantStatus};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -42,7 +42,7 @@ pub struct TenantListParams {
 pub async fn list(state: web::Data<AppState>, auth: Authorized<TenantRead>, q: web::Query<TenantListParams>) -> ApiResult {
     let q = q.into_inner();
     let query = TenantQuery {
-        list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref(), TENANT_SORTS)?,
+        list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref())?,
         status: q.status,
         partner_id: q.partner_id,
     };

@@ -1,7 +1,7 @@
 //! `/api/v1/users`: users of the caller's scope, their roles and status.
 use actix_web::web;
 use atrium_kernel::{Party, PartyType};
-use atrium_org::{ListQuery, NewUser, OrgUser, USER_SORTS, UserPatch, UserQuery, UserRole, UserStatus};
+use atrium_org::{ListQuery, NewUser, OrgUser, UserPatch, UserQuery, UserRole, UserStatus};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -87,7 +87,7 @@ pub struct UserListParams {
 pub async fn list(state: web::Data<AppState>, auth: Authorized<UserRead>, q: web::Query<UserListParams>) -> ApiResult {
     let q = q.into_inner();
     let query = UserQuery {
-        list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref(), USER_SORTS)?,
+        list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref())?,
         status: q.status,
         party_type: q.party_type,
         partner_id: q.partner_id,

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use atrium_kernel::StrEnum;
 use atrium_kernel::payroll::HousingFundRate;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, SortOrder};
-use atrium_org::{BankAccount, Employee, EmployeeQuery, EmployeeRepo, EmployeeStatus, IdCardNo};
+use atrium_org::{BankAccount, Employee, EmployeeQuery, EmployeeRepo, EmployeeSort, EmployeeStatus, IdCardNo};
 use chrono::{NaiveDate, NaiveDateTime};
 use diesel::dsl::sql;
 use diesel::prelude::*;
@@ -242,15 +242,15 @@ impl EmployeeRepo for OrgStore {
             .run(move |conn| {
                 let fts = matches!(conn, DbConn::Sqlite(_));
                 let mut query = filtered(scope, &q, fts).select(Row::as_select());
-                query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
-                    ("name", SortOrder::Asc) => query.order((employees::name.asc(), employees::id.asc())),
-                    ("name", SortOrder::Desc) => query.order((employees::name.desc(), employees::id.desc())),
-                    ("employee_no", SortOrder::Asc) => query.order((employees::employee_no.asc(), employees::id.asc())),
-                    ("employee_no", SortOrder::Desc) => query.order((employees::employee_no.desc(), employees::id.desc())),
-                    ("hire_date", SortOrder::Asc) => query.order((employees::hire_date.asc(), employees::id.asc())),
-                    ("hire_date", SortOrder::Desc) => query.order((employees::hire_date.desc(), employees::id.desc())),
-                    (_, SortOrder::Asc) => query.order(employees::id.asc()),
-                    (_, SortOrder::Desc) => query.order(employees::id.desc()),
+                query = match q.list.sort.unwrap_or((EmployeeSort::Id, SortOrder::Desc)) {
+                    (EmployeeSort::Name, SortOrder::Asc) => query.order((employees::name.asc(), employees::id.asc())),
+                    (EmployeeSort::Name, SortOrder::Desc) => query.order((employees::name.desc(), employees::id.desc())),
+                    (EmployeeSort::EmployeeNo, SortOrder::Asc) => query.order((employees::employee_no.asc(), employees::id.asc())),
+                    (EmployeeSort::EmployeeNo, SortOrder::Desc) => query.order((employees::employee_no.desc(), employees::id.desc())),
+                    (EmployeeSort::HireDate, SortOrder::Asc) => query.order((employees::hire_date.asc(), employees::id.asc())),
+                    (EmployeeSort::HireDate, SortOrder::Desc) => query.order((employees::hire_date.desc(), employees::id.desc())),
+                    (EmployeeSort::Id | EmployeeSort::CreatedAt, SortOrder::Asc) => query.order(employees::id.asc()),
+                    (EmployeeSort::Id | EmployeeSort::CreatedAt, SortOrder::Desc) => query.order(employees::id.desc()),
                 };
                 let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
                 let total = total(q.list.page, rows.len(), || match counted_total(conn, scope, &q)? {

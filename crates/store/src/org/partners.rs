@@ -6,7 +6,7 @@ use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Page, Party, PartyType, Result, SortOrder};
-use atrium_org::{Partner, PartnerQuery, PartnerRepo, PartnerStatus};
+use atrium_org::{Partner, PartnerQuery, PartnerRepo, PartnerSort, PartnerStatus};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
@@ -85,11 +85,11 @@ impl PartnerRepo for OrgStore {
         self.db
             .run(move |conn| {
                 let mut query = filtered(scope, &q).select(columns());
-                query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
-                    ("name", SortOrder::Asc) => query.order((partners::name.asc(), partners::id.asc())),
-                    ("name", SortOrder::Desc) => query.order((partners::name.desc(), partners::id.desc())),
-                    (_, SortOrder::Asc) => query.order(partners::id.asc()),
-                    (_, SortOrder::Desc) => query.order(partners::id.desc()),
+                query = match q.list.sort.unwrap_or((PartnerSort::Id, SortOrder::Desc)) {
+                    (PartnerSort::Name, SortOrder::Asc) => query.order((partners::name.asc(), partners::id.asc())),
+                    (PartnerSort::Name, SortOrder::Desc) => query.order((partners::name.desc(), partners::id.desc())),
+                    (PartnerSort::Id | PartnerSort::CreatedAt, SortOrder::Asc) => query.order(partners::id.asc()),
+                    (PartnerSort::Id | PartnerSort::CreatedAt, SortOrder::Desc) => query.order(partners::id.desc()),
                 };
                 let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
                 let total = total(q.list.page, rows.len(), || filtered(scope, &q).count().get_result(conn).map_err(db_error))?;

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use atrium_kernel::StrEnum;
 use atrium_kernel::payroll::PayrollPolicy;
 use atrium_kernel::{AuditRecord, Error, Id, Page, Party, PartyType, Result, SortOrder, Timestamp};
-use atrium_org::{Tenant, TenantQuery, TenantRepo, TenantStatus};
+use atrium_org::{Tenant, TenantQuery, TenantRepo, TenantSort, TenantStatus};
 use chrono::NaiveDateTime;
 use diesel::dsl;
 use diesel::prelude::*;
@@ -136,11 +136,11 @@ impl TenantRepo for OrgStore {
         self.db
             .run(move |conn| {
                 let mut query = filtered(scope, &q).select(Row::as_select());
-                query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
-                    ("name", SortOrder::Asc) => query.order((tenants::name.asc(), tenants::id.asc())),
-                    ("name", SortOrder::Desc) => query.order((tenants::name.desc(), tenants::id.desc())),
-                    (_, SortOrder::Asc) => query.order(tenants::id.asc()),
-                    (_, SortOrder::Desc) => query.order(tenants::id.desc()),
+                query = match q.list.sort.unwrap_or((TenantSort::Id, SortOrder::Desc)) {
+                    (TenantSort::Name, SortOrder::Asc) => query.order((tenants::name.asc(), tenants::id.asc())),
+                    (TenantSort::Name, SortOrder::Desc) => query.order((tenants::name.desc(), tenants::id.desc())),
+                    (TenantSort::Id | TenantSort::CreatedAt, SortOrder::Asc) => query.order(tenants::id.asc()),
+                    (TenantSort::Id | TenantSort::CreatedAt, SortOrder::Desc) => query.order(tenants::id.desc()),
                 };
                 let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
                 let total = total(q.list.page, rows.len(), || filtered(scope, &q).count().get_result(conn).map_err(db_error))?;

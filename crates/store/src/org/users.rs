@@ -6,7 +6,7 @@ use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Page, Party, PermissionSet, Result, SortOrder};
-use atrium_org::{OrgUser, Role, UserQuery, UserRepo, UserRole, UserStatus, UserWrite};
+use atrium_org::{OrgUser, Role, UserQuery, UserRepo, UserRole, UserSort, UserStatus, UserWrite};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use std::collections::HashMap;
@@ -187,13 +187,13 @@ impl UserRepo for OrgStore {
         self.db
             .run(move |conn| {
                 let mut query = filtered(scope, &q).select(cols());
-                query = match q.list.sort.unwrap_or(("id", SortOrder::Desc)) {
-                    ("username", SortOrder::Asc) => query.order(users::username.asc()),
-                    ("username", SortOrder::Desc) => query.order(users::username.desc()),
-                    ("name", SortOrder::Asc) => query.order((users::name.asc(), users::id.asc())),
-                    ("name", SortOrder::Desc) => query.order((users::name.desc(), users::id.desc())),
-                    (_, SortOrder::Asc) => query.order(users::id.asc()),
-                    (_, SortOrder::Desc) => query.order(users::id.desc()),
+                query = match q.list.sort.unwrap_or((UserSort::Id, SortOrder::Desc)) {
+                    (UserSort::Username, SortOrder::Asc) => query.order(users::username.asc()),
+                    (UserSort::Username, SortOrder::Desc) => query.order(users::username.desc()),
+                    (UserSort::Name, SortOrder::Asc) => query.order((users::name.asc(), users::id.asc())),
+                    (UserSort::Name, SortOrder::Desc) => query.order((users::name.desc(), users::id.desc())),
+                    (UserSort::Id | UserSort::CreatedAt, SortOrder::Asc) => query.order(users::id.asc()),
+                    (UserSort::Id | UserSort::CreatedAt, SortOrder::Desc) => query.order(users::id.desc()),
                 };
                 let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
                 let total = total(q.list.page, rows.len(), || filtered(scope, &q).count().get_result(conn).map_err(db_error))?;
