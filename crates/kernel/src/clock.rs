@@ -6,13 +6,15 @@ pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> Timestamp;
 }
 
-/// The wall clock.
+/// The wall clock, to the microsecond: what both databases store, so a record a repository
+/// writes is exactly the record it would read back (and writes need not read back).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
-        chrono::Utc::now()
+        use chrono::SubsecRound;
+        chrono::Utc::now().trunc_subsecs(6)
     }
 }
 

@@ -231,7 +231,6 @@ impl EmployeeService {
 
     pub async fn update(&self, actor: &Actor, id: Id, p: EmployeePatch) -> Result<Employee> {
         let before = self.get(actor, id).await?;
-        let partner_id = self.repo.tenant_partner(actor.party, before.tenant_id).await?;
         let mut a = before.clone();
         if let Some(v) = p.name {
             a.name = v.into_string();
@@ -284,16 +283,15 @@ impl EmployeeService {
         a.updated_at = self.clock.now();
         let action = if a.status != before.status { "employee.status" } else { "employee.update" };
         let audit = AuditRecord::by(actor, a.updated_at, action, "employee", Some(id))
-            .owned_by(partner_id, Some(a.tenant_id))
+            .owned_by(None, Some(a.tenant_id))
             .change(Some(&audit_json(&before)), Some(&audit_json(&a)));
         self.repo.update_employee(a, audit).await
     }
 
     pub async fn delete(&self, actor: &Actor, id: Id) -> Result<()> {
         let before = self.get(actor, id).await?;
-        let partner_id = self.repo.tenant_partner(actor.party, before.tenant_id).await?;
         let audit = AuditRecord::by(actor, self.clock.now(), "employee.delete", "employee", Some(id))
-            .owned_by(partner_id, Some(before.tenant_id))
+            .owned_by(None, Some(before.tenant_id))
             .change(Some(&audit_json(&before)), None);
         self.repo.delete_employee(id, audit).await
     }

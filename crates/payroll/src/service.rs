@@ -78,6 +78,11 @@ impl PayrollService {
 
     pub async fn get(&self, actor: &Actor, id: Id) -> Result<SheetDetail> {
         let sheet = self.sheet(actor, id).await?;
+        self.detail(sheet).await
+    }
+
+    /// A sheet just read or written, with its items.
+    async fn detail(&self, sheet: Sheet) -> Result<SheetDetail> {
         let items = self.repo.sheet_items(sheet.id).await?;
         Ok(SheetDetail { sheet, items })
     }
@@ -151,7 +156,7 @@ impl PayrollService {
             .owned_by(tenant.partner_id, Some(tenant_id))
             .change(None, Some(&audit_json(&sheet)));
         let sheet = self.repo.insert_sheet(sheet, items, audit).await?;
-        self.get(actor, sheet.id).await
+        self.detail(sheet).await
     }
 
     pub async fn update(&self, actor: &Actor, id: Id, patch: SheetPatch) -> Result<SheetDetail> {
@@ -180,8 +185,8 @@ impl PayrollService {
         let audit = AuditRecord::by(actor, now, "payroll_sheet.update", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
-        self.repo.update_sheet(after, items.map_or(ItemsWrite::ClearFigures, ItemsWrite::Replace), audit).await?;
-        self.get(actor, id).await
+        let saved = self.repo.update_sheet(after, items.map_or(ItemsWrite::ClearFigures, ItemsWrite::Replace), audit).await?;
+        self.detail(saved).await
     }
 
     pub async fn calculate(&self, actor: &Actor, id: Id) -> Result<SheetDetail> {
@@ -263,8 +268,8 @@ impl PayrollService {
         let audit = AuditRecord::by(actor, now, "payroll_sheet.approve", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
-        self.repo.update_sheet(after, ItemsWrite::Keep, audit).await?;
-        self.get(actor, id).await
+        let saved = self.repo.update_sheet(after, ItemsWrite::Keep, audit).await?;
+        self.detail(saved).await
     }
 
     /// Sends the pay slips not yet delivered; a sheet already sent retries its failed ones.

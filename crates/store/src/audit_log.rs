@@ -1,13 +1,20 @@
 //! Writing the audit trail, inside the transaction of the change it records.
 use crate::db::DbConn;
 use crate::error::db_error;
-use crate::schema::audit_logs;
+use crate::schema::{audit_logs, tenants};
 use crate::time::to_db;
 use atrium_kernel::{AuditRecord, Id, Result};
 use diesel::prelude::*;
 
-/// Appends an audit record inside the caller's transaction.
+/// Appends an audit record inside the caller's transaction. A record owned by a tenant gets
+/// the tenant's partner here, so services need not look it up before writing.
 pub(crate) fn write_audit(conn: &mut DbConn, a: &AuditRecord) -> Result<()> {
+    let partner_id = match (a.partner_id, a.tenant_id) {
+        (None, Some(tenant)) => {
+            tenants::table.find(tenant).select(tenants::partner_id).first::<Option<Id>>(conn).optional().map_err(db_error)?.flatten()
+        }
+        (partner, _) => partner,
+    };
     diesel::insert_into(audit_logs::table)
         .values((
             audit_logs::at.eq(to_db(a.at)),
@@ -17,7 +24,7 @@ pub(crate) fn write_audit(conn: &mut DbConn, a: &AuditRecord) -> Result<()> {
             audit_logs::action.eq(&a.action),
             audit_logs::target_type.eq(a.target_type),
             audit_logs::target_id.eq(a.target_id),
-            audit_logs::partner_id.eq(a.partner_id),
+            audit_logs::partner_id.eq(partner_id),
             audit_logs::tenant_id.eq(a.tenant_id),
             audit_logs::before_json.eq(a.before.as_ref().map(|v| v.to_string())),
             audit_logs::after_json.eq(a.after.as_ref().map(|v| v.to_string())),

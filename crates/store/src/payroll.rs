@@ -212,7 +212,7 @@ fn get(conn: &mut DbConn, scope: Party, id: Id) -> Result<Option<Sheet>> {
     row.map(sheet_from_row).transpose()
 }
 
-/// Writes the sheet's own fields if it is still at the version read; returns it re-read.
+/// Writes the sheet's own fields if it is still at the version read; returns it as written.
 fn write_sheet(conn: &mut DbConn, sheet: &Sheet) -> Result<Sheet> {
     let mut row = sheet_row(sheet);
     row.version = sheet.version + 1;
@@ -223,7 +223,7 @@ fn write_sheet(conn: &mut DbConn, sheet: &Sheet) -> Result<Sheet> {
     if n == 0 {
         return Err(Error::conflict("the payroll sheet was changed meanwhile; reload it and try again"));
     }
-    get(conn, Party::Platform, sheet.id)?.ok_or(Error::NotFound("payroll sheet"))
+    Ok(Sheet { version: row.version, ..sheet.clone() })
 }
 
 /// Rows per multi-row statement: well under both backends' bind-parameter limits.
@@ -480,7 +480,7 @@ impl PayrollRepo for PayrollStore {
                     })?;
                 insert_items(conn, id, &items)?;
                 audit_created(conn, audit, id)?;
-                get(conn, Party::Platform, id)?.ok_or(Error::NotFound("payroll sheet"))
+                Ok(Sheet { id, ..sheet })
             })
             .await
     }

@@ -281,7 +281,7 @@ impl EmployeeRepo for OrgStore {
                     .get_result(conn)
                     .map_err(conflict_message)?;
                 audit_created(conn, audit, id)?;
-                get(conn, &cipher, Party::Platform, id)?.ok_or(Error::NotFound("employee"))
+                Ok(Employee { id, ..e })
             })
             .await
     }
@@ -299,7 +299,7 @@ impl EmployeeRepo for OrgStore {
                     return Err(Error::NotFound("employee"));
                 }
                 write_audit(conn, &audit)?;
-                get(conn, &cipher, Party::Platform, e.id)?.ok_or(Error::NotFound("employee"))
+                Ok(e)
             })
             .await
     }

@@ -119,7 +119,7 @@ impl PartnerRepo for OrgStore {
                     .get_result(conn)
                     .map_err(db_error)?;
                 audit_created(conn, audit, id)?;
-                get(conn, Party::Platform, id)?.ok_or(Error::NotFound("partner"))
+                Ok(Partner { id, ..p })
             })
             .await
     }
@@ -142,7 +142,7 @@ impl PartnerRepo for OrgStore {
                     return Err(Error::NotFound("partner"));
                 }
                 write_audit(conn, &audit)?;
-                get(conn, Party::Platform, p.id)?.ok_or(Error::NotFound("partner"))
+                Ok(p)
             })
             .await
     }

@@ -140,7 +140,7 @@ impl RoleRepo for OrgStore {
                         other => other,
                     })?;
                 audit_created(conn, audit, id)?;
-                get(conn, Party::Platform, id)?.ok_or(Error::NotFound("role"))
+                Ok(Role { id, builtin: false, ..r })
             })
             .await
     }
@@ -156,7 +156,7 @@ impl RoleRepo for OrgStore {
                     return Err(Error::NotFound("role"));
                 }
                 write_audit(conn, &audit)?;
-                get(conn, Party::Platform, r.id)?.ok_or(Error::NotFound("role"))
+                Ok(r)
             })
             .await
     }

@@ -177,7 +177,7 @@ impl TenantRepo for OrgStore {
                     .get_result(conn)
                     .map_err(db_error)?;
                 audit_created(conn, audit, id)?;
-                get(conn, Party::Platform, id)?.ok_or(Error::NotFound("tenant"))
+                Ok(Tenant { id, ..t })
             })
             .await
     }
@@ -203,7 +203,7 @@ impl TenantRepo for OrgStore {
                     return Err(Error::NotFound("tenant"));
                 }
                 write_audit(conn, &audit)?;
-                get(conn, Party::Platform, t.id)?.ok_or(Error::NotFound("tenant"))
+                Ok(t)
             })
             .await
     }

@@ -241,7 +241,7 @@ impl UserRepo for OrgStore {
                     .map_err(db_error)?;
                 set_roles(conn, id, &role_ids)?;
                 audit_created(conn, audit, id)?;
-                get(conn, Party::Platform, id)?.ok_or(Error::NotFound("user"))
+                Ok(OrgUser { id, ..u })
             })
             .await
     }
@@ -277,7 +277,7 @@ impl UserRepo for OrgStore {
                         .map_err(db_error)?;
                 }
                 write_audit(conn, &audit)?;
-                get(conn, Party::Platform, u.id)?.ok_or(Error::NotFound("user"))
+                Ok(u)
             })
             .await
     }
