@@ -79,6 +79,9 @@ fn base_vars(database_url: &str) -> Vec<(String, String)> {
         ("ATRIUM_BCRYPT_COST", "4"),
         ("ATRIUM_WORKERS", "2"),
         ("ATRIUM_DB_POOL_SIZE", "4"),
+        // Tests run many servers at once on two cores: give a busy pool time (the outage
+        // test sets the production default).
+        ("ATRIUM_DB_TIMEOUT_MS", "10000"),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -63,6 +63,7 @@ impl ResponseError for DocsError {
             other => other.to_string(),
         };
         let mut resp = respond::<()>(status, status.as_u16(), &message, None);
+        self.0.add_retry_after(&mut resp);
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Token"));
         }

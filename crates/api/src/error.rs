@@ -39,7 +39,16 @@ impl ApiError {
             Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::Upstream(_) => StatusCode::BAD_GATEWAY,
+            Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// `Retry-After` on a 429 or 503.
+    pub(crate) fn add_retry_after(&self, resp: &mut HttpResponse) {
+        let (Error::RateLimited { retry_after_secs, .. } | Error::Unavailable { retry_after_secs, .. }) = &self.0 else { return };
+        if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
         }
     }
 
@@ -75,11 +84,7 @@ impl ResponseError for ApiError {
             Error::NotFound(what) => respond::<()>(status, code, &format!("{what} not found"), None),
             other => respond::<()>(status, code, &other.to_string(), None),
         };
-        if let Error::RateLimited { retry_after_secs, .. } = &self.0
-            && let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string())
-        {
-            resp.headers_mut().insert(header::RETRY_AFTER, v);
-        }
+        self.add_retry_after(&mut resp);
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }

@@ -45,6 +45,10 @@ pub enum Error {
     /// A remote platform failed or refused (502); the message is safe to show.
     #[error("{0}")]
     Upstream(String),
+    /// A dependency of ours (the database) is down or saturated for now (503); try again
+    /// after the given number of seconds.
+    #[error("{message}")]
+    Unavailable { message: String, retry_after_secs: u64 },
     /// Anything else (500). Logged in full, shown to nobody.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),

@@ -44,6 +44,8 @@ pub struct Config {
     pub platform: Platform,
     pub bcrypt_cost: u32,
     pub db_pool_size: u32,
+    /// How long a request waits for a database connection before answering 503.
+    pub db_timeout_ms: u64,
     pub json_limit: usize,
     pub trust_proxy: bool,
     pub workers: usize,
@@ -149,6 +151,7 @@ impl Config {
             platform,
             bcrypt_cost,
             db_pool_size: parse_num("ATRIUM_DB_POOL_SIZE", 16)? as u32,
+            db_timeout_ms: parse_num("ATRIUM_DB_TIMEOUT_MS", 1000)?,
             json_limit: parse_num("ATRIUM_JSON_LIMIT", 1024 * 1024)? as usize,
             trust_proxy: matches!(var("ATRIUM_TRUST_PROXY").as_deref(), Some("1" | "true" | "yes")),
             workers: parse_num("ATRIUM_WORKERS", std::thread::available_parallelism().map(|n| n.get() as u64).unwrap_or(2))? as usize,

@@ -46,7 +46,7 @@ pub fn password_hasher(config: &Config) -> Arc<adapters::BcryptHasher> {
 
 /// Opens the database and applies pending migrations.
 pub fn open_database(config: &Config) -> anyhow::Result<Db> {
-    let db = Db::connect(&config.database_url, config.db_pool_size)?;
+    let db = Db::connect_with(&config.database_url, config.db_pool_size, std::time::Duration::from_millis(config.db_timeout_ms.max(1)))?;
     let ran = db.migrate()?;
     if ran > 0 {
         log::info!("applied {ran} migration(s)");

@@ -79,6 +79,16 @@ impl Db {
     /// Opens a pool for `url` and checks one connection, so a bad URL fails here with a
     /// useful message rather than at the first request.
     pub fn connect(url: &str, max_connections: u32) -> anyhow::Result<Db> {
+        Db::connect_with(url, max_connections, Db::CHECKOUT_TIMEOUT)
+    }
+
+    /// How long a request waits for a pooled connection before it is told the database is
+    /// unavailable (503): long enough for a busy pool, short enough that a dead database
+    /// does not hold every worker.
+    pub const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(1);
+
+    /// As [`connect`](Self::connect), with the checkout timeout.
+    pub fn connect_with(url: &str, max_connections: u32, checkout_timeout: Duration) -> anyhow::Result<Db> {
         let backend = Backend::of_url(url).map_err(|e| anyhow::anyhow!("{e}"))?;
         let conn_url = match backend {
             Backend::Sqlite => url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url).to_owned(),
@@ -108,7 +118,7 @@ impl Db {
             .test_on_check_out(backend == Backend::Postgres)
             .max_size(max_connections.max(1))
             .min_idle(Some(max_connections.clamp(1, 2)))
-            .connection_timeout(Duration::from_secs(10))
+            .connection_timeout(checkout_timeout)
             .connection_customizer(Box::new(SqlitePragmas))
             .build(manager)
             .context("cannot build the connection pool")?;
@@ -167,7 +177,10 @@ impl Db {
 }
 
 fn checkout(pool: &Pool<ConnectionManager<DbConn>>) -> Result<PooledConnection<ConnectionManager<DbConn>>, Error> {
-    pool.get().map_err(|e| Error::Internal(anyhow::anyhow!("no database connection available: {e}")))
+    pool.get().map_err(|e| {
+        log::warn!("no database connection within the checkout timeout: {e}");
+        crate::error::unavailable()
+    })
 }
 
 /// One write transaction around `f`; see [`Db::write`].

@@ -13,8 +13,18 @@ pub fn db_error(e: DieselError) -> Error {
         DieselError::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, _) => {
             Error::Conflict("the record is referenced by, or refers to, a record that does not allow this change".into())
         }
+        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _) | DieselError::BrokenTransactionManager => {
+            log::warn!("database connection lost");
+            unavailable()
+        }
         other => Error::Internal(anyhow::Error::new(other).context("database error")),
     }
+}
+
+/// The database cannot serve now (down, restarting, or every connection busy past the
+/// checkout timeout): a 503 the client may retry, not a 500.
+pub fn unavailable() -> Error {
+    Error::Unavailable { message: "the service is temporarily unavailable; try again shortly".into(), retry_after_secs: 5 }
 }
 
 /// "username already exists", from either backend's wording of a unique violation.
