@@ -5,9 +5,14 @@
 //! permission strings. Every piece of security state lives behind [`IdentityRepo`], so
 //! several server instances sharing one database behave as one.
 //!
-//! Ports: [`IdentityRepo`] (storage), [`PasswordHasher`] (slow hashing off the request
-//! threads), [`CodeSender`] (SMS / e-mail delivery) and [`ChatLoginProvider`] (the
-//! messaging platform's QR login).
+//! Ports: storage is split by concern — [`LoginRepo`] (accounts by login identifier, failure
+//! counts and locks), [`RateBucketRepo`] (sliding-window counters), [`SessionRepo`] (sessions
+//! and refresh tokens), [`CodeRepo`] (verification codes), [`AccountRepo`] (registration,
+//! password reset, platform-admin bootstrap) and [`ChatTicketRepo`] (QR tickets and bound
+//! platform identities) — and [`IdentityRepo`] is all of them at once, the one storage handle
+//! [`IdentityService`] takes. Beside storage: [`PasswordHasher`] (slow hashing off the request
+//! threads), [`CodeSender`] (SMS / e-mail delivery) and [`ChatLoginProvider`] (the messaging
+//! platform's QR login).
 
 mod config;
 mod model;

@@ -2,11 +2,24 @@ use crate::model::*;
 use async_trait::async_trait;
 use atrium_kernel::{AuditRecord, ContactTarget, Id, Result, Timestamp};
 
-/// Storage of every piece of identity state. Implementations must make each method atomic;
-/// several server instances may call them concurrently against one database.
+/// Storage of every piece of identity state: the umbrella [`IdentityService`](crate::IdentityService)
+/// holds, made of one port per concern — [`LoginRepo`] (accounts by login identifier and their
+/// lockout), [`RateBucketRepo`] (sliding-window counters), [`SessionRepo`] (sessions and
+/// refresh tokens), [`CodeRepo`] (verification codes), [`AccountRepo`] (self-registration,
+/// password reset, the first platform administrator) and [`ChatTicketRepo`] (QR login tickets
+/// and bound messaging-platform identities). Every type implementing all of them is one.
+///
+/// Implementations must make each method atomic; several server instances may call them
+/// concurrently against one database.
+pub trait IdentityRepo: LoginRepo + RateBucketRepo + SessionRepo + CodeRepo + AccountRepo + ChatTicketRepo {}
+
+impl<T> IdentityRepo for T where T: LoginRepo + RateBucketRepo + SessionRepo + CodeRepo + AccountRepo + ChatTicketRepo {}
+
+/// Accounts by login identifier, and the failure counts and locks of those identifiers
+/// (kept for any identifier tried, whether or not an account has it). Each method is atomic.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
-pub trait IdentityRepo: Send + Sync + 'static {
+pub trait LoginRepo: Send + Sync + 'static {
     /// The user whose username, phone or e-mail equals `login` (exact, already normalised).
     async fn find_credentials(&self, login: &str) -> Result<Option<UserCredentials>>;
 
@@ -29,14 +42,26 @@ pub trait IdentityRepo: Send + Sync + 'static {
 
     /// Clears the failure count of the identifier `login` after a successful login.
     async fn clear_login_failures(&self, login: &str) -> Result<()>;
+}
 
+/// Named sliding-window event counters (failed logins per IP, codes sent per target and per
+/// IP), shared by every instance on one database. Each method is atomic.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait RateBucketRepo: Send + Sync + 'static {
     /// Records one event in `bucket` at `at`, and returns how many events the bucket holds
     /// since `since` (the new one included). Old events may be pruned.
     async fn hit_rate_bucket(&self, bucket: &str, at: Timestamp, since: Timestamp) -> Result<i64>;
 
     /// How many events `bucket` holds since `since`, and the oldest of them.
     async fn rate_bucket(&self, bucket: &str, since: Timestamp) -> Result<(i64, Option<Timestamp>)>;
+}
 
+/// Sessions and their rotating refresh tokens. Each method is atomic; a write stores its
+/// audit record in the same transaction.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait SessionRepo: Send + Sync + 'static {
     /// Creates a session together with its first refresh token, and stores `audit`.
     async fn create_session(&self, session: NewSession, refresh: NewRefreshToken, audit: AuditRecord) -> Result<()>;
 
@@ -59,7 +84,13 @@ pub trait IdentityRepo: Send + Sync + 'static {
 
     /// The session with its user, roles and permissions; `None` if no such session.
     async fn load_principal(&self, session_id: &str) -> Result<Option<Principal>>;
+}
 
+/// One-time verification codes sent by SMS or e-mail, stored as hashes. Each method is
+/// atomic, so a code works once and its wrong tries all count, even under races.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait CodeRepo: Send + Sync + 'static {
     /// Stores a new verification code.
     async fn insert_code(&self, code: NewCode) -> Result<()>;
 
@@ -71,7 +102,14 @@ pub trait IdentityRepo: Send + Sync + 'static {
 
     /// Marks the code used; `false` if it already was (so a code works once, even under races).
     async fn consume_code(&self, code_id: Id, at: Timestamp) -> Result<bool>;
+}
 
+/// Accounts identity itself creates or changes: self-registration of a tenant, password
+/// reset, and the bootstrap of the first platform administrator. Each write is one
+/// transaction together with its audit record.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait AccountRepo: Send + Sync + 'static {
     /// Creates a pending tenant and its tenant-admin user in one transaction.
     /// MUST return `Conflict` if the username, phone or e-mail is taken.
     /// Stores `audit` completed with the new user (actor and target) and tenant.
@@ -81,6 +119,27 @@ pub trait IdentityRepo: Send + Sync + 'static {
     /// and revokes every session of the user.
     async fn reset_password(&self, user_id: Id, password_hash: &str, at: Timestamp, audit: AuditRecord) -> Result<()>;
 
+    /// Whether any active platform administrator exists.
+    async fn platform_admin_exists(&self) -> Result<bool>;
+
+    /// Creates a platform user holding the `platform_admin` role.
+    /// MUST return `Conflict` if the username is taken. Stores `audit` with the new user as target.
+    async fn create_platform_admin(
+        &self,
+        username: &str,
+        name: &str,
+        password_hash: &str,
+        at: Timestamp,
+        audit: AuditRecord,
+    ) -> Result<User>;
+}
+
+/// The messaging platform's QR login: short-lived tickets a browser polls while the user
+/// scans, and the platform identities bound to users. Each method is atomic, so a ticket is
+/// scanned once and used once, even under races.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait ChatTicketRepo: Send + Sync + 'static {
     async fn create_chat_ticket(&self, ticket: ChatTicket) -> Result<()>;
 
     async fn get_chat_ticket(&self, ticket: &str) -> Result<Option<ChatTicket>>;
@@ -97,20 +156,81 @@ pub trait IdentityRepo: Send + Sync + 'static {
 
     /// Binds a platform identity to a user. MUST return `Conflict` if another user has it.
     async fn bind_chat_identity(&self, user_id: Id, key: &str, at: Timestamp, audit: AuditRecord) -> Result<()>;
+}
 
-    /// Whether any active platform administrator exists.
-    async fn platform_admin_exists(&self) -> Result<bool>;
+#[cfg(any(test, feature = "mock"))]
+mockall::mock! {
+    /// Every identity storage port in one mock, for tests of [`IdentityService`](crate::IdentityService)
+    /// that expect calls across several of them (`MockIdentityRepo::new()`, then `expect_*`).
+    pub IdentityRepo {}
 
-    /// Creates a platform user holding the `platform_admin` role.
-    /// MUST return `Conflict` if the username is taken. Stores `audit` with the new user as target.
-    async fn create_platform_admin(
-        &self,
-        username: &str,
-        name: &str,
-        password_hash: &str,
-        at: Timestamp,
-        audit: AuditRecord,
-    ) -> Result<User>;
+    #[async_trait]
+    impl LoginRepo for IdentityRepo {
+        async fn find_credentials(&self, login: &str) -> Result<Option<UserCredentials>>;
+        async fn find_login(&self, login: &str) -> Result<LoginLookup>;
+        async fn record_login_failure(
+            &self,
+            login: &str,
+            at: Timestamp,
+            threshold: i32,
+            lock_until: Timestamp,
+            lock_audit: Option<AuditRecord>,
+        ) -> Result<Option<Timestamp>>;
+        async fn clear_login_failures(&self, login: &str) -> Result<()>;
+    }
+
+    #[async_trait]
+    impl RateBucketRepo for IdentityRepo {
+        async fn hit_rate_bucket(&self, bucket: &str, at: Timestamp, since: Timestamp) -> Result<i64>;
+        async fn rate_bucket(&self, bucket: &str, since: Timestamp) -> Result<(i64, Option<Timestamp>)>;
+    }
+
+    #[async_trait]
+    impl SessionRepo for IdentityRepo {
+        async fn create_session(&self, session: NewSession, refresh: NewRefreshToken, audit: AuditRecord) -> Result<()>;
+        async fn rotate_refresh_token(
+            &self,
+            presented_hash: &str,
+            next: NewRefreshToken,
+            now: Timestamp,
+            replay_audit: AuditRecord,
+        ) -> Result<RefreshOutcome>;
+        async fn revoke_session(&self, session_id: &str, reason: &str, at: Timestamp, audit: AuditRecord) -> Result<()>;
+        async fn load_principal(&self, session_id: &str) -> Result<Option<Principal>>;
+    }
+
+    #[async_trait]
+    impl CodeRepo for IdentityRepo {
+        async fn insert_code(&self, code: NewCode) -> Result<()>;
+        async fn latest_code(&self, target: &str, purpose: CodePurpose) -> Result<Option<CodeRecord>>;
+        async fn record_code_attempt(&self, code_id: Id, max_attempts: i32, at: Timestamp) -> Result<()>;
+        async fn consume_code(&self, code_id: Id, at: Timestamp) -> Result<bool>;
+    }
+
+    #[async_trait]
+    impl AccountRepo for IdentityRepo {
+        async fn register_tenant(&self, registration: NewRegistration, audit: AuditRecord) -> Result<Registered>;
+        async fn reset_password(&self, user_id: Id, password_hash: &str, at: Timestamp, audit: AuditRecord) -> Result<()>;
+        async fn platform_admin_exists(&self) -> Result<bool>;
+        async fn create_platform_admin(
+            &self,
+            username: &str,
+            name: &str,
+            password_hash: &str,
+            at: Timestamp,
+            audit: AuditRecord,
+        ) -> Result<User>;
+    }
+
+    #[async_trait]
+    impl ChatTicketRepo for IdentityRepo {
+        async fn create_chat_ticket(&self, ticket: ChatTicket) -> Result<()>;
+        async fn get_chat_ticket(&self, ticket: &str) -> Result<Option<ChatTicket>>;
+        async fn scan_chat_ticket(&self, ticket: &str, status: TicketStatus, chat_identity: &str, user_id: Option<Id>) -> Result<bool>;
+        async fn consume_chat_ticket(&self, ticket: &str, status: TicketStatus, at: Timestamp) -> Result<bool>;
+        async fn find_user_by_chat_identity(&self, key: &str) -> Result<Option<User>>;
+        async fn bind_chat_identity(&self, user_id: Id, key: &str, at: Timestamp, audit: AuditRecord) -> Result<()>;
+    }
 }
 
 /// Slow password hashing. Implementations run the work off the request threads.

@@ -2,8 +2,18 @@
 //! through one `MultiConnection` and one r2d2 pool chosen by `DATABASE_URL`.
 //!
 //! Owns the schema and its migrations (embedded, per backend) and implements the
-//! repository ports of the domain crates. Every repository call runs on the blocking pool;
-//! every domain operation that must be atomic is one transaction here.
+//! repository ports of the domain crates:
+//!
+//! - [`IdentityStore`] (`identity/`, one file per port): `LoginRepo`, `RateBucketRepo`,
+//!   `SessionRepo`, `CodeRepo`, `AccountRepo` and `ChatTicketRepo`, and so the umbrella
+//!   `IdentityRepo` the identity service holds;
+//! - [`OrgStore`] (`org/`, one file per port): partners, tenants, employees, users, roles
+//!   and the audit trail;
+//! - [`PayrollStore`] (`PayrollRepo`), [`DocsStore`] (`DocsRepo`) and [`RateBuckets`] (the
+//!   org `RateLimiter`, over the rate buckets identity's `RateBucketRepo` uses too).
+//!
+//! Every repository call runs on the blocking pool; every domain operation that must be
+//! atomic is one transaction here.
 
 mod audit_log;
 pub mod crypto;

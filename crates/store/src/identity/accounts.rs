@@ -1,0 +1,137 @@
+//! [`AccountRepo`]: tenant self-registration, password reset and the platform-admin bootstrap.
+use super::{IdentityStore, UserFilter, clear_user_lockout, load_user};
+use crate::audit_log::{audit_created, write_audit};
+use crate::error::db_error;
+use crate::schema::{sessions, tenants, user_roles, users};
+use crate::time::to_db;
+use async_trait::async_trait;
+use atrium_identity::{AccountRepo, NewRegistration, Registered, User};
+use atrium_kernel::{AuditRecord, Error, Id, Result, Timestamp};
+use diesel::prelude::*;
+
+/// Role id of the built-in roles seeded by migration.
+const PLATFORM_ADMIN_ROLE: Id = 1;
+const TENANT_ADMIN_ROLE: Id = 3;
+
+#[async_trait]
+impl AccountRepo for IdentityStore {
+    async fn register_tenant(&self, r: NewRegistration, audit: AuditRecord) -> Result<Registered> {
+        self.db
+            .write(move |conn| {
+                let at = to_db(r.at);
+                let tenant_id: i64 = diesel::insert_into(tenants::table)
+                    .values((
+                        tenants::name.eq(&r.tenant_name),
+                        tenants::status.eq("pending"),
+                        tenants::phone.eq(&r.phone),
+                        tenants::contact_name.eq(&r.name),
+                        tenants::created_at.eq(at),
+                        tenants::updated_at.eq(at),
+                    ))
+                    .returning(tenants::id)
+                    .get_result(conn)
+                    .map_err(db_error)?;
+                let user_id: i64 = diesel::insert_into(users::table)
+                    .values((
+                        users::username.eq(&r.username),
+                        users::password_hash.eq(Some(&r.password_hash)),
+                        users::name.eq(&r.name),
+                        users::phone.eq(&r.phone),
+                        users::email.eq(&r.email),
+                        users::party_type.eq("tenant"),
+                        users::tenant_id.eq(Some(tenant_id)),
+                        users::status.eq("active"),
+                        users::created_at.eq(at),
+                        users::updated_at.eq(at),
+                    ))
+                    .returning(users::id)
+                    .get_result(conn)
+                    .map_err(db_error)?;
+                diesel::insert_into(user_roles::table)
+                    .values((user_roles::user_id.eq(user_id), user_roles::role_id.eq(TENANT_ADMIN_ROLE)))
+                    .execute(conn)
+                    .map_err(db_error)?;
+                let user = load_user(conn, UserFilter::Id(user_id))?.ok_or_else(|| Error::internal("registered user vanished"))?.user;
+                let audit = audit
+                    .acted_by(Some(user_id))
+                    .owned_by(None, Some(tenant_id))
+                    .with_after(serde_json::json!({"tenant_name": r.tenant_name, "username": r.username, "status": "pending"}));
+                audit_created(conn, audit, tenant_id)?;
+                Ok(Registered { user, tenant_id, tenant_name: r.tenant_name })
+            })
+            .await
+    }
+
+    async fn reset_password(&self, user_id: Id, password_hash: &str, at: Timestamp, audit: AuditRecord) -> Result<()> {
+        let hash = password_hash.to_owned();
+        self.db
+            .write(move |conn| {
+                diesel::update(users::table.find(user_id))
+                    .set((users::password_hash.eq(Some(hash)), users::updated_at.eq(to_db(at))))
+                    .execute(conn)
+                    .map_err(db_error)?;
+                clear_user_lockout(conn, user_id)?;
+                diesel::update(sessions::table.filter(sessions::user_id.eq(user_id)).filter(sessions::revoked_at.is_null()))
+                    .set((sessions::revoked_at.eq(Some(to_db(at))), sessions::revoke_reason.eq(Some("password reset"))))
+                    .execute(conn)
+                    .map_err(db_error)?;
+                write_audit(conn, &audit)
+            })
+            .await
+    }
+
+    async fn platform_admin_exists(&self) -> Result<bool> {
+        self.db
+            .run(|conn| {
+                let n: i64 = users::table
+                    .inner_join(user_roles::table)
+                    .filter(user_roles::role_id.eq(PLATFORM_ADMIN_ROLE))
+                    .filter(users::status.eq("active"))
+                    .count()
+                    .get_result(conn)
+                    .map_err(db_error)?;
+                Ok(n > 0)
+            })
+            .await
+    }
+
+    async fn create_platform_admin(
+        &self,
+        username: &str,
+        name: &str,
+        password_hash: &str,
+        at: Timestamp,
+        audit: AuditRecord,
+    ) -> Result<User> {
+        let (username, name, hash) = (username.trim().to_lowercase(), name.to_owned(), password_hash.to_owned());
+        self.db
+            .write(move |conn| {
+                let at = to_db(at);
+                let user_id: i64 = diesel::insert_into(users::table)
+                    .values((
+                        users::username.eq(&username),
+                        users::password_hash.eq(Some(&hash)),
+                        users::name.eq(&name),
+                        users::party_type.eq("platform"),
+                        users::status.eq("active"),
+                        users::created_at.eq(at),
+                        users::updated_at.eq(at),
+                    ))
+                    .returning(users::id)
+                    .get_result(conn)
+                    .map_err(db_error)?;
+                diesel::insert_into(user_roles::table)
+                    .values((user_roles::user_id.eq(user_id), user_roles::role_id.eq(PLATFORM_ADMIN_ROLE)))
+                    .execute(conn)
+                    .map_err(db_error)?;
+                let audit = if audit.after.is_none() {
+                    audit.with_after(serde_json::json!({"username": username, "role": "platform_admin"}))
+                } else {
+                    audit
+                };
+                audit_created(conn, audit, user_id)?;
+                Ok(load_user(conn, UserFilter::Id(user_id))?.ok_or_else(|| Error::internal("created user vanished"))?.user)
+            })
+            .await
+    }
+}
