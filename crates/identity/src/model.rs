@@ -127,23 +127,14 @@ pub struct TokenGrant {
 }
 
 /// Why a verification code is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum CodePurpose {
     Login,
     Register,
     ResetPassword,
-}
-
-impl CodePurpose {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CodePurpose::Login => "login",
-            CodePurpose::Register => "register",
-            CodePurpose::ResetPassword => "reset_password",
-        }
-    }
 }
 
 /// A stored verification code (hashed).
@@ -179,9 +170,10 @@ pub struct CodeSent {
 }
 
 /// Progress of a QR login ticket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "snake_case")]
 pub enum TicketStatus {
     /// Waiting for a scan.
     Pending,
@@ -191,27 +183,6 @@ pub enum TicketStatus {
     Unbound,
     /// Timed out or already used.
     Expired,
-}
-
-impl TicketStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TicketStatus::Pending => "pending",
-            TicketStatus::Confirmed => "confirmed",
-            TicketStatus::Unbound => "unbound",
-            TicketStatus::Expired => "expired",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "pending" => Some(TicketStatus::Pending),
-            "confirmed" => Some(TicketStatus::Confirmed),
-            "unbound" => Some(TicketStatus::Unbound),
-            "expired" => Some(TicketStatus::Expired),
-            _ => None,
-        }
-    }
 }
 
 /// A QR login ticket as stored.

@@ -3,6 +3,7 @@ use crate::model::*;
 use crate::password::Password;
 use crate::ports::*;
 use crate::token::{AccessClaims, TokenKeys, hash_code, hash_secret, random_token};
+use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Clock, ContactTarget, Error, Id, Result, Text, Timestamp};
 use chrono::Duration;
 use rand::Rng;

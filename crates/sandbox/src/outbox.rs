@@ -1,5 +1,6 @@
 use async_trait::async_trait;
 use atrium_identity::{CodePurpose, CodeSender};
+use atrium_kernel::StrEnum;
 use atrium_kernel::{ContactTarget, Result};
 use chrono::{DateTime, Utc};
 use serde::Serialize;

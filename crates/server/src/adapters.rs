@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use atrium_api::HealthProbe;
 use atrium_identity::{CodePurpose, CodeSender, PasswordHasher};
+use atrium_kernel::StrEnum;
 use atrium_kernel::{ContactTarget, Error, Result};
 use atrium_payroll::TextSender;
 use atrium_sandbox::SandboxOutbox;

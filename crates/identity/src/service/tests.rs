@@ -1,5 +1,6 @@
 //! Service tests against mocked ports.
 use super::*;
+use atrium_kernel::StrEnum;
 use atrium_kernel::{FixedClock, Party, PartyStanding, PermissionSet};
 use chrono::TimeZone;
 

@@ -5,17 +5,13 @@ use crate::schema::verification_codes;
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_identity::{CodePurpose, CodeRecord, CodeRepo, NewCode};
+use atrium_kernel::StrEnum;
 use atrium_kernel::{Error, Id, Result, Timestamp};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
 fn purpose_from_db(s: &str) -> Result<CodePurpose> {
-    match s {
-        "login" => Ok(CodePurpose::Login),
-        "register" => Ok(CodePurpose::Register),
-        "reset_password" => Ok(CodePurpose::ResetPassword),
-        other => Err(Error::internal(format!("unknown code purpose {other}"))),
-    }
+    CodePurpose::parse(s).ok_or_else(|| Error::internal(format!("unknown code purpose {s}")))
 }
 
 #[async_trait]

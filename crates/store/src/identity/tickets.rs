@@ -6,6 +6,7 @@ use crate::schema::{chat_tickets, users};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_identity::{ChatTicket, ChatTicketRepo, TicketStatus, User};
+use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Result, Timestamp};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
