@@ -92,7 +92,7 @@ impl IdentityService {
         if lookup.failures > 0 {
             self.repo.clear_login_failures(&key).await?;
         }
-        admit(&creds.user)?;
+        creds.user.standing.check()?;
         self.start_session(creds.user, client, now, "password").await
     }
 
@@ -109,7 +109,7 @@ impl IdentityService {
             Some(c) if c.user.status == UserStatus::Active => c.user,
             _ => return Err(Error::Unauthenticated(BAD_CODE_LOGIN.into())),
         };
-        admit(&user)?;
+        user.standing.check()?;
         self.start_session(user, client, now, "code").await
     }
 
@@ -128,7 +128,7 @@ impl IdentityService {
         let user = self.repo.find_user_by_chat_identity(t.chat_identity.as_deref().unwrap_or_default()).await?;
         match user {
             Some(u) if u.id == user_id && u.status == UserStatus::Active => {
-                admit(&u)?;
+                u.standing.check()?;
                 self.start_session(u, client, now, "qr").await
             }
             _ => Err(rejected()),
@@ -208,7 +208,7 @@ impl IdentityService {
                 let Some(p) = principal.filter(|p| p.user.status == UserStatus::Active) else {
                     return Err(Error::Unauthenticated(SESSION_OVER.into()));
                 };
-                admit(&p.user)?;
+                p.user.standing.check()?;
                 let refresh_expires = (now + self.config.refresh_ttl).min(session.expires_at);
                 self.grant(p.user, &session.id, session.expires_at, next, refresh_expires, now)
             }
@@ -251,7 +251,7 @@ impl IdentityService {
         if p.user.status != UserStatus::Active {
             return Err(Error::Unauthenticated("this account is disabled".into()));
         }
-        admit(&p.user)?;
+        p.user.standing.check()?;
         Ok(p)
     }
 
@@ -503,12 +503,6 @@ impl IdentityService {
         }
         Ok(())
     }
-}
-
-/// `Forbidden`, saying why, when the user's party is disabled (or its tenant's partner is):
-/// such a party's users neither log in nor use a session they already hold.
-fn admit(user: &User) -> Result<()> {
-    user.standing.check()
 }
 
 /// An identity event of `user`, acted by the user, from the client's address.

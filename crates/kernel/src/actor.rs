@@ -151,13 +151,14 @@ pub enum PartyStanding {
 }
 
 impl PartyStanding {
-    /// Why this standing refuses access, or `None` when it lets the party in.
-    pub fn refusal(self) -> Option<&'static str> {
+    /// Why this standing refuses `holder` ("this account", "this token"), or `None` when it
+    /// lets the party in.
+    pub fn refusal(self, holder: &str) -> Option<String> {
         match self {
             PartyStanding::Active | PartyStanding::Pending => None,
-            PartyStanding::Disabled(PartyType::Tenant) => Some("the tenant this account belongs to is disabled"),
-            PartyStanding::Disabled(_) => Some("the partner this account belongs to is disabled"),
-            PartyStanding::PartnerDisabled => Some("the partner of this account's tenant is disabled"),
+            PartyStanding::Disabled(PartyType::Tenant) => Some(format!("the tenant {holder} belongs to is disabled")),
+            PartyStanding::Disabled(_) => Some(format!("the partner {holder} belongs to is disabled")),
+            PartyStanding::PartnerDisabled => Some(format!("the partner of the tenant {holder} belongs to is disabled")),
         }
     }
 
@@ -170,10 +171,10 @@ impl PartyStanding {
         }
     }
 
-    /// `Forbidden` with the reason when the standing refuses access.
+    /// `Forbidden`, saying why, when the standing refuses a user's access.
     pub fn check(self) -> Result<(), Error> {
-        match self.refusal() {
-            Some(why) => Err(Error::Forbidden(why.into())),
+        match self.refusal("this account") {
+            Some(why) => Err(Error::Forbidden(why)),
             None => Ok(()),
         }
     }

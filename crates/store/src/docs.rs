@@ -24,15 +24,19 @@ impl DocsStore {
 }
 
 /// Removes a deleted party's document projects (their documents go with them) and its API
-/// tokens, so nothing it issued keeps working. Returns how many projects were removed.
-pub(crate) fn remove_party_documents(conn: &mut DbConn, party_type: PartyType, party_id: Id) -> Result<usize> {
-    let of_party = |t: &str| doc_tokens::party_type.eq(t.to_owned()).and(doc_tokens::party_id.eq(Some(party_id)));
-    diesel::delete(doc_tokens::table.filter(of_party(party_type.as_str()))).execute(conn).map_err(db_error)?;
+/// tokens, so nothing it issued keeps working.
+pub(crate) fn remove_party_documents(conn: &mut DbConn, party_type: PartyType, party_id: Id) -> Result<()> {
+    diesel::delete(
+        doc_tokens::table.filter(doc_tokens::party_type.eq(party_type.as_str())).filter(doc_tokens::party_id.eq(Some(party_id))),
+    )
+    .execute(conn)
+    .map_err(db_error)?;
     diesel::delete(
         doc_projects::table.filter(doc_projects::party_type.eq(party_type.as_str())).filter(doc_projects::party_id.eq(Some(party_id))),
     )
     .execute(conn)
-    .map_err(db_error)
+    .map_err(db_error)?;
+    Ok(())
 }
 
 /// How many document projects a party owns (a plain delete of the party refuses while any do).
@@ -60,17 +64,19 @@ pub(crate) fn revoke_tokens_issued_by(conn: &mut DbConn, user_ids: &[Id], at: Ti
 
 /// Why a live token cannot be used: its owner's standing, then its issuer's.
 fn suspension(conn: &mut DbConn, token: &ApiToken) -> Result<Option<String>> {
-    let party = match (token.owner.party_type(), token.owner.party_id()) {
+    let owner = match (token.owner.party_type(), token.owner.party_id()) {
         (PartyType::Partner, Some(partner_id)) => Party::Partner { partner_id },
         (PartyType::Tenant, Some(tenant_id)) => Party::Tenant { tenant_id, partner_id: None },
         _ => Party::Platform,
     };
-    if let Some(why) = crate::standing::party_standing(conn, party)?.refusal() {
-        return Ok(Some(why.replace("this account", "this token")));
+    if let Some(why) = crate::standing::party_standing(conn, owner)?.refusal("this token") {
+        return Ok(Some(why));
     }
-    Ok(match token.created_by {
-        Some(user) => crate::standing::user_refusal(conn, user)?.map(str::to_owned),
-        None => None,
+    let Some(issuer) = token.created_by else { return Ok(None) };
+    Ok(match crate::identity::load_user(conn, crate::identity::UserFilter::Id(issuer))? {
+        None => Some("the user who issued it no longer exists".into()),
+        Some(c) if c.user.status != atrium_identity::UserStatus::Active => Some("the user who issued it is disabled".into()),
+        Some(c) => c.user.standing.refusal("the user who issued it"),
     })
 }
 

@@ -1,17 +1,45 @@
 //! [`AccountRepo`]: tenant self-registration, password reset and the platform-admin bootstrap.
 use super::{IdentityStore, UserFilter, clear_user_lockout, load_user};
 use crate::audit_log::{audit_created, write_audit};
+use crate::db::DbConn;
 use crate::error::db_error;
-use crate::schema::{sessions, tenants, user_roles, users};
+use crate::schema::{tenants, user_roles, users};
 use crate::time::to_db;
 use async_trait::async_trait;
 use atrium_identity::{AccountRepo, NewRegistration, Registered, User};
 use atrium_kernel::{AuditRecord, Error, Id, Result, Timestamp};
+use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
 /// Role id of the built-in roles seeded by migration.
 const PLATFORM_ADMIN_ROLE: Id = 1;
 const TENANT_ADMIN_ROLE: Id = 3;
+
+/// A user row as the account flows create it (one built-in role each).
+#[derive(Insertable)]
+#[diesel(table_name = users)]
+struct AccountRow<'a> {
+    username: &'a str,
+    password_hash: &'a str,
+    name: &'a str,
+    phone: Option<&'a str>,
+    email: Option<&'a str>,
+    party_type: &'a str,
+    tenant_id: Option<Id>,
+    status: &'a str,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
+}
+
+/// Inserts the user and grants it `role`; returns its id.
+fn insert_user_with_role(conn: &mut DbConn, row: AccountRow<'_>, role: Id) -> Result<Id> {
+    let user_id: Id = diesel::insert_into(users::table).values(&row).returning(users::id).get_result(conn).map_err(db_error)?;
+    diesel::insert_into(user_roles::table)
+        .values((user_roles::user_id.eq(user_id), user_roles::role_id.eq(role)))
+        .execute(conn)
+        .map_err(db_error)?;
+    Ok(user_id)
+}
 
 #[async_trait]
 impl AccountRepo for IdentityStore {
@@ -31,26 +59,22 @@ impl AccountRepo for IdentityStore {
                     .returning(tenants::id)
                     .get_result(conn)
                     .map_err(db_error)?;
-                let user_id: i64 = diesel::insert_into(users::table)
-                    .values((
-                        users::username.eq(&r.username),
-                        users::password_hash.eq(Some(&r.password_hash)),
-                        users::name.eq(&r.name),
-                        users::phone.eq(&r.phone),
-                        users::email.eq(&r.email),
-                        users::party_type.eq("tenant"),
-                        users::tenant_id.eq(Some(tenant_id)),
-                        users::status.eq("active"),
-                        users::created_at.eq(at),
-                        users::updated_at.eq(at),
-                    ))
-                    .returning(users::id)
-                    .get_result(conn)
-                    .map_err(db_error)?;
-                diesel::insert_into(user_roles::table)
-                    .values((user_roles::user_id.eq(user_id), user_roles::role_id.eq(TENANT_ADMIN_ROLE)))
-                    .execute(conn)
-                    .map_err(db_error)?;
+                let user_id = insert_user_with_role(
+                    conn,
+                    AccountRow {
+                        username: &r.username,
+                        password_hash: &r.password_hash,
+                        name: &r.name,
+                        phone: r.phone.as_deref(),
+                        email: r.email.as_deref(),
+                        party_type: "tenant",
+                        tenant_id: Some(tenant_id),
+                        status: "active",
+                        created_at: at,
+                        updated_at: at,
+                    },
+                    TENANT_ADMIN_ROLE,
+                )?;
                 let user = load_user(conn, UserFilter::Id(user_id))?.ok_or_else(|| Error::internal("registered user vanished"))?.user;
                 let audit = audit
                     .acted_by(Some(user_id))
@@ -71,10 +95,7 @@ impl AccountRepo for IdentityStore {
                     .execute(conn)
                     .map_err(db_error)?;
                 clear_user_lockout(conn, user_id)?;
-                diesel::update(sessions::table.filter(sessions::user_id.eq(user_id)).filter(sessions::revoked_at.is_null()))
-                    .set((sessions::revoked_at.eq(Some(to_db(at))), sessions::revoke_reason.eq(Some("password reset"))))
-                    .execute(conn)
-                    .map_err(db_error)?;
+                super::sessions::revoke_user_sessions(conn, user_id, "password reset", at)?;
                 write_audit(conn, &audit)
             })
             .await
@@ -107,23 +128,22 @@ impl AccountRepo for IdentityStore {
         self.db
             .write(move |conn| {
                 let at = to_db(at);
-                let user_id: i64 = diesel::insert_into(users::table)
-                    .values((
-                        users::username.eq(&username),
-                        users::password_hash.eq(Some(&hash)),
-                        users::name.eq(&name),
-                        users::party_type.eq("platform"),
-                        users::status.eq("active"),
-                        users::created_at.eq(at),
-                        users::updated_at.eq(at),
-                    ))
-                    .returning(users::id)
-                    .get_result(conn)
-                    .map_err(db_error)?;
-                diesel::insert_into(user_roles::table)
-                    .values((user_roles::user_id.eq(user_id), user_roles::role_id.eq(PLATFORM_ADMIN_ROLE)))
-                    .execute(conn)
-                    .map_err(db_error)?;
+                let user_id = insert_user_with_role(
+                    conn,
+                    AccountRow {
+                        username: &username,
+                        password_hash: &hash,
+                        name: &name,
+                        phone: None,
+                        email: None,
+                        party_type: "platform",
+                        tenant_id: None,
+                        status: "active",
+                        created_at: at,
+                        updated_at: at,
+                    },
+                    PLATFORM_ADMIN_ROLE,
+                )?;
                 let audit = if audit.after.is_none() {
                     audit.with_after(serde_json::json!({"username": username, "role": "platform_admin"}))
                 } else {

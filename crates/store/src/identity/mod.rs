@@ -6,8 +6,8 @@
 //! Each write stores its audit record in the same transaction.
 use crate::db::{Db, DbConn};
 use crate::error::db_error;
-use crate::schema::{login_failures, tenants, users};
-use crate::standing::party_standing;
+use crate::schema::{login_failures, partners, tenants, users};
+use crate::standing::standing_of;
 use crate::time::from_db;
 use atrium_identity::{User, UserCredentials, UserStatus};
 use atrium_kernel::StrEnum;
@@ -20,6 +20,7 @@ mod codes;
 mod logins;
 mod rate_buckets;
 mod sessions;
+pub(crate) use sessions::revoke_user_sessions;
 mod tickets;
 
 /// The identity repositories over the database; implements every identity port, and so
@@ -54,8 +55,10 @@ struct UserRow {
 }
 
 impl UserRow {
-    /// `tenant_partner` is the partner of the user's tenant, for tenant users.
-    fn into_credentials(self, tenant_partner: Option<i64>, conn: &mut DbConn) -> Result<UserCredentials> {
+    /// `party_rows` are what [`load_user`] joins: the tenant's partner id and status (tenant
+    /// users) and the status of the user's partner (its own, or its tenant's).
+    fn into_credentials(self, party_rows: PartyRows) -> Result<UserCredentials> {
+        let (tenant_partner, tenant_status, partner_status) = party_rows;
         let party = match (self.party_type.as_str(), self.partner_id, self.tenant_id) {
             ("platform", _, _) => Party::Platform,
             ("partner", Some(partner_id), _) => Party::Partner { partner_id },
@@ -63,7 +66,7 @@ impl UserRow {
             (other, _, _) => return Err(Error::internal(format!("user {} has an inconsistent party ({other})", self.id))),
         };
         let status = UserStatus::parse(&self.status).ok_or_else(|| Error::internal(format!("user {} has unknown status", self.id)))?;
-        let standing = party_standing(conn, party)?;
+        let standing = standing_of(party.party_type(), tenant_status.as_deref(), partner_status.as_deref());
         Ok(UserCredentials {
             user: User {
                 id: self.id,
@@ -83,23 +86,36 @@ impl UserRow {
     }
 }
 
+/// A tenant user's partner id and tenant status, and the status of the user's partner.
+type PartyRows = (Option<i64>, Option<String>, Option<String>);
+
 /// How [`load_user`] finds its user.
-enum UserFilter<'a> {
+pub(crate) enum UserFilter<'a> {
     Id(Id),
     Login(&'a str),
     ChatIdentity(&'a str),
 }
 
-/// A user with its password hash and the standing of its party; `None` if no user matches.
-fn load_user(conn: &mut DbConn, filter: UserFilter<'_>) -> Result<Option<UserCredentials>> {
-    let query = users::table.left_join(tenants::table).select((UserRow::as_select(), tenants::partner_id.nullable())).into_boxed();
+/// A user with its password hash and the standing of its party, in one query; `None` if no
+/// user matches.
+pub(crate) fn load_user(conn: &mut DbConn, filter: UserFilter<'_>) -> Result<Option<UserCredentials>> {
+    // The partner is the user's own (partner users) or its tenant's (tenant users).
+    let partner_of_user = partners::id
+        .nullable()
+        .eq(tenants::partner_id)
+        .or(users::party_type.eq("partner").and(partners::id.nullable().eq(users::partner_id)));
+    let query = users::table
+        .left_join(tenants::table)
+        .left_join(partners::table.on(partner_of_user))
+        .select((UserRow::as_select(), (tenants::partner_id.nullable(), tenants::status.nullable(), partners::status.nullable())))
+        .into_boxed();
     let query = match filter {
         UserFilter::Id(id) => query.filter(users::id.eq(id)),
         UserFilter::Login(login) => query.filter(users::username.eq(login).or(users::phone.eq(login)).or(users::email.eq(login))),
         UserFilter::ChatIdentity(key) => query.filter(users::chat_identity.eq(key)),
     };
-    let row: Option<(UserRow, Option<i64>)> = query.first(conn).optional().map_err(db_error)?;
-    row.map(|(u, tp)| u.into_credentials(tp, conn)).transpose()
+    let row: Option<(UserRow, PartyRows)> = query.first(conn).optional().map_err(db_error)?;
+    row.map(|(u, party_rows)| u.into_credentials(party_rows)).transpose()
 }
 
 /// Clears the failure counts and locks of every identifier of a user (after a new password).

@@ -44,6 +44,15 @@ fn revoke(conn: &mut DbConn, session_id: &str, reason: &str, at: Timestamp) -> R
     Ok(())
 }
 
+/// Revokes every live session of a user (password set or reset, user disabled).
+pub(crate) fn revoke_user_sessions(conn: &mut DbConn, user_id: atrium_kernel::Id, reason: &str, at: Timestamp) -> Result<()> {
+    diesel::update(sessions::table.filter(sessions::user_id.eq(user_id)).filter(sessions::revoked_at.is_null()))
+        .set((sessions::revoked_at.eq(Some(to_db(at))), sessions::revoke_reason.eq(Some(reason))))
+        .execute(conn)
+        .map_err(db_error)?;
+    Ok(())
+}
+
 /// Revokes a session whose refresh token was replayed and records it against its user.
 fn revoke_replayed(conn: &mut DbConn, session_id: &str, now: Timestamp, audit: AuditRecord) -> Result<()> {
     revoke(conn, session_id, "refresh token replayed", now)?;

@@ -1,7 +1,7 @@
 use super::{OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
-use crate::schema::{roles, sessions, tenants, user_roles, users};
+use crate::schema::{roles, tenants, user_roles, users};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::StrEnum;
@@ -271,10 +271,7 @@ impl UserRepo for OrgStore {
                     crate::identity::clear_user_lockout(conn, u.id)?;
                 }
                 if write.revoke_sessions {
-                    diesel::update(sessions::table.filter(sessions::user_id.eq(u.id)).filter(sessions::revoked_at.is_null()))
-                        .set((sessions::revoked_at.eq(Some(at)), sessions::revoke_reason.eq(Some(audit.action.as_str()))))
-                        .execute(conn)
-                        .map_err(db_error)?;
+                    crate::identity::revoke_user_sessions(conn, u.id, &audit.action, u.updated_at)?;
                 }
                 write_audit(conn, &audit)?;
                 Ok(u)
