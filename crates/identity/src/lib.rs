@@ -1,8 +1,9 @@
 //! Identity: who a caller is and what it may do.
 //!
-//! Owns password, code and QR logins; sessions with short-lived JWT access tokens and
-//! rotating refresh tokens; verification codes; lockout and rate limits; and roles with
-//! permission strings. Every piece of security state lives behind [`IdentityRepo`], so
+//! Owns the workspace's users, roles and permissions: password, code and QR logins; sessions
+//! with short-lived JWT access tokens and rotating refresh tokens; verification codes; lockout
+//! and rate limits; and the administration of users and roles ([`UserService`],
+//! [`RoleService`]) — other domains reach users only through identity. Every piece of security state lives behind [`IdentityRepo`], so
 //! several server instances sharing one database behave as one.
 //!
 //! Ports: storage is split by concern — [`LoginRepo`] (accounts by login identifier, failure
@@ -10,10 +11,12 @@
 //! and refresh tokens), [`CodeRepo`] (verification codes), [`AccountRepo`] (registration,
 //! password reset, platform-admin bootstrap) and [`ChatTicketRepo`] (QR tickets and bound
 //! platform identities) — and [`IdentityRepo`] is all of them at once, the one storage handle
-//! [`IdentityService`] takes. Beside storage: [`PasswordHasher`] (slow hashing off the request
+//! [`IdentityService`] takes; [`UserRepo`] and [`RoleRepo`] store the administration's users and
+//! roles. Beside storage: [`PasswordHasher`] (slow hashing off the request
 //! threads), [`CodeSender`] (SMS / e-mail delivery) and [`ChatLoginProvider`] (the messaging
 //! platform's QR login).
 
+pub mod api;
 mod config;
 mod model;
 mod password;
@@ -21,9 +24,10 @@ mod ports;
 mod service;
 mod token;
 
+pub use api::{ManagedUserView, NewRole, NewUser, RolePatch, UserPatch};
 pub use config::IdentityConfig;
 pub use model::*;
 pub use password::{Password, validate_password};
 pub use ports::*;
-pub use service::IdentityService;
+pub use service::{IdentityService, RoleService, SessionCache, USER_CREATES_PER_HOUR, UserService};
 pub use token::{AccessClaims, hash_secret, random_token};

@@ -1,9 +1,10 @@
 pub use atrium_kernel::UserStatus;
-use atrium_kernel::{Id, Party, PartyStanding, PartyType, PermissionSet, Timestamp};
+use atrium_kernel::{Id, ListQuery, Party, PartyStanding, PartyType, PermissionSet, Timestamp};
 use serde::{Deserialize, Serialize};
 
-/// A user as identity sees it.
-#[derive(Debug, Clone, PartialEq)]
+/// A user: someone who logs in, belonging to one party. The one user record of the
+/// workspace; password hashes stay in storage ([`UserCredentials`] carries one to a login).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct User {
     pub id: Id,
     pub username: String,
@@ -11,19 +12,38 @@ pub struct User {
     pub phone: Option<String>,
     pub email: Option<String>,
     pub party: Party,
-    /// Whether the party lets the user in (a disabled tenant or partner shuts its users out).
-    pub standing: PartyStanding,
     pub status: UserStatus,
     pub chat_bound: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
 
-/// A user with its password hash.
+/// A user with the roles it holds and the union of their permissions: what the user
+/// administration reads and writes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UserWithRoles {
+    #[serde(flatten)]
+    pub user: User,
+    pub roles: Vec<RoleRef>,
+    /// Union of the roles' permission strings.
+    pub permissions: Vec<String>,
+}
+
+impl UserWithRoles {
+    /// The user holding `roles`, with their permissions' union.
+    pub fn new(user: User, roles: &[Role]) -> Self {
+        let permissions = PermissionSet::new(roles.iter().flat_map(|r| r.permissions.iter().cloned())).to_vec();
+        UserWithRoles { user, roles: roles.iter().map(RoleRef::from).collect(), permissions }
+    }
+}
+
+/// A user as a login sees it: with its password hash and its party's standing.
 #[derive(Debug, Clone)]
 pub struct UserCredentials {
     pub user: User,
     pub password_hash: Option<String>,
+    /// Whether the party lets the user in (a disabled tenant or partner shuts its users out).
+    pub standing: PartyStanding,
 }
 
 /// What a password login needs to decide: the failures counted against the presented login
@@ -37,7 +57,7 @@ pub struct LoginLookup {
     pub locked_until: Option<Timestamp>,
 }
 
-/// A role held by a user, as shown in `/auth/me`.
+/// A role held by a user, as listed on it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RoleRef {
@@ -46,16 +66,82 @@ pub struct RoleRef {
     pub name: String,
 }
 
-/// A role with its permission strings.
+impl From<&Role> for RoleRef {
+    fn from(r: &Role) -> Self {
+        RoleRef { id: r.id, code: r.code.clone(), name: r.name.clone() }
+    }
+}
+
+/// A role: a named set of permission strings. Built-in roles come with the schema; parties
+/// add custom roles within their scope, never granting more than the creator holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Role {
     pub id: Id,
     pub code: String,
     pub name: String,
+    /// The kind of user that can hold it.
     pub party_type: PartyType,
+    /// The party that owns a custom role (none for built-in and platform roles).
+    pub owner_partner_id: Option<Id>,
+    pub owner_tenant_id: Option<Id>,
     pub builtin: bool,
     pub permissions: Vec<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub created_at: Timestamp,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub updated_at: Timestamp,
+}
+
+impl Role {
+    /// Whether a user of `party` may hold this role.
+    pub fn usable_by(&self, party: Party) -> bool {
+        if party.party_type() != self.party_type {
+            return false;
+        }
+        match (self.owner_partner_id, self.owner_tenant_id, party) {
+            (None, None, _) => true,
+            (_, Some(t), Party::Tenant { tenant_id, .. }) => t == tenant_id,
+            (Some(p), None, Party::Partner { partner_id }) => p == partner_id,
+            (Some(p), None, Party::Tenant { partner_id, .. }) => partner_id == Some(p),
+            _ => false,
+        }
+    }
+}
+
+/// Codes of the built-in roles; no custom role may take one.
+pub const BUILTIN_ROLE_CODES: &[&str] =
+    &["platform_admin", "partner_admin", "tenant_admin", "payroll_clerk", "payroll_approver", "finance", "viewer"];
+
+/// Filters of a user list.
+#[derive(Debug, Clone, Default)]
+pub struct UserQuery {
+    pub list: ListQuery<UserSort>,
+    pub status: Option<UserStatus>,
+    pub party_type: Option<PartyType>,
+    pub partner_id: Option<Id>,
+    pub tenant_id: Option<Id>,
+}
+
+/// What a list of users may be sorted by (`sort=name`, `sort=-created_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantNames)]
+#[strum(serialize_all = "snake_case")]
+pub enum UserSort {
+    Id,
+    CreatedAt,
+    Username,
+    Name,
+}
+
+/// What a write of a user changes besides its row.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UserWrite {
+    /// Replace the user's roles with these.
+    pub role_ids: Option<Vec<Id>>,
+    /// Store this new password hash.
+    pub password_hash: Option<String>,
+    /// End every session of the user.
+    pub revoke_sessions: bool,
 }
 
 /// A session row: one login, refreshed many times, ended by logout, replay or expiry.
@@ -104,6 +190,8 @@ pub enum RefreshOutcome {
 pub struct Principal {
     pub session: SessionRecord,
     pub user: User,
+    /// Whether the user's party lets it in.
+    pub standing: PartyStanding,
     pub roles: Vec<RoleRef>,
     pub permissions: PermissionSet,
 }

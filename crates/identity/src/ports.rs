@@ -1,6 +1,6 @@
 use crate::model::*;
 use async_trait::async_trait;
-use atrium_kernel::{AuditRecord, ContactTarget, Id, Result, Timestamp};
+use atrium_kernel::{AuditRecord, ContactTarget, Id, Page, PageRequest, Party, Result, Timestamp};
 
 /// Storage of every piece of identity state: the umbrella [`IdentityService`](crate::IdentityService)
 /// holds, made of one port per concern — [`LoginRepo`] (accounts by login identifier and their
@@ -152,10 +152,45 @@ pub trait ChatTicketRepo: Send + Sync + 'static {
     async fn consume_chat_ticket(&self, ticket: &str, status: TicketStatus, at: Timestamp) -> Result<bool>;
 
     /// The user bound to a platform identity (see [`ChatIdentity::binding_key`]).
-    async fn find_user_by_chat_identity(&self, key: &str) -> Result<Option<User>>;
+    async fn find_user_by_chat_identity(&self, key: &str) -> Result<Option<UserCredentials>>;
 
     /// Binds a platform identity to a user. MUST return `Conflict` if another user has it.
     async fn bind_chat_identity(&self, user_id: Id, key: &str, at: Timestamp, audit: AuditRecord) -> Result<()>;
+}
+
+/// Storage of users for their administration. Reads are filtered by `scope`; out-of-scope
+/// rows are absent.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait UserRepo: Send + Sync + 'static {
+    async fn list_users(&self, scope: Party, query: UserQuery) -> Result<Page<UserWithRoles>>;
+    async fn get_user(&self, scope: Party, id: Id) -> Result<Option<UserWithRoles>>;
+    /// The roles with these ids that a caller of `scope` can see (missing ids are left out).
+    async fn roles_by_ids(&self, scope: Party, ids: Vec<Id>) -> Result<Vec<Role>>;
+    /// The partner of a tenant in `scope`; `NotFound` if the tenant is not in scope.
+    async fn tenant_partner(&self, scope: Party, tenant_id: Id) -> Result<Option<Id>>;
+    async fn partner_exists(&self, id: Id) -> Result<bool>;
+    /// MUST return `Conflict` for a taken username, phone or e-mail.
+    async fn insert_user(&self, user: UserWithRoles, password_hash: String, audit: AuditRecord) -> Result<UserWithRoles>;
+    async fn update_user(&self, user: UserWithRoles, write: UserWrite, audit: AuditRecord) -> Result<UserWithRoles>;
+    /// Deletes the user and its sessions, and revokes the API tokens it issued.
+    async fn delete_user(&self, id: Id, audit: AuditRecord) -> Result<()>;
+    /// Stores the audit record of a refused write (a create that hit a taken value).
+    async fn record_refusal(&self, audit: AuditRecord) -> Result<()>;
+}
+
+/// Storage of roles. Reads are filtered by `scope`: built-in roles a caller of `scope` can
+/// hand out, plus the custom roles it owns or inherits; everything for the platform.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait RoleRepo: Send + Sync + 'static {
+    async fn list_roles(&self, scope: Party, page: PageRequest) -> Result<Page<Role>>;
+    async fn get_role(&self, scope: Party, id: Id) -> Result<Option<Role>>;
+    /// MUST return `Conflict` if the code is taken by the same owner.
+    async fn insert_role(&self, role: Role, audit: AuditRecord) -> Result<Role>;
+    async fn update_role(&self, role: Role, audit: AuditRecord) -> Result<Role>;
+    /// MUST return `Conflict` while users hold the role.
+    async fn delete_role(&self, id: Id, audit: AuditRecord) -> Result<()>;
 }
 
 #[cfg(any(test, feature = "mock"))]
@@ -228,7 +263,7 @@ mockall::mock! {
         async fn get_chat_ticket(&self, ticket: &str) -> Result<Option<ChatTicket>>;
         async fn scan_chat_ticket(&self, ticket: &str, status: TicketStatus, chat_identity: &str, user_id: Option<Id>) -> Result<bool>;
         async fn consume_chat_ticket(&self, ticket: &str, status: TicketStatus, at: Timestamp) -> Result<bool>;
-        async fn find_user_by_chat_identity(&self, key: &str) -> Result<Option<User>>;
+        async fn find_user_by_chat_identity(&self, key: &str) -> Result<Option<UserCredentials>>;
         async fn bind_chat_identity(&self, user_id: Id, key: &str, at: Timestamp, audit: AuditRecord) -> Result<()>;
     }
 }

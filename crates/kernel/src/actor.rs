@@ -32,6 +32,21 @@ pub enum Party {
     Tenant { tenant_id: Id, partner_id: Option<Id> },
 }
 
+/// How a party shows on the wire: `{"type": "tenant", "id": 7}` (`id` null for the platform).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PartyView {
+    #[serde(rename = "type")]
+    pub party_type: PartyType,
+    pub id: Option<Id>,
+}
+
+impl From<Party> for PartyView {
+    fn from(p: Party) -> Self {
+        PartyView { party_type: p.party_type(), id: p.id() }
+    }
+}
+
 impl Party {
     pub fn party_type(&self) -> PartyType {
         match self {
@@ -47,6 +62,23 @@ impl Party {
             Party::Platform => None,
             Party::Partner { partner_id } => Some(*partner_id),
             Party::Tenant { tenant_id, .. } => Some(*tenant_id),
+        }
+    }
+
+    /// The partner of the party: a partner's own id, a tenant's partner (if any).
+    pub fn partner_id(&self) -> Option<Id> {
+        match self {
+            Party::Platform => None,
+            Party::Partner { partner_id } => Some(*partner_id),
+            Party::Tenant { partner_id, .. } => *partner_id,
+        }
+    }
+
+    /// A tenant party's tenant id.
+    pub fn tenant_id(&self) -> Option<Id> {
+        match self {
+            Party::Tenant { tenant_id, .. } => Some(*tenant_id),
+            _ => None,
         }
     }
 

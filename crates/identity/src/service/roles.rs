@@ -1,90 +1,18 @@
 //! Roles: named sets of permission strings. Built-in roles come with the schema; parties add
 //! custom roles within their scope, never granting more than the creator holds.
-use async_trait::async_trait;
 use atrium_kernel::permission::is_known_permission;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, Id, Name, Page, PageRequest, Party, PartyType, Result, Text, Timestamp};
-use serde::{Deserialize, Serialize};
+use atrium_kernel::{Actor, AuditRecord, Clock, Error, Id, Page, PageRequest, Party, PartyType, Result};
 use std::sync::Arc;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Role {
-    pub id: Id,
-    pub code: String,
-    pub name: String,
-    /// The kind of user that can hold it.
-    pub party_type: PartyType,
-    /// The party that owns a custom role (none for built-in and platform roles).
-    pub owner_partner_id: Option<Id>,
-    pub owner_tenant_id: Option<Id>,
-    pub builtin: bool,
-    pub permissions: Vec<String>,
-    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
-    pub created_at: Timestamp,
-    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
-    pub updated_at: Timestamp,
-}
+use super::SessionCache;
+use crate::api::{NewRole, RolePatch};
+use crate::model::{BUILTIN_ROLE_CODES, Role};
+use crate::ports::RoleRepo;
 
-impl Role {
-    /// Whether a user of `party` may hold this role.
-    pub fn usable_by(&self, party: Party) -> bool {
-        if party.party_type() != self.party_type {
-            return false;
-        }
-        match (self.owner_partner_id, self.owner_tenant_id, party) {
-            (None, None, _) => true,
-            (_, Some(t), Party::Tenant { tenant_id, .. }) => t == tenant_id,
-            (Some(p), None, Party::Partner { partner_id }) => p == partner_id,
-            (Some(p), None, Party::Tenant { partner_id, .. }) => partner_id == Some(p),
-            _ => false,
-        }
-    }
-}
-
-pub type RoleCode = Text<64>;
-
-#[derive(Debug, Clone, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
-pub struct NewRole {
-    /// Letters, digits and underscores.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
-    pub code: RoleCode,
-    pub name: Name,
-    pub party_type: PartyType,
-    pub permissions: Vec<String>,
-}
-
-/// Codes of the built-in roles; no custom role may take one.
-pub const BUILTIN_ROLE_CODES: &[&str] =
-    &["platform_admin", "partner_admin", "tenant_admin", "payroll_clerk", "payroll_approver", "finance", "viewer"];
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
-pub struct RolePatch {
-    pub name: Option<Name>,
-    pub permissions: Option<Vec<String>>,
-}
-
-/// Storage of roles. Reads are filtered by `scope` (see [`RoleService`]).
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
-#[async_trait]
-pub trait RoleRepo: Send + Sync + 'static {
-    /// Built-in roles a caller of `scope` can hand out, plus the custom roles it owns or
-    /// inherits; everything for the platform.
-    async fn list_roles(&self, scope: Party, page: PageRequest) -> Result<Page<Role>>;
-    async fn get_role(&self, scope: Party, id: Id) -> Result<Option<Role>>;
-    /// MUST return `Conflict` if the code is taken by the same owner.
-    async fn insert_role(&self, role: Role, audit: AuditRecord) -> Result<Role>;
-    async fn update_role(&self, role: Role, audit: AuditRecord) -> Result<Role>;
-    /// MUST return `Conflict` while users hold the role.
-    async fn delete_role(&self, id: Id, audit: AuditRecord) -> Result<()>;
-}
-
+/// The role administration's use cases, scoped to the caller.
 pub struct RoleService {
     repo: Arc<dyn RoleRepo>,
-    access: Arc<dyn crate::AccessChanged>,
+    sessions: Arc<SessionCache>,
     clock: Arc<dyn Clock>,
 }
 
@@ -111,8 +39,8 @@ fn check_permissions(actor: &Actor, perms: &[String]) -> Result<Vec<String>> {
 }
 
 impl RoleService {
-    pub fn new(repo: Arc<dyn RoleRepo>, access: Arc<dyn crate::AccessChanged>, clock: Arc<dyn Clock>) -> Self {
-        RoleService { repo, access, clock }
+    pub fn new(repo: Arc<dyn RoleRepo>, sessions: Arc<SessionCache>, clock: Arc<dyn Clock>) -> Self {
+        RoleService { repo, sessions, clock }
     }
 
     pub async fn list(&self, actor: &Actor, page: PageRequest) -> Result<Page<Role>> {
@@ -192,7 +120,8 @@ impl RoleService {
             .owned_by_party(actor.party)
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
         let saved = self.repo.update_role(after, audit).await?;
-        self.access.role_changed(id);
+        // Every holder is affected.
+        self.sessions.clear();
         Ok(saved)
     }
 
@@ -206,34 +135,3 @@ impl RoleService {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn role(owner_partner: Option<Id>, owner_tenant: Option<Id>) -> Role {
-        Role {
-            id: 1,
-            code: "c".into(),
-            name: "n".into(),
-            party_type: PartyType::Tenant,
-            owner_partner_id: owner_partner,
-            owner_tenant_id: owner_tenant,
-            builtin: false,
-            permissions: vec![],
-            created_at: chrono::Utc::now(),
-            updated_at: chrono::Utc::now(),
-        }
-    }
-
-    #[test]
-    fn a_tenant_role_is_usable_only_inside_its_owner() {
-        let t1 = Party::Tenant { tenant_id: 1, partner_id: Some(9) };
-        let t2 = Party::Tenant { tenant_id: 2, partner_id: Some(8) };
-        assert!(role(None, None).usable_by(t1));
-        assert!(role(None, Some(1)).usable_by(t1));
-        assert!(!role(None, Some(1)).usable_by(t2));
-        assert!(role(Some(9), None).usable_by(t1), "a partner's role serves its tenants");
-        assert!(!role(Some(9), None).usable_by(t2));
-        assert!(!role(None, None).usable_by(Party::Partner { partner_id: 9 }), "party type must match");
-    }
-}

@@ -1,0 +1,380 @@
+//! What clients send to and receive from identity's routes (`/auth/*`, `/users`, `/roles`):
+//! request bodies, list parameters and response views.
+use atrium_kernel::{Email, Id, Name, PartyType, PartyView, Phone, Text, Timestamp, patch};
+use serde::{Deserialize, Serialize};
+
+use crate::model::{CodePurpose, RoleRef, TicketStatus, TokenGrant, User, UserStatus, UserWithRoles};
+
+// ----- users and roles --------------------------------------------------------------------
+
+/// Login names: 3–64 of lower-case letters, digits and `._-@+`.
+pub type Username = Text<64>;
+/// Passwords are checked against the policy by the service (8–128 characters).
+pub type PasswordInput = Text<128>;
+/// Role codes: letters, digits and underscores.
+pub type RoleCode = Text<64>;
+
+/// `POST /users` body.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewUser {
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub username: Username,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = Password))]
+    pub password: String,
+    pub name: Name,
+    pub phone: Option<Phone>,
+    pub email: Option<Email>,
+    /// A partner user of this partner.
+    pub partner_id: Option<Id>,
+    /// A tenant user of this tenant. Without either, the user joins the caller's party.
+    pub tenant_id: Option<Id>,
+    #[serde(default)]
+    pub role_ids: Vec<Id>,
+    pub status: Option<UserStatus>,
+}
+
+/// `PUT /users/{id}` body; absent fields stay as they are, `null` clears phone or e-mail.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct UserPatch {
+    pub name: Option<Name>,
+    #[serde(default, deserialize_with = "patch")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub phone: Option<Option<Phone>>,
+    #[serde(default, deserialize_with = "patch")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub email: Option<Option<Email>>,
+    pub status: Option<UserStatus>,
+    /// Replaces the user's roles.
+    pub role_ids: Option<Vec<Id>>,
+    /// Sets a new password and ends the user's sessions.
+    #[cfg_attr(feature = "openapi", schema(format = Password))]
+    pub password: Option<String>,
+}
+
+/// `GET /users` parameters.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[serde(deny_unknown_fields)]
+pub struct UserListParams {
+    pub page: Option<i64>,
+    pub page_size: Option<i64>,
+    /// Matches username, name, phone or e-mail.
+    pub keyword: Option<String>,
+    pub status: Option<UserStatus>,
+    pub party_type: Option<PartyType>,
+    pub partner_id: Option<i64>,
+    pub tenant_id: Option<i64>,
+    /// `id`, `created_at`, `username` or `name`, `-` for descending; default `-id`.
+    pub sort: Option<String>,
+}
+
+/// A user as the user administration shows it. Password hashes never leave the server.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ManagedUserView {
+    pub id: Id,
+    pub username: String,
+    pub name: String,
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub party: PartyView,
+    pub partner_id: Option<Id>,
+    pub tenant_id: Option<Id>,
+    pub status: UserStatus,
+    pub roles: Vec<RoleRef>,
+    pub permissions: Vec<String>,
+    pub chat_bound: bool,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub created_at: Timestamp,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub updated_at: Timestamp,
+}
+
+impl From<UserWithRoles> for ManagedUserView {
+    fn from(u: UserWithRoles) -> Self {
+        let UserWithRoles { user, roles, permissions } = u;
+        ManagedUserView {
+            id: user.id,
+            username: user.username,
+            name: user.name,
+            phone: user.phone,
+            email: user.email,
+            party: user.party.into(),
+            partner_id: user.party.partner_id(),
+            tenant_id: user.party.tenant_id(),
+            status: user.status,
+            roles,
+            permissions,
+            chat_bound: user.chat_bound,
+            created_at: user.created_at,
+            updated_at: user.updated_at,
+        }
+    }
+}
+
+/// `POST /roles` body.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewRole {
+    /// Letters, digits and underscores.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub code: RoleCode,
+    pub name: Name,
+    pub party_type: PartyType,
+    pub permissions: Vec<String>,
+}
+
+/// `PUT /roles/{id}` body.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RolePatch {
+    pub name: Option<Name>,
+    pub permissions: Option<Vec<String>>,
+}
+
+/// `GET /roles` parameters.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[serde(deny_unknown_fields)]
+pub struct RoleListParams {
+    pub page: Option<i64>,
+    pub page_size: Option<i64>,
+}
+
+/// One entry of the permission catalogue.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PermissionInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+}
+
+// ----- logins and sessions ----------------------------------------------------------------
+
+/// A user as the auth routes show it.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UserView {
+    pub id: Id,
+    pub username: String,
+    pub name: String,
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub status: UserStatus,
+    pub party: PartyView,
+    /// Whether a messaging-platform account is bound for QR login.
+    pub chat_bound: bool,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub created_at: Timestamp,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub updated_at: Timestamp,
+}
+
+impl From<User> for UserView {
+    fn from(u: User) -> Self {
+        UserView {
+            id: u.id,
+            username: u.username,
+            name: u.name,
+            phone: u.phone,
+            email: u.email,
+            status: u.status,
+            party: u.party.into(),
+            chat_bound: u.chat_bound,
+            created_at: u.created_at,
+            updated_at: u.updated_at,
+        }
+    }
+}
+
+/// How a login proves who the caller is.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum LoginMethod {
+    /// `username` (or the user's phone or e-mail) and `password`.
+    Password,
+    /// `target` and a `code` from `send-code` with purpose `login`.
+    Code,
+    /// A `ticket` from `chat-qr` whose status is `confirmed`.
+    Qr,
+}
+
+/// `POST /auth/login` body; which other fields are required depends on `method`.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LoginRequest {
+    pub method: LoginMethod,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub target: Option<String>,
+    pub code: Option<String>,
+    pub ticket: Option<String>,
+}
+
+/// Tokens for a session: a short-lived access token and a rotating refresh token.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TokenResponse {
+    pub access_token: String,
+    /// Always "Bearer".
+    pub token_type: &'static str,
+    /// Seconds until the access token expires.
+    pub expires_in: i64,
+    pub refresh_token: String,
+    pub refresh_expires_in: i64,
+    pub user: UserView,
+}
+
+impl From<TokenGrant> for TokenResponse {
+    fn from(g: TokenGrant) -> Self {
+        TokenResponse {
+            access_token: g.access_token,
+            token_type: "Bearer",
+            expires_in: g.expires_in,
+            refresh_token: g.refresh_token,
+            refresh_expires_in: g.refresh_expires_in,
+            user: g.user.into(),
+        }
+    }
+}
+
+/// `POST /auth/refresh` body.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RefreshRequest {
+    pub refresh_token: String,
+}
+
+/// The caller's party with its standing: `active`, or `pending` until a self-registered
+/// tenant is activated (a disabled party's users are refused with 403 saying why).
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MyParty {
+    #[serde(rename = "type")]
+    pub party_type: PartyType,
+    pub id: Option<Id>,
+    /// `active` or `pending`.
+    pub status: &'static str,
+}
+
+/// The caller, its party, roles and effective permissions.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MeResponse {
+    pub user: UserView,
+    pub party: MyParty,
+    pub roles: Vec<RoleRef>,
+    pub permissions: Vec<String>,
+}
+
+/// `POST /auth/send-code` body.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SendCodeRequest {
+    /// A phone number (`+8613800138000`) or an e-mail address.
+    pub target: String,
+    pub purpose: CodePurpose,
+}
+
+/// What `POST /auth/send-code` answers.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SendCodeResponse {
+    pub expires_in: i64,
+    pub resend_after: i64,
+    /// The code itself, in the `dev` profile only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub debug_code: Option<String>,
+}
+
+/// `POST /auth/register` body.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RegisterRequest {
+    pub target: String,
+    pub code: String,
+    pub password: String,
+    pub name: String,
+    pub tenant_name: String,
+}
+
+/// The tenant a registration created.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RegisteredTenant {
+    pub id: Id,
+    pub name: String,
+    /// "pending" until a platform or partner admin activates it.
+    pub status: &'static str,
+}
+
+/// What `POST /auth/register` answers.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RegisterResponse {
+    pub user: UserView,
+    pub tenant: RegisteredTenant,
+}
+
+/// `POST /auth/reset-password` body.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ResetPasswordRequest {
+    pub target: String,
+    pub code: String,
+    pub new_password: String,
+}
+
+/// What `GET /auth/chat-qr` answers.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ChatQrResponse {
+    pub ticket: String,
+    /// Open this page to show the QR code.
+    pub qr_url: String,
+    pub expires_in: i64,
+}
+
+/// `GET /auth/chat-qr/status` parameters.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[serde(deny_unknown_fields)]
+pub struct TicketQuery {
+    pub ticket: String,
+}
+
+/// A QR ticket's progress.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TicketStatusResponse {
+    pub status: TicketStatus,
+}
+
+/// `GET /auth/chat-qr/callback` parameters, as the messaging platform sends them.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+pub struct CallbackQuery {
+    pub code: String,
+    /// The ticket.
+    pub state: String,
+}
+
+/// `POST /auth/chat-bind` body.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ChatBindRequest {
+    pub ticket: String,
+}
