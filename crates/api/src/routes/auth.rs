@@ -1,7 +1,7 @@
 //! `/api/v1/auth/*`: logins, tokens, codes, registration, password reset and QR login.
 use actix_web::{HttpRequest, web};
 use atrium_identity::{CodePurpose, RoleRef, TicketStatus, TokenGrant, User};
-use atrium_kernel::{Error, Party, PartyType};
+use atrium_kernel::{Error, PartyType, PartyView};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -22,20 +22,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/auth/chat-qr/status").route(web::get().to(chat_qr_status)))
         .service(web::resource("/auth/chat-qr/callback").route(web::get().to(chat_qr_callback)))
         .service(web::resource("/auth/chat-bind").route(web::post().to(chat_bind)));
-}
-
-/// The party a user belongs to: `{"type": "tenant", "id": 7}` (`id` null for the platform).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PartyView {
-    #[serde(rename = "type")]
-    pub party_type: PartyType,
-    pub id: Option<i64>,
-}
-
-impl From<Party> for PartyView {
-    fn from(p: Party) -> Self {
-        PartyView { party_type: p.party_type(), id: p.id() }
-    }
 }
 
 /// A user as the auth routes show it.

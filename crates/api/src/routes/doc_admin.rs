@@ -4,7 +4,7 @@
 use actix_web::web;
 use atrium_docs::{ApiToken, Owner, Project, TokenRequest};
 use atrium_kernel::StrEnum;
-use atrium_kernel::{Page, PageRequest, Timestamp};
+use atrium_kernel::{Page, PageRequest, PartyView, Timestamp};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -12,7 +12,6 @@ use utoipa::{IntoParams, ToSchema};
 use crate::app::AppState;
 use crate::envelope::{ApiResult, ok};
 use crate::extract::{Authorized, Json};
-use crate::routes::auth::PartyView;
 
 use atrium_kernel::permission as perm;
 

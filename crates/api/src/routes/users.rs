@@ -1,13 +1,12 @@
 //! `/api/v1/users`: users of the caller's scope, their roles and status.
 use actix_web::web;
-use atrium_kernel::{Party, PartyType};
+use atrium_kernel::{Party, PartyType, PartyView};
 use atrium_org::{ListQuery, NewUser, OrgUser, UserPatch, UserQuery, UserRole, UserStatus};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::IdPath;
-use super::auth::PartyView;
 use crate::app::AppState;
 use crate::envelope::{ApiResult, ok};
 use crate::extract::{Authorized, Json};
