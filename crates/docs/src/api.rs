@@ -187,7 +187,7 @@ pub struct TokenView {
     pub party: PartyView,
     /// The projects it is limited to; null when it reaches every project of its party.
     pub project_ids: Option<Vec<i64>>,
-    /// `active`, `expired` or `revoked`.
+    /// `active`, `expired`, `revoked`, or `suspended` (live, but its party or issuer is disabled).
     pub status: &'static str,
     /// The user who issued it; null when issued from the command line.
     pub created_by: Option<i64>,
@@ -228,8 +228,9 @@ pub struct CreateTokenRequest {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-/// A new token: `token` is its value, shown this once and never again.
-#[derive(Debug, Serialize)]
+/// A new token: `token` is its value, shown this once and never again. `Debug` leaves the
+/// value out, so a logged view cannot leak it.
+#[derive(Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct IssuedTokenView {
     /// Send as `Authorization: Token <token>` to /api/docs/. Store it now: it is not kept.
@@ -238,9 +239,42 @@ pub struct IssuedTokenView {
     pub api_token: TokenView,
 }
 
+impl std::fmt::Debug for IssuedTokenView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuedTokenView").field("token", &"<redacted>").field("api_token", &self.api_token).finish()
+    }
+}
+
 impl IssuedTokenView {
     /// The issued token with its status at `now`.
     pub fn new(issued: IssuedToken, now: Timestamp) -> Self {
         IssuedTokenView { token: issued.secret, api_token: TokenView::new(issued.token, now) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ApiToken, IssuedToken, Owner, ProjectGrant};
+
+    #[test]
+    fn an_issued_token_view_never_shows_its_value_in_debug_output() {
+        let now = chrono::Utc::now();
+        let token = ApiToken {
+            id: 1,
+            name: "ci".into(),
+            owner: Owner::PLATFORM,
+            projects: ProjectGrant::All,
+            created_by: None,
+            created_at: now,
+            expires_at: None,
+            revoked_at: None,
+            last_used_at: None,
+            suspended: None,
+        };
+        let view = IssuedTokenView::new(IssuedToken { token, secret: "atd_the-secret-value".into() }, now);
+
+        assert!(!format!("{view:?}").contains("the-secret-value"));
+        assert_eq!(view.token, "atd_the-secret-value", "the answer still carries it, once");
     }
 }
