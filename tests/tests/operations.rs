@@ -267,7 +267,7 @@ async fn others_are_served(app: &TestApp) {
     for _ in 0..5 {
         let (live, took) = timed(app.get("/healthz/live", None)).await;
         live.expect(200);
-        assert!(took < Duration::from_millis(500), "a request took {took:?} beside a slow client");
+        assert!(took < Duration::from_millis(1000), "a request took {took:?} beside a slow client");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -293,7 +293,7 @@ async fn a_slow_request_head_is_cut_off_at_the_request_timeout() {
 
     let closed = closed.expect("the server kept the slow connection open");
     let took = closed.closed_at - started;
-    assert!(took < Duration::from_millis(2000), "closed after {took:?}");
+    assert!(took < Duration::from_millis(2500), "closed after {took:?}");
     assert!(closed.answer.is_empty() || closed.answer.starts_with("HTTP/1.1 408"), "{}", closed.answer);
     assert!(!sender.await.unwrap(), "the whole head went through");
     eprintln!("slow head: connection closed after {took:?}");
@@ -319,8 +319,8 @@ async fn a_slow_request_body_is_cut_off_at_the_body_timeout() {
 
     let closed = closed.expect("the server kept the slow connection open");
     let (answered, took) = (closed.answered_at.map(|at| at - started), closed.closed_at - started);
-    assert!(answered.is_some_and(|t| t < Duration::from_millis(1500)), "answered after {answered:?}");
-    assert!(took < Duration::from_millis(2000), "closed after {took:?}");
+    assert!(answered.is_some_and(|t| t < Duration::from_millis(2000)), "answered after {answered:?}");
+    assert!(took < Duration::from_millis(2500), "closed after {took:?}");
     assert!(closed.answer.starts_with("HTTP/1.1 408"), "{}", closed.answer);
     assert!(closed.answer.contains(r#""code":408"#), "{}", closed.answer);
     assert!(!sender.await.unwrap(), "the whole body went through");
@@ -349,7 +349,8 @@ async fn an_oversized_content_length_is_a_413_before_the_body_is_sent() {
         assert!(took < Duration::from_secs(2), "{path}: took {took:?}");
         let expected = if method == "POST" { "HTTP/1.1 413" } else { "HTTP/1.1 200" };
         assert!(closed.answer.starts_with(expected), "{path}: {}", closed.answer);
-        eprintln!("{path} with Content-Length 50000000: {} and closed after {took:?}", &closed.answer[..12]);
+        let answered = closed.answered_at.map(|at| at - started);
+        eprintln!("{path} with Content-Length 50000000: {} after {answered:?}, closed after {took:?}", &closed.answer[..12]);
         drop(w);
     }
     app.stop().await;
