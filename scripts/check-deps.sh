@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The dependency rule of ARCHITECTURE.md: domain crates use no framework, driver or runtime;
+# The dependency rule of docs/architecture.md: domain crates use no framework, driver or runtime;
 # api never reaches storage or platform adapters.
 set -euo pipefail
 cd "$(dirname "$0")/.."

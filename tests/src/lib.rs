@@ -1,11 +1,13 @@
 //! Harness for black-box tests: start the real server on port 0 with a fresh database
-//! (SQLite always, PostgreSQL when `ATRIUM_TEST_PG_URL` is set) and the in-process sandbox,
-//! then drive it over HTTP as a client would.
+//! (SQLite always; PostgreSQL on `ATRIUM_TEST_PG_URL`'s server or, unset, on a throwaway
+//! cluster the test process starts itself — see `atrium_store::testing`) and the in-process
+//! sandbox, then drive it over HTTP as a client would.
 
 use atrium_server::{Config, Running};
 use atrium_store::testing::TestDatabase;
 use serde_json::{Value, json};
 
+pub use atrium_store::testing::{pg_admin_url, skip_postgres};
 pub use serde_json;
 
 /// Which database a test runs on.
@@ -89,7 +91,8 @@ fn base_vars(database_url: &str) -> Vec<(String, String)> {
 }
 
 impl TestApp {
-    /// A server on a fresh database of `backend`; `None` for PostgreSQL when not configured.
+    /// A server on a fresh database of `backend`; `None` for PostgreSQL when there is no
+    /// server to test on (see [`pg_admin_url`]).
     pub async fn start(backend: Backend) -> Option<TestApp> {
         TestApp::start_with(backend, &[]).await
     }
@@ -205,7 +208,7 @@ macro_rules! e2e {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
                 let Some(app) = $crate::TestApp::start_with($crate::Backend::Postgres, &[$(($k, $v)),*]).await else {
-                    eprintln!("postgres variant skipped: ATRIUM_TEST_PG_URL is not set");
+                    $crate::skip_postgres(module_path!());
                     return;
                 };
                 run(&app).await;

@@ -490,7 +490,7 @@ e2e!(each_party_sees_the_projects_and_tokens_of_its_scope, |app| {
     assert_eq!(tenant_projects.data()["items"][0]["party"]["type"], "tenant");
     assert_eq!(tenant_tokens.data()["total"], 1);
     assert_eq!(tenant_tokens.data()["items"][0]["name"], "acme");
-    assert_eq!(platform_projects.data()["total"], 2, "platform users see every party's projects (API.md)");
+    assert_eq!(platform_projects.data()["total"], 2, "platform users see every party's projects (docs/documents-api.md)");
     peek.expect(404);
     revoke_foreign.expect(404);
 });

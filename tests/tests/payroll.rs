@@ -9,7 +9,7 @@ fn id(v: &Value) -> i64 {
 }
 
 /// Beijing bases, no unemployment insurance and no fixed medical amount, so contributions
-/// are a round 15 % (8 % pension, 2 % medical, 5 % housing fund) as in PAYROLL.md's examples.
+/// are a round 15 % (8 % pension, 2 % medical, 5 % housing fund).
 fn policy() -> Value {
     json!({"si_base_floor": 716200, "si_base_cap": 3581100, "hf_base_floor": 716200, "hf_base_cap": 3581100,
            "medical_fixed": 0, "pension_rate": "0.08", "medical_rate": "0.02", "unemployment_rate": "0", "four_eyes": true})
@@ -72,7 +72,7 @@ e2e!(three_months_of_payroll_withhold_cumulative_tax_and_deliver_pay_slips, |app
     .expect(200);
     let mar = run_month(app, &org, "2026-03").await;
 
-    // PAYROLL.md: 10,000/month with 1,500 contributions and 1,000 deductions → 75.00 each month.
+    // 10,000/month with 1,500 contributions and 1,000 deductions → 75.00 each month.
     for sheet in [&jan, &feb, &mar] {
         let a = item(sheet, s.a);
         assert_eq!((a["gross"].as_i64(), a["contributions"].as_i64(), a["tax"].as_i64()), (Some(1_000_000), Some(150_000), Some(7_500)));

@@ -3,7 +3,7 @@ use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::{DefaultHeaders, ErrorHandlerResponse, ErrorHandlers, Logger, from_fn};
-use actix_web::{App, HttpRequest, HttpResponse, web};
+use actix_web::{App, HttpMessage, HttpRequest, HttpResponse, web};
 use async_trait::async_trait;
 use atrium_docs::DocsService;
 use atrium_identity::IdentityService;
@@ -17,13 +17,17 @@ use utoipa_swagger_ui::SwaggerUi;
 use crate::envelope::respond;
 use crate::error::ApiError;
 use crate::extract::{JsonLimit, TrustProxy};
+use crate::metrics::{Metrics, MetricsAccess};
 use crate::openapi::ApiDoc;
-use crate::{request_id, routes};
+use crate::request_id::RequestId;
+use crate::{limits, metrics, request_id, routes};
 
-/// Whether the service's dependencies answer (the database, for `/healthz`).
+/// Whether this instance can serve (`/healthz/ready`, `/healthz`).
 #[async_trait]
 pub trait HealthProbe: Send + Sync + 'static {
-    async fn check(&self) -> atrium_kernel::Result<()>;
+    /// The database answers, its migrations are applied and every background job runner is
+    /// alive; else `Unavailable` (503) saying what is not.
+    async fn ready(&self) -> atrium_kernel::Result<()>;
 }
 
 /// The domain services the handlers call, built by the server's composition root.
@@ -42,6 +46,11 @@ pub struct AppState {
     pub json_limit: usize,
     /// Trust `X-Forwarded-For` for the client address (only behind your own proxy).
     pub trust_proxy: bool,
+    /// How long a request's body may take to arrive after its head (408 past it).
+    pub body_timeout: std::time::Duration,
+    pub metrics: Arc<Metrics>,
+    /// Who may read `/metrics`.
+    pub metrics_access: MetricsAccess,
 }
 
 /// The whole application: both interfaces, Swagger UI, and the middleware that gives every
@@ -55,6 +64,7 @@ pub fn configure(
     let json_limit = JsonLimit(state.json_limit);
     let trust = TrustProxy(state.trust_proxy);
     let docs = routes::docs::scope(&state);
+    let serve_metrics = state.metrics_access != MetricsAccess::Off;
     App::new()
         .app_data(state)
         .app_data(json_limit)
@@ -64,13 +74,24 @@ pub fn configure(
         }))
         .app_data(web::QueryConfig::default().error_handler(|err, _| ApiError::bad_request(query_error(&err)).into()))
         .app_data(web::PayloadConfig::new(json_limit.0))
+        .wrap(from_fn(limits::body_timeout))
         .wrap(ErrorHandlers::new().default_handler(envelope_framework_error))
         // API answers are private and typed: never cached by a proxy or browser (token
         // responses above all), never sniffed into another content type.
         .wrap(DefaultHeaders::new().add((header::X_CONTENT_TYPE_OPTIONS, "nosniff")).add((header::CACHE_CONTROL, "no-store")))
-        .wrap(Logger::new(r#"%a "%r" %s %b %Dms rid=%{x-request-id}o"#))
+        .wrap(from_fn(metrics::middleware))
+        .wrap(Logger::new(r#"%a "%r" %s %b %Dms rid=%{rid}xi"#).custom_request_replace("rid", |req| {
+            req.extensions().get::<RequestId>().map(|id| id.0.clone()).unwrap_or_else(|| "-".to_owned())
+        }))
         .wrap(from_fn(request_id::middleware))
         .service(web::resource("/healthz").route(web::get().to(routes::health::healthz)))
+        .service(web::resource("/healthz/live").route(web::get().to(routes::health::live)))
+        .service(web::resource("/healthz/ready").route(web::get().to(routes::health::ready)))
+        .configure(|cfg| {
+            if serve_metrics {
+                cfg.service(web::resource("/metrics").route(web::get().to(metrics::scrape)));
+            }
+        })
         .service(SwaggerUi::new("/swagger-ui/{_:.*}").url("/api/v1/openapi.json", ApiDoc::openapi()))
         .service(web::scope("/api/v1").configure(routes::configure).configure(routes::doc_admin::configure))
         .service(docs)

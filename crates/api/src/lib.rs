@@ -3,7 +3,8 @@
 //!
 //! Owns the envelope, the mapping from domain errors to it, the extractors (JSON bodies
 //! with field-named errors, the authenticated [`Actor`](atrium_kernel::Actor), per-route
-//! permissions), request ids and logging, and the OpenAPI document with its Swagger UI.
+//! permissions), request ids and logging, health, metrics, body timeouts, and the OpenAPI
+//! document with its Swagger UI.
 //! It depends on domain services only, never on storage or platform adapters.
 
 mod app;
@@ -11,6 +12,8 @@ mod docs_interface;
 mod envelope;
 mod error;
 mod extract;
+mod limits;
+pub mod metrics;
 mod openapi;
 mod request_id;
 pub mod routes;
@@ -20,4 +23,5 @@ pub use docs_interface::{DocsError, DocsToken};
 pub use envelope::{ApiResult, Envelope, ok};
 pub use error::ApiError;
 pub use extract::{Auth, Authorized, ClientIp, Json, Permission};
+pub use metrics::{DbPoolStats, Metrics, MetricsAccess};
 pub use openapi::ApiDoc;

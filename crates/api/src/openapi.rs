@@ -10,7 +10,7 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, p
         Every /api/v1 response is an envelope {code, message, data} whose code equals the HTTP status; the schemas below \
         describe `data`."),
     paths(
-        health::healthz,
+        health::healthz, health::live, health::ready,
         auth::login, auth::refresh, auth::logout, auth::me, auth::send_code, auth::register, auth::reset_password,
         auth::chat_qr, auth::chat_qr_status, auth::chat_qr_callback, auth::chat_bind,
         users::list, users::get, users::create, users::update, users::delete,
@@ -37,7 +37,7 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, p
         (name = "docs", description = "The document interface: `Authorization: Token <API_TOKEN>`; success is envelope code 0, \
             errors carry the HTTP status as code and data null"),
         (name = "doc-admin", description = "Document projects and API tokens of the caller's party (doc:read, doc:manage)"),
-        (name = "health"),
+        (name = "health", description = "Liveness and readiness for load balancers and orchestrators (no authentication)"),
     )
 )]
 pub struct ApiDoc;

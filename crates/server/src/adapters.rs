@@ -1,5 +1,6 @@
-//! Small adapters the composition root owns: password hashing, a dev code sink, health, and
-//! the sandbox outbox as a text channel.
+//! Small adapters the composition root owns: password hashing, a dev code sink, readiness,
+//! the metrics' views of the pool and the platform calls, and the sandbox outbox as a text
+//! channel.
 use async_trait::async_trait;
 use atrium_api::HealthProbe;
 use atrium_identity::{CodePurpose, CodeSender, PasswordHasher};
@@ -96,13 +97,42 @@ impl CodeSender for LogCodeSender {
     }
 }
 
-/// `/healthz`: the database answers.
-pub struct DbHealth(pub Db);
+/// Readiness: the database answers with every migration applied, and no job runner died.
+pub struct Readiness {
+    pub db: Db,
+    pub jobs: std::sync::Arc<crate::jobs::Jobs>,
+}
 
 #[async_trait]
-impl HealthProbe for DbHealth {
-    async fn check(&self) -> Result<()> {
-        self.0.ping().await
+impl HealthProbe for Readiness {
+    async fn ready(&self) -> Result<()> {
+        self.db.ready().await?;
+        self.jobs
+            .check()
+            .map_err(|kind| Error::Unavailable { message: format!("the {kind} job runner has stopped; see the log"), retry_after_secs: 5 })
+    }
+}
+
+/// The metrics' view of the platform adapters' calls.
+pub struct PlatformCallMetrics(pub std::sync::Arc<atrium_api::Metrics>);
+
+impl atrium_wechat::CallRecorder for PlatformCallMetrics {
+    fn record(&self, endpoint: &str, errcode: &str, elapsed: std::time::Duration) {
+        self.0.platform_call(endpoint, errcode, elapsed);
+    }
+}
+
+/// The metrics' view of the database pool.
+pub fn pool_stats(db: &Db) -> atrium_api::DbPoolStats {
+    let s = db.pool_stats();
+    atrium_api::DbPoolStats {
+        max_size: s.max_size,
+        connections: s.connections,
+        idle: s.idle,
+        waiting: s.waiting,
+        checkouts: s.checkouts,
+        wait_time: s.wait_time,
+        timeouts: s.timeouts,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Configuration from `ATRIUM_*` environment variables and `DATABASE_URL`
 //! (reference: docs/configuration.md).
 use anyhow::{Context, bail};
+use atrium_api::MetricsAccess;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use rand::RngCore;
@@ -58,6 +59,18 @@ pub struct Config {
     pub user_creates_per_hour: i64,
     /// Create `admin` with a printed random password on first start.
     pub bootstrap_admin: bool,
+    /// How long a stop (SIGTERM, SIGINT) waits for in-flight requests before closing them.
+    pub shutdown_timeout_secs: u64,
+    /// How long a client may take to send a request's head (408 and closed past it).
+    pub client_request_timeout_ms: u64,
+    /// How long a client may take to send a request's body after its head (408 and closed).
+    pub client_body_timeout_ms: u64,
+    /// How long a closing connection may take to shut down before it is dropped.
+    pub client_disconnect_timeout_ms: u64,
+    /// How long an idle keep-alive connection stays open (0: no keep-alive).
+    pub keep_alive_secs: u64,
+    /// Who may read `/metrics`.
+    pub metrics: atrium_api::MetricsAccess,
 }
 
 impl std::fmt::Debug for Config {
@@ -75,6 +88,7 @@ impl std::fmt::Debug for Config {
                 },
             )
             .field("bcrypt_cost", &self.bcrypt_cost)
+            .field("metrics", &self.metrics)
             .finish_non_exhaustive()
     }
 }
@@ -122,7 +136,7 @@ impl Config {
                 (parse_jwt_secret(&jwt)?, parse_master_key(&master)?)
             }
             Profile::Dev => {
-                let file = var("ATRIUM_SECRETS_FILE").map(PathBuf::from).unwrap_or_else(|| default_secrets_file(&database_url));
+                let file = var("ATRIUM_SECRETS_FILE").map(PathBuf::from).unwrap_or_else(|| default_secrets_file(&database_url, &var));
                 let stored = match (var("ATRIUM_JWT_SECRET"), var("ATRIUM_MASTER_KEY")) {
                     (Some(j), Some(m)) => DevSecrets { jwt_secret: j, master_key: m },
                     (j, m) => {
@@ -141,6 +155,24 @@ impl Config {
         };
 
         let bcrypt_cost = parse_num("ATRIUM_BCRYPT_COST", 10)? as u32;
+        let metrics_token = var("ATRIUM_METRICS_TOKEN");
+        let metrics = match (var("ATRIUM_METRICS").as_deref(), metrics_token) {
+            (Some("off" | "0" | "false" | "no"), _) => MetricsAccess::Off,
+            (Some("on" | "1" | "true" | "yes") | None, Some(token)) => {
+                if token.len() < 16 {
+                    bail!("ATRIUM_METRICS_TOKEN must be at least 16 characters");
+                }
+                MetricsAccess::Token(token)
+            }
+            (None, None) if profile == Profile::Prod => MetricsAccess::Off,
+            (Some("on" | "1" | "true" | "yes") | None, None) => {
+                if profile == Profile::Prod {
+                    bail!("the prod profile serves /metrics only with ATRIUM_METRICS_TOKEN: set it, or ATRIUM_METRICS=off");
+                }
+                MetricsAccess::Open
+            }
+            (Some(other), _) => bail!("ATRIUM_METRICS must be on or off, not {other:?}"),
+        };
         let config = Config {
             profile,
             database_url,
@@ -161,6 +193,12 @@ impl Config {
             code_resend_secs: parse_num("ATRIUM_CODE_RESEND_SECS", 60)?,
             user_creates_per_hour: parse_num("ATRIUM_USER_CREATES_PER_HOUR", atrium_identity::USER_CREATES_PER_HOUR as u64)? as i64,
             bootstrap_admin: !matches!(var("ATRIUM_BOOTSTRAP_ADMIN").as_deref(), Some("0" | "false" | "no")),
+            shutdown_timeout_secs: parse_num("ATRIUM_SHUTDOWN_TIMEOUT_SECS", 30)?,
+            client_request_timeout_ms: parse_num("ATRIUM_CLIENT_REQUEST_TIMEOUT_MS", 5000)?,
+            client_body_timeout_ms: parse_num("ATRIUM_CLIENT_BODY_TIMEOUT_MS", 30_000)?,
+            client_disconnect_timeout_ms: parse_num("ATRIUM_CLIENT_DISCONNECT_TIMEOUT_MS", 1000)?,
+            keep_alive_secs: parse_num("ATRIUM_KEEP_ALIVE_SECS", 5)?,
+            metrics,
         };
         config.validate()?;
         Ok(config)
@@ -170,6 +208,9 @@ impl Config {
     pub fn validate(&self) -> anyhow::Result<()> {
         if !(4..=31).contains(&self.bcrypt_cost) {
             bail!("ATRIUM_BCRYPT_COST must be between 4 and 31");
+        }
+        if self.client_request_timeout_ms < 100 || self.client_body_timeout_ms < 100 {
+            bail!("ATRIUM_CLIENT_REQUEST_TIMEOUT_MS and ATRIUM_CLIENT_BODY_TIMEOUT_MS must be at least 100");
         }
         if self.principal_cache_ms > 1000 {
             bail!("ATRIUM_PRINCIPAL_CACHE_MS must be at most 1000 so revocations reach every instance within a second");
@@ -184,8 +225,8 @@ impl Config {
             if weak_secret(&self.jwt_secret) {
                 bail!("ATRIUM_JWT_SECRET is too weak: use at least 32 random bytes");
             }
-            if self.master_key.iter().all(|b| *b == self.master_key[0]) {
-                bail!("ATRIUM_MASTER_KEY is too weak: use 32 random bytes, base64-encoded");
+            if weak_secret(&self.master_key) {
+                bail!("ATRIUM_MASTER_KEY is too weak: use 32 random bytes, base64-encoded (e.g. `openssl rand -base64 32`)");
             }
             if let Platform::Wechat { login_appid, login_secret, .. } = &self.platform
                 && login_appid.is_empty() != login_secret.is_empty()
@@ -216,13 +257,32 @@ fn weak_secret(s: &[u8]) -> bool {
     s.len() < 32 || distinct < 10
 }
 
+/// What a master key must look like, for every message about a malformed one.
+const MASTER_KEY_FORM: &str =
+    "32 random bytes in standard base64 (44 characters of A-Z a-z 0-9 + / ending in =, e.g. from `openssl rand -base64 32`)";
+
 fn parse_master_key(raw: &str) -> anyhow::Result<[u8; 32]> {
-    let bytes = B64.decode(raw.trim()).context("ATRIUM_MASTER_KEY must be base64")?;
-    bytes.try_into().map_err(|_| anyhow::anyhow!("ATRIUM_MASTER_KEY must decode to exactly 32 bytes"))
+    let bytes = B64.decode(raw.trim()).map_err(|e| {
+        let what = match e {
+            base64::DecodeError::InvalidByte(offset, byte) => {
+                format!("character {:?} at position {} is not standard base64", char::from(byte), offset + 1)
+            }
+            base64::DecodeError::InvalidLength(_) => "its length is not that of base64".to_owned(),
+            base64::DecodeError::InvalidLastSymbol(offset, _) => format!("the last character (position {}) is wrong", offset + 1),
+            base64::DecodeError::InvalidPadding => "its = padding is wrong".to_owned(),
+        };
+        anyhow::anyhow!("ATRIUM_MASTER_KEY must be {MASTER_KEY_FORM}: {what}")
+    })?;
+    let len = bytes.len();
+    bytes.try_into().map_err(|_| anyhow::anyhow!("ATRIUM_MASTER_KEY must be {MASTER_KEY_FORM}; it decodes to {len} bytes"))
 }
 
-/// Beside the SQLite file (`atrium.db` → `atrium.secrets.json`), else the working directory.
-fn default_secrets_file(database_url: &str) -> PathBuf {
+/// Where the dev profile keeps its generated secrets unless `ATRIUM_SECRETS_FILE` says: beside
+/// the SQLite file (`atrium.db` → `atrium.secrets.json`); for PostgreSQL, in the user's data
+/// directory (`$XDG_DATA_HOME/atrium`, else `~/.local/share/atrium`, else the working
+/// directory), one file per server and database, so the secrets follow the database whatever
+/// the working directory.
+fn default_secrets_file(database_url: &str, var: &impl Fn(&str) -> Option<String>) -> PathBuf {
     let path = database_url.strip_prefix("sqlite://").or_else(|| database_url.strip_prefix("sqlite:"));
     match path {
         Some(p) if p != ":memory:" => {
@@ -230,8 +290,26 @@ fn default_secrets_file(database_url: &str) -> PathBuf {
             let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("atrium");
             p.with_file_name(format!("{stem}.secrets.json"))
         }
-        _ => PathBuf::from("atrium.secrets.json"),
+        Some(_) => PathBuf::from("atrium.secrets.json"),
+        None => {
+            let dir = var("XDG_DATA_HOME")
+                .map(PathBuf::from)
+                .or_else(|| var("HOME").map(|h| Path::new(&h).join(".local/share")))
+                .map(|d| d.join("atrium"))
+                .unwrap_or_default();
+            dir.join(format!("{}.secrets.json", database_key(database_url)))
+        }
     }
+}
+
+/// `host_port_database` of a PostgreSQL URL, in file-name-safe characters (no credentials).
+fn database_key(url: &str) -> String {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let rest = rest.rsplit_once('@').map(|(_, r)| r).unwrap_or(rest);
+    let rest = rest.split('?').next().unwrap_or(rest);
+    let (host, db) = rest.split_once('/').unwrap_or((rest, ""));
+    let key = format!("{}_{}", host.replace(':', "_"), if db.is_empty() { "postgres" } else { db });
+    key.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect()
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -254,6 +332,9 @@ impl DevSecrets {
         rand::rng().fill_bytes(&mut master);
         let secrets =
             DevSecrets { jwt_secret: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(jwt), master_key: B64.encode(master) };
+        if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
         write_private(file, &serde_json::to_string_pretty(&secrets)?)?;
         log::info!("generated dev secrets in {}", file.display());
         Ok(secrets)
@@ -338,6 +419,69 @@ mod tests {
         assert!(dir.join("a.secrets.json").exists());
         assert_eq!(first.platform, Platform::Sandbox);
         std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn prod_refuses_a_master_key_of_two_repeated_bytes_as_it_refuses_such_a_jwt_secret() {
+        let two_values = B64.encode([0xab, 0xcd].repeat(16));
+        let err = Config::from_vars(vars(&[
+            ("ATRIUM_PROFILE", "prod"),
+            ("ATRIUM_JWT_SECRET", "4f9a1c7e2b8d6035a9e1f4c72d8b0e6a3c5f7d9b"),
+            ("ATRIUM_MASTER_KEY", &two_values),
+        ]))
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("ATRIUM_MASTER_KEY is too weak"), "{err}");
+        let err =
+            Config::from_vars(vars(&[("ATRIUM_PROFILE", "prod"), ("ATRIUM_JWT_SECRET", &"ab".repeat(20)), ("ATRIUM_MASTER_KEY", KEY)]))
+                .err()
+                .unwrap();
+        assert!(err.to_string().contains("ATRIUM_JWT_SECRET is too weak"), "{err}");
+    }
+
+    #[test]
+    fn a_malformed_master_key_is_named_with_the_form_expected() {
+        let err =
+            Config::from_vars(vars(&[("ATRIUM_JWT_SECRET", "4f9a1c7e2b8d6035a9e1f4c72d8b0e6a3c5f7d9b"), ("ATRIUM_MASTER_KEY", "ab_cd")]))
+                .err()
+                .unwrap();
+        let shown = format!("{err:#}");
+        assert!(shown.contains("ATRIUM_MASTER_KEY must be 32 random bytes in standard base64"), "{shown}");
+        assert!(shown.contains("'_' at position 3"), "{shown}");
+        let short = B64.encode([1u8, 2, 3]);
+        let err =
+            Config::from_vars(vars(&[("ATRIUM_JWT_SECRET", "4f9a1c7e2b8d6035a9e1f4c72d8b0e6a3c5f7d9b"), ("ATRIUM_MASTER_KEY", &short)]))
+                .err()
+                .unwrap();
+        assert!(format!("{err:#}").contains("it decodes to 3 bytes"), "{err:#}");
+    }
+
+    #[test]
+    fn dev_on_postgres_keeps_secrets_in_the_data_directory_per_database() {
+        let dir = std::env::temp_dir().join(format!("atrium-cfg-{}", rand::rng().next_u64()));
+        let data = dir.display().to_string();
+        let url = "postgres://atrium:pw@db.internal:5433/payroll?sslmode=require";
+        let c = Config::from_vars(vars(&[("DATABASE_URL", url), ("XDG_DATA_HOME", &data)])).unwrap();
+        let file = dir.join("atrium").join("db.internal_5433_payroll.secrets.json");
+        assert!(file.exists(), "no {}", file.display());
+        let again = Config::from_vars(vars(&[("DATABASE_URL", url), ("XDG_DATA_HOME", &data)])).unwrap();
+        assert_eq!(c.master_key, again.master_key);
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn metrics_are_open_in_dev_and_off_in_prod_unless_a_token_is_set() {
+        let prod =
+            [("ATRIUM_PROFILE", "prod"), ("ATRIUM_JWT_SECRET", "4f9a1c7e2b8d6035a9e1f4c72d8b0e6a3c5f7d9b"), ("ATRIUM_MASTER_KEY", KEY)];
+        assert_eq!(Config::from_vars(vars(&prod)).unwrap().metrics, MetricsAccess::Off);
+        let with_token = [&prod[..], &[("ATRIUM_METRICS_TOKEN", "scrape-token-0123456789")]].concat();
+        assert_eq!(Config::from_vars(vars(&with_token)).unwrap().metrics, MetricsAccess::Token("scrape-token-0123456789".into()));
+        let open_in_prod = [&prod[..], &[("ATRIUM_METRICS", "on")]].concat();
+        assert!(Config::from_vars(vars(&open_in_prod)).err().unwrap().to_string().contains("ATRIUM_METRICS_TOKEN"));
+        let dev = [("ATRIUM_JWT_SECRET", "4f9a1c7e2b8d6035a9e1f4c72d8b0e6a3c5f7d9b"), ("ATRIUM_MASTER_KEY", KEY)];
+        assert_eq!(Config::from_vars(vars(&dev)).unwrap().metrics, MetricsAccess::Open);
+        let dev_off = [&dev[..], &[("ATRIUM_METRICS", "off")]].concat();
+        assert_eq!(Config::from_vars(vars(&dev_off)).unwrap().metrics, MetricsAccess::Off);
     }
 
     #[test]

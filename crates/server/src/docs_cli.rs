@@ -1,6 +1,7 @@
 //! `atrium docs …`: manage the document interface's projects and API tokens from the shell.
-//! What the CLI creates belongs to the platform party. Token values are printed once, on
-//! creation, as the last line of output; nothing else ever shows them.
+//! What the CLI creates belongs to the platform party; what it lists is every party's, with
+//! the owning party in a column, as a platform user sees them. Token values are printed once,
+//! on creation, as the last line of output; nothing else ever shows them.
 use crate::{Config, docs_service, open_database};
 use atrium_docs::{ApiToken, CreateTokenRequest, Owner};
 use atrium_kernel::StrEnum;
@@ -29,7 +30,7 @@ pub enum ProjectCommand {
         #[arg(long)]
         name: String,
     },
-    /// List the platform's projects.
+    /// List every party's projects, with the owning party.
     List,
 }
 
@@ -46,9 +47,9 @@ pub enum TokenCommand {
         #[arg(long, value_name = "D", value_parser = clap::value_parser!(u32).range(1..=36500))]
         expires_in_days: Option<u32>,
     },
-    /// List the platform's tokens (never their values).
+    /// List every party's tokens, with the owning party (never their values).
     List,
-    /// Revoke a token by id.
+    /// Revoke a token by id (any party's).
     Revoke { id: i64 },
 }
 
@@ -65,9 +66,9 @@ pub async fn run(command: DocsCommand, config: &Config) -> anyhow::Result<()> {
         }
         DocsCommand::Project { command: ProjectCommand::List } => {
             let projects = all_pages(|page| docs.list_projects(atrium_kernel::Party::Platform, page)).await?;
-            println!("{:>8}  {:<20}  NAME", "ID", "CREATED");
+            println!("{:>8}  {:<14}  {:<20}  NAME", "ID", "OWNER", "CREATED");
             for p in projects {
-                println!("{:>8}  {:<20}  {}", p.id, time(p.created_at), p.name);
+                println!("{:>8}  {:<14}  {:<20}  {}", p.id, owner_of(&p.owner), time(p.created_at), p.name);
             }
         }
         DocsCommand::Token { command: TokenCommand::Create { name, projects, expires_in_days } } => {
@@ -88,11 +89,12 @@ pub async fn run(command: DocsCommand, config: &Config) -> anyhow::Result<()> {
         DocsCommand::Token { command: TokenCommand::List } => {
             let tokens = all_pages(|page| docs.list_tokens(atrium_kernel::Party::Platform, page)).await?;
             let now = docs.now();
-            println!("{:>8}  {:<8}  {:<20}  {:<20}  {:<16}  NAME", "ID", "STATUS", "EXPIRES", "LAST USED", "PROJECTS");
+            println!("{:>8}  {:<14}  {:<8}  {:<20}  {:<20}  {:<16}  NAME", "ID", "OWNER", "STATUS", "EXPIRES", "LAST USED", "PROJECTS");
             for t in tokens {
                 println!(
-                    "{:>8}  {:<8}  {:<20}  {:<20}  {:<16}  {}",
+                    "{:>8}  {:<14}  {:<8}  {:<20}  {:<20}  {:<16}  {}",
                     t.id,
+                    owner_of(&t.owner),
                     t.status(now).as_str(),
                     t.expires_at.map(time).unwrap_or("never".into()),
                     t.last_used_at.map(time).unwrap_or("never".into()),
@@ -125,6 +127,14 @@ where
         }
     }
     Ok(all)
+}
+
+/// `platform`, `partner 3`, `tenant 12`.
+fn owner_of(owner: &Owner) -> String {
+    match owner.party_id() {
+        None => owner.party_type().as_str().to_owned(),
+        Some(id) => format!("{} {id}", owner.party_type().as_str()),
+    }
 }
 
 fn projects_of(t: &ApiToken) -> String {

@@ -5,10 +5,12 @@
 pub mod adapters;
 pub mod config;
 pub mod docs_cli;
+pub mod jobs;
 
+use actix_web::http::KeepAlive;
 use actix_web::{HttpServer, web};
 use anyhow::Context;
-use atrium_api::AppState;
+use atrium_api::{AppState, Metrics};
 use atrium_docs::{DocsConfig, DocsService};
 use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService, RoleService, UserService};
 use atrium_kernel::{Clock, SystemClock};
@@ -18,10 +20,12 @@ use atrium_sandbox::{
     SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID, Sandbox,
 };
 use atrium_store::{Db, DocsStore, FieldCipher, IdentityStore, OrgStore, PayrollStore};
-use atrium_wechat::{AccessTokens, MiniProgramState, SubscribeMessages, WechatAppConfig, WechatPayslips};
+use atrium_wechat::{AccessTokens, CallRecorder, MiniProgramState, SubscribeMessages, WechatAppConfig, WechatPayslips};
 use atrium_wechat::{WechatLogin, WechatLoginConfig};
+use jobs::Jobs;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use config::{Config, Platform, Profile};
 
@@ -36,6 +40,23 @@ pub struct Running {
     pub docs: Arc<DocsService>,
     pub db: Db,
     pub sandbox: Option<Sandbox>,
+    pub metrics: Arc<Metrics>,
+    pub jobs: Arc<Jobs>,
+    /// How long a graceful stop waits for in-flight requests and jobs.
+    pub shutdown_timeout: Duration,
+}
+
+impl Running {
+    /// Stops serving: background jobs claim no new work, the listener closes, and — when
+    /// `graceful` — in-flight requests finish (for at most the shutdown timeout) before
+    /// connections close. Resolves once the server has stopped.
+    pub async fn stop(&self, graceful: bool) {
+        self.jobs.stop_claiming();
+        self.handle.stop(graceful).await;
+        if graceful && !self.jobs.wait(self.shutdown_timeout).await {
+            log::warn!("background jobs still running after {:?}; stopping anyway", self.shutdown_timeout);
+        }
+    }
 }
 
 /// Password hashing for this configuration: half the cores at most, so logins never starve
@@ -61,7 +82,12 @@ pub fn identity_service(
     hasher: Arc<adapters::BcryptHasher>,
     public_url: &str,
     sandbox: Option<&Sandbox>,
+    calls: Option<Arc<dyn CallRecorder>>,
 ) -> anyhow::Result<Arc<IdentityService>> {
+    let recorded = |login: WechatLogin| match &calls {
+        Some(c) => login.with_recorder(c.clone()),
+        None => login,
+    };
     let (chat, codes): (Option<Arc<dyn ChatLoginProvider>>, Arc<dyn CodeSender>) = match (&config.platform, sandbox) {
         (Platform::Sandbox, Some(sb)) => {
             let login = WechatLogin::new(WechatLoginConfig {
@@ -70,7 +96,7 @@ pub fn identity_service(
                 appid: SANDBOX_LOGIN_APPID.into(),
                 secret: SANDBOX_LOGIN_SECRET.into(),
             })?;
-            (Some(Arc::new(login)), Arc::new(sb.outbox()))
+            (Some(Arc::new(recorded(login))), Arc::new(sb.outbox()))
         }
         (Platform::Wechat { api_base, open_base, login_appid, login_secret, .. }, _) if !login_appid.is_empty() => {
             let login = WechatLogin::new(WechatLoginConfig {
@@ -79,7 +105,7 @@ pub fn identity_service(
                 appid: login_appid.clone(),
                 secret: login_secret.clone(),
             })?;
-            (Some(Arc::new(login)), Arc::new(adapters::LogCodeSender { show_codes: config.profile == Profile::Dev }))
+            (Some(Arc::new(recorded(login))), Arc::new(adapters::LogCodeSender { show_codes: config.profile == Profile::Dev }))
         }
         _ => (None, Arc::new(adapters::LogCodeSender { show_codes: config.profile == Profile::Dev })),
     };
@@ -106,9 +132,18 @@ pub fn identity_service(
 /// Pay-slip delivery: the platform's subscribe messages for employees with an openid, else SMS
 /// or e-mail (the sandbox's outbox in dev; no provider is wired for prod yet, so such slips
 /// are marked failed with that reason).
-pub fn payslip_notifier(config: &Config, public_url: &str, sandbox: Option<&Sandbox>) -> anyhow::Result<Arc<dyn PayslipNotifier>> {
+pub fn payslip_notifier(
+    config: &Config,
+    public_url: &str,
+    sandbox: Option<&Sandbox>,
+    calls: Option<Arc<dyn CallRecorder>>,
+) -> anyhow::Result<Arc<dyn PayslipNotifier>> {
     let subscribe = |api_base: String, appid: &str, secret: &str, template_id: &str| -> anyhow::Result<WechatPayslips> {
-        let tokens = Arc::new(AccessTokens::new(WechatAppConfig { api_base, appid: appid.into(), secret: secret.into() })?);
+        let tokens = AccessTokens::new(WechatAppConfig { api_base, appid: appid.into(), secret: secret.into() })?;
+        let tokens = Arc::new(match &calls {
+            Some(c) => tokens.with_recorder(c.clone()),
+            None => tokens,
+        });
         Ok(WechatPayslips {
             messages: Arc::new(SubscribeMessages::new(tokens)),
             template_id: template_id.into(),
@@ -148,10 +183,16 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
 
     let db_config = config.clone();
     let db = tokio::task::spawn_blocking(move || open_database(&db_config)).await??;
+    let metrics = Arc::new(Metrics::new({
+        let db = db.clone();
+        move || adapters::pool_stats(&db)
+    }));
+    let calls: Arc<dyn CallRecorder> = Arc::new(adapters::PlatformCallMetrics(metrics.clone()));
+    let jobs = Arc::new(Jobs::new(metrics.clone()));
     let sandbox = (config.platform == Platform::Sandbox).then(Sandbox::new);
     // One hasher, so its cap on concurrent bcrypt work holds across logins and user administration.
     let hasher = password_hasher(&config);
-    let identity = identity_service(&config, &db, hasher.clone(), &public_url, sandbox.as_ref())?;
+    let identity = identity_service(&config, &db, hasher.clone(), &public_url, sandbox.as_ref(), Some(calls.clone()))?;
     let docs = docs_service(&db);
 
     let bootstrap_password = if config.bootstrap_admin {
@@ -175,15 +216,18 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         employees: Arc::new(EmployeeService::new(org.clone(), clock.clone())),
         payroll: Arc::new(PayrollService::new(
             Arc::new(PayrollStore::new(db.clone())),
-            payslip_notifier(&config, &public_url, sandbox.as_ref())?,
+            payslip_notifier(&config, &public_url, sandbox.as_ref(), Some(calls))?,
             clock.clone(),
         )),
         roles: Arc::new(RoleService::new(accounts, identity.session_cache(), clock.clone())),
         audit: Arc::new(AuditService::new(org.clone())),
         docs: docs.clone(),
-        health: Arc::new(adapters::DbHealth(db.clone())),
+        health: Arc::new(adapters::Readiness { db: db.clone(), jobs: jobs.clone() }),
         json_limit: config.json_limit,
         trust_proxy: config.trust_proxy,
+        body_timeout: Duration::from_millis(config.client_body_timeout_ms),
+        metrics: metrics.clone(),
+        metrics_access: config.metrics.clone(),
     });
     let sb = sandbox.clone();
     let server = HttpServer::new(move || {
@@ -195,11 +239,31 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         })
     })
     .workers(config.workers.max(1))
-    .shutdown_timeout(10)
+    // Signals are the binary's to handle (SIGINT and SIGTERM alike stop gracefully).
+    .disable_signals()
+    .shutdown_timeout(config.shutdown_timeout_secs)
+    .client_request_timeout(Duration::from_millis(config.client_request_timeout_ms))
+    .client_disconnect_timeout(Duration::from_millis(config.client_disconnect_timeout_ms))
+    .keep_alive(match config.keep_alive_secs {
+        0 => KeepAlive::Disabled,
+        secs => KeepAlive::Timeout(Duration::from_secs(secs)),
+    })
     .listen(listener)?
     .run();
     let handle = server.handle();
     let server = tokio::spawn(server);
-    log::info!("atrium listening on http://{addr} ({:?} profile)", config.profile);
-    Ok(Running { addr, handle, server, bootstrap_password, identity, docs, db, sandbox })
+    log::info!("atrium listening on http://{addr} ({:?} profile, metrics {:?})", config.profile, config.metrics);
+    Ok(Running {
+        addr,
+        handle,
+        server,
+        bootstrap_password,
+        identity,
+        docs,
+        db,
+        sandbox,
+        metrics,
+        jobs,
+        shutdown_timeout: Duration::from_secs(config.shutdown_timeout_secs),
+    })
 }

@@ -84,7 +84,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let db_config = config.clone();
             let db = tokio::task::spawn_blocking(move || open_database(&db_config)).await??;
             let identity =
-                atrium_server::identity_service(&config, &db, atrium_server::password_hasher(&config), "http://localhost", None)?;
+                atrium_server::identity_service(&config, &db, atrium_server::password_hasher(&config), "http://localhost", None, None)?;
             let user = identity.create_platform_admin(&username, &password).await.map_err(|e| anyhow::anyhow!("{e}"))?;
             println!("created platform administrator {} (id {})", user.username, user.id);
             Ok(())
@@ -100,12 +100,47 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         println!("\n  First start: created platform administrator 'admin' with password: {password}\n  Log in and change it.\n");
     }
     println!("atrium is listening on http://{}  (Swagger UI: http://{}/swagger-ui/)", running.addr, running.addr);
-    let handle = running.handle.clone();
+    let (handle, jobs, timeout) = (running.handle.clone(), running.jobs.clone(), running.shutdown_timeout);
     tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
-        log::info!("shutting down: finishing in-flight requests");
-        handle.stop(true).await;
+        let signal = stop_signal().await;
+        log::info!("{signal}: shutting down: finishing in-flight requests (at most {timeout:?}); no new background jobs");
+        jobs.stop_claiming();
+        tokio::select! {
+            () = handle.stop(true) => {}
+            again = stop_signal() => {
+                log::warn!("{again} again: stopping at once, dropping in-flight requests");
+                handle.stop(false).await;
+            }
+        }
     });
     running.server.await.context("server task failed")??;
+    if !running.jobs.wait(timeout).await {
+        log::warn!("background jobs still running after {timeout:?}; exiting anyway");
+    }
+    log::info!("stopped");
     Ok(())
+}
+
+/// The next SIGINT (Ctrl-C) or SIGTERM, by name: both stop gracefully.
+async fn stop_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            },
+            Err(e) => {
+                log::warn!("cannot listen for SIGTERM ({e}); Ctrl-C still stops the server");
+                let _ = tokio::signal::ctrl_c().await;
+                "SIGINT"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
 }

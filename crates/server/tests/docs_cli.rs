@@ -145,3 +145,51 @@ async fn a_token_from_the_cli_creates_documents_over_http() {
     assert_eq!(body["data"]["project_id"], project);
     assert_eq!(body["data"]["name"], "From the CLI token");
 }
+
+/// The lists show every party's projects and tokens, so each row names its owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_name_the_owning_party_of_each_project_and_token() {
+    let w = Workdir::new();
+    w.ok(&["docs", "project", "create", "--name", "Handbook"]);
+    w.ok(&["docs", "token", "create", "--name", "ci"]);
+    let mut vars = w.vars();
+    vars.extend([("ATRIUM_BIND", "127.0.0.1:0".into()), ("ATRIUM_BCRYPT_COST", "4".into())]);
+    let config = Config::from_vars(|k| vars.iter().find(|(name, _)| *name == k).map(|(_, v)| v.clone())).unwrap();
+    let running = atrium_server::start(config).await.unwrap();
+    let base = format!("http://{}/api/v1", running.addr);
+    let http = reqwest::Client::new();
+    let call = |method: reqwest::Method, path: &str, token: Option<&str>, body: Value| {
+        let mut req = http.request(method, format!("{base}{path}")).json(&body);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        async move {
+            let resp = req.send().await.unwrap();
+            let body: Value = resp.json().await.unwrap();
+            assert_eq!(body["code"], 200, "{body}");
+            body["data"].clone()
+        }
+    };
+    let login = |username: &str, password: &str| {
+        call(reqwest::Method::POST, "/auth/login", None, json!({"method": "password", "username": username, "password": password}))
+    };
+    let admin = login("admin", running.bootstrap_password.as_deref().unwrap()).await["access_token"].as_str().unwrap().to_owned();
+    let tenant = call(reqwest::Method::POST, "/tenants", Some(&admin), json!({"name": "Acme"})).await["id"].as_i64().unwrap();
+    let user = json!({"username": "acme-admin", "password": "user-pass-123", "name": "Ann", "tenant_id": tenant, "role_ids": [3]});
+    call(reqwest::Method::POST, "/users", Some(&admin), user).await;
+    let ann = login("acme-admin", "user-pass-123").await["access_token"].as_str().unwrap().to_owned();
+    call(reqwest::Method::POST, "/doc-projects", Some(&ann), json!({"name": "Acme docs"})).await;
+    call(reqwest::Method::POST, "/doc-tokens", Some(&ann), json!({"name": "acme"})).await;
+    running.handle.stop(true).await;
+
+    let projects = w.ok(&["docs", "project", "list"]);
+    let tokens = w.ok(&["docs", "token", "list"]);
+
+    let row = |list: &str, name: &str| list.lines().find(|l| l.ends_with(name)).unwrap_or_else(|| panic!("no {name} in {list}")).to_owned();
+    assert!(projects.lines().next().unwrap().contains("OWNER"), "{projects}");
+    assert!(row(&projects, "Handbook").contains(" platform "), "{projects}");
+    assert!(row(&projects, "Acme docs").contains(&format!(" tenant {tenant} ")), "{projects}");
+    assert!(tokens.lines().next().unwrap().contains("OWNER"), "{tokens}");
+    assert!(row(&tokens, " ci").contains(" platform "), "{tokens}");
+    assert!(row(&tokens, " acme").contains(&format!(" tenant {tenant} ")), "{tokens}");
+}

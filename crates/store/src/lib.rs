@@ -30,7 +30,7 @@ pub mod testing;
 mod time;
 
 pub use crypto::FieldCipher;
-pub use db::{Backend, Db, DbConn, MultiBackend, redact_url, write_tx};
+pub use db::{Backend, Db, DbConn, DbManager, MultiBackend, PoolStats, redact_url, write_tx};
 pub use docs::DocsStore;
 pub use error::db_error;
 pub use identity::IdentityStore;

@@ -1,12 +1,44 @@
 //! Fresh, migrated databases for tests: a temporary SQLite file always, and a new
-//! PostgreSQL database whenever `ATRIUM_TEST_PG_URL` names a server to create it on.
+//! PostgreSQL database on the server [`pg_admin_url`] finds — the one `ATRIUM_TEST_PG_URL`
+//! names, or else a throwaway cluster this test process starts itself from the PostgreSQL
+//! server binaries installed on the machine. Without either, every PostgreSQL variant says
+//! on the terminal that it was skipped.
 use crate::Db;
 use diesel::{Connection, RunQueryDsl};
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The environment variable naming a PostgreSQL server for tests, e.g.
-/// `postgres://postgres@127.0.0.1:55432/postgres`. CI always sets it.
+/// `postgres://postgres@127.0.0.1:55432/postgres`; `off` skips PostgreSQL. Unset, the tests
+/// start a throwaway cluster of their own when PostgreSQL's server binaries are installed.
 pub const PG_URL_VAR: &str = "ATRIUM_TEST_PG_URL";
+
+/// Where tests create their PostgreSQL databases, decided once per test process: see the
+/// module documentation. `None` when PostgreSQL variants are to be skipped.
+pub fn pg_admin_url() -> Option<&'static str> {
+    pg_server().as_ref().ok().map(String::as_str)
+}
+
+fn pg_server() -> &'static Result<String, String> {
+    static SERVER: OnceLock<Result<String, String>> = OnceLock::new();
+    SERVER.get_or_init(|| match std::env::var(PG_URL_VAR).ok().filter(|u| !u.is_empty()) {
+        Some(off) if off == "off" => Err(format!("{PG_URL_VAR}=off")),
+        Some(url) => Ok(url),
+        None => throwaway::start().map_err(|why| format!("{PG_URL_VAR} is unset and {why}")),
+    })
+}
+
+/// Says, past the test harness's output capture so it shows on the terminal, that a
+/// PostgreSQL variant did not run and why, with the count so far in this test binary.
+pub fn skip_postgres(test: &str) {
+    static SKIPPED: AtomicUsize = AtomicUsize::new(0);
+    let n = SKIPPED.fetch_add(1, Ordering::Relaxed) + 1;
+    let why = pg_server().as_ref().err().map(String::as_str).unwrap_or("no database");
+    let _ = writeln!(std::io::stderr(), "SKIPPED on PostgreSQL ({n} in this test binary so far): {test} ({why})");
+}
 
 /// A database created for one test; removed when dropped.
 pub struct TestDatabase {
@@ -36,11 +68,12 @@ impl TestDatabase {
         TestDatabase { url: format!("sqlite://{}", path.display()), cleanup: Cleanup::File(path) }
     }
 
-    /// A new PostgreSQL database, or `None` when `ATRIUM_TEST_PG_URL` is unset.
+    /// A new PostgreSQL database on [`pg_admin_url`]'s server, or `None` when there is none.
     pub fn postgres() -> Option<TestDatabase> {
-        let admin_url = std::env::var(PG_URL_VAR).ok().filter(|u| !u.is_empty())?;
+        let admin_url = pg_admin_url()?.to_owned();
         let name = format!("atrium_t_{}_{}", std::process::id(), unique());
-        let mut conn = diesel::pg::PgConnection::establish(&admin_url).unwrap_or_else(|e| panic!("{PG_URL_VAR} is set but unusable: {e}"));
+        let mut conn = diesel::pg::PgConnection::establish(&admin_url)
+            .unwrap_or_else(|e| panic!("the test PostgreSQL server {} is unusable: {e}", crate::redact_url(&admin_url)));
         diesel::sql_query(format!("CREATE DATABASE {name}"))
             .execute(&mut conn)
             .unwrap_or_else(|e| panic!("cannot create test database: {e}"));
@@ -107,7 +140,7 @@ macro_rules! store_test {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
                 let Some(tdb) = $crate::testing::TestDatabase::postgres() else {
-                    eprintln!("postgres variant skipped: {} is not set", $crate::testing::PG_URL_VAR);
+                    $crate::testing::skip_postgres(module_path!());
                     return;
                 };
                 let $db = tdb.open();
@@ -115,4 +148,145 @@ macro_rules! store_test {
             }
         }
     };
+}
+
+/// A PostgreSQL cluster of this test process: initdb into a temporary directory, started on a
+/// free loopback port, stopped and removed by a watcher shell once the process has exited.
+/// initdb refuses to run as root; as root the cluster runs as the `postgres` user, as
+/// `scripts/pg-throwaway.sh` does.
+mod throwaway {
+    use super::*;
+
+    const DIR_PREFIX: &str = "atrium-testpg-";
+
+    pub(super) fn start() -> Result<String, String> {
+        let bin = server_binaries().ok_or_else(|| {
+            "no PostgreSQL server binaries were found (initdb and pg_ctl under /usr/lib/postgresql/*/bin or on PATH; \
+             e.g. apt-get install postgresql)"
+                .to_owned()
+        })?;
+        let root = is_root();
+        if root && !user_exists("postgres") {
+            return Err("initdb cannot run as root and there is no postgres user to run it as".into());
+        }
+        remove_stale_clusters(&bin, root);
+        let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}-{}", std::process::id(), unique()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        // Watch before anything can fail, so the directory goes whatever happens next.
+        watch_until_exit(&bin, &dir, root)?;
+        if root {
+            run(Command::new("chown").arg("postgres").arg(&dir), "chown")?;
+        }
+        let d = dir.display();
+        as_cluster_user(&format!("{}/initdb -D {d}/data -A trust -U postgres -E UTF8 --no-sync >{d}/initdb.log 2>&1", bin.display()), root)
+            .map_err(|e| format!("initdb failed ({e}); see {d}/initdb.log"))?;
+        let mut last = String::new();
+        for _ in 0..3 {
+            let port = free_port()?;
+            let options = format!(
+                "-p {port} -k {d} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
+                 -c full_page_writes=off -c max_connections=400"
+            );
+            let started = as_cluster_user(
+                &format!("{}/pg_ctl -D {d}/data -l {d}/server.log -w -o '{options}' start >/dev/null 2>&1", bin.display()),
+                root,
+            );
+            match started {
+                Ok(()) => {
+                    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "PostgreSQL tests: started a throwaway cluster with {} at {url} ({PG_URL_VAR} is unset)",
+                        bin.display()
+                    );
+                    return Ok(url);
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(format!("the throwaway cluster did not start ({last}); see {d}/server.log"))
+    }
+
+    /// The newest `/usr/lib/postgresql/<version>/bin`, else a PATH entry with initdb and pg_ctl.
+    fn server_binaries() -> Option<PathBuf> {
+        let has_both = |d: &Path| d.join("initdb").is_file() && d.join("pg_ctl").is_file();
+        let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| Some((e.file_name().to_str()?.parse::<u32>().ok()?, e.path().join("bin"))))
+            .filter(|(_, bin)| has_both(bin))
+            .collect();
+        versions.sort();
+        versions
+            .pop()
+            .map(|(_, bin)| bin)
+            .or_else(|| std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).find(|d| has_both(d))))
+    }
+
+    fn is_root() -> bool {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+    }
+
+    fn user_exists(name: &str) -> bool {
+        Command::new("id").arg("-u").arg(name).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    }
+
+    fn free_port() -> Result<u16, String> {
+        std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).map_err(|e| format!("no free port: {e}"))
+    }
+
+    fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
+        match cmd.stdin(Stdio::null()).status() {
+            Ok(s) if s.success() => Ok(()),
+            Ok(s) => Err(format!("{what} exited with {s}")),
+            Err(e) => Err(format!("cannot run {what}: {e}")),
+        }
+    }
+
+    fn as_cluster_user(script: &str, root: bool) -> Result<(), String> {
+        if root {
+            run(Command::new("su").args(["postgres", "-s", "/bin/sh", "-c", script]), "su postgres")
+        } else {
+            run(Command::new("sh").args(["-c", script]), "sh")
+        }
+    }
+
+    fn stop_script(bin: &Path, dir: &Path, root: bool) -> String {
+        let stop = format!("{}/pg_ctl -D {}/data -m immediate stop", bin.display(), dir.display());
+        let stop = if root { format!("su postgres -s /bin/sh -c '{stop}'") } else { stop };
+        format!("{stop} >/dev/null 2>&1; rm -rf {}", dir.display())
+    }
+
+    /// A detached shell that waits for this process to end, then stops the cluster and
+    /// removes its directory.
+    fn watch_until_exit(bin: &Path, dir: &Path, root: bool) -> Result<(), String> {
+        let script = format!(
+            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {stop}",
+            pid = std::process::id(),
+            stop = stop_script(bin, dir, root)
+        );
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map(drop)
+            .map_err(|e| format!("cannot start the cluster's watcher: {e}"))
+    }
+
+    /// Clusters left by test processes that are gone (killed before their watcher ran).
+    fn remove_stale_clusters(bin: &Path, root: bool) {
+        for entry in std::fs::read_dir(std::env::temp_dir()).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)).and_then(|r| r.split('-').next()) else {
+                continue;
+            };
+            if !Path::new("/proc").join(pid).exists() {
+                let _ = Command::new("sh").args(["-c", &stop_script(bin, &entry.path(), root)]).stdin(Stdio::null()).status();
+            }
+        }
+    }
 }

@@ -11,7 +11,8 @@
 //!   ([`SubscribeError`]);
 //! * [`WechatPayslips`], payroll's `PayslipNotifier` for employees with an openid.
 //!
-//! Secrets and access tokens never appear in an error message or a log line.
+//! Secrets and access tokens never appear in an error message or a log line. Every call can be
+//! reported to a [`CallRecorder`] (endpoint and errcode, for metrics).
 
 mod payslips;
 mod subscribe;
@@ -25,8 +26,24 @@ use async_trait::async_trait;
 use atrium_identity::{ChatIdentity, ChatLoginProvider};
 use atrium_kernel::{Error, Result};
 use serde::Deserialize;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use url::Url;
+
+/// Told of every call made to the platform, for metrics: the endpoint's path (never the query,
+/// which carries secrets and tokens), the outcome — `0` on success, the platform's errcode, or
+/// `transport` when no readable answer came — and how long the call took.
+pub trait CallRecorder: Send + Sync {
+    fn record(&self, endpoint: &str, errcode: &str, elapsed: Duration);
+}
+
+/// Records one call through `recorder`, if any.
+pub(crate) fn record_call(recorder: Option<&Arc<dyn CallRecorder>>, endpoint: &str, errcode: Option<i64>, started: Instant) {
+    if let Some(r) = recorder {
+        let code = errcode.map(|c| c.to_string());
+        r.record(endpoint, code.as_deref().unwrap_or("transport"), started.elapsed());
+    }
+}
 
 /// Where the platform lives and which website app we log in as. `Debug` hides the secret.
 #[derive(Clone)]
@@ -70,12 +87,19 @@ struct OauthToken {
 pub struct WechatLogin {
     http: reqwest::Client,
     config: WechatLoginConfig,
+    recorder: Option<Arc<dyn CallRecorder>>,
 }
 
 impl WechatLogin {
     pub fn new(config: WechatLoginConfig) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).connect_timeout(Duration::from_secs(5)).build()?;
-        Ok(WechatLogin { http, config })
+        Ok(WechatLogin { http, config, recorder: None })
+    }
+
+    /// Reports every platform call to `recorder`.
+    pub fn with_recorder(mut self, recorder: Arc<dyn CallRecorder>) -> Self {
+        self.recorder = Some(recorder);
+        self
     }
 }
 
@@ -104,24 +128,16 @@ impl ChatLoginProvider for WechatLogin {
     }
 
     async fn exchange_code(&self, code: &str) -> Result<ChatIdentity> {
-        let url = format!("{}/sns/oauth2/access_token", self.config.api_base.trim_end_matches('/'));
-        let resp = self
-            .http
-            .get(&url)
-            .query(&[
-                ("appid", self.config.appid.as_str()),
-                ("secret", self.config.secret.as_str()),
-                ("code", code),
-                ("grant_type", "authorization_code"),
-            ])
-            .send()
-            .await
-            .map_err(|e| Error::Upstream(format!("messaging platform unreachable: {}", e.without_url())))?;
-        if !resp.status().is_success() {
-            return Err(Error::Upstream(format!("messaging platform answered HTTP {}", resp.status())));
-        }
-        let body: serde_json::Value =
-            resp.json().await.map_err(|_| Error::Upstream("messaging platform sent an unreadable answer".into()))?;
+        const ENDPOINT: &str = "/sns/oauth2/access_token";
+        let url = format!("{}{ENDPOINT}", self.config.api_base.trim_end_matches('/'));
+        let started = Instant::now();
+        let answer = self.exchange(&url, code).await;
+        let errcode = match &answer {
+            Ok(body) => Some(check_errcode(body).err().map_or(0, |e| e.errcode)),
+            Err(_) => None,
+        };
+        record_call(self.recorder.as_ref(), ENDPOINT, errcode, started);
+        let body = answer?;
         if let Err(e) = check_errcode(&body) {
             return Err(match e.errcode {
                 40029 | 40163 | 41008 => Error::Unauthenticated(format!("the scan code is invalid or was already used ({})", e.errcode)),
@@ -134,6 +150,28 @@ impl ChatLoginProvider for WechatLogin {
         let token: OauthToken =
             serde_json::from_value(body).map_err(|_| Error::Upstream("messaging platform answer lacks openid".into()))?;
         Ok(ChatIdentity { openid: token.openid, unionid: token.unionid.filter(|u| !u.is_empty()) })
+    }
+}
+
+impl WechatLogin {
+    /// The code exchange's answer, read as JSON.
+    async fn exchange(&self, url: &str, code: &str) -> Result<serde_json::Value> {
+        let resp = self
+            .http
+            .get(url)
+            .query(&[
+                ("appid", self.config.appid.as_str()),
+                ("secret", self.config.secret.as_str()),
+                ("code", code),
+                ("grant_type", "authorization_code"),
+            ])
+            .send()
+            .await
+            .map_err(|e| Error::Upstream(format!("messaging platform unreachable: {}", e.without_url())))?;
+        if !resp.status().is_success() {
+            return Err(Error::Upstream(format!("messaging platform answered HTTP {}", resp.status())));
+        }
+        resp.json().await.map_err(|_| Error::Upstream("messaging platform sent an unreadable answer".into()))
     }
 }
 

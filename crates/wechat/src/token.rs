@@ -5,11 +5,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use crate::SubscribeError;
+use crate::{CallRecorder, SubscribeError, record_call};
 
 /// Refresh this long before the platform's `expires_in` runs out.
 const REFRESH_MARGIN: Duration = Duration::from_secs(300);
@@ -47,6 +48,7 @@ pub struct AccessTokens {
     config: WechatAppConfig,
     /// Held across a refresh, so concurrent callers wait for one fetch and share its token.
     cached: Mutex<Option<Cached>>,
+    recorder: Option<Arc<dyn CallRecorder>>,
 }
 
 #[derive(Deserialize)]
@@ -66,7 +68,13 @@ impl AccessTokens {
     /// A cache for `config`'s app; nothing is fetched until the first call.
     pub fn new(config: WechatAppConfig) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).connect_timeout(Duration::from_secs(5)).build()?;
-        Ok(AccessTokens { http, config, cached: Mutex::new(None) })
+        Ok(AccessTokens { http, config, cached: Mutex::new(None), recorder: None })
+    }
+
+    /// Reports every platform call (token fetches and business calls) to `recorder`.
+    pub fn with_recorder(mut self, recorder: Arc<dyn CallRecorder>) -> Self {
+        self.recorder = Some(recorder);
+        self
     }
 
     /// The app id these tokens are for.
@@ -96,9 +104,11 @@ impl AccessTokens {
     }
 
     async fn fetch(&self) -> Result<TokenAnswer, SubscribeError> {
-        let url = format!("{}/cgi-bin/token", self.api_base());
+        const ENDPOINT: &str = "/cgi-bin/token";
+        let url = format!("{}{ENDPOINT}", self.api_base());
         let mut backoff = BUSY_BACKOFF.iter();
         loop {
+            let started = std::time::Instant::now();
             let sent = self
                 .http
                 .get(&url)
@@ -109,7 +119,9 @@ impl AccessTokens {
                 ])
                 .send()
                 .await;
-            match self.read_answer(sent, None).await {
+            let answer = self.read_answer(sent, None).await;
+            self.record(ENDPOINT, &answer, started);
+            match answer {
                 Ok(body) => {
                     let answer: TokenAnswer = serde_json::from_value(body)
                         .map_err(|_| SubscribeError::Transport("the token answer lacks access_token or expires_in".into()))?;
@@ -143,8 +155,11 @@ impl AccessTokens {
         let mut backoff = BUSY_BACKOFF.iter();
         loop {
             let token = self.get().await?;
+            let started = std::time::Instant::now();
             let sent = self.http.post(&url).query(&[("access_token", token.as_str())]).json(body).send().await;
-            match self.read_answer(sent, Some(&token)).await {
+            let answer = self.read_answer(sent, Some(&token)).await;
+            self.record(path, &answer, started);
+            match answer {
                 Err(e) if !token_retried && e.errcode().is_some_and(|c| STALE_TOKEN.contains(&c)) => {
                     log::info!("{path}: access token refused ({e}); fetching a new one and retrying once");
                     self.invalidate(&token).await;
@@ -160,6 +175,14 @@ impl AccessTokens {
                 other => return other,
             }
         }
+    }
+
+    fn record(&self, endpoint: &str, answer: &Result<Value, SubscribeError>, started: std::time::Instant) {
+        let errcode = match answer {
+            Ok(_) => Some(0),
+            Err(e) => e.errcode(),
+        };
+        record_call(self.recorder.as_ref(), endpoint, errcode, started);
     }
 
     fn api_base(&self) -> &str {

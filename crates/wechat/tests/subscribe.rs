@@ -376,3 +376,32 @@ async fn wechat_payslips_reports_a_used_up_subscription_as_an_upstream_error() {
     assert!(matches!(&err, Error::Upstream(m) if m.contains("43101")), "{err:?}");
     platform.stop().await;
 }
+
+/// Records calls as `endpoint errcode`, for the metrics hook.
+#[derive(Default)]
+struct Calls(std::sync::Mutex<Vec<String>>);
+
+impl atrium_wechat::CallRecorder for Calls {
+    fn record(&self, endpoint: &str, errcode: &str, _elapsed: Duration) {
+        self.0.lock().unwrap().push(format!("{endpoint} {errcode}"));
+    }
+}
+
+#[tokio::test]
+async fn every_call_is_reported_with_its_endpoint_and_errcode_and_no_secret() {
+    let platform = Platform::start().await;
+    let calls = Arc::new(Calls::default());
+    let tokens = AccessTokens::new(platform.config(SANDBOX_MP_SECRET)).unwrap().with_recorder(calls.clone());
+    let client = SubscribeMessages::new(Arc::new(tokens));
+    platform.control("fail", json!({"path": SEND_PATH, "errcode": 40001, "times": 1})).await;
+
+    client.send(&payslip_message("o-ann")).await.unwrap();
+
+    let seen = calls.0.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        ["/cgi-bin/token 0".to_owned(), format!("{SEND_PATH} 40001"), "/cgi-bin/token 0".to_owned(), format!("{SEND_PATH} 0"),]
+    );
+    assert!(seen.iter().all(|c| !c.contains(SANDBOX_MP_SECRET)));
+    platform.stop().await;
+}
