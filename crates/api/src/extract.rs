@@ -215,7 +215,7 @@ impl FromRequest for Auth {
                 user_id: principal.user.id,
                 session_id: principal.session.id.clone(),
                 party: principal.user.party,
-                standing: principal.user.standing,
+                standing: principal.standing,
                 permissions: principal.permissions.clone(),
                 ip,
                 request_id,

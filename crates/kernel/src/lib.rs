@@ -18,7 +18,7 @@ pub mod permission;
 pub mod secret;
 mod text;
 
-pub use actor::{Actor, Party, PartyStanding, PartyView, PartyType, PermissionSet, UserStatus, permission_matches};
+pub use actor::{Actor, Party, PartyStanding, PartyType, PartyView, PermissionSet, UserStatus, permission_matches};
 pub use audit::AuditRecord;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use contact::{ContactTarget, Email, Phone};

@@ -59,28 +59,18 @@ impl PasswordHasher for BcryptHasher {
     }
 }
 
-#[async_trait]
-impl atrium_org::PasswordHashing for BcryptHasher {
-    async fn hash_password(&self, password: &str) -> Result<String> {
-        PasswordHasher::hash(self, password).await
-    }
-}
-
-/// Tells identity's session cache that a user's access changed, so this instance stops
-/// serving the cached principal at once (other instances within their cache lifetime).
-pub struct IdentityAccessChanged(pub std::sync::Arc<atrium_identity::IdentityService>);
+/// Tells identity's session cache that a party change changed its users' access, so this
+/// instance stops serving their cached principals at once (other instances within their
+/// cache lifetime).
+pub struct IdentityAccessChanged(pub std::sync::Arc<atrium_identity::SessionCache>);
 
 impl atrium_org::AccessChanged for IdentityAccessChanged {
     fn user_access_changed(&self, user_id: atrium_kernel::Id) {
         self.0.forget_user(user_id);
     }
 
-    fn role_changed(&self, _role_id: atrium_kernel::Id) {
-        self.0.forget_all_sessions();
-    }
-
     fn party_changed(&self) {
-        self.0.forget_all_sessions();
+        self.0.clear();
     }
 }
 

@@ -159,7 +159,7 @@ impl Config {
             codes_per_target_per_hour: parse_num("ATRIUM_CODES_PER_TARGET_PER_HOUR", 5)? as i64,
             codes_per_ip_per_hour: parse_num("ATRIUM_CODES_PER_IP_PER_HOUR", 30)? as i64,
             code_resend_secs: parse_num("ATRIUM_CODE_RESEND_SECS", 60)?,
-            user_creates_per_hour: parse_num("ATRIUM_USER_CREATES_PER_HOUR", atrium_org::USER_CREATES_PER_HOUR as u64)? as i64,
+            user_creates_per_hour: parse_num("ATRIUM_USER_CREATES_PER_HOUR", atrium_identity::USER_CREATES_PER_HOUR as u64)? as i64,
             bootstrap_admin: !matches!(var("ATRIUM_BOOTSTRAP_ADMIN").as_deref(), Some("0" | "false" | "no")),
         };
         config.validate()?;

@@ -10,14 +10,14 @@ use actix_web::{HttpServer, web};
 use anyhow::Context;
 use atrium_api::AppState;
 use atrium_docs::{DocsConfig, DocsService};
-use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService};
+use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService, RoleService, UserService};
 use atrium_kernel::{Clock, SystemClock};
-use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, RoleService, TenantService, UserService};
+use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, TenantService};
 use atrium_payroll::{PayrollService, PayslipChannels, PayslipNotifier, TextSender};
 use atrium_sandbox::{
     SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID, Sandbox,
 };
-use atrium_store::{Db, DocsStore, FieldCipher, IdentityStore, OrgStore, PayrollStore, RateBuckets};
+use atrium_store::{Db, DocsStore, FieldCipher, IdentityStore, OrgStore, PayrollStore};
 use atrium_wechat::{AccessTokens, MiniProgramState, SubscribeMessages, WechatAppConfig, WechatPayslips};
 use atrium_wechat::{WechatLogin, WechatLoginConfig};
 use std::net::{SocketAddr, TcpListener};
@@ -149,7 +149,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let db_config = config.clone();
     let db = tokio::task::spawn_blocking(move || open_database(&db_config)).await??;
     let sandbox = (config.platform == Platform::Sandbox).then(Sandbox::new);
-    // One hasher, so its cap on concurrent bcrypt work holds across identity and org.
+    // One hasher, so its cap on concurrent bcrypt work holds across logins and user administration.
     let hasher = password_hasher(&config);
     let identity = identity_service(&config, &db, hasher.clone(), &public_url, sandbox.as_ref())?;
     let docs = docs_service(&db);
@@ -162,19 +162,13 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
 
     let org = Arc::new(OrgStore::new(db.clone(), FieldCipher::new(&config.master_key)));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let access: Arc<dyn AccessChanged> = Arc::new(adapters::IdentityAccessChanged(identity.clone()));
+    let access: Arc<dyn AccessChanged> = Arc::new(adapters::IdentityAccessChanged(identity.session_cache()));
+    let accounts = Arc::new(IdentityStore::new(db.clone()));
     let state = web::Data::new(AppState {
         identity: identity.clone(),
         users: Arc::new(
-            UserService::new(
-                org.clone(),
-                hasher,
-                access.clone(),
-                Arc::new(RateBuckets::new(db.clone())),
-                clock.clone(),
-                atrium_identity::validate_password,
-            )
-            .with_create_limit(config.user_creates_per_hour),
+            UserService::new(accounts.clone(), accounts.clone(), hasher, identity.session_cache(), clock.clone())
+                .with_create_limit(config.user_creates_per_hour),
         ),
         partners: Arc::new(PartnerService::new(org.clone(), access.clone(), clock.clone())),
         tenants: Arc::new(TenantService::new(org.clone(), access.clone(), clock.clone())),
@@ -184,7 +178,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             payslip_notifier(&config, &public_url, sandbox.as_ref())?,
             clock.clone(),
         )),
-        roles: Arc::new(RoleService::new(org.clone(), access.clone(), clock.clone())),
+        roles: Arc::new(RoleService::new(accounts, identity.session_cache(), clock.clone())),
         audit: Arc::new(AuditService::new(org.clone())),
         docs: docs.clone(),
         health: Arc::new(adapters::DbHealth(db.clone())),

@@ -76,7 +76,7 @@ fn suspension(conn: &mut DbConn, token: &ApiToken) -> Result<Option<String>> {
     Ok(match crate::identity::load_user(conn, crate::identity::UserFilter::Id(issuer))? {
         None => Some("the user who issued it no longer exists".into()),
         Some(c) if c.user.status != atrium_identity::UserStatus::Active => Some("the user who issued it is disabled".into()),
-        Some(c) => c.user.standing.refusal("the user who issued it"),
+        Some(c) => c.standing.refusal("the user who issued it"),
     })
 }
 

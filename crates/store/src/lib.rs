@@ -5,12 +5,11 @@
 //! repository ports of the domain crates:
 //!
 //! - [`IdentityStore`] (`identity/`, one file per port): `LoginRepo`, `RateBucketRepo`,
-//!   `SessionRepo`, `CodeRepo`, `AccountRepo` and `ChatTicketRepo`, and so the umbrella
-//!   `IdentityRepo` the identity service holds;
-//! - [`OrgStore`] (`org/`, one file per port): partners, tenants, employees, users, roles
-//!   and the audit trail;
-//! - [`PayrollStore`] (`PayrollRepo`), [`DocsStore`] (`DocsRepo`) and [`RateBuckets`] (the
-//!   org `RateLimiter`, over the rate buckets identity's `RateBucketRepo` uses too).
+//!   `SessionRepo`, `CodeRepo`, `AccountRepo` and `ChatTicketRepo` (together the umbrella
+//!   `IdentityRepo` the identity service holds), `UserRepo` and `RoleRepo`;
+//! - [`OrgStore`] (`org/`, one file per port): partners, tenants, employees and the audit
+//!   trail;
+//! - [`PayrollStore`] (`PayrollRepo`) and [`DocsStore`] (`DocsRepo`).
 //!
 //! Every repository call runs on the blocking pool; every domain operation that must be
 //! atomic is one transaction here.
@@ -37,4 +36,3 @@ pub use error::db_error;
 pub use identity::IdentityStore;
 pub use org::OrgStore;
 pub use payroll::PayrollStore;
-pub use rate::RateBuckets;

@@ -1,10 +1,9 @@
 //! Sliding-window event counts in `rate_events`, shared by every instance on the database.
-use async_trait::async_trait;
 use atrium_kernel::{Result, Timestamp};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
-use crate::db::{Db, DbConn};
+use crate::db::DbConn;
 use crate::error::db_error;
 use crate::schema::rate_events;
 use crate::time::{from_db, to_db};
@@ -33,29 +32,4 @@ pub(crate) fn count(conn: &mut DbConn, bucket: &str, since: Timestamp) -> Result
     let n: i64 = q.count().get_result(conn).map_err(db_error)?;
     let oldest: Option<NaiveDateTime> = q.select(diesel::dsl::min(rate_events::created_at)).first(conn).map_err(db_error)?;
     Ok((n, oldest.map(from_db)))
-}
-
-/// The org domain's [`RateLimiter`](atrium_org::RateLimiter) over `rate_events`.
-#[derive(Clone)]
-pub struct RateBuckets {
-    db: Db,
-}
-
-impl RateBuckets {
-    pub fn new(db: Db) -> Self {
-        RateBuckets { db }
-    }
-}
-
-#[async_trait]
-impl atrium_org::RateLimiter for RateBuckets {
-    async fn count(&self, key: &str, since: Timestamp) -> Result<(i64, Option<Timestamp>)> {
-        let key = key.to_owned();
-        self.db.run(move |conn| count(conn, &key, since)).await
-    }
-
-    async fn hit(&self, key: &str, at: Timestamp, since: Timestamp) -> Result<()> {
-        let key = key.to_owned();
-        self.db.write(move |conn| hit(conn, &key, at, since).map(|_| ())).await
-    }
 }

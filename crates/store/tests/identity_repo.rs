@@ -297,7 +297,7 @@ store_test!(a_chat_identity_binds_to_one_user_only, |db| {
     let err = repo.bind_chat_identity(other.id, "unionid:u1", t0(), audit("user.chat_bind")).await.unwrap_err();
 
     assert!(matches!(err, Error::Conflict(_)));
-    assert_eq!(repo.find_user_by_chat_identity("unionid:u1").await.unwrap().unwrap().id, user.id);
+    assert_eq!(repo.find_user_by_chat_identity("unionid:u1").await.unwrap().unwrap().user.id, user.id);
 });
 
 store_test!(a_chat_ticket_is_scanned_and_consumed_once, |db| {
@@ -323,4 +323,55 @@ store_test!(a_chat_ticket_is_scanned_and_consumed_once, |db| {
     assert!(first_use && !second_use);
     let t = repo.get_chat_ticket("T").await.unwrap().unwrap();
     assert_eq!((t.status, t.user_id), (TicketStatus::Confirmed, Some(user.id)));
+});
+
+fn role_audit(action: &str, target: &'static str) -> AuditRecord {
+    AuditRecord::system(t0(), action, target, None)
+}
+
+store_test!(roles_in_use_cannot_be_deleted_and_builtins_never, |db| {
+    let s = IdentityStore::new(db.clone());
+    let custom = Role {
+        id: 0,
+        code: "reader".into(),
+        name: "Reader".into(),
+        party_type: atrium_kernel::PartyType::Platform,
+        owner_partner_id: None,
+        owner_tenant_id: None,
+        builtin: false,
+        permissions: vec!["user:read".into()],
+        created_at: t0(),
+        updated_at: t0(),
+    };
+    let role = s.insert_role(custom.clone(), role_audit("role.create", "role")).await.unwrap();
+
+    let holder = User {
+        id: 0,
+        username: "holder".into(),
+        name: "Holder".into(),
+        phone: None,
+        email: None,
+        party: Party::Platform,
+        status: UserStatus::Active,
+        chat_bound: false,
+        created_at: t0(),
+        updated_at: t0(),
+    };
+    let holder = s
+        .insert_user(UserWithRoles::new(holder, std::slice::from_ref(&role)), "hash".into(), role_audit("user.create", "user"))
+        .await
+        .unwrap();
+    assert_eq!(s.get_user(Party::Platform, holder.user.id).await.unwrap().as_ref(), Some(&holder), "stored as returned");
+
+    let dup = s.insert_role(custom, role_audit("role.create", "role")).await.unwrap_err();
+    let builtin = s.delete_role(1, role_audit("role.delete", "role")).await.unwrap_err();
+    let in_use = s.delete_role(role.id, role_audit("role.delete", "role")).await.unwrap_err();
+    let write = UserWrite { role_ids: Some(vec![]), ..UserWrite::default() };
+    s.update_user(holder, write, role_audit("user.update", "user")).await.unwrap();
+    s.delete_role(role.id, role_audit("role.delete", "role")).await.unwrap();
+
+    assert!(matches!(dup, Error::Conflict(_)));
+    assert!(matches!(builtin, Error::NotFound(_)));
+    assert!(matches!(in_use, Error::Conflict(_)), "{in_use:?}");
+    assert_eq!(s.get_role(Party::Platform, role.id).await.unwrap(), None);
 });

@@ -1,7 +1,7 @@
 //! Contract tests of the org repositories, on SQLite and (when configured) PostgreSQL.
 #![allow(clippy::unwrap_used)]
 use atrium_kernel::payroll::HousingFundRate;
-use atrium_kernel::{AuditRecord, Error, Money, Party, PartyType, Timestamp};
+use atrium_kernel::{AuditRecord, Error, Money, Party, Timestamp};
 use atrium_org::*;
 use atrium_store::{Db, FieldCipher, OrgStore, store_test};
 use chrono::{TimeZone, Utc};
@@ -171,51 +171,6 @@ store_test!(audit_entries_are_scoped_to_their_owning_party, |db| {
     assert_eq!(as_other.total, 0);
 });
 
-store_test!(roles_in_use_cannot_be_deleted_and_builtins_never, |db| {
-    let s = store(&db);
-    let custom = Role {
-        id: 0,
-        code: "reader".into(),
-        name: "Reader".into(),
-        party_type: PartyType::Platform,
-        owner_partner_id: None,
-        owner_tenant_id: None,
-        builtin: false,
-        permissions: vec!["user:read".into()],
-        created_at: t0(),
-        updated_at: t0(),
-    };
-    let role = s.insert_role(custom.clone(), audit("role.create", "role")).await.unwrap();
-
-    let holder = OrgUser {
-        id: 0,
-        username: "holder".into(),
-        name: "Holder".into(),
-        phone: None,
-        email: None,
-        party: Party::Platform,
-        status: UserStatus::Active,
-        roles: vec![],
-        permissions: vec![],
-        chat_bound: false,
-        created_at: t0(),
-        updated_at: t0(),
-    };
-    let holder = s.insert_user(holder, "hash".into(), vec![role.id], audit("user.create", "user")).await.unwrap();
-
-    let dup = s.insert_role(custom, audit("role.create", "role")).await.unwrap_err();
-    let builtin = s.delete_role(1, audit("role.delete", "role")).await.unwrap_err();
-    let in_use = s.delete_role(role.id, audit("role.delete", "role")).await.unwrap_err();
-    let write = UserWrite { role_ids: Some(vec![]), ..UserWrite::default() };
-    s.update_user(holder, write, audit("user.update", "user")).await.unwrap();
-    s.delete_role(role.id, audit("role.delete", "role")).await.unwrap();
-
-    assert!(matches!(dup, Error::Conflict(_)));
-    assert!(matches!(builtin, Error::NotFound(_)));
-    assert!(matches!(in_use, Error::Conflict(_)), "{in_use:?}");
-    assert_eq!(s.get_role(Party::Platform, role.id).await.unwrap(), None);
-});
-
 store_test!(list_totals_stay_exact_through_inserts_deletes_and_filters, |db| {
     let s = store(&db);
     let p1 = partner(&s).await;
@@ -310,6 +265,7 @@ store_test!(keyword_search_finds_substrings_of_name_phone_and_number_and_follows
 
 store_test!(keywords_are_literal_text_on_every_list_and_never_a_database_error, |db| {
     let s = store(&db);
+    let accounts = atrium_store::IdentityStore::new(db.clone());
     let p = partner(&s).await;
     let t = s.insert_tenant(tenant(Some(p)), audit("tenant.create", "tenant")).await.unwrap().id;
     let mut e = employee(t, "E-1");
@@ -363,9 +319,9 @@ store_test!(keywords_are_literal_text_on_every_list_and_never_a_database_error, 
             let mut q = PartnerQuery::default();
             q.list.keyword = Some(k.to_lowercase());
             s.list_partners(scope, q).await.unwrap_or_else(|e| panic!("partners {k:?}: {e:?}"));
-            let mut q = UserQuery::default();
+            let mut q = atrium_identity::UserQuery::default();
             q.list.keyword = Some(k.to_lowercase());
-            s.list_users(scope, q).await.unwrap_or_else(|e| panic!("users {k:?}: {e:?}"));
+            atrium_identity::UserRepo::list_users(&accounts, scope, q).await.unwrap_or_else(|e| panic!("users {k:?}: {e:?}"));
         }
     }
     let find = |k: &str| {

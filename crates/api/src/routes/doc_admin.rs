@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::app::AppState;
 use crate::envelope::{ApiResult, ok};
 use crate::extract::{Authorized, Json};
-use crate::routes::auth::PartyView;
+use atrium_kernel::PartyView;
 
 use atrium_kernel::permission as perm;
 

@@ -1,9 +1,8 @@
 //! `/api/v1/roles`: built-in and custom roles, and the permission catalogue.
 use actix_web::web;
+use atrium_identity::Role;
+use atrium_identity::api::{NewRole, PermissionInfo, RoleListParams, RolePatch};
 use atrium_kernel::PageRequest;
-use atrium_org::{NewRole, Role, RolePatch};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 
 use super::IdPath;
 use crate::app::AppState;
@@ -20,24 +19,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/roles/{id}").route(web::get().to(get)).route(web::put().to(update)).route(web::delete().to(delete)));
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-pub struct RoleListParams {
-    pub page: Option<i64>,
-    pub page_size: Option<i64>,
-}
-
 /// Roles the caller can see and hand out.
 #[utoipa::path(get, path = "/api/v1/roles", tag = "roles", params(RoleListParams), security(("bearer" = [])),
     responses((status = 200, body = inline(atrium_kernel::Page<Role>)), (status = 403)))]
 pub async fn list(state: web::Data<AppState>, auth: Authorized<RoleRead>, q: web::Query<RoleListParams>) -> ApiResult {
     ok(state.roles.list(&auth.actor, PageRequest::new(q.page, q.page_size)?).await?)
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PermissionInfo {
-    pub name: &'static str,
-    pub description: &'static str,
 }
 
 /// The permission catalogue.

@@ -1,8 +1,8 @@
+use super::SessionCache;
 use crate::config::IdentityConfig;
 use crate::model::*;
 use crate::password::Password;
 use crate::ports::*;
-use super::SessionCache;
 use crate::token::{AccessClaims, TokenKeys, hash_code, hash_secret, random_token};
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Clock, ContactTarget, Error, Id, Result, Text, Timestamp};

@@ -134,4 +134,3 @@ impl RoleService {
         self.repo.delete_role(id, audit).await
     }
 }
-

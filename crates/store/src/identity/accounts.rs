@@ -1,45 +1,18 @@
 //! [`AccountRepo`]: tenant self-registration, password reset and the platform-admin bootstrap.
-use super::{IdentityStore, UserFilter, clear_user_lockout, load_user};
+use super::users::insert_user;
+use super::{IdentityStore, clear_user_lockout};
 use crate::audit_log::{audit_created, write_audit};
-use crate::db::DbConn;
 use crate::error::db_error;
 use crate::schema::{tenants, user_roles, users};
 use crate::time::to_db;
 use async_trait::async_trait;
-use atrium_identity::{AccountRepo, NewRegistration, Registered, User};
-use atrium_kernel::{AuditRecord, Error, Id, Result, Timestamp};
-use chrono::NaiveDateTime;
+use atrium_identity::{AccountRepo, NewRegistration, Registered, User, UserStatus};
+use atrium_kernel::{AuditRecord, Id, Party, Result, Timestamp};
 use diesel::prelude::*;
 
 /// Role id of the built-in roles seeded by migration.
 const PLATFORM_ADMIN_ROLE: Id = 1;
 const TENANT_ADMIN_ROLE: Id = 3;
-
-/// A user row as the account flows create it (one built-in role each).
-#[derive(Insertable)]
-#[diesel(table_name = users)]
-struct AccountRow<'a> {
-    username: &'a str,
-    password_hash: &'a str,
-    name: &'a str,
-    phone: Option<&'a str>,
-    email: Option<&'a str>,
-    party_type: &'a str,
-    tenant_id: Option<Id>,
-    status: &'a str,
-    created_at: NaiveDateTime,
-    updated_at: NaiveDateTime,
-}
-
-/// Inserts the user and grants it `role`; returns its id.
-fn insert_user_with_role(conn: &mut DbConn, row: AccountRow<'_>, role: Id) -> Result<Id> {
-    let user_id: Id = diesel::insert_into(users::table).values(&row).returning(users::id).get_result(conn).map_err(db_error)?;
-    diesel::insert_into(user_roles::table)
-        .values((user_roles::user_id.eq(user_id), user_roles::role_id.eq(role)))
-        .execute(conn)
-        .map_err(db_error)?;
-    Ok(user_id)
-}
 
 #[async_trait]
 impl AccountRepo for IdentityStore {
@@ -59,23 +32,20 @@ impl AccountRepo for IdentityStore {
                     .returning(tenants::id)
                     .get_result(conn)
                     .map_err(db_error)?;
-                let user_id = insert_user_with_role(
-                    conn,
-                    AccountRow {
-                        username: &r.username,
-                        password_hash: &r.password_hash,
-                        name: &r.name,
-                        phone: r.phone.as_deref(),
-                        email: r.email.as_deref(),
-                        party_type: "tenant",
-                        tenant_id: Some(tenant_id),
-                        status: "active",
-                        created_at: at,
-                        updated_at: at,
-                    },
-                    TENANT_ADMIN_ROLE,
-                )?;
-                let user = load_user(conn, UserFilter::Id(user_id))?.ok_or_else(|| Error::internal("registered user vanished"))?.user;
+                let user = User {
+                    id: 0,
+                    username: r.username.clone(),
+                    name: r.name.clone(),
+                    phone: r.phone.clone(),
+                    email: r.email.clone(),
+                    party: Party::Tenant { tenant_id, partner_id: None },
+                    status: UserStatus::Active,
+                    chat_bound: false,
+                    created_at: r.at,
+                    updated_at: r.at,
+                };
+                let user_id = insert_user(conn, &user, &r.password_hash, &[TENANT_ADMIN_ROLE])?;
+                let user = User { id: user_id, ..user };
                 let audit = audit
                     .acted_by(Some(user_id))
                     .owned_by(None, Some(tenant_id))
@@ -127,30 +97,26 @@ impl AccountRepo for IdentityStore {
         let (username, name, hash) = (username.trim().to_lowercase(), name.to_owned(), password_hash.to_owned());
         self.db
             .write(move |conn| {
-                let at = to_db(at);
-                let user_id = insert_user_with_role(
-                    conn,
-                    AccountRow {
-                        username: &username,
-                        password_hash: &hash,
-                        name: &name,
-                        phone: None,
-                        email: None,
-                        party_type: "platform",
-                        tenant_id: None,
-                        status: "active",
-                        created_at: at,
-                        updated_at: at,
-                    },
-                    PLATFORM_ADMIN_ROLE,
-                )?;
+                let user = User {
+                    id: 0,
+                    username: username.clone(),
+                    name,
+                    phone: None,
+                    email: None,
+                    party: Party::Platform,
+                    status: UserStatus::Active,
+                    chat_bound: false,
+                    created_at: at,
+                    updated_at: at,
+                };
+                let user_id = insert_user(conn, &user, &hash, &[PLATFORM_ADMIN_ROLE])?;
                 let audit = if audit.after.is_none() {
                     audit.with_after(serde_json::json!({"username": username, "role": "platform_admin"}))
                 } else {
                     audit
                 };
                 audit_created(conn, audit, user_id)?;
-                Ok(load_user(conn, UserFilter::Id(user_id))?.ok_or_else(|| Error::internal("created user vanished"))?.user)
+                Ok(User { id: user_id, ..user })
             })
             .await
     }

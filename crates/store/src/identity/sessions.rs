@@ -3,17 +3,13 @@ use super::{IdentityStore, UserFilter, load_user};
 use crate::audit_log::write_audit;
 use crate::db::DbConn;
 use crate::error::db_error;
-use crate::schema::{refresh_tokens, roles, sessions, user_roles};
+use crate::schema::{refresh_tokens, sessions};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
-use atrium_identity::{NewRefreshToken, NewSession, Principal, RefreshOutcome, RoleRef, SessionRecord, SessionRepo};
-use atrium_kernel::{AuditRecord, Error, Party, PermissionSet, Result, Timestamp};
+use atrium_identity::{NewRefreshToken, NewSession, Principal, RefreshOutcome, SessionRecord, SessionRepo};
+use atrium_kernel::{AuditRecord, Party, Result, Timestamp};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
-
-fn parse_permissions(raw: &str) -> Result<Vec<String>> {
-    serde_json::from_str(raw).map_err(|e| Error::Internal(anyhow::Error::new(e).context("role permissions are not a JSON array")))
-}
 
 fn session_record(row: (String, i64, NaiveDateTime, NaiveDateTime, Option<NaiveDateTime>)) -> SessionRecord {
     SessionRecord { id: row.0, user_id: row.1, created_at: from_db(row.2), expires_at: from_db(row.3), revoked_at: row.4.map(from_db) }
@@ -145,20 +141,8 @@ impl SessionRepo for IdentityStore {
                 };
                 let session = session_record(row);
                 let Some(creds) = load_user(conn, UserFilter::Id(session.user_id))? else { return Ok(None) };
-                let role_rows: Vec<(i64, String, String, String)> = user_roles::table
-                    .inner_join(roles::table)
-                    .filter(user_roles::user_id.eq(session.user_id))
-                    .select((roles::id, roles::code, roles::name, roles::permissions))
-                    .order(roles::id)
-                    .load(conn)
-                    .map_err(db_error)?;
-                let mut perms = Vec::new();
-                let mut role_refs = Vec::with_capacity(role_rows.len());
-                for (id, code, name, permissions) in role_rows {
-                    perms.extend(parse_permissions(&permissions)?);
-                    role_refs.push(RoleRef { id, code, name });
-                }
-                Ok(Some(Principal { session, user: creds.user, roles: role_refs, permissions: PermissionSet::new(perms) }))
+                let (roles, permissions) = super::users::roles_of(conn, &[session.user_id])?.remove(&session.user_id).unwrap_or_default();
+                Ok(Some(Principal { session, user: creds.user, standing: creds.standing, roles, permissions }))
             })
             .await
     }

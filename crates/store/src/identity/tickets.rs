@@ -5,7 +5,7 @@ use crate::error::db_error;
 use crate::schema::{chat_tickets, users};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
-use atrium_identity::{ChatTicket, ChatTicketRepo, TicketStatus, User};
+use atrium_identity::{ChatTicket, ChatTicketRepo, TicketStatus, UserCredentials};
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Result, Timestamp};
 use chrono::NaiveDateTime;
@@ -105,9 +105,9 @@ impl ChatTicketRepo for IdentityStore {
             .await
     }
 
-    async fn find_user_by_chat_identity(&self, key: &str) -> Result<Option<User>> {
+    async fn find_user_by_chat_identity(&self, key: &str) -> Result<Option<UserCredentials>> {
         let key = key.to_owned();
-        self.db.run(move |conn| Ok(load_user(conn, UserFilter::ChatIdentity(&key))?.map(|c| c.user))).await
+        self.db.run(move |conn| load_user(conn, UserFilter::ChatIdentity(&key))).await
     }
 
     async fn bind_chat_identity(&self, user_id: Id, key: &str, at: Timestamp, audit: AuditRecord) -> Result<()> {

@@ -1,4 +1,4 @@
-//! Repositories of the org domain: partners, tenants, employees, users, roles and the audit
+//! Repositories of the org domain: partners, tenants, employees and the audit
 //! trail. Each write stores its audit record in the same transaction.
 pub(crate) use crate::audit_log::{audit_created, write_audit};
 use crate::crypto::FieldCipher;
@@ -8,9 +8,7 @@ use atrium_kernel::{Page, PageRequest, Result};
 mod audit;
 mod employees;
 mod partners;
-mod roles;
 pub(crate) mod tenants;
-mod users;
 
 /// The org repositories over the database; implements every org port.
 #[derive(Clone)]

@@ -1,16 +1,16 @@
 //! Service tests against mocked ports.
+use super::super::auth::normalise_login;
 use crate::config::IdentityConfig;
 use crate::model::*;
 use crate::ports::*;
 use crate::service::IdentityService;
-use super::super::auth::normalise_login;
 use crate::token::hash_code;
-use atrium_kernel::{Error, Id, Timestamp};
-use chrono::Duration;
-use std::sync::{Arc, Mutex};
 use atrium_kernel::StrEnum;
+use atrium_kernel::{Error, Id, Timestamp};
 use atrium_kernel::{FixedClock, Party, PartyStanding, PermissionSet};
+use chrono::Duration;
 use chrono::TimeZone;
+use std::sync::{Arc, Mutex};
 
 fn now() -> Timestamp {
     chrono::Utc.with_ymd_and_hms(2026, 3, 1, 8, 0, 0).single().expect("valid date")

@@ -84,9 +84,10 @@ async fn a_role_for_another_kind_of_party_is_refused() {
 #[tokio::test]
 async fn a_new_user_holds_the_granted_roles_and_their_permissions() {
     let mut repo = MockUserRepo::new();
-    repo.expect_roles_by_ids().withf(|_, ids| ids == &[4, 5]).times(1).returning(|_, _| {
-        Ok(vec![role(5, PartyType::Tenant, &["employee:read"]), role(4, PartyType::Tenant, &["payroll:read"])])
-    });
+    repo.expect_roles_by_ids()
+        .withf(|_, ids| ids == &[4, 5])
+        .times(1)
+        .returning(|_, _| Ok(vec![role(5, PartyType::Tenant, &["employee:read"]), role(4, PartyType::Tenant, &["payroll:read"])]));
     repo.expect_insert_user()
         .withf(|u, hash, audit| {
             u.roles.iter().map(|r| r.id).collect::<Vec<_>>() == [4, 5]

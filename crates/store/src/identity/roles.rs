@@ -1,12 +1,16 @@
-use super::{OrgStore, audit_created, page, write_audit};
+//! [`RoleRepo`]: built-in and custom roles, scoped to the caller's party.
+use super::IdentityStore;
+use super::users::parse_permissions;
+use crate::audit_log::{audit_created, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
+use crate::org::page;
 use crate::schema::{roles, tenants, user_roles};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_identity::{Role, RoleRepo};
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Page, PageRequest, Party, PartyType, Result};
-use atrium_org::{Role, RoleRepo};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
@@ -38,10 +42,6 @@ fn cols() -> Cols {
         roles::created_at,
         roles::updated_at,
     )
-}
-
-pub(crate) fn parse_permissions(raw: &str) -> Result<Vec<String>> {
-    serde_json::from_str(raw).map_err(|e| Error::Internal(anyhow::Error::new(e).context("role permissions are not a JSON array")))
 }
 
 fn from_row(r: Row) -> Result<Role> {
@@ -97,7 +97,7 @@ fn perms_json(r: &Role) -> Result<String> {
 }
 
 #[async_trait]
-impl RoleRepo for OrgStore {
+impl RoleRepo for IdentityStore {
     async fn list_roles(&self, scope: Party, req: PageRequest) -> Result<Page<Role>> {
         self.db
             .run(move |conn| {
