@@ -6,8 +6,14 @@
 //! the listed ones. Token values are random (32 CSPRNG bytes), shown once when issued and
 //! stored only as a SHA-256 hash.
 //!
-//! Port: [`DocsRepo`] (storage). Time comes from the kernel's `Clock`.
+//! `model` holds what the domain stores, `api` what clients send and receive (request
+//! bodies, parameters, and views converted from the model). Port: [`DocsRepo`] (storage).
+//! Time comes from the kernel's `Clock`.
+//!
+//! Features: `mock` for a mockall double of the port (`MockDocsRepo`); `openapi` for the
+//! schemas of the request and view types.
 
+mod api;
 mod config;
 mod model;
 mod ports;
@@ -15,6 +21,7 @@ mod service;
 mod token;
 mod tree;
 
+pub use api::*;
 pub use config::DocsConfig;
 pub use model::*;
 pub use ports::*;

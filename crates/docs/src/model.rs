@@ -1,3 +1,5 @@
+//! What the document domain stores and reasons about: owners, projects, documents and their
+//! tree, and API tokens with what they reach.
 use atrium_kernel::{Id, Party, PartyType, Timestamp};
 
 /// The party a project or token belongs to: the platform, one partner or one tenant.
@@ -112,16 +114,6 @@ pub struct DocumentTree {
     pub roots: Vec<DocumentNode>,
 }
 
-/// What the caller of `create_document` sends (the document interface's request body).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct DocumentInput {
-    pub project: Id,
-    pub name: String,
-    pub content: Option<String>,
-    pub parent: Option<Id>,
-    pub sort: Option<i64>,
-}
-
 /// Which projects of its owner a token reaches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProjectGrant {
@@ -201,15 +193,6 @@ pub struct NewToken {
     pub projects: ProjectGrant,
     pub created_by: Option<Id>,
     pub created_at: Timestamp,
-    pub expires_at: Option<Timestamp>,
-}
-
-/// A request to issue a token.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct TokenRequest {
-    pub name: String,
-    /// `None` for every project of the owner.
-    pub project_ids: Option<Vec<Id>>,
     pub expires_at: Option<Timestamp>,
 }
 

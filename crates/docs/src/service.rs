@@ -1,3 +1,4 @@
+use crate::api::{CreateDocumentRequest, CreateTokenRequest};
 use crate::config::DocsConfig;
 use crate::model::*;
 use crate::ports::DocsRepo;
@@ -65,7 +66,7 @@ impl DocsService {
 
     /// Issues a token for `owner`, optionally limited to some of its projects. The value is
     /// returned here once and stored only as a hash.
-    pub async fn create_token(&self, owner: Owner, created_by: Option<Id>, req: TokenRequest) -> Result<IssuedToken> {
+    pub async fn create_token(&self, owner: Owner, created_by: Option<Id>, req: CreateTokenRequest) -> Result<IssuedToken> {
         let now = self.clock.now();
         let name = self.name("name", &req.name)?;
         if req.expires_at.is_some_and(|e| e <= now) {
@@ -160,7 +161,7 @@ impl DocsService {
     }
 
     /// Creates a document in a project the token reaches.
-    pub async fn create_document(&self, token: &ApiToken, input: DocumentInput) -> Result<Document> {
+    pub async fn create_document(&self, token: &ApiToken, input: CreateDocumentRequest) -> Result<Document> {
         let name = self.name("name", &input.name)?;
         let content = input.content.unwrap_or_default();
         if content.len() > self.config.max_content_bytes {

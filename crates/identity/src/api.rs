@@ -1,9 +1,9 @@
 //! What clients send to and receive from identity's routes (`/auth/*`, `/users`, `/roles`):
 //! request bodies, list parameters and response views.
-use atrium_kernel::{Email, Id, Name, PartyType, PartyView, Phone, Text, Timestamp, patch};
+use atrium_kernel::{Email, Error, Id, ListQuery, Name, PartyType, PartyView, Phone, Text, Timestamp, patch};
 use serde::{Deserialize, Serialize};
 
-use crate::model::{CodePurpose, RoleRef, TicketStatus, TokenGrant, User, UserStatus, UserWithRoles};
+use crate::model::{CodePurpose, RoleRef, TicketStatus, TokenGrant, User, UserQuery, UserStatus, UserWithRoles};
 
 // ----- users and roles --------------------------------------------------------------------
 
@@ -70,6 +70,20 @@ pub struct UserListParams {
     pub tenant_id: Option<i64>,
     /// `id`, `created_at`, `username` or `name`, `-` for descending; default `-id`.
     pub sort: Option<String>,
+}
+
+/// Validates the parameters; a 400 naming the offending one otherwise.
+impl TryFrom<UserListParams> for UserQuery {
+    type Error = Error;
+    fn try_from(p: UserListParams) -> Result<Self, Error> {
+        Ok(UserQuery {
+            list: ListQuery::parse(p.page, p.page_size, p.keyword, p.sort.as_deref())?,
+            status: p.status,
+            party_type: p.party_type,
+            partner_id: p.partner_id,
+            tenant_id: p.tenant_id,
+        })
+    }
 }
 
 /// A user as the user administration shows it. Password hashes never leave the server.

@@ -32,21 +32,6 @@ pub enum Party {
     Tenant { tenant_id: Id, partner_id: Option<Id> },
 }
 
-/// How a party shows on the wire: `{"type": "tenant", "id": 7}` (`id` null for the platform).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct PartyView {
-    #[serde(rename = "type")]
-    pub party_type: PartyType,
-    pub id: Option<Id>,
-}
-
-impl From<Party> for PartyView {
-    fn from(p: Party) -> Self {
-        PartyView { party_type: p.party_type(), id: p.id() }
-    }
-}
-
 impl Party {
     pub fn party_type(&self) -> PartyType {
         match self {
@@ -114,14 +99,25 @@ impl Party {
     }
 }
 
-/// Serialises as `{"type": "tenant", "id": 7}` (`id` null for the platform).
+/// Serialises as its [`PartyView`]: `{"type": "tenant", "id": 7}`.
 impl Serialize for Party {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Party", 2)?;
-        st.serialize_field("type", &self.party_type())?;
-        st.serialize_field("id", &self.id())?;
-        st.end()
+        PartyView::from(*self).serialize(s)
+    }
+}
+
+/// The party a user belongs to: `{"type": "tenant", "id": 7}` (`id` null for the platform).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PartyView {
+    #[serde(rename = "type")]
+    pub party_type: PartyType,
+    pub id: Option<i64>,
+}
+
+impl From<Party> for PartyView {
+    fn from(p: Party) -> Self {
+        PartyView { party_type: p.party_type(), id: p.id() }
     }
 }
 

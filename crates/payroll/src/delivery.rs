@@ -1,4 +1,5 @@
-//! Pay-slip delivery: the port a sheet's `send` hands each employee's slip to.
+//! Pay-slip delivery: which transport carries each employee's slip when a sheet is sent, and
+//! what the slip says as a text.
 //!
 //! [`PayslipChannels`] is the channel policy: the messaging platform's subscribe message when
 //! the employee has an `openid`, else SMS to the phone, else e-mail — and the text when the
@@ -6,64 +7,12 @@
 //! transport ([`PayslipNotifier`] for the platform, [`TextSender`] for SMS and e-mail). Each
 //! item records the outcome, so sending again retries only the failed ones.
 
+use crate::model::{Channel, Payslip, Recipient};
+use crate::ports::{PayslipNotifier, TextSender};
 use async_trait::async_trait;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{ContactTarget, Error, Id, Money, Period, Result};
-use serde::{Deserialize, Serialize};
+use atrium_kernel::{ContactTarget, Error, Result};
 use std::sync::Arc;
-
-/// What an employee's pay slip says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Payslip {
-    pub sheet_id: Id,
-    pub tenant_id: Id,
-    pub period: Period,
-    pub employee_id: Id,
-    pub employee_name: String,
-    pub gross: Money,
-    /// Pension, medical, unemployment and housing fund together.
-    pub contributions: Money,
-    /// Income tax withheld this month, the separately taxed annual bonus's tax included.
-    pub tax: Money,
-    pub net_pay: Money,
-}
-
-/// Where a slip can go, from the employee record.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Recipient {
-    pub openid: Option<String>,
-    pub phone: Option<String>,
-    pub email: Option<String>,
-}
-
-/// The channel a slip went out on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum Channel {
-    Wechat,
-    Sms,
-    Email,
-}
-
-/// Sends pay slips.
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
-#[async_trait]
-pub trait PayslipNotifier: Send + Sync + 'static {
-    /// Delivers `slip` to `to` and returns the channel used. An error says why it could not be
-    /// delivered (no channel for this recipient, the platform refused, the network failed); the
-    /// message is kept on the item, so it must not carry secrets.
-    async fn send(&self, slip: &Payslip, to: &Recipient) -> Result<Channel>;
-}
-
-/// Sends a short text by SMS or e-mail, whichever `to` is.
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
-#[async_trait]
-pub trait TextSender: Send + Sync + 'static {
-    /// `topic` names what the text is about (`payslip`), for the provider's records.
-    async fn send_text(&self, to: &ContactTarget, topic: &str, text: &str) -> Result<()>;
-}
 
 /// The pay-slip channel policy over the transports that are configured: the platform when the
 /// employee has an openid; a text (SMS to the phone, else e-mail) when not, or when the
@@ -124,6 +73,8 @@ pub fn payslip_text(slip: &Payslip) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::ports::{MockPayslipNotifier, MockTextSender};
+    use atrium_kernel::{Money, Period};
 
     fn slip() -> Payslip {
         Payslip {

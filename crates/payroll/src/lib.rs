@@ -1,29 +1,35 @@
-//! Atrium's payroll domain, framework-free.
+//! Atrium's payroll domain, framework-free: a tenant's monthly payroll sheets with an item per
+//! employee, their calculation, their lifecycle and the dispatch of pay slips.
 //!
+//! - `model`: sheets, items, totals, deliveries and pay slips; `api`: what clients send and
+//!   receive ([`NewSheet`], [`SheetPatch`], [`SheetListParams`], [`SheetView`]).
 //! - [`engine`]: the pure function from a tenant's payroll policy, one employee's month and
 //!   their year-to-date figures to contributions, cumulative income tax and net pay.
-//! - [`lifecycle`]: sheet statuses, allowed transitions (409 otherwise) and four-eyes approval.
-//! - [`sheets`]: sheets and items, and the [`PayrollRepo`] storage port.
-//! - [`delivery`]: pay slips and the [`PayslipNotifier`] port.
-//! - [`service`]: [`PayrollService`], the use cases over those ports, scoped to the caller.
+//! - `lifecycle`: sheet statuses, allowed transitions (409 otherwise) and four-eyes approval.
+//! - Ports: [`PayrollRepo`] (storage), [`PayslipNotifier`] (the messaging platform) and
+//!   [`TextSender`] (SMS and e-mail).
+//! - `delivery`: [`PayslipChannels`], the channel policy over those transports, and the slip
+//!   as a text.
+//! - `service`: [`PayrollService`], the use cases over the ports, scoped to the caller.
 //!
-//! Enable the `mock` feature for mockall doubles of both ports (`MockPayrollRepo`,
-//! `MockPayslipNotifier`).
+//! Features: `mock` for mockall doubles of the ports (`MockPayrollRepo`,
+//! `MockPayslipNotifier`, `MockTextSender`); `openapi` for the schemas of the request and
+//! view types.
 
-pub mod delivery;
+mod api;
+mod delivery;
 pub mod engine;
-pub mod lifecycle;
-pub mod service;
-pub mod sheets;
+mod lifecycle;
+mod model;
+mod ports;
+mod service;
 
-pub use delivery::{Channel, Payslip, PayslipChannels, PayslipNotifier, Recipient, TextSender, payslip_text};
-
+pub use api::*;
+pub use delivery::{PayslipChannels, payslip_text};
 pub use engine::{
     CalculatedLine, Calculator, DeductionKind, EmployeeMonth, HousingFundRate, PayrollPolicy, Rate, SpecialDeduction, YearToDate,
 };
 pub use lifecycle::{SheetAction, SheetStatus, check_four_eyes};
+pub use model::*;
+pub use ports::*;
 pub use service::PayrollService;
-pub use sheets::*;
-
-#[cfg(test)]
-mod service_tests;

@@ -1,10 +1,11 @@
 //! The payroll use cases: sheets scoped to the caller's party, calculated by the engine with
 //! year-to-date figures from earlier approved sheets, approved by a second pair of eyes and
 //! sent as pay slips through [`PayslipNotifier`].
-use crate::delivery::{Payslip, PayslipNotifier, Recipient};
+use crate::api::{ItemInput, NewSheet, SheetPatch};
 use crate::engine::{CalculatedLine, Calculator, EmployeeMonth, YearToDate};
-use crate::lifecycle::{SheetAction, SheetStatus, check_four_eyes};
-use crate::sheets::*;
+use crate::lifecycle::{SheetAction, check_four_eyes};
+use crate::model::*;
+use crate::ports::{PayrollRepo, PayslipNotifier};
 use atrium_kernel::StrEnum;
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Result, Timestamp};
 use futures_util::StreamExt;
@@ -134,24 +135,8 @@ impl PayrollService {
         let tenant = self.repo.tenant(actor.party, tenant_id).await?.ok_or_else(|| Error::invalid("tenant_id", "no such tenant"))?;
         let items = self.items_for(tenant_id, input.items).await?;
         let now = self.clock.now();
-        let sheet = Sheet {
-            id: 0,
-            tenant_id,
-            period: input.period,
-            title: input.title.map(|t| t.into_string()).unwrap_or_else(|| format!("Payroll {}", input.period)),
-            status: SheetStatus::Draft,
-            totals: SheetTotals::of(&items)?,
-            created_by: Some(actor.user_id),
-            calculated_by: None,
-            calculated_at: None,
-            approved_by: None,
-            approved_at: None,
-            sent_at: None,
-            send_started_at: None,
-            version: 0,
-            created_at: now,
-            updated_at: now,
-        };
+        let title = input.title.map(|t| t.into_string()).unwrap_or_else(|| format!("Payroll {}", input.period));
+        let sheet = Sheet::draft(tenant_id, input.period, title, SheetTotals::of(&items)?, Some(actor.user_id), now);
         let audit = AuditRecord::by(actor, now, "payroll_sheet.create", "payroll_sheet", None)
             .owned_by(tenant.partner_id, Some(tenant_id))
             .change(None, Some(&audit_json(&sheet)));
@@ -385,3 +370,6 @@ fn merge(items: &[SheetItem], outcomes: &HashMap<Id, Delivery>) -> Vec<SheetItem
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

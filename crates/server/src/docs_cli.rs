@@ -2,7 +2,7 @@
 //! What the CLI creates belongs to the platform party. Token values are printed once, on
 //! creation, as the last line of output; nothing else ever shows them.
 use crate::{Config, docs_service, open_database};
-use atrium_docs::{ApiToken, Owner, TokenRequest};
+use atrium_docs::{ApiToken, CreateTokenRequest, Owner};
 use atrium_kernel::StrEnum;
 use atrium_kernel::{Page, PageRequest};
 use chrono::SecondsFormat;
@@ -73,7 +73,7 @@ pub async fn run(command: DocsCommand, config: &Config) -> anyhow::Result<()> {
         DocsCommand::Token { command: TokenCommand::Create { name, projects, expires_in_days } } => {
             let expires_at = expires_in_days.map(|d| docs.now() + chrono::Duration::days(i64::from(d)));
             let project_ids = (!projects.is_empty()).then_some(projects);
-            let issued = docs.create_token(owner, None, TokenRequest { name, project_ids, expires_at }).await?;
+            let issued = docs.create_token(owner, None, CreateTokenRequest { name, project_ids, expires_at }).await?;
             let t = &issued.token;
             println!(
                 "created API token {} {:?} for {}; expires {}",

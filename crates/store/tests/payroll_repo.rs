@@ -79,24 +79,7 @@ async fn fixture(db: &Db) -> Fixture {
 }
 
 fn sheet(tenant_id: i64, period: &str) -> Sheet {
-    Sheet {
-        id: 0,
-        tenant_id,
-        period: Period::parse(period).unwrap(),
-        title: format!("Payroll {period}"),
-        status: SheetStatus::Draft,
-        totals: SheetTotals::default(),
-        created_by: None,
-        calculated_by: None,
-        calculated_at: None,
-        approved_by: None,
-        approved_at: None,
-        sent_at: None,
-        send_started_at: None,
-        version: 0,
-        created_at: t0(),
-        updated_at: t0(),
-    }
+    Sheet::draft(tenant_id, Period::parse(period).unwrap(), format!("Payroll {period}"), SheetTotals::default(), None, t0())
 }
 
 fn item(employee_id: i64) -> SheetItem {

@@ -2,7 +2,6 @@
 use actix_web::web;
 use atrium_identity::UserQuery;
 use atrium_identity::api::{ManagedUserView, NewUser, UserListParams, UserPatch};
-use atrium_kernel::ListQuery;
 
 use super::IdPath;
 use crate::app::AppState;
@@ -22,15 +21,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 #[utoipa::path(get, path = "/api/v1/users", tag = "users", params(UserListParams), security(("bearer" = [])),
     responses((status = 200, body = inline(atrium_kernel::Page<ManagedUserView>)), (status = 401), (status = 403)))]
 pub async fn list(state: web::Data<AppState>, auth: Authorized<UserRead>, q: web::Query<UserListParams>) -> ApiResult {
-    let q = q.into_inner();
-    let query = UserQuery {
-        list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref())?,
-        status: q.status,
-        party_type: q.party_type,
-        partner_id: q.partner_id,
-        tenant_id: q.tenant_id,
-    };
-    ok(state.users.list(&auth.actor, query).await?.map(ManagedUserView::from))
+    ok(state.users.list(&auth.actor, UserQuery::try_from(q.into_inner())?).await?.map(ManagedUserView::from))
 }
 
 /// User detail.

@@ -51,8 +51,8 @@ fn document(id: Id, project_id: Id, depth: i32) -> Document {
     }
 }
 
-fn input(project: Id) -> DocumentInput {
-    DocumentInput { project, name: "Intro".into(), ..DocumentInput::default() }
+fn input(project: Id) -> CreateDocumentRequest {
+    CreateDocumentRequest { project, name: "Intro".into(), ..CreateDocumentRequest::default() }
 }
 
 /// A repo that finds the given token for any hash.
@@ -62,7 +62,7 @@ fn repo_with_token(t: ApiToken) -> MockDocsRepo {
     repo
 }
 
-async fn issue(owner: Owner, req: TokenRequest) -> (IssuedToken, NewToken) {
+async fn issue(owner: Owner, req: CreateTokenRequest) -> (IssuedToken, NewToken) {
     let stored = Arc::new(std::sync::Mutex::new(None));
     let seen = stored.clone();
     let mut repo = MockDocsRepo::new();
@@ -91,7 +91,7 @@ async fn issue(owner: Owner, req: TokenRequest) -> (IssuedToken, NewToken) {
 
 #[tokio::test]
 async fn a_token_is_stored_only_as_the_hash_of_its_value() {
-    let (issued, row) = issue(tenant(1), TokenRequest { name: "ci".into(), ..TokenRequest::default() }).await;
+    let (issued, row) = issue(tenant(1), CreateTokenRequest { name: "ci".into(), ..CreateTokenRequest::default() }).await;
 
     assert!(issued.secret.starts_with("atd_"));
     assert!(issued.secret.len() >= 4 + 43, "at least 32 bytes of entropy");
@@ -102,7 +102,7 @@ async fn a_token_is_stored_only_as_the_hash_of_its_value() {
 
 #[tokio::test]
 async fn a_token_limited_to_projects_keeps_them_sorted_without_duplicates() {
-    let req = TokenRequest { name: "ci".into(), project_ids: Some(vec![5, 2, 5]), expires_at: None };
+    let req = CreateTokenRequest { name: "ci".into(), project_ids: Some(vec![5, 2, 5]), expires_at: None };
 
     let (_, row) = issue(tenant(1), req).await;
 
@@ -116,7 +116,7 @@ async fn a_token_cannot_be_limited_to_another_owners_project() {
     repo.expect_get_project().returning(|id| Ok(Some(project(id, tenant(2)))));
     repo.expect_create_token().never();
 
-    let req = TokenRequest { name: "ci".into(), project_ids: Some(vec![4]), expires_at: None };
+    let req = CreateTokenRequest { name: "ci".into(), project_ids: Some(vec![4]), expires_at: None };
     let err = service(repo).create_token(tenant(1), None, req).await.unwrap_err();
 
     assert!(matches!(err, Error::NotFound("project")), "{err:?}");
@@ -128,8 +128,10 @@ async fn an_empty_project_list_or_a_past_expiry_is_invalid() {
     repo.expect_create_token().never();
     let svc = service(repo);
 
-    let empty = svc.create_token(tenant(1), None, TokenRequest { name: "ci".into(), project_ids: Some(vec![]), expires_at: None }).await;
-    let past = svc.create_token(tenant(1), None, TokenRequest { name: "ci".into(), project_ids: None, expires_at: Some(now()) }).await;
+    let empty =
+        svc.create_token(tenant(1), None, CreateTokenRequest { name: "ci".into(), project_ids: Some(vec![]), expires_at: None }).await;
+    let past =
+        svc.create_token(tenant(1), None, CreateTokenRequest { name: "ci".into(), project_ids: None, expires_at: Some(now()) }).await;
 
     assert!(matches!(empty, Err(Error::Invalid(ref e)) if e[0].field == "project_ids"), "{empty:?}");
     assert!(matches!(past, Err(Error::Invalid(ref e)) if e[0].field == "expires_at"), "{past:?}");
@@ -276,18 +278,24 @@ async fn a_token_limited_to_other_projects_is_forbidden() {
     assert!(matches!(err, Error::Forbidden(_)), "{err:?}");
 }
 
-#[tokio::test]
-async fn a_parent_in_another_project_is_invalid() {
+/// Creates a child of document 8 in project 4 where the store gives that parent's depth in
+/// project 4 as `parent_depth`, and returns the refusal; nothing may be stored.
+async fn refused_child_of_8(parent_depth: Option<i32>) -> Error {
     let mut repo = MockDocsRepo::new();
     repo.expect_get_project().returning(|id| Ok(Some(project(id, tenant(1)))));
-    // Document 8 exists, but in project 5: asked about project 4, the store finds nothing.
-    repo.expect_document_depth().withf(|project_id, id| (*project_id, *id) == (4, 8)).returning(|_, _| Ok(None));
+    repo.expect_document_depth().withf(|project_id, id| (*project_id, *id) == (4, 8)).returning(move |_, _| Ok(parent_depth));
     repo.expect_insert_document().never();
 
-    let err = service(repo)
-        .create_document(&api_token(tenant(1), ProjectGrant::All), DocumentInput { parent: Some(8), ..input(4) })
+    service(repo)
+        .create_document(&api_token(tenant(1), ProjectGrant::All), CreateDocumentRequest { parent: Some(8), ..input(4) })
         .await
-        .unwrap_err();
+        .unwrap_err()
+}
+
+#[tokio::test]
+async fn a_parent_in_another_project_is_invalid() {
+    // Document 8 exists, but in project 5: asked about project 4, the store finds nothing.
+    let err = refused_child_of_8(None).await;
 
     assert!(matches!(err, Error::Invalid(ref e) if e[0].field == "parent"), "{err:?}");
 }
@@ -303,7 +311,7 @@ async fn a_child_is_one_level_below_its_parent_and_records_its_author() {
         .returning(|d| Ok(Document { id: 10, parent_id: d.parent_id, ..document(10, d.project_id, d.depth) }));
 
     let doc = service(repo)
-        .create_document(&api_token(tenant(1), ProjectGrant::All), DocumentInput { parent: Some(8), sort: Some(7), ..input(4) })
+        .create_document(&api_token(tenant(1), ProjectGrant::All), CreateDocumentRequest { parent: Some(8), sort: Some(7), ..input(4) })
         .await
         .expect("created");
 
@@ -312,15 +320,7 @@ async fn a_child_is_one_level_below_its_parent_and_records_its_author() {
 
 #[tokio::test]
 async fn nesting_beyond_the_maximum_depth_is_invalid() {
-    let mut repo = MockDocsRepo::new();
-    repo.expect_get_project().returning(|id| Ok(Some(project(id, tenant(1)))));
-    repo.expect_document_depth().returning(|_, _| Ok(Some(DocsConfig::default().max_depth)));
-    repo.expect_insert_document().never();
-
-    let err = service(repo)
-        .create_document(&api_token(tenant(1), ProjectGrant::All), DocumentInput { parent: Some(8), ..input(4) })
-        .await
-        .unwrap_err();
+    let err = refused_child_of_8(Some(DocsConfig::default().max_depth)).await;
 
     assert!(matches!(err, Error::Invalid(ref e) if e[0].field == "parent"), "{err:?}");
 }
@@ -333,7 +333,7 @@ async fn an_empty_or_over_long_name_is_invalid_before_any_lookup() {
     let t = api_token(tenant(1), ProjectGrant::All);
 
     for name in ["", "   ", &"x".repeat(256), "a\nb"] {
-        let err = svc.create_document(&t, DocumentInput { name: name.into(), ..input(4) }).await.unwrap_err();
+        let err = svc.create_document(&t, CreateDocumentRequest { name: name.into(), ..input(4) }).await.unwrap_err();
         assert!(matches!(err, Error::Invalid(ref e) if e[0].field == "name"), "{name:?}: {err:?}");
     }
 }
@@ -345,7 +345,7 @@ async fn content_over_the_limit_is_too_large() {
 
     let content = "x".repeat(DocsConfig::default().max_content_bytes + 1);
     let err = service(repo)
-        .create_document(&api_token(tenant(1), ProjectGrant::All), DocumentInput { content: Some(content), ..input(4) })
+        .create_document(&api_token(tenant(1), ProjectGrant::All), CreateDocumentRequest { content: Some(content), ..input(4) })
         .await
         .unwrap_err();
 

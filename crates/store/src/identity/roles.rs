@@ -14,48 +14,34 @@ use atrium_kernel::{AuditRecord, Error, Id, Page, PageRequest, Party, PartyType,
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
-type Row = (i64, String, String, String, Option<i64>, Option<i64>, bool, String, NaiveDateTime, NaiveDateTime);
-
-type Cols = (
-    roles::id,
-    roles::code,
-    roles::name,
-    roles::party_type,
-    roles::owner_partner_id,
-    roles::owner_tenant_id,
-    roles::builtin,
-    roles::permissions,
-    roles::created_at,
-    roles::updated_at,
-);
-
-fn cols() -> Cols {
-    (
-        roles::id,
-        roles::code,
-        roles::name,
-        roles::party_type,
-        roles::owner_partner_id,
-        roles::owner_tenant_id,
-        roles::builtin,
-        roles::permissions,
-        roles::created_at,
-        roles::updated_at,
-    )
+/// A `roles` row.
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = roles)]
+struct RoleRow {
+    id: i64,
+    code: String,
+    name: String,
+    party_type: String,
+    owner_partner_id: Option<i64>,
+    owner_tenant_id: Option<i64>,
+    builtin: bool,
+    permissions: String,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
 }
 
-fn from_row(r: Row) -> Result<Role> {
+fn from_row(r: RoleRow) -> Result<Role> {
     Ok(Role {
-        id: r.0,
-        code: r.1,
-        name: r.2,
-        party_type: PartyType::parse(&r.3).ok_or_else(|| Error::internal("stored role party type is unknown"))?,
-        owner_partner_id: r.4,
-        owner_tenant_id: r.5,
-        builtin: r.6,
-        permissions: parse_permissions(&r.7)?,
-        created_at: from_db(r.8),
-        updated_at: from_db(r.9),
+        id: r.id,
+        code: r.code,
+        name: r.name,
+        party_type: PartyType::parse(&r.party_type).ok_or_else(|| Error::internal("stored role party type is unknown"))?,
+        owner_partner_id: r.owner_partner_id,
+        owner_tenant_id: r.owner_tenant_id,
+        builtin: r.builtin,
+        permissions: parse_permissions(&r.permissions)?,
+        created_at: from_db(r.created_at),
+        updated_at: from_db(r.updated_at),
     })
 }
 
@@ -83,12 +69,13 @@ fn scoped(scope: Party) -> roles::BoxedQuery<'static, MultiBackend> {
 }
 
 pub(crate) fn by_ids(conn: &mut DbConn, scope: Party, ids: &[Id]) -> Result<Vec<Role>> {
-    let rows: Vec<Row> = scoped(scope).filter(roles::id.eq_any(ids)).select(cols()).load(conn).map_err(db_error)?;
+    let rows: Vec<RoleRow> = scoped(scope).filter(roles::id.eq_any(ids)).select(RoleRow::as_select()).load(conn).map_err(db_error)?;
     rows.into_iter().map(from_row).collect()
 }
 
 fn get(conn: &mut DbConn, scope: Party, id: Id) -> Result<Option<Role>> {
-    let row: Option<Row> = scoped(scope).filter(roles::id.eq(id)).select(cols()).first(conn).optional().map_err(db_error)?;
+    let row: Option<RoleRow> =
+        scoped(scope).filter(roles::id.eq(id)).select(RoleRow::as_select()).first(conn).optional().map_err(db_error)?;
     row.map(from_row).transpose()
 }
 
@@ -102,8 +89,8 @@ impl RoleRepo for IdentityStore {
         self.db
             .run(move |conn| {
                 let total: i64 = scoped(scope).count().get_result(conn).map_err(db_error)?;
-                let rows: Vec<Row> = scoped(scope)
-                    .select(cols())
+                let rows: Vec<RoleRow> = scoped(scope)
+                    .select(RoleRow::as_select())
                     .order(roles::id.asc())
                     .offset(req.offset())
                     .limit(req.limit())

@@ -1,11 +1,12 @@
 //! PayrollService against mocked ports: what it asks of storage and delivery, and what it
 //! refuses before touching either.
 #![allow(clippy::unwrap_used)]
-use crate::delivery::{Channel, MockPayslipNotifier};
+use super::PayrollService;
+use crate::api::{ItemInput, NewSheet};
 use crate::engine::YearToDate;
 use crate::lifecycle::SheetStatus;
-use crate::service::PayrollService;
-use crate::sheets::*;
+use crate::model::*;
+use crate::ports::{MockPayrollRepo, MockPayslipNotifier};
 use atrium_kernel::payroll::{HousingFundRate, PayrollPolicy};
 use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Party, PartyStanding, Period, PermissionSet, Timestamp};
 use chrono::{TimeZone, Utc};
@@ -31,24 +32,8 @@ fn actor(user_id: Id) -> Actor {
 }
 
 fn sheet(status: SheetStatus) -> Sheet {
-    Sheet {
-        id: 1,
-        tenant_id: TENANT,
-        period: Period::parse("2026-03").unwrap(),
-        title: "March".into(),
-        status,
-        totals: SheetTotals::default(),
-        created_by: Some(1),
-        calculated_by: Some(1),
-        calculated_at: None,
-        approved_by: None,
-        approved_at: None,
-        sent_at: None,
-        send_started_at: None,
-        version: 3,
-        created_at: now(),
-        updated_at: now(),
-    }
+    let march = Sheet::draft(TENANT, Period::parse("2026-03").unwrap(), "March".into(), SheetTotals::default(), Some(1), now());
+    Sheet { id: 1, status, calculated_by: Some(1), version: 3, ..march }
 }
 
 fn employee(id: Id) -> PayrollEmployee {
@@ -228,20 +213,7 @@ async fn create_names_unknown_and_duplicate_employees() {
         tenant_id: None,
         period: Period::parse("2026-03").unwrap(),
         title: None,
-        items: Some(
-            ids.iter()
-                .map(|&employee_id| ItemInput {
-                    employee_id,
-                    allowance: Money::ZERO,
-                    overtime: Money::ZERO,
-                    bonus: Money::ZERO,
-                    leave_deduction: Money::ZERO,
-                    other_pre_tax_deduction: Money::ZERO,
-                    after_tax_deduction: Money::ZERO,
-                    annual_bonus: Money::ZERO,
-                })
-                .collect(),
-        ),
+        items: Some(ids.iter().map(|&employee_id| ItemInput { employee_id, ..ItemInput::default() }).collect()),
     };
     let svc = service(repo, MockPayslipNotifier::new());
 

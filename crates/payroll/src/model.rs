@@ -1,15 +1,12 @@
-//! Payroll sheets: one tenant's month, an item per employee, and the storage port.
-use crate::delivery::Channel;
+//! What the payroll domain stores and reasons about: sheets (one tenant's month) with an item
+//! per employee, their totals and delivery outcomes, the employee and tenant as payroll sees
+//! them, pay slips and the channels they go out on.
 use crate::engine::CalculatedLine;
 use crate::lifecycle::SheetStatus;
-use async_trait::async_trait;
 use atrium_kernel::payroll::{HousingFundRate, PayrollPolicy, SpecialDeduction};
-use atrium_kernel::{AuditRecord, Error, Id, Label, Money, Page, Party, Period, Result, Timestamp};
+use atrium_kernel::{Error, Id, Money, Period, Result, Timestamp};
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-
-pub use crate::engine::YearToDate;
 
 /// Per-employee adjustments of one month, entered on the sheet (fen, all ≥ 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -35,6 +32,17 @@ pub struct Adjustments {
 pub enum DeliveryStatus {
     Delivered,
     Failed,
+}
+
+/// The channel a slip went out on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum Channel {
+    Wechat,
+    Sms,
+    Email,
 }
 
 /// The outcome of the latest attempt to send an item's pay slip.
@@ -129,74 +137,35 @@ pub struct Sheet {
     pub updated_at: Timestamp,
 }
 
+impl Sheet {
+    /// A new `draft` sheet, not yet stored (id and version 0), created by `created_by` at `now`.
+    pub fn draft(tenant_id: Id, period: Period, title: String, totals: SheetTotals, created_by: Option<Id>, now: Timestamp) -> Sheet {
+        Sheet {
+            id: 0,
+            tenant_id,
+            period,
+            title,
+            status: SheetStatus::Draft,
+            totals,
+            created_by,
+            calculated_by: None,
+            calculated_at: None,
+            approved_by: None,
+            approved_at: None,
+            sent_at: None,
+            send_started_at: None,
+            version: 0,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
 /// A sheet with its items.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SheetDetail {
     pub sheet: Sheet,
     pub items: Vec<SheetItem>,
-}
-
-/// One item of a create or update request.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
-pub struct ItemInput {
-    pub employee_id: Id,
-    #[serde(default)]
-    pub allowance: Money,
-    #[serde(default)]
-    pub overtime: Money,
-    #[serde(default)]
-    pub bonus: Money,
-    #[serde(default)]
-    pub leave_deduction: Money,
-    #[serde(default)]
-    pub other_pre_tax_deduction: Money,
-    #[serde(default)]
-    pub after_tax_deduction: Money,
-    #[serde(default)]
-    pub annual_bonus: Money,
-}
-
-impl ItemInput {
-    pub fn adjustments(&self) -> Adjustments {
-        Adjustments {
-            allowance: self.allowance,
-            overtime: self.overtime,
-            bonus: self.bonus,
-            leave_deduction: self.leave_deduction,
-            other_pre_tax_deduction: self.other_pre_tax_deduction,
-            after_tax_deduction: self.after_tax_deduction,
-            annual_bonus: self.annual_bonus,
-        }
-    }
-}
-
-/// `POST /payroll-sheets`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
-pub struct NewSheet {
-    /// Required for platform and partner callers; a tenant user's own tenant otherwise.
-    pub tenant_id: Option<Id>,
-    /// `YYYY-MM`.
-    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "2026-03"))]
-    pub period: Period,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
-    pub title: Option<Label>,
-    /// Per-employee adjustments; without items the sheet covers the tenant's active employees.
-    pub items: Option<Vec<ItemInput>>,
-}
-
-/// `PUT /payroll-sheets/:id`: a draft or calculated sheet's title and items (the items
-/// replace the sheet's items). The sheet goes back to `draft`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
-pub struct SheetPatch {
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
-    pub title: Option<Label>,
-    pub items: Option<Vec<ItemInput>>,
 }
 
 /// List filters.
@@ -255,34 +224,26 @@ pub enum ItemsWrite {
     Replace(Vec<SheetItem>),
 }
 
-/// Storage of sheets. Every read takes the caller's scope and finds nothing outside it;
-/// writes carry the audit record to store in the same transaction, and the sheet's
-/// `version` as read — a write against another version fails with `Conflict`.
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
-#[async_trait]
-pub trait PayrollRepo: Send + Sync + 'static {
-    async fn list_sheets(&self, scope: Party, query: SheetQuery) -> Result<Page<Sheet>>;
-    async fn get_sheet(&self, scope: Party, id: Id) -> Result<Option<Sheet>>;
-    /// The sheet's items, by item id.
-    async fn sheet_items(&self, sheet_id: Id) -> Result<Vec<SheetItem>>;
+/// What an employee's pay slip says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Payslip {
+    pub sheet_id: Id,
+    pub tenant_id: Id,
+    pub period: Period,
+    pub employee_id: Id,
+    pub employee_name: String,
+    pub gross: Money,
+    /// Pension, medical, unemployment and housing fund together.
+    pub contributions: Money,
+    /// Income tax withheld this month, the separately taxed annual bonus's tax included.
+    pub tax: Money,
+    pub net_pay: Money,
+}
 
-    /// The tenant if it is in `scope`.
-    async fn tenant(&self, scope: Party, tenant_id: Id) -> Result<Option<PayrollTenant>>;
-    /// The tenant's employees: those with `ids` (any status; unknown ids are left out), or
-    /// all active ones when `ids` is `None`.
-    async fn employees(&self, tenant_id: Id, ids: Option<Vec<Id>>) -> Result<Vec<PayrollEmployee>>;
-    /// Per employee, the sums of their items on the tenant's approved or sent sheets of
-    /// `period`'s year before `period`.
-    async fn year_to_date(&self, tenant_id: Id, period: Period) -> Result<HashMap<Id, YearToDate>>;
-
-    /// Stores a new sheet with its items; `Conflict` when the tenant already has a sheet for
-    /// the period.
-    async fn insert_sheet(&self, sheet: Sheet, items: Vec<SheetItem>, audit: AuditRecord) -> Result<Sheet>;
-    /// Writes the sheet's fields (status, totals, actors, times) and does `items` to its
-    /// items; `sheet.version` is the version read.
-    async fn update_sheet(&self, sheet: Sheet, items: ItemsWrite, audit: AuditRecord) -> Result<Sheet>;
-    /// Writes the sheet's fields and each item's calculated line.
-    async fn save_calculation(&self, sheet: Sheet, lines: Vec<(Id, CalculatedLine)>, audit: AuditRecord) -> Result<Sheet>;
-    /// Writes the sheet's fields and each item's delivery outcome.
-    async fn save_deliveries(&self, sheet: Sheet, deliveries: Vec<(Id, Delivery)>, audit: AuditRecord) -> Result<Sheet>;
+/// Where a slip can go, from the employee record.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Recipient {
+    pub openid: Option<String>,
+    pub phone: Option<String>,
+    pub email: Option<String>,
 }

@@ -1,0 +1,280 @@
+//! What clients send and receive: the document interface's (`/api/docs/`) bodies, parameters
+//! and views, and those of managing projects and tokens (`/api/v1/doc-projects`,
+//! `/api/v1/doc-tokens`). Views convert from the model.
+use crate::model::*;
+use atrium_kernel::{Error, PageRequest, PartyView, StrEnum, Timestamp};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+// ----- the document interface ---------------------------------------------------------------
+
+/// `POST /api/docs/` body.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateDocumentRequest {
+    /// Id of the project (document collection).
+    pub project: i64,
+    /// Title, 1–255 characters.
+    pub name: String,
+    /// Markdown, at most 1 MiB.
+    pub content: Option<String>,
+    /// Id of the parent document in the same project; null or absent for a root.
+    pub parent: Option<i64>,
+    /// Sort number among siblings (default 0).
+    pub sort: Option<i64>,
+}
+
+/// What `POST /api/docs/` returns in `data`.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CreatedDocument {
+    pub id: i64,
+    pub name: String,
+    pub project_id: i64,
+}
+
+impl From<Document> for CreatedDocument {
+    fn from(d: Document) -> Self {
+        CreatedDocument { id: d.id, name: d.name, project_id: d.project_id }
+    }
+}
+
+/// One document with its content.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DocumentView {
+    pub id: i64,
+    pub project_id: i64,
+    pub name: String,
+    /// Markdown.
+    pub content: String,
+    /// The parent document's id, null for a root.
+    pub parent: Option<i64>,
+    pub sort: i64,
+    /// The API token that created the document.
+    pub author_token_id: Option<i64>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<Document> for DocumentView {
+    fn from(d: Document) -> Self {
+        DocumentView {
+            id: d.id,
+            project_id: d.project_id,
+            name: d.name,
+            content: d.content,
+            parent: d.parent_id,
+            sort: d.sort,
+            author_token_id: d.author_token_id,
+            created_at: d.created_at,
+            updated_at: d.updated_at,
+        }
+    }
+}
+
+/// A document in a tree listing: no content, its children ordered by sort, then id.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DocumentNodeView {
+    pub id: i64,
+    pub name: String,
+    pub parent: Option<i64>,
+    pub sort: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[cfg_attr(feature = "openapi", schema(no_recursion))]
+    pub children: Vec<DocumentNodeView>,
+}
+
+impl From<DocumentNode> for DocumentNodeView {
+    fn from(n: DocumentNode) -> Self {
+        DocumentNodeView {
+            id: n.doc.id,
+            name: n.doc.name,
+            parent: n.doc.parent_id,
+            sort: n.doc.sort,
+            created_at: n.doc.created_at,
+            updated_at: n.doc.updated_at,
+            children: n.children.into_iter().map(DocumentNodeView::from).collect(),
+        }
+    }
+}
+
+/// A project's documents: the roots, ordered by sort then id, each with its children.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DocumentTreeView {
+    pub project_id: i64,
+    /// Documents at every level.
+    pub total: usize,
+    pub documents: Vec<DocumentNodeView>,
+}
+
+impl From<DocumentTree> for DocumentTreeView {
+    fn from(t: DocumentTree) -> Self {
+        DocumentTreeView { project_id: t.project.id, total: t.total, documents: t.roots.into_iter().map(Into::into).collect() }
+    }
+}
+
+/// `GET /api/docs/` parameters.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[serde(deny_unknown_fields)]
+pub struct TreeQuery {
+    /// Id of the project to list.
+    pub project: i64,
+}
+
+// ----- projects and tokens ------------------------------------------------------------------
+
+/// `page` (1-based, default 1) and `page_size` (default 20, at most 100).
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    pub page: Option<i64>,
+    pub page_size: Option<i64>,
+}
+
+impl PageQuery {
+    /// The page asked for; an out-of-range value is `Invalid`, naming the field.
+    pub fn request(&self) -> Result<PageRequest, Error> {
+        PageRequest::new(self.page, self.page_size)
+    }
+}
+
+/// The owning party as clients see it.
+impl From<Owner> for PartyView {
+    fn from(owner: Owner) -> Self {
+        PartyView { party_type: owner.party_type(), id: owner.party_id() }
+    }
+}
+
+/// A document project (collection).
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ProjectView {
+    pub id: i64,
+    pub name: String,
+    /// The party that owns it; only that party's tokens reach it.
+    pub party: PartyView,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<Project> for ProjectView {
+    fn from(p: Project) -> Self {
+        ProjectView { id: p.id, name: p.name, party: p.owner.into(), created_at: p.created_at, updated_at: p.updated_at }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateProjectRequest {
+    /// 1–255 characters.
+    pub name: String,
+}
+
+/// An API token as listed: never its value.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TokenView {
+    pub id: i64,
+    pub name: String,
+    pub party: PartyView,
+    /// The projects it is limited to; null when it reaches every project of its party.
+    pub project_ids: Option<Vec<i64>>,
+    /// `active`, `expired`, `revoked`, or `suspended` (live, but its party or issuer is disabled).
+    pub status: &'static str,
+    /// The user who issued it; null when issued from the command line.
+    pub created_by: Option<i64>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// Updated at most once a minute.
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+impl TokenView {
+    /// The token with its status at `now`.
+    pub fn new(t: ApiToken, now: Timestamp) -> Self {
+        TokenView {
+            status: t.status(now).as_str(),
+            project_ids: t.projects.ids().map(<[i64]>::to_vec),
+            id: t.id,
+            name: t.name,
+            party: t.owner.into(),
+            created_by: t.created_by,
+            created_at: t.created_at,
+            expires_at: t.expires_at,
+            revoked_at: t.revoked_at,
+            last_used_at: t.last_used_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateTokenRequest {
+    /// A label, 1–255 characters.
+    pub name: String,
+    /// Limit the token to these projects of your party; leave out for all of them.
+    pub project_ids: Option<Vec<i64>>,
+    /// When the token stops working (RFC 3339, in the future); leave out for never.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// A new token: `token` is its value, shown this once and never again. `Debug` leaves the
+/// value out, so a logged view cannot leak it.
+#[derive(Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct IssuedTokenView {
+    /// Send as `Authorization: Token <token>` to /api/docs/. Store it now: it is not kept.
+    pub token: String,
+    #[serde(flatten)]
+    pub api_token: TokenView,
+}
+
+impl std::fmt::Debug for IssuedTokenView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuedTokenView").field("token", &"<redacted>").field("api_token", &self.api_token).finish()
+    }
+}
+
+impl IssuedTokenView {
+    /// The issued token with its status at `now`.
+    pub fn new(issued: IssuedToken, now: Timestamp) -> Self {
+        IssuedTokenView { token: issued.secret, api_token: TokenView::new(issued.token, now) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ApiToken, IssuedToken, Owner, ProjectGrant};
+
+    #[test]
+    fn an_issued_token_view_never_shows_its_value_in_debug_output() {
+        let now = chrono::Utc::now();
+        let token = ApiToken {
+            id: 1,
+            name: "ci".into(),
+            owner: Owner::PLATFORM,
+            projects: ProjectGrant::All,
+            created_by: None,
+            created_at: now,
+            expires_at: None,
+            revoked_at: None,
+            last_used_at: None,
+            suspended: None,
+        };
+        let view = IssuedTokenView::new(IssuedToken { token, secret: "atd_the-secret-value".into() }, now);
+
+        assert!(!format!("{view:?}").contains("the-secret-value"));
+        assert_eq!(view.token, "atd_the-secret-value", "the answer still carries it, once");
+    }
+}

@@ -1,0 +1,243 @@
+//! What clients send and receive for payroll sheets: the create and update bodies, the list
+//! parameters and the sheet and item views. Money is fen throughout.
+use crate::lifecycle::SheetStatus;
+use crate::model::*;
+use atrium_kernel::{Error, Id, Label, ListQuery, Money, Period};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// One item of a create or update request.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ItemInput {
+    pub employee_id: Id,
+    #[serde(default)]
+    pub allowance: Money,
+    #[serde(default)]
+    pub overtime: Money,
+    #[serde(default)]
+    pub bonus: Money,
+    #[serde(default)]
+    pub leave_deduction: Money,
+    #[serde(default)]
+    pub other_pre_tax_deduction: Money,
+    #[serde(default)]
+    pub after_tax_deduction: Money,
+    #[serde(default)]
+    pub annual_bonus: Money,
+}
+
+impl ItemInput {
+    pub fn adjustments(&self) -> Adjustments {
+        Adjustments {
+            allowance: self.allowance,
+            overtime: self.overtime,
+            bonus: self.bonus,
+            leave_deduction: self.leave_deduction,
+            other_pre_tax_deduction: self.other_pre_tax_deduction,
+            after_tax_deduction: self.after_tax_deduction,
+            annual_bonus: self.annual_bonus,
+        }
+    }
+}
+
+/// `POST /payroll-sheets`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewSheet {
+    /// Required for platform and partner callers; a tenant user's own tenant otherwise.
+    pub tenant_id: Option<Id>,
+    /// `YYYY-MM`.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "2026-03"))]
+    pub period: Period,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub title: Option<Label>,
+    /// Per-employee adjustments; without items the sheet covers the tenant's active employees.
+    pub items: Option<Vec<ItemInput>>,
+}
+
+/// `PUT /payroll-sheets/:id`: a draft or calculated sheet's title and items (the items
+/// replace the sheet's items). The sheet goes back to `draft`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SheetPatch {
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub title: Option<Label>,
+    pub items: Option<Vec<ItemInput>>,
+}
+
+/// `GET /payroll-sheets` parameters.
+#[derive(Debug, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[serde(deny_unknown_fields)]
+pub struct SheetListParams {
+    pub page: Option<i64>,
+    pub page_size: Option<i64>,
+    /// Matches the title.
+    pub keyword: Option<String>,
+    /// `draft`, `calculated`, `approved` or `sent`.
+    #[cfg_attr(feature = "openapi", param(value_type = Option<String>))]
+    pub status: Option<SheetStatus>,
+    pub tenant_id: Option<i64>,
+    pub partner_id: Option<i64>,
+    /// `YYYY-MM`.
+    #[cfg_attr(feature = "openapi", param(value_type = Option<String>))]
+    pub period: Option<String>,
+    /// `id`, `created_at` or `period`, `-` for descending; default `-id`.
+    pub sort: Option<String>,
+}
+
+/// The query the parameters ask for; a bad page, sort or period is `Invalid`, naming it.
+impl TryFrom<SheetListParams> for SheetQuery {
+    type Error = Error;
+
+    fn try_from(p: SheetListParams) -> Result<SheetQuery, Error> {
+        Ok(SheetQuery {
+            list: ListQuery::parse(p.page, p.page_size, p.keyword, p.sort.as_deref())?,
+            status: p.status,
+            tenant_id: p.tenant_id,
+            partner_id: p.partner_id,
+            period: p.period.as_deref().map(|period| Period::parse_field("period", period)).transpose()?,
+        })
+    }
+}
+
+/// A payroll sheet; `items` only in the detail and the responses of its actions.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SheetView {
+    pub id: i64,
+    pub tenant_id: i64,
+    /// `YYYY-MM`.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "2026-03"))]
+    pub period: Period,
+    pub title: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "calculated"))]
+    pub status: SheetStatus,
+    pub totals: SheetTotals,
+    pub created_by: Option<i64>,
+    pub calculated_by: Option<i64>,
+    pub calculated_at: Option<DateTime<Utc>>,
+    pub approved_by: Option<i64>,
+    pub approved_at: Option<DateTime<Utc>>,
+    pub sent_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub items: Option<Vec<ItemView>>,
+}
+
+/// A sheet as listed: without its items.
+impl From<Sheet> for SheetView {
+    fn from(s: Sheet) -> Self {
+        SheetView {
+            id: s.id,
+            tenant_id: s.tenant_id,
+            period: s.period,
+            title: s.title,
+            status: s.status,
+            totals: s.totals,
+            created_by: s.created_by,
+            calculated_by: s.calculated_by,
+            calculated_at: s.calculated_at,
+            approved_by: s.approved_by,
+            approved_at: s.approved_at,
+            sent_at: s.sent_at,
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+            items: None,
+        }
+    }
+}
+
+/// A sheet with its items.
+impl From<SheetDetail> for SheetView {
+    fn from(d: SheetDetail) -> Self {
+        SheetView { items: Some(d.items.into_iter().map(ItemView::from).collect()), ..SheetView::from(d.sheet) }
+    }
+}
+
+/// One employee's line: the adjustments, then (once calculated) the figures, then (once
+/// sent) the delivery outcome. Money is fen.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ItemView {
+    pub id: i64,
+    pub employee_id: i64,
+    pub employee_name: String,
+    pub employee_no: Option<String>,
+    pub allowance: Money,
+    pub overtime: Money,
+    pub bonus: Money,
+    pub leave_deduction: Money,
+    pub other_pre_tax_deduction: Money,
+    pub after_tax_deduction: Money,
+    pub annual_bonus: Money,
+    pub gross: Option<Money>,
+    pub si_base: Option<Money>,
+    pub hf_base: Option<Money>,
+    pub pension: Option<Money>,
+    pub medical: Option<Money>,
+    pub unemployment: Option<Money>,
+    pub housing_fund: Option<Money>,
+    pub contributions: Option<Money>,
+    /// Special additional deductions counted this month (a late declaration catches up here).
+    pub special_deduction: Option<Money>,
+    pub months_employed: Option<u32>,
+    pub cumulative_taxable: Option<Money>,
+    pub cumulative_tax: Option<Money>,
+    pub tax: Option<Money>,
+    pub annual_bonus_tax: Option<Money>,
+    pub net_pay: Option<Money>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "delivered"))]
+    pub delivery_status: Option<DeliveryStatus>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "wechat"))]
+    pub delivery_channel: Option<Channel>,
+    pub delivery_error: Option<String>,
+    pub delivery_attempts: u32,
+    pub delivered_at: Option<DateTime<Utc>>,
+}
+
+impl From<SheetItem> for ItemView {
+    fn from(i: SheetItem) -> Self {
+        let l = i.line;
+        let a = i.adjustments;
+        let d = i.delivery;
+        ItemView {
+            id: i.id,
+            employee_id: i.employee_id,
+            employee_name: i.employee_name,
+            employee_no: i.employee_no,
+            allowance: a.allowance,
+            overtime: a.overtime,
+            bonus: a.bonus,
+            leave_deduction: a.leave_deduction,
+            other_pre_tax_deduction: a.other_pre_tax_deduction,
+            after_tax_deduction: a.after_tax_deduction,
+            annual_bonus: a.annual_bonus,
+            gross: l.map(|l| l.gross),
+            si_base: l.map(|l| l.si_base),
+            hf_base: l.map(|l| l.hf_base),
+            pension: l.map(|l| l.pension),
+            medical: l.map(|l| l.medical),
+            unemployment: l.map(|l| l.unemployment),
+            housing_fund: l.map(|l| l.housing_fund),
+            contributions: l.map(|l| l.contributions),
+            special_deduction: l.map(|l| l.special_deduction),
+            months_employed: l.map(|l| l.months_employed),
+            cumulative_taxable: l.map(|l| l.cumulative_taxable),
+            cumulative_tax: l.map(|l| l.cumulative_tax),
+            tax: l.map(|l| l.tax),
+            annual_bonus_tax: l.map(|l| l.annual_bonus_tax),
+            net_pay: l.map(|l| l.net_pay),
+            delivery_status: d.as_ref().map(|d| d.status),
+            delivery_channel: d.as_ref().and_then(|d| d.channel),
+            delivery_attempts: d.as_ref().map_or(0, |d| d.attempts),
+            delivered_at: d.as_ref().map(|d| d.at),
+            delivery_error: d.and_then(|d| d.error),
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! The payroll domain's ports: sheet storage, and the two transports a pay slip can go out
+//! on (the messaging platform, and SMS or e-mail).
+use crate::engine::{CalculatedLine, YearToDate};
+use crate::model::*;
+use async_trait::async_trait;
+use atrium_kernel::{AuditRecord, ContactTarget, Id, Page, Party, Period, Result};
+use std::collections::HashMap;
+
+/// Storage of sheets. Every read takes the caller's scope and finds nothing outside it;
+/// writes carry the audit record to store in the same transaction, and the sheet's
+/// `version` as read — a write against another version fails with `Conflict`.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait PayrollRepo: Send + Sync + 'static {
+    async fn list_sheets(&self, scope: Party, query: SheetQuery) -> Result<Page<Sheet>>;
+    async fn get_sheet(&self, scope: Party, id: Id) -> Result<Option<Sheet>>;
+    /// The sheet's items, by item id.
+    async fn sheet_items(&self, sheet_id: Id) -> Result<Vec<SheetItem>>;
+
+    /// The tenant if it is in `scope`.
+    async fn tenant(&self, scope: Party, tenant_id: Id) -> Result<Option<PayrollTenant>>;
+    /// The tenant's employees: those with `ids` (any status; unknown ids are left out), or
+    /// all active ones when `ids` is `None`.
+    async fn employees(&self, tenant_id: Id, ids: Option<Vec<Id>>) -> Result<Vec<PayrollEmployee>>;
+    /// Per employee, the sums of their items on the tenant's approved or sent sheets of
+    /// `period`'s year before `period`.
+    async fn year_to_date(&self, tenant_id: Id, period: Period) -> Result<HashMap<Id, YearToDate>>;
+
+    /// Stores a new sheet with its items; `Conflict` when the tenant already has a sheet for
+    /// the period.
+    async fn insert_sheet(&self, sheet: Sheet, items: Vec<SheetItem>, audit: AuditRecord) -> Result<Sheet>;
+    /// Writes the sheet's fields (status, totals, actors, times) and does `items` to its
+    /// items; `sheet.version` is the version read.
+    async fn update_sheet(&self, sheet: Sheet, items: ItemsWrite, audit: AuditRecord) -> Result<Sheet>;
+    /// Writes the sheet's fields and each item's calculated line.
+    async fn save_calculation(&self, sheet: Sheet, lines: Vec<(Id, CalculatedLine)>, audit: AuditRecord) -> Result<Sheet>;
+    /// Writes the sheet's fields and each item's delivery outcome.
+    async fn save_deliveries(&self, sheet: Sheet, deliveries: Vec<(Id, Delivery)>, audit: AuditRecord) -> Result<Sheet>;
+}
+
+/// Sends pay slips.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait PayslipNotifier: Send + Sync + 'static {
+    /// Delivers `slip` to `to` and returns the channel used. An error says why it could not be
+    /// delivered (no channel for this recipient, the platform refused, the network failed); the
+    /// message is kept on the item, so it must not carry secrets.
+    async fn send(&self, slip: &Payslip, to: &Recipient) -> Result<Channel>;
+}
+
+/// Sends a short text by SMS or e-mail, whichever `to` is.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait TextSender: Send + Sync + 'static {
+    /// `topic` names what the text is about (`payslip`), for the provider's records.
+    async fn send_text(&self, to: &ContactTarget, topic: &str, text: &str) -> Result<()>;
+}
