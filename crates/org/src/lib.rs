@@ -9,22 +9,18 @@
 //! write takes the [`AuditRecord`](atrium_kernel::AuditRecord) to store in the same
 //! transaction) and [`AccessChanged`] (tells identity that a party change changed its users'
 //! access, so session caches drop them at once).
+//!
+//! Features: `openapi` derives the OpenAPI schemas and parameters of the wire types; `mock`
+//! provides the ports' `MockXxx` types for other crates' tests.
 
-mod audit;
-mod employees;
+pub mod api;
 mod ids;
-mod partners;
+mod model;
 mod ports;
-mod scope;
-mod tenants;
+mod service;
 
-pub use audit::*;
-pub use employees::*;
+pub use api::*;
 pub use ids::{BankAccount, CreditCode, IdCardNo};
-pub use partners::*;
+pub use model::*;
 pub use ports::*;
-pub use scope::ListQuery;
-pub use tenants::*;
-
-#[cfg(test)]
-mod service_tests;
+pub use service::*;

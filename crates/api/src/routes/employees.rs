@@ -1,12 +1,7 @@
 //! `/api/v1/employees`: employees, scoped to the caller's party. Id card and bank account
 //! numbers are masked unless the caller holds `employee:read_sensitive`.
 use actix_web::web;
-use atrium_kernel::payroll::{HousingFundRate, SpecialDeduction};
-use atrium_kernel::{Actor, Money};
-use atrium_org::{Employee, EmployeePatch, EmployeeQuery, EmployeeStatus, ListQuery, NewEmployee, READ_SENSITIVE};
-use chrono::{DateTime, NaiveDate, Utc};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use atrium_org::{EmployeeListParams, EmployeePatch, EmployeeQuery, EmployeeView, NewEmployee};
 
 use super::IdPath;
 use crate::app::AppState;
@@ -27,91 +22,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/employees/{id}").route(web::get().to(get)).route(web::put().to(update)).route(web::delete().to(delete)));
 }
 
-/// An employee as shown to a caller.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct EmployeeView {
-    pub id: i64,
-    pub tenant_id: i64,
-    pub employee_no: Option<String>,
-    pub name: String,
-    pub phone: Option<String>,
-    pub email: Option<String>,
-    /// Masked (`110105********002X`) unless you hold `employee:read_sensitive`.
-    pub id_card_no: Option<String>,
-    pub bank_name: Option<String>,
-    /// Masked (`************7890`) unless you hold `employee:read_sensitive`.
-    pub bank_account: Option<String>,
-    pub department: Option<String>,
-    pub position: Option<String>,
-    pub hire_date: Option<NaiveDate>,
-    pub status: EmployeeStatus,
-    /// Fen.
-    pub base_salary: Money,
-    /// Fen; the base salary when null.
-    pub si_base: Option<Money>,
-    pub housing_fund_rate: HousingFundRate,
-    #[schema(value_type = Vec<Object>)]
-    pub special_deductions: Vec<SpecialDeduction>,
-    pub openid: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-impl EmployeeView {
-    pub fn of(e: Employee, actor: &Actor) -> Self {
-        let reveal = actor.permissions.allows(READ_SENSITIVE);
-        EmployeeView {
-            id: e.id,
-            tenant_id: e.tenant_id,
-            employee_no: e.employee_no,
-            name: e.name,
-            phone: e.phone,
-            email: e.email,
-            id_card_no: e.id_card_no.map(|v| if reveal { v.as_str().to_owned() } else { v.masked() }),
-            bank_name: e.bank_name,
-            bank_account: e.bank_account.map(|v| if reveal { v.as_str().to_owned() } else { v.masked() }),
-            department: e.department,
-            position: e.position,
-            hire_date: e.hire_date,
-            status: e.status,
-            base_salary: e.base_salary,
-            si_base: e.si_base,
-            housing_fund_rate: e.housing_fund_rate,
-            special_deductions: e.special_deductions,
-            openid: e.openid,
-            created_at: e.created_at,
-            updated_at: e.updated_at,
-        }
-    }
-}
-
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-pub struct EmployeeListParams {
-    pub page: Option<i64>,
-    pub page_size: Option<i64>,
-    /// Matches name, phone or employee number.
-    pub keyword: Option<String>,
-    pub status: Option<EmployeeStatus>,
-    pub tenant_id: Option<i64>,
-    pub partner_id: Option<i64>,
-    pub department: Option<String>,
-    /// `id`, `created_at`, `name`, `employee_no` or `hire_date`, `-` for descending; default `-id`.
-    pub sort: Option<String>,
-}
-
 /// List employees.
 #[utoipa::path(get, path = "/api/v1/employees", tag = "employees", params(EmployeeListParams), security(("bearer" = [])),
     responses((status = 200, body = inline(atrium_kernel::Page<EmployeeView>)), (status = 401), (status = 403)))]
 pub async fn list(state: web::Data<AppState>, auth: Authorized<EmployeeRead>, q: web::Query<EmployeeListParams>) -> ApiResult {
-    let q = q.into_inner();
-    let query = EmployeeQuery {
-        list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref())?,
-        status: q.status,
-        tenant_id: q.tenant_id,
-        partner_id: q.partner_id,
-        department: q.department,
-    };
+    let query = EmployeeQuery::try_from(q.into_inner())?;
     let actor = &auth.actor;
     ok(state.employees.list(actor, query).await?.map(|e| EmployeeView::of(e, actor)))
 }

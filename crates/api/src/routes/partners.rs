@@ -1,8 +1,6 @@
 //! `/api/v1/partners`: partners (agents), scoped to the caller's party.
 use actix_web::web;
-use atrium_org::{ListQuery, NewPartner, Partner, PartnerPatch, PartnerQuery, PartnerStatus};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use atrium_org::{NewPartner, Partner, PartnerListParams, PartnerPatch, PartnerQuery};
 
 use super::{DeleteParams, IdPath};
 use crate::app::AppState;
@@ -23,25 +21,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/partners/{id}").route(web::get().to(get)).route(web::put().to(update)).route(web::delete().to(delete)));
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-pub struct PartnerListParams {
-    pub page: Option<i64>,
-    pub page_size: Option<i64>,
-    /// Matches name, contact name or phone.
-    pub keyword: Option<String>,
-    pub status: Option<PartnerStatus>,
-    /// `id`, `created_at` or `name`, `-` for descending; default `-id`.
-    pub sort: Option<String>,
-}
-
 /// List partners.
 #[utoipa::path(get, path = "/api/v1/partners", tag = "partners", params(PartnerListParams), security(("bearer" = [])),
     responses((status = 200, body = inline(atrium_kernel::Page<Partner>)), (status = 401), (status = 403)))]
 pub async fn list(state: web::Data<AppState>, auth: Authorized<AgentRead>, q: web::Query<PartnerListParams>) -> ApiResult {
-    let q = q.into_inner();
-    let query = PartnerQuery { list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref())?, status: q.status };
-    ok(state.partners.list(&auth.actor, query).await?)
+    ok(state.partners.list(&auth.actor, PartnerQuery::try_from(q.into_inner())?).await?)
 }
 
 /// Partner detail.

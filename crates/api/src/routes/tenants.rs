@@ -1,8 +1,6 @@
 //! `/api/v1/tenants`: tenants (enterprises), scoped to the caller's party.
 use actix_web::web;
-use atrium_org::{ListQuery, NewTenant, Tenant, TenantPatch, TenantQuery, TenantStatus};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use atrium_org::{NewTenant, Tenant, TenantListParams, TenantPatch, TenantQuery};
 
 use super::{DeleteParams, IdPath};
 use crate::app::AppState;
@@ -23,30 +21,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/tenants/{id}").route(web::get().to(get)).route(web::put().to(update)).route(web::delete().to(delete)));
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-pub struct TenantListParams {
-    pub page: Option<i64>,
-    pub page_size: Option<i64>,
-    /// Matches name, credit code, contact name or phone.
-    pub keyword: Option<String>,
-    pub status: Option<TenantStatus>,
-    pub partner_id: Option<i64>,
-    /// `id`, `created_at` or `name`, `-` for descending; default `-id`.
-    pub sort: Option<String>,
-}
-
 /// List tenants.
 #[utoipa::path(get, path = "/api/v1/tenants", tag = "tenants", params(TenantListParams), security(("bearer" = [])),
     responses((status = 200, body = inline(atrium_kernel::Page<Tenant>)), (status = 401), (status = 403)))]
 pub async fn list(state: web::Data<AppState>, auth: Authorized<TenantRead>, q: web::Query<TenantListParams>) -> ApiResult {
-    let q = q.into_inner();
-    let query = TenantQuery {
-        list: ListQuery::parse(q.page, q.page_size, q.keyword, q.sort.as_deref())?,
-        status: q.status,
-        partner_id: q.partner_id,
-    };
-    ok(state.tenants.list(&auth.actor, query).await?)
+    ok(state.tenants.list(&auth.actor, TenantQuery::try_from(q.into_inner())?).await?)
 }
 
 /// Tenant detail.

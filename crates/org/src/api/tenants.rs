@@ -1,0 +1,79 @@
+//! `/tenants` requests.
+use atrium_kernel::payroll::PayrollPolicy;
+use atrium_kernel::{Email, Error, Id, Label, ListQuery, Name, Phone, patch};
+use serde::Deserialize;
+
+use crate::ids::CreditCode;
+use crate::model::{TenantQuery, TenantStatus};
+
+/// `POST /tenants` body.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewTenant {
+    pub name: Name,
+    /// Platform callers may name any partner (or none); partner callers get their own.
+    pub partner_id: Option<Id>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub credit_code: Option<CreditCode>,
+    pub contact_name: Option<Label>,
+    pub phone: Option<Phone>,
+    pub email: Option<Email>,
+    pub status: Option<TenantStatus>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub payroll_policy: Option<PayrollPolicy>,
+}
+
+/// `PUT /tenants/:id` body: absent fields stay, `null` clears an optional one.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TenantPatch {
+    pub name: Option<Name>,
+    /// Platform callers only: move the tenant to another partner (or none, with null).
+    #[serde(default, deserialize_with = "patch")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub partner_id: Option<Option<Id>>,
+    #[serde(default, deserialize_with = "patch")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub credit_code: Option<Option<CreditCode>>,
+    #[serde(default, deserialize_with = "patch")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub contact_name: Option<Option<Label>>,
+    #[serde(default, deserialize_with = "patch")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub phone: Option<Option<Phone>>,
+    #[serde(default, deserialize_with = "patch")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub email: Option<Option<Email>>,
+    pub status: Option<TenantStatus>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub payroll_policy: Option<PayrollPolicy>,
+}
+
+/// `GET /tenants` parameters.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[serde(deny_unknown_fields)]
+pub struct TenantListParams {
+    pub page: Option<i64>,
+    pub page_size: Option<i64>,
+    /// Matches name, credit code, contact name or phone.
+    pub keyword: Option<String>,
+    pub status: Option<TenantStatus>,
+    pub partner_id: Option<i64>,
+    /// `id`, `created_at` or `name`, `-` for descending; default `-id`.
+    pub sort: Option<String>,
+}
+
+/// Validates the parameters; a 400 naming the offending one otherwise.
+impl TryFrom<TenantListParams> for TenantQuery {
+    type Error = Error;
+    fn try_from(p: TenantListParams) -> Result<Self, Error> {
+        Ok(TenantQuery {
+            list: ListQuery::parse(p.page, p.page_size, p.keyword, p.sort.as_deref())?,
+            status: p.status,
+            partner_id: p.partner_id,
+        })
+    }
+}
