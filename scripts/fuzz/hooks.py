@@ -1,0 +1,207 @@
+"""Schemathesis hooks of scripts/fuzz.sh: authentication that survives the fuzzer.
+
+Loaded with SCHEMATHESIS_HOOKS=hooks (PYTHONPATH=scripts/fuzz). fuzz.sh passes, in the
+environment:
+
+  FUZZ_BASE_URL        http://127.0.0.1:PORT of the server under test
+  FUZZ_ADMIN_USER      the platform administrator fuzz.sh created, and
+  FUZZ_ADMIN_PASSWORD  its password
+  FUZZ_DOCS_TOKEN      the /api/docs/ API token fuzz.sh created
+  FUZZ_DOCS_PROJECT    the id of the document project fuzz.sh created
+  FUZZ_ATRIUM_BIN      the `atrium` binary, to mint replacements (with the server's DATABASE_URL)
+  FUZZ_EVENTS          a file this module appends one line per re-login / replacement to
+
+Which header goes where is decided by path: `/api/v1/*` gets `Authorization: Bearer <jwt>`,
+`/api/docs/*` gets `Authorization: Token <token>`.
+
+Fuzzed requests may end the caller's own credentials. Nothing is excluded for that; instead:
+
+* `POST /api/v1/auth/logout` (and anything else that revokes the session) makes the next
+  request answer 401; schemathesis then asks `BearerAuth.get` again (retry_on 401) and replays
+  the request with a fresh login.
+* `PUT /api/v1/users/{id}` on the administrator itself with a new `password` or `role_ids`
+  succeeds (the service allows it): the password no longer works, or the roles no longer grant
+  everything. `after_call` notices the 2xx answer and retires that administrator; the next
+  request logs in as a new one minted with `atrium admin create`.
+* `DELETE /api/v1/doc-tokens/{id}` may revoke the docs token: the next /api/docs/ request
+  answers 401, `DocsTokenAuth.get` finds the token dead and mints one with
+  `atrium docs token create`.
+
+The fixture's own logins come from 127.0.0.2, not the fuzzer's 127.0.0.1, so the per-address
+throttle of failed logins (the fuzzer fails hundreds) never locks the fixture out.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import threading
+import time
+
+import requests
+import schemathesis
+from requests.adapters import HTTPAdapter
+
+BASE_URL = os.environ["FUZZ_BASE_URL"].rstrip("/")
+ATRIUM_BIN = os.environ["FUZZ_ATRIUM_BIN"]
+EVENTS = os.environ.get("FUZZ_EVENTS")
+FIXTURE_SOURCE = os.environ.get("FUZZ_FIXTURE_SOURCE", "127.0.0.2")
+
+
+def _event(kind: str, detail: str) -> None:
+    if EVENTS:
+        with open(EVENTS, "a", encoding="utf-8") as f:
+            f.write(f"{time.strftime('%H:%M:%S')} {kind} {detail}\n")
+
+
+class _SourceAddress(HTTPAdapter):
+    def __init__(self, address: str) -> None:
+        self._address = address
+        super().__init__()
+
+    def init_poolmanager(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        kwargs["source_address"] = (self._address, 0)
+        super().init_poolmanager(*args, **kwargs)
+
+
+def _session() -> requests.Session:
+    s = requests.Session()
+    s.mount("http://", _SourceAddress(FIXTURE_SOURCE))
+    return s
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> str:
+    """Runs `atrium <args>` against the server's database; returns its last output line."""
+    done = subprocess.run([ATRIUM_BIN, *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+    if done.returncode != 0:
+        raise RuntimeError(f"atrium {' '.join(args[:3])} failed: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout.strip().splitlines()[-1]
+
+
+class _Admin:
+    """The platform administrator the fuzzer acts as, replaced when the fuzzer ruins it."""
+
+    def __init__(self) -> None:
+        self.username = os.environ["FUZZ_ADMIN_USER"]
+        self.password = os.environ["FUZZ_ADMIN_PASSWORD"]
+        self.user_id: int | None = None
+        self.token: str | None = None
+        self.minted = 0
+        self.lock = threading.RLock()
+        self.http = _session()
+
+    def _login(self) -> requests.Response:
+        return self.http.post(
+            f"{BASE_URL}/api/v1/auth/login",
+            json={"method": "password", "username": self.username, "password": self.password},
+            timeout=30,
+        )
+
+    def _mint(self, why: str) -> None:
+        self.minted += 1
+        self.username = f"fuzz-admin-{self.minted}-{secrets.token_hex(3)}"
+        self.password = "Fz-" + secrets.token_urlsafe(18)
+        _cli("admin", "create", "--username", self.username, env={"ATRIUM_ADMIN_PASSWORD": self.password})
+        _event("admin-minted", f"{self.username} ({why})")
+
+    def login(self, why: str) -> str:
+        with self.lock:
+            for attempt in range(3):
+                r = self._login()
+                if r.status_code == 200:
+                    data = r.json()["data"]
+                    self.token = data["access_token"]
+                    self.user_id = data["user"]["id"]
+                    _event("admin-login", f"{self.username} id {self.user_id} ({why})")
+                    return self.token
+                # 401: password changed under us; 429: the account locked. Either way a new one.
+                _event("admin-login-refused", f"{self.username}: HTTP {r.status_code} {r.text[:200]}")
+                self._mint(f"login answered {r.status_code}")
+                why = "replacement"
+            raise RuntimeError(f"cannot log in as a platform administrator: HTTP {r.status_code} {r.text[:300]}")
+
+    def current(self) -> str:
+        with self.lock:
+            return self.token or self.login("after retirement")
+
+    def retire(self, why: str) -> None:
+        with self.lock:
+            _event("admin-retired", f"{self.username} id {self.user_id}: {why}")
+            self._mint(why)
+            self.token = None
+
+
+class _DocsToken:
+    """The /api/docs/ token, replaced when the fuzzer revokes it."""
+
+    def __init__(self) -> None:
+        self.token = os.environ["FUZZ_DOCS_TOKEN"]
+        self.project = os.environ.get("FUZZ_DOCS_PROJECT", "1")
+        self.fetched = 0
+        self.lock = threading.Lock()
+        self.http = _session()
+
+    def fetch(self) -> str:
+        with self.lock:
+            self.fetched += 1
+            if self.fetched > 1:
+                r = self.http.get(
+                    f"{BASE_URL}/api/docs/",
+                    params={"project": self.project},
+                    headers={"Authorization": f"Token {self.token}"},
+                    timeout=30,
+                )
+                if r.status_code == 401:
+                    self.token = _cli("docs", "token", "create", "--name", f"fuzz-{secrets.token_hex(3)}")
+                    _event("docs-token-minted", f"the previous one answered 401: {r.text[:200]}")
+            return self.token
+
+
+ADMIN = _Admin()
+DOCS = _DocsToken()
+
+
+@schemathesis.auth(refresh_interval=900).apply_to(path_regex=r"^/api/v1/")
+class BearerAuth:
+    """`/api/v1/*`: a fresh login at start, every 15 minutes, and after any 401 (then replayed)."""
+
+    def get(self, case, ctx):  # type: ignore[no-untyped-def]
+        return ADMIN.login("start or 401")
+
+    def set(self, case, data, ctx):  # type: ignore[no-untyped-def]
+        # Not `data`: the administrator may have been retired since it was cached.
+        case.headers = case.headers or {}
+        case.headers["Authorization"] = f"Bearer {ADMIN.current()}"
+
+
+@schemathesis.auth(refresh_interval=900).apply_to(path_regex=r"^/api/docs")
+class DocsTokenAuth:
+    """`/api/docs/*`: the CLI-issued token; re-checked after any 401 and minted anew if revoked."""
+
+    def get(self, case, ctx):  # type: ignore[no-untyped-def]
+        return DOCS.fetch()
+
+    def set(self, case, data, ctx):  # type: ignore[no-untyped-def]
+        case.headers = case.headers or {}
+        case.headers["Authorization"] = f"Token {DOCS.token}"
+
+
+def _int(v: object) -> int | None:
+    try:
+        return int(v)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+
+
+@schemathesis.hook
+def after_call(context, case, response):  # type: ignore[no-untyped-def]
+    """Retires the administrator once a fuzzed request changed its own password or roles."""
+    op = case.operation
+    if op.method.upper() != "PUT" or op.path != "/api/v1/users/{id}" or not 200 <= response.status_code < 300:
+        return
+    body = case.body if isinstance(case.body, dict) else {}
+    target = _int((case.path_parameters or {}).get("id"))
+    if target is not None and target == ADMIN.user_id and ("password" in body or "role_ids" in body):
+        changed = ", ".join(k for k in ("password", "role_ids") if k in body)
+        ADMIN.retire(f"PUT /api/v1/users/{target} set its own {changed}")
