@@ -223,6 +223,24 @@ pub struct Actor {
 }
 
 impl Actor {
+    /// A caller of an active party holding `permissions`, as a service embedding the domain
+    /// crates (or a test) acts: no client address or request id until set.
+    pub fn new<I, S>(user_id: Id, session_id: impl Into<String>, party: Party, permissions: I) -> Actor
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Actor {
+            user_id,
+            session_id: session_id.into(),
+            party,
+            standing: PartyStanding::Active,
+            permissions: PermissionSet::new(permissions),
+            ip: None,
+            request_id: None,
+        }
+    }
+
     /// `Forbidden` unless the actor holds `permission`.
     pub fn require(&self, permission: &str) -> Result<(), Error> {
         if self.permissions.allows(permission) { Ok(()) } else { Err(Error::Forbidden(format!("missing permission {permission}"))) }

@@ -32,17 +32,10 @@ impl AuditRecord {
     /// A record of `action` by `actor` on `target_type`/`target_id`, owned by the given party.
     pub fn by(actor: &Actor, at: Timestamp, action: impl Into<String>, target_type: &'static str, target_id: Option<Id>) -> Self {
         AuditRecord {
-            at,
             actor_user_id: Some(actor.user_id),
             ip: actor.ip.clone(),
             request_id: actor.request_id.clone(),
-            action: action.into(),
-            target_type,
-            target_id,
-            partner_id: None,
-            tenant_id: None,
-            before: None,
-            after: None,
+            ..AuditRecord::system(at, action, target_type, target_id)
         }
     }
 

@@ -20,19 +20,7 @@ fn audit(action: &str, target: &'static str) -> AuditRecord {
 }
 
 fn tenant(partner_id: Option<i64>) -> Tenant {
-    Tenant {
-        id: 0,
-        partner_id,
-        name: "T".into(),
-        credit_code: None,
-        contact_name: None,
-        phone: None,
-        email: None,
-        status: TenantStatus::Active,
-        payroll_policy: Default::default(),
-        created_at: t0(),
-        updated_at: t0(),
-    }
+    Tenant::draft(partner_id, "T", t0())
 }
 
 fn employee(tenant_id: i64, no: &str) -> Employee {

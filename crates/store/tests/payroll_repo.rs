@@ -35,19 +35,7 @@ async fn fixture(db: &Db) -> Fixture {
         updated_at: t0(),
     };
     let partner = org.insert_partner(p, AuditRecord::system(t0(), "partner.create", "partner", None)).await.unwrap().id;
-    let t = Tenant {
-        id: 0,
-        partner_id: Some(partner),
-        name: "T".into(),
-        credit_code: None,
-        contact_name: None,
-        phone: None,
-        email: None,
-        status: TenantStatus::Active,
-        payroll_policy: Default::default(),
-        created_at: t0(),
-        updated_at: t0(),
-    };
+    let t = Tenant::draft(Some(partner), "T", t0());
     let tenant = org.insert_tenant(t, AuditRecord::system(t0(), "tenant.create", "tenant", None)).await.unwrap().id;
     let mut employees = vec![];
     for (i, status) in [EmployeeStatus::Active, EmployeeStatus::Active, EmployeeStatus::Left].into_iter().enumerate() {

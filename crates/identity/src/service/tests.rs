@@ -1,6 +1,6 @@
 //! Service tests against mocked ports, one file per service.
 use crate::model::Role;
-use atrium_kernel::{Actor, FixedClock, Id, Party, PartyStanding, PartyType, PermissionSet, Timestamp};
+use atrium_kernel::{Actor, FixedClock, Id, Party, PartyType, Timestamp};
 use chrono::TimeZone;
 use std::sync::Arc;
 
@@ -18,15 +18,7 @@ fn admin_clock() -> Arc<FixedClock> {
 
 /// A caller with these permissions, user id 10.
 fn actor(party: Party, perms: &[&str]) -> Actor {
-    Actor {
-        user_id: 10,
-        session_id: "s".into(),
-        party,
-        standing: PartyStanding::Active,
-        permissions: PermissionSet::new(perms.iter().copied()),
-        ip: None,
-        request_id: None,
-    }
+    Actor::new(10, "s", party, perms.iter().copied())
 }
 
 /// A built-in role with these permissions.

@@ -34,6 +34,26 @@ pub struct Tenant {
     pub updated_at: Timestamp,
 }
 
+impl Tenant {
+    /// A new, active tenant named `name` under `partner_id`, with the default payroll policy
+    /// and nothing else filled in; not stored yet (id 0).
+    pub fn draft(partner_id: Option<Id>, name: impl Into<String>, at: Timestamp) -> Tenant {
+        Tenant {
+            id: 0,
+            partner_id,
+            name: name.into(),
+            credit_code: None,
+            contact_name: None,
+            phone: None,
+            email: None,
+            status: TenantStatus::Active,
+            payroll_policy: PayrollPolicy::default(),
+            created_at: at,
+            updated_at: at,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct TenantQuery {
     pub list: ListQuery<TenantSort>,

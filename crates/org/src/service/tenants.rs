@@ -54,17 +54,13 @@ impl TenantService {
         policy.validate()?;
         let now = self.clock.now();
         let tenant = Tenant {
-            id: 0,
-            partner_id,
-            name: input.name.into_string(),
             credit_code: input.credit_code.map(String::from),
             contact_name: input.contact_name.map(Label::into_string),
             phone: input.phone.map(String::from),
             email: input.email.map(String::from),
             status: input.status.unwrap_or(TenantStatus::Active),
             payroll_policy: policy,
-            created_at: now,
-            updated_at: now,
+            ..Tenant::draft(partner_id, input.name.into_string(), now)
         };
         let audit = AuditRecord::by(actor, now, "tenant.create", "tenant", None)
             .owned_by(partner_id, None)

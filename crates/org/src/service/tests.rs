@@ -1,6 +1,6 @@
 //! Service tests against mocked ports, one file per service.
 use crate::ports::MockAccessChanged;
-use atrium_kernel::{Actor, FixedClock, Party, PartyStanding, PermissionSet, Timestamp};
+use atrium_kernel::{Actor, FixedClock, Party, Timestamp};
 use chrono::TimeZone;
 use std::sync::Arc;
 
@@ -18,15 +18,7 @@ fn clock() -> Arc<FixedClock> {
 }
 
 fn actor(party: Party, perms: &[&str]) -> Actor {
-    Actor {
-        user_id: 10,
-        session_id: "s".into(),
-        party,
-        standing: PartyStanding::Active,
-        permissions: PermissionSet::new(perms.iter().copied()),
-        ip: None,
-        request_id: None,
-    }
+    Actor::new(10, "s", party, perms.iter().copied())
 }
 
 fn quiet_access() -> Arc<MockAccessChanged> {

@@ -8,7 +8,7 @@ use crate::lifecycle::SheetStatus;
 use crate::model::*;
 use crate::ports::{MockPayrollRepo, MockPayslipNotifier};
 use atrium_kernel::payroll::{HousingFundRate, PayrollPolicy};
-use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Party, PartyStanding, Period, PermissionSet, Timestamp};
+use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Party, Period, Timestamp};
 use chrono::{TimeZone, Utc};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,15 +20,7 @@ fn now() -> Timestamp {
 }
 
 fn actor(user_id: Id) -> Actor {
-    Actor {
-        user_id,
-        session_id: "s".into(),
-        party: Party::Tenant { tenant_id: TENANT, partner_id: None },
-        standing: PartyStanding::Active,
-        permissions: PermissionSet::new(["payroll:*"]),
-        ip: None,
-        request_id: None,
-    }
+    Actor::new(user_id, "s", Party::Tenant { tenant_id: TENANT, partner_id: None }, ["payroll:*"])
 }
 
 fn sheet(status: SheetStatus) -> Sheet {

@@ -10,40 +10,30 @@ use atrium_org::{Partner, PartnerQuery, PartnerRepo, PartnerSort, PartnerStatus}
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
-type Row = (i64, String, Option<String>, Option<String>, Option<String>, String, NaiveDateTime, NaiveDateTime);
-
-fn columns() -> (
-    partners::id,
-    partners::name,
-    partners::contact_name,
-    partners::phone,
-    partners::email,
-    partners::status,
-    partners::created_at,
-    partners::updated_at,
-) {
-    (
-        partners::id,
-        partners::name,
-        partners::contact_name,
-        partners::phone,
-        partners::email,
-        partners::status,
-        partners::created_at,
-        partners::updated_at,
-    )
+/// A `partners` row.
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = partners)]
+struct Row {
+    id: i64,
+    name: String,
+    contact_name: Option<String>,
+    phone: Option<String>,
+    email: Option<String>,
+    status: String,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
 }
 
 fn from_row(r: Row) -> Result<Partner> {
     Ok(Partner {
-        id: r.0,
-        name: r.1,
-        contact_name: r.2,
-        phone: r.3,
-        email: r.4,
-        status: parse_enum(&r.5, PartnerStatus::parse, "partner status")?,
-        created_at: from_db(r.6),
-        updated_at: from_db(r.7),
+        id: r.id,
+        name: r.name,
+        contact_name: r.contact_name,
+        phone: r.phone,
+        email: r.email,
+        status: parse_enum(&r.status, PartnerStatus::parse, "partner status")?,
+        created_at: from_db(r.created_at),
+        updated_at: from_db(r.updated_at),
     })
 }
 
@@ -75,7 +65,8 @@ fn filtered<'a>(scope: Party, q: &'a PartnerQuery) -> partners::BoxedQuery<'a, c
 
 pub(crate) fn get(conn: &mut DbConn, scope: Party, id: Id) -> Result<Option<Partner>> {
     let q = PartnerQuery::default();
-    let row: Option<Row> = filtered(scope, &q).filter(partners::id.eq(id)).select(columns()).first(conn).optional().map_err(db_error)?;
+    let row: Option<Row> =
+        filtered(scope, &q).filter(partners::id.eq(id)).select(Row::as_select()).first(conn).optional().map_err(db_error)?;
     row.map(from_row).transpose()
 }
 
@@ -84,7 +75,7 @@ impl PartnerRepo for OrgStore {
     async fn list_partners(&self, scope: Party, q: PartnerQuery) -> Result<Page<Partner>> {
         self.db
             .run(move |conn| {
-                let mut query = filtered(scope, &q).select(columns());
+                let mut query = filtered(scope, &q).select(Row::as_select());
                 query = match q.list.sort.unwrap_or((PartnerSort::Id, SortOrder::Desc)) {
                     (PartnerSort::Name, SortOrder::Asc) => query.order((partners::name.asc(), partners::id.asc())),
                     (PartnerSort::Name, SortOrder::Desc) => query.order((partners::name.desc(), partners::id.desc())),

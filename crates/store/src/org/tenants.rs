@@ -130,6 +130,34 @@ fn policy_json(t: &Tenant) -> Result<String> {
     serde_json::to_string(&t.payroll_policy).map_err(|e| Error::Internal(e.into()))
 }
 
+/// The columns a write of `t` sets (all but the id and creation time).
+#[allow(clippy::type_complexity)]
+fn changes(
+    t: &Tenant,
+) -> Result<(
+    diesel::dsl::Eq<tenants::partner_id, Option<i64>>,
+    diesel::dsl::Eq<tenants::name, &str>,
+    diesel::dsl::Eq<tenants::credit_code, Option<&str>>,
+    diesel::dsl::Eq<tenants::contact_name, Option<&str>>,
+    diesel::dsl::Eq<tenants::phone, Option<&str>>,
+    diesel::dsl::Eq<tenants::email, Option<&str>>,
+    diesel::dsl::Eq<tenants::status, &'static str>,
+    diesel::dsl::Eq<tenants::payroll_policy, Option<String>>,
+    diesel::dsl::Eq<tenants::updated_at, chrono::NaiveDateTime>,
+)> {
+    Ok((
+        tenants::partner_id.eq(t.partner_id),
+        tenants::name.eq(t.name.as_str()),
+        tenants::credit_code.eq(t.credit_code.as_deref()),
+        tenants::contact_name.eq(t.contact_name.as_deref()),
+        tenants::phone.eq(t.phone.as_deref()),
+        tenants::email.eq(t.email.as_deref()),
+        tenants::status.eq(t.status.as_str()),
+        tenants::payroll_policy.eq(Some(policy_json(t)?)),
+        tenants::updated_at.eq(to_db(t.updated_at)),
+    ))
+}
+
 #[async_trait]
 impl TenantRepo for OrgStore {
     async fn list_tenants(&self, scope: Party, q: TenantQuery) -> Result<Page<Tenant>> {
@@ -161,18 +189,7 @@ impl TenantRepo for OrgStore {
         self.db
             .write(move |conn| {
                 let id: i64 = diesel::insert_into(tenants::table)
-                    .values((
-                        tenants::partner_id.eq(t.partner_id),
-                        tenants::name.eq(&t.name),
-                        tenants::credit_code.eq(&t.credit_code),
-                        tenants::contact_name.eq(&t.contact_name),
-                        tenants::phone.eq(&t.phone),
-                        tenants::email.eq(&t.email),
-                        tenants::status.eq(t.status.as_str()),
-                        tenants::payroll_policy.eq(Some(policy_json(&t)?)),
-                        tenants::created_at.eq(to_db(t.created_at)),
-                        tenants::updated_at.eq(to_db(t.updated_at)),
-                    ))
+                    .values((changes(&t)?, tenants::created_at.eq(to_db(t.created_at))))
                     .returning(tenants::id)
                     .get_result(conn)
                     .map_err(db_error)?;
@@ -185,20 +202,7 @@ impl TenantRepo for OrgStore {
     async fn update_tenant(&self, t: Tenant, audit: AuditRecord) -> Result<Tenant> {
         self.db
             .write(move |conn| {
-                let n = diesel::update(tenants::table.find(t.id))
-                    .set((
-                        tenants::partner_id.eq(t.partner_id),
-                        tenants::name.eq(&t.name),
-                        tenants::credit_code.eq(&t.credit_code),
-                        tenants::contact_name.eq(&t.contact_name),
-                        tenants::phone.eq(&t.phone),
-                        tenants::email.eq(&t.email),
-                        tenants::status.eq(t.status.as_str()),
-                        tenants::payroll_policy.eq(Some(policy_json(&t)?)),
-                        tenants::updated_at.eq(to_db(t.updated_at)),
-                    ))
-                    .execute(conn)
-                    .map_err(db_error)?;
+                let n = diesel::update(tenants::table.find(t.id)).set(changes(&t)?).execute(conn).map_err(db_error)?;
                 if n == 0 {
                     return Err(Error::NotFound("tenant"));
                 }

@@ -8,19 +8,7 @@ use atrium_kernel::{Error, Id, Name, Party};
 use std::sync::Arc;
 
 fn tenant(id: Id, partner: Option<Id>) -> Tenant {
-    Tenant {
-        id,
-        partner_id: partner,
-        name: "T".into(),
-        credit_code: None,
-        contact_name: None,
-        phone: None,
-        email: None,
-        status: TenantStatus::Active,
-        payroll_policy: Default::default(),
-        created_at: now(),
-        updated_at: now(),
-    }
+    Tenant { id, ..Tenant::draft(partner, "T", now()) }
 }
 
 fn new_tenant(partner_id: Option<Id>) -> NewTenant {
