@@ -56,7 +56,7 @@ fn invalid_fields(err: Error) -> Vec<String> {
     }
 }
 
-// ---- PAYROLL.md's worked examples ----
+// ---- worked examples of the withholding rules (docs/payroll.md, "What calculate computes") ----
 
 #[test]
 fn payroll_md_example_one_on_cumulative_figures_is_75_a_month_and_900_a_year() {

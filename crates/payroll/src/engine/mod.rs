@@ -1,6 +1,6 @@
 //! The pure payroll calculation engine: one employee and month in, one [`CalculatedLine`] out.
 //!
-//! It computes what a Chinese employer withholds (see `PAYROLL.md`): employee social
+//! It computes what a Chinese employer withholds (see docs/payroll.md): employee social
 //! insurance and housing fund on a clamped base, then resident individual income tax by the
 //! cumulative withholding method, plus the separately taxed annual one-off bonus.
 //!
