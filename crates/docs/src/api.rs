@@ -120,7 +120,7 @@ impl From<DocumentTree> for DocumentTreeView {
 
 /// `GET /api/docs/` parameters.
 #[derive(Debug, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct TreeQuery {
     /// Id of the project to list.
@@ -131,7 +131,7 @@ pub struct TreeQuery {
 
 /// `page` (1-based, default 1) and `page_size` (default 20, at most 100).
 #[derive(Debug, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct PageQuery {
     pub page: Option<i64>,

@@ -57,7 +57,7 @@ pub struct UserPatch {
 
 /// `GET /users` parameters.
 #[derive(Debug, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct UserListParams {
     pub page: Option<i64>,
@@ -154,7 +154,7 @@ pub struct RolePatch {
 
 /// `GET /roles` parameters.
 #[derive(Debug, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct RoleListParams {
     pub page: Option<i64>,
@@ -363,7 +363,7 @@ pub struct ChatQrResponse {
 
 /// `GET /auth/chat-qr/status` parameters.
 #[derive(Debug, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct TicketQuery {
     pub ticket: String,
@@ -378,7 +378,7 @@ pub struct TicketStatusResponse {
 
 /// `GET /auth/chat-qr/callback` parameters, as the messaging platform sends them.
 #[derive(Debug, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 pub struct CallbackQuery {
     pub code: String,
     /// The ticket.

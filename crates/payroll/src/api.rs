@@ -71,7 +71,7 @@ pub struct SheetPatch {
 
 /// `GET /payroll-sheets` parameters.
 #[derive(Debug, Default, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct SheetListParams {
     pub page: Option<i64>,

@@ -16,11 +16,12 @@ use utoipa::IntoParams;
 
 /// A record id in the path.
 #[derive(Debug, Deserialize, IntoParams)]
-#[into_params(names("id"))]
+#[into_params(names("id"), parameter_in = Path)]
 pub struct IdPath(pub i64);
 
 /// Options of a DELETE.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteParams {
     /// Also delete what belongs to the record (tenants' employees and users, …).

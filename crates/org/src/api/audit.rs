@@ -7,7 +7,7 @@ use crate::model::AuditQuery;
 
 /// `GET /audit-logs` parameters.
 #[derive(Debug, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct AuditListParams {
     pub page: Option<i64>,

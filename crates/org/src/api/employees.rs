@@ -95,7 +95,7 @@ pub struct EmployeePatch {
 
 /// `GET /employees` parameters.
 #[derive(Debug, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct EmployeeListParams {
     pub page: Option<i64>,

@@ -36,7 +36,7 @@ pub struct PartnerPatch {
 
 /// `GET /partners` parameters.
 #[derive(Debug, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct PartnerListParams {
     pub page: Option<i64>,

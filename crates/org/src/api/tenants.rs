@@ -53,7 +53,7 @@ pub struct TenantPatch {
 
 /// `GET /tenants` parameters.
 #[derive(Debug, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct TenantListParams {
     pub page: Option<i64>,
