@@ -7,8 +7,8 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, p
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Atrium", description = "Management backend: identity, org records, payroll, orders, mini-programs and documents. \
-        Every /api/v1 response is an envelope {code, message, data} whose code equals the HTTP status; the schemas below \
-        describe `data`."),
+        Every /api/v1 response is an envelope {code, message, data} whose code equals the HTTP status; on /api/docs/ \
+        a success has code 0. Errors are the ErrorEnvelope, whose data is null or lists the fields at fault."),
     paths(
         health::healthz, health::live, health::ready,
         auth::login, auth::refresh, auth::logout, auth::me, auth::send_code, auth::register, auth::reset_password,
@@ -24,7 +24,7 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, p
         doc_admin::list_projects, doc_admin::create_project, doc_admin::get_project,
         doc_admin::list_tokens, doc_admin::create_token, doc_admin::revoke_token,
     ),
-    modifiers(&BearerAuth, &Contract),
+    modifiers(&BearerAuth, &Contract, &Envelopes),
     tags(
         (name = "auth", description = "Logins, sessions, verification codes and QR login"),
         (name = "users", description = "Users of the caller's scope"),
@@ -98,6 +98,104 @@ impl Modify for Contract {
     }
 }
 
+/// Describes what the wire really carries: every answer is an envelope. A success's schema
+/// is the route's `data` inside `{code, message, data}` (`code` is the status on /api/v1 and 0
+/// on the document interface); every error status is the error envelope, whose `data` is null
+/// or lists field errors. Statuses every route can give are declared on each: 503 with
+/// `Retry-After` (the database is unavailable), and for routes that need a token 401 and 403
+/// (the caller's party is disabled or lacks the permission).
+struct Envelopes;
+
+impl Modify for Envelopes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let Ok(mut doc) = serde_json::to_value(&*openapi) else { return };
+        envelope_document(&mut doc);
+        if let Ok(updated) = serde_json::from_value(doc) {
+            *openapi = updated;
+        }
+    }
+}
+
+fn envelope_document(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    if let Some(schemas) = doc.pointer_mut("/components/schemas").and_then(|s| s.as_object_mut()) {
+        schemas.insert(
+            "ErrorEnvelope".into(),
+            json!({
+                "type": "object",
+                "description": "An error: `code` is the HTTP status, `message` says what went wrong, `data` is null or lists the fields at fault.",
+                "required": ["code", "message", "data"],
+                "properties": {
+                    "code": {"type": "integer"},
+                    "message": {"type": "string"},
+                    "data": {"oneOf": [
+                        {"type": "null"},
+                        {"type": "object", "required": ["errors"], "properties": {"errors": {"type": "array", "items": {
+                            "type": "object", "required": ["field", "message"],
+                            "properties": {"field": {"type": "string"}, "message": {"type": "string"}}
+                        }}}}
+                    ]}
+                }
+            }),
+        );
+    }
+    let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else { return };
+    for (path, item) in paths.iter_mut() {
+        let docs_interface = path.starts_with("/api/docs");
+        let Some(item) = item.as_object_mut() else { continue };
+        for (method, op) in item.iter_mut() {
+            if !["get", "put", "post", "delete", "patch"].contains(&method.as_str()) {
+                continue;
+            }
+            let secured = op
+                .get("security")
+                .and_then(|s| s.as_array())
+                .is_some_and(|s| s.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
+            let live = path.ends_with("/healthz/live");
+            let Some(responses) = op.get_mut("responses").and_then(|r| r.as_object_mut()) else { continue };
+            let mut extra: Vec<&str> = vec![];
+            if !live {
+                extra.push("503");
+            }
+            if secured {
+                extra.extend(["401", "403"]);
+            }
+            for status in extra {
+                responses.entry(status).or_insert_with(|| json!({"description": reason(status)}));
+            }
+            for (status, response) in responses.iter_mut() {
+                let Some(response) = response.as_object_mut() else { continue };
+                if status.starts_with('2') {
+                    let code = if docs_interface { 0 } else { status.parse::<i64>().unwrap_or(200) };
+                    let data = response
+                        .get("content")
+                        .and_then(|c| c.get("application/json"))
+                        .and_then(|c| c.get("schema"))
+                        .cloned()
+                        .unwrap_or_else(|| json!({"type": "object"}));
+                    response.insert(
+                        "content".into(),
+                        json!({"application/json": {"schema": {
+                            "type": "object",
+                            "required": ["code", "message", "data"],
+                            "properties": {"code": {"type": "integer", "enum": [code]}, "message": {"type": "string"}, "data": data}
+                        }}}),
+                    );
+                } else {
+                    response
+                        .insert("content".into(), json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}));
+                    if status == "503" || status == "429" {
+                        response.insert(
+                            "headers".into(),
+                            json!({"Retry-After": {"description": "Seconds to wait before trying again", "schema": {"type": "integer"}}}),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The reason phrase of an HTTP status code written as a string.
 fn reason(status: &str) -> &'static str {
     status
@@ -125,6 +223,31 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn successes_are_envelopes_and_errors_the_error_envelope() {
+        let doc = document();
+        for (method, path, op) in operations(&doc) {
+            for (status, response) in op["responses"].as_object().expect("responses").iter() {
+                let schema = &response["content"]["application/json"]["schema"];
+                if status.starts_with('2') {
+                    let code = &schema["properties"]["code"]["enum"][0];
+                    let expected = if path.starts_with("/api/docs") { 0 } else { status.parse::<i64>().unwrap_or_default() };
+                    assert_eq!(code, &serde_json::json!(expected), "{method} {path} {status}");
+                    assert!(schema["properties"].get("data").is_some(), "{method} {path} {status} has no data");
+                } else {
+                    assert_eq!(schema["$ref"], "#/components/schemas/ErrorEnvelope", "{method} {path} {status}");
+                }
+            }
+            let responses = op["responses"].as_object().expect("responses");
+            if !path.ends_with("/healthz/live") {
+                assert!(responses["503"]["headers"].get("Retry-After").is_some(), "{method} {path} lacks 503 with Retry-After");
+            }
+            if op["security"].as_array().is_some_and(|s| s.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty()))) {
+                assert!(responses.contains_key("401") && responses.contains_key("403"), "{method} {path} lacks 401/403");
+            }
+        }
     }
 
     #[test]
