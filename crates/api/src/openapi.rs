@@ -24,7 +24,7 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, p
         doc_admin::list_projects, doc_admin::create_project, doc_admin::get_project,
         doc_admin::list_tokens, doc_admin::create_token, doc_admin::revoke_token,
     ),
-    modifiers(&BearerAuth, &Contract, &Envelopes),
+    modifiers(&BearerAuth, &Contract),
     tags(
         (name = "auth", description = "Logins, sessions, verification codes and QR login"),
         (name = "users", description = "Users of the caller's scope"),
@@ -61,62 +61,32 @@ impl Modify for BearerAuth {
     }
 }
 
-/// Makes the generated document valid OpenAPI where the derive leaves gaps: every operation
-/// gets a unique id (`<tag>_<handler>`, the handlers' names repeat across resources), a
-/// parameter the derive declares twice (a typed path parameter and the path template's own)
-/// is kept once, and every response has the description the specification requires (its
-/// status's reason phrase unless the route wrote one).
+/// Makes the generated document say what the wire carries, in one pass over the operations:
+/// - every operation gets a unique id (`<tag>_<handler>`: handler names repeat across
+///   resources), and a parameter the derive declares twice (a typed path parameter and the
+///   path template's own) is kept once;
+/// - paging parameters and path ids carry the bounds the parsers enforce
+///   ([`PageRequest`](atrium_kernel::PageRequest)'s limits, ids from 1);
+/// - every answer is an envelope: a success's schema is the route's `data` inside
+///   `{code, message, data}` (`code` is the status on /api/v1, 0 on the document interface),
+///   every error status is the `ErrorEnvelope`, whose `data` is null or lists field errors;
+/// - statuses every route of a kind can give are declared on it: 503 with `Retry-After` (the
+///   database is unavailable) everywhere but liveness, 400 where the request has input, 404
+///   where the path names a record, 401 and 403 where a token is needed; every response has
+///   a description (its reason phrase unless the route wrote one).
 struct Contract;
 
 impl Modify for Contract {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::RefOr;
-        for item in openapi.paths.paths.values_mut() {
-            let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
-            for op in operations.into_iter().flatten() {
-                if let (Some(tag), Some(id)) = (op.tags.as_ref().and_then(|t| t.first()), op.operation_id.as_ref())
-                    && !id.starts_with(&format!("{}_", tag.replace('-', "_")))
-                {
-                    op.operation_id = Some(format!("{}_{id}", tag.replace('-', "_")));
-                }
-                if let Some(params) = op.parameters.as_mut() {
-                    let mut seen = std::collections::HashSet::new();
-                    params.retain(|p| match p {
-                        RefOr::T(p) => seen.insert((p.name.clone(), format!("{:?}", serde_json::to_value(&p.parameter_in).ok()))),
-                        RefOr::Ref(_) => true,
-                    });
-                }
-                for (status, response) in op.responses.responses.iter_mut() {
-                    if let RefOr::T(r) = response
-                        && r.description.trim().is_empty()
-                    {
-                        r.description = reason(status).to_owned();
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Describes what the wire really carries: every answer is an envelope. A success's schema
-/// is the route's `data` inside `{code, message, data}` (`code` is the status on /api/v1 and 0
-/// on the document interface); every error status is the error envelope, whose `data` is null
-/// or lists field errors. Statuses every route can give are declared on each: 503 with
-/// `Retry-After` (the database is unavailable), and for routes that need a token 401 and 403
-/// (the caller's party is disabled or lacks the permission).
-struct Envelopes;
-
-impl Modify for Envelopes {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let Ok(mut doc) = serde_json::to_value(&*openapi) else { return };
-        envelope_document(&mut doc);
+        contract(&mut doc);
         if let Ok(updated) = serde_json::from_value(doc) {
             *openapi = updated;
         }
     }
 }
 
-fn envelope_document(doc: &mut serde_json::Value) {
+fn contract(doc: &mut serde_json::Value) {
     use serde_json::json;
     if let Some(schemas) = doc.pointer_mut("/components/schemas").and_then(|s| s.as_object_mut()) {
         schemas.insert(
@@ -141,56 +111,94 @@ fn envelope_document(doc: &mut serde_json::Value) {
     }
     let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else { return };
     for (path, item) in paths.iter_mut() {
-        let docs_interface = path.starts_with("/api/docs");
         let Some(item) = item.as_object_mut() else { continue };
         for (method, op) in item.iter_mut() {
-            if !["get", "put", "post", "delete", "patch"].contains(&method.as_str()) {
-                continue;
+            if ["get", "put", "post", "delete", "patch"].contains(&method.as_str()) {
+                operation(path, op);
             }
-            let secured = op
-                .get("security")
-                .and_then(|s| s.as_array())
-                .is_some_and(|s| s.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
-            let live = path.ends_with("/healthz/live");
-            let Some(responses) = op.get_mut("responses").and_then(|r| r.as_object_mut()) else { continue };
-            let mut extra: Vec<&str> = vec![];
-            if !live {
-                extra.push("503");
-            }
-            if secured {
-                extra.extend(["401", "403"]);
-            }
-            for status in extra {
-                responses.entry(status).or_insert_with(|| json!({"description": reason(status)}));
-            }
-            for (status, response) in responses.iter_mut() {
-                let Some(response) = response.as_object_mut() else { continue };
-                if status.starts_with('2') {
-                    let code = if docs_interface { 0 } else { status.parse::<i64>().unwrap_or(200) };
-                    let data = response
-                        .get("content")
-                        .and_then(|c| c.get("application/json"))
-                        .and_then(|c| c.get("schema"))
-                        .cloned()
-                        .unwrap_or_else(|| json!({"type": "object"}));
-                    response.insert(
-                        "content".into(),
-                        json!({"application/json": {"schema": {
-                            "type": "object",
-                            "required": ["code", "message", "data"],
-                            "properties": {"code": {"type": "integer", "enum": [code]}, "message": {"type": "string"}, "data": data}
-                        }}}),
-                    );
-                } else {
-                    response
-                        .insert("content".into(), json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}));
-                    if status == "503" || status == "429" {
-                        response.insert(
-                            "headers".into(),
-                            json!({"Retry-After": {"description": "Seconds to wait before trying again", "schema": {"type": "integer"}}}),
-                        );
-                    }
+        }
+    }
+}
+
+fn operation(path: &str, op: &mut serde_json::Value) {
+    use serde_json::json;
+    let Some(op) = op.as_object_mut() else { return };
+    if let (Some(tag), Some(id)) =
+        (op.get("tags").and_then(|t| t.get(0)).and_then(|t| t.as_str()), op.get("operationId").and_then(|i| i.as_str()))
+    {
+        let prefix = format!("{}_", tag.replace('-', "_"));
+        if !id.starts_with(&prefix) {
+            op.insert("operationId".into(), json!(format!("{prefix}{id}")));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut has_path_param = false;
+    if let Some(params) = op.get_mut("parameters").and_then(|p| p.as_array_mut()) {
+        params.retain(|p| seen.insert((p["name"].clone(), p["in"].clone())));
+        for p in params.iter_mut() {
+            let bounds = match (p["in"].as_str(), p["name"].as_str()) {
+                (Some("query"), Some("page")) => Some((1, i64::from(atrium_kernel::PageRequest::MAX_PAGE))),
+                (Some("query"), Some("page_size")) => Some((1, i64::from(atrium_kernel::PageRequest::MAX_SIZE))),
+                (Some("path"), _) => {
+                    has_path_param = true;
+                    Some((1, i64::MAX))
                 }
+                _ => None,
+            };
+            if p["in"] == "query"
+                && p["name"] == "keyword"
+                && let Some(schema) = p.get_mut("schema").and_then(|s| s.as_object_mut())
+            {
+                // ListQuery refuses control characters in a keyword.
+                schema.insert("pattern".into(), json!("^[^\\x00-\\x1f\\x7f-\\x9f]*$"));
+            }
+            if let (Some((min, max)), Some(schema)) = (bounds, p.get_mut("schema").and_then(|s| s.as_object_mut()))
+                && schema.get("type").is_some_and(|t| t == "integer" || t.as_array().is_some_and(|a| a.contains(&json!("integer"))))
+            {
+                schema.insert("minimum".into(), json!(min));
+                schema.insert("maximum".into(), json!(max));
+            }
+        }
+    }
+    let has_input = !seen.is_empty() || op.contains_key("requestBody");
+    let secured =
+        op.get("security").and_then(|s| s.as_array()).is_some_and(|s| s.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
+    let docs_interface = path.starts_with("/api/docs");
+    let Some(responses) = op.get_mut("responses").and_then(|r| r.as_object_mut()) else { return };
+    let declared =
+        [("503", !path.ends_with("/healthz/live")), ("400", has_input), ("404", has_path_param), ("401", secured), ("403", secured)];
+    for (status, applies) in declared {
+        if applies {
+            responses.entry(status).or_insert_with(|| json!({}));
+        }
+    }
+    for (status, response) in responses.iter_mut() {
+        let Some(response) = response.as_object_mut() else { continue };
+        if response.get("description").and_then(|d| d.as_str()).is_none_or(|d| d.trim().is_empty()) {
+            response.insert("description".into(), json!(reason(status)));
+        }
+        if status.starts_with('2') {
+            let code = if docs_interface { 0 } else { status.parse::<i64>().unwrap_or(200) };
+            let data = response
+                .get("content")
+                .and_then(|c| c.pointer("/application~1json/schema"))
+                .cloned()
+                .unwrap_or_else(|| json!({"type": "object"}));
+            response.insert(
+                "content".into(),
+                json!({"application/json": {"schema": {
+                    "type": "object",
+                    "required": ["code", "message", "data"],
+                    "properties": {"code": {"type": "integer", "enum": [code]}, "message": {"type": "string"}, "data": data}
+                }}}),
+            );
+        } else {
+            response.insert("content".into(), json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}));
+            if status == "503" || status == "429" {
+                response.insert(
+                    "headers".into(),
+                    json!({"Retry-After": {"description": "Seconds to wait before trying again", "schema": {"type": "integer"}}}),
+                );
             }
         }
     }

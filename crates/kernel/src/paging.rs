@@ -11,17 +11,19 @@ pub struct PageRequest {
 impl PageRequest {
     pub const DEFAULT_SIZE: u32 = 20;
     pub const MAX_SIZE: u32 = 100;
+    /// The highest page number a list serves.
+    pub const MAX_PAGE: u32 = 1_000_000;
 
     /// Missing values take their defaults; out-of-range values are a 400 naming the field.
     pub fn new(page: Option<i64>, page_size: Option<i64>) -> Result<Self, Error> {
         let page = page.unwrap_or(1);
         let page_size = page_size.unwrap_or(i64::from(Self::DEFAULT_SIZE));
         let mut errors = Vec::new();
-        if !(1..=1_000_000).contains(&page) {
-            errors.push(FieldError::new("page", "must be between 1 and 1000000"));
+        if !(1..=i64::from(Self::MAX_PAGE)).contains(&page) {
+            errors.push(FieldError::new("page", format!("must be between 1 and {}", Self::MAX_PAGE)));
         }
         if !(1..=i64::from(Self::MAX_SIZE)).contains(&page_size) {
-            errors.push(FieldError::new("page_size", "must be between 1 and 100"));
+            errors.push(FieldError::new("page_size", format!("must be between 1 and {}", Self::MAX_SIZE)));
         }
         if !errors.is_empty() {
             return Err(Error::Invalid(errors));

@@ -90,11 +90,34 @@ macro_rules! string_schema {
     };
 }
 
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for crate::Phone {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some("Phone number, E.164 (+8613800138000); mainland mobile numbers without +86 are accepted"))
+            // What Phone::parse accepts, less its tolerance for spaces and dashes.
+            .pattern(Some("^(1[0-9]{10}|\\+861[0-9]{10}|\\+[1-79][0-9]{7,14})$"))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for crate::Phone {}
+
 string_schema!(
-    crate::Phone => "Phone number, E.164 (+8613800138000); mainland mobile numbers without +86 are accepted",
     crate::Email => "E-mail address",
     crate::payroll::Rate => "Decimal rate as a string, e.g. \"0.08\"",
     crate::payroll::HousingFundRate => "Housing fund rate, \"0.05\" to \"0.12\"",
+);
+
+/// What [`Text::parse`] accepts, as a schema pattern: no control characters, none of
+/// [`is_deceptive`]'s, and something besides white space.
+#[cfg(feature = "openapi")]
+const TEXT_PATTERN: &str = concat!(
+    "^[^\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]*",
+    "[^\\s\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]",
+    "[^\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]*$"
 );
 
 #[cfg(feature = "openapi")]
@@ -104,6 +127,7 @@ impl<const MAX: usize> utoipa::PartialSchema for Text<MAX> {
             .schema_type(utoipa::openapi::schema::Type::String)
             .min_length(Some(1))
             .max_length(Some(MAX))
+            .pattern(Some(TEXT_PATTERN))
             .into()
     }
 }

@@ -118,14 +118,14 @@ pub async fn chat_qr_status(state: web::Data<AppState>, q: web::Query<TicketQuer
 
 /// Where the messaging platform sends the scanner after a scan.
 #[utoipa::path(get, path = "/api/v1/auth/chat-qr/callback", tag = "auth", params(CallbackQuery),
-    responses((status = 200, body = TicketStatusResponse), (status = 401, description = "Invalid code"), (status = 409, description = "Ticket already scanned or expired")))]
+    responses((status = 200, body = TicketStatusResponse), (status = 401, description = "Invalid code"), (status = 404, description = "No such QR ticket"), (status = 409, description = "Ticket already scanned or expired")))]
 pub async fn chat_qr_callback(state: web::Data<AppState>, q: web::Query<CallbackQuery>) -> ApiResult {
     ok(TicketStatusResponse { status: state.identity.chat_qr_callback(&q.code, &q.state).await? })
 }
 
 /// Bind the platform account that scanned `ticket` (status `unbound`) to the caller.
 #[utoipa::path(post, path = "/api/v1/auth/chat-bind", tag = "auth", request_body = ChatBindRequest, security(("bearer" = [])),
-    responses((status = 200), (status = 401), (status = 409, description = "Ticket not unbound, or account bound to another user")))]
+    responses((status = 200), (status = 401), (status = 404, description = "No such QR ticket"), (status = 409, description = "Ticket not unbound, or account bound to another user")))]
 pub async fn chat_bind(req: HttpRequest, state: web::Data<AppState>, auth: Auth, body: Json<ChatBindRequest>) -> ApiResult {
     state.identity.chat_bind(&auth.principal.user, &body.0.ticket, &client_info(&req)).await?;
     ok(serde_json::json!({}))
