@@ -34,6 +34,7 @@ throttle of failed logins (the fuzzer fails hundreds) never locks the fixture ou
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import subprocess
 import threading
@@ -205,3 +206,73 @@ def after_call(context, case, response):  # type: ignore[no-untyped-def]
     if target is not None and target == ADMIN.user_id and ("password" in body or "role_ids" in body):
         changed = ", ".join(k for k in ("password", "role_ids") if k in body)
         ADMIN.retire(f"PUT /api/v1/users/{target} set its own {changed}")
+
+
+# Rules the server enforces that JSON Schema cannot state. A request the document allows but
+# one of these refuses is the contract working, not the document lying; every other refusal
+# of schema-valid data stays a finding. Each entry: (field, pattern of the message), matched
+# against every error of a 400's data.errors: the failure is excused only if all match.
+UNSTATEABLE = [
+    # Check characters computed over the other 17 characters (GB 32100, GB 11643), and a
+    # birth date that exists.
+    (r"credit_code", r"^check character does not match"),
+    (r"id_card_no", r"^(check character does not match|contains no valid birth date)"),
+    # A list of common passwords compared lower-case (the schema's `not` lists them as
+    # written), and "not one character repeated", which needs a back-reference.
+    (r"(password|new_password)", r"^(is too common|must not repeat one character)"),
+    # Relative to the clock of the server.
+    (r"expires_at", r"^must be in the future$"),
+    # Comparisons between two fields of one object.
+    (r"(payroll_policy\.)?(si|hf)_base_floor", r"^must not exceed (si|hf)_base_cap$"),
+    (r"special_deductions(\[\d+\])?", r"to must not be before from"),
+    # Uniqueness by one property of the objects of an array.
+    (r"items\[\d+\]\.employee_id", r"^this employee is already on the sheet$"),
+]
+
+
+def _unstateable(response) -> list[str] | None:  # type: ignore[no-untyped-def]
+    """The `field: message` of each error if every one is an UNSTATEABLE rule, else None."""
+    if response.status_code != 400:
+        return None
+    try:
+        errors = (response.json().get("data") or {}).get("errors") or []
+    except ValueError:
+        return None
+    seen = []
+    for e in errors:
+        field, message = str(e.get("field", "")), str(e.get("message", ""))
+        if not any(re.fullmatch(f, field) and re.search(m, message) for f, m in UNSTATEABLE):
+            return None
+        seen.append(f"{field}: {message}")
+    return seen or None
+
+
+@schemathesis.hook
+def filter_failure(context, failure, case, response):  # type: ignore[no-untyped-def]
+    """Keeps every failure except a refusal of schema-valid data by an UNSTATEABLE rule."""
+    if getattr(failure, "code", None) != "ST202" and type(failure).__name__ != "RejectedPositiveData":
+        return True
+    excused = _unstateable(response)
+    if excused is None:
+        return True
+    _event("unstateable-rule", f"{case.operation.method.upper()} {case.operation.path}: {'; '.join(excused)}")
+    return False
+
+
+def _names_a_field(response) -> bool:  # type: ignore[no-untyped-def]
+    """Whether a 404 is about a record a body field names (data.errors), not the path's."""
+    try:
+        return response.status_code == 404 and bool(((response.json().get("data") or {}).get("errors")))
+    except ValueError:
+        return False
+
+
+@schemathesis.hook("filter_failure")
+def keep_resource_failures_about_the_path(context, failure, case, response):  # type: ignore[no-untyped-def]
+    """A 404 naming a body field (`partner_id: no such partner`) on an update of a record just
+    created says the *field's* record is missing; the created one is there. Every other
+    "created resource not found" stays a finding."""
+    if getattr(failure, "code", None) == "ST302" and _names_a_field(response):
+        _event("field-404", f"{case.operation.method.upper()} {case.operation.path}: {response.text[:120]}")
+        return False
+    return True

@@ -194,7 +194,7 @@ e2e!(an_unknown_project_is_404, |app| {
     expect_docs(&doc, 404);
 });
 
-e2e!(a_parent_in_another_project_or_missing_is_400, |app| {
+e2e!(a_parent_in_another_project_or_missing_is_404, |app| {
     let (admin, p, t) = platform_setup(app).await;
     let other = project(app, &admin, "Other").await;
     let foreign = post_doc(app, &t, json!({"project": other, "name": "Elsewhere"})).await.data()["id"].as_i64().unwrap();
@@ -202,8 +202,9 @@ e2e!(a_parent_in_another_project_or_missing_is_400, |app| {
     let cross = post_doc(app, &t, json!({"project": p, "name": "A", "parent": foreign})).await;
     let missing = post_doc(app, &t, json!({"project": p, "name": "A", "parent": 999_999})).await;
 
-    expect_docs(&cross, 400);
-    expect_docs(&missing, 400);
+    // The parent a field names does not exist for this project: 404, as for a path id.
+    expect_docs(&cross, 404);
+    expect_docs(&missing, 404);
     assert!(cross.body["message"].as_str().unwrap().starts_with("parent:"), "{}", cross.body);
     assert_eq!(get_doc(app, &t, &format!("/api/docs/?project={p}")).await.data()["total"], 0, "nothing was created");
 });
@@ -268,7 +269,7 @@ e2e!(framework_errors_on_the_docs_routes_are_docs_envelopes, |app| {
     let bad_project = get_doc(app, &t, "/api/docs/?project=abc").await;
 
     expect_docs(&wrong_method, 405);
-    expect_docs(&bad_id, 400);
+    expect_docs(&bad_id, 404);
     expect_docs(&no_route, 404);
     expect_docs(&no_project, 400);
     expect_docs(&bad_project, 400);
@@ -557,7 +558,8 @@ e2e!(the_openapi_document_describes_the_document_routes, |app| {
         assert!(paths[path][method].is_object(), "{method} {path} missing from the OpenAPI document");
     }
     assert_eq!(paths["/api/docs/"]["post"]["security"], json!([{"docs_token": []}]));
-    assert_eq!(paths["/api/v1/doc-tokens"]["post"]["security"], json!([{"bearer": []}]));
+    assert_eq!(paths["/api/v1/doc-tokens"]["post"]["security"], json!([{"bearer": ["doc:manage"]}]));
+    assert_eq!(paths["/api/v1/doc-tokens"]["post"]["x-permission"], "doc:manage");
     assert!(r.body["components"]["securitySchemes"]["docs_token"].is_object());
 });
 

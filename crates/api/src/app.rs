@@ -11,14 +11,12 @@ use atrium_identity::{RoleService, UserService};
 use atrium_org::{AuditService, EmployeeService, PartnerService, TenantService};
 use atrium_payroll::PayrollService;
 use std::sync::Arc;
-use utoipa::OpenApi;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::envelope::respond;
 use crate::error::ApiError;
 use crate::extract::{JsonLimit, TrustProxy};
 use crate::metrics::{Metrics, MetricsAccess};
-use crate::openapi::ApiDoc;
 use crate::request_id::RequestId;
 use crate::{limits, metrics, request_id, routes};
 
@@ -69,9 +67,8 @@ pub fn configure(
         .app_data(state)
         .app_data(json_limit)
         .app_data(trust)
-        .app_data(web::PathConfig::default().error_handler(|_, req| {
-            ApiError::bad_request(format!("invalid path {}: each id in it must be a positive integer", req.path())).into()
-        }))
+        // An id that is not a number names no record: 404, as for a number that names none.
+        .app_data(web::PathConfig::default().error_handler(|_, _| ApiError(atrium_kernel::Error::NotFound("record")).into()))
         .app_data(web::QueryConfig::default().error_handler(|err, _| ApiError::bad_request(query_error(&err)).into()))
         .app_data(web::PayloadConfig::new(json_limit.0))
         .wrap(from_fn(limits::body_timeout))
@@ -92,7 +89,7 @@ pub fn configure(
                 cfg.service(web::resource("/metrics").route(web::get().to(metrics::scrape)));
             }
         })
-        .service(SwaggerUi::new("/swagger-ui/{_:.*}").url("/api/v1/openapi.json", ApiDoc::openapi()))
+        .service(SwaggerUi::new("/swagger-ui/{_:.*}").external_url_unchecked("/api/v1/openapi.json", crate::openapi::document()))
         .service(web::scope("/api/v1").configure(routes::configure).configure(routes::doc_admin::configure))
         .service(docs)
         .configure(extra)

@@ -34,8 +34,8 @@ impl ApiError {
             Error::Invalid(_) | Error::BadRequest(_) => StatusCode::BAD_REQUEST,
             Error::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             Error::Forbidden(_) => StatusCode::FORBIDDEN,
-            Error::NotFound(_) => StatusCode::NOT_FOUND,
-            Error::Conflict(_) => StatusCode::CONFLICT,
+            Error::NotFound(_) | Error::NoSuch(_) => StatusCode::NOT_FOUND,
+            Error::Conflict(_) | Error::Blocked(_) => StatusCode::CONFLICT,
             Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::Upstream(_) => StatusCode::BAD_GATEWAY,
@@ -77,11 +77,24 @@ impl ResponseError for ApiError {
                 };
                 respond(status, code, &message, Some(FieldErrors { errors }))
             }
+            Error::Blocked(errors) => {
+                let message = match errors.as_slice() {
+                    [one] => format!("{}: {}", one.field, one.message),
+                    _ => "the records this acts on do not allow it now; see data.errors".to_owned(),
+                };
+                respond(status, code, &message, Some(FieldErrors { errors }))
+            }
             Error::Internal(cause) => {
                 log::error!("internal error: {cause:#}");
                 respond::<()>(status, code, "internal server error", None)
             }
             Error::NotFound(what) => respond::<()>(status, code, &format!("{what} not found"), None),
+            Error::NoSuch(error) => respond(
+                status,
+                code,
+                &format!("{}: {}", error.field, error.message),
+                Some(FieldErrors { errors: std::slice::from_ref(error) }),
+            ),
             other => respond::<()>(status, code, &other.to_string(), None),
         };
         self.add_retry_after(&mut resp);

@@ -74,36 +74,73 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
         return Err(ApiError::bad_request("request body must be a JSON object"));
     }
     let mut de = serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let msg = inner.to_string();
-        // The path of "missing field `x`" stops at the parent object.
-        let named = backticked(&msg);
-        let field = if msg.starts_with("missing field") {
-            match (path.as_str(), named) {
-                (".", Some(n)) | ("", Some(n)) => n.to_owned(),
-                (p, Some(n)) => format!("{p}.{n}"),
-                (p, None) => p.to_owned(),
-            }
-        } else {
-            path
-        };
-        if inner.is_syntax() || inner.is_eof() {
-            return ApiError::bad_request(format!("malformed JSON: {}", strip_position(&msg)));
-        }
-        let message = caller_terms(strip_position(&msg));
-        if field.is_empty() || field == "." {
-            if message.starts_with("expected an object") {
-                return ApiError::bad_request("request body must be a JSON object");
-            }
-            ApiError::bad_request(message)
-        } else {
-            ApiError(Error::Invalid(vec![FieldError::new(field, message)]))
-        }
-    })?;
+    let value = match serde_path_to_error::deserialize(&mut de) {
+        Ok(value) => value,
+        // JSON has one kind of number: `704.0` is the integer 704 (JSON Schema agrees), but
+        // serde refuses a float where it wants an integer. Only then, and only if the body
+        // has such numbers, is it read again with whole floats made integers.
+        Err(e) if e.inner().to_string().contains("floating point") => match whole_numbers(body) {
+            Some(normalised) => return serde_path_to_error::deserialize(normalised).map_err(field_error),
+            None => return Err(field_error(e)),
+        },
+        Err(e) => return Err(field_error(e)),
+    };
     de.end().map_err(|_| ApiError::bad_request("malformed JSON: unexpected data after the JSON value"))?;
     Ok(value)
+}
+
+/// `body` with every whole float that fits an i64 (`704.0`, `-3e2`) written as an integer, if
+/// it has any; `None` when nothing changes.
+fn whole_numbers(body: &[u8]) -> Option<serde_json::Value> {
+    fn walk(v: &mut serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::Number(n) if !(n.is_i64() || n.is_u64()) => {
+                // i64::MIN and i64::MAX + 1 are the bounds as floats; the range excludes the top.
+                match n.as_f64() {
+                    Some(f) if f.fract() == 0.0 && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) => {
+                        *v = serde_json::Value::from(f as i64);
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().fold(false, |changed, x| walk(x) | changed),
+            serde_json::Value::Object(map) => map.values_mut().fold(false, |changed, x| walk(x) | changed),
+            _ => false,
+        }
+    }
+    let mut value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    walk(&mut value).then_some(value)
+}
+
+/// A deserialisation error as the caller's 400, naming the field at fault.
+fn field_error(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    let msg = inner.to_string();
+    // The path of "missing field `x`" stops at the parent object.
+    let named = backticked(&msg);
+    let field = if msg.starts_with("missing field") {
+        match (path.as_str(), named) {
+            (".", Some(n)) | ("", Some(n)) => n.to_owned(),
+            (p, Some(n)) => format!("{p}.{n}"),
+            (p, None) => p.to_owned(),
+        }
+    } else {
+        path
+    };
+    if inner.is_syntax() || inner.is_eof() {
+        return ApiError::bad_request(format!("malformed JSON: {}", strip_position(&msg)));
+    }
+    let message = caller_terms(strip_position(&msg));
+    if field.is_empty() || field == "." {
+        if message.starts_with("expected an object") {
+            return ApiError::bad_request("request body must be a JSON object");
+        }
+        ApiError::bad_request(message)
+    } else {
+        ApiError(Error::Invalid(vec![FieldError::new(field, message)]))
+    }
 }
 
 /// Rewrites serde's wording, which names Rust types ("expected struct NewEmployee with 17
@@ -356,6 +393,23 @@ mod tests {
             other => panic!("expected a field error, got {other:?}"),
         };
         assert_eq!(message, "expected an integer, got string");
+    }
+
+    #[test]
+    fn a_whole_float_is_the_integer_it_equals() {
+        let body = parse_json::<Body>(br#"{"name":"a","age":704.0,"inner":{"x":-3e2}}"#).unwrap();
+        assert_eq!((body.age, body.inner.map(|i| i.x)), (704, Some(-300)));
+        let err = parse_json::<Body>(br#"{"name":"a","age":704.5}"#).unwrap_err();
+        assert_eq!(field_of(err), "age");
+        let err = parse_json::<Body>(br#"{"name":"a","age":1e19}"#).unwrap_err();
+        assert_eq!(field_of(err), "age");
+        // Exactly, as written: a fast float parser would read this as …263.2.
+        let body = parse_json::<Body>(br#"{"name":"a","age":-2064871061458263.0}"#).unwrap();
+        assert_eq!(body.age, -2_064_871_061_458_263);
+        let err = parse_json::<Body>(br#"{"name":"a","age":1.0,"inner":{"x":"y"}}"#).unwrap_err();
+        assert_eq!(field_of(err), "inner.x");
+        let err = parse_json::<Body>(br#"{"name":"a","age":1.0} trailing"#).unwrap_err();
+        assert!(matches!(err.0, Error::Invalid(_) | Error::BadRequest(_)), "{err:?}");
     }
 
     #[test]

@@ -24,4 +24,4 @@ pub use envelope::{ApiResult, Envelope, ok};
 pub use error::ApiError;
 pub use extract::{Auth, Authorized, ClientIp, Json, Permission};
 pub use metrics::{DbPoolStats, Metrics, MetricsAccess};
-pub use openapi::ApiDoc;
+pub use openapi::{ApiDoc, document as openapi_document};

@@ -24,7 +24,7 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, p
         doc_admin::list_projects, doc_admin::create_project, doc_admin::get_project,
         doc_admin::list_tokens, doc_admin::create_token, doc_admin::revoke_token,
     ),
-    modifiers(&BearerAuth, &Contract),
+    modifiers(&BearerAuth),
     tags(
         (name = "auth", description = "Logins, sessions, verification codes and QR login"),
         (name = "users", description = "Users of the caller's scope"),
@@ -61,6 +61,14 @@ impl Modify for BearerAuth {
     }
 }
 
+/// The document as served: the derived one with the [`contract`] applied. It is JSON, not
+/// utoipa's model, because the model has no room for some of what JSON Schema says (`not`).
+pub fn document() -> serde_json::Value {
+    let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_else(|_| serde_json::json!({}));
+    contract(&mut doc);
+    doc
+}
+
 /// Makes the generated document say what the wire carries, in one pass over the operations:
 /// - every operation gets a unique id (`<tag>_<handler>`: handler names repeat across
 ///   resources), and a parameter the derive declares twice (a typed path parameter and the
@@ -74,18 +82,6 @@ impl Modify for BearerAuth {
 ///   database is unavailable) everywhere but liveness, 400 where the request has input, 404
 ///   where the path names a record, 401 and 403 where a token is needed; every response has
 ///   a description (its reason phrase unless the route wrote one).
-struct Contract;
-
-impl Modify for Contract {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let Ok(mut doc) = serde_json::to_value(&*openapi) else { return };
-        contract(&mut doc);
-        if let Ok(updated) = serde_json::from_value(doc) {
-            *openapi = updated;
-        }
-    }
-}
-
 fn contract(doc: &mut serde_json::Value) {
     use serde_json::json;
     if let Some(schemas) = doc.pointer_mut("/components/schemas").and_then(|s| s.as_object_mut()) {
@@ -109,6 +105,8 @@ fn contract(doc: &mut serde_json::Value) {
             }),
         );
     }
+    input_money(doc);
+    object_rules(doc);
     let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else { return };
     for (path, item) in paths.iter_mut() {
         let Some(item) = item.as_object_mut() else { continue };
@@ -116,6 +114,151 @@ fn contract(doc: &mut serde_json::Value) {
             if ["get", "put", "post", "delete", "patch"].contains(&method.as_str()) {
                 operation(path, op);
             }
+        }
+    }
+    links(doc);
+}
+
+const SCHEMA_REF: &str = "#/components/schemas/";
+
+/// Rules between the fields of one request object, which the derive cannot state.
+fn object_rules(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    // UserService::create: a new user belongs to a partner or a tenant, never both.
+    let rules = [(
+        "NewUser",
+        json!({"not": {"required": ["partner_id", "tenant_id"], "properties": {"partner_id": {"type": "integer"}, "tenant_id": {"type": "integer"}}}}),
+    )];
+    for (name, rule) in rules {
+        if let (Some(schema), Some(rule)) =
+            (doc.pointer_mut(&format!("/components/schemas/{name}")).and_then(|s| s.as_object_mut()), rule.as_object())
+        {
+            schema.extend(rule.clone());
+        }
+    }
+}
+
+/// The names of the component schemas `value` refers to, directly.
+fn schema_refs(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if let Some(name) = map.get("$ref").and_then(|r| r.as_str()).and_then(|r| r.strip_prefix(SCHEMA_REF)) {
+                out.push(name.to_owned());
+            }
+            map.values().for_each(|v| schema_refs(v, out));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| schema_refs(v, out)),
+        _ => {}
+    }
+}
+
+/// `Money` read from a request is an amount a caller enters, which its deserialiser bounds
+/// to `0..=Money::MAX_INPUT`; computed figures in answers are not bounded. So every schema a
+/// request body reaches refers to `MoneyInput`, which carries the bounds, instead of `Money`.
+fn input_money(doc: &mut serde_json::Value) {
+    let money = format!("{SCHEMA_REF}Money");
+    let mut todo = vec![];
+    if let Some(paths) = doc.get("paths").and_then(|p| p.as_object()) {
+        for op in paths.values().filter_map(|item| item.as_object()).flat_map(|item| item.values()) {
+            if let Some(body) = op.get("requestBody") {
+                schema_refs(body, &mut todo);
+            }
+        }
+    }
+    let Some(schemas) = doc.pointer_mut("/components/schemas").and_then(|s| s.as_object_mut()) else { return };
+    let mut reached = std::collections::BTreeSet::new();
+    while let Some(name) = todo.pop() {
+        if reached.insert(name.clone())
+            && let Some(schema) = schemas.get(&name)
+        {
+            schema_refs(schema, &mut todo);
+        }
+    }
+    fn rewrite(value: &mut serde_json::Value, from: &str, to: &str) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if map.get("$ref").and_then(|r| r.as_str()) == Some(from) {
+                    map.insert("$ref".into(), serde_json::json!(to));
+                }
+                map.values_mut().for_each(|v| rewrite(v, from, to));
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| rewrite(v, from, to)),
+            _ => {}
+        }
+    }
+    let input = format!("{SCHEMA_REF}MoneyInput");
+    for name in &reached {
+        if let Some(schema) = schemas.get_mut(name) {
+            rewrite(schema, &money, &input);
+        }
+    }
+    schemas.insert(
+        "MoneyInput".into(),
+        serde_json::json!({
+            "type": "integer",
+            "format": "int64",
+            "minimum": 0,
+            "maximum": atrium_kernel::Money::MAX_INPUT.fen(),
+            "description": "An amount in fen (1 yuan = 100 fen), from 0 to 10,000,000,000.00 yuan",
+        }),
+    );
+    if let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) {
+        for op in paths.values_mut().filter_map(|item| item.as_object_mut()).flat_map(|item| item.values_mut()) {
+            if let Some(body) = op.get_mut("requestBody") {
+                rewrite(body, &money, &input);
+            }
+        }
+    }
+}
+
+/// Links from each create (`POST /x`) to the operations on what it created (`/x/{id}`,
+/// `/x/{id}/…`), with `id` taken from the answer's `data.id`: how a client, or the fuzzer's
+/// stateful phase, goes from a new record to reading, changing and deleting it.
+fn links(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    let with_id: std::collections::HashSet<String> = doc
+        .pointer("/components/schemas")
+        .and_then(|s| s.as_object())
+        .into_iter()
+        .flatten()
+        .filter(|(_, schema)| schema.pointer("/properties/id").is_some())
+        .map(|(name, _)| format!("{SCHEMA_REF}{name}"))
+        .collect();
+    let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else { return };
+    let mut targets: Vec<(String, String, String)> = vec![];
+    for (path, item) in paths.iter() {
+        for (method, op) in item.as_object().into_iter().flatten() {
+            if let Some(id) = op.get("operationId").and_then(|i| i.as_str()) {
+                targets.push((path.clone(), method.clone(), id.to_owned()));
+            }
+        }
+    }
+    for (path, item) in paths.iter_mut() {
+        if path.contains('{') {
+            continue;
+        }
+        let Some(ok) = item.pointer_mut("/post/responses/200") else { continue };
+        let creates_a_record = ok.pointer("/content/application~1json/schema/properties/data").is_some_and(|data| {
+            data.pointer("/properties/id").is_some() || data.get("$ref").and_then(|r| r.as_str()).is_some_and(|r| with_id.contains(r))
+        });
+        if !creates_a_record {
+            continue;
+        }
+        let base = format!("{}/{{id}}", path.trim_end_matches('/'));
+        let mut links = serde_json::Map::new();
+        for (target, method, id) in &targets {
+            let suffix = target.strip_prefix(&base);
+            if suffix.is_some_and(|s| s.is_empty() || s.starts_with('/')) && target.matches('{').count() == 1 {
+                links.insert(
+                    format!("{method}{}", suffix.unwrap_or_default().replace('/', "_")),
+                    json!({"operationId": id, "parameters": {"id": "$response.body#/data/id"}}),
+                );
+            }
+        }
+        if !links.is_empty()
+            && let Some(ok) = ok.as_object_mut()
+        {
+            ok.insert("links".into(), serde_json::Value::Object(links));
         }
     }
 }
@@ -149,8 +292,9 @@ fn operation(path: &str, op: &mut serde_json::Value) {
                 && p["name"] == "keyword"
                 && let Some(schema) = p.get_mut("schema").and_then(|s| s.as_object_mut())
             {
-                // ListQuery refuses control characters in a keyword.
+                // ListQuery refuses control characters in a keyword, and long ones.
                 schema.insert("pattern".into(), json!("^[^\\x00-\\x1f\\x7f-\\x9f]*$"));
+                schema.insert("maxLength".into(), json!(atrium_kernel::ListQuery::<()>::MAX_KEYWORD_CHARS));
             }
             if let (Some((min, max)), Some(schema)) = (bounds, p.get_mut("schema").and_then(|s| s.as_object_mut()))
                 && schema.get("type").is_some_and(|t| t == "integer" || t.as_array().is_some_and(|a| a.contains(&json!("integer"))))
@@ -161,12 +305,30 @@ fn operation(path: &str, op: &mut serde_json::Value) {
         }
     }
     let has_input = !seen.is_empty() || op.contains_key("requestBody");
+    // Public operations say so (an empty requirement list); an operation that checks a
+    // permission names it as the bearer requirement's role, in `x-permission` and in words.
+    if !op.contains_key("security") {
+        op.insert("security".into(), json!([]));
+    }
+    let permission = op
+        .get("security")
+        .and_then(|s| s.as_array())
+        .and_then(|s| s.iter().find_map(|r| r.get("bearer")?.as_array()?.first()?.as_str().map(str::to_owned)));
+    if let Some(permission) = permission {
+        let description = op.get("description").and_then(|d| d.as_str()).unwrap_or_default().trim_end().to_owned();
+        let sentence = format!("Requires the permission `{permission}`.");
+        let description = if description.is_empty() { sentence } else { format!("{description}\n\n{sentence}") };
+        op.insert("description".into(), json!(description));
+        op.insert("x-permission".into(), json!(permission));
+    }
     let secured =
         op.get("security").and_then(|s| s.as_array()).is_some_and(|s| s.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
     let docs_interface = path.starts_with("/api/docs");
+    // A body may name records too (`tenant_id`, `role_ids`, `parent`): 404 naming the field.
+    let names_records = has_path_param || (secured && op.contains_key("requestBody"));
     let Some(responses) = op.get_mut("responses").and_then(|r| r.as_object_mut()) else { return };
     let declared =
-        [("503", !path.ends_with("/healthz/live")), ("400", has_input), ("404", has_path_param), ("401", secured), ("403", secured)];
+        [("503", !path.ends_with("/healthz/live")), ("400", has_input), ("404", names_records), ("401", secured), ("403", secured)];
     for (status, applies) in declared {
         if applies {
             responses.entry(status).or_insert_with(|| json!({}));
@@ -219,10 +381,6 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
-    fn document() -> serde_json::Value {
-        serde_json::to_value(ApiDoc::openapi()).expect("the document serialises")
-    }
-
     fn operations(doc: &serde_json::Value) -> Vec<(String, String, serde_json::Value)> {
         let mut out = vec![];
         for (path, item) in doc["paths"].as_object().expect("paths").iter() {
@@ -256,6 +414,76 @@ mod tests {
                 assert!(responses.contains_key("401") && responses.contains_key("403"), "{method} {path} lacks 401/403");
             }
         }
+    }
+
+    #[test]
+    fn a_token_route_names_its_permission_and_a_public_one_says_it_is_public() {
+        // Routes that need a session but no permission.
+        let session_only = ["/api/v1/auth/logout", "/api/v1/auth/me", "/api/v1/auth/chat-bind"];
+        let mut named = 0;
+        for (method, path, op) in operations(&document()) {
+            let security = op["security"].as_array().unwrap_or_else(|| panic!("{method} {path} has no security"));
+            let bearer = security.iter().find_map(|r| r.get("bearer"));
+            match (bearer, op.get("x-permission")) {
+                (Some(roles), Some(p)) => {
+                    let p = p.as_str().unwrap_or_default();
+                    assert_eq!(roles, &serde_json::json!([p]), "{method} {path}");
+                    assert!(
+                        atrium_kernel::permission::CATALOGUE.iter().any(|c| c.name == p),
+                        "{method} {path}: {p} is not in the catalogue"
+                    );
+                    assert!(op["description"].as_str().unwrap_or_default().contains(&format!("`{p}`")), "{method} {path}");
+                    named += 1;
+                }
+                (Some(_), None) => assert!(session_only.contains(&path.as_str()), "{method} {path} names no permission"),
+                (None, Some(_)) => panic!("{method} {path} names a permission without a bearer token"),
+                (None, None) => {}
+            }
+        }
+        assert!(named >= 40, "only {named} operations name a permission");
+    }
+
+    /// Every (method, path) the route tables register, read from their source: each
+    /// `web::resource("…")` and the `.route(web::<method>()` calls chained to it.
+    fn registered_routes() -> std::collections::BTreeSet<(String, String)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files: Vec<_> = std::fs::read_dir(dir.join("routes")).expect("routes dir").flatten().map(|e| e.path()).collect();
+        files.push(dir.join("app.rs"));
+        let mut out = std::collections::BTreeSet::new();
+        for file in files {
+            let source = std::fs::read_to_string(&file).expect("route source");
+            let name = file.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+            let prefix = match name.as_str() {
+                "app.rs" => "",
+                "docs.rs" => "/api/docs",
+                _ => "/api/v1",
+            };
+            for chunk in source.split("web::resource(").skip(1) {
+                let Some((arg, rest)) = chunk.split_once(')') else { continue };
+                let rest = rest.split(".service(").next().unwrap_or_default().split(';').next().unwrap_or_default();
+                // `["", "/"]` registers one resource under two spellings: the document has "/".
+                let path = arg.split('"').skip(1).step_by(2).last().filter(|p| !p.is_empty()).unwrap_or("/");
+                for method in rest.split(".route(web::").skip(1) {
+                    let method = method.split("()").next().unwrap_or_default().to_owned();
+                    out.insert((method, format!("{prefix}{path}")));
+                }
+            }
+        }
+        // Prometheus text, not JSON: an operator's endpoint, documented in docs/operations.md.
+        out.remove(&("get".to_owned(), "/metrics".to_owned()));
+        out
+    }
+
+    #[test]
+    fn every_route_is_in_the_document_and_every_operation_is_routed() {
+        let routes = registered_routes();
+        assert!(routes.len() >= 50, "only {} routes found in the source: {routes:?}", routes.len());
+        let documented: std::collections::BTreeSet<(String, String)> =
+            operations(&document()).into_iter().map(|(method, path, _)| (method, path)).collect();
+        let undocumented: Vec<_> = routes.difference(&documented).collect();
+        let unrouted: Vec<_> = documented.difference(&routes).collect();
+        assert!(undocumented.is_empty(), "routes missing from the document: {undocumented:?}");
+        assert!(unrouted.is_empty(), "documented operations with no route: {unrouted:?}");
     }
 
     #[test]

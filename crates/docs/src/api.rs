@@ -6,16 +6,47 @@ use atrium_kernel::{Error, PageRequest, PartyView, StrEnum, Timestamp};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+/// What the service's name check accepts under the default limits (`DocsConfig`): 1–255
+/// characters, trimmed, no control characters.
+#[cfg(feature = "openapi")]
+fn name_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    let max = crate::DocsConfig::default().max_name_chars;
+    atrium_kernel::schema::string_schema(
+        &format!("1–{max} characters, no control characters"),
+        Some(atrium_kernel::schema::TEXT_PATTERN),
+        Some(1),
+        Some(max),
+    )
+}
+
+/// `project_ids` of a new token: at least one, at most the default limit.
+#[cfg(feature = "openapi")]
+fn project_ids_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    let max = crate::DocsConfig::default().max_token_projects;
+    utoipa::openapi::ArrayBuilder::new()
+        .items(
+            utoipa::openapi::ObjectBuilder::new()
+                .schema_type(utoipa::openapi::schema::Type::Integer)
+                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(utoipa::openapi::KnownFormat::Int64))),
+        )
+        .min_items(Some(1))
+        .max_items(Some(max))
+        .description(Some(format!("Limit the token to these projects of your party (1–{max}); leave out for all of them")))
+        .into()
+}
+
 // ----- the document interface ---------------------------------------------------------------
 
 /// `POST /api/docs/` body.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"project": 1, "name": "Getting started", "content": "# Getting started\n\nWelcome.", "parent": null, "sort": 0})))]
 pub struct CreateDocumentRequest {
     /// Id of the project (document collection).
     pub project: i64,
     /// Title, 1–255 characters.
+    #[cfg_attr(feature = "openapi", schema(schema_with = name_schema))]
     pub name: String,
     /// Markdown, at most 1 MiB.
     pub content: Option<String>,
@@ -173,8 +204,10 @@ impl From<Project> for ProjectView {
 #[derive(Debug, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"name": "Employee handbook"})))]
 pub struct CreateProjectRequest {
     /// 1–255 characters.
+    #[cfg_attr(feature = "openapi", schema(schema_with = name_schema))]
     pub name: String,
 }
 
@@ -219,10 +252,12 @@ impl TokenView {
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"name": "Handbook publisher", "project_ids": [1], "expires_at": "2030-01-01T00:00:00Z"})))]
 pub struct CreateTokenRequest {
     /// A label, 1–255 characters.
+    #[cfg_attr(feature = "openapi", schema(schema_with = name_schema))]
     pub name: String,
-    /// Limit the token to these projects of your party; leave out for all of them.
+    #[cfg_attr(feature = "openapi", schema(schema_with = project_ids_schema))]
     pub project_ids: Option<Vec<i64>>,
     /// When the token stops working (RFC 3339, in the future); leave out for never.
     pub expires_at: Option<DateTime<Utc>>,

@@ -173,7 +173,7 @@ impl DocsService {
             Some(parent_id) => {
                 let parent_depth =
                     self.repo.document_depth(project.id, parent_id).await?.ok_or_else(|| {
-                        Error::invalid("parent", format!("document {parent_id} does not exist in project {}", project.id))
+                        Error::no_such("parent", format!("document {parent_id} does not exist in project {}", project.id))
                     })?;
                 if parent_depth + 1 > self.config.max_depth {
                     return Err(Error::invalid("parent", format!("documents nest at most {} levels deep", self.config.max_depth)));

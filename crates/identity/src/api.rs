@@ -5,6 +5,103 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{CodePurpose, RoleRef, TicketStatus, TokenGrant, User, UserQuery, UserStatus, UserWithRoles};
 
+/// Schemas of fields whose Rust type says less than the service checks, built from the
+/// same constants the checks use.
+#[cfg(feature = "openapi")]
+pub mod schema {
+    use atrium_kernel::schema::string_schema;
+    use serde_json::json;
+    use utoipa::openapi::RefOr;
+    use utoipa::openapi::schema::Schema;
+
+    fn from_json(value: serde_json::Value) -> RefOr<Schema> {
+        serde_json::from_value(value).unwrap_or_else(|_| RefOr::T(Schema::default()))
+    }
+
+    /// What `UserService::create` accepts as a username (compared lower-case).
+    pub fn username() -> RefOr<Schema> {
+        string_schema("Login name: 3–64 of letters, digits and `._-@+`, kept lower-case", Some("^[A-Za-z0-9._@+-]{3,64}$"), None, None)
+    }
+
+    /// What `validate_password` accepts: 8–128 characters, not one character repeated, not
+    /// a common password (compared lower-case; the list is the `not` below).
+    pub fn password() -> RefOr<Schema> {
+        from_json(json!({
+            "type": "string",
+            "format": "password",
+            "description": "8–128 characters, not one character repeated, not a common password",
+            "minLength": 8,
+            "maxLength": 128,
+            "pattern": "^(?!([\\s\\S])\\1*$)",
+            "not": {"enum": crate::password::COMMON_PASSWORDS},
+        }))
+    }
+
+    /// An update's `password`: as [`password`], or null to leave it as it is.
+    pub fn password_patch() -> RefOr<Schema> {
+        let RefOr::T(Schema::Object(mut object)) = password() else { return password() };
+        object.schema_type =
+            utoipa::openapi::schema::SchemaType::from_iter([utoipa::openapi::schema::Type::String, utoipa::openapi::schema::Type::Null]);
+        RefOr::T(Schema::Object(object))
+    }
+
+    /// What `RoleService::create` accepts as a code: letters, digits and underscores, not a
+    /// built-in role's code in any case.
+    pub fn role_code() -> RefOr<Schema> {
+        let builtins: Vec<String> = crate::model::BUILTIN_ROLE_CODES
+            .iter()
+            .map(|code| {
+                code.chars()
+                    .map(|c| {
+                        if c.is_ascii_alphabetic() {
+                            format!("[{}{}]", c.to_ascii_lowercase(), c.to_ascii_uppercase())
+                        } else {
+                            c.to_string()
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let pattern = format!("^(?!({})$)[A-Za-z0-9_]{{1,64}}$", builtins.join("|"));
+        string_schema("Letters, digits and underscores; not a built-in role's code", Some(&pattern), None, None)
+    }
+
+    /// A permission of the catalogue, a `resource:*` wildcard or `*`.
+    pub fn permissions() -> RefOr<Schema> {
+        from_json(json!({"type": "array", "items": {"type": "string", "enum": atrium_kernel::permission::known_permissions()}}))
+    }
+
+    /// An update's `permissions`: as [`permissions`], or null to leave them as they are.
+    pub fn permissions_patch() -> RefOr<Schema> {
+        from_json(json!({"type": ["array", "null"], "items": {"type": "string", "enum": atrium_kernel::permission::known_permissions()}}))
+    }
+
+    /// `POST /auth/login`: which fields come with which `method`.
+    pub fn login() -> RefOr<Schema> {
+        let text = json!({"type": "string", "minLength": 1});
+        let variant = |method: &str, fields: &[(&str, serde_json::Value)]| {
+            let mut properties = serde_json::Map::new();
+            properties.insert("method".into(), json!({"type": "string", "enum": [method]}));
+            for (name, schema) in fields {
+                properties.insert((*name).into(), schema.clone());
+            }
+            let mut required = vec!["method".to_owned()];
+            required.extend(fields.iter().map(|(name, _)| (*name).to_owned()));
+            json!({"type": "object", "title": method, "required": required, "properties": properties, "additionalProperties": false})
+        };
+        let target = serde_json::to_value(atrium_kernel::schema::contact_target_schema()).unwrap_or(json!({"type": "string"}));
+        from_json(json!({
+            "description": "A login: `password` with a username (or the user's phone or e-mail), `code` with a target and the code sent to it, or `qr` with a confirmed ticket",
+            "example": {"method": "password", "username": "li.lei", "password": "Spring-Rain-2026"},
+            "oneOf": [
+                variant("password", &[("username", text.clone()), ("password", text.clone())]),
+                variant("code", &[("target", target), ("code", text.clone())]),
+                variant("qr", &[("ticket", text)]),
+            ],
+        }))
+    }
+}
+
 // ----- users and roles --------------------------------------------------------------------
 
 /// Login names: 3–64 of lower-case letters, digits and `._-@+`.
@@ -18,10 +115,11 @@ pub type RoleCode = Text<64>;
 #[derive(Debug, Clone, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"username": "li.lei", "password": "Spring-Rain-2026", "name": "Li Lei", "phone": "+8613800138000", "email": "li.lei@example.com", "role_ids": []})))]
 pub struct NewUser {
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = schema::username))]
     pub username: Username,
-    #[cfg_attr(feature = "openapi", schema(value_type = String, format = Password))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = schema::password))]
     pub password: String,
     pub name: Name,
     pub phone: Option<Phone>,
@@ -39,19 +137,20 @@ pub struct NewUser {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"name": "Li Lei", "email": null, "status": "active"})))]
 pub struct UserPatch {
     pub name: Option<Name>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Phone>))]
     pub phone: Option<Option<Phone>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Email>))]
     pub email: Option<Option<Email>>,
     pub status: Option<UserStatus>,
     /// Replaces the user's roles.
     pub role_ids: Option<Vec<Id>>,
     /// Sets a new password and ends the user's sessions.
-    #[cfg_attr(feature = "openapi", schema(format = Password))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = schema::password_patch))]
     pub password: Option<String>,
 }
 
@@ -69,6 +168,7 @@ pub struct UserListParams {
     pub partner_id: Option<i64>,
     pub tenant_id: Option<i64>,
     /// `id`, `created_at`, `username` or `name`, `-` for descending; default `-id`.
+    #[cfg_attr(feature = "openapi", param(schema_with = atrium_kernel::schema::sort::<crate::model::UserSort>))]
     pub sort: Option<String>,
 }
 
@@ -134,12 +234,14 @@ impl From<UserWithRoles> for ManagedUserView {
 #[derive(Debug, Clone, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"code": "payroll_viewer", "name": "Payroll viewer", "party_type": "tenant", "permissions": ["payroll:read", "employee:read"]})))]
 pub struct NewRole {
     /// Letters, digits and underscores.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = schema::role_code))]
     pub code: RoleCode,
     pub name: Name,
     pub party_type: PartyType,
+    #[cfg_attr(feature = "openapi", schema(schema_with = schema::permissions))]
     pub permissions: Vec<String>,
 }
 
@@ -147,8 +249,10 @@ pub struct NewRole {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"name": "Payroll reader", "permissions": ["payroll:read"]})))]
 pub struct RolePatch {
     pub name: Option<Name>,
+    #[cfg_attr(feature = "openapi", schema(schema_with = schema::permissions_patch))]
     pub permissions: Option<Vec<String>>,
 }
 
@@ -220,9 +324,9 @@ pub enum LoginMethod {
     Qr,
 }
 
-/// `POST /auth/login` body; which other fields are required depends on `method`.
+/// `POST /auth/login` body; which other fields are required depends on `method` (the
+/// document says so with one schema per method: [`schema::login`]).
 #[derive(Debug, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LoginRequest {
     pub method: LoginMethod,
@@ -232,6 +336,16 @@ pub struct LoginRequest {
     pub code: Option<String>,
     pub ticket: Option<String>,
 }
+
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for LoginRequest {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        schema::login()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for LoginRequest {}
 
 /// Tokens for a session: a short-lived access token and a rotating refresh token.
 #[derive(Debug, Serialize)]
@@ -264,6 +378,7 @@ impl From<TokenGrant> for TokenResponse {
 #[derive(Debug, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"refresh_token": "rt_3q2-K9xUe0b1T4mZs8wVvA"})))]
 pub struct RefreshRequest {
     pub refresh_token: String,
 }
@@ -294,8 +409,10 @@ pub struct MeResponse {
 #[derive(Debug, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"target": "+8613800138000", "purpose": "register"})))]
 pub struct SendCodeRequest {
     /// A phone number (`+8613800138000`) or an e-mail address.
+    #[cfg_attr(feature = "openapi", schema(schema_with = atrium_kernel::schema::contact_target_schema))]
     pub target: String,
     pub purpose: CodePurpose,
 }
@@ -315,11 +432,17 @@ pub struct SendCodeResponse {
 #[derive(Debug, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"target": "+8613800138000", "code": "493027", "password": "Spring-Rain-2026", "name": "Han Meimei", "tenant_name": "Example Trading Co."})))]
 pub struct RegisterRequest {
+    #[cfg_attr(feature = "openapi", schema(schema_with = atrium_kernel::schema::contact_target_schema))]
     pub target: String,
+    /// The code `send-code` sent to `target` with purpose `register`; a wrong or expired one is 401.
     pub code: String,
+    #[cfg_attr(feature = "openapi", schema(schema_with = schema::password))]
     pub password: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = Text<64>))]
     pub name: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = Text<128>))]
     pub tenant_name: String,
 }
 
@@ -345,9 +468,13 @@ pub struct RegisterResponse {
 #[derive(Debug, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"target": "li.lei@example.com", "code": "493027", "new_password": "Autumn-Leaf-2026"})))]
 pub struct ResetPasswordRequest {
+    #[cfg_attr(feature = "openapi", schema(schema_with = atrium_kernel::schema::contact_target_schema))]
     pub target: String,
+    /// The code `send-code` sent to `target` with purpose `reset_password`; a wrong or expired one is 401.
     pub code: String,
+    #[cfg_attr(feature = "openapi", schema(schema_with = schema::password))]
     pub new_password: String,
 }
 
@@ -389,6 +516,7 @@ pub struct CallbackQuery {
 #[derive(Debug, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"ticket": "qt_9fK2mPz0aLw8Rj4Ct1VnYe"})))]
 pub struct ChatBindRequest {
     pub ticket: String,
 }

@@ -42,7 +42,7 @@ pub fn validate_password(raw: &str) -> Result<(), &'static str> {
 }
 
 /// The most common passwords of public breach lists that meet the length rule.
-const COMMON_PASSWORDS: &[&str] = &[
+pub(crate) const COMMON_PASSWORDS: &[&str] = &[
     "12345678",
     "123456789",
     "1234567890",

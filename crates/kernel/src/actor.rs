@@ -74,7 +74,7 @@ impl Party {
         match (*self, requested) {
             (Party::Tenant { tenant_id, .. }, None) => Ok(tenant_id),
             (Party::Tenant { tenant_id, .. }, Some(t)) if t == tenant_id => Ok(t),
-            (Party::Tenant { .. }, Some(_)) => Err(Error::invalid("tenant_id", "no such tenant")),
+            (Party::Tenant { .. }, Some(_)) => Err(Error::no_such("tenant_id", "no such tenant")),
             (_, None) => Err(Error::invalid("tenant_id", "is required")),
             (_, Some(t)) => Ok(t),
         }
@@ -264,7 +264,7 @@ mod tests {
         let tenant = Party::Tenant { tenant_id: 5, partner_id: Some(2) };
         assert_eq!(tenant.tenant_for_new(None).unwrap(), 5);
         assert_eq!(tenant.tenant_for_new(Some(5)).unwrap(), 5);
-        assert!(matches!(tenant.tenant_for_new(Some(6)), Err(Error::Invalid(ref f)) if f[0].field == "tenant_id"));
+        assert!(matches!(tenant.tenant_for_new(Some(6)), Err(Error::NoSuch(ref f)) if f.field == "tenant_id"));
         assert_eq!(Party::Partner { partner_id: 2 }.tenant_for_new(Some(6)).unwrap(), 6);
         assert!(matches!(Party::Platform.tenant_for_new(None), Err(Error::Invalid(ref f)) if f[0].message == "is required"));
     }

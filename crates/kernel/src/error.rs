@@ -33,9 +33,18 @@ pub enum Error {
     /// Missing or outside the caller's scope (404) — the two are indistinguishable on purpose.
     #[error("{0} not found")]
     NotFound(&'static str),
+    /// A record the request names in a field (`tenant_id`, `role_ids`) is missing or outside
+    /// the caller's scope (404, as for a record named by the path); the field is named.
+    #[error("{}: {}", .0.field, .0.message)]
+    NoSuch(FieldError),
     /// The request conflicts with the current state (409).
     #[error("{0}")]
     Conflict(String),
+    /// What the request acts on is in a state that does not allow it, for reasons each entry
+    /// names (409): a sheet whose items cannot be calculated, say. Unlike `Invalid`, the
+    /// request itself may be flawless.
+    #[error("{}", .0.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>().join("; "))]
+    Blocked(Vec<FieldError>),
     /// A payload over its size limit (413).
     #[error("{0}")]
     TooLarge(String),
@@ -57,6 +66,12 @@ pub enum Error {
 impl Error {
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         Error::Invalid(vec![FieldError::new(field, message)])
+    }
+
+    /// A 404 naming the field whose record does not exist for the caller, e.g.
+    /// `Error::no_such("tenant_id", "no such tenant")`.
+    pub fn no_such(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::NoSuch(FieldError::new(field, message))
     }
 
     pub fn conflict(message: impl Into<String>) -> Self {

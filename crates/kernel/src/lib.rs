@@ -29,6 +29,13 @@ pub use paging::{ListQuery, Page, PageRequest, SortKey, SortOrder};
 pub use period::Period;
 pub use text::{Label, Name, Text, patch};
 
+/// Schemas of the kernel's input types, for `schema_with` on fields whose type says less.
+#[cfg(feature = "openapi")]
+pub mod schema {
+    pub use crate::paging::sort_schema as sort;
+    pub use crate::text::{EMAIL_PATTERN, PHONE_PATTERN, TEXT_PATTERN, contact_target_schema, string_schema};
+}
+
 /// Database identity of a record. Ids are 64-bit integers on the wire and at rest.
 pub type Id = i64;
 

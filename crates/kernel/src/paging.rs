@@ -85,6 +85,19 @@ impl SortOrder {
     }
 }
 
+/// The `sort` parameter of a list whose keys are `S`: a key, or `-` and a key for descending.
+#[cfg(feature = "openapi")]
+pub fn sort_schema<S: SortKey>() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    // An empty value is the default order.
+    let values: Vec<String> =
+        std::iter::once(String::new()).chain(S::VARIANTS.iter().flat_map(|k| [(*k).to_owned(), format!("-{k}")])).collect();
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(values))
+        .description(Some("A sort key, or `-` and a key for descending order; empty for the default"))
+        .into()
+}
+
 /// One page of a list: `{"items":[...],"total":N,"page":1,"page_size":20}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -121,14 +134,20 @@ impl<S> Default for ListQuery<S> {
     }
 }
 
+impl<S> ListQuery<S> {
+    /// The longest `keyword`, in characters as sent (before lower-casing, which may lengthen it).
+    pub const MAX_KEYWORD_CHARS: usize = 64;
+}
+
 impl<S: SortKey> ListQuery<S> {
     /// Validates raw list parameters; the sort must name one of `S`.
     pub fn parse(page: Option<i64>, page_size: Option<i64>, keyword: Option<String>, sort: Option<&str>) -> Result<Self, Error> {
         let page = PageRequest::new(page, page_size)?;
-        let keyword = keyword.map(|k| k.trim().to_lowercase()).filter(|k| !k.is_empty());
-        if keyword.as_ref().is_some_and(|k| k.chars().count() > 64) {
-            return Err(Error::invalid("keyword", "must be at most 64 characters"));
+        let keyword = keyword.map(|k| k.trim().to_owned()).filter(|k| !k.is_empty());
+        if keyword.as_ref().is_some_and(|k| k.chars().count() > Self::MAX_KEYWORD_CHARS) {
+            return Err(Error::invalid("keyword", format!("must be at most {} characters", Self::MAX_KEYWORD_CHARS)));
         }
+        let keyword = keyword.map(|k| k.to_lowercase());
         // No stored name, phone or number holds a control character, and a NUL breaks both
         // the SQLite full-text parser and PostgreSQL's text type: refuse them here, for every list.
         if keyword.as_ref().is_some_and(|k| k.chars().any(char::is_control)) {

@@ -70,8 +70,9 @@ impl utoipa::PartialSchema for Period {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         utoipa::openapi::ObjectBuilder::new()
             .schema_type(utoipa::openapi::schema::Type::String)
-            .pattern(Some(r"^\d{4}-(0[1-9]|1[0-2])$"))
-            .description(Some("A month, YYYY-MM"))
+            // Period::new's years, 2000 to 2100.
+            .pattern(Some(r"^(20[0-9]{2}|2100)-(0[1-9]|1[0-2])$"))
+            .description(Some("A month, YYYY-MM, of the years 2000 to 2100"))
             .into()
     }
 }

@@ -80,6 +80,21 @@ pub fn is_known_permission(p: &str) -> bool {
     CATALOGUE.iter().any(|c| c.name == p)
 }
 
+/// Every value [`is_known_permission`] accepts: the catalogue, each resource's wildcard, `*`.
+pub fn known_permissions() -> Vec<String> {
+    let mut out: Vec<String> = CATALOGUE.iter().map(|p| p.name.to_owned()).collect();
+    for p in CATALOGUE {
+        if let Some((resource, _)) = p.name.split_once(':') {
+            let wildcard = format!("{resource}:*");
+            if !out.contains(&wildcard) {
+                out.push(wildcard);
+            }
+        }
+    }
+    out.push("*".to_owned());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +106,9 @@ mod tests {
         assert!(is_known_permission("*"));
         assert!(!is_known_permission("payroll:steal"));
         assert!(!is_known_permission("nuclear:*"));
+        for p in known_permissions() {
+            assert!(is_known_permission(&p), "{p}");
+        }
     }
 
     #[test]

@@ -70,18 +70,31 @@ impl<const MAX: usize> fmt::Display for Text<MAX> {
 /// update: absent → `None` (leave as is), `null` → `Some(None)` (clear), value → `Some(Some(v))`.
 pub use serde_with::rust::double_option::deserialize as patch;
 
-/// Declares an OpenAPI schema of type string for a newtype parsed from a string.
-#[macro_export]
-macro_rules! string_schema {
-    ($($t:ty => $desc:literal),* $(,)?) => {
+/// A string schema: what a newtype's parser accepts, for the OpenAPI document.
+#[cfg(feature = "openapi")]
+pub fn string_schema(
+    description: &str,
+    pattern: Option<&str>,
+    min_length: Option<usize>,
+    max_length: Option<usize>,
+) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .description(Some(description))
+        .pattern(pattern)
+        .min_length(min_length)
+        .max_length(max_length)
+        .into()
+}
+
+/// Implements `ToSchema` for string newtypes from a [`string_schema`] call.
+macro_rules! string_schemas {
+    ($($t:ty => $schema:expr),* $(,)?) => {
         $(
             #[cfg(feature = "openapi")]
             impl utoipa::PartialSchema for $t {
                 fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-                    utoipa::openapi::ObjectBuilder::new()
-                        .schema_type(utoipa::openapi::schema::Type::String)
-                        .description(Some($desc))
-                        .into()
+                    $schema
                 }
             }
             #[cfg(feature = "openapi")]
@@ -90,31 +103,41 @@ macro_rules! string_schema {
     };
 }
 
-#[cfg(feature = "openapi")]
-impl utoipa::PartialSchema for crate::Phone {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        utoipa::openapi::ObjectBuilder::new()
-            .schema_type(utoipa::openapi::schema::Type::String)
-            .description(Some("Phone number, E.164 (+8613800138000); mainland mobile numbers without +86 are accepted"))
-            // What Phone::parse accepts, less its tolerance for spaces and dashes.
-            .pattern(Some("^(1[0-9]{10}|\\+861[0-9]{10}|\\+[1-79][0-9]{7,14})$"))
-            .into()
-    }
-}
+/// What [`Phone::parse`](crate::Phone::parse) accepts, less its tolerance for spaces and dashes.
+pub const PHONE_PATTERN: &str = "^(1[0-9]{10}|\\+861[0-9]{10}|\\+[1-79][0-9]{7,14})$";
+/// A subset of what [`Email::parse`](crate::Email::parse) accepts: ASCII local part of 1–64
+/// characters, at least two domain labels that neither start nor end with `-`.
+pub const EMAIL_PATTERN: &str =
+    "^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$";
 
-#[cfg(feature = "openapi")]
-impl utoipa::ToSchema for crate::Phone {}
-
-string_schema!(
-    crate::Email => "E-mail address",
-    crate::payroll::Rate => "Decimal rate as a string, e.g. \"0.08\"",
-    crate::payroll::HousingFundRate => "Housing fund rate, \"0.05\" to \"0.12\"",
+string_schemas!(
+    crate::Phone => string_schema(
+        "Phone number, E.164 (+8613800138000); mainland mobile numbers without +86 are accepted",
+        Some(PHONE_PATTERN), None, None),
+    crate::Email => string_schema("E-mail address", Some(EMAIL_PATTERN), None, Some(254)),
+    crate::payroll::Rate => string_schema(
+        "Decimal rate from 0 to less than 1 as a string, at most six decimal places, e.g. \"0.08\"",
+        Some("^0(\\.[0-9]{1,6})?$"), None, None),
+    crate::payroll::HousingFundRate => string_schema(
+        "Housing fund rate as a string, \"0.05\" to \"0.12\", at most six decimal places",
+        Some("^0\\.(1|0[5-9][0-9]{0,4}|1[01][0-9]{0,4}|120{0,4})$"), None, None),
 );
+
+/// A phone number or an e-mail address, for `schema_with` on a `target` field that
+/// [`ContactTarget::parse`](crate::ContactTarget::parse) reads.
+#[cfg(feature = "openapi")]
+pub fn contact_target_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    utoipa::openapi::OneOfBuilder::new()
+        .item(string_schema("Phone number, E.164 (+8613800138000)", Some(PHONE_PATTERN), None, None))
+        .item(string_schema("E-mail address", Some(EMAIL_PATTERN), None, Some(254)))
+        .description(Some("A phone number (+8613800138000) or an e-mail address"))
+        .into()
+}
 
 /// What [`Text::parse`] accepts, as a schema pattern: no control characters, none of
 /// [`is_deceptive`]'s, and something besides white space.
 #[cfg(feature = "openapi")]
-const TEXT_PATTERN: &str = concat!(
+pub const TEXT_PATTERN: &str = concat!(
     "^[^\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]*",
     "[^\\s\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]",
     "[^\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]*$"
@@ -132,8 +155,13 @@ impl<const MAX: usize> utoipa::PartialSchema for Text<MAX> {
     }
 }
 
+/// One component per length (`Text128`, `Text64`, …): the bound differs.
 #[cfg(feature = "openapi")]
-impl<const MAX: usize> utoipa::ToSchema for Text<MAX> {}
+impl<const MAX: usize> utoipa::ToSchema for Text<MAX> {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Owned(format!("Text{MAX}"))
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -46,15 +46,17 @@ impl ItemInput {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"tenant_id": 1, "period": "2026-03", "title": "March 2026", "items": [{"employee_id": 1, "bonus": 50000, "leave_deduction": 20000}]})))]
 pub struct NewSheet {
-    /// Required for platform and partner callers; a tenant user's own tenant otherwise.
+    /// The sheet's tenant. Platform and partner callers must name it (400 without, 404 if out
+    /// of their scope); a tenant caller may leave it out for its own.
+    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id, minimum = 1))]
     pub tenant_id: Option<Id>,
-    /// `YYYY-MM`.
-    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "2026-03"))]
+    #[cfg_attr(feature = "openapi", schema(example = "2026-03"))]
     pub period: Period,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub title: Option<Label>,
     /// Per-employee adjustments; without items the sheet covers the tenant's active employees.
+    #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub items: Option<Vec<ItemInput>>,
 }
 
@@ -63,9 +65,10 @@ pub struct NewSheet {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"title": "March 2026 (corrected)", "items": [{"employee_id": 1, "overtime": 30000}]})))]
 pub struct SheetPatch {
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub title: Option<Label>,
+    #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub items: Option<Vec<ItemInput>>,
 }
 
@@ -78,15 +81,13 @@ pub struct SheetListParams {
     pub page_size: Option<i64>,
     /// Matches the title.
     pub keyword: Option<String>,
-    /// `draft`, `calculated`, `approved` or `sent`.
-    #[cfg_attr(feature = "openapi", param(value_type = Option<String>))]
     pub status: Option<SheetStatus>,
     pub tenant_id: Option<i64>,
     pub partner_id: Option<i64>,
-    /// `YYYY-MM`.
-    #[cfg_attr(feature = "openapi", param(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", param(value_type = Option<Period>))]
     pub period: Option<String>,
     /// `id`, `created_at` or `period`, `-` for descending; default `-id`.
+    #[cfg_attr(feature = "openapi", param(schema_with = atrium_kernel::schema::sort::<crate::model::SheetSort>))]
     pub sort: Option<String>,
 }
 
@@ -115,7 +116,6 @@ pub struct SheetView {
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "2026-03"))]
     pub period: Period,
     pub title: String,
-    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "calculated"))]
     pub status: SheetStatus,
     pub totals: SheetTotals,
     pub created_by: Option<i64>,

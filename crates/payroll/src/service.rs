@@ -101,7 +101,7 @@ impl PayrollService {
         let Some(input) = input else {
             let employees = self.repo.employees(tenant_id, None).await?;
             if employees.is_empty() {
-                return Err(Error::invalid("items", "the tenant has no active employees; list the employees as items"));
+                return Err(Error::conflict("the tenant has no active employees; list the employees as items"));
             }
             return Ok(employees.into_iter().map(|e| new_item(&e, Adjustments::default())).collect());
         };
@@ -124,15 +124,15 @@ impl PayrollService {
         for (i, item) in input.iter().enumerate() {
             match employees.get(&item.employee_id) {
                 Some(e) => items.push(new_item(e, item.adjustments())),
-                None => errors.push(FieldError::new(format!("items[{i}].employee_id"), "no such employee in this tenant")),
+                None => return Err(Error::no_such(format!("items[{i}].employee_id"), "no such employee in this tenant")),
             }
         }
-        if errors.is_empty() { Ok(items) } else { Err(Error::Invalid(errors)) }
+        Ok(items)
     }
 
     pub async fn create(&self, actor: &Actor, input: NewSheet) -> Result<SheetDetail> {
         let tenant_id = actor.party.tenant_for_new(input.tenant_id)?;
-        let tenant = self.repo.tenant(actor.party, tenant_id).await?.ok_or_else(|| Error::invalid("tenant_id", "no such tenant"))?;
+        let tenant = self.repo.tenant(actor.party, tenant_id).await?.ok_or_else(|| Error::no_such("tenant_id", "no such tenant"))?;
         let items = self.items_for(tenant_id, input.items).await?;
         let now = self.clock.now();
         let title = input.title.map(|t| t.into_string()).unwrap_or_else(|| format!("Payroll {}", input.period));
@@ -178,8 +178,10 @@ impl PayrollService {
         let before = self.sheet(actor, id).await?;
         let status = before.status.after(SheetAction::Calculate)?;
         let tenant = self.tenant(actor, before.tenant_id).await?;
+        // What stops a calculation is in the stored sheet, employees and policy, not in this
+        // request: 409 naming each problem.
         let calculator = Calculator::new(tenant.policy, before.period).map_err(|e| match e {
-            Error::Invalid(fields) => Error::Invalid(
+            Error::Invalid(fields) => Error::Blocked(
                 fields.into_iter().map(|f| FieldError::new(format!("tenant.payroll_policy.{}", f.field), f.message)).collect(),
             ),
             other => other,
@@ -221,7 +223,7 @@ impl PayrollService {
             }
         }
         if !errors.is_empty() {
-            return Err(Error::Invalid(errors));
+            return Err(Error::Blocked(errors));
         }
 
         let now = self.clock.now();

@@ -8,7 +8,7 @@ use rand::RngCore;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Profile {
     Dev,
     Prod,
@@ -95,49 +95,163 @@ impl std::fmt::Debug for Config {
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://atrium.db";
 
+/// `ATRIUM_PLATFORM`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum PlatformKind {
+    Sandbox,
+    Wechat,
+}
+
+/// Every variable the server reads (docs/configuration.md), each declared once with its
+/// default and its parser. Secrets pass through here, so there is no `Debug`.
+#[derive(clap::Parser)]
+#[command(name = "atrium", no_binary_name = true, disable_help_flag = true, disable_version_flag = true)]
+struct EnvVars {
+    #[arg(long, env = "ATRIUM_PROFILE", value_enum, default_value = "dev")]
+    profile: Profile,
+    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
+    database_url: String,
+    #[arg(long, env = "ATRIUM_BIND", default_value = "127.0.0.1:8080")]
+    bind: SocketAddr,
+    #[arg(long, env = "ATRIUM_PUBLIC_URL")]
+    public_url: Option<String>,
+    #[arg(long, env = "ATRIUM_JWT_SECRET")]
+    jwt_secret: Option<String>,
+    #[arg(long, env = "ATRIUM_MASTER_KEY")]
+    master_key: Option<String>,
+    #[arg(long, env = "ATRIUM_SECRETS_FILE")]
+    secrets_file: Option<PathBuf>,
+    #[arg(long, env = "ATRIUM_PLATFORM", value_enum)]
+    platform: Option<PlatformKind>,
+    #[arg(long, env = "ATRIUM_WECHAT_API_BASE", default_value = "https://api.weixin.qq.com")]
+    wechat_api_base: String,
+    #[arg(long, env = "ATRIUM_WECHAT_OPEN_BASE", default_value = "https://open.weixin.qq.com")]
+    wechat_open_base: String,
+    #[arg(long, env = "ATRIUM_WECHAT_LOGIN_APPID", default_value = "")]
+    wechat_login_appid: String,
+    #[arg(long, env = "ATRIUM_WECHAT_LOGIN_SECRET", default_value = "")]
+    wechat_login_secret: String,
+    #[arg(long, env = "ATRIUM_WECHAT_MP_APPID", default_value = "")]
+    wechat_mp_appid: String,
+    #[arg(long, env = "ATRIUM_WECHAT_MP_SECRET", default_value = "")]
+    wechat_mp_secret: String,
+    #[arg(long, env = "ATRIUM_WECHAT_PAYSLIP_TEMPLATE_ID", default_value = "")]
+    wechat_payslip_template_id: String,
+    #[arg(long, env = "ATRIUM_BCRYPT_COST", default_value_t = 10, value_parser = clap::value_parser!(u32).range(4..=31))]
+    bcrypt_cost: u32,
+    #[arg(long, env = "ATRIUM_DB_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    db_pool_size: u32,
+    #[arg(long, env = "ATRIUM_DB_TIMEOUT_MS", default_value_t = 1000)]
+    db_timeout_ms: u64,
+    #[arg(long, env = "ATRIUM_JSON_LIMIT", default_value_t = 1024 * 1024)]
+    json_limit: usize,
+    #[arg(long, env = "ATRIUM_TRUST_PROXY", default_value = "false", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::Set)]
+    trust_proxy: bool,
+    /// Default: the number of CPUs.
+    #[arg(long, env = "ATRIUM_WORKERS", value_parser = clap::value_parser!(u16).range(1..))]
+    workers: Option<u16>,
+    /// At most a second, so a revocation reaches every instance within one.
+    #[arg(long, env = "ATRIUM_PRINCIPAL_CACHE_MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(..=1000))]
+    principal_cache_ms: u64,
+    #[arg(long, env = "ATRIUM_CODES_PER_TARGET_PER_HOUR", default_value_t = 5)]
+    codes_per_target_per_hour: u32,
+    #[arg(long, env = "ATRIUM_CODES_PER_IP_PER_HOUR", default_value_t = 30)]
+    codes_per_ip_per_hour: u32,
+    #[arg(long, env = "ATRIUM_CODE_RESEND_SECS", default_value_t = 60)]
+    code_resend_secs: u64,
+    #[arg(long, env = "ATRIUM_USER_CREATES_PER_HOUR", default_value_t = atrium_identity::USER_CREATES_PER_HOUR as u32)]
+    user_creates_per_hour: u32,
+    #[arg(long, env = "ATRIUM_BOOTSTRAP_ADMIN", default_value = "true", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::Set)]
+    bootstrap_admin: bool,
+    #[arg(long, env = "ATRIUM_SHUTDOWN_TIMEOUT_SECS", default_value_t = 30)]
+    shutdown_timeout_secs: u64,
+    #[arg(long, env = "ATRIUM_CLIENT_REQUEST_TIMEOUT_MS", default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..))]
+    client_request_timeout_ms: u64,
+    #[arg(long, env = "ATRIUM_CLIENT_BODY_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
+    client_body_timeout_ms: u64,
+    #[arg(long, env = "ATRIUM_CLIENT_DISCONNECT_TIMEOUT_MS", default_value_t = 1000)]
+    client_disconnect_timeout_ms: u64,
+    #[arg(long, env = "ATRIUM_KEEP_ALIVE_SECS", default_value_t = 5)]
+    keep_alive_secs: u64,
+    /// `on` or `off` (also true/false, yes/no, 1/0); see [`MetricsAccess`].
+    #[arg(long, env = "ATRIUM_METRICS", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::Set)]
+    metrics: Option<bool>,
+    #[arg(long, env = "ATRIUM_METRICS_TOKEN")]
+    metrics_token: Option<String>,
+}
+
+impl EnvVars {
+    /// The variables `var` has, parsed by clap as if given as `--name=value` (clap's own
+    /// environment reading is turned off, so only `var` is consulted).
+    fn read(var: &impl Fn(&str) -> Option<String>) -> anyhow::Result<EnvVars> {
+        use clap::{CommandFactory, FromArgMatches};
+        let command = EnvVars::command();
+        let mut argv = vec![];
+        let mut names = vec![];
+        for arg in command.get_arguments() {
+            let (Some(long), Some(env)) = (arg.get_long(), arg.get_env().and_then(|e| e.to_str())) else { continue };
+            names.push((format!("--{long} <"), env.to_owned()));
+            if let Some(value) = var(env) {
+                argv.push(format!("--{long}={value}"));
+            }
+        }
+        let matches = command
+            .mut_args(|a| a.env(clap::builder::Resettable::Reset))
+            .try_get_matches_from(argv)
+            .and_then(|m| EnvVars::from_arg_matches(&m))
+            .map_err(|e| anyhow::anyhow!(in_variable_terms(&e.to_string(), &names)))?;
+        Ok(matches)
+    }
+}
+
+/// A clap error about `--bcrypt-cost <BCRYPT_COST>` said about `ATRIUM_BCRYPT_COST`, on one line.
+fn in_variable_terms(message: &str, names: &[(String, String)]) -> String {
+    let mut line = message.lines().next().unwrap_or(message).trim_start_matches("error: ").to_owned();
+    for (flag, env) in names {
+        while let Some(at) = line.find(flag.as_str()) {
+            let end = line[at..].find('>').map_or(line.len(), |i| at + i + 1);
+            line.replace_range(at..end, env);
+        }
+    }
+    line
+}
+
 impl Config {
     /// Reads the process environment.
     pub fn from_env() -> anyhow::Result<Config> {
         Config::from_vars(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
     }
 
-    /// Reads configuration through `var` (so tests can pass a map).
+    /// Reads configuration through `var` (so tests can pass a map): every variable is
+    /// declared once in [`EnvVars`], with its default and parser, and clap reads the values
+    /// `var` gives. A bad value is an error naming the variable.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<Config> {
-        let profile = match var("ATRIUM_PROFILE").as_deref() {
-            None | Some("dev") => Profile::Dev,
-            Some("prod") => Profile::Prod,
-            Some(other) => bail!("ATRIUM_PROFILE must be dev or prod, not {other:?}"),
-        };
-        let database_url = var("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
-        let bind: SocketAddr =
-            var("ATRIUM_BIND").unwrap_or_else(|| "127.0.0.1:8080".into()).parse().context("ATRIUM_BIND must be HOST:PORT")?;
-        let parse_num = |name: &str, default: u64| -> anyhow::Result<u64> {
-            var(name).map(|v| v.parse::<u64>().with_context(|| format!("{name} must be a whole number"))).unwrap_or(Ok(default))
-        };
-        let platform = match var("ATRIUM_PLATFORM").as_deref() {
+        let env = EnvVars::read(&var)?;
+        let profile = env.profile;
+        let database_url = env.database_url;
+        let platform = match env.platform {
             None if profile == Profile::Dev => Platform::Sandbox,
-            Some("sandbox") => Platform::Sandbox,
-            None | Some("wechat") => Platform::Wechat {
-                api_base: var("ATRIUM_WECHAT_API_BASE").unwrap_or_else(|| "https://api.weixin.qq.com".into()),
-                open_base: var("ATRIUM_WECHAT_OPEN_BASE").unwrap_or_else(|| "https://open.weixin.qq.com".into()),
-                login_appid: var("ATRIUM_WECHAT_LOGIN_APPID").unwrap_or_default(),
-                login_secret: var("ATRIUM_WECHAT_LOGIN_SECRET").unwrap_or_default(),
-                mp_appid: var("ATRIUM_WECHAT_MP_APPID").unwrap_or_default(),
-                mp_secret: var("ATRIUM_WECHAT_MP_SECRET").unwrap_or_default(),
-                payslip_template_id: var("ATRIUM_WECHAT_PAYSLIP_TEMPLATE_ID").unwrap_or_default(),
+            Some(PlatformKind::Sandbox) => Platform::Sandbox,
+            None | Some(PlatformKind::Wechat) => Platform::Wechat {
+                api_base: env.wechat_api_base,
+                open_base: env.wechat_open_base,
+                login_appid: env.wechat_login_appid,
+                login_secret: env.wechat_login_secret,
+                mp_appid: env.wechat_mp_appid,
+                mp_secret: env.wechat_mp_secret,
+                payslip_template_id: env.wechat_payslip_template_id,
             },
-            Some(other) => bail!("ATRIUM_PLATFORM must be sandbox or wechat, not {other:?}"),
         };
 
         let (jwt_secret, master_key) = match profile {
             Profile::Prod => {
-                let jwt = var("ATRIUM_JWT_SECRET").context("ATRIUM_JWT_SECRET is required in the prod profile")?;
-                let master = var("ATRIUM_MASTER_KEY").context("ATRIUM_MASTER_KEY is required in the prod profile")?;
+                let jwt = env.jwt_secret.context("ATRIUM_JWT_SECRET is required in the prod profile")?;
+                let master = env.master_key.context("ATRIUM_MASTER_KEY is required in the prod profile")?;
                 (parse_jwt_secret(&jwt)?, parse_master_key(&master)?)
             }
             Profile::Dev => {
-                let file = var("ATRIUM_SECRETS_FILE").map(PathBuf::from).unwrap_or_else(|| default_secrets_file(&database_url, &var));
-                let stored = match (var("ATRIUM_JWT_SECRET"), var("ATRIUM_MASTER_KEY")) {
+                let file = env.secrets_file.unwrap_or_else(|| default_secrets_file(&database_url, &var));
+                let stored = match (env.jwt_secret, env.master_key) {
                     (Some(j), Some(m)) => DevSecrets { jwt_secret: j, master_key: m },
                     (j, m) => {
                         let mut s = DevSecrets::load_or_create(&file)?;
@@ -154,50 +268,47 @@ impl Config {
             }
         };
 
-        let bcrypt_cost = parse_num("ATRIUM_BCRYPT_COST", 10)? as u32;
-        let metrics_token = var("ATRIUM_METRICS_TOKEN");
-        let metrics = match (var("ATRIUM_METRICS").as_deref(), metrics_token) {
-            (Some("off" | "0" | "false" | "no"), _) => MetricsAccess::Off,
-            (Some("on" | "1" | "true" | "yes") | None, Some(token)) => {
+        let metrics = match (env.metrics, env.metrics_token) {
+            (Some(false), _) => MetricsAccess::Off,
+            (Some(true) | None, Some(token)) => {
                 if token.len() < 16 {
                     bail!("ATRIUM_METRICS_TOKEN must be at least 16 characters");
                 }
                 MetricsAccess::Token(token)
             }
             (None, None) if profile == Profile::Prod => MetricsAccess::Off,
-            (Some("on" | "1" | "true" | "yes") | None, None) => {
+            (Some(true) | None, None) => {
                 if profile == Profile::Prod {
                     bail!("the prod profile serves /metrics only with ATRIUM_METRICS_TOKEN: set it, or ATRIUM_METRICS=off");
                 }
                 MetricsAccess::Open
             }
-            (Some(other), _) => bail!("ATRIUM_METRICS must be on or off, not {other:?}"),
         };
         let config = Config {
             profile,
             database_url,
-            bind,
-            public_url: var("ATRIUM_PUBLIC_URL").map(|u| u.trim_end_matches('/').to_owned()),
+            bind: env.bind,
+            public_url: env.public_url.map(|u| u.trim_end_matches('/').to_owned()),
             jwt_secret,
             master_key,
             platform,
-            bcrypt_cost,
-            db_pool_size: parse_num("ATRIUM_DB_POOL_SIZE", 16)? as u32,
-            db_timeout_ms: parse_num("ATRIUM_DB_TIMEOUT_MS", 1000)?,
-            json_limit: parse_num("ATRIUM_JSON_LIMIT", 1024 * 1024)? as usize,
-            trust_proxy: matches!(var("ATRIUM_TRUST_PROXY").as_deref(), Some("1" | "true" | "yes")),
-            workers: parse_num("ATRIUM_WORKERS", std::thread::available_parallelism().map(|n| n.get() as u64).unwrap_or(2))? as usize,
-            principal_cache_ms: parse_num("ATRIUM_PRINCIPAL_CACHE_MS", 500)?,
-            codes_per_target_per_hour: parse_num("ATRIUM_CODES_PER_TARGET_PER_HOUR", 5)? as i64,
-            codes_per_ip_per_hour: parse_num("ATRIUM_CODES_PER_IP_PER_HOUR", 30)? as i64,
-            code_resend_secs: parse_num("ATRIUM_CODE_RESEND_SECS", 60)?,
-            user_creates_per_hour: parse_num("ATRIUM_USER_CREATES_PER_HOUR", atrium_identity::USER_CREATES_PER_HOUR as u64)? as i64,
-            bootstrap_admin: !matches!(var("ATRIUM_BOOTSTRAP_ADMIN").as_deref(), Some("0" | "false" | "no")),
-            shutdown_timeout_secs: parse_num("ATRIUM_SHUTDOWN_TIMEOUT_SECS", 30)?,
-            client_request_timeout_ms: parse_num("ATRIUM_CLIENT_REQUEST_TIMEOUT_MS", 5000)?,
-            client_body_timeout_ms: parse_num("ATRIUM_CLIENT_BODY_TIMEOUT_MS", 30_000)?,
-            client_disconnect_timeout_ms: parse_num("ATRIUM_CLIENT_DISCONNECT_TIMEOUT_MS", 1000)?,
-            keep_alive_secs: parse_num("ATRIUM_KEEP_ALIVE_SECS", 5)?,
+            bcrypt_cost: env.bcrypt_cost,
+            db_pool_size: env.db_pool_size,
+            db_timeout_ms: env.db_timeout_ms,
+            json_limit: env.json_limit,
+            trust_proxy: env.trust_proxy,
+            workers: env.workers.map_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2), usize::from),
+            principal_cache_ms: env.principal_cache_ms,
+            codes_per_target_per_hour: i64::from(env.codes_per_target_per_hour),
+            codes_per_ip_per_hour: i64::from(env.codes_per_ip_per_hour),
+            code_resend_secs: env.code_resend_secs,
+            user_creates_per_hour: i64::from(env.user_creates_per_hour),
+            bootstrap_admin: env.bootstrap_admin,
+            shutdown_timeout_secs: env.shutdown_timeout_secs,
+            client_request_timeout_ms: env.client_request_timeout_ms,
+            client_body_timeout_ms: env.client_body_timeout_ms,
+            client_disconnect_timeout_ms: env.client_disconnect_timeout_ms,
+            keep_alive_secs: env.keep_alive_secs,
             metrics,
         };
         config.validate()?;
@@ -482,6 +593,46 @@ mod tests {
         assert_eq!(Config::from_vars(vars(&dev)).unwrap().metrics, MetricsAccess::Open);
         let dev_off = [&dev[..], &[("ATRIUM_METRICS", "off")]].concat();
         assert_eq!(Config::from_vars(vars(&dev_off)).unwrap().metrics, MetricsAccess::Off);
+    }
+
+    const JWT: &str = "4f9a1c7e2b8d6035a9e1f4c72d8b0e6a3c5f7d9b";
+
+    #[test]
+    fn a_bad_value_is_an_error_naming_its_variable_and_the_value() {
+        for (name, value) in [
+            ("ATRIUM_BIND", "nowhere"),
+            ("ATRIUM_BCRYPT_COST", "3"),
+            ("ATRIUM_WORKERS", "0"),
+            ("ATRIUM_PRINCIPAL_CACHE_MS", "5000"),
+            ("ATRIUM_CLIENT_BODY_TIMEOUT_MS", "50"),
+            ("ATRIUM_TRUST_PROXY", "perhaps"),
+            ("ATRIUM_PROFILE", "staging"),
+            ("ATRIUM_PLATFORM", "carrier-pigeon"),
+            ("ATRIUM_DB_POOL_SIZE", "many"),
+            ("ATRIUM_METRICS", "sometimes"),
+        ] {
+            let err = Config::from_vars(vars(&[("ATRIUM_JWT_SECRET", JWT), ("ATRIUM_MASTER_KEY", KEY), (name, value)])).err();
+            let shown = err.map(|e| e.to_string()).unwrap_or_else(|| panic!("{name}={value} was accepted"));
+            assert!(shown.contains(name) && shown.contains(value), "{name}={value}: {shown}");
+            assert!(!shown.contains("--") && !shown.contains('\n'), "{name}={value} speaks of flags: {shown}");
+        }
+    }
+
+    #[test]
+    fn switches_take_the_usual_spellings_and_numbers_their_defaults() {
+        let base = [("ATRIUM_JWT_SECRET", JWT), ("ATRIUM_MASTER_KEY", KEY)];
+        let c = Config::from_vars(vars(&base)).unwrap();
+        assert_eq!((c.trust_proxy, c.bootstrap_admin, c.bcrypt_cost, c.db_pool_size), (false, true, 10, 16));
+        assert_eq!((c.principal_cache_ms, c.client_request_timeout_ms, c.keep_alive_secs), (500, 5000, 5));
+        let c = Config::from_vars(vars(
+            &[
+                &base[..],
+                &[("ATRIUM_TRUST_PROXY", "yes"), ("ATRIUM_BOOTSTRAP_ADMIN", "0"), ("ATRIUM_METRICS", "off"), ("ATRIUM_WORKERS", "3")],
+            ]
+            .concat(),
+        ))
+        .unwrap();
+        assert_eq!((c.trust_proxy, c.bootstrap_admin, &c.metrics, c.workers), (true, false, &MetricsAccess::Off, 3));
     }
 
     #[test]

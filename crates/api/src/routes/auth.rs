@@ -85,7 +85,8 @@ pub async fn send_code(req: HttpRequest, state: web::Data<AppState>, body: Json<
 
 /// Sign up: creates a pending tenant and its tenant-admin user, who may log in at once.
 #[utoipa::path(post, path = "/api/v1/auth/register", tag = "auth", request_body = RegisterRequest,
-    responses((status = 200, body = RegisterResponse), (status = 400), (status = 409, description = "Phone or e-mail already registered")))]
+    responses((status = 200, body = RegisterResponse), (status = 400), (status = 401, description = "The code is wrong or expired"),
+              (status = 409, description = "Phone or e-mail already registered")))]
 pub async fn register(req: HttpRequest, state: web::Data<AppState>, body: Json<RegisterRequest>) -> ApiResult {
     let b = body.0;
     let r = state.identity.register(&b.target, &b.code, &b.password, &b.name, &b.tenant_name, &client_info(&req)).await?;
@@ -94,7 +95,7 @@ pub async fn register(req: HttpRequest, state: web::Data<AppState>, body: Json<R
 
 /// Set a new password with a `reset_password` code; ends every session of the user.
 #[utoipa::path(post, path = "/api/v1/auth/reset-password", tag = "auth", request_body = ResetPasswordRequest,
-    responses((status = 200), (status = 400)))]
+    responses((status = 200), (status = 400), (status = 401, description = "The code is wrong or expired")))]
 pub async fn reset_password(req: HttpRequest, state: web::Data<AppState>, body: Json<ResetPasswordRequest>) -> ApiResult {
     let b = body.0;
     state.identity.reset_password(&b.target, &b.code, &b.new_password, &client_info(&req)).await?;

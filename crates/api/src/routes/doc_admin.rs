@@ -21,28 +21,28 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// The caller's party's projects, oldest first.
-#[utoipa::path(get, path = "/api/v1/doc-projects", tag = "doc-admin", params(PageQuery), security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/doc-projects", tag = "doc-admin", params(PageQuery), security(("bearer" = ["doc:read"])),
     responses((status = 200, body = Page<ProjectView>), (status = 400), (status = 401), (status = 403, description = "Missing doc:read")))]
 pub async fn list_projects(state: web::Data<AppState>, auth: Authorized<DocRead>, q: web::Query<PageQuery>) -> ApiResult {
     ok(state.docs.list_projects(auth.actor.party, q.request()?).await?.map(ProjectView::from))
 }
 
 /// Create a project owned by the caller's party.
-#[utoipa::path(post, path = "/api/v1/doc-projects", tag = "doc-admin", request_body = CreateProjectRequest, security(("bearer" = [])),
+#[utoipa::path(post, path = "/api/v1/doc-projects", tag = "doc-admin", request_body = CreateProjectRequest, security(("bearer" = ["doc:manage"])),
     responses((status = 200, body = ProjectView), (status = 400), (status = 401), (status = 403, description = "Missing doc:manage")))]
 pub async fn create_project(state: web::Data<AppState>, auth: Authorized<DocManage>, body: Json<CreateProjectRequest>) -> ApiResult {
     ok(ProjectView::from(state.docs.create_project(auth.actor.party.into(), &body.0.name).await?))
 }
 
 /// One of the caller's party's projects.
-#[utoipa::path(get, path = "/api/v1/doc-projects/{id}", tag = "doc-admin", params(("id" = i64, Path)), security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/doc-projects/{id}", tag = "doc-admin", params(("id" = i64, Path)), security(("bearer" = ["doc:read"])),
     responses((status = 200, body = ProjectView), (status = 401), (status = 403), (status = 404, description = "Missing or another party's")))]
 pub async fn get_project(state: web::Data<AppState>, auth: Authorized<DocRead>, id: web::Path<i64>) -> ApiResult {
     ok(ProjectView::from(state.docs.get_project(auth.actor.party, id.into_inner()).await?))
 }
 
 /// The caller's party's API tokens, oldest first. Token values are never listed.
-#[utoipa::path(get, path = "/api/v1/doc-tokens", tag = "doc-admin", params(PageQuery), security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/doc-tokens", tag = "doc-admin", params(PageQuery), security(("bearer" = ["doc:read"])),
     responses((status = 200, body = Page<TokenView>), (status = 400), (status = 401), (status = 403, description = "Missing doc:read")))]
 pub async fn list_tokens(state: web::Data<AppState>, auth: Authorized<DocRead>, q: web::Query<PageQuery>) -> ApiResult {
     let now = state.docs.now();
@@ -50,7 +50,7 @@ pub async fn list_tokens(state: web::Data<AppState>, auth: Authorized<DocRead>, 
 }
 
 /// Issue an API token for the document interface, owned by the caller's party.
-#[utoipa::path(post, path = "/api/v1/doc-tokens", tag = "doc-admin", request_body = CreateTokenRequest, security(("bearer" = [])),
+#[utoipa::path(post, path = "/api/v1/doc-tokens", tag = "doc-admin", request_body = CreateTokenRequest, security(("bearer" = ["doc:manage"])),
     responses((status = 200, body = IssuedTokenView), (status = 400), (status = 401), (status = 403, description = "Missing doc:manage"),
               (status = 404, description = "A listed project is missing or another party's")))]
 pub async fn create_token(state: web::Data<AppState>, auth: Authorized<DocManage>, body: Json<CreateTokenRequest>) -> ApiResult {
@@ -59,7 +59,7 @@ pub async fn create_token(state: web::Data<AppState>, auth: Authorized<DocManage
 }
 
 /// Revoke a token: it answers 401 from the next request on. Revoking twice changes nothing.
-#[utoipa::path(delete, path = "/api/v1/doc-tokens/{id}", tag = "doc-admin", params(("id" = i64, Path)), security(("bearer" = [])),
+#[utoipa::path(delete, path = "/api/v1/doc-tokens/{id}", tag = "doc-admin", params(("id" = i64, Path)), security(("bearer" = ["doc:manage"])),
     responses((status = 200, body = TokenView), (status = 401), (status = 403, description = "Missing doc:manage"),
               (status = 404, description = "Missing or another party's")))]
 pub async fn revoke_token(state: web::Data<AppState>, auth: Authorized<DocManage>, id: web::Path<i64>) -> ApiResult {

@@ -23,7 +23,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// List employees.
-#[utoipa::path(get, path = "/api/v1/employees", tag = "employees", params(EmployeeListParams), security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/employees", tag = "employees", params(EmployeeListParams), security(("bearer" = ["employee:read"])),
     responses((status = 200, body = inline(atrium_kernel::Page<EmployeeView>)), (status = 401), (status = 403)))]
 pub async fn list(state: web::Data<AppState>, auth: Authorized<EmployeeRead>, q: web::Query<EmployeeListParams>) -> ApiResult {
     let query = EmployeeQuery::try_from(q.into_inner())?;
@@ -32,21 +32,21 @@ pub async fn list(state: web::Data<AppState>, auth: Authorized<EmployeeRead>, q:
 }
 
 /// Employee detail.
-#[utoipa::path(get, path = "/api/v1/employees/{id}", tag = "employees", params(IdPath), security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/employees/{id}", tag = "employees", params(IdPath), security(("bearer" = ["employee:read"])),
     responses((status = 200, body = EmployeeView), (status = 404)))]
 pub async fn get(state: web::Data<AppState>, auth: Authorized<EmployeeRead>, id: web::Path<i64>) -> ApiResult {
     ok(EmployeeView::of(state.employees.get(&auth.actor, id.into_inner()).await?, &auth.actor))
 }
 
 /// Create an employee.
-#[utoipa::path(post, path = "/api/v1/employees", tag = "employees", request_body = NewEmployee, security(("bearer" = [])),
+#[utoipa::path(post, path = "/api/v1/employees", tag = "employees", request_body = NewEmployee, security(("bearer" = ["employee:create"])),
     responses((status = 200, body = EmployeeView), (status = 400), (status = 409, description = "Employee number or id card number already used in the tenant")))]
 pub async fn create(state: web::Data<AppState>, auth: Authorized<EmployeeCreate>, body: Json<NewEmployee>) -> ApiResult {
     ok(EmployeeView::of(state.employees.create(&auth.actor, body.0).await?, &auth.actor))
 }
 
 /// Update an employee; absent fields stay, `null` clears.
-#[utoipa::path(put, path = "/api/v1/employees/{id}", tag = "employees", params(IdPath), request_body = EmployeePatch, security(("bearer" = [])),
+#[utoipa::path(put, path = "/api/v1/employees/{id}", tag = "employees", params(IdPath), request_body = EmployeePatch, security(("bearer" = ["employee:update"])),
     responses((status = 200, body = EmployeeView), (status = 400), (status = 404), (status = 409)))]
 pub async fn update(
     state: web::Data<AppState>,
@@ -58,7 +58,7 @@ pub async fn update(
 }
 
 /// Delete an employee. 409 once payroll records refer to it (set `status: left` instead).
-#[utoipa::path(delete, path = "/api/v1/employees/{id}", tag = "employees", params(IdPath), security(("bearer" = [])),
+#[utoipa::path(delete, path = "/api/v1/employees/{id}", tag = "employees", params(IdPath), security(("bearer" = ["employee:delete"])),
     responses((status = 200), (status = 404), (status = 409)))]
 pub async fn delete(state: web::Data<AppState>, auth: Authorized<EmployeeDelete>, id: web::Path<i64>) -> ApiResult {
     state.employees.delete(&auth.actor, id.into_inner()).await?;

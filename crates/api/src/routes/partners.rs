@@ -22,35 +22,35 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// List partners.
-#[utoipa::path(get, path = "/api/v1/partners", tag = "partners", params(PartnerListParams), security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/partners", tag = "partners", params(PartnerListParams), security(("bearer" = ["agent:read"])),
     responses((status = 200, body = inline(atrium_kernel::Page<Partner>)), (status = 401), (status = 403)))]
 pub async fn list(state: web::Data<AppState>, auth: Authorized<AgentRead>, q: web::Query<PartnerListParams>) -> ApiResult {
     ok(state.partners.list(&auth.actor, PartnerQuery::try_from(q.into_inner())?).await?)
 }
 
 /// Partner detail.
-#[utoipa::path(get, path = "/api/v1/partners/{id}", tag = "partners", params(IdPath), security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/partners/{id}", tag = "partners", params(IdPath), security(("bearer" = ["agent:read"])),
     responses((status = 200, body = Partner), (status = 404)))]
 pub async fn get(state: web::Data<AppState>, auth: Authorized<AgentRead>, id: web::Path<i64>) -> ApiResult {
     ok(state.partners.get(&auth.actor, id.into_inner()).await?)
 }
 
 /// Create a partner (platform users only).
-#[utoipa::path(post, path = "/api/v1/partners", tag = "partners", request_body = NewPartner, security(("bearer" = [])),
+#[utoipa::path(post, path = "/api/v1/partners", tag = "partners", request_body = NewPartner, security(("bearer" = ["agent:create"])),
     responses((status = 200, body = Partner), (status = 400), (status = 403)))]
 pub async fn create(state: web::Data<AppState>, auth: Authorized<AgentCreate>, body: Json<NewPartner>) -> ApiResult {
     ok(state.partners.create(&auth.actor, body.0).await?)
 }
 
 /// Update a partner; absent fields stay, `null` clears.
-#[utoipa::path(put, path = "/api/v1/partners/{id}", tag = "partners", params(IdPath), request_body = PartnerPatch, security(("bearer" = [])),
+#[utoipa::path(put, path = "/api/v1/partners/{id}", tag = "partners", params(IdPath), request_body = PartnerPatch, security(("bearer" = ["agent:update"])),
     responses((status = 200, body = Partner), (status = 400), (status = 404)))]
 pub async fn update(state: web::Data<AppState>, auth: Authorized<AgentUpdate>, id: web::Path<i64>, body: Json<PartnerPatch>) -> ApiResult {
     ok(state.partners.update(&auth.actor, id.into_inner(), body.0).await?)
 }
 
 /// Delete a partner. 409 while it has tenants or users, unless `cascade=true`.
-#[utoipa::path(delete, path = "/api/v1/partners/{id}", tag = "partners", params(IdPath, DeleteParams), security(("bearer" = [])),
+#[utoipa::path(delete, path = "/api/v1/partners/{id}", tag = "partners", params(IdPath, DeleteParams), security(("bearer" = ["agent:delete"])),
     responses((status = 200), (status = 404), (status = 409)))]
 pub async fn delete(
     state: web::Data<AppState>,

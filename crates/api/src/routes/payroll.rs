@@ -28,7 +28,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// List payroll sheets (without items).
-#[utoipa::path(get, path = "/api/v1/payroll-sheets", tag = "payroll", params(SheetListParams), security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/payroll-sheets", tag = "payroll", params(SheetListParams), security(("bearer" = ["payroll:read"])),
     responses((status = 200, body = inline(atrium_kernel::Page<SheetView>)), (status = 400), (status = 401), (status = 403)))]
 pub async fn list(state: web::Data<AppState>, auth: Authorized<PayrollRead>, q: web::Query<SheetListParams>) -> ApiResult {
     let query = SheetQuery::try_from(q.into_inner())?;
@@ -36,14 +36,14 @@ pub async fn list(state: web::Data<AppState>, auth: Authorized<PayrollRead>, q: 
 }
 
 /// Payroll sheet detail with its items.
-#[utoipa::path(get, path = "/api/v1/payroll-sheets/{id}", tag = "payroll", params(IdPath), security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/payroll-sheets/{id}", tag = "payroll", params(IdPath), security(("bearer" = ["payroll:read"])),
     responses((status = 200, body = SheetView), (status = 404)))]
 pub async fn get(state: web::Data<AppState>, auth: Authorized<PayrollRead>, id: web::Path<i64>) -> ApiResult {
     ok(SheetView::from(state.payroll.get(&auth.actor, id.into_inner()).await?))
 }
 
 /// Create a payroll sheet (`draft`). Without `items` it covers the tenant's active employees.
-#[utoipa::path(post, path = "/api/v1/payroll-sheets", tag = "payroll", request_body = NewSheet, security(("bearer" = [])),
+#[utoipa::path(post, path = "/api/v1/payroll-sheets", tag = "payroll", request_body = NewSheet, security(("bearer" = ["payroll:create"])),
     responses((status = 200, body = SheetView), (status = 400), (status = 409, description = "The tenant already has a sheet for the period")))]
 pub async fn create(state: web::Data<AppState>, auth: Authorized<PayrollCreate>, body: Json<NewSheet>) -> ApiResult {
     ok(SheetView::from(state.payroll.create(&auth.actor, body.0).await?))
@@ -51,7 +51,7 @@ pub async fn create(state: web::Data<AppState>, auth: Authorized<PayrollCreate>,
 
 /// Update a draft or calculated sheet's title or items (items replace the sheet's items);
 /// the sheet goes back to `draft`.
-#[utoipa::path(put, path = "/api/v1/payroll-sheets/{id}", tag = "payroll", params(IdPath), request_body = SheetPatch, security(("bearer" = [])),
+#[utoipa::path(put, path = "/api/v1/payroll-sheets/{id}", tag = "payroll", params(IdPath), request_body = SheetPatch, security(("bearer" = ["payroll:update"])),
     responses((status = 200, body = SheetView), (status = 400), (status = 404), (status = 409, description = "The sheet is approved or sent")))]
 pub async fn update(state: web::Data<AppState>, auth: Authorized<PayrollUpdate>, id: web::Path<i64>, body: Json<SheetPatch>) -> ApiResult {
     ok(SheetView::from(state.payroll.update(&auth.actor, id.into_inner(), body.0).await?))
@@ -59,7 +59,7 @@ pub async fn update(state: web::Data<AppState>, auth: Authorized<PayrollUpdate>,
 
 /// Calculate salaries: contributions, cumulative income tax and net pay of every item, with
 /// year-to-date figures from the tenant's approved or sent sheets of the year.
-#[utoipa::path(post, path = "/api/v1/payroll-sheets/{id}/calculate", tag = "payroll", params(IdPath), security(("bearer" = [])),
+#[utoipa::path(post, path = "/api/v1/payroll-sheets/{id}/calculate", tag = "payroll", params(IdPath), security(("bearer" = ["payroll:calculate"])),
     responses((status = 200, body = SheetView), (status = 400, description = "An item's input is inconsistent (fields name the item)"),
         (status = 404), (status = 409, description = "The sheet is approved or sent")))]
 pub async fn calculate(state: web::Data<AppState>, auth: Authorized<PayrollCalculate>, id: web::Path<i64>) -> ApiResult {
@@ -68,7 +68,7 @@ pub async fn calculate(state: web::Data<AppState>, auth: Authorized<PayrollCalcu
 
 /// Approve a calculated sheet. With the tenant's `four_eyes` (default) the approver must not
 /// be the user who calculated it (403).
-#[utoipa::path(post, path = "/api/v1/payroll-sheets/{id}/approve", tag = "payroll", params(IdPath), security(("bearer" = [])),
+#[utoipa::path(post, path = "/api/v1/payroll-sheets/{id}/approve", tag = "payroll", params(IdPath), security(("bearer" = ["payroll:approve"])),
     responses((status = 200, body = SheetView), (status = 403), (status = 404), (status = 409, description = "The sheet is not calculated")))]
 pub async fn approve(state: web::Data<AppState>, auth: Authorized<PayrollApprove>, id: web::Path<i64>) -> ApiResult {
     ok(SheetView::from(state.payroll.approve(&auth.actor, id.into_inner()).await?))
@@ -76,7 +76,7 @@ pub async fn approve(state: web::Data<AppState>, auth: Authorized<PayrollApprove
 
 /// Send pay slips: each employee's slip goes to the messaging platform (openid), else SMS or
 /// e-mail; each item records its outcome. Sending again retries only failed items.
-#[utoipa::path(post, path = "/api/v1/payroll-sheets/{id}/send", tag = "payroll", params(IdPath), security(("bearer" = [])),
+#[utoipa::path(post, path = "/api/v1/payroll-sheets/{id}/send", tag = "payroll", params(IdPath), security(("bearer" = ["payroll:send"])),
     responses((status = 200, body = SheetView), (status = 404), (status = 409, description = "The sheet is not approved, or a send is in progress")))]
 pub async fn send(state: web::Data<AppState>, auth: Authorized<PayrollSend>, id: web::Path<i64>) -> ApiResult {
     ok(SheetView::from(state.payroll.send(&auth.actor, id.into_inner()).await?))

@@ -293,11 +293,11 @@ async fn refused_child_of_8(parent_depth: Option<i32>) -> Error {
 }
 
 #[tokio::test]
-async fn a_parent_in_another_project_is_invalid() {
+async fn a_parent_in_another_project_is_not_found() {
     // Document 8 exists, but in project 5: asked about project 4, the store finds nothing.
     let err = refused_child_of_8(None).await;
 
-    assert!(matches!(err, Error::Invalid(ref e) if e[0].field == "parent"), "{err:?}");
+    assert!(matches!(err, Error::NoSuch(ref e) if e.field == "parent"), "{err:?}");
 }
 
 #[tokio::test]

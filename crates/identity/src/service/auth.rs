@@ -358,7 +358,7 @@ impl IdentityService {
         let name = text::<64>("name", name)?;
         let tenant_name = text::<128>("tenant_name", tenant_name)?;
         if !self.check_code(&target, CodePurpose::Register, code, now).await? {
-            return Err(Error::invalid("code", "is wrong or expired"));
+            return Err(Error::Unauthenticated("the code is wrong or expired".into()));
         }
         let hash = self.hasher.hash(password.expose()).await?;
         let (phone, email) = match &target {
@@ -379,10 +379,10 @@ impl IdentityService {
         let target = ContactTarget::parse("target", target)?;
         let password = Password::parse("new_password", new_password)?;
         if !self.check_code(&target, CodePurpose::ResetPassword, code, now).await? {
-            return Err(Error::invalid("code", "is wrong or expired"));
+            return Err(Error::Unauthenticated("the code is wrong or expired".into()));
         }
         let Some(creds) = self.repo.find_credentials(target.as_str()).await? else {
-            return Err(Error::invalid("code", "is wrong or expired"));
+            return Err(Error::Unauthenticated("the code is wrong or expired".into()));
         };
         let hash = self.hasher.hash(password.expose()).await?;
         let audit = audit(now, client, "user.password_reset", &creds.user, None);

@@ -76,7 +76,7 @@ impl UserService {
             (Some(_), Some(_)) => Err(Error::invalid("tenant_id", "give partner_id or tenant_id, not both")),
             (None, Some(t)) => {
                 let partner = self.repo.tenant_partner(actor.party, t).await.map_err(|e| match e {
-                    Error::NotFound(_) => Error::invalid("tenant_id", "no such tenant"),
+                    Error::NotFound(_) => Error::no_such("tenant_id", "no such tenant"),
                     other => other,
                 })?;
                 Ok(Party::Tenant { tenant_id: t, partner_id: partner })
@@ -84,7 +84,7 @@ impl UserService {
             (Some(p), None) => match actor.party {
                 Party::Platform if self.repo.partner_exists(p).await? => Ok(Party::Partner { partner_id: p }),
                 Party::Partner { partner_id } if partner_id == p => Ok(Party::Partner { partner_id: p }),
-                _ => Err(Error::invalid("partner_id", "no such partner")),
+                _ => Err(Error::no_such("partner_id", "no such partner")),
             },
             (None, None) => Ok(actor.party),
         }
@@ -99,7 +99,7 @@ impl UserService {
         let mut roles = self.repo.roles_by_ids(actor.party, unique.clone()).await?;
         for id in &unique {
             let Some(role) = roles.iter().find(|r| r.id == *id) else {
-                return Err(Error::invalid("role_ids", format!("no such role {id}")));
+                return Err(Error::no_such("role_ids", format!("no such role {id}")));
             };
             if !role.usable_by(party) {
                 return Err(Error::invalid("role_ids", format!("role {} is not for a {} user", role.code, party.party_type().as_str())));

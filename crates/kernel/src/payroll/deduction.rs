@@ -3,6 +3,7 @@ use serde::{Deserialize, Serialize};
 
 /// The kinds of special additional deduction (专项附加扣除) an employee can declare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DeductionKind {
     ChildrenEducation,
@@ -19,6 +20,7 @@ pub enum DeductionKind {
 /// The engine does not check the amount against the statutory standards (they change, and
 /// a child's share can be split between parents); the service may.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(try_from = "RawSpecialDeduction")]
 pub struct SpecialDeduction {
     kind: DeductionKind,

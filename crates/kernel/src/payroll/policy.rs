@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Amounts are fen; rates are decimal strings on the wire. Rates are already in `[0, 1)` by
 /// construction of [`Rate`]; [`PayrollPolicy::validate`] checks the amounts and their order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PayrollPolicy {
     /// Lowest social-insurance contribution base.

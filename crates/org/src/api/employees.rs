@@ -18,20 +18,20 @@ pub type OpenId = Text<128>;
 #[derive(Debug, Clone, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"tenant_id": 1, "name": "Han Meimei", "base_salary": 1500000, "employee_no": "E-0042", "department": "Finance", "position": "Accountant", "hire_date": "2025-03-01", "housing_fund_rate": "0.12", "special_deductions": [{"kind": "children_education", "monthly_amount": 200000, "from": "2026-01"}]})))]
 pub struct NewEmployee {
-    /// Required for platform and partner callers; tenant callers get their own tenant.
+    /// The employee's tenant. Platform and partner callers must name it (400 without, 404 if
+    /// out of their scope); a tenant caller may leave it out for its own.
+    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id, minimum = 1))]
     pub tenant_id: Option<Id>,
     pub name: Name,
     /// Monthly base salary in fen.
     pub base_salary: Money,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub employee_no: Option<EmployeeNo>,
     pub phone: Option<Phone>,
     pub email: Option<Email>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub id_card_no: Option<IdCardNo>,
     pub bank_name: Option<Label>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub bank_account: Option<BankAccount>,
     pub department: Option<Label>,
     pub position: Option<Label>,
@@ -40,9 +40,7 @@ pub struct NewEmployee {
     pub status: Option<EmployeeStatus>,
     pub si_base: Option<Money>,
     pub housing_fund_rate: Option<HousingFundRate>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<Object>>))]
     pub special_deductions: Option<Vec<SpecialDeduction>>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub openid: Option<OpenId>,
 }
 
@@ -51,45 +49,45 @@ pub struct NewEmployee {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"base_salary": 1600000, "position": "Senior accountant", "phone": null})))]
 pub struct EmployeePatch {
     pub name: Option<Name>,
     pub base_salary: Option<Money>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<EmployeeNo>))]
     pub employee_no: Option<Option<EmployeeNo>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Phone>))]
     pub phone: Option<Option<Phone>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Email>))]
     pub email: Option<Option<Email>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<IdCardNo>))]
     pub id_card_no: Option<Option<IdCardNo>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Label>))]
     pub bank_name: Option<Option<Label>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<BankAccount>))]
     pub bank_account: Option<Option<BankAccount>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Label>))]
     pub department: Option<Option<Label>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Label>))]
     pub position: Option<Option<Label>>,
     #[serde(default, deserialize_with = "patch")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = Date))]
     pub hire_date: Option<Option<NaiveDate>>,
     pub status: Option<EmployeeStatus>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Money>))]
     pub si_base: Option<Option<Money>>,
     pub housing_fund_rate: Option<HousingFundRate>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<Object>>))]
     pub special_deductions: Option<Vec<SpecialDeduction>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<OpenId>))]
     pub openid: Option<Option<OpenId>>,
 }
 
@@ -107,6 +105,7 @@ pub struct EmployeeListParams {
     pub partner_id: Option<i64>,
     pub department: Option<String>,
     /// `id`, `created_at`, `name`, `employee_no` or `hire_date`, `-` for descending; default `-id`.
+    #[cfg_attr(feature = "openapi", param(schema_with = atrium_kernel::schema::sort::<crate::model::EmployeeSort>))]
     pub sort: Option<String>,
 }
 
@@ -148,7 +147,6 @@ pub struct EmployeeView {
     /// Fen; the base salary when null.
     pub si_base: Option<Money>,
     pub housing_fund_rate: HousingFundRate,
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub special_deductions: Vec<SpecialDeduction>,
     pub openid: Option<String>,
     pub created_at: DateTime<Utc>,

@@ -8,6 +8,7 @@ use crate::model::{PartnerQuery, PartnerStatus};
 #[derive(Debug, Clone, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"name": "Acme Partners", "contact_name": "Wang Fang", "phone": "+8613800138001", "email": "ops@acme.example"})))]
 pub struct NewPartner {
     pub name: Name,
     pub contact_name: Option<Label>,
@@ -20,16 +21,17 @@ pub struct NewPartner {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"contact_name": "Zhao Lei", "email": null})))]
 pub struct PartnerPatch {
     pub name: Option<Name>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Label>))]
     pub contact_name: Option<Option<Label>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Phone>))]
     pub phone: Option<Option<Phone>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Email>))]
     pub email: Option<Option<Email>>,
     pub status: Option<PartnerStatus>,
 }
@@ -45,6 +47,7 @@ pub struct PartnerListParams {
     pub keyword: Option<String>,
     pub status: Option<PartnerStatus>,
     /// `id`, `created_at` or `name`, `-` for descending; default `-id`.
+    #[cfg_attr(feature = "openapi", param(schema_with = atrium_kernel::schema::sort::<crate::model::PartnerSort>))]
     pub sort: Option<String>,
 }
 

@@ -10,17 +10,16 @@ use crate::model::{TenantQuery, TenantStatus};
 #[derive(Debug, Clone, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"name": "Example Trading Co.", "partner_id": 1, "contact_name": "Han Meimei", "phone": "+8613800138002"})))]
 pub struct NewTenant {
     pub name: Name,
     /// Platform callers may name any partner (or none); partner callers get their own.
     pub partner_id: Option<Id>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub credit_code: Option<CreditCode>,
     pub contact_name: Option<Label>,
     pub phone: Option<Phone>,
     pub email: Option<Email>,
     pub status: Option<TenantStatus>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub payroll_policy: Option<PayrollPolicy>,
 }
 
@@ -28,26 +27,26 @@ pub struct NewTenant {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"contact_name": "Li Lei", "status": "active"})))]
 pub struct TenantPatch {
     pub name: Option<Name>,
     /// Platform callers only: move the tenant to another partner (or none, with null).
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Id>))]
     pub partner_id: Option<Option<Id>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<CreditCode>))]
     pub credit_code: Option<Option<CreditCode>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Label>))]
     pub contact_name: Option<Option<Label>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Phone>))]
     pub phone: Option<Option<Phone>>,
     #[serde(default, deserialize_with = "patch")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Email>))]
     pub email: Option<Option<Email>>,
     pub status: Option<TenantStatus>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub payroll_policy: Option<PayrollPolicy>,
 }
 
@@ -63,6 +62,7 @@ pub struct TenantListParams {
     pub status: Option<TenantStatus>,
     pub partner_id: Option<i64>,
     /// `id`, `created_at` or `name`, `-` for descending; default `-id`.
+    #[cfg_attr(feature = "openapi", param(schema_with = atrium_kernel::schema::sort::<crate::model::TenantSort>))]
     pub sort: Option<String>,
 }
 

@@ -36,7 +36,7 @@ impl EmployeeService {
     pub async fn create(&self, actor: &Actor, input: NewEmployee) -> Result<Employee> {
         let tenant_id = actor.party.tenant_for_new(input.tenant_id)?;
         let partner_id = self.repo.tenant_partner(actor.party, tenant_id).await.map_err(|e| match e {
-            Error::NotFound(_) => Error::invalid("tenant_id", "no such tenant"),
+            Error::NotFound(_) => Error::no_such("tenant_id", "no such tenant"),
             other => other,
         })?;
         let now = self.clock.now();

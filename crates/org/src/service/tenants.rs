@@ -21,7 +21,7 @@ fn partner_in_scope(scope: Party, requested: Option<Id>) -> Result<Option<Id>> {
         (Party::Platform, r) => Ok(r),
         (Party::Partner { partner_id }, None) => Ok(Some(partner_id)),
         (Party::Partner { partner_id }, Some(r)) if r == partner_id => Ok(Some(r)),
-        (Party::Partner { .. }, Some(_)) => Err(Error::invalid("partner_id", "no such partner")),
+        (Party::Partner { .. }, Some(_)) => Err(Error::no_such("partner_id", "no such partner")),
         (Party::Tenant { .. }, _) => Err(Error::forbidden("tenant users cannot act for a partner")),
     }
 }
@@ -43,7 +43,7 @@ impl TenantService {
         if let Some(p) = partner
             && !self.repo.partner_exists(p).await?
         {
-            return Err(Error::invalid("partner_id", "no such partner"));
+            return Err(Error::no_such("partner_id", "no such partner"));
         }
         Ok(partner)
     }

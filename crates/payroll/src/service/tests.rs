@@ -212,6 +212,6 @@ async fn create_names_unknown_and_duplicate_employees() {
     let unknown = svc.create(&actor(1), input(&[100, 555])).await.unwrap_err();
     let twice = svc.create(&actor(1), input(&[100, 100])).await.unwrap_err();
 
-    assert!(matches!(unknown, Error::Invalid(ref f) if f[0].field == "items[1].employee_id"), "{unknown:?}");
+    assert!(matches!(unknown, Error::NoSuch(ref f) if f.field == "items[1].employee_id"), "{unknown:?}");
     assert!(matches!(twice, Error::Invalid(ref f) if f[0].field == "items[1].employee_id"), "{twice:?}");
 }

@@ -35,7 +35,7 @@ async fn a_tenant_user_adds_employees_only_to_its_own_tenant() {
 
     let err = svc.create(&actor(Party::Tenant { tenant_id: 3, partner_id: None }, &["employee:*"]), input).await.unwrap_err();
 
-    assert!(matches!(err, Error::Invalid(ref e) if e[0].field == "tenant_id"));
+    assert!(matches!(err, Error::NoSuch(ref e) if e.field == "tenant_id"), "{err:?}");
 }
 
 fn employee(id: Id) -> Employee {

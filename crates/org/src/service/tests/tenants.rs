@@ -49,7 +49,7 @@ async fn a_partner_cannot_name_another_partner_for_a_tenant() {
 
     let err = svc.create(&actor(Party::Partner { partner_id: 7 }, &["tenant:*"]), new_tenant(Some(8))).await.unwrap_err();
 
-    assert!(matches!(err, Error::Invalid(ref e) if e[0].field == "partner_id"));
+    assert!(matches!(err, Error::NoSuch(ref e) if e.field == "partner_id"), "{err:?}");
 }
 
 #[tokio::test]
