@@ -19,20 +19,19 @@ fn name_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
     )
 }
 
-/// `project_ids` of a new token: at least one, at most the default limit.
+/// `project_ids` of a new token: at least one, at most the default limit; null or absent for
+/// every project.
 #[cfg(feature = "openapi")]
 fn project_ids_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
     let max = crate::DocsConfig::default().max_token_projects;
-    utoipa::openapi::ArrayBuilder::new()
-        .items(
-            utoipa::openapi::ObjectBuilder::new()
-                .schema_type(utoipa::openapi::schema::Type::Integer)
-                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(utoipa::openapi::KnownFormat::Int64))),
-        )
-        .min_items(Some(1))
-        .max_items(Some(max))
-        .description(Some(format!("Limit the token to these projects of your party (1–{max}); leave out for all of them")))
-        .into()
+    serde_json::from_value(serde_json::json!({
+        "type": ["array", "null"],
+        "items": {"type": "integer", "format": "int64"},
+        "minItems": 1,
+        "maxItems": max,
+        "description": format!("Limit the token to these projects of your party (1–{max}); leave out or null for all of them"),
+    }))
+    .unwrap_or_else(|_| utoipa::openapi::RefOr::T(utoipa::openapi::schema::Schema::default()))
 }
 
 // ----- the document interface ---------------------------------------------------------------
