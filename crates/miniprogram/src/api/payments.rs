@@ -3,8 +3,8 @@
 use crate::lifecycle::{RefundStatus, TradeState};
 use crate::model::*;
 use atrium_kernel::{Id, Money};
-use chrono::{DateTime, Utc};
 use chrono::NaiveDate;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

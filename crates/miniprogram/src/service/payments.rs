@@ -29,10 +29,14 @@ const CST_OFFSET_HOURS: i64 = 8;
 /// `pay_platform`; 5xx and time-outs are 502 (`Upstream`). Never a 500.
 pub fn platform_error(e: PayPlatformError) -> Error {
     match e {
-        PayPlatformError::Refused { status, code, message } if matches!(status, 403 | 409 | 429) || CONFLICT_CODES.contains(&code.as_str()) => {
+        PayPlatformError::Refused { status, code, message }
+            if matches!(status, 403 | 409 | 429) || CONFLICT_CODES.contains(&code.as_str()) =>
+        {
             Error::Conflict(format!("the pay platform refused the request: {code}: {message}"))
         }
-        PayPlatformError::Refused { code, message, .. } => Error::Invalid(vec![FieldError::new("pay_platform", format!("{code}: {message}"))]),
+        PayPlatformError::Refused { code, message, .. } => {
+            Error::Invalid(vec![FieldError::new("pay_platform", format!("{code}: {message}"))])
+        }
         PayPlatformError::Unavailable(m) => Error::Upstream(format!("the pay platform is unavailable: {m}")),
         PayPlatformError::Credentials(m) => Error::Conflict(format!("the payment configuration cannot be used: {m}")),
     }
@@ -83,7 +87,14 @@ impl PaymentService {
         PaymentConfigView::new(config, self.settings.notify_url(config.tenant_id))
     }
 
-    fn audit(&self, actor: &Actor, tenant: PaymentTenant, action: &str, before: Option<&PaymentConfig>, after: &PaymentConfig) -> AuditRecord {
+    fn audit(
+        &self,
+        actor: &Actor,
+        tenant: PaymentTenant,
+        action: &str,
+        before: Option<&PaymentConfig>,
+        after: &PaymentConfig,
+    ) -> AuditRecord {
         let as_json = |c: &PaymentConfig| serde_json::to_value(self.view(c)).ok();
         let before = before.and_then(as_json);
         AuditRecord::by(actor, self.clock.now(), action, "payment_config", Some(tenant.id))
@@ -137,11 +148,10 @@ impl PaymentService {
         let now = self.clock.now();
         let mut errors = Vec::new();
         let key = upload.private_key.as_ref().and_then(|pem| collect(self.keys.inspect_private_key(pem), &mut errors)).transpose()?;
-        let cert = upload.certificate.as_deref().and_then(|pem| collect(self.keys.inspect_certificate(pem, now), &mut errors)).transpose()?;
-        if let Some(c) = &cert {
-            if c.not_after <= now {
-                errors.push(FieldError::new("certificate", format!("expired on {}", c.not_after.to_rfc3339())));
-            }
+        let cert =
+            upload.certificate.as_deref().and_then(|pem| collect(self.keys.inspect_certificate(pem, now), &mut errors)).transpose()?;
+        if let Some(c) = cert.as_ref().filter(|c| c.not_after <= now) {
+            errors.push(FieldError::new("certificate", format!("expired on {}", c.not_after.to_rfc3339())));
         }
         let platform = match (&upload.platform_public_key, &upload.platform_public_key_id) {
             (Some(pem), Some(_)) => collect(self.keys.inspect_platform_key(pem), &mut errors).transpose()?,
@@ -162,7 +172,9 @@ impl PaymentService {
             (Some(k), None) if before.merchant_serial_no.is_some() && before.merchant_key_fingerprint.as_ref() != Some(&k.fingerprint) => {
                 errors.push(FieldError::new("private_key", "does not belong to the stored certificate; upload both together"));
             }
-            (None, Some(c)) if before.merchant_private_key.is_some() && before.merchant_key_fingerprint.as_ref() != Some(&c.key_fingerprint) => {
+            (None, Some(c))
+                if before.merchant_private_key.is_some() && before.merchant_key_fingerprint.as_ref() != Some(&c.key_fingerprint) =>
+            {
                 errors.push(FieldError::new("certificate", "does not belong to the stored private_key; upload both together"));
             }
             _ => {}
@@ -206,11 +218,17 @@ impl PaymentService {
         };
         let mut check = |name: &str, ok: bool, detail: String| checks.push(TestCheck { name: name.into(), ok, detail });
         let missing = config.missing_parts();
-        check("config_complete", missing.is_empty(), if missing.is_empty() { "complete".into() } else { format!("missing: {}", missing.join(", ")) });
+        check(
+            "config_complete",
+            missing.is_empty(),
+            if missing.is_empty() { "complete".into() } else { format!("missing: {}", missing.join(", ")) },
+        );
 
         match (&config.merchant_private_key, &config.merchant_key_fingerprint, &config.merchant_serial_no) {
             (Some(pem), Some(fingerprint), Some(serial)) => match self.keys.inspect_private_key(pem) {
-                Ok(k) if &k.fingerprint == fingerprint => check("key_matches_certificate", true, format!("key matches certificate {serial}")),
+                Ok(k) if &k.fingerprint == fingerprint => {
+                    check("key_matches_certificate", true, format!("key matches certificate {serial}"))
+                }
                 Ok(_) => check("key_matches_certificate", false, format!("the private key does not belong to certificate {serial}")),
                 Err(e) => check("key_matches_certificate", false, format!("the stored private key cannot be used: {e}")),
             },
@@ -391,7 +409,10 @@ impl PaymentService {
         let now = self.clock.now();
         let paid_at = tx.success_time.unwrap_or(tx.created_at);
         if now - paid_at > self.settings.refund_window {
-            return Err(Error::conflict(format!("refunds are possible for {} days after the payment", self.settings.refund_window.num_days())));
+            return Err(Error::conflict(format!(
+                "refunds are possible for {} days after the payment",
+                self.settings.refund_window.num_days()
+            )));
         }
         let account = self.account(tenant.id, false).await?;
         let out_refund_no = input.out_refund_no.map(OutRefundNo::into_string).unwrap_or_else(|| nonce(32));
@@ -424,7 +445,10 @@ impl PaymentService {
                 return Err(Error::conflict(format!("only {} fen are left to refund", refundable.fen())));
             }
             RefundReservation::TooManyRefunds => {
-                return Err(Error::conflict(format!("this transaction already has {} refunds, the most allowed", self.settings.max_refunds)));
+                return Err(Error::conflict(format!(
+                    "this transaction already has {} refunds, the most allowed",
+                    self.settings.max_refunds
+                )));
             }
         };
         let order = RefundOrder {
@@ -457,7 +481,11 @@ impl PaymentService {
     /// A notification as received: verified and decrypted by the platform adapter with the
     /// tenant's keys, then [`handle_event`](Self::handle_event). Any error means "not
     /// accepted, nothing changed" and is answered in the platform's failure format.
-    pub async fn receive_notification(&self, tenant_id: Id, request: NotificationRequest) -> std::result::Result<NotifyOutcome, NotificationError> {
+    pub async fn receive_notification(
+        &self,
+        tenant_id: Id,
+        request: NotificationRequest,
+    ) -> std::result::Result<NotifyOutcome, NotificationError> {
         let config = self.repo.get_config(tenant_id).await.map_err(|e| {
             log::error!("payment notification for tenant {tenant_id}: reading the configuration failed: {e}");
             NotificationError::Unavailable
@@ -630,8 +658,7 @@ impl PaymentService {
     /// [`save_transaction`](Self::save_transaction)).
     async fn apply_refund_report(&self, tenant_id: Id, out_refund_no: &str, report: &PlatformRefund) -> Result<Refund> {
         for _ in 0..WRITE_ATTEMPTS {
-            let mut refund =
-                self.repo.get_refund(tenant_id, out_refund_no.to_owned()).await?.ok_or(Error::NotFound("refund"))?;
+            let mut refund = self.repo.get_refund(tenant_id, out_refund_no.to_owned()).await?.ok_or(Error::NotFound("refund"))?;
             let read_status = refund.status;
             if !refund.apply(report, self.clock.now()) {
                 return Ok(refund);
