@@ -4,8 +4,7 @@
 
 use atrium_kernel::{Error, Money};
 use atrium_miniprogram::{
-    BillTradeState, EventResource, MerchantAccount, MerchantKeys, NotificationError, NotificationRequest, PlatformKey, Secret,
-    TradeState,
+    BillTradeState, EventResource, MerchantAccount, MerchantKeys, NotificationError, NotificationRequest, PlatformKey, Secret, TradeState,
 };
 use atrium_wechat::OpensslMerchantKeys;
 use atrium_wechat::pay::bill::{parse_trade_bill, sha1_hex};
@@ -59,7 +58,13 @@ fn our_request_signature_equals_the_independent_one_for_pkcs8_and_pkcs1_keys() {
     for key in ["merchant_key.pem", "merchant_key_pkcs1.pem"] {
         let signer = MerchantSigner::from_pem(&fixture(key)).unwrap();
         for r in [&v["request"], &v["get_request"]] {
-            let message = request_message(s(r, &["method"]), s(r, &["path"]), s(r, &["timestamp"]).parse().unwrap(), s(r, &["nonce"]), s(r, &["body"]));
+            let message = request_message(
+                s(r, &["method"]),
+                s(r, &["path"]),
+                s(r, &["timestamp"]).parse().unwrap(),
+                s(r, &["nonce"]),
+                s(r, &["body"]),
+            );
             assert_eq!(message, s(r, &["message"]));
             assert_eq!(signer.sign(&message).unwrap(), s(r, &["signature"]), "{key}");
         }
@@ -287,7 +292,8 @@ fn the_trade_bill_fixture_matches_its_sha1_and_converts_yuan_to_fen_exactly() {
     let lines = parse_trade_bill(&text).unwrap();
 
     assert_eq!(lines.len(), 4, "the summary is not a line");
-    let amounts: Vec<(&str, BillTradeState, i64)> = lines.iter().map(|l| (l.out_trade_no.as_str(), l.trade_state, l.amount.fen())).collect();
+    let amounts: Vec<(&str, BillTradeState, i64)> =
+        lines.iter().map(|l| (l.out_trade_no.as_str(), l.trade_state, l.amount.fen())).collect();
     assert_eq!(
         amounts,
         [

@@ -1,8 +1,8 @@
 //! The trade bill: a CSV text whose every value starts with a backtick, amounts in yuan with
 //! two decimals, rows until the summary header. Converted to fen exactly, without floats.
 use atrium_kernel::Money;
-use atrium_miniprogram::{BillLine, BillRefund, BillTradeState};
 use atrium_kernel::StrEnum;
+use atrium_miniprogram::{BillLine, BillRefund, BillTradeState};
 
 /// The first cell of the summary header that ends the rows.
 const SUMMARY: &str = "总交易单数";
@@ -50,7 +50,8 @@ pub fn parse_trade_bill(text: &str) -> Result<Vec<BillLine>, String> {
     let header: Vec<&str> = lines.next().ok_or("the bill is empty")?.trim_start_matches('\u{feff}').split(',').collect();
     let col = |name: &str| header.iter().position(|h| h.trim() == name).ok_or_else(|| format!("the bill has no column {name}"));
     let (c_txid, c_no, c_state, c_total) = (col("微信订单号")?, col("商户订单号")?, col("交易状态")?, col("订单金额")?);
-    let (c_refund_id, c_refund_no, c_refund_amount, c_refund_state) = (col("微信退款单号")?, col("商户退款单号")?, col("申请退款金额")?, col("退款状态")?);
+    let (c_refund_id, c_refund_no, c_refund_amount, c_refund_state) =
+        (col("微信退款单号")?, col("商户退款单号")?, col("申请退款金额")?, col("退款状态")?);
     let mut out = Vec::new();
     for (i, line) in lines.enumerate() {
         if line.starts_with(SUMMARY) {
@@ -82,7 +83,8 @@ mod tests {
 
     #[test]
     fn yuan_become_fen_exactly() {
-        let cases = [("`123.45", 12345), ("0.01", 1), ("7.5", 750), ("3", 300), ("-0.10", -10), ("`12345678.90", 1_234_567_890), ("0.07", 7)];
+        let cases =
+            [("`123.45", 12345), ("0.01", 1), ("7.5", 750), ("3", 300), ("-0.10", -10), ("`12345678.90", 1_234_567_890), ("0.07", 7)];
         for (raw, fen) in cases {
             assert_eq!(yuan_to_fen(raw), Some(Money::from_fen(fen)), "{raw}");
         }

@@ -145,7 +145,14 @@ impl WechatPay {
         self.config.base_url.trim_end_matches('/')
     }
 
-    fn call<'a>(&self, method: Method, path_and_query: String, endpoint: &'static str, body: Option<String>, verifier: &'a PlatformVerifier) -> Call<'a> {
+    fn call<'a>(
+        &self,
+        method: Method,
+        path_and_query: String,
+        endpoint: &'static str,
+        body: Option<String>,
+        verifier: &'a PlatformVerifier,
+    ) -> Call<'a> {
         Call { method, url: format!("{}{path_and_query}", self.base()), path_and_query, endpoint, body, verifier: Some(verifier) }
     }
 
@@ -215,7 +222,9 @@ impl WechatPay {
         };
         let body = match response.bytes().await {
             Ok(b) => b.to_vec(),
-            Err(e) if e.is_timeout() => return Ok(Attempt::Retry { why: "the pay platform's answer timed out".into(), code: "transport".into() }),
+            Err(e) if e.is_timeout() => {
+                return Ok(Attempt::Retry { why: "the pay platform's answer timed out".into(), code: "transport".into() });
+            }
             Err(_) => return Err(unreadable("answer")),
         };
         if status >= 500 {
@@ -257,9 +266,11 @@ impl WechatPay {
             return Err(PayPlatformError::Unavailable(format!("unsupported bill hash {}", answer.hash_type)));
         }
         // Our signed request goes only where the platform itself lives.
-        let rest = answer.download_url.strip_prefix(self.base()).filter(|r| r.starts_with('/')).ok_or_else(|| {
-            PayPlatformError::Unavailable("the bill's download address is not on the pay platform".into())
-        })?;
+        let rest = answer
+            .download_url
+            .strip_prefix(self.base())
+            .filter(|r| r.starts_with('/'))
+            .ok_or_else(|| PayPlatformError::Unavailable("the bill's download address is not on the pay platform".into()))?;
         let call = Call {
             method: Method::GET,
             url: answer.download_url.clone(),
@@ -294,7 +305,8 @@ impl PayPlatform for WechatPay {
         if let Some(attach) = &order.attach {
             body["attach"] = json!(attach);
         }
-        let call = self.call(Method::POST, "/v3/pay/transactions/jsapi".into(), "/v3/pay/transactions/jsapi", Some(body.to_string()), &verifier);
+        let call =
+            self.call(Method::POST, "/v3/pay/transactions/jsapi".into(), "/v3/pay/transactions/jsapi", Some(body.to_string()), &verifier);
         let answer: PrepayAnswer = parse(&self.send(account, &signer, call).await?, "prepay answer")?;
         Ok(answer.prepay_id)
     }
@@ -304,7 +316,9 @@ impl PayPlatform for WechatPay {
         let time_stamp = chrono::Utc::now().timestamp().to_string();
         let nonce_str = nonce();
         let package = format!("prepay_id={prepay_id}");
-        let pay_sign = signer.sign(&sign::pay_sign_message(&account.appid, &time_stamp, &nonce_str, &package)).map_err(PayPlatformError::Credentials)?;
+        let pay_sign = signer
+            .sign(&sign::pay_sign_message(&account.appid, &time_stamp, &nonce_str, &package))
+            .map_err(PayPlatformError::Credentials)?;
         Ok(PayParams { app_id: account.appid.clone(), time_stamp, nonce_str, package, sign_type: "RSA".into(), pay_sign })
     }
 
@@ -335,7 +349,8 @@ impl PayPlatform for WechatPay {
         if let Some(reason) = &refund.reason {
             body["reason"] = json!(reason);
         }
-        let call = self.call(Method::POST, "/v3/refund/domestic/refunds".into(), "/v3/refund/domestic/refunds", Some(body.to_string()), &verifier);
+        let call =
+            self.call(Method::POST, "/v3/refund/domestic/refunds".into(), "/v3/refund/domestic/refunds", Some(body.to_string()), &verifier);
         let answer: RefundAnswer = parse(&self.send(account, &signer, call).await?, "refund")?;
         answer.into_report().map_err(|e| PayPlatformError::Unavailable(format!("the pay platform sent an unreadable refund: {e}")))
     }
@@ -360,7 +375,12 @@ impl PayPlatform for WechatPay {
         self.download_bill(account, &signer, answer).await
     }
 
-    fn open_notification(&self, account: &MerchantAccount, request: &NotificationRequest, now: Timestamp) -> Result<PayEvent, NotificationError> {
+    fn open_notification(
+        &self,
+        account: &MerchantAccount,
+        request: &NotificationRequest,
+        now: Timestamp,
+    ) -> Result<PayEvent, NotificationError> {
         notify::open_notification(account, request, now.timestamp())
     }
 }

@@ -28,7 +28,12 @@ struct Resource {
 }
 
 /// Decrypts a notification resource: `ciphertext_b64` is base64 of ciphertext ‖ 16-byte tag.
-pub fn decrypt_resource(api_v3_key: &[u8], nonce: &[u8], associated_data: &[u8], ciphertext_b64: &str) -> Result<Vec<u8>, NotificationError> {
+pub fn decrypt_resource(
+    api_v3_key: &[u8],
+    nonce: &[u8],
+    associated_data: &[u8],
+    ciphertext_b64: &str,
+) -> Result<Vec<u8>, NotificationError> {
     if api_v3_key.len() != 32 || nonce.is_empty() {
         return Err(NotificationError::Undecryptable);
     }
@@ -37,7 +42,8 @@ pub fn decrypt_resource(api_v3_key: &[u8], nonce: &[u8], associated_data: &[u8],
         return Err(NotificationError::Undecryptable);
     }
     let (ciphertext, tag) = data.split_at(data.len() - TAG_LEN);
-    decrypt_aead(Cipher::aes_256_gcm(), api_v3_key, Some(nonce), associated_data, ciphertext, tag).map_err(|_| NotificationError::Undecryptable)
+    decrypt_aead(Cipher::aes_256_gcm(), api_v3_key, Some(nonce), associated_data, ciphertext, tag)
+        .map_err(|_| NotificationError::Undecryptable)
 }
 
 /// Verifies, decrypts and parses a notification for `account` at `now`.

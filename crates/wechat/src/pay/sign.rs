@@ -59,7 +59,8 @@ pub struct MerchantSigner {
 impl MerchantSigner {
     /// From a PEM private key, PKCS#8 or PKCS#1. The error never repeats the PEM.
     pub fn from_pem(pem: &str) -> Result<Self, String> {
-        let key = PKey::private_key_from_pem(pem.as_bytes()).map_err(|_| "the merchant private key is not a readable PEM key".to_owned())?;
+        let key =
+            PKey::private_key_from_pem(pem.as_bytes()).map_err(|_| "the merchant private key is not a readable PEM key".to_owned())?;
         if key.rsa().is_err() {
             return Err("the merchant private key is not an RSA key".into());
         }
@@ -116,7 +117,8 @@ impl PlatformVerifier {
     pub fn new(keys: &[PlatformKey]) -> Result<Self, String> {
         let mut map = HashMap::new();
         for k in keys {
-            let key = public_key_from_pem(&k.pem).ok_or_else(|| format!("platform key {} is not a readable PEM key or certificate", k.id))?;
+            let key =
+                public_key_from_pem(&k.pem).ok_or_else(|| format!("platform key {} is not a readable PEM key or certificate", k.id))?;
             map.insert(k.id.clone(), key);
         }
         Ok(PlatformVerifier { keys: map })
