@@ -9,15 +9,20 @@
 //!   before it expires and when the platform calls it stale;
 //! * [`SubscribeMessages`], `/cgi-bin/message/subscribe/send` with typed errors
 //!   ([`SubscribeError`]);
-//! * [`WechatPayslips`], payroll's `PayslipNotifier` for employees with an openid.
+//! * [`WechatPayslips`], payroll's `PayslipNotifier` for employees with an openid;
+//! * [`WechatPay`], the mini-program domain's `PayPlatform` (WeChat Pay API v3: signed
+//!   requests, verified answers and notifications, bounded retries), and
+//!   [`OpensslMerchantKeys`], its `MerchantKeys` (PEM key and certificate inspection).
 //!
 //! Secrets and access tokens never appear in an error message or a log line. Every call can be
 //! reported to a [`CallRecorder`] (endpoint and errcode, for metrics).
 
+pub mod pay;
 mod payslips;
 mod subscribe;
 mod token;
 
+pub use pay::{OpensslMerchantKeys, WechatPay, WechatPayConfig};
 pub use payslips::{PAYSLIP_KEY_GROSS, PAYSLIP_KEY_NAME, PAYSLIP_KEY_NET_PAY, PAYSLIP_KEY_PERIOD, PAYSLIP_KEY_TAX, WechatPayslips};
 pub use subscribe::{MiniProgramState, SubscribeError, SubscribeMessage, SubscribeMessages};
 pub use token::{AccessTokens, WechatAppConfig};

@@ -210,7 +210,7 @@ impl AccessTokens {
 }
 
 /// An error with its causes, `a: b: c`.
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

@@ -1,0 +1,581 @@
+//! What clients send and receive for payments: the configuration, the certificate upload, the
+//! transaction requests and their views. Money is fen throughout; no view ever carries a key.
+use crate::lifecycle::{RefundStatus, TradeState};
+use crate::model::*;
+use atrium_kernel::{Id, Money};
+use chrono::NaiveDate;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Declares a string newtype of `MIN..=MAX` ASCII characters, each alphanumeric or one of
+/// `EXTRA`, parsed on deserialising.
+macro_rules! ascii_code {
+    ($(#[$doc:meta])* $name:ident, $min:literal, $max:literal, $extra:literal, $desc:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn parse(raw: &str) -> Result<Self, String> {
+                parse_code(raw, $min, $max, $extra).map($name)
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = String;
+            fn try_from(s: String) -> Result<Self, String> {
+                $name::parse(&s)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(v: $name) -> String {
+                v.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        atrium_kernel::string_schema!($name => $desc);
+    };
+}
+
+fn parse_code(raw: &str, min: usize, max: usize, extra: &str) -> Result<String, String> {
+    let len = raw.len();
+    if len < min || len > max {
+        return Err(if min == max { format!("must be {min} characters") } else { format!("must be {min} to {max} characters") });
+    }
+    if let Some(bad) = raw.chars().find(|c| !(c.is_ascii_alphanumeric() || extra.contains(*c))) {
+        return Err(format!("must consist of letters, digits and {extra:?} only, not {bad:?}"));
+    }
+    Ok(raw.to_owned())
+}
+
+ascii_code!(
+    /// Our transaction number: 6–32 of `[0-9A-Za-z_-]`, unique per tenant, never reused.
+    OutTradeNo, 6, 32, "_-", "6 to 32 characters of [0-9A-Za-z_-]"
+);
+ascii_code!(
+    /// Our refund number: 1–64 of `[0-9A-Za-z_-|*@]`; a retry of one refund reuses it.
+    OutRefundNo, 1, 64, "_-|*@", "1 to 64 characters of [0-9A-Za-z_-|*@]"
+);
+ascii_code!(
+    /// A payer's openid in the tenant's mini-program.
+    Openid, 1, 128, "_-", "the payer's openid in the mini-program"
+);
+ascii_code!(
+    /// A merchant id (商户号).
+    Mchid, 1, 32, "_-", "the merchant id on the pay platform"
+);
+ascii_code!(
+    /// A mini-program's app id.
+    Appid, 1, 32, "_-", "the mini-program's app id"
+);
+ascii_code!(
+    /// The platform key's id: `PUB_KEY_ID_…`, or a platform certificate's serial.
+    PlatformKeyId, 1, 64, "_-", "PUB_KEY_ID_… or a platform certificate serial"
+);
+
+/// Text of at most `MAX` bytes (UTF-8) without control characters; the platform counts
+/// bytes, not characters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ByteText<const MAX: usize, const EMPTY_OK: bool>(String);
+
+/// An order's description: 1–127 bytes.
+pub type Description = ByteText<127, false>;
+/// Data returned untouched with the payment: up to 128 bytes.
+pub type Attach = ByteText<128, true>;
+/// A refund's reason, shown to the payer: up to 80 bytes.
+pub type RefundReason = ByteText<80, true>;
+
+impl<const MAX: usize, const EMPTY_OK: bool> ByteText<MAX, EMPTY_OK> {
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        if raw.is_empty() && !EMPTY_OK {
+            return Err("must not be empty".into());
+        }
+        if raw.len() > MAX {
+            return Err(format!("must be at most {MAX} bytes (UTF-8)"));
+        }
+        if raw.chars().any(|c| c.is_control() || is_invisible(c)) {
+            return Err("must not contain control or invisible characters".into());
+        }
+        Ok(ByteText(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl<const MAX: usize, const EMPTY_OK: bool> TryFrom<String> for ByteText<MAX, EMPTY_OK> {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        ByteText::parse(&s)
+    }
+}
+
+impl<const MAX: usize, const EMPTY_OK: bool> From<ByteText<MAX, EMPTY_OK>> for String {
+    fn from(t: ByteText<MAX, EMPTY_OK>) -> String {
+        t.0
+    }
+}
+
+/// Characters a reader cannot see that change how the text around them reads.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{2028}' | '\u{2029}')
+}
+
+/// The APIv3 key: exactly 32 printable ASCII characters. Write-only: `Debug` hides it and it
+/// does not serialise.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct ApiV3Key(Secret);
+
+impl ApiV3Key {
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        if raw.len() != 32 || !raw.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err("must be exactly 32 printable ASCII characters".into());
+        }
+        Ok(ApiV3Key(Secret::new(raw)))
+    }
+
+    pub fn into_secret(self) -> Secret {
+        self.0
+    }
+}
+
+impl TryFrom<String> for ApiV3Key {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        ApiV3Key::parse(&s)
+    }
+}
+
+impl fmt::Debug for ApiV3Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiV3Key(***)")
+    }
+}
+
+atrium_kernel::string_schema!(ApiV3Key => "32 printable ASCII characters; write-only");
+
+/// `PUT /miniprogram/payment/config`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PaymentConfigPut {
+    /// Required for platform and partner callers.
+    pub tenant_id: Option<Id>,
+    pub mchid: Mchid,
+    pub appid: Appid,
+    /// Write-only; absent keeps the stored key.
+    pub api_v3_key: Option<ApiV3Key>,
+    /// Absent keeps the stored setting (a new configuration starts disabled). Enabling needs
+    /// a complete configuration.
+    pub enabled: Option<bool>,
+}
+
+/// `POST /miniprogram/payment/cert/upload`, the parts of the multipart form. Any part may be
+/// sent alone; `platform_public_key` needs `platform_public_key_id`.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct KeyUpload {
+    pub tenant_id: Option<Id>,
+    /// PEM, RSA ≥ 2048 bits, PKCS#8 or PKCS#1.
+    pub private_key: Option<Secret>,
+    /// PEM X.509 merchant certificate.
+    pub certificate: Option<String>,
+    /// PEM public key (or platform certificate).
+    pub platform_public_key: Option<String>,
+    pub platform_public_key_id: Option<PlatformKeyId>,
+}
+
+impl fmt::Debug for KeyUpload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyUpload")
+            .field("tenant_id", &self.tenant_id)
+            .field("private_key", &self.private_key.as_ref().map(|_| "***"))
+            .field("certificate", &self.certificate.as_ref().map(|_| "<pem>"))
+            .field("platform_public_key", &self.platform_public_key.as_ref().map(|_| "<pem>"))
+            .field("platform_public_key_id", &self.platform_public_key_id)
+            .finish()
+    }
+}
+
+/// `POST /miniprogram/payment/unified-order`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct UnifiedOrderRequest {
+    pub tenant_id: Option<Id>,
+    /// 1–127 bytes.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub description: Description,
+    /// Fen, at least 1.
+    pub amount: Money,
+    pub openid: Openid,
+    /// Generated when absent.
+    pub out_trade_no: Option<OutTradeNo>,
+    /// Up to 128 bytes, returned with the payment.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub attach: Option<Attach>,
+    /// RFC 3339; default two hours from now.
+    pub time_expire: Option<DateTime<Utc>>,
+}
+
+/// `POST /miniprogram/payment/query`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct QueryRequest {
+    pub tenant_id: Option<Id>,
+    pub out_trade_no: OutTradeNo,
+}
+
+/// `POST /miniprogram/payment/close`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CloseRequest {
+    pub tenant_id: Option<Id>,
+    pub out_trade_no: OutTradeNo,
+}
+
+/// `POST /miniprogram/payment/refund`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RefundRequest {
+    pub tenant_id: Option<Id>,
+    pub out_trade_no: OutTradeNo,
+    /// Fen, at least 1, at most what is left to refund.
+    pub amount: Money,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub reason: Option<RefundReason>,
+    /// Generated when absent; send the same one to retry a refund.
+    pub out_refund_no: Option<OutRefundNo>,
+}
+
+/// `GET /miniprogram/payment/reconciliation?date=YYYY-MM-DD`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[serde(deny_unknown_fields)]
+pub struct ReconciliationParams {
+    pub tenant_id: Option<Id>,
+    pub date: NaiveDate,
+}
+
+/// A tenant's payment configuration as shown: never a key, only fingerprints, serials and
+/// dates.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PaymentConfigView {
+    pub tenant_id: Id,
+    pub mchid: String,
+    pub appid: String,
+    pub merchant_serial_no: Option<String>,
+    pub merchant_key_fingerprint: Option<String>,
+    pub merchant_cert_not_after: Option<DateTime<Utc>>,
+    pub api_v3_key_set: bool,
+    pub platform_public_key_id: Option<String>,
+    pub platform_key_fingerprint: Option<String>,
+    pub notify_url: String,
+    pub enabled: bool,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl PaymentConfigView {
+    pub fn new(c: &PaymentConfig, notify_url: String) -> Self {
+        PaymentConfigView {
+            tenant_id: c.tenant_id,
+            mchid: c.mchid.clone(),
+            appid: c.appid.clone(),
+            merchant_serial_no: c.merchant_serial_no.clone(),
+            merchant_key_fingerprint: c.merchant_key_fingerprint.clone(),
+            merchant_cert_not_after: c.merchant_cert_not_after,
+            api_v3_key_set: c.api_v3_key.is_some(),
+            platform_public_key_id: c.platform_public_key_id.clone(),
+            platform_key_fingerprint: c.platform_key_fingerprint.clone(),
+            notify_url,
+            enabled: c.enabled,
+            updated_at: c.updated_at,
+        }
+    }
+}
+
+/// What the mini-program passes to `wx.requestPayment`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PayParams {
+    #[serde(rename = "appId")]
+    pub app_id: String,
+    /// Unix seconds, as a string.
+    #[serde(rename = "timeStamp")]
+    pub time_stamp: String,
+    #[serde(rename = "nonceStr")]
+    pub nonce_str: String,
+    /// `prepay_id=…`
+    pub package: String,
+    /// Always `RSA`.
+    #[serde(rename = "signType")]
+    pub sign_type: String,
+    #[serde(rename = "paySign")]
+    pub pay_sign: String,
+}
+
+/// The answer to a unified order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UnifiedOrderView {
+    pub out_trade_no: String,
+    pub prepay_id: String,
+    pub pay_params: PayParams,
+}
+
+/// A transaction as last reported by the pay platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TransactionView {
+    pub tenant_id: Id,
+    pub out_trade_no: String,
+    pub description: String,
+    pub amount: Money,
+    pub openid: String,
+    pub trade_state: TradeState,
+    pub transaction_id: Option<String>,
+    pub payer_total: Option<Money>,
+    pub success_time: Option<DateTime<Utc>>,
+    pub expires_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<Transaction> for TransactionView {
+    fn from(t: Transaction) -> Self {
+        TransactionView {
+            tenant_id: t.tenant_id,
+            out_trade_no: t.out_trade_no,
+            description: t.description,
+            amount: t.amount,
+            openid: t.openid,
+            trade_state: t.trade_state,
+            transaction_id: t.transaction_id,
+            payer_total: t.payer_total,
+            success_time: t.success_time,
+            expires_at: t.expires_at,
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+        }
+    }
+}
+
+/// A refund.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RefundView {
+    pub out_trade_no: String,
+    pub out_refund_no: String,
+    pub refund_id: Option<String>,
+    pub status: RefundStatus,
+    pub amount: Money,
+    pub reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<Refund> for RefundView {
+    fn from(r: Refund) -> Self {
+        RefundView {
+            out_trade_no: r.out_trade_no,
+            out_refund_no: r.out_refund_no,
+            refund_id: r.refund_id,
+            status: r.status,
+            amount: r.amount,
+            reason: r.reason,
+            created_at: r.created_at,
+        }
+    }
+}
+
+/// The answer to a close.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CloseView {
+    pub out_trade_no: String,
+    pub trade_state: TradeState,
+}
+
+/// `POST /miniprogram/payment/test`: each check with its outcome; `ok` when all passed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TestReport {
+    pub ok: bool,
+    pub checks: Vec<TestCheck>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TestCheck {
+    /// `config_complete`, `key_matches_certificate`, `certificate_not_expired`,
+    /// `platform_round_trip`.
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+/// What a reconciliation found: the day's trade bill against our transactions and refunds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ReconciliationView {
+    pub date: NaiveDate,
+    pub bill_lines: usize,
+    pub matched: usize,
+    /// On the bill, not here.
+    pub missing_locally: Vec<ReconciliationItem>,
+    /// Paid or refunded here that day, not on the bill.
+    pub missing_on_platform: Vec<ReconciliationItem>,
+    pub amount_mismatch: Vec<AmountMismatch>,
+}
+
+/// Whether a reconciliation line is a payment or a refund.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ReconciliationKind {
+    Payment,
+    Refund,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ReconciliationItem {
+    pub kind: ReconciliationKind,
+    pub out_trade_no: String,
+    pub out_refund_no: Option<String>,
+    pub amount: Money,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AmountMismatch {
+    pub kind: ReconciliationKind,
+    pub out_trade_no: String,
+    pub out_refund_no: Option<String>,
+    pub platform_amount: Money,
+    pub local_amount: Money,
+}
+
+/// What a notification did; every outcome is acknowledged (204).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotifyOutcome {
+    /// The record moved forward.
+    Applied,
+    /// The event id was seen before; nothing changed.
+    Duplicate,
+    /// The report was stale (it would move a record backwards) or said nothing new.
+    Stale,
+    /// No such transaction or refund here; logged.
+    Unknown,
+    /// An event type we do not act on.
+    Ignored,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_trade_no_is_6_to_32_of_the_allowed_characters() {
+        assert!(OutTradeNo::parse("abc_-9").is_ok());
+        assert!(OutTradeNo::parse(&"a".repeat(32)).is_ok());
+        for bad in ["abcde", &"a".repeat(33), "abc*def", "订单号123456", "abc def"] {
+            assert!(OutTradeNo::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn out_refund_no_allows_the_platform_extras_up_to_64() {
+        assert!(OutRefundNo::parse("r|1*2@3_-").is_ok());
+        assert!(OutRefundNo::parse(&"r".repeat(64)).is_ok());
+        assert!(OutRefundNo::parse(&"r".repeat(65)).is_err());
+        assert!(OutRefundNo::parse("").is_err());
+        assert!(OutRefundNo::parse("r#1").is_err());
+    }
+
+    #[test]
+    fn description_and_attach_count_bytes_not_characters() {
+        // 42 three-byte characters = 126 bytes; one more is 129.
+        assert!(Description::parse(&"支".repeat(42)).is_ok());
+        assert!(Description::parse(&"支".repeat(43)).unwrap_err().contains("127 bytes"));
+        assert!(Description::parse("").is_err());
+        assert!(Description::parse("a\nb").is_err());
+        assert!(Attach::parse("").is_ok());
+        assert!(Attach::parse(&"a".repeat(128)).is_ok());
+        assert!(Attach::parse(&"a".repeat(129)).is_err());
+    }
+
+    #[test]
+    fn the_api_v3_key_is_32_printable_ascii_and_never_shown() {
+        let key = ApiV3Key::parse("0123456789abcdefABCDEF!@#$%^&*()").unwrap();
+        assert_eq!(format!("{key:?}"), "ApiV3Key(***)");
+        assert_eq!(key.into_secret().expose(), "0123456789abcdefABCDEF!@#$%^&*()");
+        for bad in ["short", &"a".repeat(33), &format!("{}é", "a".repeat(30)), &format!("{} ", "a".repeat(31))] {
+            assert!(ApiV3Key::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_unified_order_body_is_parsed_into_checked_types() {
+        let body = serde_json::json!({"description": "Coffee", "amount": 1, "openid": "o-1", "out_trade_no": "T2026_0001"});
+        let req: UnifiedOrderRequest = serde_json::from_value(body).unwrap();
+        assert_eq!(req.out_trade_no.map(OutTradeNo::into_string).as_deref(), Some("T2026_0001"));
+        let bad = serde_json::json!({"description": "Coffee", "amount": 1, "openid": "o-1", "out_trade_no": "x"});
+        assert!(serde_json::from_value::<UnifiedOrderRequest>(bad).is_err());
+    }
+
+    #[test]
+    fn pay_params_use_the_mini_program_field_names() {
+        let p = PayParams {
+            app_id: "wx1".into(),
+            time_stamp: "1700000000".into(),
+            nonce_str: "n".into(),
+            package: "prepay_id=p".into(),
+            sign_type: "RSA".into(),
+            pay_sign: "s".into(),
+        };
+        let v = serde_json::to_value(p).unwrap();
+        for k in ["appId", "timeStamp", "nonceStr", "package", "signType", "paySign"] {
+            assert!(v.get(k).is_some(), "{k} missing in {v}");
+        }
+    }
+
+    #[test]
+    fn the_config_view_never_carries_a_key() {
+        let now = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let mut c = PaymentConfig::new(1, "1900000109".into(), "wx1".into(), now);
+        c.merchant_private_key = Some(Secret::new("-----BEGIN PRIVATE KEY-----SECRET"));
+        c.api_v3_key = Some(Secret::new("K".repeat(32)));
+        let shown = serde_json::to_string(&PaymentConfigView::new(&c, "https://x/n/1".into())).unwrap();
+        assert!(!shown.contains("SECRET") && !shown.contains(&"K".repeat(32)), "{shown}");
+        assert!(shown.contains("\"api_v3_key_set\":true"));
+        assert!(!format!("{c:?}").contains("SECRET"));
+    }
+}

@@ -1,0 +1,435 @@
+//! Payments: a tenant's merchant account on the pay platform, its transactions and refunds,
+//! and what the pay platform tells us about them (answers, notifications, trade bills).
+use crate::lifecycle::{RefundStatus, TradeState};
+use atrium_kernel::{Id, Money, Timestamp};
+use chrono::NaiveDate;
+use std::fmt;
+
+/// A secret held in memory: a PEM private key or the APIv3 key. `Debug` and `Display` show
+/// `***`, it has no `Serialize`, and the store keeps it encrypted at rest (it encrypts on
+/// write and decrypts on read, so the domain only ever sees the plain value).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The plain value, for the adapter that signs or decrypts with it and the store that
+    /// encrypts it. Never log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// A tenant's payment configuration: the merchant account its orders are paid into.
+///
+/// The store encrypts `merchant_private_key` and `api_v3_key` (AES-256-GCM under the master
+/// key); the rest is plain. What is shown to people is [`crate::PaymentConfigView`]: never a
+/// key, only fingerprints, serials and dates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentConfig {
+    pub tenant_id: Id,
+    /// The merchant id (商户号).
+    pub mchid: String,
+    /// The mini-program the payments are made in.
+    pub appid: String,
+    /// The merchant certificate's serial, upper-case hex: `serial_no` of every signed request.
+    pub merchant_serial_no: Option<String>,
+    pub merchant_cert_not_after: Option<Timestamp>,
+    /// The merchant private key (PEM, PKCS#8 or PKCS#1). Encrypted at rest.
+    pub merchant_private_key: Option<Secret>,
+    /// SHA-256 of the merchant key pair's public half (DER), hex: how people tell keys apart,
+    /// and how a key uploaded later is matched with the certificate (and the other way round).
+    pub merchant_key_fingerprint: Option<String>,
+    /// The 32-character APIv3 key that decrypts notifications. Encrypted at rest.
+    pub api_v3_key: Option<Secret>,
+    /// `PUB_KEY_ID_…` (public-key mode) or the platform certificate's serial.
+    pub platform_public_key_id: Option<String>,
+    /// The platform's public key or certificate (PEM). Public; not encrypted.
+    pub platform_public_key: Option<String>,
+    pub platform_key_fingerprint: Option<String>,
+    pub enabled: bool,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl PaymentConfig {
+    /// A new configuration with no keys yet, disabled.
+    pub fn new(tenant_id: Id, mchid: String, appid: String, now: Timestamp) -> Self {
+        PaymentConfig {
+            tenant_id,
+            mchid,
+            appid,
+            merchant_serial_no: None,
+            merchant_cert_not_after: None,
+            merchant_private_key: None,
+            merchant_key_fingerprint: None,
+            api_v3_key: None,
+            platform_public_key_id: None,
+            platform_public_key: None,
+            platform_key_fingerprint: None,
+            enabled: false,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// The parts a working account still lacks, by their upload or field names.
+    pub fn missing_parts(&self) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        if self.mchid.is_empty() {
+            missing.push("mchid");
+        }
+        if self.appid.is_empty() {
+            missing.push("appid");
+        }
+        if self.merchant_private_key.is_none() {
+            missing.push("private_key");
+        }
+        if self.merchant_serial_no.is_none() {
+            missing.push("certificate");
+        }
+        if self.api_v3_key.is_none() {
+            missing.push("api_v3_key");
+        }
+        if self.platform_public_key.is_none() || self.platform_public_key_id.is_none() {
+            missing.push("platform_public_key");
+        }
+        missing
+    }
+
+    /// The credentials the pay platform adapter works with, when every part is there.
+    pub fn account(&self) -> Option<MerchantAccount> {
+        let platform_keys = match (&self.platform_public_key_id, &self.platform_public_key) {
+            (Some(id), Some(pem)) => vec![PlatformKey { id: id.clone(), pem: pem.clone() }],
+            _ => return None,
+        };
+        Some(MerchantAccount {
+            mchid: self.mchid.clone(),
+            appid: self.appid.clone(),
+            serial_no: self.merchant_serial_no.clone()?,
+            private_key: self.merchant_private_key.clone()?,
+            api_v3_key: self.api_v3_key.clone()?,
+            platform_keys,
+        })
+    }
+}
+
+/// One key the pay platform signs with, chosen by the `Wechatpay-Serial` of an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformKey {
+    /// `PUB_KEY_ID_…` in public-key mode, the platform certificate's serial otherwise.
+    pub id: String,
+    /// A PEM public key, or a PEM certificate whose key is used.
+    pub pem: String,
+}
+
+/// What the pay platform adapter needs to act for one merchant. `Debug` hides the secrets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MerchantAccount {
+    pub mchid: String,
+    pub appid: String,
+    /// The merchant certificate's serial.
+    pub serial_no: String,
+    pub private_key: Secret,
+    pub api_v3_key: Secret,
+    /// Every key the platform may sign with; several during a move from platform
+    /// certificates to a platform public key.
+    pub platform_keys: Vec<PlatformKey>,
+}
+
+/// What the tenant's scope check needs of a tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PaymentTenant {
+    pub id: Id,
+    pub partner_id: Option<Id>,
+}
+
+/// A payment transaction (one `out_trade_no`) as we keep it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transaction {
+    /// 0 until stored.
+    pub id: Id,
+    pub tenant_id: Id,
+    /// Our number, unique per tenant (and so per merchant account), never reused.
+    pub out_trade_no: String,
+    pub description: String,
+    /// What the payer is asked to pay.
+    pub amount: Money,
+    pub openid: String,
+    pub attach: Option<String>,
+    /// The platform's prepay id, once the order was placed.
+    pub prepay_id: Option<String>,
+    pub trade_state: TradeState,
+    /// The platform's transaction id, once paid.
+    pub transaction_id: Option<String>,
+    /// What the payer actually paid (less any platform coupons).
+    pub payer_total: Option<Money>,
+    pub success_time: Option<Timestamp>,
+    /// After this the order can no longer be paid; a job then settles it by a query.
+    pub expires_at: Timestamp,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl Transaction {
+    /// Takes in what the platform reported. Returns whether anything changed; the trade state
+    /// only moves forward ([`TradeState::advance`]), and the payment's facts are filled in
+    /// once the platform reports a payment.
+    pub fn apply(&mut self, report: &PlatformTransaction, now: Timestamp) -> bool {
+        let mut changed = false;
+        if let Some(next) = self.trade_state.advance(report.trade_state) {
+            self.trade_state = next;
+            changed = true;
+        }
+        if self.trade_state.is_paid() && report.trade_state.is_paid() {
+            changed |= fill(&mut self.transaction_id, &report.transaction_id);
+            changed |= fill(&mut self.payer_total, &report.payer_total);
+            changed |= fill(&mut self.success_time, &report.success_time);
+        }
+        if changed {
+            self.updated_at = now;
+        }
+        changed
+    }
+}
+
+/// Sets an unset field from a reported value; a set field keeps its value.
+fn fill<T: Clone>(field: &mut Option<T>, reported: &Option<T>) -> bool {
+    if field.is_none() && reported.is_some() {
+        field.clone_from(reported);
+        true
+    } else {
+        false
+    }
+}
+
+/// A refund of (part of) a paid transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refund {
+    /// 0 until stored.
+    pub id: Id,
+    pub tenant_id: Id,
+    pub out_trade_no: String,
+    /// Our number: one number, one refund; a retry reuses it.
+    pub out_refund_no: String,
+    /// The platform's refund id, once it accepted the refund.
+    pub refund_id: Option<String>,
+    pub amount: Money,
+    pub status: RefundStatus,
+    pub reason: Option<String>,
+    /// When the money went back, once it did.
+    pub succeeded_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl Refund {
+    /// Takes in what the platform reported; the status only moves forward.
+    pub fn apply(&mut self, report: &PlatformRefund, now: Timestamp) -> bool {
+        let mut changed = fill(&mut self.refund_id, &report.refund_id);
+        if let Some(next) = self.status.advance(report.status) {
+            self.status = next;
+            changed = true;
+        }
+        if self.status == RefundStatus::Succeeded {
+            changed |= fill(&mut self.succeeded_at, &report.success_time);
+        }
+        if changed {
+            self.updated_at = now;
+        }
+        changed
+    }
+}
+
+/// What [`crate::PaymentRepo::reserve_refund`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefundReservation {
+    /// The refund was stored as `processing`; its amount is now spoken for.
+    Reserved(Refund),
+    /// A refund with this `out_refund_no` already exists (a retry): here it is, unchanged.
+    Existing(Refund),
+    /// Processing and succeeded refunds plus this one would exceed what was paid; `refundable`
+    /// is what is left.
+    ExceedsPaid { refundable: Money },
+    /// The transaction already has the maximum number of refunds.
+    TooManyRefunds,
+}
+
+/// A JSAPI (mini-program) order to place with the platform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsapiOrder {
+    pub out_trade_no: String,
+    pub description: String,
+    pub amount: Money,
+    pub openid: String,
+    pub attach: Option<String>,
+    pub time_expire: Timestamp,
+    /// Where the platform sends this order's notifications.
+    pub notify_url: String,
+}
+
+/// A refund to request from the platform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefundOrder {
+    pub out_trade_no: String,
+    pub out_refund_no: String,
+    pub reason: Option<String>,
+    pub amount: Money,
+    /// The transaction's total.
+    pub total: Money,
+    pub notify_url: String,
+}
+
+/// A transaction as the platform reports it (query answer or notification).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformTransaction {
+    pub out_trade_no: String,
+    pub trade_state: TradeState,
+    pub transaction_id: Option<String>,
+    /// The order's total, when reported.
+    pub amount: Option<Money>,
+    pub payer_total: Option<Money>,
+    pub success_time: Option<Timestamp>,
+}
+
+/// A refund as the platform reports it (refund answer, query or notification).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformRefund {
+    pub out_refund_no: String,
+    pub out_trade_no: Option<String>,
+    pub refund_id: Option<String>,
+    /// `SUCCESS` → succeeded, `PROCESSING` → processing, `CLOSED` → closed, `ABNORMAL` →
+    /// failed.
+    pub status: RefundStatus,
+    pub amount: Option<Money>,
+    pub success_time: Option<Timestamp>,
+}
+
+/// A notification's headers and raw body, as received: verification works on these bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotificationRequest {
+    /// `Wechatpay-Timestamp`
+    pub timestamp: String,
+    /// `Wechatpay-Nonce`
+    pub nonce: String,
+    /// `Wechatpay-Signature`
+    pub signature: String,
+    /// `Wechatpay-Serial`
+    pub serial: String,
+    pub body: Vec<u8>,
+}
+
+/// A verified, decrypted notification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayEvent {
+    /// The event id: the same id twice is the same event.
+    pub id: String,
+    /// `TRANSACTION.SUCCESS`, `REFUND.SUCCESS`, `REFUND.ABNORMAL`, `REFUND.CLOSED`, …
+    pub event_type: String,
+    pub resource: EventResource,
+}
+
+/// What a notification is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventResource {
+    Transaction(PlatformTransaction),
+    Refund(PlatformRefund),
+    /// An event type we do not act on; acknowledged.
+    Other,
+}
+
+/// Why a notification was not accepted. Each is answered with the platform's failure format;
+/// nothing changes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotificationError {
+    #[error("a Wechatpay header is missing or malformed")]
+    MissingHeaders,
+    #[error("the signature does not verify")]
+    BadSignature,
+    /// A `WECHATPAY/SIGNTEST/` signature: the platform probing that we check signatures.
+    #[error("signature probe refused")]
+    Probe,
+    #[error("the timestamp is 300 s or more away from now")]
+    StaleTimestamp,
+    #[error("no platform key with this serial is configured")]
+    UnknownSerial,
+    #[error("the resource cannot be decrypted")]
+    Undecryptable,
+    #[error("the body or the decrypted resource is not the expected JSON")]
+    NotJson,
+    /// The tenant has no complete, enabled payment configuration.
+    #[error("payments are not configured for this tenant")]
+    NotConfigured,
+    /// The event was valid but storing its effect failed; the platform should retry.
+    #[error("the notification could not be processed now")]
+    Unavailable,
+}
+
+/// A transaction's state on a trade bill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "UPPERCASE")]
+pub enum BillTradeState {
+    Success,
+    Refund,
+    Revoked,
+}
+
+/// One line of a day's trade bill, amounts converted exactly from yuan to fen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BillLine {
+    pub transaction_id: String,
+    pub out_trade_no: String,
+    pub trade_state: BillTradeState,
+    /// The order's total (订单金额).
+    pub amount: Money,
+    /// On `REFUND` lines: the refund.
+    pub refund: Option<BillRefund>,
+}
+
+/// The refund part of a `REFUND` bill line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BillRefund {
+    pub refund_id: String,
+    pub out_refund_no: String,
+    /// The refund amount requested (申请退款金额).
+    pub amount: Money,
+    /// The platform's refund status on the bill (`SUCCESS`, `PROCESSING`, …).
+    pub status: String,
+}
+
+/// The day a trade bill covers (the platform's day, China Standard Time).
+pub type BillDate = NaiveDate;
+
+/// A merchant private key as inspected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyInfo {
+    /// SHA-256 of the public key (DER), lower-case hex.
+    pub fingerprint: String,
+    pub bits: u32,
+}
+
+/// A merchant certificate as inspected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertInfo {
+    /// Upper-case hex, as the platform writes it.
+    pub serial_no: String,
+    pub not_after: Timestamp,
+    /// SHA-256 of the certificate's public key (DER), lower-case hex: equal to the matching
+    /// private key's [`KeyInfo::fingerprint`].
+    pub key_fingerprint: String,
+}

@@ -1,0 +1,697 @@
+//! The payment use cases of one tenant's merchant account: its configuration and keys, JSAPI
+//! orders, queries, closes and refunds, the pay platform's notifications and the daily
+//! reconciliation against the trade bill.
+//!
+//! Records only move forward (see `lifecycle`): every write of a transaction or refund is a
+//! conditional update against the state it was read in, retried after a lost race, so a
+//! notification, a query and a close racing each other settle on the furthest state.
+use crate::api::*;
+use crate::config::PaymentSettings;
+use crate::lifecycle::{RefundStatus, TradeState};
+use crate::model::*;
+use crate::ports::{MerchantKeys, PayPlatform, PayPlatformError, PaymentRepo};
+use atrium_kernel::StrEnum;
+use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Result};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// How often a conditional write is tried before giving up on a record that keeps changing.
+const WRITE_ATTEMPTS: usize = 3;
+/// Platform codes that say the order's state forbids the request: 409 rather than 400.
+const CONFLICT_CODES: &[&str] = &["ORDERPAID", "ORDER_CLOSED", "ORDERCLOSED", "OUT_TRADE_NO_USED", "NOT_ENOUGH", "USERPAYING"];
+/// The platform keeps trade bills this many days.
+const BILL_DAYS: i64 = 90;
+/// The platform's day (bills, `time_expire`) is China Standard Time, UTC+8.
+const CST_OFFSET_HOURS: i64 = 8;
+
+/// A pay platform failure as a domain error: a refusal (4xx) is a 409 when the order's state
+/// forbids the request and a 400 otherwise, with the platform's `code` as a field error on
+/// `pay_platform`; 5xx and time-outs are 502 (`Upstream`). Never a 500.
+pub fn platform_error(e: PayPlatformError) -> Error {
+    match e {
+        PayPlatformError::Refused { status, code, message }
+            if matches!(status, 403 | 409 | 429) || CONFLICT_CODES.contains(&code.as_str()) =>
+        {
+            Error::Conflict(format!("the pay platform refused the request: {code}: {message}"))
+        }
+        PayPlatformError::Refused { code, message, .. } => {
+            Error::Invalid(vec![FieldError::new("pay_platform", format!("{code}: {message}"))])
+        }
+        PayPlatformError::Unavailable(m) => Error::Upstream(format!("the pay platform is unavailable: {m}")),
+        PayPlatformError::Credentials(m) => Error::Conflict(format!("the payment configuration cannot be used: {m}")),
+    }
+}
+
+pub struct PaymentService {
+    repo: Arc<dyn PaymentRepo>,
+    platform: Arc<dyn PayPlatform>,
+    keys: Arc<dyn MerchantKeys>,
+    clock: Arc<dyn Clock>,
+    settings: PaymentSettings,
+}
+
+impl PaymentService {
+    pub fn new(
+        repo: Arc<dyn PaymentRepo>,
+        platform: Arc<dyn PayPlatform>,
+        keys: Arc<dyn MerchantKeys>,
+        clock: Arc<dyn Clock>,
+        settings: PaymentSettings,
+    ) -> Self {
+        PaymentService { repo, platform, keys, clock, settings }
+    }
+
+    /// The tenant the caller acts on: its own, or the one it names if in scope (404 if not).
+    async fn tenant(&self, actor: &Actor, requested: Option<Id>) -> Result<PaymentTenant> {
+        let id = actor.party.tenant_for_new(requested)?;
+        self.repo.tenant(actor.party, id).await?.ok_or(Error::NotFound("tenant"))
+    }
+
+    async fn config(&self, tenant_id: Id) -> Result<PaymentConfig> {
+        self.repo.get_config(tenant_id).await?.ok_or(Error::NotFound("payment configuration"))
+    }
+
+    /// The tenant's credentials; 409 when the configuration is incomplete, or disabled and
+    /// `enabled` is required (new orders need it; settling existing ones does not).
+    async fn account(&self, tenant_id: Id, enabled: bool) -> Result<MerchantAccount> {
+        let config = self.config(tenant_id).await?;
+        if enabled && !config.enabled {
+            return Err(Error::conflict("payments are disabled for this tenant"));
+        }
+        config.account().ok_or_else(|| {
+            Error::conflict(format!("the payment configuration is incomplete: {} missing", config.missing_parts().join(", ")))
+        })
+    }
+
+    fn view(&self, config: &PaymentConfig) -> PaymentConfigView {
+        PaymentConfigView::new(config, self.settings.notify_url(config.tenant_id))
+    }
+
+    fn audit(
+        &self,
+        actor: &Actor,
+        tenant: PaymentTenant,
+        action: &str,
+        before: Option<&PaymentConfig>,
+        after: &PaymentConfig,
+    ) -> AuditRecord {
+        let as_json = |c: &PaymentConfig| serde_json::to_value(self.view(c)).ok();
+        let before = before.and_then(as_json);
+        AuditRecord::by(actor, self.clock.now(), action, "payment_config", Some(tenant.id))
+            .owned_by(tenant.partner_id, Some(tenant.id))
+            .change(before.as_ref(), as_json(after).as_ref())
+    }
+
+    /// `GET /miniprogram/payment/config`; 404 when the tenant has none yet.
+    pub async fn get_config(&self, actor: &Actor, tenant_id: Option<Id>) -> Result<PaymentConfigView> {
+        let tenant = self.tenant(actor, tenant_id).await?;
+        Ok(self.view(&self.config(tenant.id).await?))
+    }
+
+    /// `PUT /miniprogram/payment/config`: creates or updates the merchant ids, the APIv3 key
+    /// and the switch. Enabling needs every part of the configuration.
+    pub async fn put_config(&self, actor: &Actor, input: PaymentConfigPut) -> Result<PaymentConfigView> {
+        let tenant = self.tenant(actor, input.tenant_id).await?;
+        let now = self.clock.now();
+        let before = self.repo.get_config(tenant.id).await?;
+        let mut config = before.clone().unwrap_or_else(|| PaymentConfig::new(tenant.id, String::new(), String::new(), now));
+        config.mchid = input.mchid.into_string();
+        config.appid = input.appid.into_string();
+        if let Some(key) = input.api_v3_key {
+            config.api_v3_key = Some(key.into_secret());
+        }
+        if let Some(enabled) = input.enabled {
+            config.enabled = enabled;
+        }
+        if config.enabled {
+            let missing = config.missing_parts();
+            if !missing.is_empty() {
+                return Err(Error::invalid("enabled", format!("the configuration is incomplete: {} missing", missing.join(", "))));
+            }
+        }
+        config.updated_at = now;
+        let action = if before.is_some() { "payment_config.update" } else { "payment_config.create" };
+        let audit = self.audit(actor, tenant, action, before.as_ref(), &config);
+        let stored = self.repo.put_config(config, audit).await?;
+        Ok(self.view(&stored))
+    }
+
+    /// `POST /miniprogram/payment/cert/upload`: any of the merchant private key, the merchant
+    /// certificate and the platform key. The key and the certificate must belong together,
+    /// whether they arrive together or one after the other.
+    pub async fn upload_keys(&self, actor: &Actor, upload: KeyUpload) -> Result<PaymentConfigView> {
+        let tenant = self.tenant(actor, upload.tenant_id).await?;
+        let before = self.config(tenant.id).await?;
+        if upload.private_key.is_none() && upload.certificate.is_none() && upload.platform_public_key.is_none() {
+            return Err(Error::BadRequest("send at least one of private_key, certificate and platform_public_key".into()));
+        }
+        let now = self.clock.now();
+        let mut errors = Vec::new();
+        let key = upload.private_key.as_ref().and_then(|pem| collect(self.keys.inspect_private_key(pem), &mut errors)).transpose()?;
+        let cert =
+            upload.certificate.as_deref().and_then(|pem| collect(self.keys.inspect_certificate(pem, now), &mut errors)).transpose()?;
+        if let Some(c) = cert.as_ref().filter(|c| c.not_after <= now) {
+            errors.push(FieldError::new("certificate", format!("expired on {}", c.not_after.to_rfc3339())));
+        }
+        let platform = match (&upload.platform_public_key, &upload.platform_public_key_id) {
+            (Some(pem), Some(_)) => collect(self.keys.inspect_platform_key(pem), &mut errors).transpose()?,
+            (Some(_), None) => {
+                errors.push(FieldError::new("platform_public_key_id", "is required with platform_public_key"));
+                None
+            }
+            (None, Some(_)) => {
+                errors.push(FieldError::new("platform_public_key", "is required with platform_public_key_id"));
+                None
+            }
+            (None, None) => None,
+        };
+        match (&key, &cert) {
+            (Some(k), Some(c)) if k.fingerprint != c.key_fingerprint => {
+                errors.push(FieldError::new("certificate", "does not belong to private_key"));
+            }
+            (Some(k), None) if before.merchant_serial_no.is_some() && before.merchant_key_fingerprint.as_ref() != Some(&k.fingerprint) => {
+                errors.push(FieldError::new("private_key", "does not belong to the stored certificate; upload both together"));
+            }
+            (None, Some(c))
+                if before.merchant_private_key.is_some() && before.merchant_key_fingerprint.as_ref() != Some(&c.key_fingerprint) =>
+            {
+                errors.push(FieldError::new("certificate", "does not belong to the stored private_key; upload both together"));
+            }
+            _ => {}
+        }
+        if !errors.is_empty() {
+            return Err(Error::Invalid(errors));
+        }
+
+        let mut config = before.clone();
+        if let (Some(pem), Some(k)) = (upload.private_key, key) {
+            config.merchant_private_key = Some(pem);
+            config.merchant_key_fingerprint = Some(k.fingerprint);
+        }
+        if let Some(c) = cert {
+            config.merchant_serial_no = Some(c.serial_no);
+            config.merchant_cert_not_after = Some(c.not_after);
+            config.merchant_key_fingerprint = Some(c.key_fingerprint);
+        }
+        if let (Some(pem), Some(id), Some(p)) = (upload.platform_public_key, upload.platform_public_key_id, platform) {
+            config.platform_public_key = Some(pem);
+            config.platform_public_key_id = Some(id.into_string());
+            config.platform_key_fingerprint = Some(p.fingerprint);
+        }
+        config.updated_at = now;
+        let audit = self.audit(actor, tenant, "payment_config.upload_keys", Some(&before), &config);
+        let stored = self.repo.put_config(config, audit).await?;
+        Ok(self.view(&stored))
+    }
+
+    /// `POST /miniprogram/payment/test`: whether the configuration is complete, the key and
+    /// certificate belong together, the certificate is valid, and the pay platform accepts a
+    /// signed request and answers with a signature that verifies (a query of a made-up order
+    /// must come back `ORDER_NOT_EXIST`). Failing checks are a report, not an error.
+    pub async fn test(&self, actor: &Actor, tenant_id: Option<Id>) -> Result<TestReport> {
+        let tenant = self.tenant(actor, tenant_id).await?;
+        let now = self.clock.now();
+        let mut checks = Vec::new();
+        let Some(config) = self.repo.get_config(tenant.id).await? else {
+            checks.push(TestCheck { name: "config_complete".into(), ok: false, detail: "no payment configuration yet".into() });
+            return Ok(TestReport { ok: false, checks });
+        };
+        let mut check = |name: &str, ok: bool, detail: String| checks.push(TestCheck { name: name.into(), ok, detail });
+        let missing = config.missing_parts();
+        check(
+            "config_complete",
+            missing.is_empty(),
+            if missing.is_empty() { "complete".into() } else { format!("missing: {}", missing.join(", ")) },
+        );
+
+        match (&config.merchant_private_key, &config.merchant_key_fingerprint, &config.merchant_serial_no) {
+            (Some(pem), Some(fingerprint), Some(serial)) => match self.keys.inspect_private_key(pem) {
+                Ok(k) if &k.fingerprint == fingerprint => {
+                    check("key_matches_certificate", true, format!("key matches certificate {serial}"))
+                }
+                Ok(_) => check("key_matches_certificate", false, format!("the private key does not belong to certificate {serial}")),
+                Err(e) => check("key_matches_certificate", false, format!("the stored private key cannot be used: {e}")),
+            },
+            _ => check("key_matches_certificate", false, "private_key and certificate are both needed".into()),
+        }
+        match config.merchant_cert_not_after {
+            Some(t) if t > now => check("certificate_not_expired", true, format!("valid until {}", t.to_rfc3339())),
+            Some(t) => check("certificate_not_expired", false, format!("expired on {}", t.to_rfc3339())),
+            None => check("certificate_not_expired", false, "no certificate uploaded".into()),
+        }
+        match config.account() {
+            None => check("platform_round_trip", false, "skipped: the configuration is incomplete".into()),
+            Some(account) => {
+                let probe = format!("ATRIUMTEST{}", nonce(12));
+                match self.platform.query_order(&account, &probe).await {
+                    Err(PayPlatformError::Refused { code, .. }) if code == "ORDER_NOT_EXIST" => {
+                        check("platform_round_trip", true, "a signed request was accepted and the signed answer verified".into())
+                    }
+                    Err(e) => check("platform_round_trip", false, e.to_string()),
+                    Ok(_) => check("platform_round_trip", false, format!("the made-up order {probe} unexpectedly exists")),
+                }
+            }
+        }
+        Ok(TestReport { ok: checks.iter().all(|c| c.ok), checks })
+    }
+
+    /// `POST /miniprogram/payment/unified-order`: places a JSAPI order and returns what the
+    /// mini-program needs to pay it. The same `out_trade_no` again with the same details
+    /// returns the same prepay (no second platform order); a number that was paid or closed,
+    /// or that names different details, is a 409.
+    pub async fn unified_order(&self, actor: &Actor, input: UnifiedOrderRequest) -> Result<UnifiedOrderView> {
+        let tenant = self.tenant(actor, input.tenant_id).await?;
+        if !input.amount.is_positive() {
+            return Err(Error::invalid("amount", "must be at least 1 fen"));
+        }
+        let now = self.clock.now();
+        let expires_at = match input.time_expire {
+            None => now + self.settings.default_expiry,
+            Some(t) if t <= now => return Err(Error::invalid("time_expire", "must be in the future")),
+            Some(t) if t > now + self.settings.max_expiry => {
+                return Err(Error::invalid("time_expire", format!("must be at most {} days ahead", self.settings.max_expiry.num_days())));
+            }
+            Some(t) => t,
+        };
+        let account = self.account(tenant.id, true).await?;
+        let out_trade_no = input.out_trade_no.map(OutTradeNo::into_string).unwrap_or_else(|| nonce(24));
+        let wanted = Transaction {
+            id: 0,
+            tenant_id: tenant.id,
+            out_trade_no: out_trade_no.clone(),
+            description: input.description.into_string(),
+            amount: input.amount,
+            openid: input.openid.into_string(),
+            attach: input.attach.map(Attach::into_string).filter(|a| !a.is_empty()),
+            prepay_id: None,
+            trade_state: TradeState::NotPay,
+            transaction_id: None,
+            payer_total: None,
+            success_time: None,
+            expires_at,
+            created_at: now,
+            updated_at: now,
+        };
+        let tx = match self.repo.get_transaction(tenant.id, out_trade_no.clone()).await? {
+            Some(existing) => {
+                if existing.trade_state.is_paid() || existing.trade_state.is_closed() {
+                    return Err(Error::conflict(format!(
+                        "out_trade_no {out_trade_no} is {}; a new payment needs a new number",
+                        existing.trade_state.as_str()
+                    )));
+                }
+                let same = existing.description == wanted.description
+                    && existing.amount == wanted.amount
+                    && existing.openid == wanted.openid
+                    && existing.attach == wanted.attach;
+                if !same {
+                    return Err(Error::conflict(format!("out_trade_no {out_trade_no} was already used for a different order")));
+                }
+                if let Some(prepay_id) = existing.prepay_id.clone() {
+                    let pay_params = self.platform.pay_params(&account, &prepay_id).map_err(platform_error)?;
+                    return Ok(UnifiedOrderView { out_trade_no, prepay_id, pay_params });
+                }
+                existing
+            }
+            None => self.repo.insert_transaction(wanted).await?,
+        };
+        let order = JsapiOrder {
+            out_trade_no: tx.out_trade_no.clone(),
+            description: tx.description.clone(),
+            amount: tx.amount,
+            openid: tx.openid.clone(),
+            attach: tx.attach.clone(),
+            time_expire: tx.expires_at,
+            notify_url: self.settings.notify_url(tenant.id),
+        };
+        let prepay_id = self.platform.jsapi_order(&account, &order).await.map_err(platform_error)?;
+        let stored = self
+            .save_transaction(tenant.id, &out_trade_no, |t| {
+                if t.prepay_id.is_some() {
+                    return false;
+                }
+                t.prepay_id = Some(prepay_id.clone());
+                true
+            })
+            .await?;
+        let prepay_id = stored.prepay_id.unwrap_or(prepay_id);
+        let pay_params = self.platform.pay_params(&account, &prepay_id).map_err(platform_error)?;
+        Ok(UnifiedOrderView { out_trade_no, prepay_id, pay_params })
+    }
+
+    /// `POST /miniprogram/payment/query`: asks the pay platform and keeps what it reports
+    /// (forward only).
+    pub async fn query(&self, actor: &Actor, input: QueryRequest) -> Result<TransactionView> {
+        let tenant = self.tenant(actor, input.tenant_id).await?;
+        let out_trade_no = input.out_trade_no.into_string();
+        self.transaction(tenant.id, &out_trade_no).await?;
+        let account = self.account(tenant.id, false).await?;
+        let report = self.platform.query_order(&account, &out_trade_no).await.map_err(platform_error)?;
+        let tx = self.apply_transaction_report(tenant.id, &report).await?;
+        Ok(tx.into())
+    }
+
+    /// `POST /miniprogram/payment/close`: closes an unpaid transaction. A paid one is a 409,
+    /// also when the platform says it was paid meanwhile (which is then recorded).
+    pub async fn close(&self, actor: &Actor, input: CloseRequest) -> Result<CloseView> {
+        let tenant = self.tenant(actor, input.tenant_id).await?;
+        let out_trade_no = input.out_trade_no.into_string();
+        let tx = self.transaction(tenant.id, &out_trade_no).await?;
+        if tx.trade_state.is_paid() {
+            return Err(Error::conflict("the transaction is paid; refund it instead"));
+        }
+        if tx.trade_state.is_closed() {
+            return Ok(CloseView { out_trade_no, trade_state: tx.trade_state });
+        }
+        let account = self.account(tenant.id, false).await?;
+        match self.platform.close_order(&account, &out_trade_no).await {
+            Ok(()) => {}
+            Err(PayPlatformError::Refused { code, .. }) if code == "ORDERPAID" => {
+                let report = self.platform.query_order(&account, &out_trade_no).await.map_err(platform_error)?;
+                self.apply_transaction_report(tenant.id, &report).await?;
+                return Err(Error::conflict("the transaction was paid meanwhile; refund it instead"));
+            }
+            Err(e) => return Err(platform_error(e)),
+        }
+        let closed = PlatformTransaction {
+            out_trade_no: out_trade_no.clone(),
+            trade_state: TradeState::Closed,
+            transaction_id: None,
+            amount: None,
+            payer_total: None,
+            success_time: None,
+        };
+        let tx = self.apply_transaction_report(tenant.id, &closed).await?;
+        if tx.trade_state.is_paid() {
+            return Err(Error::conflict("the transaction was paid meanwhile; refund it instead"));
+        }
+        Ok(CloseView { out_trade_no, trade_state: tx.trade_state })
+    }
+
+    /// `POST /miniprogram/payment/refund`: refunds (part of) a paid transaction, at most what
+    /// is left to refund, at most `max_refunds` times and within the refund window. The
+    /// amount is reserved before the platform is asked, so concurrent refunds cannot exceed
+    /// the payment; a refund the platform refuses gives its amount back. The same
+    /// `out_refund_no` again is the same refund.
+    pub async fn refund(&self, actor: &Actor, input: RefundRequest) -> Result<RefundView> {
+        let tenant = self.tenant(actor, input.tenant_id).await?;
+        let out_trade_no = input.out_trade_no.into_string();
+        if !input.amount.is_positive() {
+            return Err(Error::invalid("amount", "must be at least 1 fen"));
+        }
+        let tx = self.transaction(tenant.id, &out_trade_no).await?;
+        if !tx.trade_state.is_paid() {
+            return Err(Error::conflict(format!("only a paid transaction can be refunded; this one is {}", tx.trade_state.as_str())));
+        }
+        if input.amount > tx.amount {
+            return Err(Error::invalid("amount", format!("must not exceed the transaction's {} fen", tx.amount.fen())));
+        }
+        let now = self.clock.now();
+        let paid_at = tx.success_time.unwrap_or(tx.created_at);
+        if now - paid_at > self.settings.refund_window {
+            return Err(Error::conflict(format!(
+                "refunds are possible for {} days after the payment",
+                self.settings.refund_window.num_days()
+            )));
+        }
+        let account = self.account(tenant.id, false).await?;
+        let out_refund_no = input.out_refund_no.map(OutRefundNo::into_string).unwrap_or_else(|| nonce(32));
+        let reason = input.reason.map(RefundReason::into_string).filter(|r| !r.is_empty());
+        let wanted = Refund {
+            id: 0,
+            tenant_id: tenant.id,
+            out_trade_no: out_trade_no.clone(),
+            out_refund_no: out_refund_no.clone(),
+            refund_id: None,
+            amount: input.amount,
+            status: RefundStatus::Processing,
+            reason,
+            succeeded_at: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let refund = match self.repo.reserve_refund(wanted, tx.amount, self.settings.max_refunds).await? {
+            RefundReservation::Reserved(r) => r,
+            RefundReservation::Existing(r) => {
+                if r.out_trade_no != out_trade_no || r.amount != input.amount {
+                    return Err(Error::conflict(format!("out_refund_no {out_refund_no} already names a different refund")));
+                }
+                if r.status.is_final() || r.refund_id.is_some() {
+                    return Ok(r.into());
+                }
+                r
+            }
+            RefundReservation::ExceedsPaid { refundable } => {
+                return Err(Error::conflict(format!("only {} fen are left to refund", refundable.fen())));
+            }
+            RefundReservation::TooManyRefunds => {
+                return Err(Error::conflict(format!(
+                    "this transaction already has {} refunds, the most allowed",
+                    self.settings.max_refunds
+                )));
+            }
+        };
+        let order = RefundOrder {
+            out_trade_no: out_trade_no.clone(),
+            out_refund_no: out_refund_no.clone(),
+            reason: refund.reason.clone(),
+            amount: refund.amount,
+            total: tx.amount,
+            notify_url: self.settings.notify_url(tenant.id),
+        };
+        match self.platform.refund(&account, &order).await {
+            Ok(report) => Ok(self.apply_refund_report(tenant.id, &out_refund_no, &report).await?.into()),
+            // It may have been accepted: it stays processing until a query settles it.
+            Err(e @ PayPlatformError::Unavailable(_)) => Err(platform_error(e)),
+            Err(e) => {
+                let failed = PlatformRefund {
+                    out_refund_no: out_refund_no.clone(),
+                    out_trade_no: Some(out_trade_no),
+                    refund_id: None,
+                    status: RefundStatus::Failed,
+                    amount: None,
+                    success_time: None,
+                };
+                self.apply_refund_report(tenant.id, &out_refund_no, &failed).await?;
+                Err(platform_error(e))
+            }
+        }
+    }
+
+    /// A notification as received: verified and decrypted by the platform adapter with the
+    /// tenant's keys, then [`handle_event`](Self::handle_event). Any error means "not
+    /// accepted, nothing changed" and is answered in the platform's failure format.
+    pub async fn receive_notification(
+        &self,
+        tenant_id: Id,
+        request: NotificationRequest,
+    ) -> std::result::Result<NotifyOutcome, NotificationError> {
+        let config = self.repo.get_config(tenant_id).await.map_err(|e| {
+            log::error!("payment notification for tenant {tenant_id}: reading the configuration failed: {e}");
+            NotificationError::Unavailable
+        })?;
+        let account = config.and_then(|c| c.account()).ok_or(NotificationError::NotConfigured)?;
+        let event = self.platform.open_notification(&account, &request, self.clock.now()).inspect_err(|e| {
+            log::warn!("payment notification for tenant {tenant_id} refused: {e}");
+        })?;
+        self.handle_event(tenant_id, event).await.map_err(|e| {
+            log::error!("payment notification for tenant {tenant_id} could not be processed: {e}");
+            NotificationError::Unavailable
+        })
+    }
+
+    /// A verified event: applied forward only, once per event id. Events for unknown
+    /// transactions or refunds are acknowledged and logged.
+    pub async fn handle_event(&self, tenant_id: Id, event: PayEvent) -> Result<NotifyOutcome> {
+        if self.repo.notification_seen(tenant_id, event.id.clone()).await? {
+            return Ok(NotifyOutcome::Duplicate);
+        }
+        let outcome = match &event.resource {
+            EventResource::Transaction(report) => match self.repo.get_transaction(tenant_id, report.out_trade_no.clone()).await? {
+                None => {
+                    log::warn!("payment notification {} for unknown out_trade_no {} of tenant {tenant_id}", event.id, report.out_trade_no);
+                    NotifyOutcome::Unknown
+                }
+                Some(tx) => {
+                    if report.amount.is_some_and(|a| a != tx.amount) {
+                        log::error!(
+                            "payment notification {}: out_trade_no {} reports {:?} fen, ordered {} fen",
+                            event.id,
+                            tx.out_trade_no,
+                            report.amount.map(Money::fen),
+                            tx.amount.fen()
+                        );
+                    }
+                    let before = (tx.trade_state, tx.transaction_id.clone());
+                    let after = self.apply_transaction_report(tenant_id, report).await?;
+                    if (after.trade_state, after.transaction_id) != before { NotifyOutcome::Applied } else { NotifyOutcome::Stale }
+                }
+            },
+            EventResource::Refund(report) => match self.repo.get_refund(tenant_id, report.out_refund_no.clone()).await? {
+                None => {
+                    log::warn!("refund notification {} for unknown out_refund_no {} of tenant {tenant_id}", event.id, report.out_refund_no);
+                    NotifyOutcome::Unknown
+                }
+                Some(refund) => {
+                    let before = refund.status;
+                    let after = self.apply_refund_report(tenant_id, &report.out_refund_no, report).await?;
+                    if after.status != before { NotifyOutcome::Applied } else { NotifyOutcome::Stale }
+                }
+            },
+            EventResource::Other => NotifyOutcome::Ignored,
+        };
+        self.repo.record_notification(tenant_id, event.id, event.event_type, self.clock.now()).await?;
+        Ok(outcome)
+    }
+
+    /// `GET /miniprogram/payment/reconciliation`: the day's trade bill (a past day within the
+    /// last three months, China Standard Time) against the tenant's payments and refunds.
+    pub async fn reconcile(&self, actor: &Actor, tenant_id: Option<Id>, date: BillDate) -> Result<ReconciliationView> {
+        let tenant = self.tenant(actor, tenant_id).await?;
+        let cst = chrono::Duration::hours(CST_OFFSET_HOURS);
+        let today = (self.clock.now() + cst).date_naive();
+        if date >= today {
+            return Err(Error::invalid("date", "must be a past day"));
+        }
+        if date < today - chrono::Duration::days(BILL_DAYS) {
+            return Err(Error::invalid("date", "the pay platform keeps trade bills for three months"));
+        }
+        let account = self.account(tenant.id, false).await?;
+        let lines = self.platform.trade_bill(&account, date).await.map_err(platform_error)?;
+        let from = date.and_time(chrono::NaiveTime::MIN).and_utc() - cst;
+        let to = from + chrono::Duration::days(1);
+
+        let mut view = ReconciliationView {
+            date,
+            bill_lines: lines.len(),
+            matched: 0,
+            missing_locally: Vec::new(),
+            missing_on_platform: Vec::new(),
+            amount_mismatch: Vec::new(),
+        };
+
+        let payments: Vec<&BillLine> = lines.iter().filter(|l| l.trade_state == BillTradeState::Success).collect();
+        let trade_nos: Vec<String> = payments.iter().map(|l| l.out_trade_no.clone()).collect();
+        let local_txs: HashMap<String, Transaction> = if trade_nos.is_empty() {
+            HashMap::new()
+        } else {
+            self.repo.transactions_by_numbers(tenant.id, trade_nos).await?.into_iter().map(|t| (t.out_trade_no.clone(), t)).collect()
+        };
+        for line in &payments {
+            match local_txs.get(&line.out_trade_no).filter(|t| t.trade_state.is_paid()) {
+                None => view.missing_locally.push(item(ReconciliationKind::Payment, &line.out_trade_no, None, line.amount)),
+                Some(t) if t.amount != line.amount => view.amount_mismatch.push(AmountMismatch {
+                    kind: ReconciliationKind::Payment,
+                    out_trade_no: line.out_trade_no.clone(),
+                    out_refund_no: None,
+                    platform_amount: line.amount,
+                    local_amount: t.amount,
+                }),
+                Some(_) => view.matched += 1,
+            }
+        }
+        let on_bill: HashSet<&str> = payments.iter().map(|l| l.out_trade_no.as_str()).collect();
+        for t in self.repo.paid_between(tenant.id, from, to).await? {
+            if !on_bill.contains(t.out_trade_no.as_str()) {
+                view.missing_on_platform.push(item(ReconciliationKind::Payment, &t.out_trade_no, None, t.amount));
+            }
+        }
+
+        let refunds: Vec<(&BillLine, &BillRefund)> = lines.iter().filter_map(|l| l.refund.as_ref().map(|r| (l, r))).collect();
+        let refund_nos: Vec<String> = refunds.iter().map(|(_, r)| r.out_refund_no.clone()).collect();
+        let local_refunds: HashMap<String, Refund> = if refund_nos.is_empty() {
+            HashMap::new()
+        } else {
+            self.repo.refunds_by_numbers(tenant.id, refund_nos).await?.into_iter().map(|r| (r.out_refund_no.clone(), r)).collect()
+        };
+        for (line, r) in &refunds {
+            match local_refunds.get(&r.out_refund_no) {
+                None => view.missing_locally.push(item(ReconciliationKind::Refund, &line.out_trade_no, Some(&r.out_refund_no), r.amount)),
+                Some(local) if local.amount != r.amount => view.amount_mismatch.push(AmountMismatch {
+                    kind: ReconciliationKind::Refund,
+                    out_trade_no: line.out_trade_no.clone(),
+                    out_refund_no: Some(r.out_refund_no.clone()),
+                    platform_amount: r.amount,
+                    local_amount: local.amount,
+                }),
+                Some(_) => view.matched += 1,
+            }
+        }
+        let refunds_on_bill: HashSet<&str> = refunds.iter().map(|(_, r)| r.out_refund_no.as_str()).collect();
+        for r in self.repo.refunds_succeeded_between(tenant.id, from, to).await? {
+            if !refunds_on_bill.contains(r.out_refund_no.as_str()) {
+                view.missing_on_platform.push(item(ReconciliationKind::Refund, &r.out_trade_no, Some(&r.out_refund_no), r.amount));
+            }
+        }
+        Ok(view)
+    }
+
+    async fn transaction(&self, tenant_id: Id, out_trade_no: &str) -> Result<Transaction> {
+        self.repo.get_transaction(tenant_id, out_trade_no.to_owned()).await?.ok_or(Error::NotFound("payment transaction"))
+    }
+
+    /// Takes in a platform report about a transaction, forward only.
+    async fn apply_transaction_report(&self, tenant_id: Id, report: &PlatformTransaction) -> Result<Transaction> {
+        let now = self.clock.now();
+        self.save_transaction(tenant_id, &report.out_trade_no, |t| t.apply(report, now)).await
+    }
+
+    /// Reads the transaction, lets `change` edit it (returning whether it did) and writes it
+    /// back conditionally on the state it was read in; after a lost race, reads and tries
+    /// again. Returns the transaction as stored.
+    async fn save_transaction(&self, tenant_id: Id, out_trade_no: &str, change: impl Fn(&mut Transaction) -> bool) -> Result<Transaction> {
+        for _ in 0..WRITE_ATTEMPTS {
+            let mut tx = self.transaction(tenant_id, out_trade_no).await?;
+            let read_state = tx.trade_state;
+            if !change(&mut tx) {
+                return Ok(tx);
+            }
+            tx.updated_at = self.clock.now();
+            if self.repo.update_transaction(tx.clone(), read_state).await? {
+                return Ok(tx);
+            }
+        }
+        Err(Error::conflict("the transaction kept changing while it was being updated; try again"))
+    }
+
+    /// Takes in a platform report about a refund, forward only (same pattern as
+    /// [`save_transaction`](Self::save_transaction)).
+    async fn apply_refund_report(&self, tenant_id: Id, out_refund_no: &str, report: &PlatformRefund) -> Result<Refund> {
+        for _ in 0..WRITE_ATTEMPTS {
+            let mut refund = self.repo.get_refund(tenant_id, out_refund_no.to_owned()).await?.ok_or(Error::NotFound("refund"))?;
+            let read_status = refund.status;
+            if !refund.apply(report, self.clock.now()) {
+                return Ok(refund);
+            }
+            if self.repo.update_refund(refund.clone(), read_status).await? {
+                return Ok(refund);
+            }
+        }
+        Err(Error::conflict("the refund kept changing while it was being updated; try again"))
+    }
+}
+
+fn item(kind: ReconciliationKind, out_trade_no: &str, out_refund_no: Option<&str>, amount: Money) -> ReconciliationItem {
+    ReconciliationItem { kind, out_trade_no: out_trade_no.to_owned(), out_refund_no: out_refund_no.map(str::to_owned), amount }
+}
+
+/// A random string of `len` characters of `[0-9A-Za-z_-]`: generated order and refund
+/// numbers, probe numbers.
+fn nonce(len: usize) -> String {
+    let mut s = atrium_kernel::secret::random_token(len);
+    s.truncate(len);
+    s
+}
+
+/// Splits an inspection result: field errors are collected (so one answer names every bad
+/// part), other errors pass through.
+fn collect<T>(r: Result<T>, errors: &mut Vec<FieldError>) -> Option<Result<T>> {
+    match r {
+        Ok(v) => Some(Ok(v)),
+        Err(Error::Invalid(fields)) => {
+            errors.extend(fields);
+            None
+        }
+        Err(e) => Some(Err(e)),
+    }
+}

@@ -1,0 +1,2 @@
+//! Service tests against mocked ports, one file per service.
+mod payments;

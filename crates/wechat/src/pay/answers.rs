@@ -1,0 +1,114 @@
+//! The pay platform's JSON answers and decrypted notification resources, and their
+//! translation into the domain's reports.
+use atrium_kernel::{Money, StrEnum, Timestamp};
+use atrium_miniprogram::{PlatformRefund, PlatformTransaction, RefundStatus, TradeState};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct AmountAnswer {
+    #[serde(default)]
+    total: Option<i64>,
+    #[serde(default)]
+    payer_total: Option<i64>,
+    #[serde(default)]
+    refund: Option<i64>,
+}
+
+/// A transaction: the query answer and the `TRANSACTION.*` resource.
+#[derive(Debug, Deserialize)]
+pub(crate) struct TransactionAnswer {
+    out_trade_no: String,
+    trade_state: String,
+    #[serde(default)]
+    transaction_id: Option<String>,
+    #[serde(default)]
+    success_time: Option<String>,
+    #[serde(default)]
+    amount: Option<AmountAnswer>,
+}
+
+/// A refund: the refund answer, its query, and the `REFUND.*` resource (which names the
+/// status `refund_status`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct RefundAnswer {
+    out_refund_no: String,
+    #[serde(default)]
+    out_trade_no: Option<String>,
+    #[serde(default)]
+    refund_id: Option<String>,
+    #[serde(alias = "refund_status")]
+    status: String,
+    #[serde(default)]
+    success_time: Option<String>,
+    #[serde(default)]
+    amount: Option<AmountAnswer>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct PrepayAnswer {
+    pub prepay_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct BillAnswer {
+    pub hash_type: String,
+    pub hash_value: String,
+    pub download_url: String,
+}
+
+/// The platform's error body: `{"code", "message", "detail"?}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ErrorAnswer {
+    #[serde(default)]
+    pub code: String,
+    #[serde(default)]
+    pub message: String,
+}
+
+fn money(fen: Option<i64>) -> Result<Option<Money>, String> {
+    match fen {
+        Some(f) if f < 0 => Err(format!("negative amount {f}")),
+        other => Ok(other.map(Money::from_fen)),
+    }
+}
+
+fn time(t: Option<String>) -> Result<Option<Timestamp>, String> {
+    t.filter(|s| !s.is_empty())
+        .map(|s| chrono::DateTime::parse_from_rfc3339(&s).map(|d| d.to_utc()).map_err(|_| format!("unreadable time {s:?}")))
+        .transpose()
+}
+
+impl TransactionAnswer {
+    pub(crate) fn into_report(self) -> Result<PlatformTransaction, String> {
+        let trade_state = TradeState::parse(&self.trade_state).ok_or_else(|| format!("unknown trade_state {:?}", self.trade_state))?;
+        let (total, payer_total) = self.amount.map_or((None, None), |a| (a.total, a.payer_total));
+        Ok(PlatformTransaction {
+            out_trade_no: self.out_trade_no,
+            trade_state,
+            transaction_id: self.transaction_id.filter(|s| !s.is_empty()),
+            amount: money(total)?,
+            payer_total: money(payer_total)?,
+            success_time: time(self.success_time)?,
+        })
+    }
+}
+
+impl RefundAnswer {
+    pub(crate) fn into_report(self) -> Result<PlatformRefund, String> {
+        let status = match self.status.as_str() {
+            "SUCCESS" => RefundStatus::Succeeded,
+            "PROCESSING" => RefundStatus::Processing,
+            "CLOSED" => RefundStatus::Closed,
+            "ABNORMAL" => RefundStatus::Failed,
+            other => return Err(format!("unknown refund status {other:?}")),
+        };
+        Ok(PlatformRefund {
+            out_refund_no: self.out_refund_no,
+            out_trade_no: self.out_trade_no,
+            refund_id: self.refund_id.filter(|s| !s.is_empty()),
+            status,
+            amount: money(self.amount.and_then(|a| a.refund))?,
+            success_time: time(self.success_time)?,
+        })
+    }
+}

@@ -1,0 +1,403 @@
+//! The pay platform (WeChat Pay API v3) over HTTP: [`WechatPay`] implements the mini-program
+//! domain's `PayPlatform` port, [`OpensslMerchantKeys`] its `MerchantKeys` port.
+//!
+//! Every request is signed with the merchant key ([`sign`]); every answer that carries a
+//! signature is verified over its raw bytes with the platform key its `Wechatpay-Serial`
+//! names, and a 2xx answer with a body must carry one. 5xx answers, time-outs and failed
+//! connections are retried a bounded number of times with a short back-off — safe because
+//! each call is idempotent on the platform (an order or refund is named by our number, a close
+//! of a closed order is a no-op); a 4xx is never retried. The trade bill download is unsigned
+//! and checked by its SHA-1 instead ([`bill`]). Notifications are verified and decrypted by
+//! [`notify`].
+//!
+//! Keys, the APIv3 key and signatures never appear in an error, a log line or `Debug` output.
+
+mod answers;
+pub mod bill;
+pub mod keys;
+pub mod notify;
+pub mod sign;
+
+pub use keys::OpensslMerchantKeys;
+
+use crate::CallRecorder;
+use answers::{BillAnswer, ErrorAnswer, PrepayAnswer, RefundAnswer, TransactionAnswer};
+use async_trait::async_trait;
+use atrium_kernel::Timestamp;
+use atrium_miniprogram::{
+    BillDate, BillLine, JsapiOrder, MerchantAccount, NotificationError, NotificationRequest, PayEvent, PayParams, PayPlatform,
+    PayPlatformError, PayResult, PlatformRefund, PlatformTransaction, RefundOrder,
+};
+use reqwest::Method;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, USER_AGENT};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use sign::{MerchantSigner, PlatformVerifier, SignedHeaders};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Where the pay platform lives and how patient to be with it.
+#[derive(Debug, Clone)]
+pub struct WechatPayConfig {
+    /// `https://api.mch.weixin.qq.com`, or any server speaking the same wire format.
+    pub base_url: String,
+    /// The limit of one attempt, connection included.
+    pub timeout: Duration,
+    /// Further attempts after a 5xx, a time-out or a failed connection.
+    pub retries: u32,
+    /// The wait before retry `n` is `n × backoff`.
+    pub backoff: Duration,
+}
+
+impl WechatPayConfig {
+    /// 10 s per attempt, 2 retries, 200 ms back-off.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        WechatPayConfig { base_url: base_url.into(), timeout: Duration::from_secs(10), retries: 2, backoff: Duration::from_millis(200) }
+    }
+}
+
+/// The pay platform client, shared by every tenant: each call names its merchant account.
+pub struct WechatPay {
+    http: reqwest::Client,
+    config: WechatPayConfig,
+    recorder: Option<Arc<dyn CallRecorder>>,
+}
+
+/// What one attempt came to.
+enum Attempt {
+    /// A time-out, a failed connection or a 5xx: worth another try.
+    Retry { why: String, code: String },
+    /// An answer to decide on.
+    Answer { status: u16, headers: SignedHeaders, body: Vec<u8> },
+}
+
+/// One call: what to send and how to report it.
+struct Call<'a> {
+    method: Method,
+    /// Absolute URL.
+    url: String,
+    /// What the signature covers: the URL's path and query.
+    path_and_query: String,
+    /// The path template reported to the recorder (never ids or queries).
+    endpoint: &'static str,
+    body: Option<String>,
+    /// `None` for the unsigned bill download.
+    verifier: Option<&'a PlatformVerifier>,
+}
+
+/// Percent-encodes a path segment (our numbers may hold `|`, `*`, `@`).
+fn segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// A timestamp as the platform writes it: RFC 3339 in China Standard Time.
+fn cst(t: Timestamp) -> String {
+    match chrono::FixedOffset::east_opt(8 * 3600) {
+        Some(offset) => t.with_timezone(&offset).to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+        None => t.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+    }
+}
+
+fn header(headers: &HeaderMap, name: &str) -> String {
+    headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned()
+}
+
+fn nonce() -> String {
+    atrium_kernel::secret::random_token(24)
+}
+
+fn unreadable(what: &str) -> PayPlatformError {
+    PayPlatformError::Unavailable(format!("the pay platform sent an unreadable {what}"))
+}
+
+fn parse<T: DeserializeOwned>(body: &[u8], what: &str) -> PayResult<T> {
+    serde_json::from_slice(body).map_err(|_| unreadable(what))
+}
+
+impl WechatPay {
+    pub fn new(config: WechatPayConfig) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder().timeout(config.timeout).connect_timeout(config.timeout).build()?;
+        Ok(WechatPay { http, config, recorder: None })
+    }
+
+    /// Reports every call to `recorder`: the endpoint template, then `0`, the platform's
+    /// error code, `http_5xx`, `bad_signature` or `transport`.
+    pub fn with_recorder(mut self, recorder: Arc<dyn CallRecorder>) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
+    fn record(&self, endpoint: &str, code: &str, started: Instant) {
+        if let Some(r) = &self.recorder {
+            r.record(endpoint, code, started.elapsed());
+        }
+    }
+
+    fn base(&self) -> &str {
+        self.config.base_url.trim_end_matches('/')
+    }
+
+    fn call<'a>(
+        &self,
+        method: Method,
+        path_and_query: String,
+        endpoint: &'static str,
+        body: Option<String>,
+        verifier: &'a PlatformVerifier,
+    ) -> Call<'a> {
+        Call { method, url: format!("{}{path_and_query}", self.base()), path_and_query, endpoint, body, verifier: Some(verifier) }
+    }
+
+    /// Sends a signed request, retrying what is worth retrying; returns the verified body of
+    /// a 2xx answer, or the platform's refusal.
+    async fn send(&self, account: &MerchantAccount, signer: &MerchantSigner, call: Call<'_>) -> PayResult<Vec<u8>> {
+        let mut attempt = 0;
+        loop {
+            let started = Instant::now();
+            match self.attempt(account, signer, &call).await? {
+                Attempt::Retry { why, code } => {
+                    self.record(call.endpoint, &code, started);
+                    if attempt >= self.config.retries {
+                        log::warn!("pay platform {} failed after {} attempts: {why}", call.endpoint, attempt + 1);
+                        return Err(PayPlatformError::Unavailable(format!("{why} (after {} attempts)", attempt + 1)));
+                    }
+                    attempt += 1;
+                    log::info!("pay platform {}: {why}; retry {attempt} of {}", call.endpoint, self.config.retries);
+                    tokio::time::sleep(self.config.backoff * attempt).await;
+                }
+                Attempt::Answer { status, headers, body } => {
+                    let decided = self.decide(&call, status, &headers, body);
+                    let code = match &decided {
+                        Ok(_) => "0".to_owned(),
+                        Err(PayPlatformError::Refused { code, .. }) => code.clone(),
+                        Err(_) => "bad_signature".to_owned(),
+                    };
+                    self.record(call.endpoint, &code, started);
+                    return decided;
+                }
+            }
+        }
+    }
+
+    async fn attempt(&self, account: &MerchantAccount, signer: &MerchantSigner, call: &Call<'_>) -> PayResult<Attempt> {
+        let timestamp = chrono::Utc::now().timestamp();
+        let nonce = nonce();
+        let body = call.body.as_deref().unwrap_or_default();
+        let message = sign::request_message(call.method.as_str(), &call.path_and_query, timestamp, &nonce, body);
+        let signature = signer.sign(&message).map_err(PayPlatformError::Credentials)?;
+        let mut request = self
+            .http
+            .request(call.method.clone(), &call.url)
+            .header(AUTHORIZATION, sign::authorization(&account.mchid, &account.serial_no, timestamp, &nonce, &signature))
+            .header(ACCEPT, "application/json")
+            .header(USER_AGENT, "atrium");
+        if let Some(b) = &call.body {
+            request = request.header(CONTENT_TYPE, "application/json").body(b.clone());
+        }
+        let response = match request.send().await {
+            Ok(r) => r,
+            Err(e) if e.is_timeout() || e.is_connect() => {
+                let why = if e.is_timeout() { "timed out" } else { "could not connect" };
+                return Ok(Attempt::Retry { why: format!("the pay platform {why}"), code: "transport".into() });
+            }
+            Err(e) => {
+                return Err(PayPlatformError::Unavailable(format!("the request failed: {}", crate::token::error_chain(&e.without_url()))));
+            }
+        };
+        let status = response.status().as_u16();
+        let h = response.headers();
+        let headers = SignedHeaders {
+            timestamp: header(h, "Wechatpay-Timestamp"),
+            nonce: header(h, "Wechatpay-Nonce"),
+            signature: header(h, "Wechatpay-Signature"),
+            serial: header(h, "Wechatpay-Serial"),
+        };
+        let body = match response.bytes().await {
+            Ok(b) => b.to_vec(),
+            Err(e) if e.is_timeout() => {
+                return Ok(Attempt::Retry { why: "the pay platform's answer timed out".into(), code: "transport".into() });
+            }
+            Err(_) => return Err(unreadable("answer")),
+        };
+        if status >= 500 {
+            return Ok(Attempt::Retry { why: format!("the pay platform answered HTTP {status}"), code: "http_5xx".into() });
+        }
+        Ok(Attempt::Answer { status, headers, body })
+    }
+
+    /// Verifies an answer and turns a non-2xx into the platform's refusal.
+    fn decide(&self, call: &Call<'_>, status: u16, headers: &SignedHeaders, body: Vec<u8>) -> PayResult<Vec<u8>> {
+        let success = (200..300).contains(&status);
+        if let Some(verifier) = call.verifier {
+            if !headers.signature.is_empty() {
+                verifier.verify(headers, &body, chrono::Utc::now().timestamp()).map_err(|e| {
+                    log::warn!("pay platform {}: answer refused: {e}", call.endpoint);
+                    PayPlatformError::Unavailable(format!("the pay platform's answer was not accepted: {e}"))
+                })?;
+            } else if success && !body.is_empty() {
+                return Err(PayPlatformError::Unavailable("the pay platform's answer is unsigned".into()));
+            }
+        }
+        if success {
+            return Ok(body);
+        }
+        let error: ErrorAnswer = serde_json::from_slice(&body).unwrap_or(ErrorAnswer { code: String::new(), message: String::new() });
+        let code = if error.code.is_empty() { format!("HTTP_{status}") } else { error.code };
+        Err(PayPlatformError::Refused { status, code, message: error.message })
+    }
+
+    fn credentials(account: &MerchantAccount) -> PayResult<(MerchantSigner, PlatformVerifier)> {
+        let signer = MerchantSigner::from_pem(account.private_key.expose()).map_err(PayPlatformError::Credentials)?;
+        let verifier = PlatformVerifier::new(&account.platform_keys).map_err(PayPlatformError::Credentials)?;
+        Ok((signer, verifier))
+    }
+
+    /// Downloads the bill at `url` (signed request, unsigned answer) and checks its SHA-1.
+    async fn download_bill(&self, account: &MerchantAccount, signer: &MerchantSigner, answer: BillAnswer) -> PayResult<Vec<BillLine>> {
+        if !answer.hash_type.eq_ignore_ascii_case("SHA1") {
+            return Err(PayPlatformError::Unavailable(format!("unsupported bill hash {}", answer.hash_type)));
+        }
+        // Our signed request goes only where the platform itself lives.
+        let rest = answer
+            .download_url
+            .strip_prefix(self.base())
+            .filter(|r| r.starts_with('/'))
+            .ok_or_else(|| PayPlatformError::Unavailable("the bill's download address is not on the pay platform".into()))?;
+        let call = Call {
+            method: Method::GET,
+            url: answer.download_url.clone(),
+            path_and_query: rest.to_owned(),
+            endpoint: "/v3/billdownload/file",
+            body: None,
+            verifier: None,
+        };
+        let bytes = self.send(account, signer, call).await?;
+        if !bill::sha1_hex(&bytes).eq_ignore_ascii_case(answer.hash_value.trim()) {
+            return Err(PayPlatformError::Unavailable("the downloaded bill does not match its SHA-1".into()));
+        }
+        let text = std::str::from_utf8(&bytes).map_err(|_| unreadable("bill"))?;
+        bill::parse_trade_bill(text).map_err(|e| PayPlatformError::Unavailable(format!("the bill is unreadable: {e}")))
+    }
+}
+
+#[async_trait]
+impl PayPlatform for WechatPay {
+    async fn jsapi_order(&self, account: &MerchantAccount, order: &JsapiOrder) -> PayResult<String> {
+        let (signer, verifier) = Self::credentials(account)?;
+        let mut body = json!({
+            "appid": account.appid,
+            "mchid": account.mchid,
+            "description": order.description,
+            "out_trade_no": order.out_trade_no,
+            "time_expire": cst(order.time_expire),
+            "notify_url": order.notify_url,
+            "amount": {"total": order.amount.fen(), "currency": "CNY"},
+            "payer": {"openid": order.openid},
+        });
+        if let Some(attach) = &order.attach {
+            body["attach"] = json!(attach);
+        }
+        let call =
+            self.call(Method::POST, "/v3/pay/transactions/jsapi".into(), "/v3/pay/transactions/jsapi", Some(body.to_string()), &verifier);
+        let answer: PrepayAnswer = parse(&self.send(account, &signer, call).await?, "prepay answer")?;
+        Ok(answer.prepay_id)
+    }
+
+    fn pay_params(&self, account: &MerchantAccount, prepay_id: &str) -> PayResult<PayParams> {
+        let signer = MerchantSigner::from_pem(account.private_key.expose()).map_err(PayPlatformError::Credentials)?;
+        let time_stamp = chrono::Utc::now().timestamp().to_string();
+        let nonce_str = nonce();
+        let package = format!("prepay_id={prepay_id}");
+        let pay_sign = signer
+            .sign(&sign::pay_sign_message(&account.appid, &time_stamp, &nonce_str, &package))
+            .map_err(PayPlatformError::Credentials)?;
+        Ok(PayParams { app_id: account.appid.clone(), time_stamp, nonce_str, package, sign_type: "RSA".into(), pay_sign })
+    }
+
+    async fn query_order(&self, account: &MerchantAccount, out_trade_no: &str) -> PayResult<PlatformTransaction> {
+        let (signer, verifier) = Self::credentials(account)?;
+        let path = format!("/v3/pay/transactions/out-trade-no/{}?mchid={}", segment(out_trade_no), segment(&account.mchid));
+        let call = self.call(Method::GET, path, "/v3/pay/transactions/out-trade-no/{out_trade_no}", None, &verifier);
+        let answer: TransactionAnswer = parse(&self.send(account, &signer, call).await?, "transaction")?;
+        answer.into_report().map_err(|e| PayPlatformError::Unavailable(format!("the pay platform sent an unreadable transaction: {e}")))
+    }
+
+    async fn close_order(&self, account: &MerchantAccount, out_trade_no: &str) -> PayResult<()> {
+        let (signer, verifier) = Self::credentials(account)?;
+        let path = format!("/v3/pay/transactions/out-trade-no/{}/close", segment(out_trade_no));
+        let body = json!({"mchid": account.mchid}).to_string();
+        let call = self.call(Method::POST, path, "/v3/pay/transactions/out-trade-no/{out_trade_no}/close", Some(body), &verifier);
+        self.send(account, &signer, call).await.map(|_| ())
+    }
+
+    async fn refund(&self, account: &MerchantAccount, refund: &RefundOrder) -> PayResult<PlatformRefund> {
+        let (signer, verifier) = Self::credentials(account)?;
+        let mut body = json!({
+            "out_trade_no": refund.out_trade_no,
+            "out_refund_no": refund.out_refund_no,
+            "notify_url": refund.notify_url,
+            "amount": {"refund": refund.amount.fen(), "total": refund.total.fen(), "currency": "CNY"},
+        });
+        if let Some(reason) = &refund.reason {
+            body["reason"] = json!(reason);
+        }
+        let call =
+            self.call(Method::POST, "/v3/refund/domestic/refunds".into(), "/v3/refund/domestic/refunds", Some(body.to_string()), &verifier);
+        let answer: RefundAnswer = parse(&self.send(account, &signer, call).await?, "refund")?;
+        answer.into_report().map_err(|e| PayPlatformError::Unavailable(format!("the pay platform sent an unreadable refund: {e}")))
+    }
+
+    async fn query_refund(&self, account: &MerchantAccount, out_refund_no: &str) -> PayResult<PlatformRefund> {
+        let (signer, verifier) = Self::credentials(account)?;
+        let path = format!("/v3/refund/domestic/refunds/{}", segment(out_refund_no));
+        let call = self.call(Method::GET, path, "/v3/refund/domestic/refunds/{out_refund_no}", None, &verifier);
+        let answer: RefundAnswer = parse(&self.send(account, &signer, call).await?, "refund")?;
+        answer.into_report().map_err(|e| PayPlatformError::Unavailable(format!("the pay platform sent an unreadable refund: {e}")))
+    }
+
+    async fn trade_bill(&self, account: &MerchantAccount, date: BillDate) -> PayResult<Vec<BillLine>> {
+        let (signer, verifier) = Self::credentials(account)?;
+        let path = format!("/v3/bill/tradebill?bill_date={}&bill_type=ALL", date.format("%Y-%m-%d"));
+        let call = self.call(Method::GET, path, "/v3/bill/tradebill", None, &verifier);
+        let answer: BillAnswer = match self.send(account, &signer, call).await {
+            Ok(body) => parse(&body, "bill answer")?,
+            Err(PayPlatformError::Refused { code, .. }) if code == "NO_STATEMENT_EXIST" => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        self.download_bill(account, &signer, answer).await
+    }
+
+    fn open_notification(
+        &self,
+        account: &MerchantAccount,
+        request: &NotificationRequest,
+        now: Timestamp,
+    ) -> Result<PayEvent, NotificationError> {
+        notify::open_notification(account, request, now.timestamp())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_numbers_are_percent_encoded_in_paths() {
+        assert_eq!(segment("R|1*2@3_-.~"), "R%7C1%2A2%403_-.~");
+        assert_eq!(segment("T0000001"), "T0000001");
+    }
+
+    #[test]
+    fn time_expire_is_written_in_china_standard_time() {
+        let t = chrono::DateTime::from_timestamp(1_775_016_000, 0).unwrap();
+        assert_eq!(cst(t), "2026-04-01T12:00:00+08:00");
+    }
+}

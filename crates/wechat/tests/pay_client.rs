@@ -1,0 +1,364 @@
+//! The pay client against a small stub of the pay platform on loopback: the stub checks each
+//! request's signature with the merchant certificate and signs its answers with the platform
+//! key, as the platform does.
+#![allow(clippy::unwrap_used)]
+
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use atrium_kernel::Money;
+use atrium_miniprogram::{
+    JsapiOrder, MerchantAccount, PayPlatform, PayPlatformError, PlatformKey, RefundOrder, RefundStatus, Secret, TradeState,
+};
+use atrium_wechat::pay::sign::{MerchantSigner, request_message};
+use atrium_wechat::{CallRecorder, WechatPay, WechatPayConfig};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use openssl::hash::MessageDigest;
+use openssl::pkey::{PKey, Public};
+use openssl::sign::Verifier;
+use openssl::x509::X509;
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const PLATFORM_KEY_ID: &str = "PUB_KEY_ID_0114232134912410000000000000000000";
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/tests/fixtures/pay/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn merchant_serial() -> String {
+    let v: serde_json::Value = serde_json::from_str(&fixture("vectors.json")).unwrap();
+    v["merchant_serial"].as_str().unwrap().to_owned()
+}
+
+/// What the stub saw.
+#[derive(Default)]
+struct Seen {
+    hits: HashMap<String, usize>,
+    bad_auth: usize,
+    bodies: Vec<String>,
+}
+
+struct Stub {
+    seen: Mutex<Seen>,
+    /// Checks our requests: the merchant certificate's key.
+    merchant: PKey<Public>,
+    /// Signs answers as the platform.
+    platform: MerchantSigner,
+    base: Mutex<String>,
+}
+
+fn auth_fields(header: &str) -> Option<HashMap<String, String>> {
+    let rest = header.strip_prefix("WECHATPAY2-SHA256-RSA2048 ")?;
+    rest.split(',').map(|kv| kv.split_once('=').map(|(k, v)| (k.to_owned(), v.trim_matches('"').to_owned()))).collect()
+}
+
+impl Stub {
+    /// Whether the request carries a valid merchant signature for this method, path and body.
+    fn signed_by_merchant(&self, req: &HttpRequest, body: &str) -> bool {
+        let Some(f) = req.headers().get("Authorization").and_then(|h| h.to_str().ok()).and_then(auth_fields) else { return false };
+        let path_and_query = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or_default();
+        let (Some(ts), Some(nonce), Some(sig), Some(serial), Some(mchid)) =
+            (f.get("timestamp"), f.get("nonce_str"), f.get("signature"), f.get("serial_no"), f.get("mchid"))
+        else {
+            return false;
+        };
+        let Ok(ts_num) = ts.parse::<i64>() else { return false };
+        let message = request_message(req.method().as_str(), path_and_query, ts_num, nonce, body);
+        let Ok(signature) = STANDARD.decode(sig) else { return false };
+        let mut verifier = Verifier::new(MessageDigest::sha256(), &self.merchant).unwrap();
+        verifier.update(message.as_bytes()).unwrap();
+        mchid == "1900000109" && *serial == merchant_serial() && verifier.verify(&signature).unwrap_or(false)
+    }
+
+    fn answer(&self, status: u16, body: &str) -> HttpResponse {
+        let ts = chrono::Utc::now().timestamp().to_string();
+        let nonce = "stubnonce";
+        let signature = self.platform.sign(&format!("{ts}\n{nonce}\n{body}\n")).unwrap();
+        HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap())
+            .insert_header(("Wechatpay-Timestamp", ts))
+            .insert_header(("Wechatpay-Nonce", nonce))
+            .insert_header(("Wechatpay-Signature", signature))
+            .insert_header(("Wechatpay-Serial", PLATFORM_KEY_ID))
+            .insert_header(("Content-Type", "application/json"))
+            .body(body.to_owned())
+    }
+}
+
+async fn handle(req: HttpRequest, body: web::Bytes, stub: web::Data<Stub>) -> HttpResponse {
+    let body = String::from_utf8(body.to_vec()).unwrap();
+    let path = req.path().to_owned();
+    let hits = {
+        let mut seen = stub.seen.lock().unwrap();
+        *seen.hits.entry(path.clone()).or_default() += 1;
+        seen.bodies.push(body.clone());
+        seen.hits[&path]
+    };
+    if !stub.signed_by_merchant(&req, &body) {
+        stub.seen.lock().unwrap().bad_auth += 1;
+        return stub.answer(401, r#"{"code":"SIGN_ERROR","message":"bad signature"}"#);
+    }
+    match (req.method().as_str(), path.as_str()) {
+        ("POST", "/v3/pay/transactions/jsapi") => stub.answer(200, r#"{"prepay_id": "wx-prepay-1"}"#),
+        ("GET", "/v3/pay/transactions/out-trade-no/T_FLAKY") if hits <= 2 => HttpResponse::ServiceUnavailable().body("busy"),
+        ("GET", "/v3/pay/transactions/out-trade-no/T_FLAKY") => stub.answer(
+            200,
+            r#"{"out_trade_no":"T_FLAKY","trade_state":"SUCCESS","transaction_id":"4200","success_time":"2026-04-01T12:00:00+08:00","amount":{"total":1000,"payer_total":900,"currency":"CNY"}}"#,
+        ),
+        ("GET", "/v3/pay/transactions/out-trade-no/T_SLOW") => {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            stub.answer(200, "{}")
+        }
+        ("GET", "/v3/pay/transactions/out-trade-no/T_FORGED") => {
+            // Signed for one body, sent with another.
+            let signed = stub.answer(200, r#"{"out_trade_no":"T_FORGED","trade_state":"NOTPAY"}"#);
+            signed.set_body(actix_web::body::BoxBody::new(r#"{"out_trade_no":"T_FORGED","trade_state":"SUCCESS"}"#))
+        }
+        ("GET", "/v3/pay/transactions/out-trade-no/T_UNSIGNED") => HttpResponse::Ok().body(r#"{"out_trade_no":"T_UNSIGNED","trade_state":"SUCCESS"}"#),
+        ("GET", p) if p.starts_with("/v3/pay/transactions/out-trade-no/") => {
+            stub.answer(404, r#"{"code":"ORDER_NOT_EXIST","message":"order does not exist"}"#)
+        }
+        ("POST", p) if p.ends_with("/close") => {
+            let ts = chrono::Utc::now().timestamp().to_string();
+            let signature = stub.platform.sign(&format!("{ts}\nn\n\n")).unwrap();
+            HttpResponse::NoContent()
+                .insert_header(("Wechatpay-Timestamp", ts))
+                .insert_header(("Wechatpay-Nonce", "n"))
+                .insert_header(("Wechatpay-Signature", signature))
+                .insert_header(("Wechatpay-Serial", PLATFORM_KEY_ID))
+                .finish()
+        }
+        ("POST", "/v3/refund/domestic/refunds") if body.contains("R_REFUSED") => {
+            stub.answer(400, r#"{"code":"PARAM_ERROR","message":"invalid out_refund_no"}"#)
+        }
+        ("POST", "/v3/refund/domestic/refunds") => stub.answer(
+            200,
+            r#"{"refund_id":"5000","out_refund_no":"R1","out_trade_no":"T1","status":"PROCESSING","amount":{"refund":300,"total":1000}}"#,
+        ),
+        ("GET", "/v3/bill/tradebill") => {
+            let query = req.query_string();
+            if query.contains("2026-03-30") {
+                return stub.answer(400, r#"{"code":"NO_STATEMENT_EXIST","message":"no statement"}"#);
+            }
+            let hash = if query.contains("2026-03-29") { "0".repeat(40) } else { atrium_wechat::pay::bill::sha1_hex(fixture("tradebill.csv").as_bytes()) };
+            let url = format!("{}/v3/billdownload/file?token=t1", stub.base.lock().unwrap());
+            stub.answer(200, &serde_json::json!({"hash_type": "SHA1", "hash_value": hash, "download_url": url}).to_string())
+        }
+        ("GET", "/v3/billdownload/file") => HttpResponse::Ok().body(fixture("tradebill.csv")),
+        _ => HttpResponse::NotFound().finish(),
+    }
+}
+
+struct Platform {
+    stub: web::Data<Stub>,
+    base: String,
+    handle: actix_web::dev::ServerHandle,
+}
+
+impl Platform {
+    async fn start() -> Platform {
+        let stub = web::Data::new(Stub {
+            seen: Mutex::new(Seen::default()),
+            merchant: X509::from_pem(fixture("merchant_cert.pem").as_bytes()).unwrap().public_key().unwrap(),
+            platform: MerchantSigner::from_pem(&fixture("platform_key.pem")).unwrap(),
+            base: Mutex::new(String::new()),
+        });
+        let data = stub.clone();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = HttpServer::new(move || App::new().app_data(data.clone()).default_service(web::to(handle)))
+            .workers(2)
+            .disable_signals()
+            .listen(listener)
+            .unwrap()
+            .run();
+        let handle = server.handle();
+        tokio::spawn(server);
+        let base = format!("http://{addr}");
+        *stub.base.lock().unwrap() = base.clone();
+        Platform { stub, base, handle }
+    }
+
+    fn client(&self, recorder: Arc<Recorder>) -> WechatPay {
+        let config = WechatPayConfig {
+            base_url: self.base.clone(),
+            timeout: Duration::from_millis(500),
+            retries: 2,
+            backoff: Duration::from_millis(20),
+        };
+        WechatPay::new(config).unwrap().with_recorder(recorder)
+    }
+
+    fn hits(&self, path: &str) -> usize {
+        self.stub.seen.lock().unwrap().hits.get(path).copied().unwrap_or_default()
+    }
+
+    async fn stop(self) {
+        assert_eq!(self.stub.seen.lock().unwrap().bad_auth, 0, "every request carried a valid merchant signature");
+        self.handle.stop(false).await;
+    }
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<(String, String)>>);
+
+impl CallRecorder for Recorder {
+    fn record(&self, endpoint: &str, errcode: &str, _elapsed: Duration) {
+        self.0.lock().unwrap().push((endpoint.to_owned(), errcode.to_owned()));
+    }
+}
+
+impl Recorder {
+    fn codes(&self) -> Vec<String> {
+        self.0.lock().unwrap().iter().map(|(_, c)| c.clone()).collect()
+    }
+}
+
+fn account() -> MerchantAccount {
+    let v: serde_json::Value = serde_json::from_str(&fixture("vectors.json")).unwrap();
+    MerchantAccount {
+        mchid: "1900000109".into(),
+        appid: "wx_mp".into(),
+        serial_no: merchant_serial(),
+        private_key: Secret::new(fixture("merchant_key.pem")),
+        api_v3_key: Secret::new(v["notification"]["api_v3_key"].as_str().unwrap()),
+        platform_keys: vec![PlatformKey { id: PLATFORM_KEY_ID.into(), pem: fixture("platform_public.pem") }],
+    }
+}
+
+#[tokio::test]
+async fn a_signed_order_is_accepted_and_its_signed_answer_verified() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = platform.client(recorder.clone());
+    let order = JsapiOrder {
+        out_trade_no: "T0000001".into(),
+        description: "Coffee".into(),
+        amount: Money::from_fen(1000),
+        openid: "o-ann".into(),
+        attach: None,
+        time_expire: chrono::DateTime::from_timestamp(1_775_016_000, 0).unwrap(),
+        notify_url: "https://atrium.example.com/api/v1/miniprogram/payment/notify/3".into(),
+    };
+
+    let prepay_id = client.jsapi_order(&account(), &order).await.unwrap();
+
+    assert_eq!(prepay_id, "wx-prepay-1");
+    let body: serde_json::Value = serde_json::from_str(&platform.stub.seen.lock().unwrap().bodies[0]).unwrap();
+    assert_eq!(body["amount"], serde_json::json!({"total": 1000, "currency": "CNY"}));
+    assert_eq!(body["time_expire"], "2026-04-01T12:00:00+08:00");
+    assert_eq!(body["payer"]["openid"], "o-ann");
+    assert_eq!(recorder.0.lock().unwrap().clone(), [("/v3/pay/transactions/jsapi".to_owned(), "0".to_owned())]);
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn a_5xx_is_retried_until_the_platform_answers() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+
+    let tx = platform.client(recorder.clone()).query_order(&account(), "T_FLAKY").await.unwrap();
+
+    assert_eq!((tx.trade_state, tx.payer_total), (TradeState::Success, Some(Money::from_fen(900))));
+    assert_eq!(platform.hits("/v3/pay/transactions/out-trade-no/T_FLAKY"), 3);
+    assert_eq!(recorder.codes(), ["http_5xx", "http_5xx", "0"]);
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn a_4xx_is_not_retried_and_keeps_the_platform_code() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = platform.client(recorder.clone());
+    let refund = RefundOrder {
+        out_trade_no: "T1".into(),
+        out_refund_no: "R_REFUSED".into(),
+        reason: None,
+        amount: Money::from_fen(300),
+        total: Money::from_fen(1000),
+        notify_url: "https://atrium.example.com/n".into(),
+    };
+
+    let missing = client.query_order(&account(), "T_NOWHERE").await.unwrap_err();
+    let refused = client.refund(&account(), &refund).await.unwrap_err();
+
+    assert!(matches!(missing, PayPlatformError::Refused { status: 404, ref code, .. } if code == "ORDER_NOT_EXIST"), "{missing:?}");
+    assert!(matches!(refused, PayPlatformError::Refused { status: 400, ref code, .. } if code == "PARAM_ERROR"), "{refused:?}");
+    assert_eq!(platform.hits("/v3/refund/domestic/refunds"), 1);
+    assert_eq!(recorder.codes(), ["ORDER_NOT_EXIST", "PARAM_ERROR"]);
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn a_platform_that_does_not_answer_costs_a_bounded_time() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+    let started = Instant::now();
+
+    let err = platform.client(recorder.clone()).query_order(&account(), "T_SLOW").await.unwrap_err();
+
+    // Three attempts of 500 ms and two short back-offs, far less than the stub's 3 s sleep.
+    assert!(started.elapsed() < Duration::from_millis(2500), "{:?}", started.elapsed());
+    assert!(matches!(err, PayPlatformError::Unavailable(ref m) if m.contains("timed out") && m.contains("3 attempts")), "{err:?}");
+    assert_eq!(recorder.codes(), ["transport", "transport", "transport"]);
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn a_forged_or_unsigned_answer_is_not_believed() {
+    let platform = Platform::start().await;
+    let client = platform.client(Arc::new(Recorder::default()));
+
+    let forged = client.query_order(&account(), "T_FORGED").await.unwrap_err();
+    let unsigned = client.query_order(&account(), "T_UNSIGNED").await.unwrap_err();
+
+    assert!(matches!(forged, PayPlatformError::Unavailable(ref m) if m.contains("does not verify")), "{forged:?}");
+    assert!(matches!(unsigned, PayPlatformError::Unavailable(ref m) if m.contains("unsigned")), "{unsigned:?}");
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn close_refund_and_pay_params_work_end_to_end() {
+    let platform = Platform::start().await;
+    let client = platform.client(Arc::new(Recorder::default()));
+    let refund = RefundOrder {
+        out_trade_no: "T1".into(),
+        out_refund_no: "R1".into(),
+        reason: Some("broken cup".into()),
+        amount: Money::from_fen(300),
+        total: Money::from_fen(1000),
+        notify_url: "https://atrium.example.com/n".into(),
+    };
+
+    client.close_order(&account(), "T0000001").await.unwrap();
+    let accepted = client.refund(&account(), &refund).await.unwrap();
+    let params = client.pay_params(&account(), "wx-prepay-1").unwrap();
+
+    assert_eq!(
+        (accepted.status, accepted.refund_id.as_deref(), accepted.amount),
+        (RefundStatus::Processing, Some("5000"), Some(Money::from_fen(300)))
+    );
+    assert_eq!(platform.hits("/v3/pay/transactions/out-trade-no/T0000001/close"), 1);
+    assert_eq!((params.package.as_str(), params.sign_type.as_str(), params.app_id.as_str()), ("prepay_id=wx-prepay-1", "RSA", "wx_mp"));
+    let message = atrium_wechat::pay::sign::pay_sign_message(&params.app_id, &params.time_stamp, &params.nonce_str, &params.package);
+    assert_eq!(params.pay_sign, MerchantSigner::from_pem(&fixture("merchant_key.pem")).unwrap().sign(&message).unwrap());
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn the_trade_bill_is_downloaded_checked_and_parsed() {
+    let platform = Platform::start().await;
+    let client = platform.client(Arc::new(Recorder::default()));
+    let day = |d| chrono::NaiveDate::from_ymd_opt(2026, 3, d).unwrap();
+
+    let lines = client.trade_bill(&account(), day(31)).await.unwrap();
+    let empty = client.trade_bill(&account(), day(30)).await.unwrap();
+    let corrupt = client.trade_bill(&account(), day(29)).await.unwrap_err();
+
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines[3].amount, Money::from_fen(1_234_567_890));
+    assert!(empty.is_empty(), "NO_STATEMENT_EXIST is an empty day");
+    assert!(matches!(corrupt, PayPlatformError::Unavailable(ref m) if m.contains("SHA-1")), "{corrupt:?}");
+    platform.stop().await;
+}
