@@ -50,8 +50,28 @@ macro_rules! ascii_code {
             }
         }
 
-        atrium_kernel::string_schema!($name => $desc);
+        #[cfg(feature = "openapi")]
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                let pattern = code_pattern($min, $max, $extra);
+                atrium_kernel::schema::string_schema($desc, Some(&pattern), None, None)
+            }
+        }
+
+        #[cfg(feature = "openapi")]
+        impl utoipa::ToSchema for $name {}
     };
+}
+
+/// What `parse_code` accepts, as a schema pattern (`-` escaped, the other extras literal in a
+/// character class).
+#[cfg(feature = "openapi")]
+fn code_pattern(min: usize, max: usize, extra: &str) -> String {
+    let mut class: String = extra.chars().filter(|c| *c != '-').collect();
+    if extra.contains('-') {
+        class.push_str("\\-");
+    }
+    format!("^[0-9A-Za-z{class}]{{{min},{max}}}$")
 }
 
 fn parse_code(raw: &str, min: usize, max: usize, extra: &str) -> Result<String, String> {
@@ -176,7 +196,15 @@ impl fmt::Debug for ApiV3Key {
     }
 }
 
-atrium_kernel::string_schema!(ApiV3Key => "32 printable ASCII characters; write-only");
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for ApiV3Key {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        atrium_kernel::schema::string_schema("32 printable ASCII characters; write-only", Some("^[!-~]{32}$"), None, None)
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for ApiV3Key {}
 
 /// `PUT /miniprogram/payment/config`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
