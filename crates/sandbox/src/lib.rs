@@ -27,10 +27,14 @@
 
 mod mp;
 mod outbox;
+mod pay;
 mod platform;
 
 pub use mp::{INJECTABLE_PATHS, SubscribeRecord, TemplateValue};
 pub use outbox::{OutboxMessage, SandboxOutbox};
+pub use pay::{
+    HOLD_DUPLICATE, MAX_REFUNDS_PER_ORDER, NotifyAttempt, PayNotification, PaymentResult, RefundResult, SandboxMerchant, SettleReport,
+};
 pub use platform::Sandbox;
 
 /// The website-login app the sandbox knows by default.

@@ -3,11 +3,12 @@ use rand::RngCore;
 use serde::Deserialize;
 use serde_json::json;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use url::Url;
 
 use crate::mp::{self, MpState};
 use crate::outbox::SandboxOutbox;
+use crate::pay::{self, PayState};
 use crate::{SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET};
 
 #[derive(Debug, Clone)]
@@ -25,6 +26,8 @@ pub(crate) struct State {
     codes: HashMap<String, IssuedCode>,
     /// Access tokens, subscribe messages and the controls that steer them.
     pub(crate) mp: MpState,
+    /// Merchants, orders, refunds and notifications of the pay platform.
+    pub(crate) pay: PayState,
 }
 
 /// The sandbox platform. Cheap to clone; clones share state.
@@ -32,7 +35,9 @@ pub(crate) struct State {
 pub struct Sandbox {
     state: Arc<Mutex<State>>,
     outbox: SandboxOutbox,
-    http: reqwest::Client,
+    pub(crate) http: reqwest::Client,
+    /// The pay platform's key pair, made on first use (RSA generation takes a moment).
+    pub(crate) pay_keys: Arc<OnceLock<Result<pay::PlatformKeyPair, String>>>,
 }
 
 impl Default for Sandbox {
@@ -48,7 +53,12 @@ impl Sandbox {
         let mut state = State::default();
         state.apps.insert(SANDBOX_LOGIN_APPID.into(), SANDBOX_LOGIN_SECRET.into());
         state.apps.insert(SANDBOX_MP_APPID.into(), SANDBOX_MP_SECRET.into());
-        Sandbox { state: Arc::new(Mutex::new(state)), outbox: SandboxOutbox::default(), http: reqwest::Client::new() }
+        Sandbox {
+            state: Arc::new(Mutex::new(state)),
+            outbox: SandboxOutbox::default(),
+            http: reqwest::Client::new(),
+            pay_keys: Arc::new(OnceLock::new()),
+        }
     }
 
     /// Accept another app id with its secret.
@@ -77,7 +87,14 @@ impl Sandbox {
             .route("/control/fail", web::post().to(mp::control_fail))
             .route("/control/expire-tokens", web::post().to(mp::control_expire_tokens))
             .route("/messages", web::get().to(mp::messages))
-            .route("/outbox", web::get().to(outbox));
+            .route("/outbox", web::get().to(outbox))
+            .route("/control/merchant", web::post().to(pay::control_merchant))
+            .route("/control/pay", web::post().to(pay::control_pay))
+            .route("/control/refund", web::post().to(pay::control_refund))
+            .route("/control/notify-fail", web::post().to(pay::control_notify_fail))
+            .route("/control/pay-fail", web::post().to(pay::control_pay_fail))
+            .route("/control/notifications", web::get().to(pay::control_notifications))
+            .service(web::scope("/pay").default_service(web::to(pay::entry)));
     }
 
     /// Plays a scan: issues a code for `openid`/`unionid` and returns the redirect URL.

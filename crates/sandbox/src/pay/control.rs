@@ -1,0 +1,131 @@
+//! The pay platform's control calls over HTTP; each has a Rust twin on [`Sandbox`].
+use actix_web::{HttpResponse, web};
+use atrium_miniprogram::PayParams;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{PaymentResult, RefundResult};
+use crate::platform::{Sandbox, bad_control};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MerchantRequest {
+    mchid: String,
+    appid: String,
+}
+
+pub(crate) async fn control_merchant(sb: web::Data<Sandbox>, body: web::Json<MerchantRequest>) -> HttpResponse {
+    // Key generation takes a moment: keep it off the worker's event loop.
+    let sandbox = sb.get_ref().clone();
+    let MerchantRequest { mchid, appid } = body.into_inner();
+    match web::block(move || sandbox.register_merchant(&mchid, &appid)).await {
+        Ok(Ok(merchant)) => HttpResponse::Ok().json(merchant),
+        Ok(Err(msg)) => bad_control(msg),
+        Err(_) => bad_control("merchant registration failed"),
+    }
+}
+
+/// `wx.requestPayment`'s parameters as the mini-program passes them.
+#[derive(Deserialize)]
+pub(crate) struct PayParamsBody {
+    #[serde(rename = "appId")]
+    app_id: String,
+    #[serde(rename = "timeStamp")]
+    time_stamp: String,
+    #[serde(rename = "nonceStr")]
+    nonce_str: String,
+    package: String,
+    #[serde(rename = "signType")]
+    sign_type: String,
+    #[serde(rename = "paySign")]
+    pay_sign: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PayRequest {
+    out_trade_no: Option<String>,
+    mchid: Option<String>,
+    result: PaymentResult,
+    pay_params: Option<PayParamsBody>,
+}
+
+pub(crate) async fn control_pay(sb: web::Data<Sandbox>, body: web::Json<PayRequest>) -> HttpResponse {
+    let body = body.into_inner();
+    let (mchid, out_trade_no) = match (body.pay_params, body.out_trade_no) {
+        (Some(p), named) => {
+            let params = PayParams {
+                app_id: p.app_id,
+                time_stamp: p.time_stamp,
+                nonce_str: p.nonce_str,
+                package: p.package,
+                sign_type: p.sign_type,
+                pay_sign: p.pay_sign,
+            };
+            match sb.check_pay_params(&params) {
+                Ok((m, no)) if named.as_ref().is_none_or(|n| *n == no) && body.mchid.as_ref().is_none_or(|w| *w == m) => (Some(m), no),
+                Ok(_) => return bad_control("pay_params are for another order"),
+                Err(msg) => return bad_control(msg),
+            }
+        }
+        (None, Some(no)) => (body.mchid, no),
+        (None, None) => return bad_control("name the order: out_trade_no or pay_params"),
+    };
+    match sb.pay_order(mchid.as_deref(), &out_trade_no, body.result).await {
+        Ok(report) => HttpResponse::Ok().json(report),
+        Err(msg) => bad_control(msg),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RefundRequest {
+    out_refund_no: String,
+    mchid: Option<String>,
+    result: RefundResult,
+}
+
+pub(crate) async fn control_refund(sb: web::Data<Sandbox>, body: web::Json<RefundRequest>) -> HttpResponse {
+    match sb.settle_refund(body.mchid.as_deref(), &body.out_refund_no, body.result).await {
+        Ok(report) => HttpResponse::Ok().json(report),
+        Err(msg) => bad_control(msg),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NotifyFailRequest {
+    times: u32,
+}
+
+pub(crate) async fn control_notify_fail(sb: web::Data<Sandbox>, body: web::Json<NotifyFailRequest>) -> HttpResponse {
+    sb.fail_next_notifications(body.times);
+    HttpResponse::Ok().json(json!({"times": body.times}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PayFailRequest {
+    path: String,
+    status: u16,
+    code: Option<String>,
+    times: Option<u32>,
+}
+
+pub(crate) async fn control_pay_fail(sb: web::Data<Sandbox>, body: web::Json<PayFailRequest>) -> HttpResponse {
+    let times = body.times.unwrap_or(1);
+    let code = body.code.clone().unwrap_or_else(|| if body.status >= 500 { "SYSTEM_ERROR".into() } else { "INVALID_REQUEST".into() });
+    match sb.fail_next_pay_call(&body.path, body.status, &code, times) {
+        Ok(()) => HttpResponse::Ok().json(json!({"path": body.path, "status": body.status, "code": code, "times": times})),
+        Err(msg) => bad_control(msg),
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct NotificationsQuery {
+    out_trade_no: Option<String>,
+}
+
+pub(crate) async fn control_notifications(sb: web::Data<Sandbox>, q: web::Query<NotificationsQuery>) -> HttpResponse {
+    HttpResponse::Ok().json(json!({"notifications": sb.pay_notifications(q.out_trade_no.as_deref())}))
+}

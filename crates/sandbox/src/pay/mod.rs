@@ -1,0 +1,940 @@
+//! The pay platform (API v3) on the same wire: a merchant registry, signed requests checked
+//! against the merchant certificate, answers signed with the sandbox's platform key (public-key
+//! mode), JSAPI orders, queries, closes, refunds, the trade bill, and signed, encrypted
+//! notifications. Everything the platform does on its own (the payer paying, a refund
+//! settling) is played by control calls.
+
+mod bill;
+mod control;
+mod keys;
+mod notify;
+
+pub(crate) use control::{
+    control_merchant, control_notifications, control_notify_fail, control_pay, control_pay_fail, control_refund,
+};
+pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification};
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use atrium_miniprogram::{MerchantAccount, PlatformKey, Secret, TradeState};
+use chrono::{DateTime, FixedOffset, Utc};
+use keys::IssuedMerchantKeys;
+pub(crate) use keys::PlatformKeyPair;
+use openssl::pkey::{PKey, Public};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::time::Duration;
+
+use crate::platform::{Sandbox, random_hex};
+
+const KEEP_MERCHANTS: usize = 1_000;
+const KEEP_ORDERS: usize = 100_000;
+const KEEP_BILLS: usize = 100;
+const KEEP_FAILURES: usize = 100;
+/// Refunds one order may have, as on the platform.
+pub const MAX_REFUNDS_PER_ORDER: usize = 50;
+
+/// China Standard Time, the platform's clock for times and bill days.
+pub(crate) fn cst() -> FixedOffset {
+    FixedOffset::east_opt(8 * 3600).unwrap_or_else(|| FixedOffset::east_opt(0).unwrap_or_else(|| unreachable!()))
+}
+
+/// A time as the platform writes it: RFC 3339 in China Standard Time, whole seconds.
+pub(crate) fn platform_time(t: DateTime<Utc>) -> String {
+    t.with_timezone(&cst()).to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+}
+
+/// Everything a tenant uploads to use a merchant account registered with the sandbox: answer
+/// of `POST {prefix}/control/merchant` and [`Sandbox::register_merchant`]. `Debug` hides the
+/// private key and the APIv3 key.
+#[derive(Clone, Serialize, PartialEq, Eq)]
+pub struct SandboxMerchant {
+    pub mchid: String,
+    pub appid: String,
+    /// PKCS#8 PEM RSA-2048 merchant private key.
+    pub private_key_pem: String,
+    /// PEM X.509 certificate of that key, valid for one year.
+    pub certificate_pem: String,
+    /// The certificate's serial, upper-case hex.
+    pub merchant_serial_no: String,
+    /// 32 characters.
+    pub api_v3_key: String,
+    /// The sandbox's platform public key (PEM), which signs answers and notifications.
+    pub platform_public_key_pem: String,
+    /// Its id, `PUB_KEY_ID_…`, sent as `Wechatpay-Serial`.
+    pub platform_public_key_id: String,
+    /// The certificate's expiry.
+    pub not_after: DateTime<Utc>,
+}
+
+impl fmt::Debug for SandboxMerchant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SandboxMerchant")
+            .field("mchid", &self.mchid)
+            .field("appid", &self.appid)
+            .field("merchant_serial_no", &self.merchant_serial_no)
+            .field("platform_public_key_id", &self.platform_public_key_id)
+            .field("not_after", &self.not_after)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SandboxMerchant {
+    /// The merchant account the pay client needs to act for this merchant.
+    pub fn account(&self) -> MerchantAccount {
+        MerchantAccount {
+            mchid: self.mchid.clone(),
+            appid: self.appid.clone(),
+            serial_no: self.merchant_serial_no.clone(),
+            private_key: Secret::new(self.private_key_pem.clone()),
+            api_v3_key: Secret::new(self.api_v3_key.clone()),
+            platform_keys: vec![PlatformKey { id: self.platform_public_key_id.clone(), pem: self.platform_public_key_pem.clone() }],
+        }
+    }
+}
+
+/// What the payer does in `POST {prefix}/control/pay`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum PaymentResult {
+    /// Paid: `SUCCESS`, and a `TRANSACTION.SUCCESS` notification follows.
+    Success,
+    /// The payment failed (`PAYERROR`); like the platform, no notification follows.
+    PayError,
+}
+
+/// How a refund settles in `POST {prefix}/control/refund`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum RefundResult {
+    Success,
+    Abnormal,
+    Closed,
+}
+
+impl RefundResult {
+    fn status(self) -> &'static str {
+        match self {
+            RefundResult::Success => "SUCCESS",
+            RefundResult::Abnormal => "ABNORMAL",
+            RefundResult::Closed => "CLOSED",
+        }
+    }
+}
+
+/// The outcome of a control call that moves an order or a refund, with the notification it
+/// caused (its first delivery attempt already made).
+#[derive(Debug, Clone, Serialize)]
+pub struct SettleReport {
+    pub mchid: String,
+    pub out_trade_no: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_refund_no: Option<String>,
+    /// The order's `trade_state` afterwards.
+    pub trade_state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refund_status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transaction_id: Option<String>,
+    pub notification: Option<PayNotification>,
+}
+
+/// A merchant as the sandbox keeps it.
+pub(crate) struct Merchant {
+    pub(crate) issued: SandboxMerchant,
+    pub(crate) public_key: PKey<Public>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Order {
+    pub(crate) mchid: String,
+    pub(crate) appid: String,
+    pub(crate) out_trade_no: String,
+    pub(crate) description: String,
+    pub(crate) attach: Option<String>,
+    pub(crate) notify_url: String,
+    pub(crate) total: i64,
+    pub(crate) openid: String,
+    pub(crate) time_expire: Option<DateTime<Utc>>,
+    pub(crate) prepay_id: String,
+    pub(crate) state: TradeState,
+    pub(crate) transaction_id: Option<String>,
+    pub(crate) success_time: Option<DateTime<Utc>>,
+    pub(crate) refunds: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Refund {
+    pub(crate) mchid: String,
+    pub(crate) out_refund_no: String,
+    pub(crate) out_trade_no: String,
+    pub(crate) refund_id: String,
+    pub(crate) amount: i64,
+    pub(crate) notify_url: String,
+    /// `PROCESSING`, `SUCCESS`, `ABNORMAL` or `CLOSED`.
+    pub(crate) status: &'static str,
+    pub(crate) created_at: DateTime<Utc>,
+    pub(crate) success_time: Option<DateTime<Utc>>,
+}
+
+struct InjectedPayFailure {
+    path: String,
+    status: u16,
+    code: String,
+    remaining: u32,
+}
+
+/// The pay platform's state, inside the sandbox's one lock.
+pub(crate) struct PayState {
+    pub(crate) merchants: HashMap<String, Merchant>,
+    /// (mchid, out_trade_no) → order.
+    pub(crate) orders: HashMap<(String, String), Order>,
+    /// (mchid, out_refund_no) → refund.
+    pub(crate) refunds: HashMap<(String, String), Refund>,
+    /// token → (mchid, bill bytes).
+    bills: VecDeque<(String, String, Vec<u8>)>,
+    failures: Vec<InjectedPayFailure>,
+    next_id: u64,
+    pub(crate) notify: notify::NotifyState,
+}
+
+impl Default for PayState {
+    fn default() -> Self {
+        PayState {
+            merchants: HashMap::new(),
+            orders: HashMap::new(),
+            refunds: HashMap::new(),
+            bills: VecDeque::new(),
+            failures: Vec::new(),
+            next_id: 0,
+            notify: notify::NotifyState::default(),
+        }
+    }
+}
+
+impl PayState {
+    /// A fresh sequence number for the platform's own ids.
+    fn next(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn injected(&mut self, path: &str) -> Option<(u16, String)> {
+        let i = self.failures.iter().position(|f| match f.path.strip_suffix('*') {
+            Some(prefix) => path.starts_with(prefix),
+            None => f.path == path,
+        })?;
+        let f = &mut self.failures[i];
+        let out = (f.status, f.code.clone());
+        f.remaining -= 1;
+        if f.remaining == 0 {
+            self.failures.remove(i);
+        }
+        Some(out)
+    }
+
+    /// The one order named `out_trade_no` (of `mchid` when given).
+    pub(crate) fn find_order(&self, mchid: Option<&str>, out_trade_no: &str) -> Result<(String, String), String> {
+        let mut found = self.orders.keys().filter(|(m, no)| no == out_trade_no && mchid.is_none_or(|want| want == m));
+        match (found.next(), found.next()) {
+            (Some(key), None) => Ok(key.clone()),
+            (None, _) => Err(format!("no order {out_trade_no}")),
+            (Some(_), Some(_)) => Err(format!("several merchants have an order {out_trade_no}: name the mchid")),
+        }
+    }
+
+    pub(crate) fn find_refund(&self, mchid: Option<&str>, out_refund_no: &str) -> Result<(String, String), String> {
+        let mut found = self.refunds.keys().filter(|(m, no)| no == out_refund_no && mchid.is_none_or(|want| want == m));
+        match (found.next(), found.next()) {
+            (Some(key), None) => Ok(key.clone()),
+            (None, _) => Err(format!("no refund {out_refund_no}")),
+            (Some(_), Some(_)) => Err(format!("several merchants have a refund {out_refund_no}: name the mchid")),
+        }
+    }
+}
+
+/// An answer before signing.
+pub(crate) struct Answer {
+    status: u16,
+    body: Option<Value>,
+}
+
+impl Answer {
+    fn ok(body: Value) -> Self {
+        Answer { status: 200, body: Some(body) }
+    }
+
+    fn no_content() -> Self {
+        Answer { status: 204, body: None }
+    }
+
+    fn error(status: u16, code: &str, message: impl Into<String>) -> Self {
+        Answer { status, body: Some(json!({"code": code, "message": message.into()})) }
+    }
+
+    fn param(field: &str, issue: impl Into<String>) -> Self {
+        let issue = issue.into();
+        Answer {
+            status: 400,
+            body: Some(json!({
+                "code": "PARAM_ERROR",
+                "message": format!("{field}: {issue}"),
+                "detail": {"field": field, "location": "body", "issue": issue},
+            })),
+        }
+    }
+}
+
+/// Transaction JSON as the query answer and the `TRANSACTION.*` resource write it.
+pub(crate) fn transaction_json(order: &Order) -> Value {
+    let state: &'static str = order.state.into();
+    let desc = match order.state {
+        TradeState::NotPay => "订单未支付",
+        TradeState::Success => "支付成功",
+        TradeState::Refund => "转入退款",
+        TradeState::Closed => "订单已关闭",
+        TradeState::PayError => "支付失败，请重新下单支付",
+        TradeState::UserPaying => "用户支付中",
+        TradeState::Revoked => "已撤销",
+    };
+    let mut answer = json!({
+        "appid": order.appid,
+        "mchid": order.mchid,
+        "out_trade_no": order.out_trade_no,
+        "trade_type": "JSAPI",
+        "trade_state": state,
+        "trade_state_desc": desc,
+        "attach": order.attach.clone().unwrap_or_default(),
+        "payer": {"openid": order.openid},
+        "amount": {"total": order.total, "currency": "CNY"},
+    });
+    if let (Some(txid), Some(at)) = (&order.transaction_id, order.success_time) {
+        answer["transaction_id"] = json!(txid);
+        answer["success_time"] = json!(platform_time(at));
+        answer["bank_type"] = json!("OTHERS");
+        answer["amount"] = json!({"total": order.total, "payer_total": order.total, "currency": "CNY", "payer_currency": "CNY"});
+    }
+    answer
+}
+
+/// Refund JSON as the refund answers write it (`status`); the `REFUND.*` resource renames it.
+pub(crate) fn refund_json(refund: &Refund, order: &Order) -> Value {
+    let mut answer = json!({
+        "refund_id": refund.refund_id,
+        "out_refund_no": refund.out_refund_no,
+        "transaction_id": order.transaction_id.clone().unwrap_or_default(),
+        "out_trade_no": refund.out_trade_no,
+        "channel": "ORIGINAL",
+        "user_received_account": "支付用户零钱",
+        "create_time": platform_time(refund.created_at),
+        "status": refund.status,
+        "funds_account": "AVAILABLE",
+        "amount": {
+            "total": order.total,
+            "refund": refund.amount,
+            "payer_total": order.total,
+            "payer_refund": refund.amount,
+            "settlement_total": order.total,
+            "settlement_refund": refund.amount,
+            "discount_refund": 0,
+            "refund_fee": 0,
+            "currency": "CNY",
+        },
+    });
+    if let Some(at) = refund.success_time {
+        answer["success_time"] = json!(platform_time(at));
+    }
+    answer
+}
+
+fn is_out_trade_no(s: &str) -> bool {
+    (6..=32).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'*'))
+}
+
+fn is_out_refund_no(s: &str) -> bool {
+    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'|' | b'*' | b'@'))
+}
+
+/// `https://…`, or `http://` to a loopback host; no query, no fragment, at most 256 bytes.
+fn check_notify_url(raw: &str) -> Result<(), String> {
+    if raw.len() > 256 {
+        return Err("is longer than 256 bytes".into());
+    }
+    let url = url::Url::parse(raw).map_err(|_| "is not an absolute URL".to_owned())?;
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err("must not carry a query or a fragment".into());
+    }
+    match (url.scheme(), url.host()) {
+        ("https", Some(_)) => Ok(()),
+        ("http", Some(url::Host::Domain(d))) if d.eq_ignore_ascii_case("localhost") => Ok(()),
+        ("http", Some(url::Host::Ipv4(ip))) if ip.is_loopback() => Ok(()),
+        ("http", Some(url::Host::Ipv6(ip))) if ip.is_loopback() => Ok(()),
+        _ => Err("must be https (plain http only to a loopback host)".into()),
+    }
+}
+
+fn str_field<'a>(body: &'a Value, field: &str) -> Result<&'a str, Answer> {
+    match body.get(field) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        Some(Value::String(_)) | None | Some(Value::Null) => Err(Answer::param(field, "is required")),
+        Some(_) => Err(Answer::param(field, "must be a string")),
+    }
+}
+
+fn opt_str_field<'a>(body: &'a Value, field: &str) -> Result<Option<&'a str>, Answer> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(Answer::param(field, "must be a string")),
+    }
+}
+
+fn amount_field(body: &Value, field: &str) -> Result<i64, Answer> {
+    let name = format!("amount.{field}");
+    let amount = body.get("amount").filter(|a| a.is_object()).ok_or_else(|| Answer::param("amount", "is required"))?;
+    if let Some(c) = amount.get("currency").filter(|c| !c.is_null()) {
+        if c.as_str() != Some("CNY") {
+            return Err(Answer::param("amount.currency", "must be CNY"));
+        }
+    }
+    match amount.get(field).and_then(Value::as_i64) {
+        Some(v) if v >= 1 => Ok(v),
+        Some(_) => Err(Answer::param(&name, "must be at least 1 fen")),
+        None => Err(Answer::param(&name, "is required and must be an integer (fen)")),
+    }
+}
+
+impl Sandbox {
+    /// The sandbox's platform key pair, made on first use.
+    pub(crate) fn platform_keys(&self) -> Result<&PlatformKeyPair, String> {
+        self.pay_keys.get_or_init(PlatformKeyPair::generate).as_ref().map_err(Clone::clone)
+    }
+
+    /// The id of the platform public key the sandbox signs with (`PUB_KEY_ID_…`).
+    pub fn platform_public_key_id(&self) -> Result<String, String> {
+        self.platform_keys().map(|k| k.id.clone())
+    }
+
+    /// The platform public key the sandbox signs with, PEM.
+    pub fn platform_public_key_pem(&self) -> Result<String, String> {
+        self.platform_keys().map(|k| k.public_pem.clone())
+    }
+
+    /// Registers merchant `mchid` for mini-program `appid`: a fresh RSA-2048 merchant key, a
+    /// certificate for it (one year), a 32-character APIv3 key, and the sandbox's platform
+    /// public key with its id. Registering a known `mchid` again with the same `appid` answers
+    /// the same material; with another `appid` it is refused.
+    pub fn register_merchant(&self, mchid: &str, appid: &str) -> Result<SandboxMerchant, String> {
+        if mchid.is_empty() || mchid.len() > 32 || !mchid.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err("mchid must be 1 to 32 letters or digits".into());
+        }
+        if appid.is_empty() || appid.len() > 32 || !appid.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err("appid must be 1 to 32 letters, digits or underscores".into());
+        }
+        if let Some(known) = self.lock().pay.merchants.get(mchid) {
+            return if known.issued.appid == appid {
+                Ok(known.issued.clone())
+            } else {
+                Err(format!("merchant {mchid} is registered for another appid"))
+            };
+        }
+        let platform = self.platform_keys()?;
+        let IssuedMerchantKeys { private_key_pem, certificate_pem, serial_no, not_after, public_key, api_v3_key } =
+            keys::issue_merchant_keys(mchid)?;
+        let issued = SandboxMerchant {
+            mchid: mchid.to_owned(),
+            appid: appid.to_owned(),
+            private_key_pem,
+            certificate_pem,
+            merchant_serial_no: serial_no,
+            api_v3_key,
+            platform_public_key_pem: platform.public_pem.clone(),
+            platform_public_key_id: platform.id.clone(),
+            not_after,
+        };
+        let mut state = self.lock();
+        let merchants = &mut state.pay.merchants;
+        if let Some(known) = merchants.get(mchid) {
+            // Registered concurrently: the first one stands.
+            return if known.issued.appid == appid { Ok(known.issued.clone()) } else { Err(format!("merchant {mchid} is registered")) };
+        }
+        if merchants.len() >= KEEP_MERCHANTS {
+            return Err(format!("the sandbox keeps at most {KEEP_MERCHANTS} merchants"));
+        }
+        merchants.insert(mchid.to_owned(), Merchant { issued: issued.clone(), public_key });
+        log::info!("sandbox pay platform registered merchant {mchid} for {appid} (serial {})", issued.merchant_serial_no);
+        Ok(issued)
+    }
+
+    /// The material a registered merchant was issued.
+    pub fn merchant(&self, mchid: &str) -> Option<SandboxMerchant> {
+        self.lock().pay.merchants.get(mchid).map(|m| m.issued.clone())
+    }
+
+    /// The `trade_state` of order `out_trade_no` of `mchid`, if the sandbox has it.
+    pub fn trade_state(&self, mchid: &str, out_trade_no: &str) -> Option<TradeState> {
+        self.lock().pay.orders.get(&(mchid.to_owned(), out_trade_no.to_owned())).map(|o| o.state)
+    }
+
+    /// Makes the next `times` calls to pay platform path `path` (relative to the pay mount and
+    /// without query, e.g. `/v3/pay/transactions/jsapi`; a trailing `*` matches any path with
+    /// that start) answer HTTP `status` (400–599) with `{"code": code}`, signed. Injections for
+    /// a path apply in the order they were made.
+    pub fn fail_next_pay_call(&self, path: &str, status: u16, code: &str, times: u32) -> Result<(), String> {
+        if !path.starts_with("/v3/") {
+            return Err("path must start with /v3/".into());
+        }
+        if !(400..=599).contains(&status) {
+            return Err("status must be 400 to 599".into());
+        }
+        if code.is_empty() {
+            return Err("code must not be empty".into());
+        }
+        if times == 0 {
+            return Ok(());
+        }
+        let mut state = self.lock();
+        if state.pay.failures.len() >= KEEP_FAILURES {
+            return Err(format!("at most {KEEP_FAILURES} injected failures may be pending"));
+        }
+        state.pay.failures.push(InjectedPayFailure { path: path.to_owned(), status, code: code.to_owned(), remaining: times });
+        Ok(())
+    }
+
+    /// Answers one pay platform call: `path` relative to the pay mount, `raw_path_and_query`
+    /// as signed, `base` the pay mount's absolute URL (for download addresses).
+    fn pay_call(&self, method: &str, path: &str, raw_path_and_query: &str, auth: Option<&str>, body: &[u8], base: &str) -> Answer {
+        if let Some((status, code)) = self.lock().pay.injected(path) {
+            return Answer::error(status, &code, "injected failure");
+        }
+        let mchid = match self.check_signature(method, raw_path_and_query, auth, body) {
+            Ok(mchid) => mchid,
+            Err(why) => {
+                log::info!("sandbox pay platform refused {method} {path}: {why}");
+                return Answer { status: 401, body: Some(json!({"code": "SIGN_ERROR", "message": why})) };
+            }
+        };
+        let json_body = || -> Result<Value, Answer> {
+            serde_json::from_slice::<Value>(body)
+                .ok()
+                .filter(Value::is_object)
+                .ok_or_else(|| Answer::error(400, "PARAM_ERROR", "the body is not a JSON object"))
+        };
+        let query: HashMap<String, String> =
+            raw_path_and_query.split_once('?').map(|(_, q)| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
+        let segments: Vec<String> = path.trim_start_matches('/').split('/').map(percent_decode).collect();
+        let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+        let result = match (method, segs.as_slice()) {
+            ("POST", ["v3", "pay", "transactions", "jsapi"]) => json_body().map(|b| self.jsapi(&mchid, &b)),
+            ("GET", ["v3", "pay", "transactions", "out-trade-no", no]) => Ok(self.query_order(&mchid, query.get("mchid"), no)),
+            ("POST", ["v3", "pay", "transactions", "out-trade-no", no, "close"]) => json_body().map(|b| self.close(&mchid, &b, no)),
+            ("POST", ["v3", "refund", "domestic", "refunds"]) => json_body().map(|b| self.refund(&mchid, &b)),
+            ("GET", ["v3", "refund", "domestic", "refunds", no]) => Ok(self.query_refund(&mchid, no)),
+            ("GET", ["v3", "bill", "tradebill"]) => Ok(self.trade_bill(&mchid, &query, base)),
+            ("GET", ["v3", "billdownload", "file"]) => return self.bill_file(&mchid, query.get("token")),
+            _ => Ok(Answer::error(404, "NOT_FOUND", format!("the sandbox pay platform has no {method} {path}"))),
+        };
+        result.unwrap_or_else(|refusal| refusal)
+    }
+
+    /// The mchid of a correctly signed request, or why it is refused.
+    fn check_signature(&self, method: &str, path_and_query: &str, auth: Option<&str>, body: &[u8]) -> Result<String, String> {
+        let auth = keys::parse_authorization(auth.ok_or("the Authorization header is missing")?)?;
+        let state = self.lock();
+        let merchant = state.pay.merchants.get(&auth.mchid).ok_or_else(|| {
+            format!("merchant {} is not registered with the sandbox (POST …/control/merchant registers it)", auth.mchid)
+        })?;
+        if auth.serial_no != merchant.issued.merchant_serial_no {
+            return Err(format!("serial_no {} is not the certificate of merchant {}", auth.serial_no, auth.mchid));
+        }
+        keys::verify_request(&merchant.public_key, &auth, method, path_and_query, body, Utc::now().timestamp())?;
+        Ok(auth.mchid)
+    }
+
+    fn jsapi(&self, mchid: &str, body: &Value) -> Answer {
+        let parsed = (|| {
+            let appid = str_field(body, "appid")?;
+            if str_field(body, "mchid")? != mchid {
+                return Err(Answer::param("mchid", "is not the merchant that signed the request"));
+            }
+            let description = str_field(body, "description")?;
+            if description.len() > 127 {
+                return Err(Answer::param("description", "is longer than 127 bytes"));
+            }
+            let out_trade_no = str_field(body, "out_trade_no")?;
+            if !is_out_trade_no(out_trade_no) {
+                return Err(Answer::param("out_trade_no", "must be 6 to 32 of 0-9 A-Z a-z _ - *"));
+            }
+            let notify_url = str_field(body, "notify_url")?;
+            check_notify_url(notify_url).map_err(|why| Answer::param("notify_url", why))?;
+            let attach = opt_str_field(body, "attach")?;
+            if attach.is_some_and(|a| a.len() > 128) {
+                return Err(Answer::param("attach", "is longer than 128 bytes"));
+            }
+            let time_expire = match opt_str_field(body, "time_expire")? {
+                None => None,
+                Some(t) => Some(
+                    DateTime::parse_from_rfc3339(t)
+                        .map_err(|_| Answer::param("time_expire", "must be an RFC 3339 time"))?
+                        .with_timezone(&Utc),
+                ),
+            };
+            if time_expire.is_some_and(|t| t <= Utc::now()) {
+                return Err(Answer::param("time_expire", "has passed"));
+            }
+            let total = amount_field(body, "total")?;
+            let openid = body.get("payer").map(|p| str_field(p, "openid")).unwrap_or_else(|| Err(Answer::param("payer.openid", "is required")))?;
+            Ok(Order {
+                mchid: mchid.to_owned(),
+                appid: appid.to_owned(),
+                out_trade_no: out_trade_no.to_owned(),
+                description: description.to_owned(),
+                attach: attach.map(str::to_owned),
+                notify_url: notify_url.to_owned(),
+                total,
+                openid: openid.to_owned(),
+                time_expire,
+                prepay_id: String::new(),
+                state: TradeState::NotPay,
+                transaction_id: None,
+                success_time: None,
+                refunds: Vec::new(),
+            })
+        })();
+        let mut order = match parsed {
+            Ok(o) => o,
+            Err(refusal) => return refusal,
+        };
+        let mut state = self.lock();
+        let pay = &mut state.pay;
+        if pay.merchants.get(mchid).is_none_or(|m| m.issued.appid != order.appid) {
+            return Answer::error(400, "APPID_MCHID_NOT_MATCH", "appid and mchid do not belong together");
+        }
+        let key = (mchid.to_owned(), order.out_trade_no.clone());
+        if let Some(known) = pay.orders.get(&key) {
+            let same = known.appid == order.appid
+                && known.description == order.description
+                && known.total == order.total
+                && known.openid == order.openid
+                && known.notify_url == order.notify_url
+                && known.attach == order.attach;
+            return match known.state {
+                _ if !same => Answer::error(400, "INVALID_REQUEST", "out_trade_no is already used with other details"),
+                TradeState::Success | TradeState::Refund => Answer::error(400, "ORDERPAID", "the order is paid"),
+                TradeState::Closed | TradeState::Revoked => Answer::error(400, "ORDER_CLOSED", "the order is closed"),
+                _ => Answer::ok(json!({"prepay_id": known.prepay_id})),
+            };
+        }
+        if pay.orders.len() >= KEEP_ORDERS {
+            return Answer::error(429, "FREQUENCY_LIMITED", format!("the sandbox keeps at most {KEEP_ORDERS} orders"));
+        }
+        order.prepay_id = format!("wx{}{}", Utc::now().with_timezone(&cst()).format("%d%H%M%S"), random_hex(13));
+        log::info!("sandbox pay platform: order {} of {mchid}, {} fen", order.out_trade_no, order.total);
+        let answer = Answer::ok(json!({"prepay_id": order.prepay_id}));
+        pay.orders.insert(key, order);
+        answer
+    }
+
+    fn query_order(&self, mchid: &str, query_mchid: Option<&String>, out_trade_no: &str) -> Answer {
+        if query_mchid.map(String::as_str) != Some(mchid) {
+            return Answer::error(400, "PARAM_ERROR", "the query must name mchid, the merchant that signed the request");
+        }
+        match self.lock().pay.orders.get(&(mchid.to_owned(), out_trade_no.to_owned())) {
+            Some(order) => Answer::ok(transaction_json(order)),
+            None => Answer::error(404, "ORDER_NOT_EXIST", "the order does not exist"),
+        }
+    }
+
+    fn close(&self, mchid: &str, body: &Value, out_trade_no: &str) -> Answer {
+        match str_field(body, "mchid") {
+            Ok(m) if m == mchid => {}
+            Ok(_) => return Answer::param("mchid", "is not the merchant that signed the request"),
+            Err(refusal) => return refusal,
+        }
+        let mut state = self.lock();
+        let Some(order) = state.pay.orders.get_mut(&(mchid.to_owned(), out_trade_no.to_owned())) else {
+            return Answer::error(404, "ORDER_NOT_EXIST", "the order does not exist");
+        };
+        match order.state {
+            TradeState::Success | TradeState::Refund => Answer::error(400, "ORDERPAID", "the order is paid and cannot be closed"),
+            _ => {
+                order.state = TradeState::Closed;
+                Answer::no_content()
+            }
+        }
+    }
+
+    fn refund(&self, mchid: &str, body: &Value) -> Answer {
+        let parsed = (|| {
+            let out_refund_no = str_field(body, "out_refund_no")?;
+            if !is_out_refund_no(out_refund_no) {
+                return Err(Answer::param("out_refund_no", "must be 1 to 64 of 0-9 A-Z a-z _ - | * @"));
+            }
+            let out_trade_no = opt_str_field(body, "out_trade_no")?;
+            let transaction_id = opt_str_field(body, "transaction_id")?;
+            if out_trade_no.is_none() && transaction_id.is_none() {
+                return Err(Answer::param("out_trade_no", "or transaction_id is required"));
+            }
+            if opt_str_field(body, "reason")?.is_some_and(|r| r.len() > 80) {
+                return Err(Answer::param("reason", "is longer than 80 bytes"));
+            }
+            let notify_url = opt_str_field(body, "notify_url")?;
+            if let Some(url) = notify_url {
+                check_notify_url(url).map_err(|why| Answer::param("notify_url", why))?;
+            }
+            Ok((out_refund_no, out_trade_no, transaction_id, notify_url, amount_field(body, "refund")?, amount_field(body, "total")?))
+        })();
+        let (out_refund_no, out_trade_no, transaction_id, notify_url, amount, total) = match parsed {
+            Ok(p) => p,
+            Err(refusal) => return refusal,
+        };
+        let mut state = self.lock();
+        let pay = &mut state.pay;
+        let order_key = pay
+            .orders
+            .iter()
+            .find(|((m, no), o)| {
+                m == mchid && out_trade_no.is_none_or(|want| want == no) && transaction_id.is_none_or(|t| o.transaction_id.as_deref() == Some(t))
+            })
+            .map(|(k, _)| k.clone());
+        let Some(order_key) = order_key else { return Answer::error(404, "RESOURCE_NOT_EXISTS", "the order does not exist") };
+        let refund_key = (mchid.to_owned(), out_refund_no.to_owned());
+        if let Some(known) = pay.refunds.get(&refund_key) {
+            // One number, one refund: a retry gets the refund as it stands.
+            if known.out_trade_no != order_key.1 || known.amount != amount {
+                return Answer::error(400, "INVALID_REQUEST", "out_refund_no is already used with other details");
+            }
+            return match pay.orders.get(&order_key) {
+                Some(order) => Answer::ok(refund_json(known, order)),
+                None => Answer::error(404, "RESOURCE_NOT_EXISTS", "the order does not exist"),
+            };
+        }
+        let refunded: i64 = {
+            let Some(order) = pay.orders.get(&order_key) else { return Answer::error(404, "RESOURCE_NOT_EXISTS", "the order does not exist") };
+            if !order.state.is_paid() {
+                return Answer::error(400, "INVALID_REQUEST", "the order is not paid");
+            }
+            if order.total != total {
+                return Answer::param("amount.total", "is not the order's total");
+            }
+            if order.refunds.len() >= MAX_REFUNDS_PER_ORDER {
+                return Answer::error(403, "REFUND_TRANSACTION_ERROR", format!("an order has at most {MAX_REFUNDS_PER_ORDER} refunds"));
+            }
+            order
+                .refunds
+                .iter()
+                .filter_map(|no| pay.refunds.get(&(mchid.to_owned(), no.clone())))
+                .filter(|r| r.status != "CLOSED")
+                .map(|r| r.amount)
+                .sum()
+        };
+        let id = pay.next();
+        let Some(order) = pay.orders.get_mut(&order_key) else { return Answer::error(404, "RESOURCE_NOT_EXISTS", "the order does not exist") };
+        if amount > order.total - refunded {
+            return Answer::error(400, "INVALID_REQUEST", format!("the refund exceeds what is left to refund ({} fen)", order.total - refunded));
+        }
+        let refund = Refund {
+            mchid: mchid.to_owned(),
+            out_refund_no: out_refund_no.to_owned(),
+            out_trade_no: order.out_trade_no.clone(),
+            refund_id: format!("50{}{:012}", Utc::now().with_timezone(&cst()).format("%Y%m%d%H%M%S"), id),
+            amount,
+            notify_url: notify_url.map(str::to_owned).unwrap_or_else(|| order.notify_url.clone()),
+            status: "PROCESSING",
+            created_at: Utc::now(),
+            success_time: None,
+        };
+        order.refunds.push(refund.out_refund_no.clone());
+        order.state = TradeState::Refund;
+        let answer = Answer::ok(refund_json(&refund, order));
+        log::info!("sandbox pay platform: refund {out_refund_no} of {} ({amount} fen) processing", refund.out_trade_no);
+        pay.refunds.insert(refund_key, refund);
+        answer
+    }
+
+    fn query_refund(&self, mchid: &str, out_refund_no: &str) -> Answer {
+        let state = self.lock();
+        let refund = state.pay.refunds.get(&(mchid.to_owned(), out_refund_no.to_owned()));
+        match refund.and_then(|r| state.pay.orders.get(&(mchid.to_owned(), r.out_trade_no.clone())).map(|o| (r, o))) {
+            Some((refund, order)) => Answer::ok(refund_json(refund, order)),
+            None => Answer::error(404, "RESOURCE_NOT_EXISTS", "the refund does not exist"),
+        }
+    }
+
+    fn trade_bill(&self, mchid: &str, query: &HashMap<String, String>, base: &str) -> Answer {
+        let Some(date) = query.get("bill_date").and_then(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").ok()) else {
+            return Answer::error(400, "PARAM_ERROR", "bill_date must be YYYY-MM-DD");
+        };
+        let bill_type = query.get("bill_type").map_or("ALL", String::as_str);
+        if !["ALL", "SUCCESS", "REFUND"].contains(&bill_type) {
+            return Answer::error(400, "PARAM_ERROR", "bill_type must be ALL, SUCCESS or REFUND");
+        }
+        if query.contains_key("tar_type") {
+            return Answer::error(400, "PARAM_ERROR", "the sandbox serves uncompressed bills only: leave tar_type out");
+        }
+        let today = Utc::now().with_timezone(&cst()).date_naive();
+        if date > today {
+            return Answer::error(400, "PARAM_ERROR", "bill_date is in the future");
+        }
+        if date < today - chrono::Days::new(92) {
+            return Answer::error(400, "PARAM_ERROR", "bills are kept for three months");
+        }
+        let mut state = self.lock();
+        let pay = &mut state.pay;
+        let Some(text) = bill::trade_bill(pay, mchid, date, bill_type) else {
+            return Answer::error(400, "NO_STATEMENT_EXIST", "no bill for this day");
+        };
+        let token = random_hex(16);
+        let hash = hex::encode(openssl::sha::sha1(text.as_bytes()));
+        if pay.bills.len() >= KEEP_BILLS {
+            pay.bills.pop_front();
+        }
+        pay.bills.push_back((token.clone(), mchid.to_owned(), text.into_bytes()));
+        Answer::ok(json!({"hash_type": "SHA1", "hash_value": hash, "download_url": format!("{base}/v3/billdownload/file?token={token}")}))
+    }
+
+    /// The bill download: unsigned, as on the platform.
+    fn bill_file(&self, mchid: &str, token: Option<&String>) -> Answer {
+        let state = self.lock();
+        match state.pay.bills.iter().find(|(t, m, _)| Some(t) == token && m == mchid) {
+            Some((_, _, bytes)) => Answer { status: 200, body: Some(Value::String(String::from_utf8_lossy(bytes).into_owned())) },
+            None => Answer::error(404, "RESOURCE_NOT_EXISTS", "no bill with this token"),
+        }
+    }
+}
+
+/// Percent-decodes a path segment (bytes that do not form UTF-8 stay as they are lost: the
+/// segment then names nothing).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The pay platform's entry point: every request under `{prefix}/pay`.
+pub(crate) async fn entry(sb: web::Data<Sandbox>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
+    // The part of the path the scopes consumed ("{prefix}/pay"), as received: our prefix has no
+    // escapes, so its length is the same in the raw and in the decoded path.
+    let info = req.match_info();
+    let consumed = info.as_str().len().saturating_sub(info.unprocessed().len());
+    let raw = req.uri().path();
+    let (mount, rel) = if raw.get(..consumed) == info.as_str().get(..consumed) && raw.is_char_boundary(consumed) {
+        raw.split_at(consumed)
+    } else {
+        (raw, "")
+    };
+    let path_and_query = match req.uri().query() {
+        Some(q) => format!("{rel}?{q}"),
+        None => rel.to_owned(),
+    };
+    let base = {
+        let conn = req.connection_info();
+        format!("{}://{}{mount}", conn.scheme(), conn.host())
+    };
+    let auth = req.headers().get("Authorization").and_then(|h| h.to_str().ok());
+    let answer = sb.pay_call(req.method().as_str(), rel, &path_and_query, auth, &body, &base);
+    let download = rel == "/v3/billdownload/file" && answer.status == 200;
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = HttpResponse::build(status);
+    response.insert_header(("Request-ID", random_hex(16)));
+    let bytes = match &answer.body {
+        Some(Value::String(text)) if download => {
+            // The bill itself is not signed: its SHA-1 in the signed bill answer vouches for it.
+            return response.content_type("text/csv; charset=utf-8").body(text.clone());
+        }
+        Some(body) => body.to_string().into_bytes(),
+        None => Vec::new(),
+    };
+    match sb.platform_keys() {
+        Ok(platform) => {
+            let ts = Utc::now().timestamp().to_string();
+            let nonce = random_hex(16).to_uppercase();
+            match platform.sign_answer(&ts, &nonce, &bytes) {
+                Ok(signature) => {
+                    response
+                        .insert_header(("Wechatpay-Timestamp", ts))
+                        .insert_header(("Wechatpay-Nonce", nonce))
+                        .insert_header(("Wechatpay-Signature", signature))
+                        .insert_header(("Wechatpay-Serial", platform.id.clone()));
+                }
+                Err(e) => log::error!("sandbox pay platform could not sign an answer: {e}"),
+            }
+        }
+        Err(e) => log::error!("sandbox pay platform has no key: {e}"),
+    }
+    if bytes.is_empty() { response.finish() } else { response.content_type("application/json").body(bytes) }
+}
+
+/// Delays between notification attempts after a failed one: a few seconds, not the platform's
+/// hours.
+pub(crate) const DEFAULT_RETRY_DELAYS: [Duration; 3] = [Duration::from_secs(1), Duration::from_secs(3), Duration::from_secs(10)];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notify_urls_must_be_https_or_loopback_http_without_a_query() {
+        for ok in ["https://atrium.example.com/api/v1/miniprogram/payment/notify/3", "http://127.0.0.1:8080/n", "http://localhost/n", "http://[::1]:9/n"] {
+            assert!(check_notify_url(ok).is_ok(), "{ok}");
+        }
+        for bad in ["http://atrium.example.com/n", "https://a.example.com/n?x=1", "https://a.example.com/n#f", "/n", "ftp://127.0.0.1/n"] {
+            assert!(check_notify_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn out_trade_and_refund_numbers_follow_the_platforms_alphabets() {
+        assert!(is_out_trade_no("T00001") && is_out_trade_no("a_b-c*d_ef") && is_out_trade_no(&"9".repeat(32)));
+        assert!(!is_out_trade_no("T0001") && !is_out_trade_no(&"9".repeat(33)) && !is_out_trade_no("T0000|1"));
+        assert!(is_out_refund_no("R|1*2@3_-") && !is_out_refund_no("R 1") && !is_out_refund_no(&"9".repeat(65)));
+    }
+
+    #[test]
+    fn path_segments_are_percent_decoded() {
+        assert_eq!(percent_decode("R%7C1%2A2%403"), "R|1*2@3");
+        assert_eq!(percent_decode("100%"), "100%");
+    }
+
+    #[test]
+    fn a_merchant_is_registered_once_per_mchid() {
+        let sb = Sandbox::new();
+        let first = sb.register_merchant("1900000109", "wx_mp").unwrap();
+        assert_eq!(sb.register_merchant("1900000109", "wx_mp").unwrap(), first);
+        assert!(sb.register_merchant("1900000109", "wx_other").is_err());
+        assert!(sb.register_merchant("19 00", "wx_mp").is_err());
+        assert_eq!(first.platform_public_key_id, sb.platform_public_key_id().unwrap());
+        assert!(!format!("{first:?}").contains("PRIVATE KEY"));
+        assert!(!format!("{first:?}").contains(&first.api_v3_key));
+    }
+
+    #[test]
+    fn injected_pay_failures_match_exact_paths_or_starts_and_run_out() {
+        let sb = Sandbox::new();
+        sb.fail_next_pay_call("/v3/pay/transactions/out-trade-no/*", 500, "SYSTEM_ERROR", 2).unwrap();
+        let mut state = sb.lock();
+        assert_eq!(state.pay.injected("/v3/pay/transactions/jsapi"), None);
+        assert_eq!(state.pay.injected("/v3/pay/transactions/out-trade-no/T1"), Some((500, "SYSTEM_ERROR".into())));
+        assert_eq!(state.pay.injected("/v3/pay/transactions/out-trade-no/T2/close"), Some((500, "SYSTEM_ERROR".into())));
+        assert_eq!(state.pay.injected("/v3/pay/transactions/out-trade-no/T1"), None);
+        drop(state);
+        assert!(sb.fail_next_pay_call("/cgi-bin/token", 500, "X", 1).is_err());
+        assert!(sb.fail_next_pay_call("/v3/x", 200, "X", 1).is_err());
+    }
+}
