@@ -1,0 +1,411 @@
+//! The real pay client against the sandbox's pay platform, mounted as the server mounts it
+//! (`/sandbox`, so the client's base URL is `…/sandbox/pay`), with a loopback notify receiver
+//! on the same test server playing our notification endpoint.
+#![allow(clippy::unwrap_used)]
+
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use atrium_kernel::Money;
+use atrium_miniprogram::{
+    BillTradeState, EventResource, JsapiOrder, MerchantAccount, NotificationRequest, PayPlatform, PayPlatformError, PlatformKey,
+    RefundOrder, RefundStatus, Secret, TradeState,
+};
+use atrium_sandbox::Sandbox;
+use atrium_wechat::pay::sign::{MerchantSigner, PlatformVerifier, SignedHeaders, authorization, request_message};
+use atrium_wechat::{CallRecorder, WechatPay, WechatPayConfig};
+use serde_json::{Value, json};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const MCHID: &str = "1900000109";
+const APPID: &str = "wx_sandbox_mp";
+
+/// Our notification endpoint's stand-in: keeps what arrives, answers 500 while `fail` lasts.
+#[derive(Default)]
+struct Receiver {
+    got: Mutex<Vec<NotificationRequest>>,
+    fail: AtomicU32,
+}
+
+async fn receive(req: HttpRequest, body: web::Bytes, receiver: web::Data<Receiver>) -> HttpResponse {
+    let h = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    if receiver.fail.load(Ordering::SeqCst) > 0 {
+        receiver.fail.fetch_sub(1, Ordering::SeqCst);
+        return HttpResponse::InternalServerError().json(json!({"code": "FAIL", "message": "try later"}));
+    }
+    receiver.got.lock().unwrap().push(NotificationRequest {
+        timestamp: h("Wechatpay-Timestamp"),
+        nonce: h("Wechatpay-Nonce"),
+        signature: h("Wechatpay-Signature"),
+        serial: h("Wechatpay-Serial"),
+        body: body.to_vec(),
+    });
+    HttpResponse::NoContent().finish()
+}
+
+struct Env {
+    sandbox: Sandbox,
+    receiver: web::Data<Receiver>,
+    /// `http://127.0.0.1:port`
+    origin: String,
+    http: reqwest::Client,
+    handle: actix_web::dev::ServerHandle,
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<String>>);
+
+impl CallRecorder for Recorder {
+    fn record(&self, _endpoint: &str, errcode: &str, _elapsed: Duration) {
+        self.0.lock().unwrap().push(errcode.to_owned());
+    }
+}
+
+impl Env {
+    async fn start() -> Env {
+        let sandbox = Sandbox::new();
+        let receiver = web::Data::new(Receiver::default());
+        let (sb, rx) = (sandbox.clone(), receiver.clone());
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = HttpServer::new(move || {
+            let sb = sb.clone();
+            App::new()
+                .app_data(rx.clone())
+                .service(web::scope("/sandbox").configure(move |c| sb.configure(c)))
+                .route("/api/v1/miniprogram/payment/notify/{tenant}", web::post().to(receive))
+        })
+        .workers(2)
+        .disable_signals()
+        .listen(listener)
+        .unwrap()
+        .run();
+        let handle = server.handle();
+        tokio::spawn(server);
+        Env { sandbox, receiver, origin: format!("http://{addr}"), http: reqwest::Client::new(), handle }
+    }
+
+    fn client(&self) -> WechatPay {
+        self.client_recording(Arc::new(Recorder::default()))
+    }
+
+    fn client_recording(&self, recorder: Arc<Recorder>) -> WechatPay {
+        let config = WechatPayConfig {
+            base_url: format!("{}/sandbox/pay", self.origin),
+            timeout: Duration::from_secs(5),
+            retries: 2,
+            backoff: Duration::from_millis(20),
+        };
+        WechatPay::new(config).unwrap().with_recorder(recorder)
+    }
+
+    fn notify_url(&self) -> String {
+        format!("{}/api/v1/miniprogram/payment/notify/3", self.origin)
+    }
+
+    async fn control(&self, path: &str, body: Value) -> (u16, Value) {
+        let resp = self.http.post(format!("{}/sandbox/control/{path}", self.origin)).json(&body).send().await.unwrap();
+        (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+    }
+
+    /// The one documented call: what a tenant uploads, as the merchant account it becomes.
+    async fn register(&self) -> MerchantAccount {
+        let (status, m) = self.control("merchant", json!({"mchid": MCHID, "appid": APPID})).await;
+        assert_eq!(status, 200, "{m}");
+        let s = |k: &str| m[k].as_str().unwrap_or_else(|| panic!("{k} missing in {m}")).to_owned();
+        assert!(s("platform_public_key_id").starts_with("PUB_KEY_ID_"));
+        assert_eq!(s("api_v3_key").len(), 32);
+        MerchantAccount {
+            mchid: s("mchid"),
+            appid: s("appid"),
+            serial_no: s("merchant_serial_no"),
+            private_key: Secret::new(s("private_key_pem")),
+            api_v3_key: Secret::new(s("api_v3_key")),
+            platform_keys: vec![PlatformKey { id: s("platform_public_key_id"), pem: s("platform_public_key_pem") }],
+        }
+    }
+
+    fn order(&self, out_trade_no: &str, fen: i64) -> JsapiOrder {
+        JsapiOrder {
+            out_trade_no: out_trade_no.into(),
+            description: "Atrium 咖啡".into(),
+            amount: Money::from_fen(fen),
+            openid: "o-ann".into(),
+            attach: None,
+            time_expire: chrono::Utc::now() + chrono::Duration::hours(2),
+            notify_url: self.notify_url(),
+        }
+    }
+
+    fn refund(&self, out_trade_no: &str, out_refund_no: &str, fen: i64, total: i64) -> RefundOrder {
+        RefundOrder {
+            out_trade_no: out_trade_no.into(),
+            out_refund_no: out_refund_no.into(),
+            reason: Some("broken cup".into()),
+            amount: Money::from_fen(fen),
+            total: Money::from_fen(total),
+            notify_url: self.notify_url(),
+        }
+    }
+
+    fn received(&self) -> Vec<NotificationRequest> {
+        self.receiver.got.lock().unwrap().clone()
+    }
+
+    async fn wait_for_notifications(&self, n: usize) -> Vec<NotificationRequest> {
+        for _ in 0..100 {
+            if self.received().len() >= n {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.received()
+    }
+
+    async fn stop(self) {
+        self.handle.stop(false).await;
+    }
+}
+
+fn refused(err: &PayPlatformError) -> (u16, &str) {
+    match err {
+        PayPlatformError::Refused { status, code, .. } => (*status, code.as_str()),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_order_is_paid_notified_refunded_closed_and_billed_through_the_real_client() {
+    let env = Env::start().await;
+    let account = env.register().await;
+    let client = env.client();
+
+    // Order, and what the mini-program gets for wx.requestPayment, checked by the sandbox.
+    let prepay_id = client.jsapi_order(&account, &env.order("T_SBX_0001", 1000)).await.unwrap();
+    assert_eq!(client.jsapi_order(&account, &env.order("T_SBX_0001", 1000)).await.unwrap(), prepay_id, "same details, same prepay_id");
+    let params = client.pay_params(&account, &prepay_id).unwrap();
+    assert_eq!(client.query_order(&account, "T_SBX_0001").await.unwrap().trade_state, TradeState::NotPay);
+    let (status, paid) = env.control("pay", json!({"pay_params": params, "result": "SUCCESS"})).await;
+    assert_eq!(status, 200, "{paid}");
+    assert_eq!((paid["trade_state"].as_str(), paid["notification"]["delivered"].as_bool()), (Some("SUCCESS"), Some(true)), "{paid}");
+
+    // The notification verifies and decrypts with our client.
+    let got = env.wait_for_notifications(1).await;
+    let event = client.open_notification(&account, &got[0], chrono::Utc::now()).unwrap();
+    assert_eq!(event.event_type, "TRANSACTION.SUCCESS");
+    let EventResource::Transaction(tx) = event.resource else { panic!("{event:?}") };
+    assert_eq!((tx.out_trade_no.as_str(), tx.trade_state, tx.amount), ("T_SBX_0001", TradeState::Success, Some(Money::from_fen(1000))));
+    let queried = client.query_order(&account, "T_SBX_0001").await.unwrap();
+    assert_eq!((queried.trade_state, queried.payer_total), (TradeState::Success, Some(Money::from_fen(1000))));
+    assert_eq!(queried.transaction_id, tx.transaction_id);
+    assert!(queried.success_time.is_some());
+
+    // A partial refund (a number the client must percent-encode), then the platform settles it.
+    let accepted = client.refund(&account, &env.refund("T_SBX_0001", "R|0001", 300, 1000)).await.unwrap();
+    assert_eq!((accepted.status, accepted.amount), (RefundStatus::Processing, Some(Money::from_fen(300))));
+    assert_eq!(client.refund(&account, &env.refund("T_SBX_0001", "R|0001", 300, 1000)).await.unwrap().refund_id, accepted.refund_id);
+    assert_eq!(client.query_order(&account, "T_SBX_0001").await.unwrap().trade_state, TradeState::Refund);
+    let (status, settled) = env.control("refund", json!({"out_refund_no": "R|0001", "result": "SUCCESS"})).await;
+    assert_eq!(status, 200, "{settled}");
+    let got = env.wait_for_notifications(2).await;
+    let event = client.open_notification(&account, &got[1], chrono::Utc::now()).unwrap();
+    assert_eq!(event.event_type, "REFUND.SUCCESS");
+    let EventResource::Refund(refund) = event.resource else { panic!("{event:?}") };
+    assert_eq!((refund.out_refund_no.as_str(), refund.status, refund.amount), ("R|0001", RefundStatus::Succeeded, Some(Money::from_fen(300))));
+    let queried = client.query_refund(&account, "R|0001").await.unwrap();
+    assert_eq!((queried.status, queried.refund_id.clone(), queried.success_time.is_some()), (RefundStatus::Succeeded, accepted.refund_id, true));
+
+    // Another order is closed; closing again is a no-op; a closed order cannot be paid.
+    client.jsapi_order(&account, &env.order("T_SBX_0002", 50)).await.unwrap();
+    client.close_order(&account, "T_SBX_0002").await.unwrap();
+    client.close_order(&account, "T_SBX_0002").await.unwrap();
+    assert_eq!(client.query_order(&account, "T_SBX_0002").await.unwrap().trade_state, TradeState::Closed);
+    assert_eq!(env.control("pay", json!({"out_trade_no": "T_SBX_0002", "result": "SUCCESS"})).await.0, 400);
+    let paid_close = client.close_order(&account, "T_SBX_0001").await.unwrap_err();
+    assert_eq!(refused(&paid_close), (400, "ORDERPAID"));
+
+    // Today's bill: the payment and the refund; an empty day is no bill.
+    let today = chrono::Utc::now().with_timezone(&chrono::FixedOffset::east_opt(8 * 3600).unwrap()).date_naive();
+    let lines = client.trade_bill(&account, today).await.unwrap();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!((lines[0].out_trade_no.as_str(), lines[0].trade_state, lines[0].amount), ("T_SBX_0001", BillTradeState::Success, Money::from_fen(1000)));
+    assert_eq!(Some(lines[0].transaction_id.clone()), tx.transaction_id);
+    assert_eq!(lines[1].trade_state, BillTradeState::Refund);
+    let bill_refund = lines[1].refund.clone().unwrap();
+    assert_eq!((bill_refund.out_refund_no.as_str(), bill_refund.amount, bill_refund.status.as_str()), ("R|0001", Money::from_fen(300), "SUCCESS"));
+    assert!(client.trade_bill(&account, today - chrono::Days::new(1)).await.unwrap().is_empty());
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn the_sandbox_refuses_what_the_platform_refuses() {
+    let env = Env::start().await;
+    let account = env.register().await;
+    let client = env.client();
+    client.jsapi_order(&account, &env.order("T_SBX_0101", 1000)).await.unwrap();
+
+    let mut other = env.order("T_SBX_0101", 999);
+    let reused = client.jsapi_order(&account, &other).await.unwrap_err();
+    other.out_trade_no = "T_SBX_0102".into();
+    other.notify_url = "http://atrium.example.com/notify".into();
+    let plain_http = client.jsapi_order(&account, &other).await.unwrap_err();
+    other.notify_url = format!("{}?tenant=3", env.notify_url());
+    let with_query = client.jsapi_order(&account, &other).await.unwrap_err();
+    other.notify_url = env.notify_url();
+    other.amount = Money::from_fen(0);
+    let zero = client.jsapi_order(&account, &other).await.unwrap_err();
+    other.amount = Money::from_fen(1);
+    other.description = "咖".repeat(43);
+    let long = client.jsapi_order(&account, &other).await.unwrap_err();
+    let missing = client.query_order(&account, "T_NOWHERE").await.unwrap_err();
+    let unpaid_refund = client.refund(&account, &env.refund("T_SBX_0101", "R_0101", 100, 1000)).await.unwrap_err();
+
+    assert_eq!(refused(&reused), (400, "INVALID_REQUEST"));
+    assert_eq!(refused(&plain_http), (400, "PARAM_ERROR"));
+    assert_eq!(refused(&with_query), (400, "PARAM_ERROR"));
+    assert_eq!(refused(&zero), (400, "PARAM_ERROR"));
+    assert_eq!(refused(&long), (400, "PARAM_ERROR"));
+    assert_eq!(refused(&missing), (404, "ORDER_NOT_EXIST"));
+    assert_eq!(refused(&unpaid_refund), (400, "INVALID_REQUEST"));
+
+    env.sandbox.pay_order(None, "T_SBX_0101", atrium_sandbox::PaymentResult::Success).await.unwrap();
+    client.refund(&account, &env.refund("T_SBX_0101", "R_0101", 600, 1000)).await.unwrap();
+    let too_much = client.refund(&account, &env.refund("T_SBX_0101", "R_0102", 401, 1000)).await.unwrap_err();
+    let reused_refund = client.refund(&account, &env.refund("T_SBX_0101", "R_0101", 500, 1000)).await.unwrap_err();
+    assert_eq!(refused(&too_much), (400, "INVALID_REQUEST"));
+    assert_eq!(refused(&reused_refund), (400, "INVALID_REQUEST"));
+    // A closed refund frees its amount.
+    env.sandbox.settle_refund(None, "R_0101", atrium_sandbox::RefundResult::Closed).await.unwrap();
+    assert_eq!(client.query_refund(&account, "R_0101").await.unwrap().status, RefundStatus::Closed);
+    client.refund(&account, &env.refund("T_SBX_0101", "R_0102", 1000, 1000)).await.unwrap();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_tampered_request_signature_gets_sign_error() {
+    let env = Env::start().await;
+    let account = env.register().await;
+
+    // Signed for one body, sent with another.
+    let path = "/v3/pay/transactions/jsapi";
+    let ts = chrono::Utc::now().timestamp();
+    let signer = MerchantSigner::from_pem(account.private_key.expose()).unwrap();
+    let signature = signer.sign(&request_message("POST", path, ts, "N1", r#"{"a":1}"#)).unwrap();
+    let resp = env
+        .http
+        .post(format!("{}/sandbox/pay{path}", env.origin))
+        .header("Authorization", authorization(MCHID, &account.serial_no, ts, "N1", &signature))
+        .header("Content-Type", "application/json")
+        .body(r#"{"a":2}"#)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let h = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let headers =
+        SignedHeaders { timestamp: h("Wechatpay-Timestamp"), nonce: h("Wechatpay-Nonce"), signature: h("Wechatpay-Signature"), serial: h("Wechatpay-Serial") };
+    let body = resp.bytes().await.unwrap();
+    assert_eq!(status, 401);
+    assert_eq!(serde_json::from_slice::<Value>(&body).unwrap()["code"], "SIGN_ERROR");
+    // Even the refusal is signed by the platform.
+    PlatformVerifier::new(&account.platform_keys).unwrap().verify(&headers, &body, chrono::Utc::now().timestamp()).unwrap();
+
+    // Our client with a key that is not the certificate's.
+    let mut wrong = account.clone();
+    wrong.private_key =
+        Secret::new(std::fs::read_to_string(format!("{}/tests/fixtures/pay/other_key.pem", env!("CARGO_MANIFEST_DIR"))).unwrap());
+    let err = env.client().query_order(&wrong, "T_SBX_0201").await.unwrap_err();
+    assert_eq!(refused(&err), (401, "SIGN_ERROR"));
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn an_injected_500_is_retried_by_the_client_and_then_succeeds() {
+    let env = Env::start().await;
+    let account = env.register().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = env.client_recording(recorder.clone());
+    client.jsapi_order(&account, &env.order("T_SBX_0301", 100)).await.unwrap();
+    let (status, answer) =
+        env.control("pay-fail", json!({"path": "/v3/pay/transactions/out-trade-no/T_SBX_0301", "status": 500, "times": 1})).await;
+    assert_eq!(status, 200, "{answer}");
+
+    let tx = client.query_order(&account, "T_SBX_0301").await.unwrap();
+
+    assert_eq!(tx.trade_state, TradeState::NotPay);
+    assert_eq!(recorder.0.lock().unwrap().clone(), ["0", "http_5xx", "0"]);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_refused_notification_is_retried_until_accepted() {
+    let env = Env::start().await;
+    let account = env.register().await;
+    let client = env.client();
+    env.sandbox.set_notify_retry_delays(vec![Duration::from_millis(50), Duration::from_millis(50), Duration::from_millis(50)]);
+    env.receiver.fail.store(2, Ordering::SeqCst);
+    client.jsapi_order(&account, &env.order("T_SBX_0401", 100)).await.unwrap();
+
+    let report = env.sandbox.pay_order(None, "T_SBX_0401", atrium_sandbox::PaymentResult::Success).await.unwrap();
+
+    let first = report.notification.unwrap();
+    assert_eq!((first.attempts[0].status, first.delivered), (Some(500), false));
+    let got = env.wait_for_notifications(1).await;
+    assert_eq!(got.len(), 1);
+    let record = env.sandbox.pay_notifications(Some("T_SBX_0401")).remove(0);
+    let statuses: Vec<Option<u16>> = record.attempts.iter().map(|a| a.status).collect();
+    assert_eq!(statuses, [Some(500), Some(500), Some(204)]);
+    assert!(record.delivered);
+    assert_eq!(client.open_notification(&account, &got[0], chrono::Utc::now()).unwrap().id, record.id);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn notify_fail_sends_notifications_twice_and_out_of_order() {
+    let env = Env::start().await;
+    let account = env.register().await;
+    let client = env.client();
+    client.jsapi_order(&account, &env.order("T_SBX_0501", 1000)).await.unwrap();
+    assert_eq!(env.control("notify-fail", json!({"times": 1})).await.0, 200);
+
+    env.control("pay", json!({"out_trade_no": "T_SBX_0501", "result": "SUCCESS"})).await;
+    client.refund(&account, &env.refund("T_SBX_0501", "R_0501", 1000, 1000)).await.unwrap();
+    env.control("refund", json!({"out_refund_no": "R_0501", "result": "ABNORMAL"})).await;
+
+    let got = env.wait_for_notifications(3).await;
+    let events: Vec<(String, String)> = got
+        .iter()
+        .map(|n| {
+            let e = client.open_notification(&account, n, chrono::Utc::now()).unwrap();
+            (e.id, e.event_type)
+        })
+        .collect();
+    let types: Vec<&str> = events.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(types, ["TRANSACTION.SUCCESS", "REFUND.ABNORMAL", "TRANSACTION.SUCCESS"]);
+    assert_eq!(events[0].0, events[2].0, "the duplicate carries the same event id");
+    let (_, listed) = {
+        let resp = env.http.get(format!("{}/sandbox/control/notifications?out_trade_no=T_SBX_0501", env.origin)).send().await.unwrap();
+        (resp.status(), resp.json::<Value>().await.unwrap())
+    };
+    let dupes: Vec<bool> = listed["notifications"].as_array().unwrap().iter().map(|n| n["duplicate"].as_bool().unwrap()).collect();
+    assert_eq!(dupes, [false, true, false]);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_lone_duplicate_follows_after_a_moment() {
+    let env = Env::start().await;
+    let account = env.register().await;
+    env.client().jsapi_order(&account, &env.order("T_SBX_0601", 100)).await.unwrap();
+    env.sandbox.fail_next_notifications(1);
+
+    env.sandbox.pay_order(None, "T_SBX_0601", atrium_sandbox::PaymentResult::Success).await.unwrap();
+    assert_eq!(env.received().len(), 1);
+    tokio::time::sleep(atrium_sandbox::HOLD_DUPLICATE + Duration::from_millis(500)).await;
+
+    let got = env.received();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].body, got[1].body);
+    env.stop().await;
+}
