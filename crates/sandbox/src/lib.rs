@@ -24,6 +24,63 @@
 //! * `GET {prefix}/outbox?target=…` — codes and texts "delivered" by SMS or e-mail, newest last.
 //!
 //! Each control call has a Rust twin on [`Sandbox`] for in-process tests.
+//!
+//! # The pay platform
+//!
+//! The pay platform (API v3) lives under `{prefix}/pay`: with the server's `/sandbox` prefix
+//! the pay client's base URL (`WechatPayConfig::base_url`) is `<public url>/sandbox/pay`, and
+//! the client runs unchanged. Every request under `{prefix}/pay/v3/…` must be signed by a
+//! merchant registered with the sandbox (`Authorization: WECHATPAY2-SHA256-RSA2048 mchid=…,
+//! nonce_str=…,timestamp=…,serial_no=…,signature=…` over `METHOD\nPATH_AND_QUERY\nTIMESTAMP\n
+//! NONCE\nBODY\n`, timestamp within 300 s, serial of the merchant's certificate); otherwise
+//! 401 `{"code":"SIGN_ERROR"}`. Every answer, errors included, is signed with the sandbox's
+//! platform key in public-key mode (`Wechatpay-Timestamp`, `-Nonce`, `-Signature`, and
+//! `-Serial: PUB_KEY_ID_…`), except the bill download, which is vouched for by its SHA-1.
+//!
+//! * `POST /v3/pay/transactions/jsapi` → `{prepay_id}`; checks appid/mchid, `out_trade_no`
+//!   (6–32 of `0-9A-Za-z_-*`), `description` ≤ 127 bytes, `attach` ≤ 128, `amount.total` ≥ 1,
+//!   `notify_url` (https, or http to a loopback host; no query). The same number again with
+//!   the same details gets the same `prepay_id`; with other details 400 `INVALID_REQUEST`.
+//! * `GET /v3/pay/transactions/out-trade-no/{no}?mchid=` and
+//!   `GET /v3/pay/transactions/id/{transaction_id}?mchid=` (404 `ORDER_NOT_EXIST`);
+//!   `POST /v3/pay/transactions/out-trade-no/{no}/close {mchid}` → 204 (a paid order: 400
+//!   `ORDERPAID`). `trade_state` goes `NOTPAY` → `SUCCESS` | `PAYERROR` | `CLOSED`,
+//!   `PAYERROR` → `SUCCESS` | `CLOSED`, and `SUCCESS` → `REFUND` once a refund is accepted.
+//! * `POST /v3/refund/domestic/refunds` → the refund, `PROCESSING` (at most what is left to
+//!   refund, at most 50 per order, `out_refund_no` reused → the same refund);
+//!   `GET /v3/refund/domestic/refunds/{out_refund_no}` (404 `RESOURCE_NOT_EXISTS`).
+//! * `GET /v3/bill/tradebill?bill_date=YYYY-MM-DD&bill_type=ALL` → `{hash_type: "SHA1",
+//!   hash_value, download_url}`, or 400 `NO_STATEMENT_EXIST` for a day without payments or
+//!   refunds; `GET /v3/billdownload/file?token=…` serves the CSV (values led by backticks).
+//! * `/v3/certificates` does not exist (404), as for merchants in public-key mode.
+//!
+//! Its control calls (Rust twins in brackets):
+//!
+//! * `POST {prefix}/control/merchant` — `{"mchid", "appid"}` → `{mchid, appid,
+//!   private_key_pem, certificate_pem, merchant_serial_no, api_v3_key,
+//!   platform_public_key_pem, platform_public_key_id, not_after}`: everything a tenant uploads
+//!   as its payment configuration ([`Sandbox::register_merchant`]).
+//! * `POST {prefix}/control/pay` — `{"out_trade_no", "result": "SUCCESS" | "PAYERROR",
+//!   "mchid"?, "pay_params"?}`: the payer pays. With `pay_params` (what `wx.requestPayment`
+//!   gets) the sandbox checks them as the payer's app would, `paySign` included. `SUCCESS`
+//!   sends a `TRANSACTION.SUCCESS` notification; `PAYERROR`, as on the platform, none
+//!   ([`Sandbox::pay_order`], [`Sandbox::pay_with_params`]).
+//! * `POST {prefix}/control/refund` — `{"out_refund_no", "result": "SUCCESS" | "ABNORMAL" |
+//!   "CLOSED", "mchid"?}`: a `PROCESSING` refund settles and a `REFUND.*` notification follows
+//!   ([`Sandbox::settle_refund`]). Both answer a [`SettleReport`] with the notification's
+//!   first delivery attempt.
+//! * `POST {prefix}/control/notify-fail` — `{"times": N}`: the next N notifications are sent
+//!   twice, the copy out of order ([`Sandbox::fail_next_notifications`]).
+//! * `POST {prefix}/control/pay-fail` — `{"path": "/v3/pay/transactions/jsapi", "status": 500,
+//!   "code"?: "SYSTEM_ERROR", "times"?: 1}`: the next calls of that path (a trailing `*`
+//!   matches a start) answer that status and code ([`Sandbox::fail_next_pay_call`]).
+//! * `GET {prefix}/control/notifications?out_trade_no=…` — notifications sent, with their
+//!   attempts, oldest first ([`Sandbox::pay_notifications`]).
+//!
+//! Notifications are POSTed to the order's (or the refund's) `notify_url` with the platform's
+//! body, the resource sealed with AEAD_AES_256_GCM under the merchant's APIv3 key, signed with
+//! the platform key; an attempt that gets no 2xx within 5 s is retried after 1 s, 3 s and
+//! 10 s ([`Sandbox::set_notify_retry_delays`]), then given up.
 
 mod mp;
 mod outbox;

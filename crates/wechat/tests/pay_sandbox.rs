@@ -212,9 +212,15 @@ async fn an_order_is_paid_notified_refunded_closed_and_billed_through_the_real_c
     let event = client.open_notification(&account, &got[1], chrono::Utc::now()).unwrap();
     assert_eq!(event.event_type, "REFUND.SUCCESS");
     let EventResource::Refund(refund) = event.resource else { panic!("{event:?}") };
-    assert_eq!((refund.out_refund_no.as_str(), refund.status, refund.amount), ("R|0001", RefundStatus::Succeeded, Some(Money::from_fen(300))));
+    assert_eq!(
+        (refund.out_refund_no.as_str(), refund.status, refund.amount),
+        ("R|0001", RefundStatus::Succeeded, Some(Money::from_fen(300)))
+    );
     let queried = client.query_refund(&account, "R|0001").await.unwrap();
-    assert_eq!((queried.status, queried.refund_id.clone(), queried.success_time.is_some()), (RefundStatus::Succeeded, accepted.refund_id, true));
+    assert_eq!(
+        (queried.status, queried.refund_id.clone(), queried.success_time.is_some()),
+        (RefundStatus::Succeeded, accepted.refund_id, true)
+    );
 
     // Another order is closed; closing again is a no-op; a closed order cannot be paid.
     client.jsapi_order(&account, &env.order("T_SBX_0002", 50)).await.unwrap();
@@ -229,11 +235,17 @@ async fn an_order_is_paid_notified_refunded_closed_and_billed_through_the_real_c
     let today = chrono::Utc::now().with_timezone(&chrono::FixedOffset::east_opt(8 * 3600).unwrap()).date_naive();
     let lines = client.trade_bill(&account, today).await.unwrap();
     assert_eq!(lines.len(), 2, "{lines:?}");
-    assert_eq!((lines[0].out_trade_no.as_str(), lines[0].trade_state, lines[0].amount), ("T_SBX_0001", BillTradeState::Success, Money::from_fen(1000)));
+    assert_eq!(
+        (lines[0].out_trade_no.as_str(), lines[0].trade_state, lines[0].amount),
+        ("T_SBX_0001", BillTradeState::Success, Money::from_fen(1000))
+    );
     assert_eq!(Some(lines[0].transaction_id.clone()), tx.transaction_id);
     assert_eq!(lines[1].trade_state, BillTradeState::Refund);
     let bill_refund = lines[1].refund.clone().unwrap();
-    assert_eq!((bill_refund.out_refund_no.as_str(), bill_refund.amount, bill_refund.status.as_str()), ("R|0001", Money::from_fen(300), "SUCCESS"));
+    assert_eq!(
+        (bill_refund.out_refund_no.as_str(), bill_refund.amount, bill_refund.status.as_str()),
+        ("R|0001", Money::from_fen(300), "SUCCESS")
+    );
     assert!(client.trade_bill(&account, today - chrono::Days::new(1)).await.unwrap().is_empty());
     env.stop().await;
 }
@@ -303,8 +315,12 @@ async fn a_tampered_request_signature_gets_sign_error() {
         .unwrap();
     let status = resp.status().as_u16();
     let h = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
-    let headers =
-        SignedHeaders { timestamp: h("Wechatpay-Timestamp"), nonce: h("Wechatpay-Nonce"), signature: h("Wechatpay-Signature"), serial: h("Wechatpay-Serial") };
+    let headers = SignedHeaders {
+        timestamp: h("Wechatpay-Timestamp"),
+        nonce: h("Wechatpay-Nonce"),
+        signature: h("Wechatpay-Signature"),
+        serial: h("Wechatpay-Serial"),
+    };
     let body = resp.bytes().await.unwrap();
     assert_eq!(status, 401);
     assert_eq!(serde_json::from_slice::<Value>(&body).unwrap()["code"], "SIGN_ERROR");

@@ -37,7 +37,7 @@ fn rsa_key() -> Result<PKey<Private>, String> {
     Rsa::generate(RSA_BITS).and_then(PKey::from_rsa).map_err(|e| format!("RSA key generation failed: {e}"))
 }
 
-fn sign(key: &PKey<Private>, message: &[u8]) -> Result<String, String> {
+pub(crate) fn sign(key: &PKey<Private>, message: &[u8]) -> Result<String, String> {
     let signed = (|| {
         let mut signer = Signer::new(MessageDigest::sha256(), key)?;
         signer.update(message)?;
@@ -110,7 +110,8 @@ pub(crate) fn issue_merchant_keys(mchid: &str) -> Result<IssuedMerchantKeys, Str
     cert.set_subject_name(&name).map_err(failed)?;
     cert.set_issuer_name(&name).map_err(failed)?;
     cert.set_pubkey(&key).map_err(failed)?;
-    let (from, until) = (Asn1Time::from_unix(now.timestamp() - 60).map_err(failed)?, Asn1Time::from_unix(not_after.timestamp()).map_err(failed)?);
+    let (from, until) =
+        (Asn1Time::from_unix(now.timestamp() - 60).map_err(failed)?, Asn1Time::from_unix(not_after.timestamp()).map_err(failed)?);
     cert.set_not_before(&from).map_err(failed)?;
     cert.set_not_after(&until).map_err(failed)?;
     cert.sign(&key, MessageDigest::sha256()).map_err(failed)?;

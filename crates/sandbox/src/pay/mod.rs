@@ -9,9 +9,7 @@ mod control;
 mod keys;
 mod notify;
 
-pub(crate) use control::{
-    control_merchant, control_notifications, control_notify_fail, control_pay, control_pay_fail, control_refund,
-};
+pub(crate) use control::{control_merchant, control_notifications, control_notify_fail, control_pay, control_pay_fail, control_refund};
 pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification};
 
 use actix_web::http::StatusCode;
@@ -187,6 +185,7 @@ struct InjectedPayFailure {
 }
 
 /// The pay platform's state, inside the sandbox's one lock.
+#[derive(Default)]
 pub(crate) struct PayState {
     pub(crate) merchants: HashMap<String, Merchant>,
     /// (mchid, out_trade_no) → order.
@@ -196,22 +195,10 @@ pub(crate) struct PayState {
     /// token → (mchid, bill bytes).
     bills: VecDeque<(String, String, Vec<u8>)>,
     failures: Vec<InjectedPayFailure>,
+    /// The pay mount's public URL for download addresses; `None`: from each request.
+    public_base: Option<String>,
     next_id: u64,
     pub(crate) notify: notify::NotifyState,
-}
-
-impl Default for PayState {
-    fn default() -> Self {
-        PayState {
-            merchants: HashMap::new(),
-            orders: HashMap::new(),
-            refunds: HashMap::new(),
-            bills: VecDeque::new(),
-            failures: Vec::new(),
-            next_id: 0,
-            notify: notify::NotifyState::default(),
-        }
-    }
 }
 
 impl PayState {
@@ -394,10 +381,8 @@ fn opt_str_field<'a>(body: &'a Value, field: &str) -> Result<Option<&'a str>, An
 fn amount_field(body: &Value, field: &str) -> Result<i64, Answer> {
     let name = format!("amount.{field}");
     let amount = body.get("amount").filter(|a| a.is_object()).ok_or_else(|| Answer::param("amount", "is required"))?;
-    if let Some(c) = amount.get("currency").filter(|c| !c.is_null()) {
-        if c.as_str() != Some("CNY") {
-            return Err(Answer::param("amount.currency", "must be CNY"));
-        }
+    if amount.get("currency").is_some_and(|c| !c.is_null() && c.as_str() != Some("CNY")) {
+        return Err(Answer::param("amount.currency", "must be CNY"));
     }
     match amount.get(field).and_then(Value::as_i64) {
         Some(v) if v >= 1 => Ok(v),
@@ -503,6 +488,13 @@ impl Sandbox {
         Ok(())
     }
 
+    /// The pay mount's public URL (e.g. `https://atrium.example.com/sandbox/pay`), used in bill
+    /// download addresses. By default it is taken from each request's scheme and `Host`, which
+    /// is right unless a proxy rewrites the path.
+    pub fn set_pay_public_base(&self, base: &str) {
+        self.lock().pay.public_base = Some(base.trim_end_matches('/').to_owned());
+    }
+
     /// Answers one pay platform call: `path` relative to the pay mount, `raw_path_and_query`
     /// as signed, `base` the pay mount's absolute URL (for download addresses).
     fn pay_call(&self, method: &str, path: &str, raw_path_and_query: &str, auth: Option<&str>, body: &[u8], base: &str) -> Answer {
@@ -522,13 +514,16 @@ impl Sandbox {
                 .filter(Value::is_object)
                 .ok_or_else(|| Answer::error(400, "PARAM_ERROR", "the body is not a JSON object"))
         };
-        let query: HashMap<String, String> =
-            raw_path_and_query.split_once('?').map(|(_, q)| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
+        let query: HashMap<String, String> = raw_path_and_query
+            .split_once('?')
+            .map(|(_, q)| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+            .unwrap_or_default();
         let segments: Vec<String> = path.trim_start_matches('/').split('/').map(percent_decode).collect();
         let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
         let result = match (method, segs.as_slice()) {
             ("POST", ["v3", "pay", "transactions", "jsapi"]) => json_body().map(|b| self.jsapi(&mchid, &b)),
-            ("GET", ["v3", "pay", "transactions", "out-trade-no", no]) => Ok(self.query_order(&mchid, query.get("mchid"), no)),
+            ("GET", ["v3", "pay", "transactions", "out-trade-no", no]) => Ok(self.query_order(&mchid, query.get("mchid"), Some(no), None)),
+            ("GET", ["v3", "pay", "transactions", "id", id]) => Ok(self.query_order(&mchid, query.get("mchid"), None, Some(id))),
             ("POST", ["v3", "pay", "transactions", "out-trade-no", no, "close"]) => json_body().map(|b| self.close(&mchid, &b, no)),
             ("POST", ["v3", "refund", "domestic", "refunds"]) => json_body().map(|b| self.refund(&mchid, &b)),
             ("GET", ["v3", "refund", "domestic", "refunds", no]) => Ok(self.query_refund(&mchid, no)),
@@ -543,9 +538,10 @@ impl Sandbox {
     fn check_signature(&self, method: &str, path_and_query: &str, auth: Option<&str>, body: &[u8]) -> Result<String, String> {
         let auth = keys::parse_authorization(auth.ok_or("the Authorization header is missing")?)?;
         let state = self.lock();
-        let merchant = state.pay.merchants.get(&auth.mchid).ok_or_else(|| {
-            format!("merchant {} is not registered with the sandbox (POST …/control/merchant registers it)", auth.mchid)
-        })?;
+        let merchant =
+            state.pay.merchants.get(&auth.mchid).ok_or_else(|| {
+                format!("merchant {} is not registered with the sandbox (POST …/control/merchant registers it)", auth.mchid)
+            })?;
         if auth.serial_no != merchant.issued.merchant_serial_no {
             return Err(format!("serial_no {} is not the certificate of merchant {}", auth.serial_no, auth.mchid));
         }
@@ -585,7 +581,8 @@ impl Sandbox {
                 return Err(Answer::param("time_expire", "has passed"));
             }
             let total = amount_field(body, "total")?;
-            let openid = body.get("payer").map(|p| str_field(p, "openid")).unwrap_or_else(|| Err(Answer::param("payer.openid", "is required")))?;
+            let openid =
+                body.get("payer").map(|p| str_field(p, "openid")).unwrap_or_else(|| Err(Answer::param("payer.openid", "is required")))?;
             Ok(Order {
                 mchid: mchid.to_owned(),
                 appid: appid.to_owned(),
@@ -637,11 +634,18 @@ impl Sandbox {
         answer
     }
 
-    fn query_order(&self, mchid: &str, query_mchid: Option<&String>, out_trade_no: &str) -> Answer {
+    /// An order by `out_trade_no` or by `transaction_id`.
+    fn query_order(&self, mchid: &str, query_mchid: Option<&String>, out_trade_no: Option<&str>, transaction_id: Option<&str>) -> Answer {
         if query_mchid.map(String::as_str) != Some(mchid) {
             return Answer::error(400, "PARAM_ERROR", "the query must name mchid, the merchant that signed the request");
         }
-        match self.lock().pay.orders.get(&(mchid.to_owned(), out_trade_no.to_owned())) {
+        let state = self.lock();
+        let found = state.pay.orders.iter().find(|((m, no), o)| {
+            m == mchid
+                && out_trade_no.is_none_or(|want| want == no)
+                && transaction_id.is_none_or(|t| o.transaction_id.as_deref() == Some(t))
+        });
+        match found.map(|(_, o)| o) {
             Some(order) => Answer::ok(transaction_json(order)),
             None => Answer::error(404, "ORDER_NOT_EXIST", "the order does not exist"),
         }
@@ -696,7 +700,9 @@ impl Sandbox {
             .orders
             .iter()
             .find(|((m, no), o)| {
-                m == mchid && out_trade_no.is_none_or(|want| want == no) && transaction_id.is_none_or(|t| o.transaction_id.as_deref() == Some(t))
+                m == mchid
+                    && out_trade_no.is_none_or(|want| want == no)
+                    && transaction_id.is_none_or(|t| o.transaction_id.as_deref() == Some(t))
             })
             .map(|(k, _)| k.clone());
         let Some(order_key) = order_key else { return Answer::error(404, "RESOURCE_NOT_EXISTS", "the order does not exist") };
@@ -712,7 +718,9 @@ impl Sandbox {
             };
         }
         let refunded: i64 = {
-            let Some(order) = pay.orders.get(&order_key) else { return Answer::error(404, "RESOURCE_NOT_EXISTS", "the order does not exist") };
+            let Some(order) = pay.orders.get(&order_key) else {
+                return Answer::error(404, "RESOURCE_NOT_EXISTS", "the order does not exist");
+            };
             if !order.state.is_paid() {
                 return Answer::error(400, "INVALID_REQUEST", "the order is not paid");
             }
@@ -731,9 +739,15 @@ impl Sandbox {
                 .sum()
         };
         let id = pay.next();
-        let Some(order) = pay.orders.get_mut(&order_key) else { return Answer::error(404, "RESOURCE_NOT_EXISTS", "the order does not exist") };
+        let Some(order) = pay.orders.get_mut(&order_key) else {
+            return Answer::error(404, "RESOURCE_NOT_EXISTS", "the order does not exist");
+        };
         if amount > order.total - refunded {
-            return Answer::error(400, "INVALID_REQUEST", format!("the refund exceeds what is left to refund ({} fen)", order.total - refunded));
+            return Answer::error(
+                400,
+                "INVALID_REQUEST",
+                format!("the refund exceeds what is left to refund ({} fen)", order.total - refunded),
+            );
         }
         let refund = Refund {
             mchid: mchid.to_owned(),
@@ -783,6 +797,7 @@ impl Sandbox {
         }
         let mut state = self.lock();
         let pay = &mut state.pay;
+        let base = pay.public_base.clone().unwrap_or_else(|| base.to_owned());
         let Some(text) = bill::trade_bill(pay, mchid, date, bill_type) else {
             return Answer::error(400, "NO_STATEMENT_EXIST", "no bill for this day");
         };
@@ -891,7 +906,12 @@ mod tests {
 
     #[test]
     fn notify_urls_must_be_https_or_loopback_http_without_a_query() {
-        for ok in ["https://atrium.example.com/api/v1/miniprogram/payment/notify/3", "http://127.0.0.1:8080/n", "http://localhost/n", "http://[::1]:9/n"] {
+        for ok in [
+            "https://atrium.example.com/api/v1/miniprogram/payment/notify/3",
+            "http://127.0.0.1:8080/n",
+            "http://localhost/n",
+            "http://[::1]:9/n",
+        ] {
             assert!(check_notify_url(ok).is_ok(), "{ok}");
         }
         for bad in ["http://atrium.example.com/n", "https://a.example.com/n?x=1", "https://a.example.com/n#f", "/n", "ftp://127.0.0.1/n"] {
@@ -936,5 +956,93 @@ mod tests {
         drop(state);
         assert!(sb.fail_next_pay_call("/cgi-bin/token", 500, "X", 1).is_err());
         assert!(sb.fail_next_pay_call("/v3/x", 200, "X", 1).is_err());
+    }
+
+    /// Calls the pay platform as merchant `m` would, `skew` seconds off the clock.
+    fn call(sb: &Sandbox, m: &SandboxMerchant, method: &str, path_and_query: &str, body: &str, skew: i64) -> Answer {
+        let ts = Utc::now().timestamp() + skew;
+        let key = openssl::pkey::PKey::private_key_from_pem(m.private_key_pem.as_bytes()).unwrap();
+        let message = format!("{method}\n{path_and_query}\n{ts}\nN1\n{body}\n");
+        let signature = keys::sign(&key, message.as_bytes()).unwrap();
+        let auth = format!(
+            "{} mchid=\"{}\",nonce_str=\"N1\",timestamp=\"{ts}\",serial_no=\"{}\",signature=\"{signature}\"",
+            keys::AUTH_SCHEME,
+            m.mchid,
+            m.merchant_serial_no
+        );
+        let path = path_and_query.split('?').next().unwrap();
+        sb.pay_call(method, path, path_and_query, Some(&auth), body.as_bytes(), "http://h/sandbox/pay")
+    }
+
+    fn code(a: &Answer) -> (u16, String) {
+        (a.status, a.body.as_ref().and_then(|b| b["code"].as_str()).unwrap_or_default().to_owned())
+    }
+
+    #[test]
+    fn only_requests_signed_by_a_registered_merchant_in_time_are_answered() {
+        let sb = Sandbox::new();
+        let m = sb.register_merchant("1900000109", "wx_mp").unwrap();
+        let query = "/v3/pay/transactions/out-trade-no/T000001?mchid=1900000109";
+        assert_eq!(code(&call(&sb, &m, "GET", query, "", 0)), (404, "ORDER_NOT_EXIST".into()));
+        assert_eq!(code(&call(&sb, &m, "GET", query, "", -299)), (404, "ORDER_NOT_EXIST".into()));
+        assert_eq!(code(&call(&sb, &m, "GET", query, "", -300)), (401, "SIGN_ERROR".into()));
+        assert_eq!(code(&call(&sb, &m, "GET", query, "", 300)), (401, "SIGN_ERROR".into()));
+        let mut other_serial = m.clone();
+        other_serial.merchant_serial_no = "5157F09EFDC096DE15EBE81A47057A7232F1B8E1".into();
+        assert_eq!(code(&call(&sb, &other_serial, "GET", query, "", 0)), (401, "SIGN_ERROR".into()));
+        let mut unknown = m.clone();
+        unknown.mchid = "1900000999".into();
+        assert_eq!(code(&call(&sb, &unknown, "GET", query, "", 0)), (401, "SIGN_ERROR".into()));
+        let unsigned = sb.pay_call("GET", "/v3/pay/transactions/out-trade-no/T000001", query, None, b"", "http://h");
+        assert_eq!(code(&unsigned), (401, "SIGN_ERROR".into()));
+        assert_eq!(code(&call(&sb, &m, "GET", "/v3/certificates", "", 0)), (404, "NOT_FOUND".into()));
+    }
+
+    #[tokio::test]
+    async fn the_trade_bill_has_the_platforms_rows_and_summary() {
+        let sb = Sandbox::new();
+        sb.set_notify_retry_delays(Vec::new());
+        let m = sb.register_merchant("1900000109", "wx_mp").unwrap();
+        let order = json!({
+            "appid": "wx_mp", "mchid": "1900000109", "description": "Coffee, large", "out_trade_no": "T000001",
+            "notify_url": "http://127.0.0.1:9/n", "amount": {"total": 1000, "currency": "CNY"}, "payer": {"openid": "o-ann"},
+        });
+        assert_eq!(call(&sb, &m, "POST", "/v3/pay/transactions/jsapi", &order.to_string(), 0).status, 200);
+        // Nobody listens on port 9: the notification fails and is given up, the payment stands.
+        let report = sb.pay_order(None, "T000001", PaymentResult::Success).await.unwrap();
+        assert_eq!(report.notification.unwrap().attempts[0].error.as_deref(), Some("could not connect"));
+        let refund = json!({"out_trade_no": "T000001", "out_refund_no": "R1", "amount": {"refund": 300, "total": 1000, "currency": "CNY"}});
+        assert_eq!(call(&sb, &m, "POST", "/v3/refund/domestic/refunds", &refund.to_string(), 0).status, 200);
+        let today = Utc::now().with_timezone(&cst()).format("%Y-%m-%d").to_string();
+
+        let answer = call(&sb, &m, "GET", &format!("/v3/bill/tradebill?bill_date={today}&bill_type=ALL"), "", 0);
+
+        let body = answer.body.unwrap();
+        let url = body["download_url"].as_str().unwrap();
+        assert!(url.starts_with("http://h/sandbox/pay/v3/billdownload/file?token="), "{url}");
+        let file = call(&sb, &m, "GET", url.trim_start_matches("http://h/sandbox/pay"), "", 0);
+        let Some(Value::String(text)) = file.body else { panic!("no bill") };
+        assert_eq!(body["hash_value"], hex::encode(openssl::sha::sha1(text.as_bytes())));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        assert!(lines[0].starts_with("交易时间,公众账号ID,商户号,"));
+        let txid = sb.lock().pay.orders.values().next().unwrap().transaction_id.clone().unwrap();
+        let success = format!(
+            ",`wx_mp,`1900000109,`0,`,`{txid},`T000001,`o-ann,`JSAPI,`SUCCESS,`OTHERS,`CNY,`10.00,`0.00,`0,`0,`0.00,`0.00,`,`,`Coffee, large,`,`0.06000,`0.60%,`10.00,`0.00,`"
+        );
+        assert!(lines[1].ends_with(&success), "{}", lines[1]);
+        assert!(
+            lines[2].contains(",`REFUND,`")
+                && lines[2].ends_with(",`R1,`3.00,`0.00,`ORIGINAL,`PROCESSING,`Coffee, large,`,`-0.01800,`0.60%,`10.00,`3.00,`"),
+            "{}",
+            lines[2]
+        );
+        assert_eq!(lines[3], "总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额");
+        assert_eq!(lines[4], "`2,`10.00,`3.00,`0.00,`0.04200,`10.00,`3.00");
+        let by_id = call(&sb, &m, "GET", &format!("/v3/pay/transactions/id/{txid}?mchid=1900000109"), "", 0);
+        assert_eq!(by_id.body.unwrap()["trade_state"], "REFUND");
+        let yesterday = (Utc::now().with_timezone(&cst()) - chrono::Duration::days(1)).format("%Y-%m-%d").to_string();
+        let empty = call(&sb, &m, "GET", &format!("/v3/bill/tradebill?bill_date={yesterday}&bill_type=ALL"), "", 0);
+        assert_eq!(code(&empty), (400, "NO_STATEMENT_EXIST".into()));
     }
 }

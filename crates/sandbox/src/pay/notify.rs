@@ -225,7 +225,14 @@ impl Sandbox {
             return Err("appId is not the order's".into());
         }
         let merchant = state.pay.merchants.get(&order.mchid).ok_or("the order's merchant is gone")?;
-        if !keys::verify_pay_sign(&merchant.public_key, &params.app_id, &params.time_stamp, &params.nonce_str, &params.package, &params.pay_sign) {
+        if !keys::verify_pay_sign(
+            &merchant.public_key,
+            &params.app_id,
+            &params.time_stamp,
+            &params.nonce_str,
+            &params.package,
+            &params.pay_sign,
+        ) {
             return Err("paySign does not verify with the merchant certificate".into());
         }
         Ok((order.mchid.clone(), order.out_trade_no.clone()))
@@ -408,7 +415,12 @@ impl Sandbox {
                 Ok(s) => (Some(s), None),
                 Err(e) => (None, Some(e)),
             };
-            log::info!("sandbox pay platform notification {} {} to {}: {status:?} {error:?}", record.id, record.event_type, record.notify_url);
+            log::info!(
+                "sandbox pay platform notification {} {} to {}: {status:?} {error:?}",
+                record.id,
+                record.event_type,
+                record.notify_url
+            );
             record.attempts.push(NotifyAttempt { at: Utc::now(), status, error });
             record.delivered |= ok;
         }
