@@ -369,7 +369,15 @@ async fn a_refused_notification_is_retried_until_accepted() {
     assert_eq!((first.attempts[0].status, first.delivered), (Some(500), false));
     let got = env.wait_for_notifications(1).await;
     assert_eq!(got.len(), 1);
-    let record = env.sandbox.pay_notifications(Some("T_SBX_0401")).remove(0);
+    // The receiver keeps the notification before it answers: wait for the sandbox to record the answer.
+    let mut record = env.sandbox.pay_notifications(Some("T_SBX_0401")).remove(0);
+    for _ in 0..100 {
+        if record.delivered {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        record = env.sandbox.pay_notifications(Some("T_SBX_0401")).remove(0);
+    }
     let statuses: Vec<Option<u16>> = record.attempts.iter().map(|a| a.status).collect();
     assert_eq!(statuses, [Some(500), Some(500), Some(204)]);
     assert!(record.delivered);
