@@ -15,7 +15,7 @@ pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification};
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use atrium_miniprogram::{MerchantAccount, PlatformKey, Secret, TradeState};
-use chrono::{DateTime, FixedOffset, Utc};
+use chrono::{DateTime, FixedOffset, Offset, Utc};
 use keys::IssuedMerchantKeys;
 pub(crate) use keys::PlatformKeyPair;
 use openssl::pkey::{PKey, Public};
@@ -36,7 +36,7 @@ pub const MAX_REFUNDS_PER_ORDER: usize = 50;
 
 /// China Standard Time, the platform's clock for times and bill days.
 pub(crate) fn cst() -> FixedOffset {
-    FixedOffset::east_opt(8 * 3600).unwrap_or_else(|| FixedOffset::east_opt(0).unwrap_or_else(|| unreachable!()))
+    FixedOffset::east_opt(8 * 3600).unwrap_or_else(|| Utc.fix())
 }
 
 /// A time as the platform writes it: RFC 3339 in China Standard Time, whole seconds.
@@ -820,8 +820,8 @@ impl Sandbox {
     }
 }
 
-/// Percent-decodes a path segment (bytes that do not form UTF-8 stay as they are lost: the
-/// segment then names nothing).
+/// Percent-decodes a path segment; invalid UTF-8 becomes U+FFFD, so such a segment names
+/// nothing.
 fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
