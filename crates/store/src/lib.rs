@@ -9,7 +9,11 @@
 //!   `IdentityRepo` the identity service holds), `UserRepo` and `RoleRepo`;
 //! - [`OrgStore`] (`org/`, one file per port): partners, tenants, employees and the audit
 //!   trail;
-//! - [`PayrollStore`] (`PayrollRepo`) and [`DocsStore`] (`DocsRepo`).
+//! - [`PayrollStore`] (`PayrollRepo`) and [`DocsStore`] (`DocsRepo`);
+//! - [`MiniprogramStore`] (`miniprogram/`, one file per port): `PaymentRepo`, with the merchant
+//!   key and APIv3 key encrypted at rest;
+//! - the kernel's shared ports: [`DbIdempotencyStore`] (`IdempotencyStore`, the records of
+//!   `Idempotency-Key` requests) and [`DbJobStore`] (`JobStore`, the durable job queue).
 //!
 //! Every repository call runs on the blocking pool; every domain operation that must be
 //! atomic is one transaction here.
@@ -20,6 +24,9 @@ mod db;
 mod docs;
 mod error;
 mod identity;
+mod idempotency;
+mod jobs;
+mod miniprogram;
 mod org;
 mod payroll;
 mod rate;
@@ -34,5 +41,8 @@ pub use db::{Backend, Db, DbConn, DbManager, MultiBackend, PoolStats, redact_url
 pub use docs::DocsStore;
 pub use error::db_error;
 pub use identity::IdentityStore;
+pub use idempotency::DbIdempotencyStore;
+pub use jobs::DbJobStore;
+pub use miniprogram::MiniprogramStore;
 pub use org::OrgStore;
 pub use payroll::PayrollStore;
