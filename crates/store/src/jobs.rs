@@ -103,12 +103,18 @@ impl JobStore for DbJobStore {
                 // A pending job with the same kind and dedupe key trips the partial unique
                 // index: nothing is inserted, nothing returned.
                 match conn {
-                    DbConn::Pg(c) => {
-                        diesel::insert_into(jobs::table).values(values).on_conflict_do_nothing().returning(jobs::id).get_result(c).optional()
-                    }
-                    DbConn::Sqlite(c) => {
-                        diesel::insert_into(jobs::table).values(values).on_conflict_do_nothing().returning(jobs::id).get_result(c).optional()
-                    }
+                    DbConn::Pg(c) => diesel::insert_into(jobs::table)
+                        .values(values)
+                        .on_conflict_do_nothing()
+                        .returning(jobs::id)
+                        .get_result(c)
+                        .optional(),
+                    DbConn::Sqlite(c) => diesel::insert_into(jobs::table)
+                        .values(values)
+                        .on_conflict_do_nothing()
+                        .returning(jobs::id)
+                        .get_result(c)
+                        .optional(),
                 }
                 .map_err(db_error)
             })

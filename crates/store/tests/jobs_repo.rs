@@ -13,7 +13,13 @@ fn t0() -> Timestamp {
 }
 
 fn job(kind: &str, run_at: Timestamp, dedupe_key: Option<&str>) -> NewJob {
-    NewJob { kind: kind.into(), tenant_id: None, payload: json!({"out_trade_no": "T1", "n": 1}), run_at, dedupe_key: dedupe_key.map(Into::into) }
+    NewJob {
+        kind: kind.into(),
+        tenant_id: None,
+        payload: json!({"out_trade_no": "T1", "n": 1}),
+        run_at,
+        dedupe_key: dedupe_key.map(Into::into),
+    }
 }
 
 fn kinds(k: &[&str]) -> Vec<String> {

@@ -45,7 +45,12 @@ async fn fixture(db: &Db) -> Fixture {
         let t = Tenant::draft(Some(*partner), "T", t0());
         tenants.push(org.insert_tenant(t, AuditRecord::system(t0(), "tenant.create", "tenant", None)).await.unwrap().id);
     }
-    Fixture { repo: MiniprogramStore::new(db.clone(), FieldCipher::new(&[9u8; 32])), partner: partners[0], tenant: tenants[0], other: tenants[1] }
+    Fixture {
+        repo: MiniprogramStore::new(db.clone(), FieldCipher::new(&[9u8; 32])),
+        partner: partners[0],
+        tenant: tenants[0],
+        other: tenants[1],
+    }
 }
 
 fn config(tenant_id: i64) -> PaymentConfig {
@@ -206,7 +211,8 @@ store_test!(a_transaction_number_is_unique_per_tenant, |db| {
 store_test!(a_transaction_update_applies_only_over_the_state_it_read, |db| {
     let f = fixture(&db).await;
     let tx = f.repo.insert_transaction(transaction(f.tenant, "T1", 100)).await.unwrap();
-    let paying = Transaction { prepay_id: Some("wx201410272009395522657a690389285100".into()), trade_state: TradeState::UserPaying, ..tx.clone() };
+    let paying =
+        Transaction { prepay_id: Some("wx201410272009395522657a690389285100".into()), trade_state: TradeState::UserPaying, ..tx.clone() };
     let closed = Transaction { trade_state: TradeState::Closed, ..tx.clone() };
 
     assert!(f.repo.update_transaction(paying.clone(), TradeState::NotPay).await.unwrap());
@@ -279,10 +285,12 @@ store_test!(refund_reservations_follow_the_rules_in_order, |db| {
 store_test!(settled_refunds_are_found_by_time_and_number, |db| {
     let f = fixture(&db).await;
     paid(&f, f.tenant, "T1", 100).await;
-    let RefundReservation::Reserved(r1) = f.repo.reserve_refund(refund(f.tenant, "T1", "R1", 10), Money::from_fen(100), 50).await.unwrap() else {
+    let RefundReservation::Reserved(r1) = f.repo.reserve_refund(refund(f.tenant, "T1", "R1", 10), Money::from_fen(100), 50).await.unwrap()
+    else {
         panic!("not reserved")
     };
-    let RefundReservation::Reserved(r2) = f.repo.reserve_refund(refund(f.tenant, "T1", "R2", 20), Money::from_fen(100), 50).await.unwrap() else {
+    let RefundReservation::Reserved(r2) = f.repo.reserve_refund(refund(f.tenant, "T1", "R2", 20), Money::from_fen(100), 50).await.unwrap()
+    else {
         panic!("not reserved")
     };
     let done = Refund {
@@ -332,8 +340,11 @@ async fn race(f: &Fixture, out_trade_no: &str, n: usize, fen: i64, paid: i64, ma
 
 fn stored_sum(db: &Db, out_trade_no: &str) -> (i64, i64) {
     let mut conn = db.conn().unwrap();
-    let amounts: Vec<i64> =
-        payment_refunds::table.filter(payment_refunds::out_trade_no.eq(out_trade_no)).select(payment_refunds::amount).load(&mut *conn).unwrap();
+    let amounts: Vec<i64> = payment_refunds::table
+        .filter(payment_refunds::out_trade_no.eq(out_trade_no))
+        .select(payment_refunds::amount)
+        .load(&mut *conn)
+        .unwrap();
     (amounts.iter().sum(), amounts.len() as i64)
 }
 
