@@ -230,12 +230,14 @@ fn lock_transaction(conn: &mut DbConn, tenant_id: Id, out_trade_no: &str) -> Res
 }
 
 fn reserve(conn: &mut DbConn, refund: Refund, paid: Money, max_refunds: u32) -> Result<RefundReservation> {
-    let Some(payment_id) = lock_transaction(conn, refund.tenant_id, &refund.out_trade_no)? else {
-        return Err(Error::NotFound("transaction"));
-    };
+    // The lock first: from here on no other reservation of this transaction runs.
+    let payment_id = lock_transaction(conn, refund.tenant_id, &refund.out_trade_no)?;
     if let Some(existing) = refund_by_number(conn, refund.tenant_id, &refund.out_refund_no)? {
         return Ok(RefundReservation::Existing(existing));
     }
+    let Some(payment_id) = payment_id else {
+        return Err(Error::NotFound("transaction"));
+    };
     let refunds: Vec<(i64, String)> = payment_refunds::table
         .filter(payment_refunds::payment_id.eq(payment_id))
         .select((payment_refunds::amount, payment_refunds::status))
