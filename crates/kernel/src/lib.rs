@@ -2,13 +2,16 @@
 //!
 //! It owns ids, [`Money`] (integer fen), paging ([`PageRequest`], [`Page`]), the caller
 //! ([`Actor`] with its [`Party`] and [`PermissionSet`]), the common [`Error`] every domain
-//! returns, and the [`Clock`] port. It depends on no framework and no driver.
+//! returns, the [`Clock`] port, and the ports shared by several domains: idempotency records
+//! ([`IdempotencyStore`]) and durable jobs ([`JobStore`]). It depends on no framework and no driver.
 
 mod actor;
 pub mod audit;
 mod clock;
 mod contact;
 mod error;
+pub mod idempotency;
+pub mod jobs;
 mod money;
 mod named;
 mod paging;
@@ -23,6 +26,8 @@ pub use audit::AuditRecord;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use contact::{ContactTarget, Email, Phone};
 pub use error::{Error, FieldError, Result};
+pub use idempotency::{Claim, IdempotencyKey, IdempotencyStore};
+pub use jobs::{Job, JobStore, NewJob};
 pub use money::{Money, Overflow};
 pub use named::StrEnum;
 pub use paging::{ListQuery, Page, PageRequest, SortKey, SortOrder};

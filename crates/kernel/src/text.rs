@@ -104,9 +104,11 @@ macro_rules! string_schemas {
 }
 
 /// What [`Phone::parse`](crate::Phone::parse) accepts, less its tolerance for spaces and dashes.
+#[cfg_attr(not(feature = "openapi"), allow(dead_code))] // only schemas use it
 pub const PHONE_PATTERN: &str = "^(1[0-9]{10}|\\+861[0-9]{10}|\\+[1-79][0-9]{7,14})$";
 /// A subset of what [`Email::parse`](crate::Email::parse) accepts: ASCII local part of 1–64
 /// characters, at least two domain labels that neither start nor end with `-`.
+#[cfg_attr(not(feature = "openapi"), allow(dead_code))]
 pub const EMAIL_PATTERN: &str =
     "^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$";
 

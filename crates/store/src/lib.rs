@@ -9,7 +9,11 @@
 //!   `IdentityRepo` the identity service holds), `UserRepo` and `RoleRepo`;
 //! - [`OrgStore`] (`org/`, one file per port): partners, tenants, employees and the audit
 //!   trail;
-//! - [`PayrollStore`] (`PayrollRepo`) and [`DocsStore`] (`DocsRepo`).
+//! - [`PayrollStore`] (`PayrollRepo`) and [`DocsStore`] (`DocsRepo`);
+//! - [`MiniprogramStore`] (`miniprogram/`, one file per port): `PaymentRepo`, with the merchant
+//!   key and APIv3 key encrypted at rest;
+//! - the kernel's shared ports: [`DbIdempotencyStore`] (`IdempotencyStore`, the records of
+//!   `Idempotency-Key` requests) and [`DbJobStore`] (`JobStore`, the durable job queue).
 //!
 //! Every repository call runs on the blocking pool; every domain operation that must be
 //! atomic is one transaction here.
@@ -19,7 +23,10 @@ pub mod crypto;
 mod db;
 mod docs;
 mod error;
+mod idempotency;
 mod identity;
+mod jobs;
+mod miniprogram;
 mod org;
 mod payroll;
 mod rate;
@@ -33,6 +40,9 @@ pub use crypto::FieldCipher;
 pub use db::{Backend, Db, DbConn, DbManager, MultiBackend, PoolStats, redact_url, write_tx};
 pub use docs::DocsStore;
 pub use error::db_error;
+pub use idempotency::DbIdempotencyStore;
 pub use identity::IdentityStore;
+pub use jobs::DbJobStore;
+pub use miniprogram::MiniprogramStore;
 pub use org::OrgStore;
 pub use payroll::PayrollStore;

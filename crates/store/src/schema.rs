@@ -329,3 +329,107 @@ diesel::allow_tables_to_appear_in_same_query!(payroll_sheets, tenants);
 diesel::allow_tables_to_appear_in_same_query!(payroll_sheets, employees);
 diesel::allow_tables_to_appear_in_same_query!(payroll_items, tenants);
 diesel::allow_tables_to_appear_in_same_query!(payroll_items, employees);
+
+// ----- payments, idempotency, jobs (migration 2026-11-23-000030_payments) -------------------
+
+diesel::table! {
+    payment_configs (tenant_id) {
+        tenant_id -> BigInt,
+        mchid -> Text,
+        appid -> Text,
+        merchant_serial_no -> Nullable<Text>,
+        merchant_cert_not_after -> Nullable<Timestamp>,
+        merchant_private_key_enc -> Nullable<Text>,
+        merchant_key_fingerprint -> Nullable<Text>,
+        api_v3_key_enc -> Nullable<Text>,
+        platform_public_key_id -> Nullable<Text>,
+        platform_public_key -> Nullable<Text>,
+        platform_key_fingerprint -> Nullable<Text>,
+        enabled -> Bool,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    payment_transactions (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        out_trade_no -> Text,
+        description -> Text,
+        amount -> BigInt,
+        openid -> Text,
+        attach -> Nullable<Text>,
+        prepay_id -> Nullable<Text>,
+        trade_state -> Text,
+        transaction_id -> Nullable<Text>,
+        payer_total -> Nullable<BigInt>,
+        success_time -> Nullable<Timestamp>,
+        expires_at -> Timestamp,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    payment_refunds (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        payment_id -> BigInt,
+        out_trade_no -> Text,
+        out_refund_no -> Text,
+        refund_id -> Nullable<Text>,
+        amount -> BigInt,
+        status -> Text,
+        reason -> Nullable<Text>,
+        succeeded_at -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    payment_notifications (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        event_id -> Text,
+        event_type -> Text,
+        received_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    idempotency_keys (caller, route, idem_key) {
+        caller -> Text,
+        route -> Text,
+        idem_key -> Text,
+        request_hash -> Binary,
+        status -> Nullable<Integer>,
+        response_body -> Nullable<Binary>,
+        claimed_at -> Timestamp,
+        completed_at -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    jobs (id) {
+        id -> BigInt,
+        kind -> Text,
+        tenant_id -> Nullable<BigInt>,
+        payload -> Text,
+        status -> Text,
+        dedupe_key -> Nullable<Text>,
+        run_at -> Timestamp,
+        attempts -> Integer,
+        locked_until -> Nullable<Timestamp>,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::joinable!(payment_configs -> tenants (tenant_id));
+diesel::joinable!(payment_transactions -> tenants (tenant_id));
+diesel::joinable!(payment_refunds -> payment_transactions (payment_id));
+diesel::allow_tables_to_appear_in_same_query!(payment_configs, payment_transactions, payment_refunds, payment_notifications, tenants);

@@ -1,0 +1,514 @@
+//! [`PaymentRepo`]: payment configurations (secrets encrypted), transactions, refunds and the
+//! notifications already processed. A refund reservation is one write transaction holding the
+//! transaction's row lock, so concurrent refunds never together exceed what was paid.
+use super::MiniprogramStore;
+use crate::audit_log::write_audit;
+use crate::crypto::FieldCipher;
+use crate::db::DbConn;
+use crate::error::db_error;
+use crate::org::parse_enum;
+use crate::org::tenants::scoped;
+use crate::schema::{payment_configs, payment_notifications, payment_refunds, payment_transactions, tenants};
+use crate::time::{from_db, to_db};
+use async_trait::async_trait;
+use atrium_kernel::StrEnum;
+use atrium_kernel::{AuditRecord, Error, Id, Money, Party, Result, Timestamp};
+use atrium_miniprogram::{
+    PaymentConfig, PaymentRepo, PaymentTenant, Refund, RefundReservation, RefundStatus, Secret, TradeState, Transaction,
+};
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+/// Runs `$body` with the inner connection bound to `$c`, for what the `MultiConnection` enum
+/// cannot express (`ON CONFLICT`, `FOR UPDATE`); the body compiles once per backend.
+macro_rules! on_backend {
+    ($conn:expr, |$c:ident| $body:expr) => {
+        match $conn {
+            DbConn::Pg($c) => $body,
+            DbConn::Sqlite($c) => $body,
+        }
+    };
+}
+
+#[derive(Queryable, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = payment_configs, primary_key(tenant_id), treat_none_as_null = true)]
+struct ConfigRow {
+    tenant_id: i64,
+    mchid: String,
+    appid: String,
+    merchant_serial_no: Option<String>,
+    merchant_cert_not_after: Option<NaiveDateTime>,
+    merchant_private_key_enc: Option<String>,
+    merchant_key_fingerprint: Option<String>,
+    api_v3_key_enc: Option<String>,
+    platform_public_key_id: Option<String>,
+    platform_public_key: Option<String>,
+    platform_key_fingerprint: Option<String>,
+    enabled: bool,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
+}
+
+fn config_row(c: &PaymentConfig, cipher: &FieldCipher) -> Result<ConfigRow> {
+    let seal = |s: &Option<Secret>| s.as_ref().map(|s| cipher.encrypt(s.expose())).transpose();
+    Ok(ConfigRow {
+        tenant_id: c.tenant_id,
+        mchid: c.mchid.clone(),
+        appid: c.appid.clone(),
+        merchant_serial_no: c.merchant_serial_no.clone(),
+        merchant_cert_not_after: c.merchant_cert_not_after.map(to_db),
+        merchant_private_key_enc: seal(&c.merchant_private_key)?,
+        merchant_key_fingerprint: c.merchant_key_fingerprint.clone(),
+        api_v3_key_enc: seal(&c.api_v3_key)?,
+        platform_public_key_id: c.platform_public_key_id.clone(),
+        platform_public_key: c.platform_public_key.clone(),
+        platform_key_fingerprint: c.platform_key_fingerprint.clone(),
+        enabled: c.enabled,
+        created_at: to_db(c.created_at),
+        updated_at: to_db(c.updated_at),
+    })
+}
+
+fn config_from_row(r: ConfigRow, cipher: &FieldCipher) -> Result<PaymentConfig> {
+    let open = |s: Option<String>| s.map(|s| cipher.decrypt(&s).map(Secret::new)).transpose();
+    Ok(PaymentConfig {
+        tenant_id: r.tenant_id,
+        mchid: r.mchid,
+        appid: r.appid,
+        merchant_serial_no: r.merchant_serial_no,
+        merchant_cert_not_after: r.merchant_cert_not_after.map(from_db),
+        merchant_private_key: open(r.merchant_private_key_enc)?,
+        merchant_key_fingerprint: r.merchant_key_fingerprint,
+        api_v3_key: open(r.api_v3_key_enc)?,
+        platform_public_key_id: r.platform_public_key_id,
+        platform_public_key: r.platform_public_key,
+        platform_key_fingerprint: r.platform_key_fingerprint,
+        enabled: r.enabled,
+        created_at: from_db(r.created_at),
+        updated_at: from_db(r.updated_at),
+    })
+}
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = payment_transactions, treat_none_as_null = true)]
+struct TxRow {
+    #[diesel(skip_insertion)]
+    id: i64,
+    tenant_id: i64,
+    out_trade_no: String,
+    description: String,
+    amount: i64,
+    openid: String,
+    attach: Option<String>,
+    prepay_id: Option<String>,
+    trade_state: String,
+    transaction_id: Option<String>,
+    payer_total: Option<i64>,
+    success_time: Option<NaiveDateTime>,
+    expires_at: NaiveDateTime,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
+}
+
+fn tx_row(t: &Transaction) -> TxRow {
+    TxRow {
+        id: t.id,
+        tenant_id: t.tenant_id,
+        out_trade_no: t.out_trade_no.clone(),
+        description: t.description.clone(),
+        amount: t.amount.fen(),
+        openid: t.openid.clone(),
+        attach: t.attach.clone(),
+        prepay_id: t.prepay_id.clone(),
+        trade_state: t.trade_state.as_str().to_owned(),
+        transaction_id: t.transaction_id.clone(),
+        payer_total: t.payer_total.map(Money::fen),
+        success_time: t.success_time.map(to_db),
+        expires_at: to_db(t.expires_at),
+        created_at: to_db(t.created_at),
+        updated_at: to_db(t.updated_at),
+    }
+}
+
+fn tx_from_row(r: TxRow) -> Result<Transaction> {
+    Ok(Transaction {
+        id: r.id,
+        tenant_id: r.tenant_id,
+        out_trade_no: r.out_trade_no,
+        description: r.description,
+        amount: Money::from_fen(r.amount),
+        openid: r.openid,
+        attach: r.attach,
+        prepay_id: r.prepay_id,
+        trade_state: parse_enum(&r.trade_state, TradeState::parse, "trade state")?,
+        transaction_id: r.transaction_id,
+        payer_total: r.payer_total.map(Money::from_fen),
+        success_time: r.success_time.map(from_db),
+        expires_at: from_db(r.expires_at),
+        created_at: from_db(r.created_at),
+        updated_at: from_db(r.updated_at),
+    })
+}
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = payment_refunds, treat_none_as_null = true)]
+struct RefundRow {
+    #[diesel(skip_insertion)]
+    id: i64,
+    tenant_id: i64,
+    payment_id: i64,
+    out_trade_no: String,
+    out_refund_no: String,
+    refund_id: Option<String>,
+    amount: i64,
+    status: String,
+    reason: Option<String>,
+    succeeded_at: Option<NaiveDateTime>,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
+}
+
+fn refund_row(r: &Refund, payment_id: Id) -> RefundRow {
+    RefundRow {
+        id: r.id,
+        tenant_id: r.tenant_id,
+        payment_id,
+        out_trade_no: r.out_trade_no.clone(),
+        out_refund_no: r.out_refund_no.clone(),
+        refund_id: r.refund_id.clone(),
+        amount: r.amount.fen(),
+        status: r.status.as_str().to_owned(),
+        reason: r.reason.clone(),
+        succeeded_at: r.succeeded_at.map(to_db),
+        created_at: to_db(r.created_at),
+        updated_at: to_db(r.updated_at),
+    }
+}
+
+fn refund_from_row(r: RefundRow) -> Result<Refund> {
+    Ok(Refund {
+        id: r.id,
+        tenant_id: r.tenant_id,
+        out_trade_no: r.out_trade_no,
+        out_refund_no: r.out_refund_no,
+        refund_id: r.refund_id,
+        amount: Money::from_fen(r.amount),
+        status: parse_enum(&r.status, RefundStatus::parse, "refund status")?,
+        reason: r.reason,
+        succeeded_at: r.succeeded_at.map(from_db),
+        created_at: from_db(r.created_at),
+        updated_at: from_db(r.updated_at),
+    })
+}
+
+fn refund_by_number(conn: &mut DbConn, tenant_id: Id, out_refund_no: &str) -> Result<Option<Refund>> {
+    let row: Option<RefundRow> = payment_refunds::table
+        .filter(payment_refunds::tenant_id.eq(tenant_id))
+        .filter(payment_refunds::out_refund_no.eq(out_refund_no))
+        .select(RefundRow::as_select())
+        .first(conn)
+        .optional()
+        .map_err(db_error)?;
+    row.map(refund_from_row).transpose()
+}
+
+/// The id of the tenant's transaction `out_trade_no`, locked until the end of the write
+/// transaction: `FOR UPDATE` on PostgreSQL; on SQLite the `BEGIN IMMEDIATE` of
+/// [`Db::write`](crate::Db::write) already holds the database's one write lock.
+fn lock_transaction(conn: &mut DbConn, tenant_id: Id, out_trade_no: &str) -> Result<Option<Id>> {
+    let q = || {
+        payment_transactions::table
+            .filter(payment_transactions::tenant_id.eq(tenant_id))
+            .filter(payment_transactions::out_trade_no.eq(out_trade_no))
+            .select(payment_transactions::id)
+    };
+    match conn {
+        DbConn::Pg(c) => q().for_update().first(c).optional(),
+        DbConn::Sqlite(c) => q().first(c).optional(),
+    }
+    .map_err(db_error)
+}
+
+fn reserve(conn: &mut DbConn, refund: Refund, paid: Money, max_refunds: u32) -> Result<RefundReservation> {
+    // The lock first: from here on no other reservation of this transaction runs.
+    let payment_id = lock_transaction(conn, refund.tenant_id, &refund.out_trade_no)?;
+    if let Some(existing) = refund_by_number(conn, refund.tenant_id, &refund.out_refund_no)? {
+        return Ok(RefundReservation::Existing(existing));
+    }
+    let Some(payment_id) = payment_id else {
+        return Err(Error::NotFound("transaction"));
+    };
+    let refunds: Vec<(i64, String)> = payment_refunds::table
+        .filter(payment_refunds::payment_id.eq(payment_id))
+        .select((payment_refunds::amount, payment_refunds::status))
+        .load(conn)
+        .map_err(db_error)?;
+    if refunds.len() >= max_refunds as usize {
+        return Ok(RefundReservation::TooManyRefunds);
+    }
+    let mut held = Money::ZERO;
+    for (amount, status) in &refunds {
+        if parse_enum(status, RefundStatus::parse, "refund status")?.holds_amount() {
+            held = held.checked_add(Money::from_fen(*amount)).map_err(|_| Error::internal("refund amounts overflow"))?;
+        }
+    }
+    let refundable = paid.checked_sub(held).unwrap_or(Money::ZERO).max(Money::ZERO);
+    if refund.amount > refundable {
+        return Ok(RefundReservation::ExceedsPaid { refundable });
+    }
+    let stored = Refund { status: RefundStatus::Processing, ..refund };
+    let id: i64 = diesel::insert_into(payment_refunds::table)
+        .values(refund_row(&stored, payment_id))
+        .returning(payment_refunds::id)
+        .get_result(conn)
+        .map_err(db_error)?;
+    Ok(RefundReservation::Reserved(Refund { id, ..stored }))
+}
+
+#[async_trait]
+impl PaymentRepo for MiniprogramStore {
+    async fn tenant(&self, scope: Party, tenant_id: Id) -> Result<Option<PaymentTenant>> {
+        self.db
+            .run(move |conn| {
+                let found: Option<(i64, Option<i64>)> = scoped(scope)
+                    .filter(tenants::id.eq(tenant_id))
+                    .select((tenants::id, tenants::partner_id))
+                    .first(conn)
+                    .optional()
+                    .map_err(db_error)?;
+                Ok(found.map(|(id, partner_id)| PaymentTenant { id, partner_id }))
+            })
+            .await
+    }
+
+    async fn get_config(&self, tenant_id: Id) -> Result<Option<PaymentConfig>> {
+        let cipher = self.cipher.clone();
+        self.db
+            .run(move |conn| {
+                let row: Option<ConfigRow> =
+                    payment_configs::table.find(tenant_id).select(ConfigRow::as_select()).first(conn).optional().map_err(db_error)?;
+                row.map(|r| config_from_row(r, &cipher)).transpose()
+            })
+            .await
+    }
+
+    async fn put_config(&self, config: PaymentConfig, audit: AuditRecord) -> Result<PaymentConfig> {
+        let row = config_row(&config, &self.cipher)?;
+        self.db
+            .write(move |conn| {
+                on_backend!(conn, |c| diesel::insert_into(payment_configs::table)
+                    .values(&row)
+                    .on_conflict(payment_configs::tenant_id)
+                    .do_update()
+                    .set(&row)
+                    .execute(c))
+                .map_err(db_error)?;
+                write_audit(conn, &audit)?;
+                Ok(config)
+            })
+            .await
+    }
+
+    async fn insert_transaction(&self, tx: Transaction) -> Result<Transaction> {
+        self.db
+            .write(move |conn| {
+                let id: i64 = diesel::insert_into(payment_transactions::table)
+                    .values(tx_row(&tx))
+                    .returning(payment_transactions::id)
+                    .get_result(conn)
+                    .map_err(|e| match db_error(e) {
+                        Error::Conflict(_) => Error::conflict(format!("out_trade_no {} is already used", tx.out_trade_no)),
+                        other => other,
+                    })?;
+                Ok(Transaction { id, ..tx })
+            })
+            .await
+    }
+
+    async fn get_transaction(&self, tenant_id: Id, out_trade_no: String) -> Result<Option<Transaction>> {
+        self.db
+            .run(move |conn| {
+                let row: Option<TxRow> = payment_transactions::table
+                    .filter(payment_transactions::tenant_id.eq(tenant_id))
+                    .filter(payment_transactions::out_trade_no.eq(&out_trade_no))
+                    .select(TxRow::as_select())
+                    .first(conn)
+                    .optional()
+                    .map_err(db_error)?;
+                row.map(tx_from_row).transpose()
+            })
+            .await
+    }
+
+    async fn update_transaction(&self, tx: Transaction, read_state: TradeState) -> Result<bool> {
+        self.db
+            .write(move |conn| {
+                let n = diesel::update(
+                    payment_transactions::table
+                        .filter(payment_transactions::tenant_id.eq(tx.tenant_id))
+                        .filter(payment_transactions::out_trade_no.eq(&tx.out_trade_no))
+                        .filter(payment_transactions::trade_state.eq(read_state.as_str())),
+                )
+                .set((
+                    payment_transactions::prepay_id.eq(&tx.prepay_id),
+                    payment_transactions::trade_state.eq(tx.trade_state.as_str()),
+                    payment_transactions::transaction_id.eq(&tx.transaction_id),
+                    payment_transactions::payer_total.eq(tx.payer_total.map(Money::fen)),
+                    payment_transactions::success_time.eq(tx.success_time.map(to_db)),
+                    payment_transactions::updated_at.eq(to_db(tx.updated_at)),
+                ))
+                .execute(conn)
+                .map_err(db_error)?;
+                Ok(n > 0)
+            })
+            .await
+    }
+
+    async fn reserve_refund(&self, refund: Refund, paid: Money, max_refunds: u32) -> Result<RefundReservation> {
+        self.db.write(move |conn| reserve(conn, refund, paid, max_refunds)).await
+    }
+
+    async fn get_refund(&self, tenant_id: Id, out_refund_no: String) -> Result<Option<Refund>> {
+        self.db.run(move |conn| refund_by_number(conn, tenant_id, &out_refund_no)).await
+    }
+
+    async fn update_refund(&self, refund: Refund, read_status: RefundStatus) -> Result<bool> {
+        self.db
+            .write(move |conn| {
+                let n = diesel::update(
+                    payment_refunds::table
+                        .filter(payment_refunds::tenant_id.eq(refund.tenant_id))
+                        .filter(payment_refunds::out_refund_no.eq(&refund.out_refund_no))
+                        .filter(payment_refunds::status.eq(read_status.as_str())),
+                )
+                .set((
+                    payment_refunds::refund_id.eq(&refund.refund_id),
+                    payment_refunds::status.eq(refund.status.as_str()),
+                    payment_refunds::succeeded_at.eq(refund.succeeded_at.map(to_db)),
+                    payment_refunds::updated_at.eq(to_db(refund.updated_at)),
+                ))
+                .execute(conn)
+                .map_err(db_error)?;
+                Ok(n > 0)
+            })
+            .await
+    }
+
+    async fn notification_seen(&self, tenant_id: Id, event_id: String) -> Result<bool> {
+        self.db
+            .run(move |conn| {
+                let n: i64 = payment_notifications::table
+                    .filter(payment_notifications::tenant_id.eq(tenant_id))
+                    .filter(payment_notifications::event_id.eq(&event_id))
+                    .count()
+                    .get_result(conn)
+                    .map_err(db_error)?;
+                Ok(n > 0)
+            })
+            .await
+    }
+
+    async fn record_notification(&self, tenant_id: Id, event_id: String, event_type: String, at: Timestamp) -> Result<()> {
+        self.db
+            .write(move |conn| {
+                let values = (
+                    payment_notifications::tenant_id.eq(tenant_id),
+                    payment_notifications::event_id.eq(&event_id),
+                    payment_notifications::event_type.eq(&event_type),
+                    payment_notifications::received_at.eq(to_db(at)),
+                );
+                on_backend!(conn, |c| diesel::insert_into(payment_notifications::table)
+                    .values(values)
+                    .on_conflict((payment_notifications::tenant_id, payment_notifications::event_id))
+                    .do_nothing()
+                    .execute(c))
+                .map_err(db_error)?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn paid_between(&self, tenant_id: Id, from: Timestamp, to: Timestamp) -> Result<Vec<Transaction>> {
+        self.db
+            .run(move |conn| {
+                let rows: Vec<TxRow> = payment_transactions::table
+                    .filter(payment_transactions::tenant_id.eq(tenant_id))
+                    .filter(payment_transactions::success_time.ge(to_db(from)))
+                    .filter(payment_transactions::success_time.lt(to_db(to)))
+                    .order(payment_transactions::id.asc())
+                    .select(TxRow::as_select())
+                    .load(conn)
+                    .map_err(db_error)?;
+                rows.into_iter().map(tx_from_row).collect()
+            })
+            .await
+    }
+
+    async fn transactions_by_numbers(&self, tenant_id: Id, out_trade_nos: Vec<String>) -> Result<Vec<Transaction>> {
+        if out_trade_nos.is_empty() {
+            return Ok(vec![]);
+        }
+        self.db
+            .run(move |conn| {
+                let mut out = Vec::with_capacity(out_trade_nos.len());
+                for chunk in out_trade_nos.chunks(IN_LIST) {
+                    let rows: Vec<TxRow> = payment_transactions::table
+                        .filter(payment_transactions::tenant_id.eq(tenant_id))
+                        .filter(payment_transactions::out_trade_no.eq_any(chunk))
+                        .order(payment_transactions::id.asc())
+                        .select(TxRow::as_select())
+                        .load(conn)
+                        .map_err(db_error)?;
+                    for r in rows {
+                        out.push(tx_from_row(r)?);
+                    }
+                }
+                Ok(out)
+            })
+            .await
+    }
+
+    async fn refunds_succeeded_between(&self, tenant_id: Id, from: Timestamp, to: Timestamp) -> Result<Vec<Refund>> {
+        self.db
+            .run(move |conn| {
+                let rows: Vec<RefundRow> = payment_refunds::table
+                    .filter(payment_refunds::tenant_id.eq(tenant_id))
+                    .filter(payment_refunds::succeeded_at.ge(to_db(from)))
+                    .filter(payment_refunds::succeeded_at.lt(to_db(to)))
+                    .order(payment_refunds::id.asc())
+                    .select(RefundRow::as_select())
+                    .load(conn)
+                    .map_err(db_error)?;
+                rows.into_iter().map(refund_from_row).collect()
+            })
+            .await
+    }
+
+    async fn refunds_by_numbers(&self, tenant_id: Id, out_refund_nos: Vec<String>) -> Result<Vec<Refund>> {
+        if out_refund_nos.is_empty() {
+            return Ok(vec![]);
+        }
+        self.db
+            .run(move |conn| {
+                let mut out = Vec::with_capacity(out_refund_nos.len());
+                for chunk in out_refund_nos.chunks(IN_LIST) {
+                    let rows: Vec<RefundRow> = payment_refunds::table
+                        .filter(payment_refunds::tenant_id.eq(tenant_id))
+                        .filter(payment_refunds::out_refund_no.eq_any(chunk))
+                        .order(payment_refunds::id.asc())
+                        .select(RefundRow::as_select())
+                        .load(conn)
+                        .map_err(db_error)?;
+                    for r in rows {
+                        out.push(refund_from_row(r)?);
+                    }
+                }
+                Ok(out)
+            })
+            .await
+    }
+}
+
+/// Numbers per `IN (…)` list: a day's trade bill may name thousands, well over SQLite's
+/// default bind-parameter limit in one statement.
+const IN_LIST: usize = 500;
