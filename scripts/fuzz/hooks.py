@@ -227,6 +227,14 @@ UNSTATEABLE = [
     (r"special_deductions(\[\d+\])?", r"to must not be before from"),
     # Uniqueness by one property of the objects of an array.
     (r"items\[\d+\]\.employee_id", r"^this employee is already on the sheet$"),
+    # What a PEM holds: a key of the right kind and size, a certificate that is valid now
+    # and belongs to the key.
+    (r"(private_key|certificate|platform_public_key)", r"."),
+    # Relative to the server's clock: an order's expiry, the days a trade bill exists.
+    (r"time_expire", r"^must be (in the future|at most \d+ days ahead)$"),
+    (r"date", r"^(must be a past day|the pay platform keeps trade bills for three months)$"),
+    # A limit in bytes of UTF-8 (JSON Schema counts characters).
+    (r"(description|attach|reason)", r"bytes"),
 ]
 
 

@@ -21,7 +21,26 @@ async fn permissioned_operations(app: &TestApp) -> Vec<(String, String, String, 
                 if !schema.is_null() {
                     assert!(example.is_object(), "{method} {path}: its request body has no example");
                 }
-                out.push((method.clone(), path.clone(), p.to_owned(), example));
+                // Required query parameters get a value of their type, so the answer is about
+                // the permission, not about a missing parameter.
+                let mut path = path.clone();
+                let mut sep = '?';
+                for param in op["parameters"].as_array().into_iter().flatten() {
+                    if param["in"] == "query" && param["required"] == true {
+                        let schema = match param["schema"]["$ref"].as_str().and_then(|r| r.strip_prefix("#/components/schemas/")) {
+                            Some(name) => &doc.body["components"]["schemas"][name],
+                            None => &param["schema"],
+                        };
+                        let value = match (schema["type"].as_str(), schema["format"].as_str()) {
+                            (_, Some("date")) => "2026-11-01",
+                            (Some("integer"), _) => "1",
+                            _ => "x",
+                        };
+                        path.push_str(&format!("{sep}{}={value}", param["name"].as_str().unwrap()));
+                        sep = '&';
+                    }
+                }
+                out.push((method.clone(), path, p.to_owned(), example));
             }
         }
     }

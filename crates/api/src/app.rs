@@ -39,6 +39,9 @@ pub struct AppState {
     pub roles: Arc<RoleService>,
     pub audit: Arc<AuditService>,
     pub docs: Arc<DocsService>,
+    pub payments: Arc<atrium_miniprogram::PaymentService>,
+    /// `Idempotency-Key` records (create, pay and refund routes).
+    pub idempotency: Arc<dyn atrium_kernel::idempotency::IdempotencyStore>,
     pub health: Arc<dyn HealthProbe>,
     /// Body limit of JSON requests in bytes.
     pub json_limit: usize,

@@ -34,6 +34,23 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let body = JsonBody::<T>::from_request(req, payload);
+        Box::pin(async move { body.await.map(|b| Json(b.value)) })
+    }
+}
+
+/// A JSON body with the bytes it was read from (for `Idempotency-Key`, which compares
+/// bodies): the same checks and errors as [`Json`].
+pub struct JsonBody<T> {
+    pub value: T,
+    pub bytes: Bytes,
+}
+
+impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let limit = req.app_data::<JsonLimit>().copied().unwrap_or_default().0;
         let content_type_ok = req
             .mime_type()
@@ -60,7 +77,8 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
             if body.len() > limit {
                 return Err(ApiError(Error::TooLarge(format!("request body is larger than {limit} bytes"))));
             }
-            parse_json(&body).map(Json)
+            let value = parse_json(&body)?;
+            Ok(JsonBody { value, bytes: body })
         })
     }
 }
@@ -95,9 +113,10 @@ fn whole_numbers(body: &[u8]) -> Option<serde_json::Value> {
     fn walk(v: &mut serde_json::Value) -> bool {
         match v {
             serde_json::Value::Number(n) if !(n.is_i64() || n.is_u64()) => {
-                // i64::MIN and i64::MAX + 1 are the bounds as floats; the range excludes the top.
+                // Only where a float holds every integer exactly (±2⁵³): past it, an integer too
+                // large for i64 that serde read as a float would round into range.
                 match n.as_f64() {
-                    Some(f) if f.fract() == 0.0 && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) => {
+                    Some(f) if f.fract() == 0.0 && (-9_007_199_254_740_992.0..=9_007_199_254_740_992.0).contains(&f) => {
                         *v = serde_json::Value::from(f as i64);
                         true
                     }
@@ -402,6 +421,9 @@ mod tests {
         let err = parse_json::<Body>(br#"{"name":"a","age":704.5}"#).unwrap_err();
         assert_eq!(field_of(err), "age");
         let err = parse_json::<Body>(br#"{"name":"a","age":1e19}"#).unwrap_err();
+        assert_eq!(field_of(err), "age");
+        // Beyond i64, even where the float rounds to i64::MIN.
+        let err = parse_json::<Body>(br#"{"name":"a","age":-9223372036854775809}"#).unwrap_err();
         assert_eq!(field_of(err), "age");
         // Exactly, as written: a fast float parser would read this as …263.2.
         let body = parse_json::<Body>(br#"{"name":"a","age":-2064871061458263.0}"#).unwrap();

@@ -12,6 +12,7 @@ mod docs_interface;
 mod envelope;
 mod error;
 mod extract;
+mod idempotency;
 mod limits;
 pub mod metrics;
 mod openapi;

@@ -1,7 +1,7 @@
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, payroll, roles, tenants, users};
+use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, payments, payroll, roles, tenants, users};
 
 /// The OpenAPI document served at `/api/v1/openapi.json`.
 #[derive(OpenApi)]
@@ -23,6 +23,8 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, p
         docs::create_document, docs::get_document, docs::document_tree,
         doc_admin::list_projects, doc_admin::create_project, doc_admin::get_project,
         doc_admin::list_tokens, doc_admin::create_token, doc_admin::revoke_token,
+        payments::get_config, payments::put_config, payments::upload_keys, payments::test, payments::unified_order,
+        payments::query, payments::refund, payments::close, payments::reconciliation, payments::notify,
     ),
     modifiers(&BearerAuth),
     tags(
@@ -34,6 +36,7 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, p
         (name = "payroll", description = "Payroll sheets: draft → calculated → approved → sent"),
         (name = "roles", description = "Roles and the permission catalogue"),
         (name = "audit", description = "The audit trail"),
+        (name = "payments", description = "A tenant's merchant account on the pay platform, payment transactions, refunds, notifications and reconciliation"),
         (name = "docs", description = "The document interface: `Authorization: Token <API_TOKEN>`; success is envelope code 0, \
             errors carry the HTTP status as code and data null"),
         (name = "doc-admin", description = "Document projects and API tokens of the caller's party (doc:read, doc:manage)"),
@@ -125,10 +128,22 @@ const SCHEMA_REF: &str = "#/components/schemas/";
 fn object_rules(doc: &mut serde_json::Value) {
     use serde_json::json;
     // UserService::create: a new user belongs to a partner or a tenant, never both.
-    let rules = [(
-        "NewUser",
-        json!({"not": {"required": ["partner_id", "tenant_id"], "properties": {"partner_id": {"type": "integer"}, "tenant_id": {"type": "integer"}}}}),
-    )];
+    let rules = [
+        (
+            "NewUser",
+            json!({"not": {"required": ["partner_id", "tenant_id"], "properties": {"partner_id": {"type": "integer"}, "tenant_id": {"type": "integer"}}}}),
+        ),
+        // PaymentService::upload_keys: at least one of the three PEM parts.
+        // and no part besides the form's.
+        (
+            "KeyUploadForm",
+            json!({
+                "additionalProperties": false,
+                "anyOf": [{"required": ["private_key"]}, {"required": ["certificate"]}, {"required": ["platform_public_key"]}],
+                "dependentRequired": {"platform_public_key": ["platform_public_key_id"]},
+            }),
+        ),
+    ];
     for (name, rule) in rules {
         if let (Some(schema), Some(rule)) =
             (doc.pointer_mut(&format!("/components/schemas/{name}")).and_then(|s| s.as_object_mut()), rule.as_object())
@@ -339,7 +354,10 @@ fn operation(path: &str, op: &mut serde_json::Value) {
         if response.get("description").and_then(|d| d.as_str()).is_none_or(|d| d.trim().is_empty()) {
             response.insert("description".into(), json!(reason(status)));
         }
-        if status.starts_with('2') {
+        if status == "204" {
+            // No Content has no body, envelope or not.
+            response.remove("content");
+        } else if status.starts_with('2') {
             let code = if docs_interface { 0 } else { status.parse::<i64>().unwrap_or(200) };
             let data = response
                 .get("content")
@@ -355,7 +373,11 @@ fn operation(path: &str, op: &mut serde_json::Value) {
                 }}}),
             );
         } else {
-            response.insert("content".into(), json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}));
+            // An error a route describes with its own body (the notify route answers in the
+            // pay platform's format) keeps it; every other error is the ErrorEnvelope.
+            if !response.contains_key("content") {
+                response.insert("content".into(), json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}));
+            }
             if status == "503" || status == "429" {
                 response.insert(
                     "headers".into(),
@@ -397,7 +419,13 @@ mod tests {
         for (method, path, op) in operations(&doc) {
             for (status, response) in op["responses"].as_object().expect("responses").iter() {
                 let schema = &response["content"]["application/json"]["schema"];
-                if status.starts_with('2') {
+                // The pay platform's notify route answers in the platform's own format.
+                let platform_format = path.contains("/payment/notify/");
+                if status == "204" {
+                    assert!(response.get("content").is_none(), "{method} {path} 204 has a body");
+                } else if platform_format && !status.starts_with('2') {
+                    assert_eq!(schema["$ref"], "#/components/schemas/NotifyFailure", "{method} {path} {status}");
+                } else if status.starts_with('2') {
                     let code = &schema["properties"]["code"]["enum"][0];
                     let expected = if path.starts_with("/api/docs") { 0 } else { status.parse::<i64>().unwrap_or_default() };
                     assert_eq!(code, &serde_json::json!(expected), "{method} {path} {status}");

@@ -231,11 +231,15 @@ impl DocsService {
             return Err(Error::invalid(field, "must not be empty"));
         }
         let max = self.config.max_name_chars;
-        if s.chars().count() > max {
+        // Counted as sent, white space included: the bound a client can check before sending.
+        if raw.chars().count() > max {
             return Err(Error::invalid(field, format!("must be at most {max} characters")));
         }
         if s.chars().any(char::is_control) {
             return Err(Error::invalid(field, "must not contain control characters"));
+        }
+        if s.chars().any(atrium_kernel::is_deceptive) {
+            return Err(Error::invalid(field, "must not contain invisible or text-direction characters"));
         }
         Ok(s.to_owned())
     }

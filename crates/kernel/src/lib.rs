@@ -32,7 +32,7 @@ pub use money::{Money, Overflow};
 pub use named::StrEnum;
 pub use paging::{ListQuery, Page, PageRequest, SortKey, SortOrder};
 pub use period::Period;
-pub use text::{Label, Name, Text, patch};
+pub use text::{Label, Name, Text, is_deceptive, patch};
 
 /// Schemas of the kernel's input types, for `schema_with` on fields whose type says less.
 #[cfg(feature = "openapi")]

@@ -21,7 +21,8 @@ impl<const MAX: usize> Text<MAX> {
         if s.is_empty() {
             return Err("must not be empty".into());
         }
-        if s.chars().count() > MAX {
+        // Counted as sent, white space included: the bound a client can check before sending.
+        if raw.chars().count() > MAX {
             return Err(format!("must be at most {MAX} characters"));
         }
         if s.chars().any(char::is_control) {
@@ -104,11 +105,11 @@ macro_rules! string_schemas {
 }
 
 /// What [`Phone::parse`](crate::Phone::parse) accepts, less its tolerance for spaces and dashes.
-#[cfg_attr(not(feature = "openapi"), allow(dead_code))] // only schemas use it
+#[cfg(feature = "openapi")]
 pub const PHONE_PATTERN: &str = "^(1[0-9]{10}|\\+861[0-9]{10}|\\+[1-79][0-9]{7,14})$";
 /// A subset of what [`Email::parse`](crate::Email::parse) accepts: ASCII local part of 1–64
 /// characters, at least two domain labels that neither start nor end with `-`.
-#[cfg_attr(not(feature = "openapi"), allow(dead_code))]
+#[cfg(feature = "openapi")]
 pub const EMAIL_PATTERN: &str =
     "^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$";
 
@@ -136,13 +137,16 @@ pub fn contact_target_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema
         .into()
 }
 
-/// What [`Text::parse`] accepts, as a schema pattern: no control characters, none of
+/// What [`Text::parse`] accepts, as a schema pattern: white space it trims at either end
+/// (control characters among it too), then text with no control characters, none of
 /// [`is_deceptive`]'s, and something besides white space.
 #[cfg(feature = "openapi")]
 pub const TEXT_PATTERN: &str = concat!(
-    "^[^\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]*",
+    "^[\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*",
+    "[^\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]*",
     "[^\\s\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]",
-    "[^\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]*$"
+    "[^\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]*",
+    "[\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
 );
 
 #[cfg(feature = "openapi")]

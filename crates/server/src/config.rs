@@ -29,6 +29,8 @@ pub enum Platform {
         mp_appid: String,
         mp_secret: String,
         payslip_template_id: String,
+        /// The pay platform (v3) every tenant's merchant account is reached at.
+        pay_base: String,
     },
 }
 
@@ -127,6 +129,8 @@ struct EnvVars {
     wechat_api_base: String,
     #[arg(long, env = "ATRIUM_WECHAT_OPEN_BASE", default_value = "https://open.weixin.qq.com")]
     wechat_open_base: String,
+    #[arg(long, env = "ATRIUM_WECHAT_PAY_BASE", default_value = "https://api.mch.weixin.qq.com")]
+    wechat_pay_base: String,
     #[arg(long, env = "ATRIUM_WECHAT_LOGIN_APPID", default_value = "")]
     wechat_login_appid: String,
     #[arg(long, env = "ATRIUM_WECHAT_LOGIN_SECRET", default_value = "")]
@@ -240,6 +244,7 @@ impl Config {
                 mp_appid: env.wechat_mp_appid,
                 mp_secret: env.wechat_mp_secret,
                 payslip_template_id: env.wechat_payslip_template_id,
+                pay_base: env.wechat_pay_base.trim_end_matches('/').to_owned(),
             },
         };
 

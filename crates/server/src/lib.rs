@@ -14,14 +14,15 @@ use atrium_api::{AppState, Metrics};
 use atrium_docs::{DocsConfig, DocsService};
 use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService, RoleService, UserService};
 use atrium_kernel::{Clock, SystemClock};
+use atrium_miniprogram::{PaymentService, PaymentSettings};
 use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, TenantService};
 use atrium_payroll::{PayrollService, PayslipChannels, PayslipNotifier, TextSender};
 use atrium_sandbox::{
     SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID, Sandbox,
 };
-use atrium_store::{Db, DocsStore, FieldCipher, IdentityStore, OrgStore, PayrollStore};
+use atrium_store::{Db, DbIdempotencyStore, DocsStore, FieldCipher, IdentityStore, MiniprogramStore, OrgStore, PayrollStore};
 use atrium_wechat::{AccessTokens, CallRecorder, MiniProgramState, SubscribeMessages, WechatAppConfig, WechatPayslips};
-use atrium_wechat::{WechatLogin, WechatLoginConfig};
+use atrium_wechat::{OpensslMerchantKeys, WechatLogin, WechatLoginConfig, WechatPay, WechatPayConfig};
 use jobs::Jobs;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -170,6 +171,32 @@ pub fn payslip_notifier(
     Ok(Arc::new(PayslipChannels::new(platform, text)))
 }
 
+/// Payments: tenants' merchant accounts on the pay platform (the sandbox's in dev), reached
+/// by our own client, and their transactions, refunds and notifications in `db`.
+pub fn payment_service(
+    config: &Config,
+    db: &Db,
+    public_url: &str,
+    calls: Option<Arc<dyn CallRecorder>>,
+) -> anyhow::Result<Arc<PaymentService>> {
+    let base = match &config.platform {
+        Platform::Sandbox => format!("{public_url}/sandbox/pay"),
+        Platform::Wechat { pay_base, .. } => pay_base.clone(),
+    };
+    let pay = WechatPay::new(WechatPayConfig::new(base))?;
+    let pay = match calls {
+        Some(c) => pay.with_recorder(c),
+        None => pay,
+    };
+    Ok(Arc::new(PaymentService::new(
+        Arc::new(MiniprogramStore::new(db.clone(), FieldCipher::new(&config.master_key))),
+        Arc::new(pay),
+        Arc::new(OpensslMerchantKeys),
+        Arc::new(SystemClock),
+        PaymentSettings::new(public_url),
+    )))
+}
+
 /// The document service over `db` (also used by the `docs` CLI commands).
 pub fn docs_service(db: &Db) -> Arc<DocsService> {
     Arc::new(DocsService::new(Arc::new(DocsStore::new(db.clone())), Arc::new(SystemClock), DocsConfig::default()))
@@ -216,12 +243,14 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         employees: Arc::new(EmployeeService::new(org.clone(), clock.clone())),
         payroll: Arc::new(PayrollService::new(
             Arc::new(PayrollStore::new(db.clone())),
-            payslip_notifier(&config, &public_url, sandbox.as_ref(), Some(calls))?,
+            payslip_notifier(&config, &public_url, sandbox.as_ref(), Some(calls.clone()))?,
             clock.clone(),
         )),
         roles: Arc::new(RoleService::new(accounts, identity.session_cache(), clock.clone())),
         audit: Arc::new(AuditService::new(org.clone())),
         docs: docs.clone(),
+        payments: payment_service(&config, &db, &public_url, Some(calls))?,
+        idempotency: Arc::new(DbIdempotencyStore::new(db.clone())),
         health: Arc::new(adapters::Readiness { db: db.clone(), jobs: jobs.clone() }),
         json_limit: config.json_limit,
         trust_proxy: config.trust_proxy,

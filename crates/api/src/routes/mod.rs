@@ -6,6 +6,7 @@ pub mod docs;
 pub mod employees;
 pub mod health;
 pub mod partners;
+pub mod payments;
 pub mod payroll;
 pub mod roles;
 pub mod tenants;
@@ -36,6 +37,7 @@ pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
     tenants::configure(cfg);
     employees::configure(cfg);
     payroll::configure(cfg);
+    payments::configure(cfg);
     roles::configure(cfg);
     audit::configure(cfg);
 }

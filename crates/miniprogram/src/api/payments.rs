@@ -131,7 +131,7 @@ impl<const MAX: usize, const EMPTY_OK: bool> ByteText<MAX, EMPTY_OK> {
         if raw.len() > MAX {
             return Err(format!("must be at most {MAX} bytes (UTF-8)"));
         }
-        if raw.chars().any(|c| c.is_control() || is_invisible(c)) {
+        if raw.chars().any(|c| c.is_control() || atrium_kernel::is_deceptive(c)) {
             return Err("must not contain control or invisible characters".into());
         }
         Ok(ByteText(raw.to_owned()))
@@ -146,6 +146,25 @@ impl<const MAX: usize, const EMPTY_OK: bool> ByteText<MAX, EMPTY_OK> {
     }
 }
 
+/// At most `MAX` characters (a string of more has more than `MAX` bytes); the byte limit
+/// itself is in the description, as JSON Schema counts characters.
+#[cfg(feature = "openapi")]
+impl<const MAX: usize, const EMPTY_OK: bool> utoipa::PartialSchema for ByteText<MAX, EMPTY_OK> {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        let description = format!("At most {MAX} bytes of UTF-8, no control or invisible characters");
+        let min = if EMPTY_OK { None } else { Some(1) };
+        let pattern = "^[^\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]*$";
+        atrium_kernel::schema::string_schema(&description, Some(pattern), min, Some(MAX))
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl<const MAX: usize, const EMPTY_OK: bool> utoipa::ToSchema for ByteText<MAX, EMPTY_OK> {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Owned(format!("ByteText{MAX}{}", if EMPTY_OK { "OrEmpty" } else { "" }))
+    }
+}
+
 impl<const MAX: usize, const EMPTY_OK: bool> TryFrom<String> for ByteText<MAX, EMPTY_OK> {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
@@ -157,11 +176,6 @@ impl<const MAX: usize, const EMPTY_OK: bool> From<ByteText<MAX, EMPTY_OK>> for S
     fn from(t: ByteText<MAX, EMPTY_OK>) -> String {
         t.0
     }
-}
-
-/// Characters a reader cannot see that change how the text around them reads.
-fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{2028}' | '\u{2029}')
 }
 
 /// The APIv3 key: exactly 32 printable ASCII characters. Write-only: `Debug` hides it and it
@@ -210,8 +224,11 @@ impl utoipa::ToSchema for ApiV3Key {}
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"tenant_id": 1, "mchid": "1900000001", "appid": "wx8888888888888888", "api_v3_key": "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6", "enabled": true})))]
 pub struct PaymentConfigPut {
-    /// Required for platform and partner callers.
+    /// The tenant whose merchant account this acts on. Platform and partner callers must name
+    /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
+    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
     pub tenant_id: Option<Id>,
     pub mchid: Mchid,
     pub appid: Appid,
@@ -252,18 +269,21 @@ impl fmt::Debug for KeyUpload {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"tenant_id": 1, "description": "Coffee beans 500 g", "amount": 8800, "openid": "oUpF8uMuAJO_M2pxb1Q9zNjWeS6o", "out_trade_no": "T20261123000001"})))]
 pub struct UnifiedOrderRequest {
+    /// The tenant whose merchant account this acts on. Platform and partner callers must name
+    /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
+    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
     pub tenant_id: Option<Id>,
     /// 1–127 bytes.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub description: Description,
     /// Fen, at least 1.
+    #[cfg_attr(feature = "openapi", schema(value_type = i64, minimum = 1, maximum = 1_000_000_000_000_i64))]
     pub amount: Money,
     pub openid: Openid,
     /// Generated when absent.
     pub out_trade_no: Option<OutTradeNo>,
     /// Up to 128 bytes, returned with the payment.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub attach: Option<Attach>,
     /// RFC 3339; default two hours from now.
     pub time_expire: Option<DateTime<Utc>>,
@@ -273,7 +293,11 @@ pub struct UnifiedOrderRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"tenant_id": 1, "out_trade_no": "T20261123000001"})))]
 pub struct QueryRequest {
+    /// The tenant whose merchant account this acts on. Platform and partner callers must name
+    /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
+    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
     pub tenant_id: Option<Id>,
     pub out_trade_no: OutTradeNo,
 }
@@ -282,7 +306,11 @@ pub struct QueryRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"tenant_id": 1, "out_trade_no": "T20261123000001"})))]
 pub struct CloseRequest {
+    /// The tenant whose merchant account this acts on. Platform and partner callers must name
+    /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
+    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
     pub tenant_id: Option<Id>,
     pub out_trade_no: OutTradeNo,
 }
@@ -291,22 +319,84 @@ pub struct CloseRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"tenant_id": 1, "out_trade_no": "T20261123000001", "amount": 3000, "reason": "Damaged in transit", "out_refund_no": "R20261123000001"})))]
 pub struct RefundRequest {
+    /// The tenant whose merchant account this acts on. Platform and partner callers must name
+    /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
+    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
     pub tenant_id: Option<Id>,
     pub out_trade_no: OutTradeNo,
     /// Fen, at least 1, at most what is left to refund.
+    #[cfg_attr(feature = "openapi", schema(value_type = i64, minimum = 1, maximum = 1_000_000_000_000_i64))]
     pub amount: Money,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub reason: Option<RefundReason>,
     /// Generated when absent; send the same one to retry a refund.
     pub out_refund_no: Option<OutRefundNo>,
 }
 
+/// What the notify route answers when it does not accept a notification, in the pay
+/// platform's own format (not the envelope): `{"code": "FAIL", "message"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NotifyFailure {
+    /// Always `FAIL`.
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl NotifyFailure {
+    pub fn new(message: impl Into<String>) -> Self {
+        NotifyFailure { code: "FAIL", message: message.into() }
+    }
+}
+
+/// `GET /miniprogram/payment/config?tenant_id=`: whose configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
+#[serde(deny_unknown_fields)]
+pub struct PaymentTenantParams {
+    /// Required for platform and partner callers; a tenant caller's own tenant otherwise.
+    #[cfg_attr(feature = "openapi", param(required = true, value_type = Id, minimum = 1))]
+    pub tenant_id: Option<Id>,
+}
+
+/// `POST /miniprogram/payment/test`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"tenant_id": 1})))]
+#[serde(deny_unknown_fields)]
+pub struct PaymentTestRequest {
+    /// Required for platform and partner callers; a tenant caller's own tenant otherwise.
+    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
+    pub tenant_id: Option<Id>,
+}
+
+/// The parts of `POST /miniprogram/payment/cert/upload` (`multipart/form-data`), as the
+/// document shows them; each is text (a PEM, an id) and any may come alone.
+#[cfg(feature = "openapi")]
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+#[schema(example = json!({"tenant_id": 1, "platform_public_key_id": "PUB_KEY_ID_0114232134912410000000000000000000"}))]
+pub struct KeyUploadForm {
+    /// Required for platform and partner callers.
+    #[schema(required = true, value_type = Id)]
+    pub tenant_id: Option<Id>,
+    /// The merchant private key, PEM (RSA ≥ 2048 bits, PKCS#8 or PKCS#1).
+    pub private_key: Option<String>,
+    /// The merchant certificate, PEM X.509; it must belong to the private key and be valid.
+    pub certificate: Option<String>,
+    /// The platform public key, PEM; needs `platform_public_key_id`.
+    pub platform_public_key: Option<String>,
+    /// `PUB_KEY_ID_…`.
+    #[schema(value_type = Option<PlatformKeyId>)]
+    pub platform_public_key_id: Option<String>,
+}
+
 /// `GET /miniprogram/payment/reconciliation?date=YYYY-MM-DD`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct ReconciliationParams {
+    #[cfg_attr(feature = "openapi", param(required = true, value_type = Id, minimum = 1))]
     pub tenant_id: Option<Id>,
     pub date: NaiveDate,
 }

@@ -64,7 +64,7 @@ impl PaymentService {
     /// The tenant the caller acts on: its own, or the one it names if in scope (404 if not).
     async fn tenant(&self, actor: &Actor, requested: Option<Id>) -> Result<PaymentTenant> {
         let id = actor.party.tenant_for_new(requested)?;
-        self.repo.tenant(actor.party, id).await?.ok_or(Error::NotFound("tenant"))
+        self.repo.tenant(actor.party, id).await?.ok_or_else(|| Error::no_such("tenant_id", "no such tenant"))
     }
 
     async fn config(&self, tenant_id: Id) -> Result<PaymentConfig> {
@@ -126,7 +126,11 @@ impl PaymentService {
         if config.enabled {
             let missing = config.missing_parts();
             if !missing.is_empty() {
-                return Err(Error::invalid("enabled", format!("the configuration is incomplete: {} missing", missing.join(", "))));
+                // The stored configuration, not the request, is short of keys: 409.
+                return Err(Error::Blocked(vec![atrium_kernel::FieldError::new(
+                    "enabled",
+                    format!("the configuration is incomplete: {} missing", missing.join(", ")),
+                )]));
             }
         }
         config.updated_at = now;

@@ -1,0 +1,241 @@
+//! `/api/v1/miniprogram/payment/*`: a tenant's merchant account on the pay platform, its
+//! payment transactions and refunds, the platform's notifications and reconciliation.
+//! Unified order and refund take an `Idempotency-Key`.
+use actix_multipart::Multipart;
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use atrium_kernel::{Error, Id};
+use atrium_miniprogram::{
+    CloseRequest, CloseView, KeyUpload, NotificationError, NotificationRequest, PaymentConfigPut, PaymentConfigView, PaymentTenantParams,
+    PaymentTestRequest, PlatformKeyId, QueryRequest, ReconciliationParams, ReconciliationView, RefundRequest, RefundView, Secret,
+    TestReport, TransactionView, UnifiedOrderRequest, UnifiedOrderView,
+};
+use futures_util::StreamExt;
+
+use crate::app::AppState;
+use crate::envelope::{ApiResult, ok};
+use crate::error::ApiError;
+use crate::extract::{Authorized, Json, JsonBody};
+use crate::idempotency;
+use crate::permission;
+use atrium_kernel::permission as perm;
+
+permission!(
+    MiniprogramPayment = perm::MINIPROGRAM_PAYMENT,
+    PaymentPay = perm::PAYMENT_PAY,
+    PaymentQuery = perm::PAYMENT_QUERY,
+    PaymentRefund = perm::PAYMENT_REFUND,
+    PaymentClose = perm::PAYMENT_CLOSE
+);
+
+/// The largest part of a key upload: a PEM is a few kilobytes.
+const MAX_PART_BYTES: usize = 64 * 1024;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/miniprogram/payment/config").route(web::get().to(get_config)).route(web::put().to(put_config)))
+        .service(web::resource("/miniprogram/payment/cert/upload").route(web::post().to(upload_keys)))
+        .service(web::resource("/miniprogram/payment/test").route(web::post().to(test)))
+        .service(web::resource("/miniprogram/payment/unified-order").route(web::post().to(unified_order)))
+        .service(web::resource("/miniprogram/payment/query").route(web::post().to(query)))
+        .service(web::resource("/miniprogram/payment/refund").route(web::post().to(refund)))
+        .service(web::resource("/miniprogram/payment/close").route(web::post().to(close)))
+        .service(web::resource("/miniprogram/payment/reconciliation").route(web::get().to(reconciliation)))
+        .service(web::resource("/miniprogram/payment/notify/{tenant_id}").route(web::post().to(notify)));
+}
+
+/// The tenant's payment configuration: ids, fingerprints, serials and dates, never a key.
+#[utoipa::path(get, path = "/api/v1/miniprogram/payment/config", tag = "payments", params(PaymentTenantParams),
+    security(("bearer" = ["miniprogram:payment"])),
+    responses((status = 200, body = PaymentConfigView), (status = 404, description = "No configuration yet, or the tenant is not yours")))]
+pub async fn get_config(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, q: web::Query<PaymentTenantParams>) -> ApiResult {
+    ok(state.payments.get_config(&auth.actor, q.into_inner().tenant_id).await?)
+}
+
+/// Set the merchant id, app id, APIv3 key (write-only) and whether payments are enabled.
+#[utoipa::path(put, path = "/api/v1/miniprogram/payment/config", tag = "payments", request_body = PaymentConfigPut,
+    security(("bearer" = ["miniprogram:payment"])),
+    responses((status = 200, body = PaymentConfigView), (status = 409, description = "Enabling an incomplete configuration")))]
+pub async fn put_config(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, body: Json<PaymentConfigPut>) -> ApiResult {
+    ok(state.payments.put_config(&auth.actor, body.0).await?)
+}
+
+/// Upload the merchant private key and certificate and the platform public key
+/// (`multipart/form-data`; any part may come alone). A bad part is a 400 naming it.
+#[utoipa::path(post, path = "/api/v1/miniprogram/payment/cert/upload", tag = "payments",
+    request_body(content = atrium_miniprogram::KeyUploadForm, content_type = "multipart/form-data"),
+    security(("bearer" = ["miniprogram:payment"])),
+    responses((status = 200, body = PaymentConfigView), (status = 413)))]
+pub async fn upload_keys(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, form: Multipart) -> ApiResult {
+    let upload = read_key_upload(form).await?;
+    ok(state.payments.upload_keys(&auth.actor, upload).await?)
+}
+
+/// Check the configuration: complete, key matching certificate, certificate valid, and a
+/// signed query the pay platform accepts and answers verifiably. Failures are `ok: false`.
+#[utoipa::path(post, path = "/api/v1/miniprogram/payment/test", tag = "payments", request_body = PaymentTestRequest,
+    security(("bearer" = ["miniprogram:payment"])), responses((status = 200, body = TestReport)))]
+pub async fn test(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, body: Json<PaymentTestRequest>) -> ApiResult {
+    ok(state.payments.test(&auth.actor, body.0.tenant_id).await?)
+}
+
+/// Place a JSAPI order with the pay platform; answers what the mini-program passes to
+/// `wx.requestPayment`. Takes an `Idempotency-Key`.
+#[utoipa::path(post, path = "/api/v1/miniprogram/payment/unified-order", tag = "payments", request_body = UnifiedOrderRequest,
+    params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[ -~]+$",
+        description = "1–255 printable ASCII characters; a retry with the same key and body gets the first answer")),
+    security(("bearer" = ["payment:pay"])),
+    responses((status = 200, body = UnifiedOrderView), (status = 409), (status = 502, description = "The pay platform failed")))]
+pub async fn unified_order(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    auth: Authorized<PaymentPay>,
+    body: JsonBody<UnifiedOrderRequest>,
+) -> HttpResponse {
+    let JsonBody { value, bytes } = body;
+    idempotency::once(state.idempotency.as_ref(), &req, &auth.actor, &bytes, || async {
+        ok(state.payments.unified_order(&auth.actor, value).await?)
+    })
+    .await
+}
+
+/// Ask the pay platform for a transaction's state, and save it.
+#[utoipa::path(post, path = "/api/v1/miniprogram/payment/query", tag = "payments", request_body = QueryRequest,
+    security(("bearer" = ["payment:query"])), responses((status = 200, body = TransactionView), (status = 502)))]
+pub async fn query(state: web::Data<AppState>, auth: Authorized<PaymentQuery>, body: Json<QueryRequest>) -> ApiResult {
+    ok(state.payments.query(&auth.actor, body.0).await?)
+}
+
+/// Refund part or all of a paid transaction; `processing` until the platform settles it.
+/// Takes an `Idempotency-Key`.
+#[utoipa::path(post, path = "/api/v1/miniprogram/payment/refund", tag = "payments", request_body = RefundRequest,
+    params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[ -~]+$",
+        description = "1–255 printable ASCII characters; a retry with the same key and body gets the first answer")),
+    security(("bearer" = ["payment:refund"])),
+    responses((status = 200, body = RefundView), (status = 409, description = "More than is left to refund, or too many refunds"), (status = 502)))]
+pub async fn refund(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    auth: Authorized<PaymentRefund>,
+    body: JsonBody<RefundRequest>,
+) -> HttpResponse {
+    let JsonBody { value, bytes } = body;
+    idempotency::once(state.idempotency.as_ref(), &req, &auth.actor, &bytes, || async {
+        ok(state.payments.refund(&auth.actor, value).await?)
+    })
+    .await
+}
+
+/// Close an unpaid transaction; a paid one is a 409.
+#[utoipa::path(post, path = "/api/v1/miniprogram/payment/close", tag = "payments", request_body = CloseRequest,
+    security(("bearer" = ["payment:close"])), responses((status = 200, body = CloseView), (status = 409), (status = 502)))]
+pub async fn close(state: web::Data<AppState>, auth: Authorized<PaymentClose>, body: Json<CloseRequest>) -> ApiResult {
+    ok(state.payments.close(&auth.actor, body.0).await?)
+}
+
+/// Compare a day's trade bill from the pay platform with the tenant's records.
+#[utoipa::path(get, path = "/api/v1/miniprogram/payment/reconciliation", tag = "payments", params(ReconciliationParams),
+    security(("bearer" = ["payment:query"])),
+    responses((status = 200, body = ReconciliationView), (status = 404, description = "No payment configuration, or the tenant is not yours"), (status = 502)))]
+pub async fn reconciliation(state: web::Data<AppState>, auth: Authorized<PaymentQuery>, q: web::Query<ReconciliationParams>) -> ApiResult {
+    let q = q.into_inner();
+    ok(state.payments.reconcile(&auth.actor, q.tenant_id, q.date).await?)
+}
+
+/// The pay platform's notifications for a tenant (no token: the signature is the proof).
+/// 204 when accepted; otherwise `{"code": "FAIL", "message"}` and nothing changes.
+#[utoipa::path(post, path = "/api/v1/miniprogram/payment/notify/{tenant_id}", tag = "payments",
+    params(("tenant_id" = i64, Path, minimum = 1),
+           ("Wechatpay-Timestamp" = String, Header, description = "Unix seconds; 300 s or more away is refused"),
+           ("Wechatpay-Nonce" = String, Header),
+           ("Wechatpay-Signature" = String, Header, description = "Base64 SHA256withRSA over `timestamp\\nnonce\\nbody\\n`"),
+           ("Wechatpay-Serial" = String, Header, description = "The platform key's id, `PUB_KEY_ID_…`")),
+    request_body(content = Object, content_type = "application/json"),
+    responses((status = 204, description = "Accepted"),
+              (status = 400, body = atrium_miniprogram::NotifyFailure, description = "Malformed, unsigned or undecryptable"),
+              (status = 401, body = atrium_miniprogram::NotifyFailure, description = "The signature does not verify"),
+              (status = 404, body = atrium_miniprogram::NotifyFailure, description = "Payments are not configured for this tenant"),
+              (status = 503, body = atrium_miniprogram::NotifyFailure, description = "Not processed now; the platform retries")))]
+pub async fn notify(req: HttpRequest, state: web::Data<AppState>, tenant_id: web::Path<String>, body: web::Bytes) -> HttpResponse {
+    // Parsed here rather than by the path extractor, so even this refusal is in the
+    // platform's format.
+    let Ok(tenant_id) = tenant_id.parse::<Id>() else {
+        return HttpResponse::NotFound().json(atrium_miniprogram::NotifyFailure::new("no such tenant"));
+    };
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let request = NotificationRequest {
+        timestamp: header("wechatpay-timestamp"),
+        nonce: header("wechatpay-nonce"),
+        signature: header("wechatpay-signature"),
+        serial: header("wechatpay-serial"),
+        body: body.to_vec(),
+    };
+    match state.payments.receive_notification(tenant_id, request).await {
+        Ok(_) => HttpResponse::NoContent().finish(),
+        Err(e) => {
+            let status = match e {
+                NotificationError::MissingHeaders | NotificationError::NotJson | NotificationError::Undecryptable => {
+                    StatusCode::BAD_REQUEST
+                }
+                NotificationError::BadSignature
+                | NotificationError::Probe
+                | NotificationError::StaleTimestamp
+                | NotificationError::UnknownSerial => StatusCode::UNAUTHORIZED,
+                NotificationError::NotConfigured => StatusCode::NOT_FOUND,
+                NotificationError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            HttpResponse::build(status).json(atrium_miniprogram::NotifyFailure::new(e.to_string()))
+        }
+    }
+}
+
+/// The parts of a key upload, each at most [`MAX_PART_BYTES`] of UTF-8 text; an unknown part
+/// or a part sent twice is a 400 naming it.
+async fn read_key_upload(mut form: Multipart) -> Result<KeyUpload, ApiError> {
+    let mut upload = KeyUpload::default();
+    while let Some(field) = form.next().await {
+        let mut field = field.map_err(|e| ApiError::bad_request(format!("malformed multipart body: {e}")))?;
+        let name = field.name().unwrap_or_default().to_owned();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = field.next().await {
+            let chunk = chunk.map_err(|e| ApiError::bad_request(format!("malformed multipart body: {e}")))?;
+            if bytes.len() + chunk.len() > MAX_PART_BYTES {
+                return Err(ApiError(Error::TooLarge(format!("{name}: larger than {MAX_PART_BYTES} bytes"))));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8(bytes).map_err(|_| ApiError(Error::invalid(name.clone(), "must be text (PEM)")))?;
+        let twice = || ApiError(Error::invalid(name.clone(), "is sent twice"));
+        match name.as_str() {
+            "tenant_id" => {
+                let id = text.trim().parse::<Id>().map_err(|_| ApiError(Error::invalid("tenant_id", "must be an integer")))?;
+                if upload.tenant_id.replace(id).is_some() {
+                    return Err(twice());
+                }
+            }
+            "private_key" => {
+                if upload.private_key.replace(Secret::new(&text)).is_some() {
+                    return Err(twice());
+                }
+            }
+            "certificate" => {
+                if upload.certificate.replace(text).is_some() {
+                    return Err(twice());
+                }
+            }
+            "platform_public_key" => {
+                if upload.platform_public_key.replace(text).is_some() {
+                    return Err(twice());
+                }
+            }
+            "platform_public_key_id" => {
+                let id = PlatformKeyId::parse(text.trim()).map_err(|m| ApiError(Error::invalid("platform_public_key_id", m)))?;
+                if upload.platform_public_key_id.replace(id).is_some() {
+                    return Err(twice());
+                }
+            }
+            "" => return Err(ApiError::bad_request("a multipart part has no name")),
+            other => return Err(ApiError(Error::invalid(other.to_owned(), "is not a part of this form"))),
+        }
+    }
+    Ok(upload)
+}
