@@ -8,6 +8,9 @@ use atrium_store::testing::TestDatabase;
 use serde_json::{Value, json};
 
 pub use atrium_store::testing::{pg_admin_url, skip_postgres};
+/// Runs futures concurrently (they may borrow the app, so they are polled together rather than
+/// spawned) and returns their outputs in order.
+pub use futures_util::future::join_all;
 pub use serde_json;
 
 /// Which database a test runs on.
@@ -287,25 +290,4 @@ impl TestApp {
         let (_, t1_clerk) = self.user_token(&admin, "t1clerk", json!({"tenant_id": t1, "role_ids": [PAYROLL_CLERK]})).await;
         Org { admin, p1, p2, t1, t2, p1_admin, p2_admin, t1_admin, t2_admin, t1_clerk, t1_admin_id }
     }
-}
-
-/// Runs the futures concurrently (they may borrow the app, so they are polled together here
-/// rather than spawned) and returns their outputs in order.
-pub async fn join_all<T, F: std::future::Future<Output = T>>(futures: impl IntoIterator<Item = F>) -> Vec<T> {
-    let mut pinned: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut results: Vec<Option<T>> = pinned.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (f, slot) in pinned.iter_mut().zip(results.iter_mut()) {
-            if slot.is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(r) => *slot = Some(r),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
-    })
-    .await;
-    results.into_iter().flatten().collect()
 }

@@ -70,16 +70,10 @@ impl ResponseError for ApiError {
         let status = self.status();
         let code = status.as_u16();
         let mut resp = match &self.0 {
-            Error::Invalid(errors) => {
-                let message = match errors.as_slice() {
-                    [one] => format!("{}: {}", one.field, one.message),
-                    _ => "request parameters are invalid".to_owned(),
-                };
-                respond(status, code, &message, Some(FieldErrors { errors }))
-            }
-            Error::Blocked(errors) => {
-                let message = match errors.as_slice() {
-                    [one] => format!("{}: {}", one.field, one.message),
+            Error::Invalid(errors) | Error::Blocked(errors) => {
+                let message = match (errors.as_slice(), &self.0) {
+                    ([one], _) => format!("{}: {}", one.field, one.message),
+                    (_, Error::Invalid(_)) => "request parameters are invalid".to_owned(),
                     _ => "the records this acts on do not allow it now; see data.errors".to_owned(),
                 };
                 respond(status, code, &message, Some(FieldErrors { errors }))

@@ -66,10 +66,16 @@ impl Modify for BearerAuth {
 
 /// The document as served: the derived one with the [`contract`] applied. It is JSON, not
 /// utoipa's model, because the model has no room for some of what JSON Schema says (`not`).
+/// Built once per process (every worker's app serves the same one).
 pub fn document() -> serde_json::Value {
-    let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_else(|_| serde_json::json!({}));
-    contract(&mut doc);
-    doc
+    static DOCUMENT: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    DOCUMENT
+        .get_or_init(|| {
+            let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_else(|_| serde_json::json!({}));
+            contract(&mut doc);
+            doc
+        })
+        .clone()
 }
 
 /// Makes the generated document say what the wire carries, in one pass over the operations:

@@ -24,14 +24,13 @@ fn name_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
 #[cfg(feature = "openapi")]
 fn project_ids_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
     let max = crate::DocsConfig::default().max_token_projects;
-    serde_json::from_value(serde_json::json!({
+    atrium_kernel::schema::schema_from_json(serde_json::json!({
         "type": ["array", "null"],
         "items": {"type": "integer", "format": "int64"},
         "minItems": 1,
         "maxItems": max,
         "description": format!("Limit the token to these projects of your party (1–{max}); leave out or null for all of them"),
     }))
-    .unwrap_or_else(|_| utoipa::openapi::RefOr::T(utoipa::openapi::schema::Schema::default()))
 }
 
 // ----- the document interface ---------------------------------------------------------------

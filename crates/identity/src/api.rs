@@ -9,14 +9,10 @@ use crate::model::{CodePurpose, RoleRef, TicketStatus, TokenGrant, User, UserQue
 /// same constants the checks use.
 #[cfg(feature = "openapi")]
 pub mod schema {
-    use atrium_kernel::schema::string_schema;
+    use atrium_kernel::schema::{schema_from_json as from_json, string_schema};
     use serde_json::json;
     use utoipa::openapi::RefOr;
     use utoipa::openapi::schema::Schema;
-
-    fn from_json(value: serde_json::Value) -> RefOr<Schema> {
-        serde_json::from_value(value).unwrap_or_else(|_| RefOr::T(Schema::default()))
-    }
 
     /// What `UserService::create` accepts as a username (compared lower-case).
     pub fn username() -> RefOr<Schema> {

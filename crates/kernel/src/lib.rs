@@ -38,7 +38,9 @@ pub use text::{Label, Name, Text, is_deceptive, patch};
 #[cfg(feature = "openapi")]
 pub mod schema {
     pub use crate::paging::sort_schema as sort;
-    pub use crate::text::{EMAIL_PATTERN, PHONE_PATTERN, TEXT_PATTERN, contact_target_schema, string_schema};
+    pub use crate::text::{
+        EMAIL_PATTERN, PHONE_PATTERN, PLAIN_TEXT_PATTERN, TEXT_PATTERN, contact_target_schema, schema_from_json, string_schema,
+    };
 }
 
 /// Database identity of a record. Ids are 64-bit integers on the wire and at rest.

@@ -88,7 +88,17 @@ pub fn string_schema(
         .into()
 }
 
-/// Implements `ToSchema` for string newtypes from a [`string_schema`] call.
+/// A schema from its JSON form, for what the builders do not offer (`oneOf` of objects,
+/// `not`, type lists).
+#[cfg(feature = "openapi")]
+pub fn schema_from_json(value: serde_json::Value) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    serde_json::from_value(value).unwrap_or_else(|_| utoipa::openapi::RefOr::T(utoipa::openapi::schema::Schema::default()))
+}
+
+/// Implements `ToSchema` for newtypes parsed from strings, each from a schema expression
+/// (usually a [`string_schema`] call), behind the *calling* crate's `openapi` feature:
+/// `atrium_kernel::string_schemas!(Iban => string_schema("…", Some(PATTERN), None, None));`.
+#[macro_export]
 macro_rules! string_schemas {
     ($($t:ty => $schema:expr),* $(,)?) => {
         $(
@@ -137,17 +147,28 @@ pub fn contact_target_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema
         .into()
 }
 
+/// Character classes of the patterns below: what `trim` removes, and what text may hold.
+macro_rules! trimmed_class {
+    () => {
+        "[\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    };
+}
+macro_rules! visible_class {
+    ($extra:literal) => {
+        concat!("[^", $extra, "\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]")
+    };
+}
+
 /// What [`Text::parse`] accepts, as a schema pattern: white space it trims at either end
 /// (control characters among it too), then text with no control characters, none of
 /// [`is_deceptive`]'s, and something besides white space.
 #[cfg(feature = "openapi")]
-pub const TEXT_PATTERN: &str = concat!(
-    "^[\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*",
-    "[^\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]*",
-    "[^\\s\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]",
-    "[^\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]*",
-    "[\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
-);
+pub const TEXT_PATTERN: &str =
+    concat!("^", trimmed_class!(), "*", visible_class!(""), "*", visible_class!("\\s"), visible_class!(""), "*", trimmed_class!(), "*$");
+
+/// Text with no control characters and none of [`is_deceptive`]'s, possibly empty.
+#[cfg(feature = "openapi")]
+pub const PLAIN_TEXT_PATTERN: &str = concat!("^", visible_class!(""), "*$");
 
 #[cfg(feature = "openapi")]
 impl<const MAX: usize> utoipa::PartialSchema for Text<MAX> {

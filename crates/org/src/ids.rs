@@ -216,32 +216,12 @@ mod tests {
     }
 }
 
-#[cfg(feature = "openapi")]
-mod schemas {
-    use atrium_kernel::schema::string_schema;
-    use utoipa::openapi::RefOr;
-    use utoipa::openapi::schema::Schema;
-
-    macro_rules! schemas {
-        ($($t:ty => $schema:expr),* $(,)?) => {
-            $(
-                impl utoipa::PartialSchema for $t {
-                    fn schema() -> RefOr<Schema> {
-                        $schema
-                    }
-                }
-                impl utoipa::ToSchema for $t {}
-            )*
-        };
-    }
-
-    schemas!(
-        super::CreditCode => string_schema(
-            "Unified social credit code: 18 of 0-9 and A-Y without I, O, S, V, Z, the last a GB 32100 check character",
-            Some("^[0-9A-HJ-NP-RTUW-Ya-hj-np-rtuw-y]{18}$"), None, None),
-        super::IdCardNo => string_schema(
-            "Resident id card number: 17 digits with a birth date (19xx or 20xx) and a GB 11643 check character",
-            Some("^[0-9]{6}(19|20)[0-9]{2}(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])[0-9]{3}[0-9Xx]$"), None, None),
-        super::BankAccount => string_schema("Bank card or account number: 8 to 32 digits", Some("^[0-9]{8,32}$"), None, None),
-    );
-}
+atrium_kernel::string_schemas!(
+    CreditCode => atrium_kernel::schema::string_schema(
+        "Unified social credit code: 18 of 0-9 and A-Y without I, O, S, V, Z, the last a GB 32100 check character",
+        Some("^[0-9A-HJ-NP-RTUW-Ya-hj-np-rtuw-y]{18}$"), None, None),
+    IdCardNo => atrium_kernel::schema::string_schema(
+        "Resident id card number: 17 digits with a birth date (19xx or 20xx) and a GB 11643 check character",
+        Some("^[0-9]{6}(19|20)[0-9]{2}(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])[0-9]{3}[0-9Xx]$"), None, None),
+    BankAccount => atrium_kernel::schema::string_schema("Bank card or account number: 8 to 32 digits", Some("^[0-9]{8,32}$"), None, None),
+);

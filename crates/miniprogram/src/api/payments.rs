@@ -50,16 +50,7 @@ macro_rules! ascii_code {
             }
         }
 
-        #[cfg(feature = "openapi")]
-        impl utoipa::PartialSchema for $name {
-            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-                let pattern = code_pattern($min, $max, $extra);
-                atrium_kernel::schema::string_schema($desc, Some(&pattern), None, None)
-            }
-        }
-
-        #[cfg(feature = "openapi")]
-        impl utoipa::ToSchema for $name {}
+        atrium_kernel::string_schemas!($name => atrium_kernel::schema::string_schema($desc, Some(&code_pattern($min, $max, $extra)), None, None));
     };
 }
 
@@ -153,8 +144,7 @@ impl<const MAX: usize, const EMPTY_OK: bool> utoipa::PartialSchema for ByteText<
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         let description = format!("At most {MAX} bytes of UTF-8, no control or invisible characters");
         let min = if EMPTY_OK { None } else { Some(1) };
-        let pattern = "^[^\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]*$";
-        atrium_kernel::schema::string_schema(&description, Some(pattern), min, Some(MAX))
+        atrium_kernel::schema::string_schema(&description, Some(atrium_kernel::schema::PLAIN_TEXT_PATTERN), min, Some(MAX))
     }
 }
 
@@ -210,15 +200,9 @@ impl fmt::Debug for ApiV3Key {
     }
 }
 
-#[cfg(feature = "openapi")]
-impl utoipa::PartialSchema for ApiV3Key {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        atrium_kernel::schema::string_schema("32 printable ASCII characters; write-only", Some("^[!-~]{32}$"), None, None)
-    }
-}
-
-#[cfg(feature = "openapi")]
-impl utoipa::ToSchema for ApiV3Key {}
+atrium_kernel::string_schemas!(
+    ApiV3Key => atrium_kernel::schema::string_schema("32 printable ASCII characters; write-only", Some("^[!-~]{32}$"), None, None)
+);
 
 /// `PUT /miniprogram/payment/config`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
