@@ -278,11 +278,8 @@ use std::time::Duration;
 /// The test master key (see the harness's base variables).
 fn store(app: &TestApp) -> atrium_e2e::MiniprogramStore {
     use base64::Engine;
-    let key: [u8; 32] = base64::engine::general_purpose::STANDARD
-        .decode("q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=")
-        .unwrap()
-        .try_into()
-        .unwrap();
+    let key: [u8; 32] =
+        base64::engine::general_purpose::STANDARD.decode("q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=").unwrap().try_into().unwrap();
     atrium_e2e::MiniprogramStore::new(app.running.db.clone(), atrium_e2e::FieldCipher::new(&key))
 }
 
@@ -388,7 +385,8 @@ e2e!(reconciliation_finds_a_payment_whose_notification_was_lost_and_its_job_sett
     app.post("/sandbox/control/pay", json!({"out_trade_no": "T_RECON_OK", "result": "SUCCESS", "paid_at": rfc3339(yesterday)}), None).await;
     wait_local(app, tenant, "T_RECON_OK", "SUCCESS", 5).await;
     app.post("/sandbox/control/notify-lose", json!({"times": 1}), None).await;
-    app.post("/sandbox/control/pay", json!({"out_trade_no": "T_RECON_LOST", "result": "SUCCESS", "paid_at": rfc3339(yesterday)}), None).await;
+    app.post("/sandbox/control/pay", json!({"out_trade_no": "T_RECON_LOST", "result": "SUCCESS", "paid_at": rfc3339(yesterday)}), None)
+        .await;
 
     let path = format!("/api/v1/miniprogram/payment/reconciliation?date={date}&tenant_id={tenant}");
     let r = app.get(&path, Some(&admin)).await;
@@ -453,3 +451,35 @@ e2e!(two_instances_run_each_settle_job_exactly_once, vars = [("ATRIUM_JOB_POLL_M
     assert_eq!(closes, 30);
     second.stop().await;
 });
+
+e2e!(signed_notification_requests_from_the_sandbox_are_accepted_and_change_nothing_more, |app| {
+    let (admin, tenant) = configured_tenant(app).await;
+    order(app, &admin, tenant, "T_NR_1", 100).await.expect(200);
+    app.post("/sandbox/control/pay", json!({"out_trade_no": "T_NR_1", "result": "SUCCESS"}), None).await;
+    let paid = wait_local(app, tenant, "T_NR_1", "SUCCESS", 5).await;
+    let list = app.post("/sandbox/control/notify-requests", json!({"out_trade_no": "T_NR_1", "count": 3}), None).await;
+    assert_eq!(list.status, 200, "{}", list.body);
+    let list = list.body["notifications"].as_array().unwrap().clone();
+    assert_eq!(list.len(), 3);
+    let ids: std::collections::HashSet<String> = list.iter().map(|n| serde_json_id(n["body"].as_str().unwrap())).collect();
+    assert_eq!(ids.len(), 3, "each has its own event id");
+    for n in list.iter().chain(list.first()) {
+        let req = app
+            .client
+            .post(n["url"].as_str().unwrap())
+            .header("content-type", "application/json")
+            .header("Wechatpay-Timestamp", n["timestamp"].as_str().unwrap())
+            .header("Wechatpay-Nonce", n["nonce"].as_str().unwrap())
+            .header("Wechatpay-Signature", n["signature"].as_str().unwrap())
+            .header("Wechatpay-Serial", n["serial"].as_str().unwrap())
+            .body(n["body"].as_str().unwrap().to_owned());
+        assert_eq!(req.send().await.unwrap().status().as_u16(), 204);
+    }
+    assert_eq!(local(app, tenant, "T_NR_1").await, paid, "a paid transaction stays as it was");
+    let unpaid = app.post("/sandbox/control/notify-requests", json!({"out_trade_no": "T_NOPE", "count": 1}), None).await;
+    assert_eq!(unpaid.status, 400);
+});
+
+fn serde_json_id(body: &str) -> String {
+    atrium_e2e::serde_json::from_str::<Value>(body).unwrap()["id"].as_str().unwrap().to_owned()
+}

@@ -74,6 +74,17 @@ pub trait PaymentRepo: Send + Sync + 'static {
     async fn tenants_with_activity(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Id>>;
 }
 
+/// Hears of transactions and refunds whose state changed (another domain, such as orders,
+/// through the server). Called after the change is stored, by whichever path made it — a
+/// notification, a query, a close, a job; an error is logged and the change stands, so the
+/// observer must also be able to catch up by asking (the payment service's `*_for` calls).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait PaymentObserver: Send + Sync + 'static {
+    async fn transaction_changed(&self, tx: Transaction) -> Result<()>;
+    async fn refund_changed(&self, refund: Refund) -> Result<()>;
+}
+
 /// Why a pay platform call failed. Messages never carry a key, a signature or a secret.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PayPlatformError {

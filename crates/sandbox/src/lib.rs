@@ -75,6 +75,9 @@
 //! * `POST {prefix}/control/notify-lose` — `{"times": N}`: the next N notifications are lost,
 //!   never sent ([`Sandbox::lose_next_notifications`]); a query, the settle job or the
 //!   reconciliation must find the payment.
+//! * `POST {prefix}/control/notify-requests` — `{"out_trade_no", "count", "mchid"?}`: `count`
+//!   signed notifications of a paid order, each with its own event id, returned instead of
+//!   sent, for load tests ([`Sandbox::signed_notifications`]).
 //! * `POST {prefix}/control/pay-fail` — `{"path": "/v3/pay/transactions/jsapi", "status": 500,
 //!   "code"?: "SYSTEM_ERROR", "times"?: 1}`: the next calls of that path (a trailing `*`
 //!   matches a start) answer that status and code ([`Sandbox::fail_next_pay_call`]).
@@ -95,6 +98,7 @@ pub use mp::{INJECTABLE_PATHS, SubscribeRecord, TemplateValue};
 pub use outbox::{OutboxMessage, SandboxOutbox};
 pub use pay::{
     HOLD_DUPLICATE, MAX_REFUNDS_PER_ORDER, NotifyAttempt, PayNotification, PaymentResult, RefundResult, SandboxMerchant, SettleReport,
+    SignedNotification,
 };
 pub use platform::Sandbox;
 

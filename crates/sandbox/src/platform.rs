@@ -93,6 +93,7 @@ impl Sandbox {
             .route("/control/refund", web::post().to(pay::control_refund))
             .route("/control/notify-fail", web::post().to(pay::control_notify_fail))
             .route("/control/notify-lose", web::post().to(pay::control_notify_lose))
+            .route("/control/notify-requests", web::post().to(pay::control_notify_requests))
             .route("/control/pay-fail", web::post().to(pay::control_pay_fail))
             .route("/control/notifications", web::get().to(pay::control_notifications))
             .service(web::scope("/pay").default_service(web::to(pay::entry)));

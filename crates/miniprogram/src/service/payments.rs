@@ -9,7 +9,7 @@ use crate::api::*;
 use crate::config::PaymentSettings;
 use crate::lifecycle::{RefundStatus, TradeState};
 use crate::model::*;
-use crate::ports::{MerchantKeys, PayPlatform, PayPlatformError, PaymentRepo};
+use crate::ports::{MerchantKeys, PayPlatform, PayPlatformError, PaymentObserver, PaymentRepo};
 use atrium_kernel::StrEnum;
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, JobStore, Money, Result};
 use std::collections::{HashMap, HashSet};
@@ -50,6 +50,7 @@ pub struct PaymentService {
     pub(super) jobs: Arc<dyn JobStore>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) settings: PaymentSettings,
+    observer: Option<Arc<dyn PaymentObserver>>,
 }
 
 impl PaymentService {
@@ -61,7 +62,41 @@ impl PaymentService {
         clock: Arc<dyn Clock>,
         settings: PaymentSettings,
     ) -> Self {
-        PaymentService { repo, platform, keys, jobs, clock, settings }
+        PaymentService { repo, platform, keys, jobs, clock, settings, observer: None }
+    }
+
+    /// Tells `observer` of every stored change of a transaction's or refund's state.
+    pub fn with_observer(mut self, observer: Arc<dyn PaymentObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    async fn observe_transaction(&self, tx: &Transaction) {
+        if let Some(o) = &self.observer
+            && let Err(e) = o.transaction_changed(tx.clone()).await
+        {
+            log::error!("transaction {} of tenant {}: the observer failed: {e}", tx.out_trade_no, tx.tenant_id);
+        }
+    }
+
+    async fn observe_refund(&self, refund: &Refund) {
+        if let Some(o) = &self.observer
+            && let Err(e) = o.refund_changed(refund.clone()).await
+        {
+            log::error!("refund {} of tenant {}: the observer failed: {e}", refund.out_refund_no, refund.tenant_id);
+        }
+    }
+
+    /// The refund `out_refund_no` of `tenant_id`, asking the platform while it is processing
+    /// (and keeping what it reports).
+    pub async fn query_refund_for(&self, tenant_id: Id, out_refund_no: &str) -> Result<RefundView> {
+        let refund = self.repo.get_refund(tenant_id, out_refund_no.to_owned()).await?.ok_or(Error::NotFound("refund"))?;
+        if refund.status.is_final() {
+            return Ok(refund.into());
+        }
+        let account = self.account(tenant_id, false).await?;
+        let report = self.platform.query_refund(&account, out_refund_no).await.map_err(platform_error)?;
+        Ok(self.apply_refund_report(tenant_id, out_refund_no, &report).await?.into())
     }
 
     /// The tenant the caller acts on: its own, or the one it names if in scope (404 if not).
@@ -268,6 +303,12 @@ impl PaymentService {
     /// or that names different details, is a 409.
     pub async fn unified_order(&self, actor: &Actor, input: UnifiedOrderRequest) -> Result<UnifiedOrderView> {
         let tenant = self.tenant(actor, input.tenant_id).await?;
+        self.unified_order_for(tenant.id, input).await
+    }
+
+    /// [`unified_order`](Self::unified_order) for `tenant_id`, already resolved (by another domain through
+    /// the server; `input.tenant_id` is not read).
+    pub async fn unified_order_for(&self, tenant_id: Id, input: UnifiedOrderRequest) -> Result<UnifiedOrderView> {
         if !input.amount.is_positive() {
             return Err(Error::invalid("amount", "must be at least 1 fen"));
         }
@@ -280,11 +321,11 @@ impl PaymentService {
             }
             Some(t) => t,
         };
-        let account = self.account(tenant.id, true).await?;
+        let account = self.account(tenant_id, true).await?;
         let out_trade_no = input.out_trade_no.map(OutTradeNo::into_string).unwrap_or_else(|| nonce(24));
         let wanted = Transaction {
             id: 0,
-            tenant_id: tenant.id,
+            tenant_id,
             out_trade_no: out_trade_no.clone(),
             description: input.description.into_string(),
             amount: input.amount,
@@ -299,7 +340,7 @@ impl PaymentService {
             created_at: now,
             updated_at: now,
         };
-        let tx = match self.repo.get_transaction(tenant.id, out_trade_no.clone()).await? {
+        let tx = match self.repo.get_transaction(tenant_id, out_trade_no.clone()).await? {
             Some(existing) => {
                 if existing.trade_state.is_paid() || existing.trade_state.is_closed() {
                     return Err(Error::conflict(format!(
@@ -323,7 +364,7 @@ impl PaymentService {
             None => self.repo.insert_transaction(wanted).await?,
         };
         // Whatever happens next, a job settles the transaction once it expires.
-        self.queue_settle_transaction(tenant.id, &tx.out_trade_no, tx.expires_at).await?;
+        self.queue_settle_transaction(tenant_id, &tx.out_trade_no, tx.expires_at).await?;
         let order = JsapiOrder {
             out_trade_no: tx.out_trade_no.clone(),
             description: tx.description.clone(),
@@ -331,11 +372,11 @@ impl PaymentService {
             openid: tx.openid.clone(),
             attach: tx.attach.clone(),
             time_expire: tx.expires_at,
-            notify_url: self.settings.notify_url(tenant.id),
+            notify_url: self.settings.notify_url(tenant_id),
         };
         let prepay_id = self.platform.jsapi_order(&account, &order).await.map_err(platform_error)?;
         let stored = self
-            .save_transaction(tenant.id, &out_trade_no, |t| {
+            .save_transaction(tenant_id, &out_trade_no, |t| {
                 if t.prepay_id.is_some() {
                     return false;
                 }
@@ -352,11 +393,17 @@ impl PaymentService {
     /// (forward only).
     pub async fn query(&self, actor: &Actor, input: QueryRequest) -> Result<TransactionView> {
         let tenant = self.tenant(actor, input.tenant_id).await?;
+        self.query_for(tenant.id, input).await
+    }
+
+    /// [`query`](Self::query) for `tenant_id`, already resolved (by another domain through
+    /// the server; `input.tenant_id` is not read).
+    pub async fn query_for(&self, tenant_id: Id, input: QueryRequest) -> Result<TransactionView> {
         let out_trade_no = input.out_trade_no.into_string();
-        self.transaction(tenant.id, &out_trade_no).await?;
-        let account = self.account(tenant.id, false).await?;
+        self.transaction(tenant_id, &out_trade_no).await?;
+        let account = self.account(tenant_id, false).await?;
         let report = self.platform.query_order(&account, &out_trade_no).await.map_err(platform_error)?;
-        let tx = self.apply_transaction_report(tenant.id, &report).await?;
+        let tx = self.apply_transaction_report(tenant_id, &report).await?;
         Ok(tx.into())
     }
 
@@ -364,20 +411,26 @@ impl PaymentService {
     /// also when the platform says it was paid meanwhile (which is then recorded).
     pub async fn close(&self, actor: &Actor, input: CloseRequest) -> Result<CloseView> {
         let tenant = self.tenant(actor, input.tenant_id).await?;
+        self.close_for(tenant.id, input).await
+    }
+
+    /// [`close`](Self::close) for `tenant_id`, already resolved (by another domain through
+    /// the server; `input.tenant_id` is not read).
+    pub async fn close_for(&self, tenant_id: Id, input: CloseRequest) -> Result<CloseView> {
         let out_trade_no = input.out_trade_no.into_string();
-        let tx = self.transaction(tenant.id, &out_trade_no).await?;
+        let tx = self.transaction(tenant_id, &out_trade_no).await?;
         if tx.trade_state.is_paid() {
             return Err(Error::conflict("the transaction is paid; refund it instead"));
         }
         if tx.trade_state.is_closed() {
             return Ok(CloseView { out_trade_no, trade_state: tx.trade_state });
         }
-        let account = self.account(tenant.id, false).await?;
+        let account = self.account(tenant_id, false).await?;
         match self.platform.close_order(&account, &out_trade_no).await {
             Ok(()) => {}
             Err(PayPlatformError::Refused { code, .. }) if code == "ORDERPAID" => {
                 let report = self.platform.query_order(&account, &out_trade_no).await.map_err(platform_error)?;
-                self.apply_transaction_report(tenant.id, &report).await?;
+                self.apply_transaction_report(tenant_id, &report).await?;
                 return Err(Error::conflict("the transaction was paid meanwhile; refund it instead"));
             }
             Err(e) => return Err(platform_error(e)),
@@ -390,7 +443,7 @@ impl PaymentService {
             payer_total: None,
             success_time: None,
         };
-        let tx = self.apply_transaction_report(tenant.id, &closed).await?;
+        let tx = self.apply_transaction_report(tenant_id, &closed).await?;
         if tx.trade_state.is_paid() {
             return Err(Error::conflict("the transaction was paid meanwhile; refund it instead"));
         }
@@ -404,11 +457,17 @@ impl PaymentService {
     /// `out_refund_no` again is the same refund.
     pub async fn refund(&self, actor: &Actor, input: RefundRequest) -> Result<RefundView> {
         let tenant = self.tenant(actor, input.tenant_id).await?;
+        self.refund_for(tenant.id, input).await
+    }
+
+    /// [`refund`](Self::refund) for `tenant_id`, already resolved (by another domain through
+    /// the server; `input.tenant_id` is not read).
+    pub async fn refund_for(&self, tenant_id: Id, input: RefundRequest) -> Result<RefundView> {
         let out_trade_no = input.out_trade_no.into_string();
         if !input.amount.is_positive() {
             return Err(Error::invalid("amount", "must be at least 1 fen"));
         }
-        let tx = self.transaction(tenant.id, &out_trade_no).await?;
+        let tx = self.transaction(tenant_id, &out_trade_no).await?;
         if !tx.trade_state.is_paid() {
             return Err(Error::conflict(format!("only a paid transaction can be refunded; this one is {}", tx.trade_state.as_str())));
         }
@@ -423,12 +482,12 @@ impl PaymentService {
                 self.settings.refund_window.num_days()
             )));
         }
-        let account = self.account(tenant.id, false).await?;
+        let account = self.account(tenant_id, false).await?;
         let out_refund_no = input.out_refund_no.map(OutRefundNo::into_string).unwrap_or_else(|| nonce(32));
         let reason = input.reason.map(RefundReason::into_string).filter(|r| !r.is_empty());
         let wanted = Refund {
             id: 0,
-            tenant_id: tenant.id,
+            tenant_id,
             out_trade_no: out_trade_no.clone(),
             out_refund_no: out_refund_no.clone(),
             refund_id: None,
@@ -461,17 +520,17 @@ impl PaymentService {
             }
         };
         // Whatever happens next, a job queries the refund until it settles.
-        self.queue_settle_refund(tenant.id, &out_refund_no).await?;
+        self.queue_settle_refund(tenant_id, &out_refund_no).await?;
         let order = RefundOrder {
             out_trade_no: out_trade_no.clone(),
             out_refund_no: out_refund_no.clone(),
             reason: refund.reason.clone(),
             amount: refund.amount,
             total: tx.amount,
-            notify_url: self.settings.notify_url(tenant.id),
+            notify_url: self.settings.notify_url(tenant_id),
         };
         match self.platform.refund(&account, &order).await {
-            Ok(report) => Ok(self.apply_refund_report(tenant.id, &out_refund_no, &report).await?.into()),
+            Ok(report) => Ok(self.apply_refund_report(tenant_id, &out_refund_no, &report).await?.into()),
             // It may have been accepted: it stays processing until a query settles it.
             Err(e @ PayPlatformError::Unavailable(_)) => Err(platform_error(e)),
             Err(e) => {
@@ -483,7 +542,7 @@ impl PaymentService {
                     amount: None,
                     success_time: None,
                 };
-                self.apply_refund_report(tenant.id, &out_refund_no, &failed).await?;
+                self.apply_refund_report(tenant_id, &out_refund_no, &failed).await?;
                 Err(platform_error(e))
             }
         }
@@ -663,6 +722,9 @@ impl PaymentService {
             }
             tx.updated_at = self.clock.now();
             if self.repo.update_transaction(tx.clone(), read_state).await? {
+                if tx.trade_state != read_state {
+                    self.observe_transaction(&tx).await;
+                }
                 return Ok(tx);
             }
         }
@@ -679,6 +741,9 @@ impl PaymentService {
                 return Ok(refund);
             }
             if self.repo.update_refund(refund.clone(), read_status).await? {
+                if refund.status != read_status {
+                    self.observe_refund(&refund).await;
+                }
                 return Ok(refund);
             }
         }

@@ -137,3 +137,27 @@ pub(crate) struct NotificationsQuery {
 pub(crate) async fn control_notifications(sb: web::Data<Sandbox>, q: web::Query<NotificationsQuery>) -> HttpResponse {
     HttpResponse::Ok().json(json!({"notifications": sb.pay_notifications(q.out_trade_no.as_deref())}))
 }
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NotifyRequestsRequest {
+    out_trade_no: String,
+    mchid: Option<String>,
+    count: usize,
+}
+
+/// At most this many notifications per call (each is signed with the platform key).
+const MAX_NOTIFY_REQUESTS: usize = 50_000;
+
+pub(crate) async fn control_notify_requests(sb: web::Data<Sandbox>, body: web::Json<NotifyRequestsRequest>) -> HttpResponse {
+    if body.count > MAX_NOTIFY_REQUESTS {
+        return bad_control(format!("count must be at most {MAX_NOTIFY_REQUESTS}"));
+    }
+    let sandbox = sb.get_ref().clone();
+    let NotifyRequestsRequest { out_trade_no, mchid, count } = body.into_inner();
+    match web::block(move || sandbox.signed_notifications(mchid.as_deref(), &out_trade_no, count)).await {
+        Ok(Ok(list)) => HttpResponse::Ok().json(json!({"notifications": list})),
+        Ok(Err(msg)) => bad_control(msg),
+        Err(_) => bad_control("building the notifications failed"),
+    }
+}

@@ -10,9 +10,10 @@ mod keys;
 mod notify;
 
 pub(crate) use control::{
-    control_merchant, control_notifications, control_notify_fail, control_notify_lose, control_pay, control_pay_fail, control_refund,
+    control_merchant, control_notifications, control_notify_fail, control_notify_lose, control_notify_requests, control_pay,
+    control_pay_fail, control_refund,
 };
-pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification};
+pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification, SignedNotification};
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};

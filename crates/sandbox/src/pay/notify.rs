@@ -59,6 +59,17 @@ pub struct PayNotification {
     pub created_at: DateTime<Utc>,
 }
 
+/// A notification ready to post: its `Wechatpay-*` header values and body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SignedNotification {
+    pub url: String,
+    pub timestamp: String,
+    pub nonce: String,
+    pub signature: String,
+    pub serial: String,
+    pub body: String,
+}
+
 pub(crate) struct NotifyState {
     records: Vec<PayNotification>,
     next_seq: u64,
@@ -72,7 +83,14 @@ pub(crate) struct NotifyState {
 
 impl Default for NotifyState {
     fn default() -> Self {
-        NotifyState { records: Vec::new(), next_seq: 0, fail_next: 0, lose_next: 0, held: Vec::new(), retry_delays: DEFAULT_RETRY_DELAYS.to_vec() }
+        NotifyState {
+            records: Vec::new(),
+            next_seq: 0,
+            fail_next: 0,
+            lose_next: 0,
+            held: Vec::new(),
+            retry_delays: DEFAULT_RETRY_DELAYS.to_vec(),
+        }
     }
 }
 
@@ -219,6 +237,49 @@ impl Sandbox {
             report.notification = self.dispatch(seq).await;
         }
         Ok(report)
+    }
+
+    /// `count` signed `TRANSACTION.SUCCESS` notifications of paid order `out_trade_no`, each
+    /// with its own event id, built and signed now but not sent: what a load test replays
+    /// against the notify URL (`POST {prefix}/control/notify-requests`).
+    pub fn signed_notifications(&self, mchid: Option<&str>, out_trade_no: &str, count: usize) -> Result<Vec<SignedNotification>, String> {
+        let events = {
+            let state = self.lock();
+            let pay = &state.pay;
+            let key = pay.find_order(mchid, out_trade_no)?;
+            let api_v3_key = pay.merchants.get(&key.0).map(|m| m.issued.api_v3_key.clone()).unwrap_or_default();
+            let order = pay.orders.get(&key).ok_or_else(|| format!("no order {out_trade_no}"))?;
+            if order.state != TradeState::Success {
+                return Err(format!("order {out_trade_no} is not paid"));
+            }
+            let mut events = Vec::with_capacity(count);
+            for _ in 0..count {
+                events.push(build(
+                    Event {
+                        event_type: "TRANSACTION.SUCCESS".into(),
+                        summary: "支付成功",
+                        original_type: "transaction",
+                        mchid: &key.0,
+                        out_trade_no,
+                        out_refund_no: None,
+                        notify_url: &order.notify_url,
+                        resource: transaction_json(order),
+                    },
+                    &api_v3_key,
+                )?);
+            }
+            events
+        };
+        let keys = self.platform_keys()?;
+        let ts = Utc::now().timestamp().to_string();
+        events
+            .into_iter()
+            .map(|n| {
+                let nonce = random_hex(16).to_uppercase();
+                let signature = keys.sign_answer(&ts, &nonce, n.body.as_bytes())?;
+                Ok(SignedNotification { url: n.notify_url, timestamp: ts.clone(), nonce, signature, serial: keys.id.clone(), body: n.body })
+            })
+            .collect()
     }
 
     /// The payer pays with what the mini-program got for `wx.requestPayment`, checked as the

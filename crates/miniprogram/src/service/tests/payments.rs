@@ -1132,7 +1132,8 @@ fn platform_failures_map_to_400_409_or_502_and_never_500() {
     assert!(
         matches!(platform_error(refused(404, "ORDER_NOT_EXIST")), Error::Invalid(ref f) if f[0].message.starts_with("ORDER_NOT_EXIST"))
     );
-    let blocked = |e: Error, code: &str| matches!(e, Error::Blocked(ref f) if f[0].field == "pay_platform" && f[0].message.starts_with(code));
+    let blocked =
+        |e: Error, code: &str| matches!(e, Error::Blocked(ref f) if f[0].field == "pay_platform" && f[0].message.starts_with(code));
     assert!(blocked(platform_error(refused(403, "RULE_LIMIT")), "RULE_LIMIT: "));
     assert!(blocked(platform_error(refused(429, "FREQUENCY_LIMITED")), "FREQUENCY_LIMITED: "));
     assert!(blocked(platform_error(refused(400, "ORDERPAID")), "ORDERPAID: "));
@@ -1242,7 +1243,13 @@ async fn a_settle_job_leaves_a_settled_transaction_alone() {
 
 #[tokio::test]
 async fn a_settle_job_backs_off_while_the_payer_pays_or_the_platform_is_down_then_gives_up() {
-    let cases = [(1, Duration::minutes(1)), (2, Duration::minutes(5)), (3, Duration::minutes(10)), (4, Duration::minutes(30)), (9, Duration::minutes(30))];
+    let cases = [
+        (1, Duration::minutes(1)),
+        (2, Duration::minutes(5)),
+        (3, Duration::minutes(10)),
+        (4, Duration::minutes(30)),
+        (9, Duration::minutes(30)),
+    ];
     for (attempts, wait) in cases {
         let (mut repo, cell) = repo_holding(Some(config()), expired(TradeState::NotPay));
         conditional_writes(&mut repo, &cell, 1);
@@ -1250,7 +1257,10 @@ async fn a_settle_job_backs_off_while_the_payer_pays_or_the_platform_is_down_the
         platform.expect_query_order().returning(|_, no| Ok(report(no, TradeState::UserPaying)));
         platform.expect_close_order().never();
         let outcome = svc(repo, platform).run(&settle_tx_job(attempts)).await;
-        assert!(matches!(outcome, JobOutcome::Retry { at, ref reason } if at == now() + wait && reason.contains("still paying")), "{attempts}: {outcome:?}");
+        assert!(
+            matches!(outcome, JobOutcome::Retry { at, ref reason } if at == now() + wait && reason.contains("still paying")),
+            "{attempts}: {outcome:?}"
+        );
     }
     let (repo, _) = repo_holding(Some(config()), expired(TradeState::NotPay));
     let mut platform = MockPayPlatform::new();
@@ -1450,4 +1460,43 @@ async fn an_unreadable_job_fails_for_good() {
     assert!(matches!(outcome, JobOutcome::Failed(ref m) if m.contains("unreadable")), "{outcome:?}");
     let outcome = svc.run(&job("payment.unknown", serde_json::json!({}), 1)).await;
     assert!(matches!(outcome, JobOutcome::Failed(_)), "{outcome:?}");
+}
+
+// ---- The observer ----
+
+use crate::ports::MockPaymentObserver;
+
+#[tokio::test]
+async fn the_observer_hears_each_state_change_once_and_not_a_stale_report() {
+    let (mut repo, cell) = repo_holding(Some(config()), tx("T0000001", TradeState::NotPay));
+    conditional_writes(&mut repo, &cell, 1);
+    repo.expect_notification_seen().returning(|_, _| Ok(false));
+    repo.expect_record_notification().returning(|_, _, _, _| Ok(()));
+    let mut observer = MockPaymentObserver::new();
+    observer
+        .expect_transaction_changed()
+        .withf(|t| t.trade_state == TradeState::Success && t.transaction_id.as_deref() == Some("4200000001"))
+        .times(1)
+        .returning(|_| Ok(()));
+    let svc = svc(repo, MockPayPlatform::new()).with_observer(Arc::new(observer));
+
+    let paid = svc.handle_event(TENANT, event("EV-1", EventResource::Transaction(report("T0000001", TradeState::Success)))).await.unwrap();
+    let late = svc.handle_event(TENANT, event("EV-2", EventResource::Transaction(report("T0000001", TradeState::Closed)))).await.unwrap();
+
+    assert_eq!((paid, late), (NotifyOutcome::Applied, NotifyOutcome::Stale));
+}
+
+#[tokio::test]
+async fn a_failing_observer_does_not_undo_the_change() {
+    let (repo, cell) = repo_with_refund(RefundStatus::Processing);
+    let mut observer = MockPaymentObserver::new();
+    observer.expect_refund_changed().times(1).returning(|_| Err(Error::conflict("orders down")));
+    let mut platform = MockPayPlatform::new();
+    platform.expect_query_refund().returning(|_, _| Ok(refund_report(RefundStatus::Succeeded)));
+    let svc = svc(repo, platform).with_observer(Arc::new(observer));
+
+    let view = svc.query_refund_for(TENANT, "R1").await.unwrap();
+
+    assert_eq!(view.status, RefundStatus::Succeeded);
+    assert_eq!(cell.lock().unwrap().status, RefundStatus::Succeeded);
 }
