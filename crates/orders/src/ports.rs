@@ -96,7 +96,10 @@ pub struct Prepay {
 /// What the pay platform knows of an order's payment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PaymentState {
-    Paid { transaction_id: String, paid_at: Timestamp },
+    Paid {
+        transaction_id: String,
+        paid_at: Timestamp,
+    },
     /// Not paid (yet): ordered, or the payer is paying.
     Unpaid,
     /// Closed unpaid; it can no longer be paid.

@@ -50,11 +50,10 @@ pub struct NewOrder {
     pub expires_in: Option<i64>,
 }
 
-/// `POST /orders/{id}/pay`, by `method`.
+/// `POST /orders/{id}/pay`, by `method` (the document shows one schema per method, each
+/// refusing other fields, as the parser does).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "method", rename_all = "snake_case", deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", schema(example = json!({"method": "wechat_jsapi", "openid": "oUpF8uMuAJO_M2pxb1Q9zNjWeS6o"})))]
 pub enum PayOrder {
     /// A JSAPI payment in the tenant's mini-program: answers what `wx.requestPayment` needs.
     /// Paying again while the order is `paying` answers the same payment.
@@ -66,6 +65,48 @@ pub enum PayOrder {
     /// recording who recorded it and `reference`.
     Offline { reference: PaymentReference },
 }
+
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for PayOrder {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use serde_json::json;
+        let inline = |s| serde_json::to_value(s).unwrap_or_else(|_| json!({"type": "string"}));
+        let openid = inline(Openid::schema());
+        let reference = inline(<PaymentReference as utoipa::PartialSchema>::schema());
+        atrium_kernel::schema::schema_from_json(json!({
+            "description": "A pay request: `wechat_jsapi` (a payment in the tenant's mini-program; answers what `wx.requestPayment` needs, the same again while the order is `paying`) or `offline` (a payment outside the platform, recorded at once with its `reference`)",
+            "example": {"method": "wechat_jsapi", "openid": "oUpF8uMuAJO_M2pxb1Q9zNjWeS6o"},
+            "oneOf": [
+                {
+                    "type": "object",
+                    "title": "wechat_jsapi",
+                    "required": ["method"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "method": {"type": "string", "enum": ["wechat_jsapi"]},
+                        "openid": {
+                            "description": "The payer; the order's own openid when absent (400 if it has none)",
+                            "oneOf": [openid, {"type": "null"}],
+                        },
+                    },
+                },
+                {
+                    "type": "object",
+                    "title": "offline",
+                    "required": ["method", "reference"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "method": {"type": "string", "enum": ["offline"]},
+                        "reference": reference,
+                    },
+                },
+            ],
+        }))
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for PayOrder {}
 
 /// `POST /orders/{id}/refund`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -211,7 +252,14 @@ impl From<Payment> for PaymentView {
 
 impl From<Refund> for RefundView {
     fn from(r: Refund) -> Self {
-        RefundView { id: r.id, out_refund_no: r.out_refund_no, amount: r.amount, status: r.status, reason: r.reason, created_at: r.created_at }
+        RefundView {
+            id: r.id,
+            out_refund_no: r.out_refund_no,
+            amount: r.amount,
+            status: r.status,
+            reason: r.reason,
+            created_at: r.created_at,
+        }
     }
 }
 
@@ -327,10 +375,43 @@ mod tests {
         let from = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
         let ok = OrderQuery::try_from(OrderListParams { sort: Some("-amount".into()), created_from: Some(from), ..Default::default() });
         assert!(matches!(ok, Ok(ref q) if q.list.sort == Some((OrderSort::Amount, atrium_kernel::SortOrder::Desc))));
-        let backwards = OrderListParams { created_from: Some(from), created_to: Some(from - chrono::Duration::seconds(1)), ..Default::default() };
+        let backwards =
+            OrderListParams { created_from: Some(from), created_to: Some(from - chrono::Duration::seconds(1)), ..Default::default() };
         assert!(matches!(OrderQuery::try_from(backwards), Err(Error::Invalid(ref e)) if e[0].field == "created_to"));
         let bad_sort = OrderListParams { sort: Some("subject".into()), ..Default::default() };
         assert!(matches!(OrderQuery::try_from(bad_sort), Err(Error::Invalid(ref e)) if e[0].field == "sort"));
+    }
+
+    #[cfg(feature = "openapi")]
+    #[test]
+    fn the_schemas_publish_the_bounds_the_parsers_and_the_service_check() {
+        use utoipa::PartialSchema;
+        let new_order = serde_json::to_value(NewOrder::schema()).unwrap();
+        let p = &new_order["properties"];
+        assert_eq!((p["amount"]["minimum"].clone(), p["amount"]["maximum"].clone()), (json!(1), json!(1_000_000_000_000_i64)));
+        assert_eq!((p["expires_in"]["minimum"].clone(), p["expires_in"]["maximum"].clone()), (json!(60), json!(604_800)));
+        assert_eq!((p["items"]["minItems"].clone(), p["items"]["maxItems"].clone()), (json!(1), json!(100)));
+        assert_eq!(new_order["additionalProperties"], json!(false));
+        let item = serde_json::to_value(ItemInput::schema()).unwrap();
+        assert_eq!(
+            (item["properties"]["quantity"]["minimum"].clone(), item["properties"]["quantity"]["maximum"].clone()),
+            (json!(1), json!(1_000_000))
+        );
+        assert_eq!(item["properties"]["unit_price"]["minimum"], json!(0));
+        let refund = serde_json::to_value(NewRefund::schema()).unwrap();
+        assert_eq!(refund["properties"]["amount"]["minimum"], json!(1));
+        let subject = serde_json::to_value(Subject::schema()).unwrap();
+        assert_eq!((subject["minLength"].clone(), subject["maxLength"].clone()), (json!(1), json!(127)));
+
+        let pay = serde_json::to_value(PayOrder::schema()).unwrap();
+        let variants = pay["oneOf"].as_array().unwrap();
+        assert_eq!(variants.len(), 2);
+        for v in variants {
+            assert_eq!(v["additionalProperties"], json!(false), "{v}");
+        }
+        assert_eq!(variants[1]["required"], json!(["method", "reference"]));
+        assert_eq!(variants[1]["properties"]["reference"]["maxLength"], json!(64));
+        assert_eq!(variants[0]["properties"]["openid"]["oneOf"][0]["pattern"], json!("^[0-9A-Za-z_\\-]{1,128}$"));
     }
 
     #[test]

@@ -137,7 +137,7 @@ impl Order {
 pub enum RefundReservation {
     /// The refund was stored with the status it was given; the order is as stored after it
     /// (a succeeded refund already counts in its `refunded_amount` and status).
-    Reserved { order: Order, refund: Refund },
+    Reserved { order: Box<Order>, refund: Refund },
     /// A refund with this `out_refund_no` already exists for the tenant: here it is, unchanged.
     Existing(Refund),
     /// Processing and succeeded refunds plus this one would exceed what was paid;

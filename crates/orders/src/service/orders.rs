@@ -155,7 +155,7 @@ impl OrderService {
             .owned_by(order.partner_id, Some(order.tenant_id))
             .with_after(serde_json::json!({ "refund": audit_json(&RefundView::from(wanted.clone())) }));
         let (stored, refund) = match self.repo.reserve_refund(wanted, self.settings.max_refunds, audit).await? {
-            RefundReservation::Reserved { order, refund } => (order, refund),
+            RefundReservation::Reserved { order, refund } => (*order, refund),
             // A drawn refund number that is taken: nothing was written.
             RefundReservation::Existing(_) => return Err(Error::conflict("the refund number drawn is taken; try again")),
             RefundReservation::ExceedsPaid { refundable } => {

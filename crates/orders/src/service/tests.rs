@@ -238,7 +238,11 @@ impl Db {
         let (orders, audits) = (self.orders.clone(), self.audits.clone());
         repo.expect_reserve_refund().returning(move |refund, max_refunds, audit| {
             let mut orders = orders.lock().unwrap();
-            if let Some(r) = orders.iter().flat_map(|o| o.refunds.iter()).find(|r| r.tenant_id == refund.tenant_id && r.out_refund_no == refund.out_refund_no) {
+            if let Some(r) = orders
+                .iter()
+                .flat_map(|o| o.refunds.iter())
+                .find(|r| r.tenant_id == refund.tenant_id && r.out_refund_no == refund.out_refund_no)
+            {
                 return Ok(RefundReservation::Existing(r.clone()));
             }
             let Some(order) = orders.iter_mut().find(|o| o.id == refund.order_id && o.tenant_id == refund.tenant_id) else {
@@ -258,7 +262,7 @@ impl Db {
             order.refunds.push(stored.clone());
             settle(order, stored.updated_at);
             audits.lock().unwrap().push(audit);
-            Ok(RefundReservation::Reserved { order: order.clone(), refund: stored })
+            Ok(RefundReservation::Reserved { order: Box::new(order.clone()), refund: stored })
         });
 
         let (orders, audits) = (self.orders.clone(), self.audits.clone());
@@ -267,8 +271,7 @@ impl Db {
             let Some(order) = orders.iter_mut().find(|o| o.id == refund.order_id) else {
                 return Ok(false);
             };
-            let Some(stored) = order.refunds.iter_mut().find(|r| r.out_refund_no == refund.out_refund_no && r.status == read_status)
-            else {
+            let Some(stored) = order.refunds.iter_mut().find(|r| r.out_refund_no == refund.out_refund_no && r.status == read_status) else {
                 return Ok(false);
             };
             stored.status = refund.status;

@@ -102,12 +102,8 @@ async fn bad_items_are_rejected_naming_each_one() {
 #[tokio::test]
 async fn a_line_whose_total_overflows_is_rejected_not_wrapped() {
     let settings = OrderSettings { max_quantity: i64::MAX, ..OrderSettings::default() };
-    let svc = OrderService::new(
-        Arc::new(Db::default().repo()),
-        Arc::new(MockOrderPayments::new()),
-        Arc::new(FixedClock::new(now())),
-        settings,
-    );
+    let svc =
+        OrderService::new(Arc::new(Db::default().repo()), Arc::new(MockOrderPayments::new()), Arc::new(FixedClock::new(now())), settings);
 
     let err = svc.create(&tenant_actor(), new_order(None, Some(vec![(i64::MAX, 2)]))).await.unwrap_err();
 
@@ -162,7 +158,8 @@ async fn a_taken_order_number_is_drawn_again() {
         seen.push(o.order_no.clone());
         if seen.len() == 1 { Err(Error::conflict("order no already exists")) } else { Ok(Order { id: 7, ..o }) }
     });
-    let svc = OrderService::new(Arc::new(repo), Arc::new(MockOrderPayments::new()), Arc::new(FixedClock::new(now())), OrderSettings::default());
+    let svc =
+        OrderService::new(Arc::new(repo), Arc::new(MockOrderPayments::new()), Arc::new(FixedClock::new(now())), OrderSettings::default());
 
     let view = svc.create(&tenant_actor(), new_order(Some(1), None)).await.unwrap();
 
