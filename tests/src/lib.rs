@@ -8,6 +8,7 @@ use atrium_store::testing::TestDatabase;
 use serde_json::{Value, json};
 
 pub use atrium_store::testing::{pg_admin_url, skip_postgres};
+pub use atrium_store::{DbJobStore, FieldCipher, MiniprogramStore};
 /// Runs futures concurrently (they may borrow the app, so they are polled together rather than
 /// spawned) and returns their outputs in order.
 pub use futures_util::future::join_all;
@@ -138,6 +139,11 @@ impl TestApp {
     pub async fn second_instance(&self) -> TestApp {
         let db = self.db.share();
         TestApp::start_on(db, &[]).await
+    }
+
+    /// As [`second_instance`](Self::second_instance), with extra configuration variables.
+    pub async fn second_instance_with(&self, vars: &[(&str, &str)]) -> TestApp {
+        TestApp::start_on(self.db.share(), vars).await
     }
 
     /// Stops the server, waiting for in-flight requests.

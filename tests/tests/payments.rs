@@ -268,3 +268,188 @@ e2e!(another_partners_tenant_is_not_found_by_name, |app| {
 fn chrono_now() -> String {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs().to_string()
 }
+
+// ---- Notifications out of order, lost notifications, and the jobs that settle them ----
+
+use atrium_kernel::{JobStore, NewJob, StrEnum};
+use atrium_miniprogram::{PaymentRepo, Transaction};
+use std::time::Duration;
+
+/// The test master key (see the harness's base variables).
+fn store(app: &TestApp) -> atrium_e2e::MiniprogramStore {
+    use base64::Engine;
+    let key: [u8; 32] = base64::engine::general_purpose::STANDARD
+        .decode("q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=")
+        .unwrap()
+        .try_into()
+        .unwrap();
+    atrium_e2e::MiniprogramStore::new(app.running.db.clone(), atrium_e2e::FieldCipher::new(&key))
+}
+
+/// The transaction as stored here (no platform query).
+async fn local(app: &TestApp, tenant: i64, no: &str) -> Transaction {
+    store(app).get_transaction(tenant, no.into()).await.unwrap().unwrap()
+}
+
+/// Waits up to `secs` for the stored transaction to reach `want`.
+async fn wait_local(app: &TestApp, tenant: i64, no: &str, want: &str, secs: u64) -> Transaction {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let tx = local(app, tenant, no).await;
+        if tx.trade_state.as_str() == want || tokio::time::Instant::now() > deadline {
+            return tx;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The sandbox's notifications for `no`, once every one of them was answered.
+async fn settled_notifications(app: &TestApp, no: &str, count: usize) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let list = app.get(&format!("/sandbox/control/notifications?out_trade_no={no}"), None).await.body["notifications"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let answered = list.iter().filter(|n| !n["attempts"].as_array().unwrap().is_empty()).count();
+        if (list.len() == count && answered == count) || tokio::time::Instant::now() > deadline {
+            return list;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+e2e!(duplicate_and_out_of_order_notifications_change_nothing, |app| {
+    let (admin, tenant) = configured_tenant(app).await;
+    order(app, &admin, tenant, "T_DUP_A", 100).await.expect(200);
+    order(app, &admin, tenant, "T_DUP_B", 200).await.expect(200);
+    app.post("/sandbox/control/notify-fail", json!({"times": 2}), None).await;
+
+    // A's notification, then B's, then A's copy (out of order), then B's copy.
+    app.post("/sandbox/control/pay", json!({"out_trade_no": "T_DUP_A", "result": "SUCCESS"}), None).await;
+    let a = wait_local(app, tenant, "T_DUP_A", "SUCCESS", 5).await;
+    app.post("/sandbox/control/pay", json!({"out_trade_no": "T_DUP_B", "result": "SUCCESS"}), None).await;
+    let b = wait_local(app, tenant, "T_DUP_B", "SUCCESS", 5).await;
+    assert!(a.transaction_id.is_some() && b.transaction_id.is_some());
+
+    for no in ["T_DUP_A", "T_DUP_B"] {
+        let sent = settled_notifications(app, no, 2).await;
+        assert_eq!(sent.len(), 2, "{no}: sent twice: {sent:?}");
+        assert_eq!(sent[0]["id"], sent[1]["id"], "the copy carries the same event id");
+        assert_eq!(sent[1]["duplicate"], true);
+        for n in &sent {
+            assert_eq!(n["attempts"][0]["status"], 204, "a duplicate is acknowledged: {n}");
+        }
+    }
+    // The copies changed nothing, not even the time of the last change.
+    assert_eq!(local(app, tenant, "T_DUP_A").await, a);
+    assert_eq!(local(app, tenant, "T_DUP_B").await, b);
+});
+
+e2e!(a_lost_notification_is_found_by_the_settle_job_and_an_unpaid_order_closed, vars = [("ATRIUM_JOB_POLL_MS", "100")], |app| {
+    let (admin, tenant) = configured_tenant(app).await;
+    let expire = rfc3339(chrono::Utc::now() + chrono::Duration::seconds(3));
+    for no in ["T_LOST_1", "T_UNPAID_1"] {
+        app.post(
+            "/api/v1/miniprogram/payment/unified-order",
+            json!({"tenant_id": tenant, "description": "Tea", "amount": 300, "openid": "o_payer_1", "out_trade_no": no, "time_expire": expire}),
+            Some(&admin),
+        )
+        .await
+        .expect(200);
+    }
+    assert_eq!(app.post("/sandbox/control/notify-lose", json!({"times": 1}), None).await.status, 200);
+    app.post("/sandbox/control/pay", json!({"out_trade_no": "T_LOST_1", "result": "SUCCESS"}), None).await;
+    let sent = app.get("/sandbox/control/notifications?out_trade_no=T_LOST_1", None).await;
+    assert_eq!(sent.body["notifications"][0]["lost"], true, "{}", sent.body);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(local(app, tenant, "T_LOST_1").await.trade_state.as_str(), "NOTPAY", "nothing told us yet");
+
+    // Past the expiry, the settle job queries: the paid one is paid, the other closed.
+    let paid = wait_local(app, tenant, "T_LOST_1", "SUCCESS", 15).await;
+    assert!(paid.transaction_id.is_some() && paid.success_time.is_some(), "{paid:?}");
+    let closed = wait_local(app, tenant, "T_UNPAID_1", "CLOSED", 15).await;
+    assert_eq!(closed.trade_state.as_str(), "CLOSED");
+    assert_eq!(app.running.sandbox.as_ref().unwrap().trade_state(MCHID, "T_UNPAID_1").map(<&str>::from), Some("CLOSED"));
+    assert!(app.running.metrics.render().contains("atrium_jobs_completed_total{kind=\"payment.settle_transaction\"} 2"));
+});
+
+e2e!(reconciliation_finds_a_payment_whose_notification_was_lost_and_its_job_settles_it, vars = [("ATRIUM_JOB_POLL_MS", "100")], |app| {
+    let (admin, tenant) = configured_tenant(app).await;
+    order(app, &admin, tenant, "T_RECON_LOST", 500).await.expect(200);
+    order(app, &admin, tenant, "T_RECON_OK", 700).await.expect(200);
+    // Yesterday in China Standard Time, when both were paid; one notification was lost.
+    let yesterday = chrono::Utc::now() - chrono::Duration::days(1);
+    let date = (yesterday + chrono::Duration::hours(8)).date_naive().to_string();
+    app.post("/sandbox/control/pay", json!({"out_trade_no": "T_RECON_OK", "result": "SUCCESS", "paid_at": rfc3339(yesterday)}), None).await;
+    wait_local(app, tenant, "T_RECON_OK", "SUCCESS", 5).await;
+    app.post("/sandbox/control/notify-lose", json!({"times": 1}), None).await;
+    app.post("/sandbox/control/pay", json!({"out_trade_no": "T_RECON_LOST", "result": "SUCCESS", "paid_at": rfc3339(yesterday)}), None).await;
+
+    let path = format!("/api/v1/miniprogram/payment/reconciliation?date={date}&tenant_id={tenant}");
+    let r = app.get(&path, Some(&admin)).await;
+    r.expect(200);
+    assert_eq!(r.data()["bill_lines"], 2, "{}", r.body);
+    assert_eq!(r.data()["matched"], 1);
+    assert_eq!(r.data()["missing_locally"][0]["out_trade_no"], "T_RECON_LOST", "{}", r.body);
+    assert_eq!(r.data()["missing_locally"][0]["amount"], 500);
+    assert_eq!(local(app, tenant, "T_RECON_LOST").await.trade_state.as_str(), "NOTPAY", "the route only compares");
+
+    // The morning job settles what the bill proves.
+    let jobs = atrium_e2e::DbJobStore::new(app.running.db.clone());
+    let queued = jobs
+        .enqueue(NewJob {
+            kind: "payment.reconcile".into(),
+            tenant_id: Some(tenant),
+            payload: json!({"date": date}),
+            run_at: chrono::Utc::now(),
+            dedupe_key: Some(format!("{tenant}:{date}")),
+        })
+        .await
+        .unwrap();
+    assert!(queued.is_some());
+    let settled = wait_local(app, tenant, "T_RECON_LOST", "SUCCESS", 15).await;
+    assert_eq!(settled.trade_state.as_str(), "SUCCESS");
+    let r = app.get(&path, Some(&admin)).await;
+    assert_eq!((r.data()["matched"].as_i64(), r.data()["missing_locally"].as_array().map(Vec::len)), (Some(2), Some(0)), "{}", r.body);
+});
+
+/// The value of a counter series in a metrics text (0 when absent).
+fn counter(metrics: &str, series: &str) -> u64 {
+    metrics.lines().find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok())).unwrap_or(0)
+}
+
+e2e!(two_instances_run_each_settle_job_exactly_once, vars = [("ATRIUM_JOB_POLL_MS", "20")], |app| {
+    // The second instance reaches the first one's sandbox (each instance mounts its own).
+    let second = app.second_instance_with(&[("ATRIUM_JOB_POLL_MS", "20"), ("ATRIUM_PUBLIC_URL", &app.base)]).await;
+    let (admin, tenant) = configured_tenant(app).await;
+    let expire = rfc3339(chrono::Utc::now() + chrono::Duration::seconds(4));
+    let numbers: Vec<String> = (0..30).map(|i| format!("T_TWO_{i:03}")).collect();
+    for no in &numbers {
+        app.post(
+            "/api/v1/miniprogram/payment/unified-order",
+            json!({"tenant_id": tenant, "description": "Cake", "amount": 100, "openid": "o_payer_1", "out_trade_no": no, "time_expire": expire}),
+            Some(&admin),
+        )
+        .await
+        .expect(200);
+    }
+    for no in &numbers {
+        assert_eq!(wait_local(app, tenant, no, "CLOSED", 30).await.trade_state.as_str(), "CLOSED", "{no}");
+    }
+    let series = "atrium_jobs_completed_total{kind=\"payment.settle_transaction\"}";
+    let (one, two) = (counter(&app.running.metrics.render(), series), counter(&second.running.metrics.render(), series));
+    eprintln!("settle jobs run: {one} on the first instance, {two} on the second");
+    assert_eq!(one + two, 30, "each job ran once: {one} on the first instance, {two} on the second");
+    // And the pay platform was asked to close each order once.
+    let closes: usize = numbers
+        .iter()
+        .map(|no| app.running.sandbox.as_ref().unwrap().pay_calls(&format!("POST /v3/pay/transactions/out-trade-no/{no}/close")))
+        .sum();
+    assert_eq!(closes, 30);
+    second.stop().await;
+});

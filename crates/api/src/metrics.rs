@@ -131,6 +131,7 @@ pub struct Metrics {
     pool_timeouts: Counter,
     jobs_queued: Family<JobLabels, Gauge>,
     jobs_failed: Family<JobLabels, Counter>,
+    jobs_completed: Family<JobLabels, Counter>,
     job_runners: Family<JobLabels, Gauge>,
     platform_calls: Family<CallLabels, Counter>,
     platform_latency: HistogramFamily<EndpointLabels>,
@@ -155,6 +156,7 @@ impl Metrics {
             pool_timeouts: Counter::default(),
             jobs_queued: Family::default(),
             jobs_failed: Family::default(),
+            jobs_completed: Family::default(),
             job_runners: Family::default(),
             platform_calls: Family::default(),
             platform_latency: Family::new_with_constructor(latency_histogram),
@@ -179,6 +181,7 @@ impl Metrics {
         );
         r.register("atrium_jobs_queued", "Background jobs waiting to run, by kind", Declared(m.jobs_queued.clone()));
         r.register("atrium_jobs_failed", "Background job runs that failed, by kind", Declared(m.jobs_failed.clone()));
+        r.register("atrium_jobs_completed", "Background job runs that finished their job, by kind", Declared(m.jobs_completed.clone()));
         r.register("atrium_job_runners", "Background job runners alive, by kind", Declared(m.job_runners.clone()));
         r.register(
             "atrium_platform_calls",
@@ -210,6 +213,11 @@ impl Metrics {
     /// Counts a failed run of a job of `kind`.
     pub fn job_failed(&self, kind: &str) {
         self.jobs_failed.get_or_create(&JobLabels { kind: kind.to_owned() }).inc();
+    }
+
+    /// Counts a run that finished a job of `kind`.
+    pub fn job_completed(&self, kind: &str) {
+        self.jobs_completed.get_or_create(&JobLabels { kind: kind.to_owned() }).inc();
     }
 
     /// Sets whether the runner of `kind` is alive (1) or not (0); also makes the kind's

@@ -55,3 +55,62 @@ pub trait JobStore: Send + Sync + 'static {
     /// How many pending jobs of `kind` are due at `now` (claimed ones included).
     async fn depth(&self, kind: String, now: Timestamp) -> Result<u64>;
 }
+
+/// What became of one run of a job.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobOutcome {
+    /// Finished: the job leaves the queue.
+    Done,
+    /// Not finished yet (the platform is unreachable, the payer is still paying): run again
+    /// at `at`.
+    Retry { at: Timestamp, reason: String },
+    /// Failed for good: kept with its error, never run again.
+    Failed(String),
+}
+
+/// Runs the jobs of some kinds. A domain implements it for the work it queues; the server
+/// claims due jobs of [`kinds`](JobHandler::kinds) from the [`JobStore`] and settles each
+/// claim by the [`JobOutcome`]. A run must be idempotent: after a crash, a job whose lease
+/// ran out is claimed again.
+#[async_trait]
+pub trait JobHandler: Send + Sync + 'static {
+    /// The job kinds this handler runs, e.g. `payment.settle_transaction`.
+    fn kinds(&self) -> Vec<String>;
+    /// Runs one claimed job. Errors are outcomes (`Retry` or `Failed`), never panics.
+    async fn run(&self, job: &Job) -> JobOutcome;
+}
+
+/// The delay before retry number `attempts` (the claims so far, 1 after the first run) on a
+/// schedule of `steps`: the first step after the first run, then the next, staying at the
+/// last. `None` once `attempts` reaches `max_attempts` (give up).
+pub fn backoff(attempts: i32, steps: &[chrono::Duration], max_attempts: i32) -> Option<chrono::Duration> {
+    if attempts >= max_attempts {
+        return None;
+    }
+    let index = usize::try_from(attempts.max(1) - 1).unwrap_or(0);
+    steps.get(index).or(steps.last()).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+
+    #[test]
+    fn backoff_walks_the_steps_stays_at_the_last_and_gives_up() {
+        let steps = [Duration::minutes(1), Duration::minutes(5), Duration::minutes(10), Duration::minutes(30)];
+        let delays: Vec<_> = (1..=6).map(|a| backoff(a, &steps, 6)).collect();
+        assert_eq!(
+            delays,
+            vec![
+                Some(Duration::minutes(1)),
+                Some(Duration::minutes(5)),
+                Some(Duration::minutes(10)),
+                Some(Duration::minutes(30)),
+                Some(Duration::minutes(30)),
+                None
+            ]
+        );
+        assert_eq!(backoff(1, &[], 3), None);
+    }
+}

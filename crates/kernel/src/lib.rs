@@ -27,7 +27,7 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use contact::{ContactTarget, Email, Phone};
 pub use error::{Error, FieldError, Result};
 pub use idempotency::{Claim, IdempotencyKey, IdempotencyStore};
-pub use jobs::{Job, JobStore, NewJob};
+pub use jobs::{Job, JobHandler, JobOutcome, JobStore, NewJob};
 pub use money::{Money, Overflow};
 pub use named::StrEnum;
 pub use paging::{ListQuery, Page, PageRequest, SortKey, SortOrder};

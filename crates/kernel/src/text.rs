@@ -148,11 +148,13 @@ pub fn contact_target_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema
 }
 
 /// Character classes of the patterns below: what `trim` removes, and what text may hold.
+#[cfg(feature = "openapi")]
 macro_rules! trimmed_class {
     () => {
         "[\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
     };
 }
+#[cfg(feature = "openapi")]
 macro_rules! visible_class {
     ($extra:literal) => {
         concat!("[^", $extra, "\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff]")

@@ -29,4 +29,4 @@ pub use config::PaymentSettings;
 pub use lifecycle::{RefundStatus, TradeState};
 pub use model::*;
 pub use ports::*;
-pub use service::{PaymentService, platform_error};
+pub use service::*;

@@ -69,6 +69,9 @@ pub trait PaymentRepo: Send + Sync + 'static {
     async fn refunds_succeeded_between(&self, tenant_id: Id, from: Timestamp, to: Timestamp) -> Result<Vec<Refund>>;
     /// The tenant's refunds with these numbers (unknown ones are left out).
     async fn refunds_by_numbers(&self, tenant_id: Id, out_refund_nos: Vec<String>) -> Result<Vec<Refund>>;
+    /// The tenants with a transaction or refund created before `to` and changed at or after
+    /// `from`: those whose trade bill of that period is worth reconciling.
+    async fn tenants_with_activity(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Id>>;
 }
 
 /// Why a pay platform call failed. Messages never carry a key, a signature or a secret.

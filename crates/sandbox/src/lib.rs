@@ -61,16 +61,20 @@
 //!   platform_public_key_pem, platform_public_key_id, not_after}`: everything a tenant uploads
 //!   as its payment configuration ([`Sandbox::register_merchant`]).
 //! * `POST {prefix}/control/pay` — `{"out_trade_no", "result": "SUCCESS" | "PAYERROR",
-//!   "mchid"?, "pay_params"?}`: the payer pays. With `pay_params` (what `wx.requestPayment`
-//!   gets) the sandbox checks them as the payer's app would, `paySign` included. `SUCCESS`
-//!   sends a `TRANSACTION.SUCCESS` notification; `PAYERROR`, as on the platform, none
-//!   ([`Sandbox::pay_order`], [`Sandbox::pay_with_params`]).
+//!   "mchid"?, "pay_params"?, "paid_at"?}`: the payer pays. With `pay_params` (what
+//!   `wx.requestPayment` gets) the sandbox checks them as the payer's app would, `paySign`
+//!   included. `paid_at` (RFC 3339) dates the payment earlier, so it shows on that day's
+//!   trade bill. `SUCCESS` sends a `TRANSACTION.SUCCESS` notification; `PAYERROR`, as on the
+//!   platform, none ([`Sandbox::pay_order`], [`Sandbox::pay_with_params`]).
 //! * `POST {prefix}/control/refund` — `{"out_refund_no", "result": "SUCCESS" | "ABNORMAL" |
 //!   "CLOSED", "mchid"?}`: a `PROCESSING` refund settles and a `REFUND.*` notification follows
 //!   ([`Sandbox::settle_refund`]). Both answer a [`SettleReport`] with the notification's
 //!   first delivery attempt.
 //! * `POST {prefix}/control/notify-fail` — `{"times": N}`: the next N notifications are sent
 //!   twice, the copy out of order ([`Sandbox::fail_next_notifications`]).
+//! * `POST {prefix}/control/notify-lose` — `{"times": N}`: the next N notifications are lost,
+//!   never sent ([`Sandbox::lose_next_notifications`]); a query, the settle job or the
+//!   reconciliation must find the payment.
 //! * `POST {prefix}/control/pay-fail` — `{"path": "/v3/pay/transactions/jsapi", "status": 500,
 //!   "code"?: "SYSTEM_ERROR", "times"?: 1}`: the next calls of that path (a trailing `*`
 //!   matches a start) answer that status and code ([`Sandbox::fail_next_pay_call`]).

@@ -92,6 +92,7 @@ impl Sandbox {
             .route("/control/pay", web::post().to(pay::control_pay))
             .route("/control/refund", web::post().to(pay::control_refund))
             .route("/control/notify-fail", web::post().to(pay::control_notify_fail))
+            .route("/control/notify-lose", web::post().to(pay::control_notify_lose))
             .route("/control/pay-fail", web::post().to(pay::control_pay_fail))
             .route("/control/notifications", web::get().to(pay::control_notifications))
             .service(web::scope("/pay").default_service(web::to(pay::entry)));

@@ -73,6 +73,10 @@ pub struct Config {
     pub keep_alive_secs: u64,
     /// Who may read `/metrics`.
     pub metrics: atrium_api::MetricsAccess,
+    /// Whether this instance runs background jobs (every instance may; they share the queue).
+    pub jobs: bool,
+    /// How long a job runner with nothing due waits before looking again.
+    pub job_poll_ms: u64,
 }
 
 impl std::fmt::Debug for Config {
@@ -182,6 +186,10 @@ struct EnvVars {
     metrics: Option<bool>,
     #[arg(long, env = "ATRIUM_METRICS_TOKEN")]
     metrics_token: Option<String>,
+    #[arg(long, env = "ATRIUM_JOBS", default_value = "true", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::Set)]
+    jobs: bool,
+    #[arg(long, env = "ATRIUM_JOB_POLL_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    job_poll_ms: u64,
 }
 
 impl EnvVars {
@@ -315,6 +323,8 @@ impl Config {
             client_disconnect_timeout_ms: env.client_disconnect_timeout_ms,
             keep_alive_secs: env.keep_alive_secs,
             metrics,
+            jobs: env.jobs,
+            job_poll_ms: env.job_poll_ms,
         };
         config.validate()?;
         Ok(config)

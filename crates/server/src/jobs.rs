@@ -1,7 +1,11 @@
-//! Background job runners of an instance. None are registered yet; payment jobs will be,
-//! through [`Jobs::spawn`]. Readiness fails while a runner has died, a stop tells every runner
-//! to claim no new work, and each reports its queue depth and failures to the metrics.
+//! Background job runners of an instance. [`Jobs::run_queue`] drains the durable job queue
+//! for one [`JobHandler`] (the payment jobs, the idempotency purge): it claims one due job at
+//! a time — several instances share the queue, and a claim leases the job so no two run it
+//! at once — and settles each claim by the handler's outcome. Readiness fails while a runner
+//! has died, a stop tells every runner to claim no new work, and each reports its queue
+//! depth, completions and failures to the metrics.
 use atrium_api::Metrics;
+use atrium_kernel::{IdempotencyStore, Job, JobHandler, JobOutcome, JobStore, NewJob};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,16 +31,27 @@ impl JobContext {
         let _ = self.stop.wait_for(|s| *s).await;
     }
 
-    /// Reports how many jobs of this kind wait to run.
-    pub fn queue_depth(&self, depth: u64) {
-        self.metrics.job_queue_depth(self.kind, depth);
+    /// Reports how many jobs of `kind` wait to run.
+    pub fn queue_depth(&self, kind: &str, depth: u64) {
+        self.metrics.job_queue_depth(kind, depth);
     }
 
-    /// Counts a failed run.
-    pub fn failed(&self) {
-        self.metrics.job_failed(self.kind);
+    /// Counts a finished run of a job of `kind`.
+    pub fn completed(&self, kind: &str) {
+        self.metrics.job_completed(kind);
+    }
+
+    /// Counts a failed run of a job of `kind`.
+    pub fn failed(&self, kind: &str) {
+        self.metrics.job_failed(kind);
     }
 }
+
+/// How long a claim leases a job: longer than any run (a few platform calls, each with its
+/// time-out and retries), so a job is claimed again only after its runner died.
+pub const LEASE_SECS: i64 = 600;
+/// How often a runner reports its queue depth.
+const DEPTH_EVERY: Duration = Duration::from_secs(15);
 
 struct Runner {
     kind: &'static str,
@@ -71,6 +86,37 @@ impl Jobs {
             metrics.job_runner(kind, false);
         });
         self.lock().push(Runner { kind, task });
+    }
+
+    /// Starts a runner named `name` that claims and runs `handler`'s jobs from `store` until
+    /// the instance stops, looking again every `poll` while nothing is due.
+    pub fn run_queue(&self, name: &'static str, store: Arc<dyn JobStore>, handler: Arc<dyn JobHandler>, poll: Duration) {
+        self.spawn(name, move |mut ctx| async move {
+            let kinds = handler.kinds();
+            let mut depth_at = tokio::time::Instant::now();
+            while !ctx.stopping() {
+                if tokio::time::Instant::now() >= depth_at {
+                    depth_at += DEPTH_EVERY;
+                    for kind in &kinds {
+                        if let Ok(depth) = store.depth(kind.clone(), chrono::Utc::now()).await {
+                            ctx.queue_depth(kind, depth);
+                        }
+                    }
+                }
+                match store.claim(kinds.clone(), chrono::Utc::now(), LEASE_SECS).await {
+                    Ok(Some(job)) => {
+                        run_one(&ctx, store.as_ref(), &handler, job).await;
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(e) => log::warn!("{name} jobs: claiming failed: {e}"),
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(poll) => {}
+                    () = ctx.stopped() => {}
+                }
+            }
+        });
     }
 
     /// `Err(kind)` for a runner that has ended although the instance is not stopping.
@@ -108,6 +154,87 @@ impl Jobs {
     }
 }
 
+/// Runs one claimed job and settles the claim. A panicking run is retried later like a
+/// failed one; it never takes the runner down.
+async fn run_one(ctx: &JobContext, store: &dyn JobStore, handler: &Arc<dyn JobHandler>, job: Job) {
+    let run = {
+        let (handler, job) = (handler.clone(), job.clone());
+        tokio::spawn(async move { handler.run(&job).await })
+    };
+    let outcome = match run.await {
+        Ok(outcome) => outcome,
+        Err(_) => JobOutcome::Retry { at: chrono::Utc::now() + chrono::Duration::minutes(5), reason: "the run panicked".into() },
+    };
+    let (id, kind) = (job.id, job.kind.as_str());
+    let settled = match outcome {
+        JobOutcome::Done => {
+            ctx.completed(kind);
+            store.complete(id).await
+        }
+        JobOutcome::Retry { at, reason } => {
+            log::info!("job {id} ({kind}, try {}) runs again at {at}: {reason}", job.attempts);
+            store.retry(id, at, reason).await
+        }
+        JobOutcome::Failed(reason) => {
+            log::error!("job {id} ({kind}) failed for good after {} tries: {reason}", job.attempts);
+            ctx.failed(kind);
+            store.fail(id, reason).await
+        }
+    };
+    if let Err(e) = settled {
+        // The lease runs out and the job is claimed again: runs are idempotent.
+        log::error!("job {id} ({kind}): recording its outcome failed: {e}");
+    }
+}
+
+/// `idempotency.purge`: removes idempotency records older than a day, every hour.
+pub struct IdempotencyPurge {
+    pub records: Arc<dyn IdempotencyStore>,
+    pub jobs: Arc<dyn JobStore>,
+}
+
+pub const PURGE: &str = "idempotency.purge";
+/// Idempotency records are kept at least this long.
+const KEEP_RECORDS: chrono::Duration = chrono::Duration::hours(24);
+
+impl IdempotencyPurge {
+    /// Queues the purge of the next full hour (once across instances: the hour is its key).
+    pub async fn schedule(&self) -> atrium_kernel::Result<()> {
+        let now = chrono::Utc::now();
+        let next = now.timestamp() - now.timestamp().rem_euclid(3600) + 3600;
+        let run_at = chrono::DateTime::from_timestamp(next, 0).unwrap_or(now);
+        self.jobs
+            .enqueue(NewJob {
+                kind: PURGE.into(),
+                tenant_id: None,
+                payload: serde_json::json!({}),
+                run_at,
+                dedupe_key: Some(run_at.to_rfc3339()),
+            })
+            .await
+            .map(drop)
+    }
+}
+
+#[async_trait::async_trait]
+impl JobHandler for IdempotencyPurge {
+    fn kinds(&self) -> Vec<String> {
+        vec![PURGE.into()]
+    }
+
+    async fn run(&self, _job: &Job) -> JobOutcome {
+        let now = chrono::Utc::now();
+        match self.records.purge(now - KEEP_RECORDS).await {
+            Ok(n) => log::info!("idempotency records purged: {n}"),
+            Err(e) => return JobOutcome::Retry { at: now + chrono::Duration::minutes(5), reason: e.to_string() },
+        }
+        match self.schedule().await {
+            Ok(()) => JobOutcome::Done,
+            Err(e) => JobOutcome::Retry { at: now + chrono::Duration::minutes(5), reason: e.to_string() },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,7 +248,7 @@ mod tests {
         let jobs = jobs();
         jobs.spawn("payout", |mut ctx| async move {
             while !ctx.stopping() {
-                ctx.queue_depth(3);
+                ctx.queue_depth("payout", 3);
                 ctx.stopped().await;
             }
         });
@@ -139,7 +266,7 @@ mod tests {
     #[tokio::test]
     async fn a_runner_that_died_makes_the_instance_unready() {
         let jobs = jobs();
-        jobs.spawn("refund", |ctx| async move { ctx.failed() });
+        jobs.spawn("refund", |ctx| async move { ctx.failed("refund") });
         assert!(jobs.wait(Duration::from_secs(2)).await);
         assert_eq!(jobs.check(), Err("refund"));
         assert!(jobs.metrics.render().contains("atrium_jobs_failed_total{kind=\"refund\"} 1"));

@@ -13,14 +13,14 @@ use anyhow::Context;
 use atrium_api::{AppState, Metrics};
 use atrium_docs::{DocsConfig, DocsService};
 use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService, RoleService, UserService};
-use atrium_kernel::{Clock, SystemClock};
+use atrium_kernel::{Clock, IdempotencyStore, JobStore, SystemClock};
 use atrium_miniprogram::{PaymentService, PaymentSettings};
 use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, TenantService};
 use atrium_payroll::{PayrollService, PayslipChannels, PayslipNotifier, TextSender};
 use atrium_sandbox::{
     SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID, Sandbox,
 };
-use atrium_store::{Db, DbIdempotencyStore, DocsStore, FieldCipher, IdentityStore, MiniprogramStore, OrgStore, PayrollStore};
+use atrium_store::{Db, DbIdempotencyStore, DbJobStore, DocsStore, FieldCipher, IdentityStore, MiniprogramStore, OrgStore, PayrollStore};
 use atrium_wechat::{AccessTokens, CallRecorder, MiniProgramState, SubscribeMessages, WechatAppConfig, WechatPayslips};
 use atrium_wechat::{OpensslMerchantKeys, WechatLogin, WechatLoginConfig, WechatPay, WechatPayConfig};
 use jobs::Jobs;
@@ -178,6 +178,7 @@ pub fn payment_service(
     db: &Db,
     public_url: &str,
     calls: Option<Arc<dyn CallRecorder>>,
+    jobs: Arc<dyn JobStore>,
 ) -> anyhow::Result<Arc<PaymentService>> {
     let base = match &config.platform {
         Platform::Sandbox => format!("{public_url}/sandbox/pay"),
@@ -192,6 +193,7 @@ pub fn payment_service(
         Arc::new(MiniprogramStore::new(db.clone(), FieldCipher::new(&config.master_key))),
         Arc::new(pay),
         Arc::new(OpensslMerchantKeys),
+        jobs,
         Arc::new(SystemClock),
         PaymentSettings::new(public_url),
     )))
@@ -232,6 +234,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let access: Arc<dyn AccessChanged> = Arc::new(adapters::IdentityAccessChanged(identity.session_cache()));
     let accounts = Arc::new(IdentityStore::new(db.clone()));
+    let job_store: Arc<dyn JobStore> = Arc::new(DbJobStore::new(db.clone()));
+    let idempotency: Arc<dyn IdempotencyStore> = Arc::new(DbIdempotencyStore::new(db.clone()));
+    let payments = payment_service(&config, &db, &public_url, Some(calls.clone()), job_store.clone())?;
+    if config.jobs {
+        let poll = Duration::from_millis(config.job_poll_ms);
+        payments.schedule_reconciliation().await.map_err(|e| anyhow::anyhow!("cannot schedule the reconciliation: {e}"))?;
+        jobs.run_queue("payments", job_store.clone(), payments.clone(), poll);
+        let purge = Arc::new(jobs::IdempotencyPurge { records: idempotency.clone(), jobs: job_store.clone() });
+        purge.schedule().await.map_err(|e| anyhow::anyhow!("cannot schedule the idempotency purge: {e}"))?;
+        jobs.run_queue("idempotency", job_store.clone(), purge, poll);
+    }
     let state = web::Data::new(AppState {
         identity: identity.clone(),
         users: Arc::new(
@@ -249,8 +262,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         roles: Arc::new(RoleService::new(accounts, identity.session_cache(), clock.clone())),
         audit: Arc::new(AuditService::new(org.clone())),
         docs: docs.clone(),
-        payments: payment_service(&config, &db, &public_url, Some(calls))?,
-        idempotency: Arc::new(DbIdempotencyStore::new(db.clone())),
+        payments,
+        idempotency,
         health: Arc::new(adapters::Readiness { db: db.clone(), jobs: jobs.clone() }),
         json_limit: config.json_limit,
         trust_proxy: config.trust_proxy,

@@ -389,3 +389,27 @@ store_test!(a_notification_is_seen_once_recorded, |db| {
     assert!(f.repo.notification_seen(f.tenant, id.clone()).await.unwrap());
     assert!(!f.repo.notification_seen(f.other, id).await.unwrap(), "event ids are per tenant");
 });
+
+store_test!(tenants_with_activity_are_those_with_payments_or_refunds_changed_in_the_window, |db| {
+    let f = fixture(&db).await;
+    // Created at t0 and paid a minute later.
+    paid(&f, f.tenant, "T1", 100).await;
+    let day = |from: i64, to: i64| (t0() + Duration::minutes(from), t0() + Duration::minutes(to));
+
+    let (from, to) = day(0, 60);
+    assert_eq!(f.repo.tenants_with_activity(from, to).await.unwrap(), vec![f.tenant]);
+    let (from, to) = day(2, 60);
+    assert!(f.repo.tenants_with_activity(from, to).await.unwrap().is_empty(), "nothing changed after the payment");
+    let (from, to) = day(-60, 0);
+    assert!(f.repo.tenants_with_activity(from, to).await.unwrap().is_empty(), "created at `to` is outside");
+
+    // A refund of the other tenant's payment, changed later, brings it in once.
+    paid(&f, f.other, "T2", 100).await;
+    f.repo.reserve_refund(Refund { created_at: t0() + Duration::minutes(5), updated_at: t0() + Duration::minutes(5), ..refund(f.other, "T2", "R2", 10) }, Money::from_fen(100), 50).await.unwrap();
+    let (from, to) = day(3, 60);
+    assert_eq!(f.repo.tenants_with_activity(from, to).await.unwrap(), vec![f.other]);
+    let (from, to) = day(0, 60);
+    let mut both = vec![f.tenant, f.other];
+    both.sort_unstable();
+    assert_eq!(f.repo.tenants_with_activity(from, to).await.unwrap(), both);
+});

@@ -11,7 +11,7 @@ use crate::lifecycle::{RefundStatus, TradeState};
 use crate::model::*;
 use crate::ports::{MerchantKeys, PayPlatform, PayPlatformError, PaymentRepo};
 use atrium_kernel::StrEnum;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Result};
+use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, JobStore, Money, Result};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -22,17 +22,18 @@ const CONFLICT_CODES: &[&str] = &["ORDERPAID", "ORDER_CLOSED", "ORDERCLOSED", "O
 /// The platform keeps trade bills this many days.
 const BILL_DAYS: i64 = 90;
 /// The platform's day (bills, `time_expire`) is China Standard Time, UTC+8.
-const CST_OFFSET_HOURS: i64 = 8;
+pub(super) const CST_OFFSET_HOURS: i64 = 8;
 
-/// A pay platform failure as a domain error: a refusal (4xx) is a 409 when the order's state
-/// forbids the request and a 400 otherwise, with the platform's `code` as a field error on
-/// `pay_platform`; 5xx and time-outs are 502 (`Upstream`). Never a 500.
+/// A pay platform failure as a domain error: a refusal (4xx) is a 409 (`Blocked`) when the
+/// order's state forbids the request and a 400 otherwise, either way with the platform's
+/// `code` in a field error on `pay_platform` (`data.errors`); 5xx and time-outs are 502
+/// (`Upstream`). Never a 500.
 pub fn platform_error(e: PayPlatformError) -> Error {
     match e {
         PayPlatformError::Refused { status, code, message }
             if matches!(status, 403 | 409 | 429) || CONFLICT_CODES.contains(&code.as_str()) =>
         {
-            Error::Conflict(format!("the pay platform refused the request: {code}: {message}"))
+            Error::Blocked(vec![FieldError::new("pay_platform", format!("{code}: {message}"))])
         }
         PayPlatformError::Refused { code, message, .. } => {
             Error::Invalid(vec![FieldError::new("pay_platform", format!("{code}: {message}"))])
@@ -43,11 +44,12 @@ pub fn platform_error(e: PayPlatformError) -> Error {
 }
 
 pub struct PaymentService {
-    repo: Arc<dyn PaymentRepo>,
-    platform: Arc<dyn PayPlatform>,
+    pub(super) repo: Arc<dyn PaymentRepo>,
+    pub(super) platform: Arc<dyn PayPlatform>,
     keys: Arc<dyn MerchantKeys>,
-    clock: Arc<dyn Clock>,
-    settings: PaymentSettings,
+    pub(super) jobs: Arc<dyn JobStore>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) settings: PaymentSettings,
 }
 
 impl PaymentService {
@@ -55,10 +57,11 @@ impl PaymentService {
         repo: Arc<dyn PaymentRepo>,
         platform: Arc<dyn PayPlatform>,
         keys: Arc<dyn MerchantKeys>,
+        jobs: Arc<dyn JobStore>,
         clock: Arc<dyn Clock>,
         settings: PaymentSettings,
     ) -> Self {
-        PaymentService { repo, platform, keys, clock, settings }
+        PaymentService { repo, platform, keys, jobs, clock, settings }
     }
 
     /// The tenant the caller acts on: its own, or the one it names if in scope (404 if not).
@@ -73,7 +76,7 @@ impl PaymentService {
 
     /// The tenant's credentials; 409 when the configuration is incomplete, or disabled and
     /// `enabled` is required (new orders need it; settling existing ones does not).
-    async fn account(&self, tenant_id: Id, enabled: bool) -> Result<MerchantAccount> {
+    pub(super) async fn account(&self, tenant_id: Id, enabled: bool) -> Result<MerchantAccount> {
         let config = self.config(tenant_id).await?;
         if enabled && !config.enabled {
             return Err(Error::conflict("payments are disabled for this tenant"));
@@ -319,6 +322,8 @@ impl PaymentService {
             }
             None => self.repo.insert_transaction(wanted).await?,
         };
+        // Whatever happens next, a job settles the transaction once it expires.
+        self.queue_settle_transaction(tenant.id, &tx.out_trade_no, tx.expires_at).await?;
         let order = JsapiOrder {
             out_trade_no: tx.out_trade_no.clone(),
             description: tx.description.clone(),
@@ -455,6 +460,8 @@ impl PaymentService {
                 )));
             }
         };
+        // Whatever happens next, a job queries the refund until it settles.
+        self.queue_settle_refund(tenant.id, &out_refund_no).await?;
         let order = RefundOrder {
             out_trade_no: out_trade_no.clone(),
             out_refund_no: out_refund_no.clone(),
@@ -552,6 +559,11 @@ impl PaymentService {
     /// last three months, China Standard Time) against the tenant's payments and refunds.
     pub async fn reconcile(&self, actor: &Actor, tenant_id: Option<Id>, date: BillDate) -> Result<ReconciliationView> {
         let tenant = self.tenant(actor, tenant_id).await?;
+        self.compare(tenant.id, date).await
+    }
+
+    /// The comparison of [`reconcile`](Self::reconcile) for `tenant_id`.
+    pub(super) async fn compare(&self, tenant_id: Id, date: BillDate) -> Result<ReconciliationView> {
         let cst = chrono::Duration::hours(CST_OFFSET_HOURS);
         let today = (self.clock.now() + cst).date_naive();
         if date >= today {
@@ -560,10 +572,9 @@ impl PaymentService {
         if date < today - chrono::Duration::days(BILL_DAYS) {
             return Err(Error::invalid("date", "the pay platform keeps trade bills for three months"));
         }
-        let account = self.account(tenant.id, false).await?;
+        let account = self.account(tenant_id, false).await?;
         let lines = self.platform.trade_bill(&account, date).await.map_err(platform_error)?;
-        let from = date.and_time(chrono::NaiveTime::MIN).and_utc() - cst;
-        let to = from + chrono::Duration::days(1);
+        let (from, to) = super::payment_jobs::cst_day(date);
 
         let mut view = ReconciliationView {
             date,
@@ -579,7 +590,7 @@ impl PaymentService {
         let local_txs: HashMap<String, Transaction> = if trade_nos.is_empty() {
             HashMap::new()
         } else {
-            self.repo.transactions_by_numbers(tenant.id, trade_nos).await?.into_iter().map(|t| (t.out_trade_no.clone(), t)).collect()
+            self.repo.transactions_by_numbers(tenant_id, trade_nos).await?.into_iter().map(|t| (t.out_trade_no.clone(), t)).collect()
         };
         for line in &payments {
             match local_txs.get(&line.out_trade_no).filter(|t| t.trade_state.is_paid()) {
@@ -595,7 +606,7 @@ impl PaymentService {
             }
         }
         let on_bill: HashSet<&str> = payments.iter().map(|l| l.out_trade_no.as_str()).collect();
-        for t in self.repo.paid_between(tenant.id, from, to).await? {
+        for t in self.repo.paid_between(tenant_id, from, to).await? {
             if !on_bill.contains(t.out_trade_no.as_str()) {
                 view.missing_on_platform.push(item(ReconciliationKind::Payment, &t.out_trade_no, None, t.amount));
             }
@@ -606,7 +617,7 @@ impl PaymentService {
         let local_refunds: HashMap<String, Refund> = if refund_nos.is_empty() {
             HashMap::new()
         } else {
-            self.repo.refunds_by_numbers(tenant.id, refund_nos).await?.into_iter().map(|r| (r.out_refund_no.clone(), r)).collect()
+            self.repo.refunds_by_numbers(tenant_id, refund_nos).await?.into_iter().map(|r| (r.out_refund_no.clone(), r)).collect()
         };
         for (line, r) in &refunds {
             match local_refunds.get(&r.out_refund_no) {
@@ -622,7 +633,7 @@ impl PaymentService {
             }
         }
         let refunds_on_bill: HashSet<&str> = refunds.iter().map(|(_, r)| r.out_refund_no.as_str()).collect();
-        for r in self.repo.refunds_succeeded_between(tenant.id, from, to).await? {
+        for r in self.repo.refunds_succeeded_between(tenant_id, from, to).await? {
             if !refunds_on_bill.contains(r.out_refund_no.as_str()) {
                 view.missing_on_platform.push(item(ReconciliationKind::Refund, &r.out_trade_no, Some(&r.out_refund_no), r.amount));
             }
@@ -630,12 +641,12 @@ impl PaymentService {
         Ok(view)
     }
 
-    async fn transaction(&self, tenant_id: Id, out_trade_no: &str) -> Result<Transaction> {
+    pub(super) async fn transaction(&self, tenant_id: Id, out_trade_no: &str) -> Result<Transaction> {
         self.repo.get_transaction(tenant_id, out_trade_no.to_owned()).await?.ok_or(Error::NotFound("payment transaction"))
     }
 
     /// Takes in a platform report about a transaction, forward only.
-    async fn apply_transaction_report(&self, tenant_id: Id, report: &PlatformTransaction) -> Result<Transaction> {
+    pub(super) async fn apply_transaction_report(&self, tenant_id: Id, report: &PlatformTransaction) -> Result<Transaction> {
         let now = self.clock.now();
         self.save_transaction(tenant_id, &report.out_trade_no, |t| t.apply(report, now)).await
     }
@@ -660,7 +671,7 @@ impl PaymentService {
 
     /// Takes in a platform report about a refund, forward only (same pattern as
     /// [`save_transaction`](Self::save_transaction)).
-    async fn apply_refund_report(&self, tenant_id: Id, out_refund_no: &str, report: &PlatformRefund) -> Result<Refund> {
+    pub(super) async fn apply_refund_report(&self, tenant_id: Id, out_refund_no: &str, report: &PlatformRefund) -> Result<Refund> {
         for _ in 0..WRITE_ATTEMPTS {
             let mut refund = self.repo.get_refund(tenant_id, out_refund_no.to_owned()).await?.ok_or(Error::NotFound("refund"))?;
             let read_status = refund.status;

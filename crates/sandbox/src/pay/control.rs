@@ -48,6 +48,9 @@ pub(crate) struct PayRequest {
     mchid: Option<String>,
     result: PaymentResult,
     pay_params: Option<PayParamsBody>,
+    /// When the payment happened (RFC 3339; now when absent): a payment of an earlier day,
+    /// for its trade bill.
+    paid_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 pub(crate) async fn control_pay(sb: web::Data<Sandbox>, body: web::Json<PayRequest>) -> HttpResponse {
@@ -71,7 +74,7 @@ pub(crate) async fn control_pay(sb: web::Data<Sandbox>, body: web::Json<PayReque
         (None, Some(no)) => (body.mchid, no),
         (None, None) => return bad_control("name the order: out_trade_no or pay_params"),
     };
-    match sb.pay_order(mchid.as_deref(), &out_trade_no, body.result).await {
+    match sb.pay_order_at(mchid.as_deref(), &out_trade_no, body.result, body.paid_at).await {
         Ok(report) => HttpResponse::Ok().json(report),
         Err(msg) => bad_control(msg),
     }
@@ -100,6 +103,11 @@ pub(crate) struct NotifyFailRequest {
 
 pub(crate) async fn control_notify_fail(sb: web::Data<Sandbox>, body: web::Json<NotifyFailRequest>) -> HttpResponse {
     sb.fail_next_notifications(body.times);
+    HttpResponse::Ok().json(json!({"times": body.times}))
+}
+
+pub(crate) async fn control_notify_lose(sb: web::Data<Sandbox>, body: web::Json<NotifyFailRequest>) -> HttpResponse {
+    sb.lose_next_notifications(body.times);
     HttpResponse::Ok().json(json!({"times": body.times}))
 }
 

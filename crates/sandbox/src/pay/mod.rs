@@ -9,7 +9,9 @@ mod control;
 mod keys;
 mod notify;
 
-pub(crate) use control::{control_merchant, control_notifications, control_notify_fail, control_pay, control_pay_fail, control_refund};
+pub(crate) use control::{
+    control_merchant, control_notifications, control_notify_fail, control_notify_lose, control_pay, control_pay_fail, control_refund,
+};
 pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification};
 
 use actix_web::http::StatusCode;
@@ -198,6 +200,8 @@ pub(crate) struct PayState {
     /// The pay mount's public URL for download addresses; `None`: from each request.
     public_base: Option<String>,
     next_id: u64,
+    /// "METHOD path" → calls received (signed or not).
+    calls: HashMap<String, usize>,
     pub(crate) notify: notify::NotifyState,
 }
 
@@ -454,6 +458,12 @@ impl Sandbox {
     }
 
     /// The material a registered merchant was issued.
+    /// How many calls the pay platform received for `method_and_path`, e.g.
+    /// `POST /v3/pay/transactions/out-trade-no/T1/close` (injected failures included).
+    pub fn pay_calls(&self, method_and_path: &str) -> usize {
+        self.lock().pay.calls.get(method_and_path).copied().unwrap_or(0)
+    }
+
     pub fn merchant(&self, mchid: &str) -> Option<SandboxMerchant> {
         self.lock().pay.merchants.get(mchid).map(|m| m.issued.clone())
     }
@@ -498,8 +508,12 @@ impl Sandbox {
     /// Answers one pay platform call: `path` relative to the pay mount, `raw_path_and_query`
     /// as signed, `base` the pay mount's absolute URL (for download addresses).
     fn pay_call(&self, method: &str, path: &str, raw_path_and_query: &str, auth: Option<&str>, body: &[u8], base: &str) -> Answer {
-        if let Some((status, code)) = self.lock().pay.injected(path) {
-            return Answer::error(status, &code, "injected failure");
+        {
+            let mut state = self.lock();
+            *state.pay.calls.entry(format!("{method} {path}")).or_default() += 1;
+            if let Some((status, code)) = state.pay.injected(path) {
+                return Answer::error(status, &code, "injected failure");
+            }
         }
         let mchid = match self.check_signature(method, raw_path_and_query, auth, body) {
             Ok(mchid) => mchid,

@@ -54,6 +54,8 @@ pub struct PayNotification {
     pub attempts: Vec<NotifyAttempt>,
     /// Whether an attempt got a 2xx answer.
     pub delivered: bool,
+    /// Never sent (`notify-lose`): a notification lost on the way.
+    pub lost: bool,
     pub created_at: DateTime<Utc>,
 }
 
@@ -61,6 +63,8 @@ pub(crate) struct NotifyState {
     records: Vec<PayNotification>,
     next_seq: u64,
     fail_next: u32,
+    /// How many of the next notifications are lost (never sent).
+    lose_next: u32,
     /// Seqs of duplicates waiting to be sent after the next notification.
     held: Vec<u64>,
     retry_delays: Vec<Duration>,
@@ -68,7 +72,7 @@ pub(crate) struct NotifyState {
 
 impl Default for NotifyState {
     fn default() -> Self {
-        NotifyState { records: Vec::new(), next_seq: 0, fail_next: 0, held: Vec::new(), retry_delays: DEFAULT_RETRY_DELAYS.to_vec() }
+        NotifyState { records: Vec::new(), next_seq: 0, fail_next: 0, lose_next: 0, held: Vec::new(), retry_delays: DEFAULT_RETRY_DELAYS.to_vec() }
     }
 }
 
@@ -135,6 +139,7 @@ fn build(event: Event<'_>, api_v3_key: &str) -> Result<PayNotification, String> 
         resource: event.resource,
         attempts: Vec::new(),
         delivered: false,
+        lost: false,
         created_at: now,
     })
 }
@@ -145,6 +150,18 @@ impl Sandbox {
     /// notification, whose first attempt is made before this returns; `PAYERROR` sends none,
     /// as on the platform. A paid, closed or expired order cannot be paid.
     pub async fn pay_order(&self, mchid: Option<&str>, out_trade_no: &str, result: PaymentResult) -> Result<SettleReport, String> {
+        self.pay_order_at(mchid, out_trade_no, result, None).await
+    }
+
+    /// As [`Sandbox::pay_order`], with the payment dated `paid_at` (now when `None`): a
+    /// payment of an earlier day, for its trade bill.
+    pub async fn pay_order_at(
+        &self,
+        mchid: Option<&str>,
+        out_trade_no: &str,
+        result: PaymentResult,
+        paid_at: Option<DateTime<Utc>>,
+    ) -> Result<SettleReport, String> {
         let (mut report, seq) = {
             let mut state = self.lock();
             let pay = &mut state.pay;
@@ -160,7 +177,7 @@ impl Sandbox {
             if let Some(expired) = order.time_expire.filter(|t| *t <= Utc::now()) {
                 return Err(format!("order {out_trade_no} expired at {}", platform_time(expired)));
             }
-            let now = Utc::now();
+            let now = paid_at.unwrap_or_else(Utc::now);
             let event = match result {
                 PaymentResult::PayError => {
                     order.state = TradeState::PayError;
@@ -309,6 +326,12 @@ impl Sandbox {
         self.lock().pay.notify.fail_next = times;
     }
 
+    /// The next `times` notifications are lost: recorded (`lost: true`) but never sent, so
+    /// only a query or the reconciliation can tell the merchant about them.
+    pub fn lose_next_notifications(&self, times: u32) {
+        self.lock().pay.notify.lose_next = times;
+    }
+
     /// The waits before the retries of a failed notification attempt (default 1 s, 3 s, 10 s:
     /// three retries).
     pub fn set_notify_retry_delays(&self, delays: Vec<Duration>) {
@@ -325,6 +348,17 @@ impl Sandbox {
     /// Sends notification `seq` (first attempt awaited, retries in the background), then the
     /// duplicates held before it; holds its own copy if it is one of the "sent twice" ones.
     async fn dispatch(&self, seq: u64) -> Option<PayNotification> {
+        {
+            let mut state = self.lock();
+            let notify = &mut state.pay.notify;
+            if notify.lose_next > 0 {
+                notify.lose_next -= 1;
+                let record = notify.record(seq)?;
+                record.lost = true;
+                log::info!("sandbox pay platform: notification {} is lost (notify-lose)", record.id);
+                return Some(record.clone());
+            }
+        }
         let (held_before, copy) = {
             let mut state = self.lock();
             let notify = &mut state.pay.notify;

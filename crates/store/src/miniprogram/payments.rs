@@ -430,6 +430,31 @@ impl PaymentRepo for MiniprogramStore {
             .await
     }
 
+    async fn tenants_with_activity(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Id>> {
+        self.db
+            .run(move |conn| {
+                let mut tenants: Vec<Id> = payment_transactions::table
+                    .filter(payment_transactions::created_at.lt(to_db(to)))
+                    .filter(payment_transactions::updated_at.ge(to_db(from)))
+                    .select(payment_transactions::tenant_id)
+                    .distinct()
+                    .load(conn)
+                    .map_err(db_error)?;
+                let refunding: Vec<Id> = payment_refunds::table
+                    .filter(payment_refunds::created_at.lt(to_db(to)))
+                    .filter(payment_refunds::updated_at.ge(to_db(from)))
+                    .select(payment_refunds::tenant_id)
+                    .distinct()
+                    .load(conn)
+                    .map_err(db_error)?;
+                tenants.extend(refunding);
+                tenants.sort_unstable();
+                tenants.dedup();
+                Ok(tenants)
+            })
+            .await
+    }
+
     async fn transactions_by_numbers(&self, tenant_id: Id, out_trade_nos: Vec<String>) -> Result<Vec<Transaction>> {
         if out_trade_nos.is_empty() {
             return Ok(vec![]);

@@ -5,6 +5,7 @@ use crate::lifecycle::{RefundStatus, TradeState};
 use crate::model::*;
 use crate::ports::{MockMerchantKeys, MockPayPlatform, MockPaymentRepo, PayPlatformError};
 use crate::service::{PaymentService, platform_error};
+use atrium_kernel::jobs::MockJobStore;
 use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Party, Timestamp};
 use chrono::{Duration, NaiveDate, TimeZone, Utc};
 use mockall::predicate::eq;
@@ -136,11 +137,23 @@ fn conditional_writes(repo: &mut MockPaymentRepo, cell: &Arc<Mutex<Transaction>>
     });
 }
 
+/// A job queue that accepts every job.
+fn jobs() -> MockJobStore {
+    let mut jobs = MockJobStore::new();
+    jobs.expect_enqueue().returning(|_| Ok(Some(1)));
+    jobs
+}
+
 fn service(repo: MockPaymentRepo, platform: MockPayPlatform, keys: MockMerchantKeys) -> PaymentService {
+    with_jobs(repo, platform, keys, jobs())
+}
+
+fn with_jobs(repo: MockPaymentRepo, platform: MockPayPlatform, keys: MockMerchantKeys, jobs: MockJobStore) -> PaymentService {
     PaymentService::new(
         Arc::new(repo),
         Arc::new(platform),
         Arc::new(keys),
+        Arc::new(jobs),
         Arc::new(FixedClock::new(now())),
         PaymentSettings::new("https://atrium.example.com"),
     )
@@ -828,7 +841,7 @@ async fn a_refund_the_platform_refuses_gives_its_amount_back() {
 
     let err = svc.refund(&tenant_actor(), refund_request(300, Some("R1"))).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains("NOT_ENOUGH")), "{err:?}");
+    assert!(matches!(err, Error::Blocked(ref f) if f[0].field == "pay_platform" && f[0].message.starts_with("NOT_ENOUGH")), "{err:?}");
 }
 
 #[tokio::test]
@@ -1119,9 +1132,322 @@ fn platform_failures_map_to_400_409_or_502_and_never_500() {
     assert!(
         matches!(platform_error(refused(404, "ORDER_NOT_EXIST")), Error::Invalid(ref f) if f[0].message.starts_with("ORDER_NOT_EXIST"))
     );
-    assert!(matches!(platform_error(refused(403, "RULE_LIMIT")), Error::Conflict(ref m) if m.contains("RULE_LIMIT")));
-    assert!(matches!(platform_error(refused(429, "FREQUENCY_LIMITED")), Error::Conflict(_)));
-    assert!(matches!(platform_error(refused(400, "ORDERPAID")), Error::Conflict(ref m) if m.contains("ORDERPAID")));
+    let blocked = |e: Error, code: &str| matches!(e, Error::Blocked(ref f) if f[0].field == "pay_platform" && f[0].message.starts_with(code));
+    assert!(blocked(platform_error(refused(403, "RULE_LIMIT")), "RULE_LIMIT: "));
+    assert!(blocked(platform_error(refused(429, "FREQUENCY_LIMITED")), "FREQUENCY_LIMITED: "));
+    assert!(blocked(platform_error(refused(400, "ORDERPAID")), "ORDERPAID: "));
     assert!(matches!(platform_error(PayPlatformError::Unavailable("HTTP 500".into())), Error::Upstream(_)));
     assert!(matches!(platform_error(PayPlatformError::Credentials("bad PEM".into())), Error::Conflict(_)));
+}
+
+// ---- Jobs ----
+
+use crate::service::{MAX_ATTEMPTS, RECONCILE, RECONCILE_DAY, SETTLE_REFUND, SETTLE_TRANSACTION};
+use atrium_kernel::{Job, JobHandler, JobOutcome, NewJob};
+
+fn job(kind: &str, payload: serde_json::Value, attempts: i32) -> Job {
+    Job { id: 1, kind: kind.into(), tenant_id: Some(TENANT), payload, attempts, run_at: now() }
+}
+
+fn settle_tx_job(attempts: i32) -> Job {
+    job(SETTLE_TRANSACTION, serde_json::json!({"out_trade_no": "T0000001"}), attempts)
+}
+
+fn settle_refund_job(attempts: i32) -> Job {
+    job(SETTLE_REFUND, serde_json::json!({"out_refund_no": "R1"}), attempts)
+}
+
+/// An unpaid transaction that expired a minute ago.
+fn expired(state: TradeState) -> Transaction {
+    Transaction { expires_at: now() - Duration::minutes(1), ..tx("T0000001", state) }
+}
+
+/// Jobs that records what is queued.
+fn recording_jobs() -> (MockJobStore, Arc<Mutex<Vec<NewJob>>>) {
+    let queued = Arc::new(Mutex::new(Vec::new()));
+    let mut jobs = MockJobStore::new();
+    let q = queued.clone();
+    jobs.expect_enqueue().returning(move |j| {
+        q.lock().unwrap().push(j);
+        Ok(Some(1))
+    });
+    (jobs, queued)
+}
+
+#[tokio::test]
+async fn a_new_transaction_queues_its_settling_at_its_expiry_once() {
+    let mut repo = repo_with(Some(config()));
+    let cell: Arc<Mutex<Option<Transaction>>> = Arc::default();
+    let (read, insert) = (cell.clone(), cell.clone());
+    repo.expect_get_transaction().returning(move |_, _| Ok(read.lock().unwrap().clone()));
+    repo.expect_insert_transaction().times(1).returning(move |t| {
+        let t = Transaction { id: 5, ..t };
+        *insert.lock().unwrap() = Some(t.clone());
+        Ok(t)
+    });
+    repo.expect_update_transaction().returning(|_, _| Ok(true));
+    let mut platform = MockPayPlatform::new();
+    platform.expect_jsapi_order().returning(|_, _| Ok("wx_prepay".into()));
+    platform.expect_pay_params().returning(|_, p| Ok(pay_params(p)));
+    let (jobs, queued) = recording_jobs();
+    let svc = with_jobs(repo, platform, MockMerchantKeys::new(), jobs);
+
+    svc.unified_order(&tenant_actor(), order_request(Some("T0000001"))).await.unwrap();
+
+    let queued = queued.lock().unwrap().clone();
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].kind, SETTLE_TRANSACTION);
+    assert_eq!(queued[0].tenant_id, Some(TENANT));
+    assert_eq!(queued[0].payload, serde_json::json!({"out_trade_no": "T0000001"}));
+    assert_eq!(queued[0].run_at, now() + Duration::hours(2), "due at the default expiry");
+    assert_eq!(queued[0].dedupe_key.as_deref(), Some("3:T0000001"));
+}
+
+#[tokio::test]
+async fn a_settle_job_closes_a_transaction_still_unpaid_after_its_expiry() {
+    let (mut repo, cell) = repo_holding(Some(config()), expired(TradeState::NotPay));
+    conditional_writes(&mut repo, &cell, 1);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_query_order().times(1).returning(|_, no| Ok(report(no, TradeState::NotPay)));
+    platform.expect_close_order().withf(|_, no| no == "T0000001").times(1).returning(|_, _| Ok(()));
+    let svc = svc(repo, platform);
+
+    assert_eq!(svc.run(&settle_tx_job(1)).await, JobOutcome::Done);
+    assert_eq!(cell.lock().unwrap().trade_state, TradeState::Closed);
+}
+
+#[tokio::test]
+async fn a_settle_job_records_a_payment_whose_notification_was_lost() {
+    let (mut repo, cell) = repo_holding(Some(config()), expired(TradeState::NotPay));
+    conditional_writes(&mut repo, &cell, 1);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_query_order().times(1).returning(|_, no| Ok(report(no, TradeState::Success)));
+    platform.expect_close_order().never();
+    let svc = svc(repo, platform);
+
+    assert_eq!(svc.run(&settle_tx_job(1)).await, JobOutcome::Done);
+    let stored = cell.lock().unwrap().clone();
+    assert_eq!((stored.trade_state, stored.transaction_id.as_deref()), (TradeState::Success, Some("4200000001")));
+}
+
+#[tokio::test]
+async fn a_settle_job_leaves_a_settled_transaction_alone() {
+    for state in [TradeState::Success, TradeState::Closed, TradeState::Refund] {
+        let (repo, _) = repo_holding(Some(config()), expired(state));
+        let mut platform = MockPayPlatform::new();
+        platform.expect_query_order().never();
+        assert_eq!(svc(repo, platform).run(&settle_tx_job(1)).await, JobOutcome::Done, "{state:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_settle_job_backs_off_while_the_payer_pays_or_the_platform_is_down_then_gives_up() {
+    let cases = [(1, Duration::minutes(1)), (2, Duration::minutes(5)), (3, Duration::minutes(10)), (4, Duration::minutes(30)), (9, Duration::minutes(30))];
+    for (attempts, wait) in cases {
+        let (mut repo, cell) = repo_holding(Some(config()), expired(TradeState::NotPay));
+        conditional_writes(&mut repo, &cell, 1);
+        let mut platform = MockPayPlatform::new();
+        platform.expect_query_order().returning(|_, no| Ok(report(no, TradeState::UserPaying)));
+        platform.expect_close_order().never();
+        let outcome = svc(repo, platform).run(&settle_tx_job(attempts)).await;
+        assert!(matches!(outcome, JobOutcome::Retry { at, ref reason } if at == now() + wait && reason.contains("still paying")), "{attempts}: {outcome:?}");
+    }
+    let (repo, _) = repo_holding(Some(config()), expired(TradeState::NotPay));
+    let mut platform = MockPayPlatform::new();
+    platform.expect_query_order().returning(|_, _| Err(PayPlatformError::Unavailable("HTTP 503".into())));
+    let svc = svc(repo, platform);
+    let outcome = svc.run(&settle_tx_job(1)).await;
+    assert!(matches!(outcome, JobOutcome::Retry { ref reason, .. } if reason.contains("HTTP 503")), "{outcome:?}");
+    let outcome = svc.run(&settle_tx_job(MAX_ATTEMPTS)).await;
+    assert!(matches!(outcome, JobOutcome::Failed(ref m) if m.contains("given up") && m.contains("HTTP 503")), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn a_settle_job_closes_locally_an_order_the_platform_never_got() {
+    let (mut repo, cell) = repo_holding(Some(config()), expired(TradeState::NotPay));
+    conditional_writes(&mut repo, &cell, 1);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_query_order().returning(|_, _| Err(refused(404, "ORDER_NOT_EXIST")));
+    platform.expect_close_order().never();
+
+    assert_eq!(svc(repo, platform).run(&settle_tx_job(1)).await, JobOutcome::Done);
+    assert_eq!(cell.lock().unwrap().trade_state, TradeState::Closed);
+}
+
+#[tokio::test]
+async fn a_settle_job_paid_at_the_last_moment_tries_again() {
+    let (mut repo, cell) = repo_holding(Some(config()), expired(TradeState::NotPay));
+    conditional_writes(&mut repo, &cell, 0);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_query_order().returning(|_, no| Ok(report(no, TradeState::NotPay)));
+    platform.expect_close_order().returning(|_, _| Err(refused(400, "ORDERPAID")));
+
+    let outcome = svc(repo, platform).run(&settle_tx_job(1)).await;
+    assert!(matches!(outcome, JobOutcome::Retry { ref reason, .. } if reason.contains("paid meanwhile")), "{outcome:?}");
+    assert_eq!(cell.lock().unwrap().trade_state, TradeState::NotPay, "the next query records the payment");
+}
+
+/// A repository holding one refund in memory with conditional writes, over a paid transaction.
+fn repo_with_refund(status: RefundStatus) -> (MockPaymentRepo, Arc<Mutex<Refund>>) {
+    let (mut repo, _) = repo_holding(Some(config()), tx("T0000001", TradeState::Success));
+    let cell = Arc::new(Mutex::new(refund("R1", 300, status)));
+    let read = cell.clone();
+    repo.expect_get_refund().returning(move |_, no| {
+        let r = read.lock().unwrap().clone();
+        Ok((r.out_refund_no == no).then_some(r))
+    });
+    let write = cell.clone();
+    repo.expect_update_refund().returning(move |r, read_status| {
+        let mut stored = write.lock().unwrap();
+        if stored.status != read_status {
+            return Ok(false);
+        }
+        *stored = r;
+        Ok(true)
+    });
+    (repo, cell)
+}
+
+fn refund_report(status: RefundStatus) -> PlatformRefund {
+    PlatformRefund {
+        out_refund_no: "R1".into(),
+        out_trade_no: Some("T0000001".into()),
+        refund_id: Some("50000000382019052709732678859".into()),
+        status,
+        amount: Some(Money::from_fen(300)),
+        success_time: (status == RefundStatus::Succeeded).then(now),
+    }
+}
+
+#[tokio::test]
+async fn a_refund_queues_its_settling_a_minute_later() {
+    let (mut repo, _) = repo_holding(Some(config()), tx("T0000001", TradeState::Success));
+    repo.expect_reserve_refund().returning(|r, _, _| Ok(RefundReservation::Reserved(Refund { id: 7, ..r })));
+    repo.expect_get_refund().returning(|_, no| Ok(Some(refund(&no, 300, RefundStatus::Processing))));
+    repo.expect_update_refund().returning(|_, _| Ok(true));
+    let mut platform = MockPayPlatform::new();
+    platform.expect_refund().returning(|_, _| Ok(refund_report(RefundStatus::Processing)));
+    let (jobs, queued) = recording_jobs();
+    let svc = with_jobs(repo, platform, MockMerchantKeys::new(), jobs);
+
+    svc.refund(&tenant_actor(), refund_request(300, Some("R1"))).await.unwrap();
+
+    let queued = queued.lock().unwrap().clone();
+    assert_eq!(queued.len(), 1);
+    assert_eq!((queued[0].kind.as_str(), queued[0].run_at), (SETTLE_REFUND, now() + Duration::minutes(1)));
+    assert_eq!(queued[0].dedupe_key.as_deref(), Some("3:R1"));
+}
+
+#[tokio::test]
+async fn a_refund_settle_job_queries_until_the_refund_settles() {
+    let (repo, cell) = repo_with_refund(RefundStatus::Processing);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_query_refund().times(1).returning(|_, _| Ok(refund_report(RefundStatus::Processing)));
+    let outcome = svc(repo, platform).run(&settle_refund_job(2)).await;
+    assert!(matches!(outcome, JobOutcome::Retry { at, .. } if at == now() + Duration::minutes(5)), "{outcome:?}");
+    assert_eq!(cell.lock().unwrap().status, RefundStatus::Processing);
+
+    let (repo, cell) = repo_with_refund(RefundStatus::Processing);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_query_refund().times(1).returning(|_, _| Ok(refund_report(RefundStatus::Succeeded)));
+    assert_eq!(svc(repo, platform).run(&settle_refund_job(3)).await, JobOutcome::Done);
+    assert_eq!(cell.lock().unwrap().status, RefundStatus::Succeeded);
+
+    let (repo, _) = repo_with_refund(RefundStatus::Failed);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_query_refund().never();
+    assert_eq!(svc(repo, platform).run(&settle_refund_job(1)).await, JobOutcome::Done);
+}
+
+#[tokio::test]
+async fn a_refund_the_platform_never_got_is_asked_again_under_its_number() {
+    let (repo, cell) = repo_with_refund(RefundStatus::Processing);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_query_refund().times(1).returning(|_, _| Err(refused(404, "RESOURCE_NOT_EXISTS")));
+    platform
+        .expect_refund()
+        .withf(|_, r| r.out_refund_no == "R1" && r.amount == Money::from_fen(300) && r.total == Money::from_fen(1000))
+        .times(1)
+        .returning(|_, _| Ok(refund_report(RefundStatus::Processing)));
+    let outcome = svc(repo, platform).run(&settle_refund_job(1)).await;
+    assert!(matches!(outcome, JobOutcome::Retry { .. }), "{outcome:?}");
+    assert_eq!(cell.lock().unwrap().refund_id.as_deref(), Some("50000000382019052709732678859"));
+
+    // Refused outright: the refund failed and its amount is free again.
+    let (repo, cell) = repo_with_refund(RefundStatus::Processing);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_query_refund().returning(|_, _| Err(refused(404, "RESOURCE_NOT_EXISTS")));
+    platform.expect_refund().returning(|_, _| Err(refused(403, "NOT_ENOUGH")));
+    assert_eq!(svc(repo, platform).run(&settle_refund_job(1)).await, JobOutcome::Done);
+    assert_eq!(cell.lock().unwrap().status, RefundStatus::Failed);
+}
+
+#[tokio::test]
+async fn the_daily_job_queues_each_active_tenants_reconciliation_and_the_next_day() {
+    let mut repo = MockPaymentRepo::new();
+    // The CST day 2026-03-31 is [03-30 16:00, 03-31 16:00) UTC.
+    let from = Utc.with_ymd_and_hms(2026, 3, 30, 16, 0, 0).single().unwrap();
+    repo.expect_tenants_with_activity().with(eq(from), eq(from + Duration::days(1))).times(1).returning(|_, _| Ok(vec![3, 4]));
+    let (jobs, queued) = recording_jobs();
+    let svc = with_jobs(repo, MockPayPlatform::new(), MockMerchantKeys::new(), jobs);
+    let mut day = job(RECONCILE_DAY, serde_json::json!({"date": "2026-03-31"}), 1);
+    day.tenant_id = None;
+
+    assert_eq!(svc.run(&day).await, JobOutcome::Done);
+
+    let queued = queued.lock().unwrap().clone();
+    let summary: Vec<(&str, Option<Id>, Option<&str>)> =
+        queued.iter().map(|j| (j.kind.as_str(), j.tenant_id, j.dedupe_key.as_deref())).collect();
+    assert_eq!(
+        summary,
+        [(RECONCILE, Some(3), Some("3:2026-03-31")), (RECONCILE, Some(4), Some("4:2026-03-31")), (RECONCILE_DAY, None, Some("2026-04-01"))]
+    );
+    // The next day's run: 2026-04-02 10:30 CST.
+    assert_eq!(queued[2].run_at, Utc.with_ymd_and_hms(2026, 4, 2, 2, 30, 0).single().unwrap());
+    assert_eq!(queued[2].payload, serde_json::json!({"date": "2026-04-01"}));
+}
+
+#[tokio::test]
+async fn scheduling_queues_the_first_morning_run_still_ahead() {
+    // now() is 2026-04-01 12:00 CST, after this morning's run: tomorrow's reconciles today.
+    let (jobs, queued) = recording_jobs();
+    with_jobs(MockPaymentRepo::new(), MockPayPlatform::new(), MockMerchantKeys::new(), jobs).schedule_reconciliation().await.unwrap();
+    let queued = queued.lock().unwrap().clone();
+    assert_eq!((queued[0].kind.as_str(), queued[0].dedupe_key.as_deref()), (RECONCILE_DAY, Some("2026-04-01")));
+    assert_eq!(queued[0].run_at, Utc.with_ymd_and_hms(2026, 4, 2, 2, 30, 0).single().unwrap());
+}
+
+#[tokio::test]
+async fn the_reconciliation_job_settles_what_the_bill_proves() {
+    let (mut repo, cell) = repo_holding(Some(config()), tx("T_LOST", TradeState::NotPay));
+    conditional_writes(&mut repo, &cell, 1);
+    repo.expect_transactions_by_numbers().returning(|_, _| Ok(vec![tx("T_LOST", TradeState::NotPay)]));
+    repo.expect_paid_between().returning(|_, _, _| Ok(vec![]));
+    repo.expect_refunds_succeeded_between().returning(|_, _, _| Ok(vec![]));
+    let mut platform = MockPayPlatform::new();
+    platform.expect_trade_bill().times(1).returning(|_, _| Ok(vec![bill_line("T_LOST", 1000, None), bill_line("T_UNKNOWN", 500, None)]));
+    platform.expect_query_order().withf(|_, no| no == "T_LOST").times(1).returning(|_, no| Ok(report(no, TradeState::Success)));
+    let svc = svc(repo, platform);
+
+    assert_eq!(svc.run(&job(RECONCILE, serde_json::json!({"date": "2026-03-31"}), 1)).await, JobOutcome::Done);
+    assert_eq!(cell.lock().unwrap().trade_state, TradeState::Success);
+}
+
+#[tokio::test]
+async fn a_reconciliation_the_platform_cannot_serve_runs_again() {
+    let mut repo = repo_with(Some(config()));
+    repo.expect_transactions_by_numbers().never();
+    let mut platform = MockPayPlatform::new();
+    platform.expect_trade_bill().returning(|_, _| Err(PayPlatformError::Unavailable("timed out".into())));
+    let outcome = svc(repo, platform).run(&job(RECONCILE, serde_json::json!({"date": "2026-03-31"}), 1)).await;
+    assert!(matches!(outcome, JobOutcome::Retry { ref reason, .. } if reason.contains("timed out")), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn an_unreadable_job_fails_for_good() {
+    let svc = svc(MockPaymentRepo::new(), MockPayPlatform::new());
+    let outcome = svc.run(&job(SETTLE_TRANSACTION, serde_json::json!({"nope": 1}), 1)).await;
+    assert!(matches!(outcome, JobOutcome::Failed(ref m) if m.contains("unreadable")), "{outcome:?}");
+    let outcome = svc.run(&job("payment.unknown", serde_json::json!({}), 1)).await;
+    assert!(matches!(outcome, JobOutcome::Failed(_)), "{outcome:?}");
 }

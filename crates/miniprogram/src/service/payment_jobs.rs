@@ -1,0 +1,339 @@
+//! The payment jobs: what settles a transaction or refund the platform never told us about,
+//! and the daily reconciliation that settles what the trade bill proves.
+//!
+//! - `payment.settle_transaction` is queued with each new transaction, due at its expiry. A
+//!   transaction still unpaid then is queried; if the platform still has it unpaid it is
+//!   closed there and here, if the payer is still paying the job tries again.
+//! - `payment.settle_refund` is queued with each refund, due a minute later, and queries the
+//!   platform until the refund settles (a refund the platform never received is asked
+//!   again under its own number, which the platform treats as the same refund).
+//! - `payment.reconcile_day` runs each morning at [`RECONCILE_AT_CST`] China Standard Time,
+//!   queues `payment.reconcile` for every tenant with payment activity the day before, and
+//!   queues itself for the next day. `payment.reconcile` compares the day's trade bill and
+//!   queries every payment and refund the bill shows settled but we do not.
+//!
+//! Every job is idempotent (a job whose runner crashed runs again) and retries on the
+//! [`SETTLE_BACKOFF`] schedule while the platform cannot answer.
+use super::payments::{CST_OFFSET_HOURS, PaymentService};
+use crate::lifecycle::{RefundStatus, TradeState};
+use crate::model::*;
+use crate::ports::PayPlatformError;
+use atrium_kernel::jobs::backoff;
+use atrium_kernel::{Error, Id, Job, JobHandler, JobOutcome, NewJob, Result, Timestamp};
+use chrono::{Duration, NaiveDate, NaiveTime};
+use serde::{Deserialize, Serialize};
+
+pub const SETTLE_TRANSACTION: &str = "payment.settle_transaction";
+pub const SETTLE_REFUND: &str = "payment.settle_refund";
+pub const RECONCILE_DAY: &str = "payment.reconcile_day";
+pub const RECONCILE: &str = "payment.reconcile";
+
+/// The waits between tries of a job the platform could not settle yet: 1, 5, 10, then every
+/// 30 minutes.
+pub const SETTLE_BACKOFF: [Duration; 4] = [Duration::minutes(1), Duration::minutes(5), Duration::minutes(10), Duration::minutes(30)];
+/// Tries before a job is given up (about a day on [`SETTLE_BACKOFF`]), and kept as failed.
+pub const MAX_ATTEMPTS: i32 = 50;
+/// When the daily reconciliation runs, China Standard Time: the platform's bills of the day
+/// before are ready by then.
+pub const RECONCILE_AT_CST: NaiveTime = match NaiveTime::from_hms_opt(10, 30, 0) {
+    Some(t) => t,
+    None => NaiveTime::MIN,
+};
+/// A refund is first queried this long after it was requested.
+const FIRST_REFUND_QUERY: Duration = Duration::minutes(1);
+
+#[derive(Debug, Serialize, Deserialize)]
+struct TransactionJob {
+    out_trade_no: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct RefundJob {
+    out_refund_no: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct DayJob {
+    date: NaiveDate,
+}
+
+/// How one settling attempt ended.
+enum Step {
+    Settled,
+    Again(String),
+}
+
+impl PaymentService {
+    /// Queues the settling of transaction `out_trade_no`, due at `at` (once per transaction).
+    pub(super) async fn queue_settle_transaction(&self, tenant_id: Id, out_trade_no: &str, at: Timestamp) -> Result<()> {
+        self.jobs
+            .enqueue(NewJob {
+                kind: SETTLE_TRANSACTION.into(),
+                tenant_id: Some(tenant_id),
+                payload: json(&TransactionJob { out_trade_no: out_trade_no.to_owned() })?,
+                run_at: at,
+                dedupe_key: Some(format!("{tenant_id}:{out_trade_no}")),
+            })
+            .await
+            .map(drop)
+    }
+
+    /// Queues the settling of refund `out_refund_no` (once per refund).
+    pub(super) async fn queue_settle_refund(&self, tenant_id: Id, out_refund_no: &str) -> Result<()> {
+        self.jobs
+            .enqueue(NewJob {
+                kind: SETTLE_REFUND.into(),
+                tenant_id: Some(tenant_id),
+                payload: json(&RefundJob { out_refund_no: out_refund_no.to_owned() })?,
+                run_at: self.clock.now() + FIRST_REFUND_QUERY,
+                dedupe_key: Some(format!("{tenant_id}:{out_refund_no}")),
+            })
+            .await
+            .map(drop)
+    }
+
+    /// Queues the next daily reconciliation (the server calls it at start; the daily job
+    /// queues the one after). Several instances queue it once: the day is its dedupe key.
+    pub async fn schedule_reconciliation(&self) -> Result<()> {
+        let now_cst = (self.clock.now() + cst()).naive_utc();
+        // The first morning run still ahead reconciles the day before it.
+        let run_day = if now_cst.time() < RECONCILE_AT_CST { now_cst.date() } else { now_cst.date() + Duration::days(1) };
+        self.queue_reconcile_day(run_day - Duration::days(1)).await
+    }
+
+    async fn queue_reconcile_day(&self, date: NaiveDate) -> Result<()> {
+        let run_at = (date + Duration::days(1)).and_time(RECONCILE_AT_CST).and_utc() - cst();
+        self.jobs
+            .enqueue(NewJob {
+                kind: RECONCILE_DAY.into(),
+                tenant_id: None,
+                payload: json(&DayJob { date })?,
+                run_at,
+                dedupe_key: Some(date.to_string()),
+            })
+            .await
+            .map(drop)
+    }
+
+    /// Settles a transaction past its expiry: queries the platform; one still unpaid there is
+    /// closed (here too), one the payer is still paying is tried again.
+    async fn settle_transaction(&self, tenant_id: Id, out_trade_no: &str) -> Result<Step> {
+        let Some(tx) = self.repo.get_transaction(tenant_id, out_trade_no.to_owned()).await? else {
+            log::warn!("settle job: tenant {tenant_id} has no transaction {out_trade_no}");
+            return Ok(Step::Settled);
+        };
+        if !unsettled(tx.trade_state) {
+            return Ok(Step::Settled);
+        }
+        let account = self.account(tenant_id, false).await?;
+        let report = match self.platform.query_order(&account, out_trade_no).await {
+            Ok(report) => report,
+            // The order never reached the platform (its placing failed): nothing can pay it.
+            Err(PayPlatformError::Refused { code, .. }) if code == "ORDER_NOT_EXIST" => closed_report(out_trade_no),
+            Err(e) => return Ok(Step::Again(e.to_string())),
+        };
+        let tx = self.apply_transaction_report(tenant_id, &report).await?;
+        match tx.trade_state {
+            state if !unsettled(state) => Ok(Step::Settled),
+            TradeState::UserPaying => Ok(Step::Again("the payer is still paying".into())),
+            _ if self.clock.now() < tx.expires_at => Ok(Step::Again("not expired yet".into())),
+            _ => match self.platform.close_order(&account, out_trade_no).await {
+                Ok(()) => {
+                    self.apply_transaction_report(tenant_id, &closed_report(out_trade_no)).await?;
+                    Ok(Step::Settled)
+                }
+                // Paid at the last moment: the next try's query records it.
+                Err(PayPlatformError::Refused { code, .. }) if code == "ORDERPAID" => Ok(Step::Again("paid meanwhile".into())),
+                Err(e) => Ok(Step::Again(e.to_string())),
+            },
+        }
+    }
+
+    /// Settles a processing refund by querying it; a refund the platform never received is
+    /// requested again under its own number.
+    async fn settle_refund(&self, tenant_id: Id, out_refund_no: &str) -> Result<Step> {
+        let Some(refund) = self.repo.get_refund(tenant_id, out_refund_no.to_owned()).await? else {
+            log::warn!("settle job: tenant {tenant_id} has no refund {out_refund_no}");
+            return Ok(Step::Settled);
+        };
+        if refund.status.is_final() {
+            return Ok(Step::Settled);
+        }
+        let account = self.account(tenant_id, false).await?;
+        let report = match self.platform.query_refund(&account, out_refund_no).await {
+            Ok(report) => report,
+            Err(PayPlatformError::Refused { code, .. }) if code == "RESOURCE_NOT_EXISTS" => {
+                let tx = self.transaction(tenant_id, &refund.out_trade_no).await?;
+                let order = RefundOrder {
+                    out_trade_no: refund.out_trade_no.clone(),
+                    out_refund_no: out_refund_no.to_owned(),
+                    reason: refund.reason.clone(),
+                    amount: refund.amount,
+                    total: tx.amount,
+                    notify_url: self.settings.notify_url(tenant_id),
+                };
+                match self.platform.refund(&account, &order).await {
+                    Ok(report) => report,
+                    Err(e @ PayPlatformError::Unavailable(_)) => return Ok(Step::Again(e.to_string())),
+                    Err(e) => {
+                        log::warn!("settle job: refund {out_refund_no} of tenant {tenant_id} refused: {e}");
+                        failed_refund(out_refund_no)
+                    }
+                }
+            }
+            Err(e) => return Ok(Step::Again(e.to_string())),
+        };
+        let refund = self.apply_refund_report(tenant_id, out_refund_no, &report).await?;
+        Ok(if refund.status.is_final() { Step::Settled } else { Step::Again("the refund is still processing".into()) })
+    }
+
+    /// Queues `payment.reconcile` of `date` for every tenant with payment activity that day,
+    /// and the next day's run.
+    async fn reconcile_day(&self, date: NaiveDate) -> Result<()> {
+        let (from, to) = cst_day(date);
+        for tenant_id in self.repo.tenants_with_activity(from, to).await? {
+            self.jobs
+                .enqueue(NewJob {
+                    kind: RECONCILE.into(),
+                    tenant_id: Some(tenant_id),
+                    payload: json(&DayJob { date })?,
+                    run_at: self.clock.now(),
+                    dedupe_key: Some(format!("{tenant_id}:{date}")),
+                })
+                .await?;
+        }
+        self.queue_reconcile_day(date + Duration::days(1)).await
+    }
+
+    /// Compares `date`'s trade bill and settles what it proves: every payment and refund the
+    /// bill shows settled and we do not is queried and recorded.
+    async fn reconcile_and_settle(&self, tenant_id: Id, date: NaiveDate) -> Result<Step> {
+        let view = match self.compare(tenant_id, date).await {
+            Ok(view) => view,
+            Err(Error::Upstream(m)) => return Ok(Step::Again(m)),
+            Err(e) => return Err(e),
+        };
+        let account = self.account(tenant_id, false).await?;
+        let mut settled = 0;
+        for item in &view.missing_locally {
+            let done = match &item.out_refund_no {
+                None => {
+                    if self.repo.get_transaction(tenant_id, item.out_trade_no.clone()).await?.is_none() {
+                        log::error!("reconciliation {date}: tenant {tenant_id} has no transaction {} the bill shows paid", item.out_trade_no);
+                        continue;
+                    }
+                    match self.platform.query_order(&account, &item.out_trade_no).await {
+                        Ok(report) => self.apply_transaction_report(tenant_id, &report).await?.trade_state.is_paid(),
+                        Err(e) => return Ok(Step::Again(e.to_string())),
+                    }
+                }
+                Some(out_refund_no) => {
+                    if self.repo.get_refund(tenant_id, out_refund_no.clone()).await?.is_none() {
+                        log::error!("reconciliation {date}: tenant {tenant_id} has no refund {out_refund_no} the bill shows");
+                        continue;
+                    }
+                    match self.platform.query_refund(&account, out_refund_no).await {
+                        Ok(report) => self.apply_refund_report(tenant_id, out_refund_no, &report).await?.status == RefundStatus::Succeeded,
+                        Err(e) => return Ok(Step::Again(e.to_string())),
+                    }
+                }
+            };
+            settled += usize::from(done);
+        }
+        if !view.missing_on_platform.is_empty() || !view.amount_mismatch.is_empty() {
+            log::error!(
+                "reconciliation {date}: tenant {tenant_id}: {} missing on the platform, {} amount mismatches",
+                view.missing_on_platform.len(),
+                view.amount_mismatch.len()
+            );
+        }
+        log::info!("reconciliation {date}: tenant {tenant_id}: {} lines, {} matched, {settled} settled", view.bill_lines, view.matched);
+        Ok(Step::Settled)
+    }
+}
+
+#[async_trait::async_trait]
+impl JobHandler for PaymentService {
+    fn kinds(&self) -> Vec<String> {
+        [SETTLE_TRANSACTION, SETTLE_REFUND, RECONCILE_DAY, RECONCILE].map(String::from).to_vec()
+    }
+
+    async fn run(&self, job: &Job) -> JobOutcome {
+        let step = match (job.kind.as_str(), job.tenant_id) {
+            (SETTLE_TRANSACTION, Some(tenant)) => match parse::<TransactionJob>(job) {
+                Ok(p) => self.settle_transaction(tenant, &p.out_trade_no).await,
+                Err(outcome) => return outcome,
+            },
+            (SETTLE_REFUND, Some(tenant)) => match parse::<RefundJob>(job) {
+                Ok(p) => self.settle_refund(tenant, &p.out_refund_no).await,
+                Err(outcome) => return outcome,
+            },
+            (RECONCILE_DAY, _) => match parse::<DayJob>(job) {
+                Ok(p) => self.reconcile_day(p.date).await.map(|()| Step::Settled),
+                Err(outcome) => return outcome,
+            },
+            (RECONCILE, Some(tenant)) => match parse::<DayJob>(job) {
+                Ok(p) => self.reconcile_and_settle(tenant, p.date).await,
+                Err(outcome) => return outcome,
+            },
+            (kind, _) => return JobOutcome::Failed(format!("the payment jobs cannot run a {kind} job without a tenant")),
+        };
+        let why = match step {
+            Ok(Step::Settled) => return JobOutcome::Done,
+            Ok(Step::Again(why)) => why,
+            // A configuration removed since: nothing will ever settle it here.
+            Err(Error::NotFound(what)) => return JobOutcome::Failed(format!("{what} not found")),
+            Err(e) => e.to_string(),
+        };
+        match backoff(job.attempts, &SETTLE_BACKOFF, MAX_ATTEMPTS) {
+            Some(wait) => JobOutcome::Retry { at: self.clock.now() + wait, reason: why },
+            None => JobOutcome::Failed(format!("given up after {} tries: {why}", job.attempts)),
+        }
+    }
+}
+
+/// Not yet paid or closed: the payer may still pay, or the order may still be closed.
+fn unsettled(state: TradeState) -> bool {
+    matches!(state, TradeState::NotPay | TradeState::UserPaying | TradeState::PayError)
+}
+
+fn closed_report(out_trade_no: &str) -> PlatformTransaction {
+    PlatformTransaction {
+        out_trade_no: out_trade_no.to_owned(),
+        trade_state: TradeState::Closed,
+        transaction_id: None,
+        amount: None,
+        payer_total: None,
+        success_time: None,
+    }
+}
+
+fn failed_refund(out_refund_no: &str) -> PlatformRefund {
+    PlatformRefund {
+        out_refund_no: out_refund_no.to_owned(),
+        out_trade_no: None,
+        refund_id: None,
+        status: RefundStatus::Failed,
+        amount: None,
+        success_time: None,
+    }
+}
+
+fn cst() -> Duration {
+    Duration::hours(CST_OFFSET_HOURS)
+}
+
+/// The UTC bounds `[from, to)` of China Standard Time day `date`.
+pub(super) fn cst_day(date: NaiveDate) -> (Timestamp, Timestamp) {
+    let from = date.and_time(NaiveTime::MIN).and_utc() - cst();
+    (from, from + Duration::days(1))
+}
+
+fn json<T: Serialize>(payload: &T) -> Result<serde_json::Value> {
+    serde_json::to_value(payload).map_err(|e| Error::Internal(e.into()))
+}
+
+/// A job's payload, or the outcome of one that cannot be read (it never will be).
+fn parse<T: for<'de> Deserialize<'de>>(job: &Job) -> std::result::Result<T, JobOutcome> {
+    serde_json::from_value(job.payload.clone()).map_err(|e| JobOutcome::Failed(format!("unreadable {} payload: {e}", job.kind)))
+}
