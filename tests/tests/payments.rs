@@ -278,11 +278,8 @@ use std::time::Duration;
 /// The test master key (see the harness's base variables).
 fn store(app: &TestApp) -> atrium_e2e::MiniprogramStore {
     use base64::Engine;
-    let key: [u8; 32] = base64::engine::general_purpose::STANDARD
-        .decode("q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=")
-        .unwrap()
-        .try_into()
-        .unwrap();
+    let key: [u8; 32] =
+        base64::engine::general_purpose::STANDARD.decode("q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=").unwrap().try_into().unwrap();
     atrium_e2e::MiniprogramStore::new(app.running.db.clone(), atrium_e2e::FieldCipher::new(&key))
 }
 
@@ -388,7 +385,8 @@ e2e!(reconciliation_finds_a_payment_whose_notification_was_lost_and_its_job_sett
     app.post("/sandbox/control/pay", json!({"out_trade_no": "T_RECON_OK", "result": "SUCCESS", "paid_at": rfc3339(yesterday)}), None).await;
     wait_local(app, tenant, "T_RECON_OK", "SUCCESS", 5).await;
     app.post("/sandbox/control/notify-lose", json!({"times": 1}), None).await;
-    app.post("/sandbox/control/pay", json!({"out_trade_no": "T_RECON_LOST", "result": "SUCCESS", "paid_at": rfc3339(yesterday)}), None).await;
+    app.post("/sandbox/control/pay", json!({"out_trade_no": "T_RECON_LOST", "result": "SUCCESS", "paid_at": rfc3339(yesterday)}), None)
+        .await;
 
     let path = format!("/api/v1/miniprogram/payment/reconciliation?date={date}&tenant_id={tenant}");
     let r = app.get(&path, Some(&admin)).await;

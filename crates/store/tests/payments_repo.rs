@@ -405,7 +405,14 @@ store_test!(tenants_with_activity_are_those_with_payments_or_refunds_changed_in_
 
     // A refund of the other tenant's payment, changed later, brings it in once.
     paid(&f, f.other, "T2", 100).await;
-    f.repo.reserve_refund(Refund { created_at: t0() + Duration::minutes(5), updated_at: t0() + Duration::minutes(5), ..refund(f.other, "T2", "R2", 10) }, Money::from_fen(100), 50).await.unwrap();
+    f.repo
+        .reserve_refund(
+            Refund { created_at: t0() + Duration::minutes(5), updated_at: t0() + Duration::minutes(5), ..refund(f.other, "T2", "R2", 10) },
+            Money::from_fen(100),
+            50,
+        )
+        .await
+        .unwrap();
     let (from, to) = day(3, 60);
     assert_eq!(f.repo.tenants_with_activity(from, to).await.unwrap(), vec![f.other]);
     let (from, to) = day(0, 60);

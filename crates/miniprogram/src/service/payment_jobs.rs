@@ -219,7 +219,10 @@ impl PaymentService {
             let done = match &item.out_refund_no {
                 None => {
                     if self.repo.get_transaction(tenant_id, item.out_trade_no.clone()).await?.is_none() {
-                        log::error!("reconciliation {date}: tenant {tenant_id} has no transaction {} the bill shows paid", item.out_trade_no);
+                        log::error!(
+                            "reconciliation {date}: tenant {tenant_id} has no transaction {} the bill shows paid",
+                            item.out_trade_no
+                        );
                         continue;
                     }
                     match self.platform.query_order(&account, &item.out_trade_no).await {

@@ -153,7 +153,7 @@ impl OrderService {
         };
         let audit = AuditRecord::by(actor, now, "order.refund", "order", Some(order.id))
             .owned_by(order.partner_id, Some(order.tenant_id))
-            .with_after(serde_json::json!({ "refund": audit_json(&RefundView::from(wanted.clone())) }));
+            .with_after(serde_json::json!({ "refund": new_refund_json(&wanted) }));
         let (stored, refund) = match self.repo.reserve_refund(wanted, self.settings.max_refunds, audit).await? {
             RefundReservation::Reserved { order, refund } => (*order, refund),
             // A drawn refund number that is taken: nothing was written.
@@ -526,6 +526,15 @@ fn audit_json<T: serde::Serialize>(record: &T) -> serde_json::Value {
 
 fn order_json(order: &Order) -> serde_json::Value {
     audit_json(&OrderView::from(order.clone()))
+}
+
+/// A refund about to be reserved: no id yet.
+fn new_refund_json(refund: &Refund) -> serde_json::Value {
+    let mut view = audit_json(&RefundView::from(refund.clone()));
+    if let Some(map) = view.as_object_mut() {
+        map.remove("id");
+    }
+    view
 }
 
 fn refund_json(refund: &Refund) -> serde_json::Value {

@@ -72,7 +72,14 @@ pub(crate) struct NotifyState {
 
 impl Default for NotifyState {
     fn default() -> Self {
-        NotifyState { records: Vec::new(), next_seq: 0, fail_next: 0, lose_next: 0, held: Vec::new(), retry_delays: DEFAULT_RETRY_DELAYS.to_vec() }
+        NotifyState {
+            records: Vec::new(),
+            next_seq: 0,
+            fail_next: 0,
+            lose_next: 0,
+            held: Vec::new(),
+            retry_delays: DEFAULT_RETRY_DELAYS.to_vec(),
+        }
     }
 }
 

@@ -1132,7 +1132,8 @@ fn platform_failures_map_to_400_409_or_502_and_never_500() {
     assert!(
         matches!(platform_error(refused(404, "ORDER_NOT_EXIST")), Error::Invalid(ref f) if f[0].message.starts_with("ORDER_NOT_EXIST"))
     );
-    let blocked = |e: Error, code: &str| matches!(e, Error::Blocked(ref f) if f[0].field == "pay_platform" && f[0].message.starts_with(code));
+    let blocked =
+        |e: Error, code: &str| matches!(e, Error::Blocked(ref f) if f[0].field == "pay_platform" && f[0].message.starts_with(code));
     assert!(blocked(platform_error(refused(403, "RULE_LIMIT")), "RULE_LIMIT: "));
     assert!(blocked(platform_error(refused(429, "FREQUENCY_LIMITED")), "FREQUENCY_LIMITED: "));
     assert!(blocked(platform_error(refused(400, "ORDERPAID")), "ORDERPAID: "));
@@ -1242,7 +1243,13 @@ async fn a_settle_job_leaves_a_settled_transaction_alone() {
 
 #[tokio::test]
 async fn a_settle_job_backs_off_while_the_payer_pays_or_the_platform_is_down_then_gives_up() {
-    let cases = [(1, Duration::minutes(1)), (2, Duration::minutes(5)), (3, Duration::minutes(10)), (4, Duration::minutes(30)), (9, Duration::minutes(30))];
+    let cases = [
+        (1, Duration::minutes(1)),
+        (2, Duration::minutes(5)),
+        (3, Duration::minutes(10)),
+        (4, Duration::minutes(30)),
+        (9, Duration::minutes(30)),
+    ];
     for (attempts, wait) in cases {
         let (mut repo, cell) = repo_holding(Some(config()), expired(TradeState::NotPay));
         conditional_writes(&mut repo, &cell, 1);
@@ -1250,7 +1257,10 @@ async fn a_settle_job_backs_off_while_the_payer_pays_or_the_platform_is_down_the
         platform.expect_query_order().returning(|_, no| Ok(report(no, TradeState::UserPaying)));
         platform.expect_close_order().never();
         let outcome = svc(repo, platform).run(&settle_tx_job(attempts)).await;
-        assert!(matches!(outcome, JobOutcome::Retry { at, ref reason } if at == now() + wait && reason.contains("still paying")), "{attempts}: {outcome:?}");
+        assert!(
+            matches!(outcome, JobOutcome::Retry { at, ref reason } if at == now() + wait && reason.contains("still paying")),
+            "{attempts}: {outcome:?}"
+        );
     }
     let (repo, _) = repo_holding(Some(config()), expired(TradeState::NotPay));
     let mut platform = MockPayPlatform::new();
