@@ -17,6 +17,8 @@
 //!
 //! Every order belongs to a tenant and every operation is scoped to the caller's
 //! [`Party`](atrium_kernel::Party): an order out of scope answers exactly as a missing one.
+//! The routes check the permissions (`order:read`, `order:create`, `order:pay`,
+//! `order:refund`, in the kernel's catalogue), as for every domain.
 //!
 //! Features: `mock` for mockall doubles of the ports (`MockOrderRepo`, `MockOrderPayments`);
 //! `openapi` for the schemas of the request and view types.

@@ -254,8 +254,8 @@ impl OrderService {
             OrderStatus::Pending => order.closed(now).map(|o| (o, "order.close")),
             OrderStatus::Paying => match self.payments.close(order.tenant_id, order.out_trade_no().to_owned()).await {
                 Ok(state @ PaymentState::Paid { .. }) => self.reported(&order, &state, now),
-                Ok(PaymentState::Closed | PaymentState::Failed) => order.closed(now).map(|o| (o, "order.close")),
-                Ok(PaymentState::Unpaid) => {
+                Ok(PaymentState::Closed) => order.closed(now).map(|o| (o, "order.close")),
+                Ok(PaymentState::Unpaid | PaymentState::Failed) => {
                     log::warn!("order {}: the platform order {} is still open after a close", order.id, order.out_trade_no());
                     None
                 }
@@ -338,13 +338,18 @@ impl OrderService {
         check_not_expired(&order, now)?;
         if order.status == OrderStatus::Paying {
             // The payer may be paying on the platform right now: close that order first.
-            let state = self.payments.close(order.tenant_id, order.out_trade_no().to_owned()).await?;
-            if let PaymentState::Paid { .. } = state {
-                if let Some((paid, action)) = self.reported(&order, &state, now) {
-                    let audit = system_audit(action, &order, &paid, now);
-                    self.repo.update_order(paid, order.status, audit).await?;
+            match self.payments.close(order.tenant_id, order.out_trade_no().to_owned()).await? {
+                PaymentState::Closed => {}
+                state @ PaymentState::Paid { .. } => {
+                    if let Some((paid, action)) = self.reported(&order, &state, now) {
+                        let audit = system_audit(action, &order, &paid, now);
+                        self.repo.update_order(paid, order.status, audit).await?;
+                    }
+                    return Err(Error::conflict("the order was paid on the pay platform meanwhile"));
                 }
-                return Err(Error::conflict("the order was paid on the pay platform meanwhile"));
+                PaymentState::Unpaid | PaymentState::Failed => {
+                    return Err(Error::conflict("the order's platform payment could not be closed; try again"));
+                }
             }
         }
         let next = Order {

@@ -186,6 +186,20 @@ async fn an_order_whose_platform_order_cannot_be_closed_now_is_left_for_the_next
 }
 
 #[tokio::test]
+async fn expiry_leaves_an_order_whose_platform_order_is_still_open() {
+    let mut due = order(1, OrderStatus::Paying);
+    due.expires_at = now();
+    let db = Db::with(vec![due]);
+    let mut payments = MockOrderPayments::new();
+    payments.expect_close().times(1).returning(|_, _| Ok(PaymentState::Unpaid));
+
+    let changed = svc(&db, payments).expire_due(now(), 100).await.unwrap();
+
+    assert_eq!(changed, 0);
+    assert_eq!(db.order(1).status, OrderStatus::Paying);
+}
+
+#[tokio::test]
 async fn expiry_takes_at_most_a_batch_the_longest_expired_first() {
     let orders: Vec<Order> = (1..=5)
         .map(|id| {

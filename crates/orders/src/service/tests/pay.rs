@@ -250,3 +250,16 @@ async fn an_offline_payment_of_an_order_paid_on_the_platform_meanwhile_records_t
     let audit = db.audits().pop().unwrap();
     assert_eq!((audit.action.as_str(), audit.actor_user_id), ("order.paid", None));
 }
+
+#[tokio::test]
+async fn an_offline_payment_waits_while_the_platform_order_cannot_be_closed() {
+    let db = Db::with(vec![order(1, OrderStatus::Paying)]);
+    let mut payments = MockOrderPayments::new();
+    payments.expect_close().times(1).returning(|_, _| Ok(PaymentState::Unpaid));
+
+    let err = svc(&db, payments).pay(&tenant_actor(), 1, offline("CASH-7")).await.unwrap_err();
+
+    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert_eq!(db.order(1).status, OrderStatus::Paying);
+    assert!(db.audits().is_empty());
+}
