@@ -20,6 +20,33 @@ pub enum DbConn {
     Sqlite(diesel::sqlite::SqliteConnection),
 }
 
+/// Runs `$body` with the inner connection bound to `$c`, for what the `MultiConnection` enum
+/// cannot express (`ON CONFLICT`, `FOR UPDATE`); the body compiles once per backend.
+macro_rules! on_backend {
+    ($conn:expr, |$c:ident| $body:expr) => {
+        match $conn {
+            $crate::db::DbConn::Pg($c) => $body,
+            $crate::db::DbConn::Sqlite($c) => $body,
+        }
+    };
+}
+pub(crate) use on_backend;
+
+/// The first row of `$query` (an expression built once per backend), if any, locked until
+/// the end of the write transaction: `SELECT … FOR UPDATE` on PostgreSQL; on SQLite the
+/// `BEGIN IMMEDIATE` of [`Db::write`] already holds the database's one write lock. Every write
+/// that must serialise with others on one row (a refund reservation) reads that row with it
+/// first. Evaluates to `Result<Option<_>, diesel::result::Error>`.
+macro_rules! first_for_update {
+    ($conn:expr, $query:expr) => {
+        match $conn {
+            $crate::db::DbConn::Pg(c) => $query.for_update().first(c).optional(),
+            $crate::db::DbConn::Sqlite(c) => $query.first(c).optional(),
+        }
+    };
+}
+pub(crate) use first_for_update;
+
 /// Which database a URL names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {

@@ -12,6 +12,8 @@
 //! - [`PayrollStore`] (`PayrollRepo`) and [`DocsStore`] (`DocsRepo`);
 //! - [`MiniprogramStore`] (`miniprogram/`, one file per port): `PaymentRepo`, with the merchant
 //!   key and APIv3 key encrypted at rest;
+//! - [`OrdersStore`] (`orders/`, one file per port): `OrderRepo`, orders with their items and
+//!   refunds;
 //! - the kernel's shared ports: [`DbIdempotencyStore`] (`IdempotencyStore`, the records of
 //!   `Idempotency-Key` requests) and [`DbJobStore`] (`JobStore`, the durable job queue).
 //!
@@ -27,6 +29,7 @@ mod idempotency;
 mod identity;
 mod jobs;
 mod miniprogram;
+mod orders;
 mod org;
 mod payroll;
 mod rate;
@@ -44,5 +47,6 @@ pub use idempotency::DbIdempotencyStore;
 pub use identity::IdentityStore;
 pub use jobs::DbJobStore;
 pub use miniprogram::MiniprogramStore;
+pub use orders::OrdersStore;
 pub use org::OrgStore;
 pub use payroll::PayrollStore;

@@ -433,3 +433,61 @@ diesel::joinable!(payment_configs -> tenants (tenant_id));
 diesel::joinable!(payment_transactions -> tenants (tenant_id));
 diesel::joinable!(payment_refunds -> payment_transactions (payment_id));
 diesel::allow_tables_to_appear_in_same_query!(payment_configs, payment_transactions, payment_refunds, payment_notifications, tenants);
+
+// ----- orders (migration 2026-11-23-000040_orders) -----------------------------------------
+
+diesel::table! {
+    orders (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        order_no -> Text,
+        subject -> Text,
+        amount -> BigInt,
+        paid_amount -> BigInt,
+        refunded_amount -> BigInt,
+        status -> Text,
+        openid -> Nullable<Text>,
+        out_trade_no -> Text,
+        pay_method -> Nullable<Text>,
+        transaction_id -> Nullable<Text>,
+        paid_at -> Nullable<Timestamp>,
+        pay_reference -> Nullable<Text>,
+        paid_by -> Nullable<BigInt>,
+        expires_at -> Timestamp,
+        created_by -> Nullable<BigInt>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    order_items (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        order_id -> BigInt,
+        line_no -> Integer,
+        name -> Text,
+        quantity -> BigInt,
+        unit_price -> BigInt,
+    }
+}
+
+diesel::table! {
+    order_refunds (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        order_id -> BigInt,
+        out_refund_no -> Text,
+        amount -> BigInt,
+        status -> Text,
+        reason -> Nullable<Text>,
+        settled_at -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::joinable!(orders -> tenants (tenant_id));
+diesel::joinable!(order_items -> orders (order_id));
+diesel::joinable!(order_refunds -> orders (order_id));
+diesel::allow_tables_to_appear_in_same_query!(orders, order_items, order_refunds, tenants);

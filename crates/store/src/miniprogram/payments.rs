@@ -4,7 +4,7 @@
 use super::MiniprogramStore;
 use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
-use crate::db::DbConn;
+use crate::db::{DbConn, first_for_update, on_backend};
 use crate::error::db_error;
 use crate::org::parse_enum;
 use crate::org::tenants::scoped;
@@ -18,17 +18,6 @@ use atrium_miniprogram::{
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
-
-/// Runs `$body` with the inner connection bound to `$c`, for what the `MultiConnection` enum
-/// cannot express (`ON CONFLICT`, `FOR UPDATE`); the body compiles once per backend.
-macro_rules! on_backend {
-    ($conn:expr, |$c:ident| $body:expr) => {
-        match $conn {
-            DbConn::Pg($c) => $body,
-            DbConn::Sqlite($c) => $body,
-        }
-    };
-}
 
 #[derive(Queryable, Selectable, Insertable, AsChangeset)]
 #[diesel(table_name = payment_configs, primary_key(tenant_id), treat_none_as_null = true)]
@@ -216,16 +205,13 @@ fn refund_by_number(conn: &mut DbConn, tenant_id: Id, out_refund_no: &str) -> Re
 /// transaction: `FOR UPDATE` on PostgreSQL; on SQLite the `BEGIN IMMEDIATE` of
 /// [`Db::write`](crate::Db::write) already holds the database's one write lock.
 fn lock_transaction(conn: &mut DbConn, tenant_id: Id, out_trade_no: &str) -> Result<Option<Id>> {
-    let q = || {
+    first_for_update!(
+        conn,
         payment_transactions::table
             .filter(payment_transactions::tenant_id.eq(tenant_id))
             .filter(payment_transactions::out_trade_no.eq(out_trade_no))
             .select(payment_transactions::id)
-    };
-    match conn {
-        DbConn::Pg(c) => q().for_update().first(c).optional(),
-        DbConn::Sqlite(c) => q().first(c).optional(),
-    }
+    )
     .map_err(db_error)
 }
 
