@@ -3,6 +3,8 @@
 //! cluster the test process starts itself — see `atrium_store::testing`) and the in-process
 //! sandbox, then drive it over HTTP as a client would.
 
+pub mod pay;
+
 use atrium_server::{Config, Running};
 use atrium_store::testing::TestDatabase;
 use serde_json::{Value, json};
@@ -177,6 +179,11 @@ impl TestApp {
 
     pub async fn post(&self, path: &str, body: Value, token: Option<&str>) -> Resp {
         self.send(Self::with_token(self.client.post(self.url(path)).json(&body), token)).await
+    }
+
+    /// A POST with an `Idempotency-Key` header.
+    pub async fn post_with_key(&self, path: &str, key: &str, body: Value, token: &str) -> Resp {
+        self.send(self.client.post(self.url(path)).bearer_auth(token).header("Idempotency-Key", key).json(&body)).await
     }
 
     pub async fn put(&self, path: &str, body: Value, token: Option<&str>) -> Resp {

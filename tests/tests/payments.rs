@@ -2,68 +2,17 @@
 //! configuration and keys, an order paid by the sandbox's payer and notified, refunds, close,
 //! idempotency, concurrency and tampered notifications.
 #![allow(clippy::unwrap_used)]
+use atrium_e2e::pay::configure_merchant;
 use atrium_e2e::serde_json::{Value, json};
 use atrium_e2e::{Resp, TestApp, e2e, join_all};
 
 const MCHID: &str = "1900000001";
-const APPID: &str = "wx_sandbox_mp";
-
-/// A `multipart/form-data` body of text parts: (content type, body).
-fn multipart(parts: &[(&str, &str)]) -> (String, Vec<u8>) {
-    let boundary = "atrium-test-boundary-7f3c";
-    let mut body = String::new();
-    for (name, value) in parts {
-        body.push_str(&format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"));
-    }
-    body.push_str(&format!("--{boundary}--\r\n"));
-    (format!("multipart/form-data; boundary={boundary}"), body.into_bytes())
-}
-
-async fn upload(app: &TestApp, token: &str, parts: &[(&str, &str)]) -> Resp {
-    let (content_type, body) = multipart(parts);
-    let req = app.client.post(app.url("/api/v1/miniprogram/payment/cert/upload")).bearer_auth(token).header("content-type", content_type);
-    app.send(req.body(body)).await
-}
-
-async fn post_key(app: &TestApp, path: &str, key: &str, body: Value, token: &str) -> Resp {
-    app.send(app.client.post(app.url(path)).bearer_auth(token).header("Idempotency-Key", key).json(&body)).await
-}
 
 /// A tenant with a complete, enabled configuration for a sandbox merchant: (admin token, tenant id).
 async fn configured_tenant(app: &TestApp) -> (String, i64) {
     let admin = app.admin_token().await;
     let tenant = app.create("/api/v1/tenants", json!({"name": "Shop"}), &admin).await["id"].as_i64().unwrap();
-    let merchant = app.post("/sandbox/control/merchant", json!({"mchid": MCHID, "appid": APPID}), None).await;
-    assert_eq!(merchant.status, 200, "{}", merchant.body);
-    let m = &merchant.body;
-    app.put(
-        "/api/v1/miniprogram/payment/config",
-        json!({"tenant_id": tenant, "mchid": MCHID, "appid": APPID, "api_v3_key": m["api_v3_key"]}),
-        Some(&admin),
-    )
-    .await
-    .expect(200);
-    let tid = tenant.to_string();
-    upload(
-        app,
-        &admin,
-        &[
-            ("tenant_id", &tid),
-            ("private_key", m["private_key_pem"].as_str().unwrap()),
-            ("certificate", m["certificate_pem"].as_str().unwrap()),
-            ("platform_public_key", m["platform_public_key_pem"].as_str().unwrap()),
-            ("platform_public_key_id", m["platform_public_key_id"].as_str().unwrap()),
-        ],
-    )
-    .await
-    .expect(200);
-    app.put(
-        "/api/v1/miniprogram/payment/config",
-        json!({"tenant_id": tenant, "mchid": MCHID, "appid": APPID, "enabled": true}),
-        Some(&admin),
-    )
-    .await
-    .expect(200);
+    configure_merchant(app, &admin, tenant, MCHID).await;
     (admin, tenant)
 }
 
@@ -153,17 +102,17 @@ e2e!(an_idempotency_key_replays_the_first_answer_and_refuses_another_body, |app|
     let (admin, tenant) = configured_tenant(app).await;
     let body = json!({"tenant_id": tenant, "description": "Tea", "amount": 300, "openid": "o_payer_2", "out_trade_no": "T20261123010"});
 
-    let first = post_key(app, "/api/v1/miniprogram/payment/unified-order", "key-1", body.clone(), &admin).await;
-    let again = post_key(app, "/api/v1/miniprogram/payment/unified-order", "key-1", body.clone(), &admin).await;
-    let other = post_key(
-        app,
-        "/api/v1/miniprogram/payment/unified-order",
-        "key-1",
-        json!({"tenant_id": tenant, "description": "Tea", "amount": 301, "openid": "o_payer_2"}),
-        &admin,
-    )
-    .await;
-    let bad_key = post_key(app, "/api/v1/miniprogram/payment/unified-order", "", body.clone(), &admin).await;
+    let first = app.post_with_key("/api/v1/miniprogram/payment/unified-order", "key-1", body.clone(), &admin).await;
+    let again = app.post_with_key("/api/v1/miniprogram/payment/unified-order", "key-1", body.clone(), &admin).await;
+    let other = app
+        .post_with_key(
+            "/api/v1/miniprogram/payment/unified-order",
+            "key-1",
+            json!({"tenant_id": tenant, "description": "Tea", "amount": 301, "openid": "o_payer_2"}),
+            &admin,
+        )
+        .await;
+    let bad_key = app.post_with_key("/api/v1/miniprogram/payment/unified-order", "", body.clone(), &admin).await;
 
     first.expect(200);
     assert_eq!(first.header("idempotent-replayed"), None);
@@ -175,16 +124,16 @@ e2e!(an_idempotency_key_replays_the_first_answer_and_refuses_another_body, |app|
 
     // Invalid input stores nothing: the same key then works for a valid body.
     let invalid =
-        post_key(app, "/api/v1/miniprogram/payment/unified-order", "key-2", json!({"tenant_id": tenant, "amount": 0}), &admin).await;
+        app.post_with_key("/api/v1/miniprogram/payment/unified-order", "key-2", json!({"tenant_id": tenant, "amount": 0}), &admin).await;
     invalid.expect(400);
     let valid = json!({"tenant_id": tenant, "description": "Cake", "amount": 500, "openid": "o_payer_2", "out_trade_no": "T20261123011"});
-    post_key(app, "/api/v1/miniprogram/payment/unified-order", "key-2", valid, &admin).await.expect(200);
+    app.post_with_key("/api/v1/miniprogram/payment/unified-order", "key-2", valid, &admin).await.expect(200);
 });
 
 e2e!(concurrent_requests_with_one_key_place_one_order, |app| {
     let (admin, tenant) = configured_tenant(app).await;
     let body = json!({"tenant_id": tenant, "description": "Tea", "amount": 300, "openid": "o_payer_3"});
-    let calls = (0..10).map(|_| post_key(app, "/api/v1/miniprogram/payment/unified-order", "same-key", body.clone(), &admin));
+    let calls = (0..10).map(|_| app.post_with_key("/api/v1/miniprogram/payment/unified-order", "same-key", body.clone(), &admin));
     let answers = join_all(calls).await;
 
     let ok: Vec<&Resp> = answers.iter().filter(|r| r.status == 200).collect();

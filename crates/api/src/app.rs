@@ -40,6 +40,7 @@ pub struct AppState {
     pub audit: Arc<AuditService>,
     pub docs: Arc<DocsService>,
     pub payments: Arc<atrium_miniprogram::PaymentService>,
+    pub orders: Arc<atrium_orders::OrderService>,
     /// `Idempotency-Key` records (create, pay and refund routes).
     pub idempotency: Arc<dyn atrium_kernel::idempotency::IdempotencyStore>,
     pub health: Arc<dyn HealthProbe>,

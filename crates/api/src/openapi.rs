@@ -1,7 +1,7 @@
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, payments, payroll, roles, tenants, users};
+use crate::routes::{audit, auth, doc_admin, docs, employees, health, orders, partners, payments, payroll, roles, tenants, users};
 
 /// The OpenAPI document served at `/api/v1/openapi.json`.
 #[derive(OpenApi)]
@@ -25,6 +25,7 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, p
         doc_admin::list_tokens, doc_admin::create_token, doc_admin::revoke_token,
         payments::get_config, payments::put_config, payments::upload_keys, payments::test, payments::unified_order,
         payments::query, payments::refund, payments::close, payments::reconciliation, payments::notify,
+        orders::list, orders::get, orders::create, orders::pay, orders::refund,
     ),
     modifiers(&BearerAuth),
     tags(
@@ -37,6 +38,7 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, partners, p
         (name = "roles", description = "Roles and the permission catalogue"),
         (name = "audit", description = "The audit trail"),
         (name = "payments", description = "A tenant's merchant account on the pay platform, payment transactions, refunds, notifications and reconciliation"),
+        (name = "orders", description = "A tenant's orders, paid through its mini-program or offline, and refunded"),
         (name = "docs", description = "The document interface: `Authorization: Token <API_TOKEN>`; success is envelope code 0, \
             errors carry the HTTP status as code and data null"),
         (name = "doc-admin", description = "Document projects and API tokens of the caller's party (doc:read, doc:manage)"),

@@ -6,6 +6,7 @@ pub mod adapters;
 pub mod config;
 pub mod docs_cli;
 pub mod jobs;
+pub mod order_payments;
 
 use actix_web::http::KeepAlive;
 use actix_web::{HttpServer, web};
@@ -14,13 +15,16 @@ use atrium_api::{AppState, Metrics};
 use atrium_docs::{DocsConfig, DocsService};
 use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService, RoleService, UserService};
 use atrium_kernel::{Clock, IdempotencyStore, JobStore, SystemClock};
-use atrium_miniprogram::{PaymentService, PaymentSettings};
+use atrium_miniprogram::{PaymentObserver, PaymentService, PaymentSettings};
+use atrium_orders::{OrderService, OrderSettings};
 use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, TenantService};
 use atrium_payroll::{PayrollService, PayslipChannels, PayslipNotifier, TextSender};
 use atrium_sandbox::{
     SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID, Sandbox,
 };
-use atrium_store::{Db, DbIdempotencyStore, DbJobStore, DocsStore, FieldCipher, IdentityStore, MiniprogramStore, OrgStore, PayrollStore};
+use atrium_store::{
+    Db, DbIdempotencyStore, DbJobStore, DocsStore, FieldCipher, IdentityStore, MiniprogramStore, OrdersStore, OrgStore, PayrollStore,
+};
 use atrium_wechat::{AccessTokens, CallRecorder, MiniProgramState, SubscribeMessages, WechatAppConfig, WechatPayslips};
 use atrium_wechat::{OpensslMerchantKeys, WechatLogin, WechatLoginConfig, WechatPay, WechatPayConfig};
 use jobs::Jobs;
@@ -179,6 +183,7 @@ pub fn payment_service(
     public_url: &str,
     calls: Option<Arc<dyn CallRecorder>>,
     jobs: Arc<dyn JobStore>,
+    observer: Option<Arc<dyn PaymentObserver>>,
 ) -> anyhow::Result<Arc<PaymentService>> {
     let base = match &config.platform {
         Platform::Sandbox => format!("{public_url}/sandbox/pay"),
@@ -189,14 +194,18 @@ pub fn payment_service(
         Some(c) => pay.with_recorder(c),
         None => pay,
     };
-    Ok(Arc::new(PaymentService::new(
+    let service = PaymentService::new(
         Arc::new(MiniprogramStore::new(db.clone(), FieldCipher::new(&config.master_key))),
         Arc::new(pay),
         Arc::new(OpensslMerchantKeys),
         jobs,
         Arc::new(SystemClock),
         PaymentSettings::new(public_url),
-    )))
+    );
+    Ok(Arc::new(match observer {
+        Some(o) => service.with_observer(o),
+        None => service,
+    }))
 }
 
 /// The document service over `db` (also used by the `docs` CLI commands).
@@ -236,7 +245,15 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let accounts = Arc::new(IdentityStore::new(db.clone()));
     let job_store: Arc<dyn JobStore> = Arc::new(DbJobStore::new(db.clone()));
     let idempotency: Arc<dyn IdempotencyStore> = Arc::new(DbIdempotencyStore::new(db.clone()));
-    let payments = payment_service(&config, &db, &public_url, Some(calls.clone()), job_store.clone())?;
+    let observer = Arc::new(order_payments::OrdersObserver::default());
+    let payments = payment_service(&config, &db, &public_url, Some(calls.clone()), job_store.clone(), Some(observer.clone()))?;
+    let orders = Arc::new(OrderService::new(
+        Arc::new(OrdersStore::new(db.clone())),
+        Arc::new(order_payments::PaymentsForOrders(payments.clone())),
+        clock.clone(),
+        OrderSettings::default(),
+    ));
+    observer.connect(orders.clone());
     if config.jobs {
         let poll = Duration::from_millis(config.job_poll_ms);
         payments.schedule_reconciliation().await.map_err(|e| anyhow::anyhow!("cannot schedule the reconciliation: {e}"))?;
@@ -244,6 +261,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         let purge = Arc::new(jobs::IdempotencyPurge { records: idempotency.clone(), jobs: job_store.clone() });
         purge.schedule().await.map_err(|e| anyhow::anyhow!("cannot schedule the idempotency purge: {e}"))?;
         jobs.run_queue("idempotency", job_store.clone(), purge, poll);
+        let expiry = Arc::new(order_payments::OrderExpiry { orders: orders.clone(), jobs: job_store.clone() });
+        expiry.schedule().await.map_err(|e| anyhow::anyhow!("cannot schedule the order expiry: {e}"))?;
+        jobs.run_queue("orders", job_store.clone(), expiry, poll);
     }
     let state = web::Data::new(AppState {
         identity: identity.clone(),
@@ -263,6 +283,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         audit: Arc::new(AuditService::new(org.clone())),
         docs: docs.clone(),
         payments,
+        orders,
         idempotency,
         health: Arc::new(adapters::Readiness { db: db.clone(), jobs: jobs.clone() }),
         json_limit: config.json_limit,

@@ -5,6 +5,7 @@ pub mod doc_admin;
 pub mod docs;
 pub mod employees;
 pub mod health;
+pub mod orders;
 pub mod partners;
 pub mod payments;
 pub mod payroll;
@@ -38,6 +39,7 @@ pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
     employees::configure(cfg);
     payroll::configure(cfg);
     payments::configure(cfg);
+    orders::configure(cfg);
     roles::configure(cfg);
     audit::configure(cfg);
 }

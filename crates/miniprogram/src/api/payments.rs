@@ -499,6 +499,8 @@ pub struct RefundView {
     pub status: RefundStatus,
     pub amount: Money,
     pub reason: Option<String>,
+    /// When the platform reported it succeeded.
+    pub succeeded_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -511,6 +513,7 @@ impl From<Refund> for RefundView {
             status: r.status,
             amount: r.amount,
             reason: r.reason,
+            succeeded_at: r.succeeded_at,
             created_at: r.created_at,
         }
     }

@@ -14,7 +14,7 @@ pub type PaymentReference = Text<64>;
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", schema(example = json!({"name": "Coffee beans 500 g", "quantity": 2, "unit_price": 4400})))]
+#[cfg_attr(feature = "openapi", schema(as = OrderItemInput, example = json!({"name": "Coffee beans 500 g", "quantity": 2, "unit_price": 4400})))]
 pub struct ItemInput {
     pub name: Name,
     /// At least 1.
@@ -192,7 +192,7 @@ pub struct PaymentView {
 
 /// A refund of an order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = OrderRefund))]
 pub struct RefundView {
     pub id: Id,
     pub out_refund_no: String,
@@ -289,7 +289,7 @@ impl From<Order> for OrderView {
 
 /// What the mini-program passes to `wx.requestPayment`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = OrderPayParams))]
 pub struct PayParams {
     #[serde(rename = "appId")]
     pub app_id: String,

@@ -19,6 +19,8 @@ pub fn target_read_permission(target_type: &str) -> Option<&'static str> {
         "partner" => Some(perm::AGENT_READ.name),
         "role" => Some(perm::ROLE_READ.name),
         "payroll_sheet" => Some(perm::PAYROLL_READ.name),
+        "order" => Some(perm::ORDER_READ.name),
+        "payment_config" => Some(perm::MINIPROGRAM_PAYMENT.name),
         _ => None,
     }
 }
