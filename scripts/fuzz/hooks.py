@@ -225,6 +225,10 @@ UNSTATEABLE = [
     # Comparisons between two fields of one object.
     (r"(payroll_policy\.)?(si|hf)_base_floor", r"^must not exceed (si|hf)_base_cap$"),
     (r"special_deductions(\[\d+\])?", r"to must not be before from"),
+    (r"created_to", r"^must not be before created_from$"),
+    (r"amount", r"^is \d+ fen but the items add up to \d+ fen$"),
+    # Compared with a stored record: a refund over what the order or transaction was paid.
+    (r"amount", r"^must not exceed the (order's paid amount|transaction's)"),
     # Uniqueness by one property of the objects of an array.
     (r"items\[\d+\]\.employee_id", r"^this employee is already on the sheet$"),
     # What a PEM holds: a key of the right kind and size, a certificate that is valid now

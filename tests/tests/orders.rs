@@ -261,3 +261,19 @@ e2e!(expired_orders_are_closed_with_their_platform_orders, vars = [("ATRIUM_JOB_
         .await
         .expect(409);
 });
+
+e2e!(one_key_holds_across_two_instances, |app| {
+    let second = app.second_instance().await;
+    let org = app.org().await;
+    let body = json!({"subject": "Across", "amount": 900});
+    let answers = join_all((0..10).map(|i| {
+        let target = if i % 2 == 0 { app } else { &second };
+        target.post_with_key("/api/v1/orders", "across-1", body.clone(), &org.t1_admin)
+    }))
+    .await;
+    let ids: std::collections::HashSet<i64> = answers.iter().filter(|a| a.status == 200).map(|a| a.data()["id"].as_i64().unwrap()).collect();
+    assert!(answers.iter().all(|a| a.status == 200 || a.status == 409), "{answers:?}");
+    assert_eq!(ids.len(), 1, "{answers:?}");
+    assert_eq!(app.get("/api/v1/orders", Some(&org.t1_admin)).await.data()["total"], 1);
+    second.stop().await;
+});
