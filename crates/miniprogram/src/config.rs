@@ -1,4 +1,4 @@
-//! The payments domain's settings.
+//! The mini-program domain's settings: payments and code releases.
 use atrium_kernel::Id;
 
 /// How payments behave. The server fills it from configuration.
@@ -35,6 +35,43 @@ impl PaymentSettings {
     }
 }
 
+/// How code releases behave. The server fills it from configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseSettings {
+    /// The server's public base URL (`ATRIUM_PUBLIC_URL`); the authorisation page redirects
+    /// back under it.
+    pub public_url: String,
+    /// What an uploaded package may be.
+    pub package_limits: crate::package::PackageLimits,
+    /// A job asks the platform about an audit still running this long after it was submitted
+    /// (and again after as long), so a lost event costs time, not correctness.
+    pub audit_poll_after: chrono::Duration,
+    /// An authorisation link (its state and pre-auth code) is good for this long at most.
+    pub authorize_link_ttl: chrono::Duration,
+    /// An upload job gives up after this many attempts when the platform or the uploader is
+    /// unavailable.
+    pub upload_attempts: u32,
+}
+
+impl ReleaseSettings {
+    /// The contract's limits: 20 MiB packages, a poll after 30 minutes, links good for the
+    /// pre-auth code's 30 minutes, three upload attempts.
+    pub fn new(public_url: impl Into<String>) -> Self {
+        ReleaseSettings {
+            public_url: public_url.into(),
+            package_limits: crate::package::PackageLimits::default(),
+            audit_poll_after: chrono::Duration::minutes(30),
+            authorize_link_ttl: chrono::Duration::minutes(30),
+            upload_attempts: 3,
+        }
+    }
+
+    /// Where the authorisation page sends the admin back, carrying `state`.
+    pub fn authorization_callback_url(&self, state: &str) -> String {
+        format!("{}/api/v1/miniprogram/authorization/callback?state={state}", self.public_url.trim_end_matches('/'))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,5 +79,13 @@ mod tests {
     #[test]
     fn the_notify_url_names_the_tenant_under_the_public_url() {
         assert_eq!(PaymentSettings::new("https://a.example/").notify_url(7), "https://a.example/api/v1/miniprogram/payment/notify/7");
+    }
+
+    #[test]
+    fn the_authorization_callback_carries_the_state_under_the_public_url() {
+        assert_eq!(
+            ReleaseSettings::new("https://a.example/").authorization_callback_url("s-1_x"),
+            "https://a.example/api/v1/miniprogram/authorization/callback?state=s-1_x"
+        );
     }
 }

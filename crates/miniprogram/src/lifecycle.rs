@@ -11,6 +11,10 @@
 //! Refund: `processing` → `succeeded` | `failed` | `closed`; the last three are final.
 use serde::{Deserialize, Serialize};
 
+mod releases;
+
+pub use releases::{AuditStatus, AuthorizationStatus, ReleaseKind, ReleaseStatus, UploadStatus, check_release};
+
 /// A transaction's state as the pay platform names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -1,2 +1,3 @@
 //! Service tests against mocked ports, one file per service.
 mod payments;
+mod releases;
