@@ -12,16 +12,26 @@
 //! * [`WechatPayslips`], payroll's `PayslipNotifier` for employees with an openid;
 //! * [`WechatPay`], the mini-program domain's `PayPlatform` (WeChat Pay API v3: signed
 //!   requests, verified answers and notifications, bounded retries), and
-//!   [`OpensslMerchantKeys`], its `MerchantKeys` (PEM key and certificate inspection).
+//!   [`OpensslMerchantKeys`], its `MerchantKeys` (PEM key and certificate inspection);
+//! * [`WechatOpen`], the mini-program domain's `MiniProgramPlatform`: our third-party platform
+//!   (component token from the verify ticket, pre-auth codes, authorizer tokens cached and
+//!   refreshed, the template library, every code-management call, the experience QR code) and
+//!   the encryption of its pushes ([`open::crypt::MessageCrypt`]);
+//! * [`MiniprogramCi`], the domain's `CodeUploader` (`miniprogram-ci` as a child process with a
+//!   time-out), and [`BlockingPackageInspector`], its `PackageInspector`.
 //!
 //! Secrets and access tokens never appear in an error message or a log line. Every call can be
 //! reported to a [`CallRecorder`] (endpoint and errcode, for metrics).
 
+pub mod ci;
+pub mod open;
 pub mod pay;
 mod payslips;
 mod subscribe;
 mod token;
 
+pub use ci::{BlockingPackageInspector, MiniprogramCi, MiniprogramCiConfig};
+pub use open::{WechatOpen, WechatOpenConfig};
 pub use pay::{OpensslMerchantKeys, WechatPay, WechatPayConfig};
 pub use payslips::{PAYSLIP_KEY_GROSS, PAYSLIP_KEY_NAME, PAYSLIP_KEY_NET_PAY, PAYSLIP_KEY_PERIOD, PAYSLIP_KEY_TAX, WechatPayslips};
 pub use subscribe::{MiniProgramState, SubscribeError, SubscribeMessage, SubscribeMessages};
