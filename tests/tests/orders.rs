@@ -271,7 +271,8 @@ e2e!(one_key_holds_across_two_instances, |app| {
         target.post_with_key("/api/v1/orders", "across-1", body.clone(), &org.t1_admin)
     }))
     .await;
-    let ids: std::collections::HashSet<i64> = answers.iter().filter(|a| a.status == 200).map(|a| a.data()["id"].as_i64().unwrap()).collect();
+    let ids: std::collections::HashSet<i64> =
+        answers.iter().filter(|a| a.status == 200).map(|a| a.data()["id"].as_i64().unwrap()).collect();
     assert!(answers.iter().all(|a| a.status == 200 || a.status == 409), "{answers:?}");
     assert_eq!(ids.len(), 1, "{answers:?}");
     assert_eq!(app.get("/api/v1/orders", Some(&org.t1_admin)).await.data()["total"], 1);

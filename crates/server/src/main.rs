@@ -16,12 +16,15 @@ enum Command {
     Serve,
     /// Apply pending database migrations and exit.
     Migrate,
-    /// Fill the database with synthetic tenants and employees (benchmarks, demos).
+    /// Fill the database with synthetic tenants, their employees and orders (benchmarks, demos).
     Seed {
         #[arg(long, default_value_t = 1000)]
         tenants: i64,
         #[arg(long, default_value_t = 1000)]
         employees_per_tenant: i64,
+        /// Orders for each new tenant: pending, paid offline, partially refunded and closed.
+        #[arg(long, default_value_t = 0)]
+        orders_per_tenant: i64,
     },
     /// Manage administrators.
     Admin {
@@ -66,16 +69,21 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("applied {ran} migration(s)");
             Ok(())
         }
-        Command::Seed { tenants, employees_per_tenant } => {
+        Command::Seed { tenants, employees_per_tenant, orders_per_tenant } => {
             let db_config = config.clone();
             let started = std::time::Instant::now();
-            let (first, last) = tokio::task::spawn_blocking(move || -> anyhow::Result<(i64, i64)> {
+            let (first, last, orders) = tokio::task::spawn_blocking(move || -> anyhow::Result<(i64, i64, i64)> {
                 let db = open_database(&db_config)?;
-                atrium_store::seed::seed_org(&db, tenants, employees_per_tenant).map_err(|e| anyhow::anyhow!("{e}"))
+                let (first, last) = atrium_store::seed::seed_org(&db, tenants, employees_per_tenant).map_err(|e| anyhow::anyhow!("{e}"))?;
+                let orders = match orders_per_tenant {
+                    0 => 0,
+                    n => atrium_store::seed::seed_orders(&db, first, last, n).map_err(|e| anyhow::anyhow!("{e}"))?,
+                };
+                Ok((first, last, orders))
             })
             .await??;
             println!(
-                "seeded tenants {first}..={last} with {employees_per_tenant} employees each in {:.1}s",
+                "seeded tenants {first}..={last} with {employees_per_tenant} employees each and {orders} orders in {:.1}s",
                 started.elapsed().as_secs_f64()
             );
             Ok(())

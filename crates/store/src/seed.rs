@@ -62,6 +62,80 @@ pub fn seed_org(db: &Db, tenants: i64, per_tenant: i64) -> Result<(i64, i64), Er
     })
 }
 
+/// Adds `per_tenant` orders to each tenant with an id in `first..=last`, each with one line.
+/// A fifth are `pending` (expiring in 2099, so the expiry job leaves them), two fifths `paid`
+/// offline, a fifth `partially_refunded` by an offline refund that succeeded, and a fifth
+/// `closed`; they were created a minute apart from 2026-01-01. Returns how many were added.
+pub fn seed_orders(db: &Db, first: i64, last: i64, per_tenant: i64) -> Result<i64, Error> {
+    let mut conn = db.conn()?;
+    let conn: &mut DbConn = &mut conn;
+    let added = write_tx(conn, |conn| {
+        let before = count(conn, "orders")?;
+        let (series, created, ts) = match conn {
+            DbConn::Pg(_) => (
+                format!(
+                    "SELECT t.id AS tid, g AS n FROM tenants t CROSS JOIN generate_series(1, {per_tenant}) g WHERE t.id BETWEEN {first} AND {last}"
+                ),
+                "(TIMESTAMP '2026-01-01 00:00:00' + n * INTERVAL '1 minute')",
+                "::timestamp",
+            ),
+            DbConn::Sqlite(_) => (
+                format!(
+                    "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < {per_tenant}) \
+                     SELECT t.id AS tid, s.n AS n FROM tenants t CROSS JOIN s WHERE t.id BETWEEN {first} AND {last}"
+                ),
+                "datetime('2026-01-01 00:00:00', '+' || n || ' minutes')",
+                "",
+            ),
+        };
+        // n % 5: 0 pending, 1 and 2 paid, 3 partially refunded, 4 closed.
+        diesel::sql_query(format!(
+            "INSERT INTO orders (tenant_id, order_no, subject, amount, paid_amount, refunded_amount, status, openid, out_trade_no, \
+                                 pay_method, paid_at, pay_reference, expires_at, created_at, updated_at) \
+             SELECT tid, 'SEED' || tid || '-' || n, 'Seed order ' || n, 1000 + (n % 100) * 100, \
+                    CASE WHEN n % 5 IN (1, 2, 3) THEN 1000 + (n % 100) * 100 ELSE 0 END, \
+                    CASE WHEN n % 5 = 3 THEN 500 ELSE 0 END, \
+                    CASE n % 5 WHEN 0 THEN 'pending' WHEN 3 THEN 'partially_refunded' WHEN 4 THEN 'closed' ELSE 'paid' END, \
+                    'o_seed_' || n, 'SEED' || tid || '-' || n, \
+                    CASE WHEN n % 5 IN (1, 2, 3) THEN 'offline' END, CASE WHEN n % 5 IN (1, 2, 3) THEN {created} END, \
+                    CASE WHEN n % 5 IN (1, 2, 3) THEN 'seed' END, \
+                    CASE WHEN n % 5 = 0 THEN '2099-01-01 00:00:00'{ts} ELSE {created} END, {created}, {created} \
+             FROM ({series}) q"
+        ))
+        .execute(conn)
+        .map_err(db_error)?;
+        let range = format!("o.tenant_id BETWEEN {first} AND {last} AND o.order_no LIKE 'SEED%'");
+        diesel::sql_query(format!(
+            "INSERT INTO order_items (tenant_id, order_id, line_no, name, quantity, unit_price) \
+             SELECT o.tenant_id, o.id, 1, 'Seed item', 1, o.amount FROM orders o WHERE {range} \
+               AND NOT EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = o.id)"
+        ))
+        .execute(conn)
+        .map_err(db_error)?;
+        diesel::sql_query(format!(
+            "INSERT INTO order_refunds (tenant_id, order_id, out_refund_no, amount, status, reason, settled_at, created_at, updated_at) \
+             SELECT o.tenant_id, o.id, 'R' || o.order_no, 500, 'succeeded', 'seed', o.created_at, o.created_at, o.created_at \
+             FROM orders o WHERE {range} AND o.status = 'partially_refunded' \
+               AND NOT EXISTS (SELECT 1 FROM order_refunds r WHERE r.order_id = o.id)"
+        ))
+        .execute(conn)
+        .map_err(db_error)?;
+        Ok(count(conn, "orders")? - before)
+    })?;
+    diesel::sql_query("ANALYZE").execute(conn).map_err(db_error)?;
+    Ok(added)
+}
+
+fn count(conn: &mut DbConn, table: &str) -> Result<i64, Error> {
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let rows: Vec<Count> = diesel::sql_query(format!("SELECT COUNT(*) AS n FROM {table}")).load(conn).map_err(db_error)?;
+    Ok(rows.first().map(|r| r.n).unwrap_or(0))
+}
+
 fn max_id(conn: &mut DbConn, table: &str) -> Result<i64, Error> {
     #[derive(diesel::QueryableByName)]
     struct MaxId {

@@ -474,3 +474,34 @@ store_test!(orders_due_for_expiry_are_the_unpaid_ones_past_it_oldest_first, |db|
     assert_eq!(first.iter().map(|o| o.id).collect::<Vec<_>>(), [paying.id]);
     assert!(f.repo.due_for_expiry(at(0), 10).await.unwrap().is_empty());
 });
+
+store_test!(seeded_orders_read_back_as_orders_in_every_seeded_status, |db| {
+    let f = fixture(&db).await;
+
+    let added = atrium_store::seed::seed_orders(&db, f.tenant, f.sibling, 10).unwrap();
+
+    assert_eq!(added, 20);
+    let mine = f.repo.list_orders(Party::Platform, OrderQuery { tenant_id: Some(f.tenant), ..query() }).await.unwrap();
+    assert_eq!(mine.total, 10);
+    let count = |status: OrderStatus| mine.items.iter().filter(|o| o.status == status).count();
+    assert_eq!(
+        [count(OrderStatus::Pending), count(OrderStatus::Paid), count(OrderStatus::PartiallyRefunded), count(OrderStatus::Closed)],
+        [2, 4, 2, 2]
+    );
+    for order in &mine.items {
+        assert_eq!(order.items.len(), 1, "{order:?}");
+        assert_eq!(order.items[0].unit_price, order.amount);
+        let refunded: i64 = order.refunds.iter().map(|r| r.amount.fen()).sum();
+        assert_eq!(refunded, order.refunded_amount.fen(), "{order:?}");
+        assert!(order.refunded_amount <= order.paid_amount);
+    }
+    let from = Utc.with_ymd_and_hms(2026, 1, 1, 0, 3, 0).single().unwrap();
+    let window = OrderQuery { tenant_id: Some(f.tenant), created_from: Some(from), status: Some(OrderStatus::Paid), ..query() };
+    // Order n was created n minutes after midnight; n % 5 of 1 or 2 is paid: from minute 3, orders 6 and 7.
+    let paid_late: Vec<String> = f.repo.list_orders(Party::Platform, window).await.unwrap().items.into_iter().map(|o| o.order_no).collect();
+    assert_eq!(paid_late, [format!("SEED{}-7", f.tenant), format!("SEED{}-6", f.tenant)]);
+    assert!(f.repo.list_orders(Party::Platform, OrderQuery { tenant_id: Some(f.other), ..query() }).await.unwrap().items.is_empty());
+    let again = atrium_store::seed::seed_orders(&db, f.tenant, f.tenant, 10).unwrap_err();
+    assert!(matches!(again, Error::Conflict(_)), "seeding a tenant twice reuses its order numbers: {again:?}");
+    assert_eq!(f.repo.list_orders(Party::Platform, query()).await.unwrap().total, 20, "the refused seed added nothing");
+});
