@@ -38,7 +38,7 @@ impl ApiError {
             Error::Conflict(_) | Error::Blocked(_) => StatusCode::CONFLICT,
             Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Error::Upstream(_) => StatusCode::BAD_GATEWAY,
+            Error::Upstream(_) | Error::PlatformRefused { .. } => StatusCode::BAD_GATEWAY,
             Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -83,6 +83,9 @@ impl ResponseError for ApiError {
                 respond::<()>(status, code, "internal server error", None)
             }
             Error::NotFound(what) => respond::<()>(status, code, &format!("{what} not found"), None),
+            Error::PlatformRefused { errcode, errmsg } => {
+                respond(status, code, &self.0.to_string(), Some(serde_json::json!({"errcode": errcode, "errmsg": errmsg})))
+            }
             Error::NoSuch(error) => respond(
                 status,
                 code,

@@ -54,6 +54,10 @@ pub enum Error {
     /// A remote platform failed or refused (502); the message is safe to show.
     #[error("{0}")]
     Upstream(String),
+    /// A remote platform refused the call with its own error code (502): `data` carries
+    /// `{errcode, errmsg}` so a client can act on the code. The message is safe to show.
+    #[error("the platform refused the call (errcode {errcode}): {errmsg}")]
+    PlatformRefused { errcode: i64, errmsg: String },
     /// A dependency of ours (the database) is down or saturated for now (503); try again
     /// after the given number of seconds.
     #[error("{message}")]

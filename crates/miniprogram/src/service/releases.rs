@@ -51,7 +51,8 @@ const QUOTA_RETRY_SECS: u64 = 3600;
 ///   `gray_percentage`, 85044 `package`) → 400 naming it, the errcode in `data.errors`;
 /// - errcodes of out-of-order steps (85009, 85082, 87011, …) → 409, the errcode in
 ///   `data.errors` under `platform`;
-/// - any other errcode, no answer, or no verify ticket yet → 502 with the errcode and message.
+/// - any other errcode → 502 with `{errcode, errmsg}` in `data` (`Error::PlatformRefused`);
+/// - no answer, or no verify ticket yet → 502.
 pub fn release_platform_error(e: PlatformError) -> Error {
     match e {
         PlatformError::Refused { errcode: REVOKED, errmsg } => Error::Forbidden(format!(
@@ -70,7 +71,7 @@ pub fn release_platform_error(e: PlatformError) -> Error {
             } else if CONFLICT_CODES.contains(&errcode) {
                 Error::Blocked(vec![FieldError::new("platform", format!("errcode {errcode}: {errmsg}"))])
             } else {
-                Error::Upstream(format!("the mini-program platform refused the call (errcode {errcode}): {errmsg}"))
+                Error::PlatformRefused { errcode, errmsg }
             }
         }
         e @ (PlatformError::Unavailable(_) | PlatformError::NoTicket) => Error::Upstream(e.to_string()),
@@ -208,15 +209,21 @@ impl ReleaseService {
 
     // --- authorisation ---------------------------------------------------------------------
 
-    /// `GET /miniprogram/authorization`: the tenant's authorisation and a fresh link to the
-    /// platform's authorisation page (`None` when the platform cannot give a pre-auth code
-    /// now, e.g. before its first verify ticket; logged).
+    /// `GET /miniprogram/authorization`: the tenant's authorisation and, for a caller who may
+    /// authorise (`miniprogram:publish`), a fresh link to the platform's authorisation page
+    /// (`None` when the platform cannot give a pre-auth code now, e.g. before its first
+    /// verify ticket; logged).
     pub async fn authorization(&self, actor: &Actor, tenant_id: Option<Id>) -> Result<AuthorizationView> {
         let tenant = self.tenant(actor, tenant_id).await?;
         let current = self.repo.get_authorization(tenant.id).await?;
+        if !actor.permissions.allows(atrium_kernel::permission::MINIPROGRAM_PUBLISH.name) {
+            return Ok(AuthorizationView::new(tenant.id, current.as_ref(), None));
+        }
         let url = match self.authorize_link(actor, tenant.id).await {
             Ok(url) => Some(url),
-            Err(e @ (Error::Upstream(_) | Error::RateLimited { .. } | Error::Blocked(_) | Error::Forbidden(_))) => {
+            Err(
+                e @ (Error::Upstream(_) | Error::PlatformRefused { .. } | Error::RateLimited { .. } | Error::Blocked(_) | Error::Forbidden(_)),
+            ) => {
                 log::warn!("no authorisation link for tenant {}: {e}", tenant.id);
                 None
             }
@@ -771,18 +778,23 @@ impl ReleaseService {
         }
     }
 
-    /// The audit poll job: asks about audit task `id` while it runs, and queues the next
-    /// poll if it still does. Errors leave the job to be retried.
+    /// The audit poll job's work: asks the platform about audit task `id` while it runs and
+    /// keeps the answer. The job runs again later while the audit still runs (see
+    /// `release_jobs`); errors leave it to be retried.
     pub async fn poll_audit(&self, id: Id) -> Result<AuditTaskView> {
         let task = self.repo.audit_task(Party::Platform, id).await?.ok_or(Error::NotFound("audit task"))?;
         if !task.status.is_running() {
             return Ok(task.into());
         }
-        let task = self.refresh_audit(&task).await?;
-        if task.status.is_running() {
-            self.schedule_poll(&task).await;
-        }
-        Ok(task.into())
+        Ok(self.refresh_audit(&task).await?.into())
+    }
+
+    pub(super) fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
+    }
+
+    pub(super) fn settings(&self) -> &ReleaseSettings {
+        &self.settings
     }
 
     /// Takes in a platform report about an audit, forward only, with conditional writes.

@@ -10,7 +10,7 @@ use crate::package::{PackageError, PackageInfo};
 use crate::ports::{MockCodeUploader, MockMiniProgramPlatform, MockPackageInspector, MockReleaseRepo, PlatformError, UploaderError};
 use crate::service::{AUDIT_POLL_JOB, ReleaseService, UPLOAD_JOB, release_platform_error};
 use atrium_kernel::jobs::MockJobStore;
-use atrium_kernel::{Actor, Error, FixedClock, Id, NewJob, Page, Party, Timestamp};
+use atrium_kernel::{Actor, Error, FixedClock, Id, JobHandler, JobOutcome, NewJob, Page, Party, Timestamp};
 use chrono::{Duration, TimeZone, Utc};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -358,7 +358,10 @@ fn platform_errcodes_map_to_the_contracts_statuses_never_a_500() {
         matches!(release_platform_error(refused(85013)), Error::Invalid(ref f) if f[0].field == "ext_json" && f[0].message.contains("85013"))
     );
     assert!(matches!(release_platform_error(refused(85081)), Error::Invalid(ref f) if f[0].field == "gray_percentage"));
-    assert!(matches!(release_platform_error(refused(40164)), Error::Upstream(ref m) if m.contains("40164") && m.contains("refused rid")));
+    assert!(matches!(
+        release_platform_error(refused(40164)),
+        Error::PlatformRefused { errcode: 40164, ref errmsg } if errmsg.contains("refused rid")
+    ));
     assert!(matches!(release_platform_error(PlatformError::Unavailable("timed out".into())), Error::Upstream(_)));
     assert!(matches!(release_platform_error(PlatformError::NoTicket), Error::Upstream(_)));
 }
@@ -397,6 +400,16 @@ async fn before_the_first_verify_ticket_the_view_has_no_link() {
     lock(&s).ticket = None;
     let view = service(&s, doubles()).authorization(&tenant_actor(), None).await.unwrap();
     assert_eq!(view.authorize_url, None);
+    assert!(lock(&s).attempts.is_empty());
+}
+
+#[tokio::test]
+async fn a_reader_who_may_not_authorise_sees_the_authorisation_without_a_link() {
+    let s = state();
+    let reader = Actor::new(12, "s", Party::Tenant { tenant_id: TENANT, partner_id: Some(PARTNER) }, ["miniprogram:read"]);
+    // The platform double expects no call: no pre-auth code is made for a reader.
+    let view = service(&s, doubles()).authorization(&reader, None).await.unwrap();
+    assert_eq!((view.status, view.authorize_url), (AuthorizationStatus::Authorized, None));
     assert!(lock(&s).attempts.is_empty());
 }
 
@@ -809,17 +822,98 @@ async fn asking_for_a_running_audit_keeps_the_platforms_decision() {
     assert_eq!(svc.audit_status(&tenant_actor(), params).await.unwrap().status, AuditStatus::Rejected);
 }
 
+fn job(kind: &str, payload: serde_json::Value, attempts: i32) -> atrium_kernel::Job {
+    atrium_kernel::Job { id: 1, kind: kind.into(), tenant_id: Some(TENANT), payload, attempts, run_at: now() }
+}
+
+fn poll_job(attempts: i32) -> atrium_kernel::Job {
+    job(AUDIT_POLL_JOB, serde_json::json!({"audit_task_id": 200}), attempts)
+}
+
 #[tokio::test]
-async fn a_poll_of_a_still_running_audit_queues_the_next_poll() {
+async fn a_poll_of_a_still_running_audit_runs_again_after_the_poll_interval_and_queues_nothing() {
     let s = state();
     lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
     let mut d = doubles();
     d.platform
         .expect_audit_status()
         .returning(|_, _| Ok(PlatformAudit { status: AuditStatus::Delayed, reason: Some("busy".into()), screenshots: vec![], at: None }));
-    let view = service(&s, d).poll_audit(200).await.unwrap();
-    assert_eq!(view.status, AuditStatus::Delayed);
-    assert_eq!(lock(&s).jobs.len(), 1);
+
+    let outcome = service(&s, d).run(&poll_job(1)).await;
+
+    assert_eq!(outcome, JobOutcome::Retry { at: now() + Duration::minutes(30), reason: "the audit is still delayed".into() });
+    assert_eq!(lock(&s).audits[0].status, AuditStatus::Delayed);
+    assert!(lock(&s).jobs.is_empty(), "the job itself runs again; no second poll is queued");
+}
+
+#[tokio::test]
+async fn a_poll_that_finds_the_decision_keeps_it_and_is_done() {
+    let s = state();
+    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
+    let mut d = doubles();
+    d.platform.expect_audit_status().times(1).returning(|_, _| {
+        Ok(PlatformAudit { status: AuditStatus::Rejected, reason: Some("no privacy policy".into()), screenshots: vec!["m1".into()], at: None })
+    });
+    let svc = service(&s, d);
+
+    assert_eq!(svc.run(&poll_job(3)).await, JobOutcome::Done);
+    let stored = lock(&s).audits[0].clone();
+    assert_eq!((stored.status, stored.reason.as_deref(), stored.decided_at), (AuditStatus::Rejected, Some("no privacy policy"), Some(now())));
+    // Run again (a crashed runner's job): the decided audit is not asked about again.
+    assert_eq!(svc.run(&poll_job(4)).await, JobOutcome::Done);
+}
+
+#[tokio::test]
+async fn a_poll_the_platform_cannot_answer_is_retried_and_given_up_after_two_weeks() {
+    let s = state();
+    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
+    let mut d = doubles();
+    d.platform.expect_audit_status().returning(|_, _| Err(PlatformError::Unavailable("time-out".into())));
+    let svc = service(&s, d);
+
+    assert!(matches!(svc.run(&poll_job(1)).await, JobOutcome::Retry { at, .. } if at == now() + Duration::minutes(30)));
+    assert!(matches!(svc.run(&poll_job(crate::service::AUDIT_POLL_MAX)).await, JobOutcome::Failed(ref why) if why.contains("given up")));
+    assert_eq!(lock(&s).audits[0].status, AuditStatus::Auditing, "nothing was made up");
+}
+
+#[tokio::test]
+async fn an_upload_job_runs_its_task_and_is_done() {
+    let s = state();
+    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source()));
+    let mut d = doubles();
+    d.platform.expect_commit().times(1).returning(|_, _| Ok(()));
+
+    let outcome = service(&s, d).run(&job(UPLOAD_JOB, serde_json::json!({"upload_task_id": 100}), 1)).await;
+
+    assert_eq!(outcome, JobOutcome::Done);
+    assert_eq!(lock(&s).uploads[0].status, UploadStatus::Uploaded);
+}
+
+#[tokio::test]
+async fn an_upload_job_the_uploader_cannot_serve_now_backs_off_and_the_last_attempt_fails_the_task() {
+    let s = state();
+    lock(&s).packages.push(kept_package());
+    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, package_source()));
+    let mut d = doubles();
+    d.uploader.expect_upload().times(3).returning(|_| Err(UploaderError::Failed("connection refused".into())));
+    let svc = service(&s, d);
+    let upload_job = |attempts| job(UPLOAD_JOB, serde_json::json!({"upload_task_id": 100}), attempts);
+
+    assert!(matches!(svc.run(&upload_job(1)).await, JobOutcome::Retry { at, .. } if at == now() + Duration::minutes(1)));
+    assert!(matches!(svc.run(&upload_job(2)).await, JobOutcome::Retry { at, .. } if at == now() + Duration::minutes(5)));
+    assert_eq!(svc.run(&upload_job(3)).await, JobOutcome::Done);
+    assert_eq!(lock(&s).uploads[0].status, UploadStatus::Failed);
+}
+
+#[tokio::test]
+async fn a_job_for_a_task_that_does_not_exist_or_with_a_bad_payload_fails_for_good() {
+    let s = state();
+    let svc = service(&s, doubles());
+    assert!(matches!(svc.run(&job(UPLOAD_JOB, serde_json::json!({"upload_task_id": 999}), 1)).await, JobOutcome::Failed(_)));
+    assert!(matches!(svc.run(&job(AUDIT_POLL_JOB, serde_json::json!({"audit_task_id": 999}), 1)).await, JobOutcome::Failed(_)));
+    assert!(matches!(svc.run(&job(UPLOAD_JOB, serde_json::json!({"id": "x"}), 1)).await, JobOutcome::Failed(_)));
+    assert!(matches!(svc.run(&job("payment.settle_refund", serde_json::json!({}), 1)).await, JobOutcome::Failed(_)));
+    assert_eq!(svc.kinds(), [UPLOAD_JOB, AUDIT_POLL_JOB]);
 }
 
 // --- releases -----------------------------------------------------------------------------
