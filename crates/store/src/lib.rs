@@ -11,7 +11,9 @@
 //!   trail;
 //! - [`PayrollStore`] (`PayrollRepo`) and [`DocsStore`] (`DocsRepo`);
 //! - [`MiniprogramStore`] (`miniprogram/`, one file per port): `PaymentRepo`, with the merchant
-//!   key and APIv3 key encrypted at rest;
+//!   key and APIv3 key encrypted at rest; and [`ReleaseStore`] beside it: `ReleaseRepo`
+//!   (authorisations with their refresh tokens and the verify ticket encrypted, kept code
+//!   packages as files named by their hash, upload, audit and release tasks);
 //! - [`OrdersStore`] (`orders/`, one file per port): `OrderRepo`, orders with their items and
 //!   refunds;
 //! - the kernel's shared ports: [`DbIdempotencyStore`] (`IdempotencyStore`, the records of
@@ -46,7 +48,7 @@ pub use error::db_error;
 pub use idempotency::DbIdempotencyStore;
 pub use identity::IdentityStore;
 pub use jobs::DbJobStore;
-pub use miniprogram::MiniprogramStore;
+pub use miniprogram::{MiniprogramStore, ReleaseStore};
 pub use orders::OrdersStore;
 pub use org::OrgStore;
 pub use payroll::PayrollStore;

@@ -491,3 +491,133 @@ diesel::joinable!(orders -> tenants (tenant_id));
 diesel::joinable!(order_items -> orders (order_id));
 diesel::joinable!(order_refunds -> orders (order_id));
 diesel::allow_tables_to_appear_in_same_query!(orders, order_items, order_refunds, tenants);
+
+// ----- code releases (migration 2026-11-23-000050_releases) ---------------------------------
+
+diesel::table! {
+    mp_authorizations (tenant_id) {
+        tenant_id -> BigInt,
+        status -> Text,
+        authorizer_appid -> Text,
+        refresh_token_enc -> Text,
+        nickname -> Nullable<Text>,
+        user_name -> Nullable<Text>,
+        func_info -> Text,
+        authorized_at -> Timestamp,
+        revoked_at -> Nullable<Timestamp>,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    mp_authorization_attempts (state_hash) {
+        state_hash -> Text,
+        tenant_id -> BigInt,
+        pre_auth_code -> Text,
+        created_by -> BigInt,
+        created_at -> Timestamp,
+        expires_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    mp_verify_ticket (id) {
+        id -> Integer,
+        ticket_enc -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    mp_events (event_id) {
+        event_id -> Text,
+        kind -> Text,
+        received_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    mp_packages (sha256) {
+        sha256 -> Text,
+        size -> BigInt,
+        project_root -> Text,
+        path -> Text,
+        tenant_id -> Nullable<BigInt>,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    mp_upload_tasks (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        source_kind -> Text,
+        source_template_id -> Nullable<BigInt>,
+        ext_json -> Nullable<Text>,
+        package_sha256 -> Nullable<Text>,
+        package_size -> Nullable<BigInt>,
+        version -> Text,
+        description -> Text,
+        status -> Text,
+        template_id -> Nullable<BigInt>,
+        errcode -> Nullable<BigInt>,
+        error -> Nullable<Text>,
+        created_by -> BigInt,
+        created_at -> Timestamp,
+        started_at -> Nullable<Timestamp>,
+        finished_at -> Nullable<Timestamp>,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    mp_audit_tasks (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        upload_task_id -> BigInt,
+        version -> Text,
+        auditid -> BigInt,
+        status -> Text,
+        reason -> Nullable<Text>,
+        screenshots -> Text,
+        submitted_at -> Timestamp,
+        decided_at -> Nullable<Timestamp>,
+        gray_percentage -> Nullable<Integer>,
+        released_at -> Nullable<Timestamp>,
+        created_by -> BigInt,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    mp_release_tasks (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        audit_task_id -> Nullable<BigInt>,
+        kind -> Text,
+        version -> Nullable<Text>,
+        gray_percentage -> Nullable<Integer>,
+        status -> Text,
+        errcode -> Nullable<BigInt>,
+        errmsg -> Nullable<Text>,
+        created_by -> BigInt,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::joinable!(mp_authorizations -> tenants (tenant_id));
+diesel::joinable!(mp_authorization_attempts -> tenants (tenant_id));
+diesel::joinable!(mp_upload_tasks -> tenants (tenant_id));
+diesel::joinable!(mp_audit_tasks -> tenants (tenant_id));
+diesel::joinable!(mp_release_tasks -> tenants (tenant_id));
+diesel::joinable!(mp_audit_tasks -> mp_upload_tasks (upload_task_id));
+diesel::joinable!(mp_release_tasks -> mp_audit_tasks (audit_task_id));
+diesel::allow_tables_to_appear_in_same_query!(
+    mp_authorizations,
+    mp_authorization_attempts,
+    mp_upload_tasks,
+    mp_audit_tasks,
+    mp_release_tasks,
+    mp_packages,
+    tenants
+);
