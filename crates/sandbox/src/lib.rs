@@ -1,5 +1,5 @@
-//! A local stand-in for the messaging platform (WeChat), its pay platform and SMS / e-mail
-//! delivery. It answers the same wire format as the real services, so `atrium-wechat` runs
+//! A local stand-in for the messaging platform (WeChat), its pay platform, our third-party
+//! platform (component) on it, and SMS / e-mail delivery. It answers the same wire format as the real services, so `atrium-wechat` runs
 //! its real client code against it, in tests and in the embedded default.
 //!
 //! Mount it with [`Sandbox::configure`] under a prefix (the server uses `/sandbox`). The
@@ -88,13 +88,102 @@
 //! body, the resource sealed with AEAD_AES_256_GCM under the merchant's APIv3 key, signed with
 //! the platform key; an attempt that gets no 2xx within 5 s is retried after 1 s, 3 s and
 //! 10 s ([`Sandbox::set_notify_retry_delays`]), then given up.
+//!
+//! # The third-party platform
+//!
+//! The sandbox also plays our third-party platform (component) and the mini-programs that
+//! authorise it. Its calls sit beside the mini-program API, so `WechatOpenConfig::api_base` is
+//! `<public url>/sandbox/api` and `page_base` `<public url>/sandbox/mp`; the client runs
+//! unchanged. Its credentials are a [`ComponentConfig`]: by default [`SANDBOX_COMPONENT_APPID`]
+//! with a random secret, token and EncodingAESKey ([`Sandbox::component`] tells them;
+//! [`Sandbox::set_component`] puts Atrium's own), and pushes go to Atrium once told where
+//! ([`Sandbox::push_events_to`]`(<atrium public url>)`: [`ATRIUM_EVENTS_PATH`] and
+//! [`ATRIUM_MESSAGES_PATH`]). Answers are HTTP 200 with an `errcode` on failure; a GET-only
+//! call POSTed gets 43001, a POST-only one called with GET 43002, an empty POST body 44002,
+//! a body that is not a JSON object 47001, an unknown path 40066.
+//!
+//! * `POST /cgi-bin/component/api_component_token` `{component_appid, component_appsecret,
+//!   component_verify_ticket}` → `{component_access_token, expires_in: 7200}`: wrong appid
+//!   40013, wrong secret 40125, a ticket the sandbox did not push (it accepts its ten newest)
+//!   61006.
+//! * `?component_access_token=` (missing 41001, unknown 40001, expired 42001), body
+//!   `{component_appid, …}` (another appid 40013):
+//!   `api_create_preauthcode` → `{pre_auth_code: "preauthcode@@@…", expires_in: 1800}`;
+//!   `api_query_auth {authorization_code}` → `{authorization_info: {authorizer_appid,
+//!   authorizer_access_token, expires_in, authorizer_refresh_token, func_info:
+//!   [{funcscope_category: {id}}]}}`, each code once (used or unknown 61009, expired 61010);
+//!   `api_authorizer_token {authorizer_appid, authorizer_refresh_token}` →
+//!   `{authorizer_access_token, expires_in, authorizer_refresh_token}` (wrong refresh token
+//!   61023, revoked 61003); `api_get_authorizer_info {authorizer_appid}` →
+//!   `{authorizer_info: {nick_name, user_name: "gh_…", …}, authorization_info}`.
+//! * The template library, `?access_token=<component token>`: `GET /wxa/gettemplatedraftlist`
+//!   → `{draft_list: [{draft_id, user_version, user_desc, create_time}]}`; `POST
+//!   /wxa/addtotemplate {draft_id, template_type}` (unknown draft 85064, 200 templates 85065);
+//!   `GET /wxa/gettemplatelist` → `{template_list: [{template_id, …}]}`, starting with
+//!   templates 1 and 2.
+//! * Code management, `?access_token=<authorizer token>` (revoked 61003, permission set 18 not
+//!   granted 61007): `POST /wxa/commit`, `submit_audit` (→ `auditid`), `get_auditstatus
+//!   {auditid}` (→ `status` 0 passed, 1 rejected, 2 auditing, 4 delayed, `reason`,
+//!   `screenshot: "a|b"`), `release {}`, `grayrelease {gray_percentage}`, `getversioninfo
+//!   {}`; `GET /wxa/getgrayreleaseplan`, `revertgrayrelease`, `revertcoderelease`
+//!   (`?app_version=`, or `?action=get_history_version` → `version_list`), `get_qrcode`
+//!   (`?path=`; the JPEG [`EXPERIENCE_QR_JPEG`] as `image/jpeg`, or JSON). The rules and their
+//!   errcodes (85009, 85086, 85019/85020, 85081/85082, 87011/87012, …) are listed in
+//!   `open/code.rs`.
+//! * `POST /ci/upload?appid=&version=&desc=` with a zip body: what [`SandboxUploader`] (the
+//!   domain's `CodeUploader` in sandbox mode) sends instead of running `miniprogram-ci`. Read
+//!   as it arrives, at most 20 MiB (85044); not a zip 47001; another appid than the
+//!   template-development one 40013; → `{draft_id, size, sha256, subPackageInfo: [{name:
+//!   "__FULL__", size}]}` and a draft `user_version` = version, `user_desc` = desc.
+//! * `GET {prefix}/mp/cgi-bin/componentloginpage?component_appid&pre_auth_code&redirect_uri&
+//!   auth_type` — the authorisation page, a small HTML page; the sandbox remembers the
+//!   redirect. 400 for another component, an unknown, used or expired code.
+//!
+//! Pushes are encrypted as the platform does (AES-256-CBC with the EncodingAESKey,
+//! `msg_signature` over the sorted token, timestamp, nonce and `Encrypt`), POSTed as XML to
+//! `<url>?signature&timestamp&nonce&encrypt_type=aes&msg_signature`; Atrium must answer 2xx
+//! with `success` (or nothing), otherwise the push is retried after 1 s, 3 s and 10 s
+//! ([`Sandbox::set_push_retry_delays`]). Each push and Atrium's answers are recorded
+//! ([`ComponentPush`]). `CreateTime`s strictly rise, so no two pushes share an event id.
+//!
+//! Its control calls (Rust twins in brackets):
+//!
+//! * `POST {prefix}/control/verify-ticket` — pushes a new `component_verify_ticket` now →
+//!   the [`ComponentPush`] ([`Sandbox::push_verify_ticket`]; [`Sandbox::spawn_verify_ticket_pushes`]
+//!   repeats it, as the platform does every 10 minutes).
+//! * `POST {prefix}/control/authorize` — `{"pre_auth_code" | "authorize_url" | "tenant_id",
+//!   "authorizer_appid", "nickname"?, "func_info"?, "follow"?, "push"?, "event_first"?}`: an
+//!   admin scans the page. Issues an authorisation code, follows the redirect
+//!   `redirect_uri?auth_code=…&expires_in=3600` like the browser when the redirect is known
+//!   (the page was opened, or `authorize_url` given), and pushes `authorized`
+//!   (`updateauthorized` the second time) with `AuthorizerAppid`, `AuthorizationCode`,
+//!   `PreAuthCode` → [`AuthorizeReport`] ([`Sandbox::authorize`]). `tenant_id` needs the
+//!   server's resolver ([`Sandbox::resolve_tenant_links`]); without it 400.
+//! * `POST {prefix}/control/audit` — `{"authorizer_appid", "auditid"?, "result": "passed" |
+//!   "rejected" | "delayed", "reason"?, "screenshots"?, "push"?}` → [`AuditReport`]; the
+//!   `weapp_audit_*` event goes to the message URL addressed to the mini-program's `gh_…`, or
+//!   is lost with `"push": false` ([`Sandbox::decide_audit`]).
+//! * `POST {prefix}/control/unauthorize` — `{"authorizer_appid", "push"?}`: the admin revokes;
+//!   `unauthorized` is pushed ([`Sandbox::unauthorize`]).
+//! * `GET {prefix}/control/events?kind=&authorizer_appid=` — pushes with their attempts
+//!   ([`Sandbox::component_pushes`]); `GET {prefix}/control/miniprogram?appid=` — a
+//!   mini-program's code state ([`Sandbox::miniprogram`]); `GET {prefix}/control/ci-uploads`
+//!   ([`Sandbox::ci_uploads`]).
+//! * `control/fail` takes every path above (see [`INJECTABLE_PATHS`]); `control/expire-tokens`
+//!   expires component and authorizer tokens too.
 
 mod mp;
+mod open;
 mod outbox;
 mod pay;
 mod platform;
 
 pub use mp::{INJECTABLE_PATHS, SubscribeRecord, TemplateValue};
+pub use open::{
+    ATRIUM_EVENTS_PATH, ATRIUM_MESSAGES_PATH, AuditDecision, AuditReport, AuditResult, AuditView, AuthorizeReport, AuthorizeRequest,
+    BoxFuture, CODE_MANAGEMENT_FUNC, CiUpload, CommittedView, ComponentConfig, ComponentPush, DEFAULT_FUNC_INFO, EXPERIENCE_QR_JPEG,
+    GrayView, MiniProgramSnapshot, PushAttempt, SandboxUploader, TenantLinkResolver, UnauthorizeReport, VersionView,
+};
 pub use outbox::{OutboxMessage, SandboxOutbox};
 pub use pay::{
     HOLD_DUPLICATE, MAX_REFUNDS_PER_ORDER, NotifyAttempt, PayNotification, PaymentResult, RefundResult, SandboxMerchant, SettleReport,
@@ -111,6 +200,12 @@ pub const SANDBOX_LOGIN_SECRET: &str = "sandbox-login-secret";
 pub const SANDBOX_MP_APPID: &str = "wx_sandbox_mp";
 /// The secret of [`SANDBOX_MP_APPID`].
 pub const SANDBOX_MP_SECRET: &str = "sandbox-mp-secret";
+/// The third-party platform (component) the sandbox plays by default; its secret, token and
+/// EncodingAESKey are drawn at random ([`Sandbox::component`] tells them).
+pub const SANDBOX_COMPONENT_APPID: &str = "wx_sandbox_component";
+/// The template-development mini-program packages are uploaded to by default.
+pub const SANDBOX_TEMPLATE_DEV_APPID: &str = "wx_sandbox_tpl_dev";
+
 /// The one subscribe-message template id the sandbox accepts (others get 40037): the pay-slip
 /// template, with keys `thing*` (at most 20 characters) and `amount*` (digits, optional
 /// decimals) checked like the platform does.

@@ -9,10 +9,34 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use crate::SANDBOX_PAYSLIP_TEMPLATE_ID;
+use crate::open;
 use crate::platform::{Sandbox, bad_control, errcode_body, random_hex};
 
-/// Platform paths whose answers [`Sandbox::fail_next`] can replace with an error.
-pub const INJECTABLE_PATHS: [&str; 2] = [TOKEN_PATH, SEND_PATH];
+/// Platform paths (under `{prefix}/api`) whose answers [`Sandbox::fail_next`] can replace
+/// with an error: the mini-program's, the third-party platform's and the package upload.
+pub const INJECTABLE_PATHS: [&str; 21] = [
+    TOKEN_PATH,
+    SEND_PATH,
+    open::COMPONENT_TOKEN_PATH,
+    open::PREAUTHCODE_PATH,
+    open::QUERY_AUTH_PATH,
+    open::AUTHORIZER_TOKEN_PATH,
+    open::AUTHORIZER_INFO_PATH,
+    open::DRAFTS_PATH,
+    open::ADD_TEMPLATE_PATH,
+    open::TEMPLATES_PATH,
+    open::COMMIT_PATH,
+    open::SUBMIT_PATH,
+    open::AUDIT_STATUS_PATH,
+    open::RELEASE_PATH,
+    open::GRAY_PATH,
+    open::GRAY_PLAN_PATH,
+    open::REVERT_GRAY_PATH,
+    open::REVERT_PATH,
+    open::VERSION_INFO_PATH,
+    open::QRCODE_PATH,
+    open::CI_UPLOAD_PATH,
+];
 const TOKEN_PATH: &str = "/cgi-bin/token";
 const SEND_PATH: &str = "/cgi-bin/message/subscribe/send";
 
@@ -81,7 +105,7 @@ pub(crate) struct MpState {
 
 impl MpState {
     /// Takes one injected failure for `path`, if any is pending.
-    fn injected(&mut self, path: &str) -> Option<i64> {
+    pub(crate) fn injected(&mut self, path: &str) -> Option<i64> {
         let i = self.failures.iter().position(|f| f.path == path)?;
         let failure = &mut self.failures[i];
         let errcode = failure.errcode;
@@ -101,7 +125,7 @@ fn errmsg_for(errcode: i64) -> &'static str {
         42001 => "access_token expired",
         43101 => "user refuse to accept the msg",
         45009 => "reach max api daily quota limit",
-        _ => "injected error",
+        other => open::errmsg(other),
     }
 }
 
@@ -126,8 +150,9 @@ impl Sandbox {
     }
 
     /// Makes the next `times` calls to platform path `path` (one of [`INJECTABLE_PATHS`], e.g.
-    /// `/cgi-bin/message/subscribe/send`) answer `errcode` instead. Injections for a path apply
-    /// in the order they were made.
+    /// `/cgi-bin/message/subscribe/send` or `/wxa/commit`) answer `errcode` instead, before any
+    /// other check. Injections for a path apply in the order they were made. A stale-token
+    /// errcode (40001, 42001) on an authorizer call makes the client refresh and retry.
     pub fn fail_next(&self, path: &str, errcode: i64, times: u32) -> Result<(), String> {
         if !INJECTABLE_PATHS.contains(&path) {
             return Err(format!("path must be one of {}", INJECTABLE_PATHS.join(", ")));
@@ -146,12 +171,13 @@ impl Sandbox {
         Ok(())
     }
 
-    /// Lets every access token issued so far expire now: the next business call with one gets
-    /// 42001, as after the real two hours. Returns how many tokens were live.
+    /// Lets every access token issued so far expire now — the mini-program's, and the third-party
+    /// platform's component and authorizer tokens: the next business call with one gets 42001,
+    /// as after the real two hours. Returns how many tokens were live.
     pub fn expire_access_tokens(&self) -> usize {
         let now = Instant::now();
         let mut state = self.lock();
-        let mut live = 0;
+        let mut live = state.open.expire_tokens(now);
         for token in state.mp.tokens.values_mut() {
             if token.expires_at > now {
                 live += 1;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use url::Url;
 
 use crate::mp::{self, MpState};
+use crate::open::{self, OpenState};
 use crate::outbox::SandboxOutbox;
 use crate::pay::{self, PayState};
 use crate::{SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET};
@@ -28,6 +29,9 @@ pub(crate) struct State {
     pub(crate) mp: MpState,
     /// Merchants, orders, refunds and notifications of the pay platform.
     pub(crate) pay: PayState,
+    /// The third-party platform: its tokens, authorisations, template library, each
+    /// mini-program's code, and its pushes.
+    pub(crate) open: OpenState,
 }
 
 /// The sandbox platform. Cheap to clone; clones share state.
@@ -96,6 +100,17 @@ impl Sandbox {
             .route("/control/notify-requests", web::post().to(pay::control_notify_requests))
             .route("/control/pay-fail", web::post().to(pay::control_pay_fail))
             .route("/control/notifications", web::get().to(pay::control_notifications))
+            .route("/api/cgi-bin/component/{name}", web::route().to(open::component_entry))
+            .route("/api/wxa/{name}", web::route().to(open::wxa_entry))
+            .route("/api/ci/upload", web::post().to(open::ci_upload))
+            .route("/mp/cgi-bin/componentloginpage", web::get().to(open::login_page))
+            .route("/control/authorize", web::post().to(open::control_authorize))
+            .route("/control/unauthorize", web::post().to(open::control_unauthorize))
+            .route("/control/audit", web::post().to(open::control_audit))
+            .route("/control/verify-ticket", web::post().to(open::control_verify_ticket))
+            .route("/control/events", web::get().to(open::control_events))
+            .route("/control/miniprogram", web::get().to(open::control_miniprogram))
+            .route("/control/ci-uploads", web::get().to(open::control_ci_uploads))
             .service(web::scope("/pay").default_service(web::to(pay::entry)));
     }
 
