@@ -222,7 +222,11 @@ impl ReleaseService {
         let url = match self.authorize_link(actor, tenant.id).await {
             Ok(url) => Some(url),
             Err(
-                e @ (Error::Upstream(_) | Error::PlatformRefused { .. } | Error::RateLimited { .. } | Error::Blocked(_) | Error::Forbidden(_)),
+                e @ (Error::Upstream(_)
+                | Error::PlatformRefused { .. }
+                | Error::RateLimited { .. }
+                | Error::Blocked(_)
+                | Error::Forbidden(_)),
             ) => {
                 log::warn!("no authorisation link for tenant {}: {e}", tenant.id);
                 None

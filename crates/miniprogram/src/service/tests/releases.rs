@@ -852,13 +852,21 @@ async fn a_poll_that_finds_the_decision_keeps_it_and_is_done() {
     lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
     let mut d = doubles();
     d.platform.expect_audit_status().times(1).returning(|_, _| {
-        Ok(PlatformAudit { status: AuditStatus::Rejected, reason: Some("no privacy policy".into()), screenshots: vec!["m1".into()], at: None })
+        Ok(PlatformAudit {
+            status: AuditStatus::Rejected,
+            reason: Some("no privacy policy".into()),
+            screenshots: vec!["m1".into()],
+            at: None,
+        })
     });
     let svc = service(&s, d);
 
     assert_eq!(svc.run(&poll_job(3)).await, JobOutcome::Done);
     let stored = lock(&s).audits[0].clone();
-    assert_eq!((stored.status, stored.reason.as_deref(), stored.decided_at), (AuditStatus::Rejected, Some("no privacy policy"), Some(now())));
+    assert_eq!(
+        (stored.status, stored.reason.as_deref(), stored.decided_at),
+        (AuditStatus::Rejected, Some("no privacy policy"), Some(now()))
+    );
     // Run again (a crashed runner's job): the decided audit is not asked about again.
     assert_eq!(svc.run(&poll_job(4)).await, JobOutcome::Done);
 }
