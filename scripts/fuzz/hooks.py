@@ -227,6 +227,8 @@ UNSTATEABLE = [
     (r"special_deductions(\[\d+\])?", r"to must not be before from"),
     (r"created_to", r"^must not be before created_from$"),
     (r"amount", r"^is \d+ fen but the items add up to \d+ fen$"),
+    # A sum of products over an array's items (quantity × unit_price, bounded like an amount).
+    (r"items", r"^must add up to at (least|most) \d+ fen$"),
     # Compared with a stored record: a refund over what the order or transaction was paid.
     (r"amount", r"^must not exceed the (order's paid amount|transaction's)"),
     # Uniqueness by one property of the objects of an array.
@@ -238,7 +240,7 @@ UNSTATEABLE = [
     (r"time_expire", r"^must be (in the future|at most \d+ days ahead)$"),
     (r"date", r"^(must be a past day|the pay platform keeps trade bills for three months)$"),
     # A limit in bytes of UTF-8 (JSON Schema counts characters).
-    (r"(description|attach|reason)", r"bytes"),
+    (r"(description|attach|reason|subject)", r"bytes"),
 ]
 
 

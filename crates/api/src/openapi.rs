@@ -151,6 +151,14 @@ fn object_rules(doc: &mut serde_json::Value) {
                 "dependentRequired": {"platform_public_key": ["platform_public_key_id"]},
             }),
         ),
+        // OrderService::create: an amount, or items it is the sum of (or both, agreeing).
+        (
+            "NewOrder",
+            json!({"anyOf": [
+                {"required": ["amount"], "properties": {"amount": {"type": "integer"}}},
+                {"required": ["items"], "properties": {"items": {"type": "array"}}},
+            ]}),
+        ),
     ];
     for (name, rule) in rules {
         if let (Some(schema), Some(rule)) =
