@@ -7,8 +7,8 @@ use crate::crypto::FieldCipher;
 use crate::db::{DbConn, first_for_update, on_backend};
 use crate::error::db_error;
 use crate::org::parse_enum;
-use crate::org::tenants::scoped;
-use crate::schema::{payment_configs, payment_notifications, payment_refunds, payment_transactions, tenants};
+use crate::org::tenants::in_scope;
+use crate::schema::{payment_configs, payment_notifications, payment_refunds, payment_transactions};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::StrEnum;
@@ -254,17 +254,7 @@ fn reserve(conn: &mut DbConn, refund: Refund, paid: Money, max_refunds: u32) -> 
 #[async_trait]
 impl PaymentRepo for MiniprogramStore {
     async fn tenant(&self, scope: Party, tenant_id: Id) -> Result<Option<PaymentTenant>> {
-        self.db
-            .run(move |conn| {
-                let found: Option<(i64, Option<i64>)> = scoped(scope)
-                    .filter(tenants::id.eq(tenant_id))
-                    .select((tenants::id, tenants::partner_id))
-                    .first(conn)
-                    .optional()
-                    .map_err(db_error)?;
-                Ok(found.map(|(id, partner_id)| PaymentTenant { id, partner_id }))
-            })
-            .await
+        self.db.run(move |conn| Ok(in_scope(conn, scope, tenant_id)?.map(|(id, partner_id)| PaymentTenant { id, partner_id }))).await
     }
 
     async fn get_config(&self, tenant_id: Id) -> Result<Option<PaymentConfig>> {

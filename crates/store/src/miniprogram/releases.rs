@@ -13,7 +13,7 @@ use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
 use crate::db::{DbConn, MultiBackend, on_backend};
 use crate::error::db_error;
-use crate::org::tenants::scoped;
+use crate::org::tenants::in_scope;
 use crate::org::{page, parse_enum, total};
 use crate::schema::{
     mp_audit_tasks, mp_authorization_attempts, mp_authorizations, mp_events, mp_packages, mp_release_tasks, mp_upload_tasks,
@@ -483,17 +483,7 @@ fn one_audit(conn: &mut DbConn, query: ScopedAudits) -> Result<Option<AuditTask>
 #[async_trait]
 impl ReleaseRepo for ReleaseStore {
     async fn tenant(&self, scope: Party, tenant_id: Id) -> Result<Option<ReleaseTenant>> {
-        self.db
-            .run(move |conn| {
-                let found: Option<(i64, Option<i64>)> = scoped(scope)
-                    .filter(tenants::id.eq(tenant_id))
-                    .select((tenants::id, tenants::partner_id))
-                    .first(conn)
-                    .optional()
-                    .map_err(db_error)?;
-                Ok(found.map(|(id, partner_id)| ReleaseTenant { id, partner_id }))
-            })
-            .await
+        self.db.run(move |conn| Ok(in_scope(conn, scope, tenant_id)?.map(|(id, partner_id)| ReleaseTenant { id, partner_id }))).await
     }
 
     async fn get_authorization(&self, tenant_id: Id) -> Result<Option<Authorization>> {

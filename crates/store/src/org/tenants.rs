@@ -64,6 +64,17 @@ pub(crate) fn scoped(scope: Party) -> tenants::BoxedQuery<'static, MultiBackend>
     }
 }
 
+/// The tenant `id` with its partner, if it is in `scope`: what the payment and release
+/// repositories' scope checks need.
+pub(crate) fn in_scope(conn: &mut crate::db::DbConn, scope: Party, id: Id) -> Result<Option<(Id, Option<Id>)>, Error> {
+    scoped(scope)
+        .filter(tenants::id.eq(id))
+        .select((tenants::id, tenants::partner_id))
+        .first(conn)
+        .optional()
+        .map_err(crate::error::db_error)
+}
+
 fn filtered<'a>(scope: Party, q: &'a TenantQuery) -> tenants::BoxedQuery<'a, MultiBackend> {
     let mut query = scoped(scope);
     if let Some(s) = q.status {
