@@ -10,7 +10,8 @@ need_wrk() {
   command -v jq >/dev/null || { apt-get install -y -qq jq >/dev/null; }
 }
 
-ATRIUM_BIN="$ROOT/target/release/atrium"
+# The release binary, where cargo puts it (CARGO_TARGET_DIR moves the target directory).
+ATRIUM_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/atrium"
 build_release() { (cd "$ROOT" && cargo build --release -q -p atrium-server); }
 
 # atrium_cli DB_URL ARGS...: runs the release binary's CLI against a database.
@@ -19,14 +20,14 @@ atrium_cli() {
   DATABASE_URL="$url" ATRIUM_LOG=warn ATRIUM_SECRETS_FILE="$OUT/bench.secrets.json" "$ATRIUM_BIN" "$@"
 }
 
-# start_server DB_URL [extra env...]: starts target/release/atrium on a free loopback port.
+# start_server DB_URL [extra env...]: starts the release binary on a free loopback port.
 start_server() {
   local url=$1; shift
   build_release
   PORT=${PORT:-$(( 30000 + RANDOM % 20000 ))}
   BASE="http://127.0.0.1:$PORT"
   env DATABASE_URL="$url" ATRIUM_BIND="127.0.0.1:$PORT" ATRIUM_LOG=warn ATRIUM_SECRETS_FILE="$OUT/bench.secrets.json" "$@" \
-    "$ROOT/target/release/atrium" > "$OUT/server.log" 2>&1 &
+    "$ATRIUM_BIN" > "$OUT/server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 100); do curl -sf "$BASE/healthz" >/dev/null && break; sleep 0.1; done
   ADMIN_PASSWORD=$(grep -o "password: [^ ]*" "$OUT/server.log" | head -1 | awk '{print $2}')
