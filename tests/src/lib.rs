@@ -101,7 +101,17 @@ fn base_vars(database_url: &str) -> Vec<(String, String)> {
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
+    .chain(std::iter::once(("ATRIUM_PACKAGE_DIR".to_owned(), package_dir(database_url).display().to_string())))
     .collect()
+}
+
+/// Kept packages of the test database at `database_url`, in the temporary directory: one per
+/// database, so instances sharing a database share it, as deployments must.
+pub fn package_dir(database_url: &str) -> std::path::PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    database_url.hash(&mut h);
+    std::env::temp_dir().join("atrium-tests").join(format!("packages-{:016x}", h.finish()))
 }
 
 impl TestApp {

@@ -41,6 +41,10 @@ pub struct AppState {
     pub docs: Arc<DocsService>,
     pub payments: Arc<atrium_miniprogram::PaymentService>,
     pub orders: Arc<atrium_orders::OrderService>,
+    pub releases: Arc<atrium_miniprogram::ReleaseService>,
+    /// Where package uploads are streamed before the release service keeps them (best on
+    /// the file system of the package directory, so keeping one is a rename).
+    pub package_incoming: std::path::PathBuf,
     /// `Idempotency-Key` records (create, pay and refund routes).
     pub idempotency: Arc<dyn atrium_kernel::idempotency::IdempotencyStore>,
     pub health: Arc<dyn HealthProbe>,

@@ -1,14 +1,16 @@
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{audit, auth, doc_admin, docs, employees, health, orders, partners, payments, payroll, roles, tenants, users};
+use crate::routes::{
+    audit, auth, doc_admin, docs, employees, health, orders, partners, payments, payroll, releases, roles, tenants, users,
+};
 
 /// The OpenAPI document served at `/api/v1/openapi.json`.
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Atrium", description = "Management backend: identity, org records, payroll, orders, mini-programs and documents. \
         Every /api/v1 response is an envelope {code, message, data} whose code equals the HTTP status; on /api/docs/ \
-        a success has code 0. Errors are the ErrorEnvelope, whose data is null or lists the fields at fault."),
+        a success has code 0. Errors are the ErrorEnvelope, whose data is null, lists the fields at fault, or carries a platform's own {errcode, errmsg}."),
     paths(
         health::healthz, health::live, health::ready,
         auth::login, auth::refresh, auth::logout, auth::me, auth::send_code, auth::register, auth::reset_password,
@@ -26,6 +28,9 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, orders, par
         payments::get_config, payments::put_config, payments::upload_keys, payments::test, payments::unified_order,
         payments::query, payments::refund, payments::close, payments::reconciliation, payments::notify,
         orders::list, orders::get, orders::create, orders::pay, orders::refund,
+        releases::authorization, releases::authorization_callback, releases::upload, releases::upload_tasks, releases::upload_task,
+        releases::submit_audit, releases::audit_status, releases::audit_tasks, releases::publish, releases::rollback,
+        releases::versions, releases::experience_qr, releases::component_events, releases::component_messages,
     ),
     modifiers(&BearerAuth),
     tags(
@@ -38,6 +43,8 @@ use crate::routes::{audit, auth, doc_admin, docs, employees, health, orders, par
         (name = "roles", description = "Roles and the permission catalogue"),
         (name = "audit", description = "The audit trail"),
         (name = "payments", description = "A tenant's merchant account on the pay platform, payment transactions, refunds, notifications and reconciliation"),
+        (name = "miniprogram", description = "A tenant's mini-program code releases through our third-party platform: \
+            authorisation, uploads, audits, gray and full releases, rollbacks, and the platform's pushed events"),
         (name = "orders", description = "A tenant's orders, paid through its mini-program or offline, and refunded"),
         (name = "docs", description = "The document interface: `Authorization: Token <API_TOKEN>`; success is envelope code 0, \
             errors carry the HTTP status as code and data null"),
@@ -100,7 +107,7 @@ fn contract(doc: &mut serde_json::Value) {
             "ErrorEnvelope".into(),
             json!({
                 "type": "object",
-                "description": "An error: `code` is the HTTP status, `message` says what went wrong, `data` is null or lists the fields at fault.",
+                "description": "An error: `code` is the HTTP status, `message` says what went wrong, `data` is null, lists the fields at fault, or carries a platform's own error code.",
                 "required": ["code", "message", "data"],
                 "properties": {
                     "code": {"type": "integer"},
@@ -110,7 +117,10 @@ fn contract(doc: &mut serde_json::Value) {
                         {"type": "object", "required": ["errors"], "properties": {"errors": {"type": "array", "items": {
                             "type": "object", "required": ["field", "message"],
                             "properties": {"field": {"type": "string"}, "message": {"type": "string"}}
-                        }}}}
+                        }}}},
+                        {"type": "object", "description": "A platform's refusal (502): its own error code and message",
+                            "required": ["errcode", "errmsg"],
+                            "properties": {"errcode": {"type": "integer"}, "errmsg": {"type": "string"}}}
                     ]}
                 }
             }),
@@ -373,6 +383,8 @@ fn operation(path: &str, op: &mut serde_json::Value) {
         if status == "204" {
             // No Content has no body, envelope or not.
             response.remove("content");
+        } else if status.starts_with('2') && non_json(response) {
+            // An image or the platform's literal `success`: what the route declares.
         } else if status.starts_with('2') {
             let code = if docs_interface { 0 } else { status.parse::<i64>().unwrap_or(200) };
             let data = response
@@ -402,6 +414,11 @@ fn operation(path: &str, op: &mut serde_json::Value) {
             }
         }
     }
+}
+
+/// Whether a response declares content, none of it JSON (an image, plain text).
+fn non_json(response: &serde_json::Map<String, serde_json::Value>) -> bool {
+    response.get("content").and_then(|c| c.as_object()).is_some_and(|c| !c.is_empty() && !c.contains_key("application/json"))
 }
 
 /// The reason phrase of an HTTP status code written as a string.
@@ -441,6 +458,10 @@ mod tests {
                     assert!(response.get("content").is_none(), "{method} {path} 204 has a body");
                 } else if platform_format && !status.starts_with('2') {
                     assert_eq!(schema["$ref"], "#/components/schemas/NotifyFailure", "{method} {path} {status}");
+                } else if status.starts_with('2') && (path.ends_with("/experience-qr") || path.contains("/component/")) {
+                    // An image, and the platform's literal `success`.
+                    let content = response["content"].as_object().expect("content");
+                    assert!(!content.contains_key("application/json") && content.len() == 1, "{method} {path} {status}");
                 } else if status.starts_with('2') {
                     let code = &schema["properties"]["code"]["enum"][0];
                     let expected = if path.starts_with("/api/docs") { 0 } else { status.parse::<i64>().unwrap_or_default() };

@@ -185,3 +185,133 @@ mod tests {
         assert!(!hasher.verify("another-password", &legacy).await.unwrap());
     }
 }
+
+/// The mini-program platform when no third-party platform is configured
+/// (`ATRIUM_WECHAT_COMPONENT_*` unset): every call fails as unavailable, saying so, and the
+/// event URLs answer 404.
+pub struct UnconfiguredPlatform;
+
+const NO_PLATFORM: &str = "no third-party platform is configured: set ATRIUM_WECHAT_COMPONENT_APPID, _SECRET, _TOKEN and _AES_KEY";
+
+fn no_platform<T>() -> atrium_miniprogram::PlatformResult<T> {
+    Err(atrium_miniprogram::PlatformError::Unavailable(NO_PLATFORM.to_owned()))
+}
+
+#[async_trait]
+impl atrium_miniprogram::MiniProgramPlatform for UnconfiguredPlatform {
+    async fn pre_auth_code(&self, _: &atrium_miniprogram::Secret) -> atrium_miniprogram::PlatformResult<atrium_miniprogram::PreAuthCode> {
+        no_platform()
+    }
+    fn authorize_url(&self, _: &str, _: &str) -> String {
+        String::new()
+    }
+    async fn query_auth(
+        &self,
+        _: &atrium_miniprogram::Secret,
+        _: &atrium_miniprogram::Secret,
+    ) -> atrium_miniprogram::PlatformResult<atrium_miniprogram::AuthorizationGrant> {
+        no_platform()
+    }
+    async fn authorizer_profile(
+        &self,
+        _: &atrium_miniprogram::Secret,
+        _: &str,
+    ) -> atrium_miniprogram::PlatformResult<atrium_miniprogram::AuthorizerProfile> {
+        no_platform()
+    }
+    async fn template_drafts(
+        &self,
+        _: &atrium_miniprogram::Secret,
+    ) -> atrium_miniprogram::PlatformResult<Vec<atrium_miniprogram::TemplateDraft>> {
+        no_platform()
+    }
+    async fn add_to_template(&self, _: &atrium_miniprogram::Secret, _: i64) -> atrium_miniprogram::PlatformResult<()> {
+        no_platform()
+    }
+    async fn templates(&self, _: &atrium_miniprogram::Secret) -> atrium_miniprogram::PlatformResult<Vec<atrium_miniprogram::Template>> {
+        no_platform()
+    }
+    async fn commit(
+        &self,
+        _: &atrium_miniprogram::AuthorizerAccess,
+        _: &atrium_miniprogram::CodeCommit,
+    ) -> atrium_miniprogram::PlatformResult<()> {
+        no_platform()
+    }
+    async fn submit_audit(
+        &self,
+        _: &atrium_miniprogram::AuthorizerAccess,
+        _: &atrium_miniprogram::AuditSubmission,
+    ) -> atrium_miniprogram::PlatformResult<i64> {
+        no_platform()
+    }
+    async fn audit_status(
+        &self,
+        _: &atrium_miniprogram::AuthorizerAccess,
+        _: i64,
+    ) -> atrium_miniprogram::PlatformResult<atrium_miniprogram::PlatformAudit> {
+        no_platform()
+    }
+    async fn release(&self, _: &atrium_miniprogram::AuthorizerAccess) -> atrium_miniprogram::PlatformResult<()> {
+        no_platform()
+    }
+    async fn gray_release(&self, _: &atrium_miniprogram::AuthorizerAccess, _: u8) -> atrium_miniprogram::PlatformResult<()> {
+        no_platform()
+    }
+    async fn gray_plan(
+        &self,
+        _: &atrium_miniprogram::AuthorizerAccess,
+    ) -> atrium_miniprogram::PlatformResult<atrium_miniprogram::GrayPlan> {
+        no_platform()
+    }
+    async fn revert_gray_release(&self, _: &atrium_miniprogram::AuthorizerAccess) -> atrium_miniprogram::PlatformResult<()> {
+        no_platform()
+    }
+    async fn revert_release(&self, _: &atrium_miniprogram::AuthorizerAccess, _: Option<i64>) -> atrium_miniprogram::PlatformResult<()> {
+        no_platform()
+    }
+    async fn history_versions(
+        &self,
+        _: &atrium_miniprogram::AuthorizerAccess,
+    ) -> atrium_miniprogram::PlatformResult<Vec<atrium_miniprogram::VersionRecord>> {
+        no_platform()
+    }
+    async fn version_info(
+        &self,
+        _: &atrium_miniprogram::AuthorizerAccess,
+    ) -> atrium_miniprogram::PlatformResult<atrium_miniprogram::VersionInfo> {
+        no_platform()
+    }
+    async fn experience_qr(
+        &self,
+        _: &atrium_miniprogram::AuthorizerAccess,
+        _: Option<String>,
+    ) -> atrium_miniprogram::PlatformResult<Vec<u8>> {
+        no_platform()
+    }
+    fn open_event(
+        &self,
+        _: atrium_miniprogram::EventUrl,
+        _: &atrium_miniprogram::EventRequest,
+    ) -> std::result::Result<atrium_miniprogram::PlatformEvent, atrium_miniprogram::EventError> {
+        Err(atrium_miniprogram::EventError::NotConfigured)
+    }
+}
+
+/// The package uploader when `ATRIUM_WECHAT_CI_KEY_FILE` is unset: a package upload task fails
+/// saying so (template uploads need no uploader).
+pub struct UnconfiguredUploader;
+
+#[async_trait]
+impl atrium_miniprogram::CodeUploader for UnconfiguredUploader {
+    async fn upload(
+        &self,
+        _: &atrium_miniprogram::UploadJob,
+    ) -> std::result::Result<atrium_miniprogram::UploadReport, atrium_miniprogram::UploaderError> {
+        Err(atrium_miniprogram::UploaderError::Rejected {
+            code: None,
+            message: "no package uploader is configured: set ATRIUM_WECHAT_CI_KEY_FILE (the platform's upload key) to upload packages"
+                .into(),
+        })
+    }
+}

@@ -31,7 +31,27 @@ pub enum Platform {
         payslip_template_id: String,
         /// The pay platform (v3) every tenant's merchant account is reached at.
         pay_base: String,
+        /// Where the third-party platform's authorisation page lives.
+        mp_base: String,
     },
+}
+
+/// Our third-party platform's credentials (`ATRIUM_WECHAT_COMPONENT_*`). `Debug` shows the
+/// appid only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ComponentCredentials {
+    pub appid: String,
+    pub secret: String,
+    /// The token pushes are signed with: 3–32 letters and digits.
+    pub token: String,
+    /// The 43-character EncodingAESKey pushes are encrypted with.
+    pub aes_key: String,
+}
+
+impl std::fmt::Debug for ComponentCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ComponentCredentials").field("appid", &self.appid).finish_non_exhaustive()
+    }
 }
 
 /// Everything the server needs to start. Secrets are never printed by `Debug`.
@@ -77,6 +97,16 @@ pub struct Config {
     pub jobs: bool,
     /// How long a job runner with nothing due waits before looking again.
     pub job_poll_ms: u64,
+    /// Our third-party platform for mini-program releases, if configured.
+    pub component: Option<ComponentCredentials>,
+    /// The `miniprogram-ci` executable that uploads packages.
+    pub ci_command: PathBuf,
+    /// The platform's upload key (`private.<appid>.key`); without it packages cannot be
+    /// uploaded (templates still can).
+    pub ci_key_file: Option<PathBuf>,
+    pub ci_timeout_secs: u64,
+    /// Where uploaded packages are kept (shared by every instance).
+    pub package_dir: PathBuf,
 }
 
 impl std::fmt::Debug for Config {
@@ -145,6 +175,26 @@ struct EnvVars {
     wechat_mp_secret: String,
     #[arg(long, env = "ATRIUM_WECHAT_PAYSLIP_TEMPLATE_ID", default_value = "")]
     wechat_payslip_template_id: String,
+    #[arg(long, env = "ATRIUM_WECHAT_MP_BASE", default_value = "https://mp.weixin.qq.com")]
+    wechat_mp_base: String,
+    #[arg(long, env = "ATRIUM_WECHAT_COMPONENT_APPID")]
+    wechat_component_appid: Option<String>,
+    #[arg(long, env = "ATRIUM_WECHAT_COMPONENT_SECRET")]
+    wechat_component_secret: Option<String>,
+    #[arg(long, env = "ATRIUM_WECHAT_COMPONENT_TOKEN")]
+    wechat_component_token: Option<String>,
+    #[arg(long, env = "ATRIUM_WECHAT_COMPONENT_AES_KEY")]
+    wechat_component_aes_key: Option<String>,
+    #[arg(long, env = "ATRIUM_WECHAT_CI_COMMAND", default_value = "miniprogram-ci")]
+    wechat_ci_command: PathBuf,
+    #[arg(long, env = "ATRIUM_WECHAT_CI_KEY_FILE")]
+    wechat_ci_key_file: Option<PathBuf>,
+    /// Below the job lease (`jobs::LEASE_SECS`, 10 minutes), so no second runner claims an
+    /// upload still running.
+    #[arg(long, env = "ATRIUM_WECHAT_CI_TIMEOUT_SECS", default_value_t = 480, value_parser = clap::value_parser!(u64).range(10..=540))]
+    wechat_ci_timeout_secs: u64,
+    #[arg(long, env = "ATRIUM_PACKAGE_DIR")]
+    package_dir: Option<PathBuf>,
     #[arg(long, env = "ATRIUM_BCRYPT_COST", default_value_t = 10, value_parser = clap::value_parser!(u32).range(4..=31))]
     bcrypt_cost: u32,
     #[arg(long, env = "ATRIUM_DB_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
@@ -253,8 +303,24 @@ impl Config {
                 mp_secret: env.wechat_mp_secret,
                 payslip_template_id: env.wechat_payslip_template_id,
                 pay_base: env.wechat_pay_base.trim_end_matches('/').to_owned(),
+                mp_base: env.wechat_mp_base.trim_end_matches('/').to_owned(),
             },
         };
+        let component = component_credentials(
+            env.wechat_component_appid,
+            env.wechat_component_secret,
+            env.wechat_component_token,
+            env.wechat_component_aes_key,
+        )?;
+        if let Some(key) = &env.wechat_ci_key_file {
+            if atrium_wechat::MiniprogramCiConfig::new(&env.wechat_ci_command, key, ".").is_none() {
+                bail!("ATRIUM_WECHAT_CI_KEY_FILE must be named private.<appid>.key, as the platform names upload keys");
+            }
+            if !key.is_file() {
+                bail!("ATRIUM_WECHAT_CI_KEY_FILE: {} is not a readable file", key.display());
+            }
+        }
+        let package_dir = env.package_dir.clone().unwrap_or_else(|| default_package_dir(&database_url, &var));
 
         let (jwt_secret, master_key) = match profile {
             Profile::Prod => {
@@ -325,6 +391,11 @@ impl Config {
             metrics,
             jobs: env.jobs,
             job_poll_ms: env.job_poll_ms,
+            component,
+            ci_command: env.wechat_ci_command,
+            ci_key_file: env.wechat_ci_key_file,
+            ci_timeout_secs: env.wechat_ci_timeout_secs,
+            package_dir,
         };
         config.validate()?;
         Ok(config)
@@ -426,6 +497,43 @@ fn default_secrets_file(database_url: &str, var: &impl Fn(&str) -> Option<String
             dir.join(format!("{}.secrets.json", database_key(database_url)))
         }
     }
+}
+
+/// Where packages are kept unless `ATRIUM_PACKAGE_DIR` says: beside the dev secrets' default
+/// place (`atrium.db` → `atrium.packages`).
+fn default_package_dir(database_url: &str, var: &impl Fn(&str) -> Option<String>) -> PathBuf {
+    let secrets = default_secrets_file(database_url, var);
+    let name = secrets.file_name().and_then(|n| n.to_str()).unwrap_or("atrium.secrets.json");
+    secrets.with_file_name(name.replace(".secrets.json", ".packages"))
+}
+
+/// `ATRIUM_WECHAT_COMPONENT_*`: all four or none, each in the platform's form.
+fn component_credentials(
+    appid: Option<String>,
+    secret: Option<String>,
+    token: Option<String>,
+    aes_key: Option<String>,
+) -> anyhow::Result<Option<ComponentCredentials>> {
+    let (appid, secret, token, aes_key) = match (appid, secret, token, aes_key) {
+        (None, None, None, None) => return Ok(None),
+        (Some(a), Some(s), Some(t), Some(k)) => (a, s, t, k),
+        _ => bail!(
+            "set all of ATRIUM_WECHAT_COMPONENT_APPID, ATRIUM_WECHAT_COMPONENT_SECRET, ATRIUM_WECHAT_COMPONENT_TOKEN and ATRIUM_WECHAT_COMPONENT_AES_KEY, or none"
+        ),
+    };
+    if !(1..=32).contains(&appid.len()) || !appid.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        bail!("ATRIUM_WECHAT_COMPONENT_APPID must be 1 to 32 letters, digits or _ (the platform's appid, e.g. wx…)");
+    }
+    if !(3..=32).contains(&token.len()) || !token.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        bail!("ATRIUM_WECHAT_COMPONENT_TOKEN must be 3 to 32 letters and digits, as registered with the platform");
+    }
+    let key_ok = aes_key.len() == 43
+        && aes_key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+        && B64.decode(format!("{aes_key}=")).is_ok_and(|k| k.len() == 32);
+    if !key_ok {
+        bail!("ATRIUM_WECHAT_COMPONENT_AES_KEY must be the platform's 43-character EncodingAESKey (letters, digits, + and /)");
+    }
+    Ok(Some(ComponentCredentials { appid, secret, token, aes_key }))
 }
 
 /// `host_port_database` of a PostgreSQL URL, in file-name-safe characters (no credentials).

@@ -15,17 +15,22 @@ use atrium_api::{AppState, Metrics};
 use atrium_docs::{DocsConfig, DocsService};
 use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService, RoleService, UserService};
 use atrium_kernel::{Clock, IdempotencyStore, JobStore, SystemClock};
-use atrium_miniprogram::{PaymentObserver, PaymentService, PaymentSettings};
+use atrium_miniprogram::{
+    CodeUploader, MiniProgramPlatform, PaymentObserver, PaymentService, PaymentSettings, ReleaseService, ReleaseSettings,
+};
 use atrium_orders::{OrderService, OrderSettings};
 use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, TenantService};
 use atrium_payroll::{PayrollService, PayslipChannels, PayslipNotifier, TextSender};
 use atrium_sandbox::{
-    SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID, Sandbox,
+    ComponentConfig, SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID, Sandbox,
+    SandboxUploader,
 };
 use atrium_store::{
     Db, DbIdempotencyStore, DbJobStore, DocsStore, FieldCipher, IdentityStore, MiniprogramStore, OrdersStore, OrgStore, PayrollStore,
+    ReleaseStore,
 };
 use atrium_wechat::{AccessTokens, CallRecorder, MiniProgramState, SubscribeMessages, WechatAppConfig, WechatPayslips};
+use atrium_wechat::{BlockingPackageInspector, MiniprogramCi, MiniprogramCiConfig, WechatOpen, WechatOpenConfig};
 use atrium_wechat::{OpensslMerchantKeys, WechatLogin, WechatLoginConfig, WechatPay, WechatPayConfig};
 use jobs::Jobs;
 use std::net::{SocketAddr, TcpListener};
@@ -208,9 +213,117 @@ pub fn payment_service(
     }))
 }
 
+/// Mini-program code releases through our third-party platform: the sandbox's in dev (with
+/// the configured credentials, or generated ones), the real one when
+/// `ATRIUM_WECHAT_COMPONENT_*` is set, otherwise none (every call says so). Packages are kept
+/// in the package directory and uploaded by `miniprogram-ci` (the sandbox's upload endpoint
+/// in dev).
+pub fn release_service(
+    config: &Config,
+    db: &Db,
+    public_url: &str,
+    sandbox: Option<&Sandbox>,
+    calls: Option<Arc<dyn CallRecorder>>,
+    jobs: Arc<dyn JobStore>,
+) -> anyhow::Result<Arc<ReleaseService>> {
+    let open = |c: WechatOpenConfig| -> anyhow::Result<Arc<dyn MiniProgramPlatform>> {
+        let open = WechatOpen::new(c)?;
+        Ok(Arc::new(match &calls {
+            Some(r) => open.with_recorder(r.clone()),
+            None => open,
+        }))
+    };
+    let (platform, uploader): (Arc<dyn MiniProgramPlatform>, Arc<dyn CodeUploader>) = match (&config.platform, sandbox) {
+        (Platform::Sandbox, Some(sb)) => {
+            if let Some(c) = &config.component {
+                sb.set_component(ComponentConfig {
+                    component_appid: c.appid.clone(),
+                    component_secret: c.secret.clone(),
+                    token: c.token.clone(),
+                    encoding_aes_key: c.aes_key.clone(),
+                    ..sb.component()
+                })
+                .map_err(|e| anyhow::anyhow!("the sandbox refuses the component credentials: {e}"))?;
+            }
+            sb.push_events_to(public_url).map_err(|e| anyhow::anyhow!("the sandbox cannot push to {public_url}: {e}"))?;
+            let c = sb.component();
+            let api = format!("{public_url}/sandbox/api");
+            let platform = open(WechatOpenConfig::new(
+                api.clone(),
+                format!("{public_url}/sandbox/mp"),
+                c.component_appid,
+                c.component_secret,
+                c.token,
+                c.encoding_aes_key,
+            ))?;
+            let uploader = SandboxUploader::new(api, c.template_dev_appid).with_timeout(Duration::from_secs(config.ci_timeout_secs));
+            (platform, Arc::new(uploader))
+        }
+        (Platform::Wechat { api_base, mp_base, .. }, _) => {
+            let platform = match &config.component {
+                Some(c) => open(WechatOpenConfig::new(
+                    api_base.clone(),
+                    mp_base.clone(),
+                    c.appid.clone(),
+                    c.secret.clone(),
+                    c.token.clone(),
+                    c.aes_key.clone(),
+                ))?,
+                None => Arc::new(adapters::UnconfiguredPlatform),
+            };
+            let uploader: Arc<dyn CodeUploader> = match &config.ci_key_file {
+                Some(key) => {
+                    let mut ci = MiniprogramCiConfig::new(&config.ci_command, key, config.package_dir.join("ci-work"))
+                        .context("ATRIUM_WECHAT_CI_KEY_FILE must be named private.<appid>.key")?;
+                    ci.timeout = Duration::from_secs(config.ci_timeout_secs);
+                    Arc::new(MiniprogramCi::new(ci))
+                }
+                None => Arc::new(adapters::UnconfiguredUploader),
+            };
+            (platform, uploader)
+        }
+        (Platform::Sandbox, None) => anyhow::bail!("the sandbox platform needs the sandbox"),
+    };
+    Ok(Arc::new(ReleaseService::new(
+        Arc::new(ReleaseStore::new(db.clone(), FieldCipher::new(&config.master_key), config.package_dir.clone())),
+        platform,
+        Arc::new(BlockingPackageInspector),
+        uploader,
+        jobs,
+        Arc::new(SystemClock),
+        ReleaseSettings::new(public_url),
+    )))
+}
+
 /// The document service over `db` (also used by the `docs` CLI commands).
 pub fn docs_service(db: &Db) -> Arc<DocsService> {
     Arc::new(DocsService::new(Arc::new(DocsStore::new(db.clone())), Arc::new(SystemClock), DocsConfig::default()))
+}
+
+/// Once the server answers, the sandbox plays the third-party platform's part: a verify
+/// ticket now and every 10 minutes, and authorisation links for `control/authorize
+/// {tenant_id}` as a platform admin would get them.
+fn sandbox_platform_running(sb: &Sandbox, releases: Arc<ReleaseService>) {
+    sb.resolve_tenant_links(Arc::new(move |tenant_id| {
+        let releases = releases.clone();
+        Box::pin(async move {
+            // The sandbox's stand-in for a platform administrator (no user of ours).
+            let actor = atrium_kernel::Actor::new(
+                0,
+                "sandbox",
+                atrium_kernel::Party::Platform,
+                [atrium_kernel::permission::MINIPROGRAM_PUBLISH.name],
+            );
+            match releases.authorization(&actor, Some(tenant_id)).await {
+                Ok(view) => view.authorize_url,
+                Err(e) => {
+                    log::warn!("sandbox: no authorisation link for tenant {tenant_id}: {e}");
+                    None
+                }
+            }
+        })
+    }));
+    sb.spawn_verify_ticket_pushes(Duration::from_secs(600));
 }
 
 /// Binds, migrates, bootstraps the first admin and serves until stopped.
@@ -254,6 +367,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         OrderSettings::default(),
     ));
     observer.connect(orders.clone());
+    let releases = release_service(&config, &db, &public_url, sandbox.as_ref(), Some(calls.clone()), job_store.clone())?;
     if config.jobs {
         let poll = Duration::from_millis(config.job_poll_ms);
         payments.schedule_reconciliation().await.map_err(|e| anyhow::anyhow!("cannot schedule the reconciliation: {e}"))?;
@@ -264,6 +378,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         let expiry = Arc::new(order_payments::OrderExpiry { orders: orders.clone(), jobs: job_store.clone() });
         expiry.schedule().await.map_err(|e| anyhow::anyhow!("cannot schedule the order expiry: {e}"))?;
         jobs.run_queue("orders", job_store.clone(), expiry, poll);
+        jobs.run_queue("releases", job_store.clone(), releases.clone(), poll);
     }
     let state = web::Data::new(AppState {
         identity: identity.clone(),
@@ -284,6 +399,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         docs: docs.clone(),
         payments,
         orders,
+        releases: releases.clone(),
+        package_incoming: config.package_dir.join("incoming"),
         idempotency,
         health: Arc::new(adapters::Readiness { db: db.clone(), jobs: jobs.clone() }),
         json_limit: config.json_limit,
@@ -315,6 +432,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     .run();
     let handle = server.handle();
     let server = tokio::spawn(server);
+    if let Some(sb) = &sandbox {
+        sandbox_platform_running(sb, releases);
+    }
     log::info!("atrium listening on http://{addr} ({:?} profile, metrics {:?})", config.profile, config.metrics);
     Ok(Running {
         addr,

@@ -9,6 +9,7 @@ pub mod orders;
 pub mod partners;
 pub mod payments;
 pub mod payroll;
+pub mod releases;
 pub mod roles;
 pub mod tenants;
 pub mod users;
@@ -40,6 +41,7 @@ pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
     payroll::configure(cfg);
     payments::configure(cfg);
     orders::configure(cfg);
+    releases::configure(cfg);
     roles::configure(cfg);
     audit::configure(cfg);
 }

@@ -6,9 +6,9 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use atrium_kernel::{Error, Id};
 use atrium_miniprogram::{
-    CloseRequest, CloseView, KeyUpload, NotificationError, NotificationRequest, PaymentConfigPut, PaymentConfigView, PaymentTenantParams,
-    PaymentTestRequest, PlatformKeyId, QueryRequest, ReconciliationParams, ReconciliationView, RefundRequest, RefundView, Secret,
-    TestReport, TransactionView, UnifiedOrderRequest, UnifiedOrderView,
+    CloseRequest, CloseView, KeyUpload, NotificationError, NotificationRequest, PaymentConfigPut, PaymentConfigView, PaymentTestRequest,
+    PlatformKeyId, QueryRequest, ReconciliationParams, ReconciliationView, RefundRequest, RefundView, Secret, TenantParams, TestReport,
+    TransactionView, UnifiedOrderRequest, UnifiedOrderView,
 };
 use futures_util::StreamExt;
 
@@ -44,10 +44,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// The tenant's payment configuration: ids, fingerprints, serials and dates, never a key.
-#[utoipa::path(get, path = "/api/v1/miniprogram/payment/config", tag = "payments", params(PaymentTenantParams),
+#[utoipa::path(get, path = "/api/v1/miniprogram/payment/config", tag = "payments", params(TenantParams),
     security(("bearer" = ["miniprogram:payment"])),
     responses((status = 200, body = PaymentConfigView), (status = 404, description = "No configuration yet, or the tenant is not yours")))]
-pub async fn get_config(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, q: web::Query<PaymentTenantParams>) -> ApiResult {
+pub async fn get_config(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, q: web::Query<TenantParams>) -> ApiResult {
     ok(state.payments.get_config(&auth.actor, q.into_inner().tenant_id).await?)
 }
 

@@ -334,11 +334,12 @@ impl NotifyFailure {
     }
 }
 
-/// `GET /miniprogram/payment/config?tenant_id=`: whose configuration.
+/// `?tenant_id=`: whose record (the payment configuration, the mini-program's authorisation
+/// and versions).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
-pub struct PaymentTenantParams {
+pub struct TenantParams {
     /// Required for platform and partner callers; a tenant caller's own tenant otherwise.
     #[cfg_attr(feature = "openapi", param(required = true, value_type = Id, minimum = 1))]
     pub tenant_id: Option<Id>,

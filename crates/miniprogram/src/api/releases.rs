@@ -94,6 +94,24 @@ pub struct PackageUpload {
     pub description: VersionDescription,
 }
 
+/// The parts of `POST /miniprogram/upload` (`multipart/form-data`), as the document shows them.
+#[cfg(feature = "openapi")]
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+#[schema(example = json!({"tenant_id": 1, "version": "1.0.1", "description": "Adds the shop page"}))]
+pub struct PackageUploadForm {
+    /// Platform and partner callers must name it; a tenant caller may leave it out.
+    #[schema(required = true, value_type = Id)]
+    pub tenant_id: Option<Id>,
+    /// A zip of the mini-program project: `project.config.json` and `app.json` at its root
+    /// (or in one top directory), nothing outside it; at most 20 MiB (413 above).
+    #[schema(value_type = String, format = Binary)]
+    pub package: Vec<u8>,
+    pub version: Version,
+    #[schema(value_type = String, max_length = 512)]
+    pub description: String,
+}
+
 /// `POST /miniprogram/audit/submit`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

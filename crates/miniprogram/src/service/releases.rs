@@ -39,6 +39,8 @@ const FIELD_CODES: &[(i64, &str)] =
     &[(85013, "ext_json"), (85014, "template_id"), (85064, "template_id"), (85081, "gray_percentage"), (85044, "package")];
 /// The authorisation was revoked.
 const REVOKED: i64 = 61003;
+/// The authorisation code was used already.
+const CODE_USED: i64 = 61009;
 /// The mini-program did not grant the platform the permission the call needs.
 const NOT_GRANTED: i64 = 61007;
 /// How long a client should wait after a quota error.
@@ -275,7 +277,16 @@ impl ReleaseService {
             return Err(Error::invalid("auth_code", "must be 1 to 512 characters"));
         }
         let code = Secret::new(callback.auth_code);
-        let stored = self.authorize(attempt.tenant_id, &code, Some(attempt.created_by)).await?.map_err(release_platform_error)?;
+        let stored = match self.authorize(attempt.tenant_id, &code, Some(attempt.created_by)).await? {
+            Ok(stored) => stored,
+            // The `authorized` event beat the admin's browser here and used the code: the
+            // authorisation it stored since this link was made is the answer.
+            Err(PlatformError::Refused { errcode: CODE_USED, errmsg }) => match self.repo.get_authorization(attempt.tenant_id).await? {
+                Some(a) if a.status == AuthorizationStatus::Authorized && a.updated_at >= attempt.created_at => a,
+                _ => return Err(release_platform_error(PlatformError::Refused { errcode: CODE_USED, errmsg })),
+            },
+            Err(e) => return Err(release_platform_error(e)),
+        };
         Ok(AuthorizationView::new(stored.tenant_id, Some(&stored), None))
     }
 
@@ -797,7 +808,8 @@ impl ReleaseService {
         self.clock.as_ref()
     }
 
-    pub(super) fn settings(&self) -> &ReleaseSettings {
+    /// How code releases behave (package limits, poll interval).
+    pub fn settings(&self) -> &ReleaseSettings {
         &self.settings
     }
 

@@ -495,6 +495,30 @@ async fn a_mini_program_authorised_by_another_tenant_is_refused() {
     assert_eq!(lock(&s).authorization.as_ref().map(|a| a.tenant_id), Some(OTHER_TENANT));
 }
 
+#[tokio::test]
+async fn a_code_the_authorized_event_used_first_answers_what_the_event_stored() {
+    let s = state();
+    {
+        let mut st = lock(&s);
+        // Stored by the event after the link was made.
+        st.authorization = Some(Authorization { updated_at: now(), ..authorization(AuthorizationStatus::Authorized) });
+        st.attempts.push(attempt("st-3", now() + Duration::minutes(10)));
+        st.attempts
+            .push(AuthorizationAttempt { created_at: now() + Duration::seconds(1), ..attempt("st-4", now() + Duration::minutes(10)) });
+    }
+    let mut d = doubles();
+    d.platform.expect_query_auth().times(2).returning(|_, _| Err(refused(61009)));
+    let svc = service(&s, d);
+    let callback = |state: &str| AuthorizationCallback { auth_code: "used".into(), expires_in: None, state: state.into() };
+
+    let view = svc.finish_authorization(callback("st-3")).await.unwrap();
+    assert_eq!((view.status, view.authorizer_appid.as_deref()), (AuthorizationStatus::Authorized, Some(APPID)));
+    assert!(lock(&s).saved_authorizations.is_empty());
+
+    // A link made after the last authorisation was stored gets the platform's refusal.
+    let err = svc.finish_authorization(callback("st-4")).await.unwrap_err();
+    assert!(matches!(err, Error::PlatformRefused { errcode: 61009, .. }), "{err:?}");
+}
 // --- uploads ------------------------------------------------------------------------------
 
 #[tokio::test]
