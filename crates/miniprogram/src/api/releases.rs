@@ -179,6 +179,7 @@ impl PublishRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"tenant_id": 1})))]
 pub struct RollbackRequest {
     #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
     pub tenant_id: Option<Id>,
