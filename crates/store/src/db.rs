@@ -6,7 +6,8 @@ use diesel::r2d2::{CustomizeConnection, HandleError, HandleEvent, ManageConnecti
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use crate::error::db_error;
 
@@ -80,6 +81,16 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// How long a SQLite statement waits for a write lock held by another connection: another
+/// process on the file (the CLI), or another [`Db`] opened on it. This process's own writes
+/// never wait here, as they queue for [`SqliteWriter`] instead.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a write may wait in [`SqliteWriter`]'s queue before it is answered
+/// `Unavailable` (503) instead of run: as long as a statement waits for another process's
+/// lock.
+const SQLITE_WRITE_QUEUE_TIMEOUT: Duration = SQLITE_BUSY_TIMEOUT;
+
 /// SQLite settings for concurrent use, applied to every pooled connection.
 #[derive(Debug)]
 struct SqlitePragmas;
@@ -87,10 +98,11 @@ struct SqlitePragmas;
 impl CustomizeConnection<DbConn, diesel::r2d2::Error> for SqlitePragmas {
     fn on_acquire(&self, conn: &mut DbConn) -> Result<(), diesel::r2d2::Error> {
         if let DbConn::Sqlite(c) = conn {
-            c.batch_execute(
-                "PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; \
+            c.batch_execute(&format!(
+                "PRAGMA busy_timeout = {}; PRAGMA foreign_keys = ON; \
                  PRAGMA synchronous = NORMAL; PRAGMA cache_size = -16000; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 268435456;",
-            )
+                SQLITE_BUSY_TIMEOUT.as_millis()
+            ))
             .map_err(diesel::r2d2::Error::QueryError)?;
         }
         Ok(())
@@ -145,6 +157,8 @@ struct PoolCounters {
     wait_micros: AtomicU64,
     timeouts: AtomicU64,
     waiting: AtomicU64,
+    /// Writes in [`SqliteWriter`]'s queue now.
+    queued_writes: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -169,7 +183,8 @@ pub struct PoolStats {
     /// Connections open now (idle and in use).
     pub connections: u32,
     pub idle: u32,
-    /// Callers waiting for a connection now.
+    /// Callers waiting for a connection now; on SQLite, with the writes queued for the one
+    /// writer.
     pub waiting: u64,
     /// Connections handed out since the pool opened.
     pub checkouts: u64,
@@ -191,6 +206,8 @@ pub struct Db {
     pool: Pool<DbManager>,
     backend: Backend,
     counters: Arc<PoolCounters>,
+    /// SQLite's one writer of this process; `None` on PostgreSQL.
+    writer: Option<Arc<SqliteWriter>>,
 }
 
 impl Db {
@@ -243,17 +260,30 @@ impl Db {
             .event_handler(Box::new(PoolEvents(counters.clone())))
             .build(manager)
             .context("cannot build the connection pool")?;
-        Ok(Db { pool, backend, counters })
+        let writer = match backend {
+            Backend::Sqlite => Some(Arc::new(SqliteWriter::start(pool.clone(), counters.clone())?)),
+            Backend::Postgres => None,
+        };
+        Ok(Db { pool, backend, counters, writer })
     }
 
     pub fn backend(&self) -> Backend {
         self.backend
     }
 
-    /// Applies pending migrations of this backend; returns how many ran.
+    /// Applies pending migrations of this backend; returns how many ran. On SQLite they run
+    /// as one of the process's writes (see [`write`](Self::write)).
     pub fn migrate(&self) -> anyhow::Result<usize> {
-        let mut conn = self.pool.get().context("no database connection for migrations")?;
         let source = self.migrations();
+        if let Some(writer) = &self.writer {
+            let ran = writer.run_blocking(move |conn| {
+                conn.run_pending_migrations(source)
+                    .map(|done| done.len())
+                    .map_err(|e| Error::Internal(anyhow::anyhow!("migration failed: {e}")))
+            });
+            return ran.map_err(|e| anyhow::anyhow!("{e}"));
+        }
+        let mut conn = self.pool.get().context("no database connection for migrations")?;
         let ran = conn.run_pending_migrations(source).map_err(|e| anyhow::anyhow!("migration failed: {e}"))?.len();
         if self.backend == Backend::Postgres {
             warn_without_pg_trgm(&mut conn);
@@ -298,7 +328,7 @@ impl Db {
             max_size: self.pool.max_size(),
             connections: state.connections,
             idle: state.idle_connections,
-            waiting: c.waiting.load(Ordering::Relaxed),
+            waiting: c.waiting.load(Ordering::Relaxed) + c.queued_writes.load(Ordering::Relaxed),
             checkouts: c.checkouts.load(Ordering::Relaxed),
             wait_time: Duration::from_micros(c.wait_micros.load(Ordering::Relaxed)),
             timeouts: c.timeouts.load(Ordering::Relaxed),
@@ -320,17 +350,43 @@ impl Db {
         .map_err(|e| Error::Internal(anyhow::anyhow!("database task failed: {e}")))?
     }
 
-    /// Runs `f` inside one write transaction (`BEGIN IMMEDIATE` on SQLite, so concurrent
-    /// writers queue on the lock instead of failing), committed if `f` returns `Ok`.
+    /// Runs `f` inside one write transaction, committed if `f` returns `Ok`.
+    ///
+    /// On SQLite, which has one write lock per database, the writes of this process take
+    /// turns, first come first served, on one thread of their own ([`SqliteWriter`]): each
+    /// runs in `BEGIN IMMEDIATE` there, so it never meets another of this process's writers
+    /// holding the lock, and a waiting write holds no thread, no pooled connection and no
+    /// lock. (Left to SQLite, concurrent writers wait in its busy handler, which sleeps up to
+    /// 100 ms between tries.) Reads ([`run`](Self::run)) do not queue: WAL lets them go on
+    /// beside the writer. On PostgreSQL `f` runs on the blocking pool in a transaction of
+    /// its own.
     pub async fn write<T, F>(&self, f: F) -> Result<T, Error>
     where
         T: Send + 'static,
         F: FnOnce(&mut DbConn) -> Result<T, Error> + Send + 'static,
     {
-        self.run(move |conn| write_tx(conn, f)).await
+        match &self.writer {
+            Some(writer) => writer.run(move |conn| write_tx(conn, f)).await,
+            None => self.run(move |conn| write_tx(conn, f)).await,
+        }
     }
 
-    /// A connection for synchronous callers (CLI, benches, seeding).
+    /// [`write`](Self::write) for synchronous callers (CLI, seeding); it blocks the thread
+    /// until the transaction is done.
+    pub fn write_blocking<T, F>(&self, f: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConn) -> Result<T, Error> + Send + 'static,
+    {
+        match &self.writer {
+            Some(writer) => writer.run_blocking(move |conn| write_tx(conn, f)),
+            None => write_tx(&mut *self.checkout()?, f),
+        }
+    }
+
+    /// A connection for synchronous callers (CLI, benches, tests). On SQLite, a write through
+    /// it does not take its turn with [`write`](Self::write)'s and may wait for their lock
+    /// (up to the busy timeout): write with [`write_blocking`](Self::write_blocking).
     pub fn conn(&self) -> Result<PooledConnection<DbManager>, Error> {
         self.checkout()
     }
@@ -341,14 +397,19 @@ impl Db {
     }
 
     fn checkout(&self) -> Result<PooledConnection<DbManager>, Error> {
-        self.counters.waiting.fetch_add(1, Ordering::Relaxed);
-        let got = self.pool.get();
-        self.counters.waiting.fetch_sub(1, Ordering::Relaxed);
-        got.map_err(|e| {
-            log::warn!("no database connection within the checkout timeout: {e}");
-            crate::error::unavailable()
-        })
+        checkout(&self.pool, &self.counters)
     }
+}
+
+/// A pooled connection within the checkout timeout, else `Unavailable`.
+fn checkout(pool: &Pool<DbManager>, counters: &PoolCounters) -> Result<PooledConnection<DbManager>, Error> {
+    counters.waiting.fetch_add(1, Ordering::Relaxed);
+    let got = pool.get();
+    counters.waiting.fetch_sub(1, Ordering::Relaxed);
+    got.map_err(|e| {
+        log::warn!("no database connection within the checkout timeout: {e}");
+        crate::error::unavailable()
+    })
 }
 
 /// The employee search indexes need `pg_trgm`; a role that may not create extensions gets
@@ -373,7 +434,7 @@ fn warn_without_pg_trgm(conn: &mut DbConn) {
 }
 
 /// One write transaction around `f`; see [`Db::write`].
-pub fn write_tx<T, F>(conn: &mut DbConn, f: F) -> Result<T, Error>
+fn write_tx<T, F>(conn: &mut DbConn, f: F) -> Result<T, Error>
 where
     F: FnOnce(&mut DbConn) -> Result<T, Error>,
 {
@@ -394,5 +455,92 @@ where
             }
             Err(e)
         }
+    }
+}
+
+/// A write for [`SqliteWriter`]'s thread: given a pooled connection, or the error that stands
+/// for one (the pool's checkout timeout, the queue's timeout), it runs and sends its result.
+type WriteJob = Box<dyn FnOnce(Result<&mut DbConn, Error>) + Send>;
+
+struct QueuedWrite {
+    queued_at: Instant,
+    job: WriteJob,
+}
+
+/// The one thread that writes to a SQLite database for this process. Writes queue on a
+/// channel in the order they come and run one at a time, each with a connection of the pool
+/// (so an in-memory database of one connection stays one database); the thread ends when the
+/// last [`Db`] handle is dropped.
+struct SqliteWriter {
+    queue: mpsc::Sender<QueuedWrite>,
+    counters: Arc<PoolCounters>,
+}
+
+impl SqliteWriter {
+    fn start(pool: Pool<DbManager>, counters: Arc<PoolCounters>) -> anyhow::Result<SqliteWriter> {
+        let (queue, jobs) = mpsc::channel::<QueuedWrite>();
+        let thread_counters = counters.clone();
+        std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || {
+                for QueuedWrite { queued_at, job } in jobs {
+                    thread_counters.queued_writes.fetch_sub(1, Ordering::Relaxed);
+                    if queued_at.elapsed() > SQLITE_WRITE_QUEUE_TIMEOUT {
+                        log::warn!("a database write waited {:?} for its turn; it was not run", queued_at.elapsed());
+                        job(Err(crate::error::unavailable()));
+                        continue;
+                    }
+                    // A panicking write must not end the thread. The connection is checked out
+                    // inside, so a panic drops it while unwinding, and the pool discards it
+                    // (with its open transaction) rather than reuse it; the caller's reply
+                    // channel goes with it.
+                    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let checkout = checkout(&pool, &thread_counters);
+                        match checkout {
+                            Ok(mut conn) => job(Ok(&mut conn)),
+                            Err(e) => job(Err(e)),
+                        }
+                    }));
+                    if ran.is_err() {
+                        log::error!("a database write panicked; its transaction was rolled back");
+                    }
+                }
+            })
+            .context("cannot start the SQLite writer thread")?;
+        Ok(SqliteWriter { queue, counters })
+    }
+
+    fn enqueue(&self, job: WriteJob) -> Result<(), Error> {
+        self.counters.queued_writes.fetch_add(1, Ordering::Relaxed);
+        self.queue.send(QueuedWrite { queued_at: Instant::now(), job }).map_err(|_| {
+            self.counters.queued_writes.fetch_sub(1, Ordering::Relaxed);
+            Error::internal("the SQLite writer thread has stopped")
+        })
+    }
+
+    /// Runs `f` in its turn and waits for it without holding a thread.
+    async fn run<T, F>(&self, f: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConn) -> Result<T, Error> + Send + 'static,
+    {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.enqueue(Box::new(move |conn| {
+            let _ = reply.send(conn.and_then(f));
+        }))?;
+        answer.await.map_err(|_| Error::Internal(anyhow::anyhow!("database task failed: the write panicked")))?
+    }
+
+    /// Runs `f` in its turn, blocking this thread until it is done.
+    fn run_blocking<T, F>(&self, f: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConn) -> Result<T, Error> + Send + 'static,
+    {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.enqueue(Box::new(move |conn| {
+            let _ = reply.send(conn.and_then(f));
+        }))?;
+        answer.recv().map_err(|_| Error::Internal(anyhow::anyhow!("database task failed: the write panicked")))?
     }
 }

@@ -221,7 +221,7 @@ fn load_token(conn: &mut DbConn, row: Option<TokenRow>) -> Result<Option<ApiToke
 impl DocsRepo for DocsStore {
     async fn create_project(&self, p: NewProject) -> Result<Project> {
         self.db
-            .run(move |conn| {
+            .write(move |conn| {
                 let at = to_db(p.at);
                 let id: i64 = diesel::insert_into(doc_projects::table)
                     .values((
@@ -384,7 +384,7 @@ impl DocsRepo for DocsStore {
 
     async fn revoke_token(&self, id: Id, at: Timestamp) -> Result<()> {
         self.db
-            .run(move |conn| {
+            .write(move |conn| {
                 diesel::update(doc_tokens::table.find(id).filter(doc_tokens::revoked_at.is_null()))
                     .set(doc_tokens::revoked_at.eq(Some(to_db(at))))
                     .execute(conn)
@@ -396,7 +396,7 @@ impl DocsRepo for DocsStore {
 
     async fn touch_token(&self, id: Id, at: Timestamp, stale_before: Timestamp) -> Result<bool> {
         self.db
-            .run(move |conn| {
+            .write(move |conn| {
                 let n = diesel::update(
                     doc_tokens::table
                         .find(id)
@@ -436,7 +436,7 @@ impl DocsRepo for DocsStore {
 
     async fn insert_document(&self, d: NewDocument) -> Result<Document> {
         self.db
-            .run(move |conn| {
+            .write(move |conn| {
                 let at = to_db(d.at);
                 let id: i64 = diesel::insert_into(documents::table)
                     .values((

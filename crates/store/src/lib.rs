@@ -19,8 +19,9 @@
 //! - the kernel's shared ports: [`DbIdempotencyStore`] (`IdempotencyStore`, the records of
 //!   `Idempotency-Key` requests) and [`DbJobStore`] (`JobStore`, the durable job queue).
 //!
-//! Every repository call runs on the blocking pool; every domain operation that must be
-//! atomic is one transaction here.
+//! Every repository call runs off the async workers: reads on the blocking pool, writes
+//! through [`Db::write`] (on SQLite, one at a time on the process's one writer thread); every
+//! domain operation that must be atomic is one transaction here.
 
 mod audit_log;
 pub mod crypto;
@@ -42,7 +43,7 @@ pub mod testing;
 mod time;
 
 pub use crypto::FieldCipher;
-pub use db::{Backend, Db, DbConn, DbManager, MultiBackend, PoolStats, redact_url, write_tx};
+pub use db::{Backend, Db, DbConn, DbManager, MultiBackend, PoolStats, redact_url};
 pub use docs::DocsStore;
 pub use error::db_error;
 pub use idempotency::DbIdempotencyStore;

@@ -1,6 +1,6 @@
 //! Bulk seeding for benchmarks and demos: many tenants with many employees, written by the
 //! database itself (`generate_series` / a recursive CTE) so a million rows take seconds.
-use crate::db::{Db, DbConn, write_tx};
+use crate::db::{Db, DbConn};
 use crate::error::db_error;
 use atrium_kernel::Error;
 use diesel::RunQueryDsl;
@@ -8,9 +8,7 @@ use diesel::RunQueryDsl;
 /// Adds `tenants` tenants (under one new partner) with `per_tenant` active employees each.
 /// Returns the id range of the new tenants.
 pub fn seed_org(db: &Db, tenants: i64, per_tenant: i64) -> Result<(i64, i64), Error> {
-    let mut conn = db.conn()?;
-    let conn: &mut DbConn = &mut conn;
-    write_tx(conn, |conn| {
+    let range = db.write_blocking(move |conn| {
         let now = "2026-01-01 00:00:00";
         let (series_tenants, series_people) = match conn {
             DbConn::Pg(_) => (
@@ -49,17 +47,15 @@ pub fn seed_org(db: &Db, tenants: i64, per_tenant: i64) -> Result<(i64, i64), Er
         ))
         .execute(conn)
         .map_err(db_error)?;
-        if let DbConn::Sqlite(_) = conn {
-            diesel::sql_query("ANALYZE").execute(conn).map_err(db_error)?;
-        }
         Ok((first, last))
-    })
-    .and_then(|range| {
-        if let DbConn::Pg(_) = conn {
-            diesel::sql_query("ANALYZE").execute(conn).map_err(db_error)?;
-        }
-        Ok(range)
-    })
+    })?;
+    analyze(db)?;
+    Ok(range)
+}
+
+/// Refreshes the planner's statistics after a bulk insert.
+fn analyze(db: &Db) -> Result<(), Error> {
+    db.write_blocking(|conn| diesel::sql_query("ANALYZE").execute(conn).map(drop).map_err(db_error))
 }
 
 /// Adds `per_tenant` orders to each tenant with an id in `first..=last`, each with one line.
@@ -67,9 +63,7 @@ pub fn seed_org(db: &Db, tenants: i64, per_tenant: i64) -> Result<(i64, i64), Er
 /// offline, a fifth `partially_refunded` by an offline refund that succeeded, and a fifth
 /// `closed`; they were created a minute apart from 2026-01-01. Returns how many were added.
 pub fn seed_orders(db: &Db, first: i64, last: i64, per_tenant: i64) -> Result<i64, Error> {
-    let mut conn = db.conn()?;
-    let conn: &mut DbConn = &mut conn;
-    let added = write_tx(conn, |conn| {
+    let added = db.write_blocking(move |conn| {
         let before = count(conn, "orders")?;
         let (series, created, ts) = match conn {
             DbConn::Pg(_) => (
@@ -122,7 +116,7 @@ pub fn seed_orders(db: &Db, first: i64, last: i64, per_tenant: i64) -> Result<i6
         .map_err(db_error)?;
         Ok(count(conn, "orders")? - before)
     })?;
-    diesel::sql_query("ANALYZE").execute(conn).map_err(db_error)?;
+    analyze(db)?;
     Ok(added)
 }
 

@@ -99,7 +99,7 @@ impl LoginRepo for IdentityStore {
     async fn clear_login_failures(&self, login: &str) -> Result<()> {
         let login = login.to_owned();
         self.db
-            .run(move |conn| {
+            .write(move |conn| {
                 diesel::delete(login_failures::table.find(&login)).execute(conn).map_err(db_error)?;
                 Ok(())
             })

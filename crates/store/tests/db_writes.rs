@@ -1,0 +1,104 @@
+//! How `Db::write` behaves under concurrency, on SQLite and PostgreSQL: many writers at once
+//! all commit (on SQLite they take turns on the one writer thread, so none meets SQLite's
+//! lock held by another and none waits in its busy handler), a read does not wait for a write
+//! in progress, and a write that panics is rolled back without stopping the ones after it.
+#![allow(clippy::unwrap_used)]
+use atrium_kernel::Error;
+use atrium_store::{Backend, Db, db_error, store_test};
+use diesel::RunQueryDsl;
+use diesel::connection::SimpleConnection;
+use std::time::Duration;
+
+fn insert(conn: &mut atrium_store::DbConn, bucket: &str) -> Result<(), Error> {
+    diesel::sql_query(format!("INSERT INTO rate_events (bucket, created_at) VALUES ('{bucket}', '2026-05-01 09:00:00')"))
+        .execute(conn)
+        .map_err(db_error)?;
+    Ok(())
+}
+
+async fn count(db: &Db, like: &'static str) -> i64 {
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    db.run(move |conn| {
+        let rows: Vec<Count> =
+            diesel::sql_query(format!("SELECT COUNT(*) AS n FROM rate_events WHERE bucket LIKE '{like}'")).load(conn).map_err(db_error)?;
+        Ok(rows.first().map(|r| r.n).unwrap_or(0))
+    })
+    .await
+    .unwrap()
+}
+
+// As many concurrent writes as a busy server has requests, each holding the write lock a
+// moment. On SQLite every pooled connection first gives up at once on a lock another
+// connection holds (`busy_timeout = 0`): without the writes of the process taking turns
+// before `BEGIN IMMEDIATE`, most of these fail with "database is locked".
+store_test!(many_concurrent_writes_all_commit, |db| {
+    if db.backend() == Backend::Sqlite {
+        // Every connection of the pool (TestDatabase opens 8) at once, so each gets the pragma.
+        let mut conns: Vec<_> = (0..8).map(|_| db.conn().unwrap()).collect();
+        for c in &mut conns {
+            c.batch_execute("PRAGMA busy_timeout = 0").unwrap();
+        }
+    }
+    let writes: Vec<_> = (0..64)
+        .map(|i| {
+            let db = db.clone();
+            tokio::spawn(async move {
+                db.write(move |conn| {
+                    insert(conn, &format!("w{i}"))?;
+                    std::thread::sleep(Duration::from_millis(2));
+                    Ok(())
+                })
+                .await
+            })
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for w in writes {
+        if let Err(e) = w.await.unwrap() {
+            failed.push(format!("{e:#}"));
+        }
+    }
+    assert!(failed.is_empty(), "{} of 64 writes failed, e.g. {:?}", failed.len(), failed.first());
+    assert_eq!(count(&db, "w%").await, 64);
+});
+
+store_test!(a_read_does_not_wait_for_a_write_in_progress, |db| {
+    let (entered, in_transaction) = std::sync::mpsc::channel();
+    let (release, read_done) = std::sync::mpsc::channel::<()>();
+    let writing = tokio::spawn({
+        let db = db.clone();
+        async move {
+            db.write(move |conn| {
+                insert(conn, "held")?;
+                entered.send(()).unwrap();
+                read_done.recv_timeout(Duration::from_secs(20)).map_err(|_| Error::internal("the read waited for the write"))
+            })
+            .await
+        }
+    });
+    tokio::task::spawn_blocking(move || in_transaction.recv_timeout(Duration::from_secs(20))).await.unwrap().unwrap();
+
+    assert_eq!(count(&db, "held").await, 0, "the read sees the database as it was before the open write");
+    release.send(()).unwrap();
+    writing.await.unwrap().unwrap();
+    assert_eq!(count(&db, "held").await, 1);
+});
+
+store_test!(a_panicking_write_is_rolled_back_and_the_writes_after_it_go_on, |db| {
+    let panicked = db
+        .write(|conn| -> Result<(), Error> {
+            insert(conn, "panicked")?;
+            panic!("a write panics inside its transaction");
+        })
+        .await;
+    assert!(matches!(panicked, Err(Error::Internal(_))), "{panicked:?}");
+
+    db.write(|conn| insert(conn, "after")).await.unwrap();
+    db.write_blocking(|conn| insert(conn, "after blocking")).unwrap();
+    assert_eq!(count(&db, "panicked").await, 0);
+    assert_eq!(count(&db, "after%").await, 2);
+});
