@@ -55,6 +55,8 @@ if [ -z "${ATRIUM_BIN:-}" ]; then
   ATRIUM_BIN=${CARGO_TARGET_DIR:-$root/target}/release/atrium
 fi
 [ -x "$ATRIUM_BIN" ] || { echo "no server binary at $ATRIUM_BIN" >&2; exit 2; }
+# Absolute: the hooks run it from another working directory.
+ATRIUM_BIN="$(cd "$(dirname "$ATRIUM_BIN")" && pwd)/$(basename "$ATRIUM_BIN")"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/atrium-fuzz.XXXXXX")
 server_pid=

@@ -752,6 +752,38 @@ e2e!(forged_foreign_and_repeated_events_change_nothing, vars = [("ATRIUM_JOB_POL
     assert_eq!(wait_audit(app, &admin, tenant, running, "passed", 5).await["status"], "passed");
 });
 
+// The platform's audit events name no audit: a rejection of an earlier audit delivered late,
+// while a newer one runs, must not decide the newer one.
+e2e!(a_late_result_of_an_earlier_audit_does_not_decide_the_running_one, vars = [("ATRIUM_JOB_POLL_MS", "50")], |app| {
+    let admin = app.admin_token().await;
+    let tenant = new_tenant(app, &admin, "Shop").await;
+    authorise(app, &admin, tenant, APPID).await;
+    let first = uploaded_template(app, &admin, tenant, "1.0.0").await;
+    let s = submit(app, &admin, first).await;
+    s.expect(200);
+    let earlier = s.data()["id"].as_i64().unwrap();
+    decide(app, APPID, json!({"result": "rejected", "reason": "Blurry icon", "push": false})).await;
+    let status = app.get(&format!("/api/v1/miniprogram/audit/status?audit_task_id={earlier}"), Some(&admin)).await;
+    status.expect(200);
+    assert_eq!(status.data()["status"], "rejected");
+    let late = pushes(app, "weapp_audit_fail", APPID).await.pop().unwrap();
+    assert_eq!(late["delivered"], false, "{late}");
+
+    let second = uploaded_template(app, &admin, tenant, "1.0.1").await;
+    let s = submit(app, &admin, second).await;
+    s.expect(200);
+    let running = s.data()["id"].as_i64().unwrap();
+    let (code, answer) = deliver(app, late["url"].as_str().unwrap(), &late, late["msg_signature"].as_str().unwrap()).await;
+    assert_eq!((code, answer.as_str()), (200, "success"));
+    let audit = stored_audit(app, &admin, tenant, running).await;
+    assert_eq!((audit["status"].as_str(), audit["reason"].as_str()), (Some("auditing"), None), "{audit}");
+
+    // Its own result still decides it.
+    decide(app, APPID, json!({"result": "passed"})).await;
+    assert_eq!(wait_audit(app, &admin, tenant, running, "passed", 5).await["status"], "passed");
+    publish(app, &admin, running, json!({"mode": "full"})).await.expect(200);
+});
+
 // ---- Tenant scope ----
 
 e2e!(a_tenant_sees_and_acts_on_its_own_releases_only, vars = [("ATRIUM_JOB_POLL_MS", "50")], |app| {

@@ -161,6 +161,18 @@ fn object_rules(doc: &mut serde_json::Value) {
                 "dependentRequired": {"platform_public_key": ["platform_public_key_id"]},
             }),
         ),
+        // PublishRequest::release_mode: a percentage with `gray` only.
+        (
+            "PublishRequest",
+            json!({"oneOf": [
+                {"properties": {"mode": {"const": "full"}, "gray_percentage": {"type": "null"}}},
+                {"required": ["gray_percentage"], "properties": {"mode": {"const": "gray"}, "gray_percentage": {"type": "integer"}}},
+            ]}),
+        ),
+        // read_package_form: the form's parts and no other.
+        ("PackageUploadForm", json!({"additionalProperties": false})),
+        // The event URLs read the platform's flat `<xml>` and nothing else.
+        ("EncryptedPush", json!({"additionalProperties": false})),
         // OrderService::create: an amount, or items it is the sum of (or both, agreeing).
         (
             "NewOrder",

@@ -31,8 +31,6 @@ pub enum Platform {
         payslip_template_id: String,
         /// The pay platform (v3) every tenant's merchant account is reached at.
         pay_base: String,
-        /// Where the third-party platform's authorisation page lives.
-        mp_base: String,
     },
 }
 
@@ -99,6 +97,8 @@ pub struct Config {
     pub job_poll_ms: u64,
     /// Our third-party platform for mini-program releases, if configured.
     pub component: Option<ComponentCredentials>,
+    /// Where the third-party platform's authorisation page lives (with `Platform::Wechat`).
+    pub mp_base: String,
     /// The `miniprogram-ci` executable that uploads packages.
     pub ci_command: PathBuf,
     /// The platform's upload key (`private.<appid>.key`); without it packages cannot be
@@ -303,7 +303,6 @@ impl Config {
                 mp_secret: env.wechat_mp_secret,
                 payslip_template_id: env.wechat_payslip_template_id,
                 pay_base: env.wechat_pay_base.trim_end_matches('/').to_owned(),
-                mp_base: env.wechat_mp_base.trim_end_matches('/').to_owned(),
             },
         };
         let component = component_credentials(
@@ -392,6 +391,7 @@ impl Config {
             jobs: env.jobs,
             job_poll_ms: env.job_poll_ms,
             component,
+            mp_base: env.wechat_mp_base.trim_end_matches('/').to_owned(),
             ci_command: env.wechat_ci_command,
             ci_key_file: env.wechat_ci_key_file,
             ci_timeout_secs: env.wechat_ci_timeout_secs,
@@ -527,9 +527,8 @@ fn component_credentials(
     if !(3..=32).contains(&token.len()) || !token.bytes().all(|b| b.is_ascii_alphanumeric()) {
         bail!("ATRIUM_WECHAT_COMPONENT_TOKEN must be 3 to 32 letters and digits, as registered with the platform");
     }
-    let key_ok = aes_key.len() == 43
-        && aes_key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
-        && B64.decode(format!("{aes_key}=")).is_ok_and(|k| k.len() == 32);
+    // 43 base64 characters are 32 bytes and two spare bits, which the platform ignores.
+    let key_ok = aes_key.len() == 43 && aes_key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/');
     if !key_ok {
         bail!("ATRIUM_WECHAT_COMPONENT_AES_KEY must be the platform's 43-character EncodingAESKey (letters, digits, + and /)");
     }
@@ -614,6 +613,74 @@ mod tests {
                 .err()
                 .unwrap();
         assert!(err.to_string().contains("too weak"), "{err}");
+    }
+
+    const AES_KEY: &str = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG";
+
+    /// `pairs` with both secrets given, so the dev profile writes no secrets file.
+    fn with_secrets<'a>(pairs: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut v = vec![("ATRIUM_JWT_SECRET", "4f9a1c7e2b8d6035a9e1f4c72d8b0e6a3c5f7d9b"), ("ATRIUM_MASTER_KEY", KEY)];
+        v.extend_from_slice(pairs);
+        v
+    }
+
+    #[test]
+    fn component_credentials_come_all_four_or_none_in_the_platforms_form() {
+        let all = [
+            ("ATRIUM_WECHAT_COMPONENT_APPID", "wx_component_1"),
+            ("ATRIUM_WECHAT_COMPONENT_SECRET", "s3cret"),
+            ("ATRIUM_WECHAT_COMPONENT_TOKEN", "Token123"),
+            ("ATRIUM_WECHAT_COMPONENT_AES_KEY", AES_KEY),
+        ];
+        let config = Config::from_vars(vars(&with_secrets(&all))).unwrap();
+        let c = config.component.clone().unwrap();
+        assert_eq!((c.appid.as_str(), c.token.as_str(), c.aes_key.as_str()), ("wx_component_1", "Token123", AES_KEY));
+        assert!(!format!("{c:?}").contains("s3cret") && !format!("{c:?}").contains(AES_KEY));
+        assert!(Config::from_vars(vars(&with_secrets(&[]))).unwrap().component.is_none());
+
+        let err = Config::from_vars(vars(&with_secrets(&all[..3]))).err().unwrap().to_string();
+        assert!(err.contains("or none"), "{err}");
+        for (name, bad) in [
+            ("ATRIUM_WECHAT_COMPONENT_AES_KEY", "tooshort"),
+            ("ATRIUM_WECHAT_COMPONENT_AES_KEY", "abcdefghijklmnopqrstuvwxyz0123456789ABCDEF="),
+            ("ATRIUM_WECHAT_COMPONENT_TOKEN", "to"),
+            ("ATRIUM_WECHAT_COMPONENT_TOKEN", "has space"),
+            ("ATRIUM_WECHAT_COMPONENT_APPID", "wx-dash"),
+        ] {
+            let mut v = all.to_vec();
+            v.retain(|(k, _)| *k != name);
+            v.push((name, bad));
+            let err = Config::from_vars(vars(&with_secrets(&v))).err().unwrap_or_else(|| panic!("{name}={bad} accepted")).to_string();
+            assert!(err.contains(name), "{name}={bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_upload_key_must_be_an_existing_file_named_as_the_platform_names_it() {
+        let dir = std::env::temp_dir().join(format!("atrium-ci-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("private.wx_tpl_dev.key");
+        std::fs::write(&good, "key").unwrap();
+        let config = Config::from_vars(vars(&with_secrets(&[("ATRIUM_WECHAT_CI_KEY_FILE", good.to_str().unwrap())]))).unwrap();
+        assert_eq!(config.ci_key_file.as_deref(), Some(good.as_path()));
+        let misnamed = dir.join("upload.key");
+        std::fs::write(&misnamed, "key").unwrap();
+        let err =
+            Config::from_vars(vars(&with_secrets(&[("ATRIUM_WECHAT_CI_KEY_FILE", misnamed.to_str().unwrap())]))).err().unwrap().to_string();
+        assert!(err.contains("private.<appid>.key"), "{err}");
+        let missing = dir.join("private.wx_gone.key");
+        let err =
+            Config::from_vars(vars(&with_secrets(&[("ATRIUM_WECHAT_CI_KEY_FILE", missing.to_str().unwrap())]))).err().unwrap().to_string();
+        assert!(err.contains("not a readable file"), "{err}");
+        let err = Config::from_vars(vars(&with_secrets(&[("ATRIUM_WECHAT_CI_TIMEOUT_SECS", "600")]))).err().unwrap().to_string();
+        assert!(err.contains("ATRIUM_WECHAT_CI_TIMEOUT_SECS"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn packages_are_kept_beside_the_sqlite_database_by_default() {
+        let config = Config::from_vars(vars(&with_secrets(&[("DATABASE_URL", "sqlite:///var/lib/atrium/main.db")]))).unwrap();
+        assert_eq!(config.package_dir, PathBuf::from("/var/lib/atrium/main.packages"));
     }
 
     #[test]

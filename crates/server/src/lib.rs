@@ -259,11 +259,11 @@ pub fn release_service(
             let uploader = SandboxUploader::new(api, c.template_dev_appid).with_timeout(Duration::from_secs(config.ci_timeout_secs));
             (platform, Arc::new(uploader))
         }
-        (Platform::Wechat { api_base, mp_base, .. }, _) => {
+        (Platform::Wechat { api_base, .. }, _) => {
             let platform = match &config.component {
                 Some(c) => open(WechatOpenConfig::new(
                     api_base.clone(),
-                    mp_base.clone(),
+                    config.mp_base.clone(),
                     c.appid.clone(),
                     c.secret.clone(),
                     c.token.clone(),
@@ -326,6 +326,20 @@ fn sandbox_platform_running(sb: &Sandbox, releases: Arc<ReleaseService>) {
     sb.spawn_verify_ticket_pushes(Duration::from_secs(600));
 }
 
+/// Removes package uploads an instance left half-received in `incoming` (it stopped in the
+/// middle of one): files older than an hour, so uploads other instances are receiving now
+/// stay.
+fn purge_stale_uploads(incoming: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(incoming) else { return };
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    for entry in entries.flatten() {
+        let stale = entry.metadata().ok().filter(|m| m.is_file()).and_then(|m| m.modified().ok()).is_some_and(|t| t < hour_ago);
+        if stale && let Err(e) = std::fs::remove_file(entry.path()) {
+            log::warn!("cannot remove the stale upload {}: {e}", entry.path().display());
+        }
+    }
+}
+
 /// Binds, migrates, bootstraps the first admin and serves until stopped.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let listener = TcpListener::bind(config.bind).with_context(|| format!("cannot listen on {}", config.bind))?;
@@ -368,6 +382,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     ));
     observer.connect(orders.clone());
     let releases = release_service(&config, &db, &public_url, sandbox.as_ref(), Some(calls.clone()), job_store.clone())?;
+    let incoming = config.package_dir.join("incoming");
+    tokio::task::spawn_blocking({
+        let incoming = incoming.clone();
+        move || purge_stale_uploads(&incoming)
+    });
     if config.jobs {
         let poll = Duration::from_millis(config.job_poll_ms);
         payments.schedule_reconciliation().await.map_err(|e| anyhow::anyhow!("cannot schedule the reconciliation: {e}"))?;
@@ -400,7 +419,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         payments,
         orders,
         releases: releases.clone(),
-        package_incoming: config.package_dir.join("incoming"),
+        package_incoming: incoming,
         idempotency,
         health: Arc::new(adapters::Readiness { db: db.clone(), jobs: jobs.clone() }),
         json_limit: config.json_limit,

@@ -70,7 +70,8 @@ pub async fn authorization(state: web::Data<AppState>, auth: Authorized<Miniprog
 /// `state` of the link names the tenant. Stores the authorizer appid and its refresh token
 /// (encrypted).
 #[utoipa::path(get, path = "/api/v1/miniprogram/authorization/callback", tag = "miniprogram", params(AuthorizationCallback),
-    responses((status = 200, body = AuthorizationView), (status = 409, description = "The mini-program is authorised for another tenant"),
+    responses((status = 200, body = AuthorizationView), (status = 404, description = "The link's state is unknown, used or expired"),
+        (status = 409, description = "The mini-program is authorised for another tenant"),
         (status = 502, description = "The platform failed or refused the code")))]
 pub async fn authorization_callback(state: web::Data<AppState>, q: web::Query<AuthorizationCallback>) -> ApiResult {
     ok(state.releases.finish_authorization(q.into_inner()).await?)
@@ -136,7 +137,8 @@ pub async fn submit_audit(state: web::Data<AppState>, auth: Authorized<Miniprogr
 /// Ask the platform for an audit's state (the tenant's latest without `audit_task_id`), save
 /// it and return the task.
 #[utoipa::path(get, path = "/api/v1/miniprogram/audit/status", tag = "miniprogram", params(AuditStatusParams),
-    security(("bearer" = ["miniprogram:read"])), responses((status = 200, body = AuditTaskView), (status = 404), (status = 502)))]
+    security(("bearer" = ["miniprogram:read"])),
+    responses((status = 200, body = AuditTaskView), (status = 404), (status = 409, description = "The tenant's authorisation was revoked"), (status = 502)))]
 pub async fn audit_status(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<AuditStatusParams>) -> ApiResult {
     ok(state.releases.audit_status(&auth.actor, q.into_inner()).await?)
 }
@@ -168,7 +170,8 @@ pub async fn rollback(state: web::Data<AppState>, auth: Authorized<MiniprogramPu
 /// The live and trial versions, the gray plan and the versions a rollback can go to, as the
 /// platform has them.
 #[utoipa::path(get, path = "/api/v1/miniprogram/versions", tag = "miniprogram", params(TenantParams),
-    security(("bearer" = ["miniprogram:read"])), responses((status = 200, body = VersionsView), (status = 404), (status = 502)))]
+    security(("bearer" = ["miniprogram:read"])),
+    responses((status = 200, body = VersionsView), (status = 404), (status = 409, description = "The tenant has not authorised its mini-program"), (status = 502)))]
 pub async fn versions(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<TenantParams>) -> ApiResult {
     ok(state.releases.versions(&auth.actor, q.into_inner().tenant_id).await?)
 }
@@ -181,7 +184,8 @@ pub struct Jpeg(#[allow(dead_code)] Vec<u8>);
 /// The trial version's QR code (`image/jpeg`), opening `path` when given.
 #[utoipa::path(get, path = "/api/v1/miniprogram/experience-qr", tag = "miniprogram", params(ExperienceQrParams),
     security(("bearer" = ["miniprogram:read"])),
-    responses((status = 200, description = "The QR code", content_type = "image/jpeg", body = Jpeg), (status = 404), (status = 502)))]
+    responses((status = 200, description = "The QR code", content_type = "image/jpeg", body = Jpeg), (status = 404),
+        (status = 409, description = "The tenant has not authorised its mini-program"), (status = 502)))]
 pub async fn experience_qr(
     state: web::Data<AppState>,
     auth: Authorized<MiniprogramRead>,
@@ -189,6 +193,23 @@ pub async fn experience_qr(
 ) -> Result<HttpResponse, ApiError> {
     let image = state.releases.experience_qr(&auth.actor, q.into_inner()).await?;
     Ok(HttpResponse::Ok().content_type("image/jpeg").body(image))
+}
+
+/// What the platform posts to an event URL: `<xml>` with the addressee and the encrypted
+/// message (`msg_signature` covers `Encrypt`).
+#[derive(ToSchema)]
+#[schema(xml(name = "xml"))]
+#[allow(dead_code)]
+pub struct EncryptedPush {
+    /// The component's appid (authorisation events).
+    #[schema(rename = "AppId", required = false)]
+    app_id: String,
+    /// The mini-program's original id (its messages).
+    #[schema(rename = "ToUserName", required = false)]
+    to_user_name: String,
+    /// Base64 of the AES-256-CBC encrypted message.
+    #[schema(rename = "Encrypt")]
+    encrypt: String,
 }
 
 /// The query of a push to an event URL. Every push carries these; unknown ones are ignored
@@ -213,7 +234,7 @@ pub struct EventParams {
 /// `authorized`, `unauthorized`, `updateauthorized`): encrypted XML, verified by
 /// `msg_signature`. Answers the literal `success`; an event seen before changes nothing.
 #[utoipa::path(post, path = "/api/v1/miniprogram/component/events", tag = "miniprogram", params(EventParams),
-    request_body(content = String, content_type = "text/xml", description = "`<xml><AppId>…</AppId><Encrypt>…</Encrypt></xml>`"),
+    request_body(content = EncryptedPush, content_type = "text/xml"),
     responses((status = 200, description = "Accepted", content_type = "text/plain", body = String, example = "success"),
         (status = 401, description = "The msg_signature does not verify, or the message is not addressed to this platform"),
         (status = 404, description = "No third-party platform is configured"),
@@ -227,7 +248,7 @@ pub async fn component_events(state: web::Data<AppState>, q: web::Query<EventPar
 /// Answers the literal `success`; an event seen before changes nothing.
 #[utoipa::path(post, path = "/api/v1/miniprogram/component/messages/{appid}", tag = "miniprogram",
     params(("appid" = String, Path, description = "The mini-program's appid"), EventParams),
-    request_body(content = String, content_type = "text/xml", description = "`<xml><ToUserName>…</ToUserName><Encrypt>…</Encrypt></xml>`"),
+    request_body(content = EncryptedPush, content_type = "text/xml"),
     responses((status = 200, description = "Accepted", content_type = "text/plain", body = String, example = "success"),
         (status = 401, description = "The msg_signature does not verify, or the mini-program is not one authorised here"),
         (status = 404, description = "No third-party platform is configured"),
@@ -332,8 +353,8 @@ async fn read_package_form(mut form: Multipart, incoming: &Path, max: u64) -> Re
         let text = String::from_utf8(bytes).map_err(|_| ApiError(Error::invalid(name.clone(), "must be UTF-8 text")))?;
         match name.as_str() {
             "tenant_id" => {
-                let id = text.trim().parse::<Id>().ok().filter(|id| *id >= 1);
-                let id = id.ok_or_else(|| ApiError(Error::invalid("tenant_id", "must be a positive integer")))?;
+                // An id that names no tenant is the service's 404, as in a JSON body.
+                let id = text.trim().parse::<Id>().map_err(|_| ApiError(Error::invalid("tenant_id", "must be an integer")))?;
                 if tenant_id.replace(id).is_some() {
                     return Err(twice());
                 }

@@ -101,14 +101,14 @@ pub struct PackageUpload {
 #[schema(example = json!({"tenant_id": 1, "version": "1.0.1", "description": "Adds the shop page"}))]
 pub struct PackageUploadForm {
     /// Platform and partner callers must name it; a tenant caller may leave it out.
-    #[schema(required = true, value_type = Id)]
+    #[schema(required = true, value_type = Id, minimum = 1)]
     pub tenant_id: Option<Id>,
     /// A zip of the mini-program project: `project.config.json` and `app.json` at its root
     /// (or in one top directory), nothing outside it; at most 20 MiB (413 above).
     #[schema(value_type = String, format = Binary)]
     pub package: Vec<u8>,
     pub version: Version,
-    #[schema(value_type = String, max_length = 512)]
+    #[schema(value_type = VersionDescription)]
     pub description: String,
 }
 
@@ -134,7 +134,9 @@ pub struct AuditSubmit {
 #[serde(deny_unknown_fields)]
 pub struct AuditStatusParams {
     pub audit_task_id: Option<Id>,
-    /// Without `audit_task_id`: whose latest audit (a tenant caller's own by default).
+    /// Whose latest audit, without `audit_task_id` (with it, the task's tenant). Required for
+    /// platform and partner callers without `audit_task_id`; a tenant caller's own otherwise.
+    #[cfg_attr(feature = "openapi", param(required = true, value_type = Id, minimum = 1))]
     pub tenant_id: Option<Id>,
 }
 
@@ -156,6 +158,7 @@ pub struct PublishRequest {
     pub audit_task_id: Id,
     pub mode: PublishMode,
     /// With `gray`: 1–100, higher than the last gray step.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100))]
     pub gray_percentage: Option<i64>,
 }
 
@@ -192,8 +195,11 @@ pub struct RollbackRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 pub struct AuthorizationCallback {
+    #[cfg_attr(feature = "openapi", param(min_length = 1, max_length = 512))]
     pub auth_code: String,
     pub expires_in: Option<i64>,
+    /// The single-use state of the link `GET /miniprogram/authorization` handed out.
+    #[cfg_attr(feature = "openapi", param(min_length = 1, max_length = 128))]
     pub state: String,
 }
 
@@ -202,9 +208,11 @@ pub struct AuthorizationCallback {
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct ExperienceQrParams {
+    /// Required for platform and partner callers; a tenant caller's own tenant otherwise.
+    #[cfg_attr(feature = "openapi", param(required = true, value_type = Id, minimum = 1))]
     pub tenant_id: Option<Id>,
     /// The page the QR code opens, e.g. `pages/index/index?from=qr`.
-    #[cfg_attr(feature = "openapi", param(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", param(inline, value_type = Option<PagePath>))]
     pub path: Option<PagePath>,
 }
 

@@ -266,16 +266,17 @@ impl ReleaseService {
     /// with an authorisation code and our state. The state (single use, not expired) names
     /// the tenant; no login is needed, as the state itself is the proof.
     pub async fn finish_authorization(&self, callback: AuthorizationCallback) -> Result<AuthorizationView> {
+        // Checked before the state is used up, so a mangled redirect can be retried.
+        if callback.auth_code.is_empty() || callback.auth_code.len() > 512 {
+            return Err(Error::invalid("auth_code", "must be 1 to 512 characters"));
+        }
         let now = self.clock.now();
         let attempt = self
             .repo
             .take_authorization_attempt(hash_secret(&callback.state))
             .await?
             .filter(|a| a.expires_at > now)
-            .ok_or_else(|| Error::invalid("state", "the authorisation link is unknown, used or expired; start again"))?;
-        if callback.auth_code.is_empty() || callback.auth_code.len() > 512 {
-            return Err(Error::invalid("auth_code", "must be 1 to 512 characters"));
-        }
+            .ok_or_else(|| Error::no_such("state", "the authorisation link is unknown, used or expired; start again"))?;
         let code = Secret::new(callback.auth_code);
         let stored = match self.authorize(attempt.tenant_id, &code, Some(attempt.created_by)).await? {
             Ok(stored) => stored,
@@ -431,10 +432,29 @@ impl ReleaseService {
                             log::warn!("audit result for tenant {} with no audit running", a.tenant_id);
                             EventOutcome::Unknown
                         }
+                        // The platform's audit events name no audit: one delivered late, about
+                        // an earlier audit, would read as news of the running one. So an event
+                        // only prompts asking the platform about the running audit's auditid,
+                        // and the answer is what is kept.
                         Some(task) => {
+                            log::info!(
+                                "audit event for tenant {} says {}; asking the platform about audit {}",
+                                a.tenant_id,
+                                result.status.as_str(),
+                                task.auditid
+                            );
                             let before = task.status;
-                            let after = self.apply_audit_report(task.id, &result).await?;
-                            if after.status != before { EventOutcome::Applied } else { EventOutcome::Stale }
+                            match self.refresh_audit(&task).await {
+                                Ok(after) if after.status != before => EventOutcome::Applied,
+                                Ok(_) => EventOutcome::Stale,
+                                // Revoked meanwhile, or refused: nothing to learn; acknowledged.
+                                Err(e @ (Error::Blocked(_) | Error::Forbidden(_) | Error::PlatformRefused { .. } | Error::Invalid(_))) => {
+                                    log::warn!("audit event for tenant {}: asking the platform failed: {e}", a.tenant_id);
+                                    EventOutcome::Stale
+                                }
+                                // Unavailable: not accepted, so the platform pushes it again.
+                                Err(e) => return Err(e),
+                            }
                         }
                     },
                 };
@@ -770,7 +790,10 @@ impl ReleaseService {
     pub async fn audit_status(&self, actor: &Actor, params: AuditStatusParams) -> Result<AuditTaskView> {
         let task = match params.audit_task_id {
             Some(id) => {
-                self.repo.audit_task(actor.party, id).await?.ok_or_else(|| Error::no_such("audit_task_id", "no such audit task"))?
+                let task = self.repo.audit_task(actor.party, id).await?;
+                // A tenant named beside the task must be the task's.
+                task.filter(|t| params.tenant_id.is_none_or(|tenant| tenant == t.tenant_id))
+                    .ok_or_else(|| Error::no_such("audit_task_id", "no such audit task"))?
             }
             None => {
                 let tenant = self.tenant(actor, params.tenant_id).await?;

@@ -1094,17 +1094,53 @@ fn audit_event(to_user: &str, status: AuditStatus) -> PlatformEvent {
 }
 
 #[tokio::test]
-async fn an_audit_result_is_applied_to_the_tenants_running_audit() {
+async fn an_audit_event_makes_the_running_audit_ask_the_platform_once() {
     let s = state();
-    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
+    let running = audit(200, 100, AuditStatus::Auditing);
+    let auditid = running.auditid;
+    lock(&s).audits.push(running);
     let mut d = doubles();
     d.platform.expect_open_event().withf(|url, _| *url == EventUrl::Message).returning(|_, _| Ok(audit_event(GH, AuditStatus::Passed)));
+    d.platform.expect_audit_status().withf(move |_, id| *id == auditid).times(1).returning(|_, _| {
+        Ok(PlatformAudit { status: AuditStatus::Passed, reason: None, screenshots: vec![], at: Some(now() - Duration::minutes(2)) })
+    });
     let svc = service(&s, d);
 
     assert_eq!(svc.receive_event(EventUrl::Message, Some(APPID), request()).await.unwrap(), EventOutcome::Applied);
     assert_eq!(svc.receive_event(EventUrl::Message, Some(APPID), request()).await.unwrap(), EventOutcome::Duplicate);
     let st = lock(&s);
-    assert_eq!((st.audits[0].status, st.audits[0].decided_at), (AuditStatus::Passed, Some(now() - Duration::minutes(1))));
+    // What the platform answered for the running audit's id, not what the event said.
+    assert_eq!((st.audits[0].status, st.audits[0].decided_at), (AuditStatus::Passed, Some(now() - Duration::minutes(2))));
+}
+
+#[tokio::test]
+async fn a_late_event_about_an_earlier_audit_does_not_decide_the_running_one() {
+    let s = state();
+    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
+    let mut d = doubles();
+    // A rejection of the previous audit, delivered late.
+    d.platform.expect_open_event().returning(|_, _| Ok(audit_event(GH, AuditStatus::Rejected)));
+    d.platform
+        .expect_audit_status()
+        .times(1)
+        .returning(|_, _| Ok(PlatformAudit { status: AuditStatus::Auditing, reason: None, screenshots: vec![], at: None }));
+    let outcome = service(&s, d).receive_event(EventUrl::Message, Some(APPID), request()).await.unwrap();
+    assert_eq!(outcome, EventOutcome::Stale);
+    assert_eq!(lock(&s).audits[0].status, AuditStatus::Auditing);
+}
+
+#[tokio::test]
+async fn an_audit_event_the_platform_cannot_confirm_now_is_not_accepted() {
+    let s = state();
+    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
+    let mut d = doubles();
+    d.platform.expect_open_event().returning(|_, _| Ok(audit_event(GH, AuditStatus::Passed)));
+    d.platform.expect_audit_status().returning(|_, _| Err(PlatformError::Unavailable("down".into())));
+    let svc = service(&s, d);
+    assert_eq!(svc.receive_event(EventUrl::Message, Some(APPID), request()).await.unwrap_err(), EventError::Unavailable);
+    assert_eq!(lock(&s).audits[0].status, AuditStatus::Auditing);
+    // Not recorded as seen: the platform's retry is processed.
+    assert!(lock(&s).events.is_empty());
 }
 
 #[tokio::test]
