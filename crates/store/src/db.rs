@@ -276,7 +276,7 @@ impl Db {
     pub fn migrate(&self) -> anyhow::Result<usize> {
         let source = self.migrations();
         if let Some(writer) = &self.writer {
-            let ran = writer.run_blocking(move |conn| {
+            let ran = writer.run_blocking(false, move |conn| {
                 conn.run_pending_migrations(source)
                     .map(|done| done.len())
                     .map_err(|e| Error::Internal(anyhow::anyhow!("migration failed: {e}")))
@@ -350,23 +350,25 @@ impl Db {
         .map_err(|e| Error::Internal(anyhow::anyhow!("database task failed: {e}")))?
     }
 
-    /// Runs `f` inside one write transaction, committed if `f` returns `Ok`.
+    /// Runs `f` inside a write transaction: its work is kept if it returns `Ok`, and undone
+    /// if it returns `Err` (or panics).
     ///
     /// On SQLite, which has one write lock per database, the writes of this process take
-    /// turns, first come first served, on one thread of their own ([`SqliteWriter`]): each
-    /// runs in `BEGIN IMMEDIATE` there, so it never meets another of this process's writers
-    /// holding the lock, and a waiting write holds no thread, no pooled connection and no
-    /// lock. (Left to SQLite, concurrent writers wait in its busy handler, which sleeps up to
-    /// 100 ms between tries.) Reads ([`run`](Self::run)) do not queue: WAL lets them go on
-    /// beside the writer. On PostgreSQL `f` runs on the blocking pool in a transaction of
-    /// its own.
+    /// turns, first come first served, on one thread of their own ([`SqliteWriter`]), which
+    /// holds the lock (`BEGIN IMMEDIATE`) for them: no write of this process meets another
+    /// holding it, and a waiting write holds no thread, no pooled connection and no lock.
+    /// (Left to SQLite, concurrent writers wait in its busy handler, which sleeps up to 100 ms
+    /// between tries.) The writes queued together commit together, each in a savepoint of
+    /// its own, and `write` returns once the commit is done. Reads ([`run`](Self::run)) do
+    /// not queue: WAL lets them go on beside the writer. On PostgreSQL `f` runs on the
+    /// blocking pool in a transaction of its own.
     pub async fn write<T, F>(&self, f: F) -> Result<T, Error>
     where
         T: Send + 'static,
         F: FnOnce(&mut DbConn) -> Result<T, Error> + Send + 'static,
     {
         match &self.writer {
-            Some(writer) => writer.run(move |conn| write_tx(conn, f)).await,
+            Some(writer) => writer.write(f).await,
             None => self.run(move |conn| write_tx(conn, f)).await,
         }
     }
@@ -379,7 +381,7 @@ impl Db {
         F: FnOnce(&mut DbConn) -> Result<T, Error> + Send + 'static,
     {
         match &self.writer {
-            Some(writer) => writer.run_blocking(move |conn| write_tx(conn, f)),
+            Some(writer) => writer.run_blocking(true, f),
             None => write_tx(&mut *self.checkout()?, f),
         }
     }
@@ -458,19 +460,80 @@ where
     }
 }
 
-/// A write for [`SqliteWriter`]'s thread: given a pooled connection, or the error that stands
-/// for one (the pool's checkout timeout, the queue's timeout), it runs and sends its result.
-type WriteJob = Box<dyn FnOnce(Result<&mut DbConn, Error>) + Send>;
+/// How many queued writes [`SqliteWriter`] commits together at most: enough to share one
+/// commit among every request of a busy server, few enough that the first of them does not
+/// wait long for the last.
+const SQLITE_MAX_BATCH: usize = 32;
+
+/// A write queued for [`SqliteWriter`]: the work, and where its answer goes.
+trait QueuedWork: Send {
+    /// Does the work on `conn`; whether it succeeded (to be kept). Runs at most once.
+    fn run(&mut self, conn: &mut DbConn) -> bool;
+    /// Sends the answer: the work's own, unless `instead` says why it was not kept (its batch
+    /// did not commit) or never ran.
+    fn answer(self: Box<Self>, instead: Option<Error>);
+}
+
+/// The answer channel of a write: a task awaiting it, or a thread blocked on it.
+enum Reply<T> {
+    Async(tokio::sync::oneshot::Sender<Result<T, Error>>),
+    Blocking(mpsc::SyncSender<Result<T, Error>>),
+}
+
+struct Work<T, F> {
+    f: Option<F>,
+    result: Option<Result<T, Error>>,
+    reply: Reply<T>,
+}
+
+impl<T, F> QueuedWork for Work<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut DbConn) -> Result<T, Error> + Send + 'static,
+{
+    fn run(&mut self, conn: &mut DbConn) -> bool {
+        let Some(f) = self.f.take() else { return false };
+        let result = f(conn);
+        let ok = result.is_ok();
+        self.result = Some(result);
+        ok
+    }
+
+    fn answer(self: Box<Self>, instead: Option<Error>) {
+        let answer = match (self.result, instead) {
+            (Some(Err(e)), _) => Err(e),
+            (_, Some(e)) => Err(e),
+            (Some(Ok(value)), None) => Ok(value),
+            (None, None) => Err(Error::internal("a database write was answered before it ran")),
+        };
+        // The caller may have gone (its request was dropped); the write stands all the same.
+        match self.reply {
+            Reply::Async(reply) => drop(reply.send(answer)),
+            Reply::Blocking(reply) => drop(reply.send(answer)),
+        }
+    }
+}
 
 struct QueuedWrite {
     queued_at: Instant,
-    job: WriteJob,
+    /// Whether the work runs in the writer's transaction (every write but migrations, which
+    /// make their own).
+    in_transaction: bool,
+    work: Box<dyn QueuedWork>,
 }
 
-/// The one thread that writes to a SQLite database for this process. Writes queue on a
-/// channel in the order they come and run one at a time, each with a connection of the pool
-/// (so an in-memory database of one connection stays one database); the thread ends when the
-/// last [`Db`] handle is dropped.
+/// The one thread that writes to a SQLite database for this process.
+///
+/// Writes queue on a channel in the order they come. The thread takes what is queued (up to
+/// [`SQLITE_MAX_BATCH`]) and runs it in one `BEGIN IMMEDIATE` transaction on a pooled
+/// connection (so an in-memory database of one connection stays one database), each write in
+/// a savepoint of its own: a write that fails or panics is rolled back to its savepoint alone,
+/// and answered at once. The others are answered when the transaction has committed, all with
+/// their results or, if the commit fails, all with its error: a group commit, which writes
+/// the pages they share (the tables' and indexes' last pages) to the WAL once, where separate
+/// transactions write each of them again. Answers never come before the commit, so a
+/// write's durability is that of a transaction of its own (WAL, `synchronous = NORMAL`).
+/// The thread ends when the last [`Db`] handle is dropped.
 struct SqliteWriter {
     queue: mpsc::Sender<QueuedWrite>,
     counters: Arc<PoolCounters>,
@@ -482,65 +545,201 @@ impl SqliteWriter {
         let thread_counters = counters.clone();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || {
-                for QueuedWrite { queued_at, job } in jobs {
-                    thread_counters.queued_writes.fetch_sub(1, Ordering::Relaxed);
-                    if queued_at.elapsed() > SQLITE_WRITE_QUEUE_TIMEOUT {
-                        log::warn!("a database write waited {:?} for its turn; it was not run", queued_at.elapsed());
-                        job(Err(crate::error::unavailable()));
-                        continue;
-                    }
-                    // A panicking write must not end the thread. The connection is checked out
-                    // inside, so a panic drops it while unwinding, and the pool discards it
-                    // (with its open transaction) rather than reuse it; the caller's reply
-                    // channel goes with it.
-                    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        let checkout = checkout(&pool, &thread_counters);
-                        match checkout {
-                            Ok(mut conn) => job(Ok(&mut conn)),
-                            Err(e) => job(Err(e)),
-                        }
-                    }));
-                    if ran.is_err() {
-                        log::error!("a database write panicked; its transaction was rolled back");
-                    }
-                }
-            })
+            .spawn(move || writer_loop(&pool, &thread_counters, &jobs))
             .context("cannot start the SQLite writer thread")?;
         Ok(SqliteWriter { queue, counters })
     }
 
-    fn enqueue(&self, job: WriteJob) -> Result<(), Error> {
+    fn enqueue<T, F>(&self, in_transaction: bool, f: F, reply: Reply<T>) -> Result<(), Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConn) -> Result<T, Error> + Send + 'static,
+    {
+        let work = Box::new(Work { f: Some(f), result: None, reply });
         self.counters.queued_writes.fetch_add(1, Ordering::Relaxed);
-        self.queue.send(QueuedWrite { queued_at: Instant::now(), job }).map_err(|_| {
+        self.queue.send(QueuedWrite { queued_at: Instant::now(), in_transaction, work }).map_err(|_| {
             self.counters.queued_writes.fetch_sub(1, Ordering::Relaxed);
             Error::internal("the SQLite writer thread has stopped")
         })
     }
 
-    /// Runs `f` in its turn and waits for it without holding a thread.
-    async fn run<T, F>(&self, f: F) -> Result<T, Error>
+    /// Runs `f` in a write transaction in its turn, and waits for the commit without holding
+    /// a thread.
+    async fn write<T, F>(&self, f: F) -> Result<T, Error>
     where
         T: Send + 'static,
         F: FnOnce(&mut DbConn) -> Result<T, Error> + Send + 'static,
     {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.enqueue(Box::new(move |conn| {
-            let _ = reply.send(conn.and_then(f));
-        }))?;
-        answer.await.map_err(|_| Error::Internal(anyhow::anyhow!("database task failed: the write panicked")))?
+        self.enqueue(true, f, Reply::Async(reply))?;
+        answer.await.map_err(|_| Error::internal("the SQLite writer thread has stopped"))?
     }
 
-    /// Runs `f` in its turn, blocking this thread until it is done.
-    fn run_blocking<T, F>(&self, f: F) -> Result<T, Error>
+    /// Runs `f` in its turn — in a write transaction if `in_transaction`, else as it is — and
+    /// blocks this thread until it is done.
+    fn run_blocking<T, F>(&self, in_transaction: bool, f: F) -> Result<T, Error>
     where
         T: Send + 'static,
         F: FnOnce(&mut DbConn) -> Result<T, Error> + Send + 'static,
     {
         let (reply, answer) = mpsc::sync_channel(1);
-        self.enqueue(Box::new(move |conn| {
-            let _ = reply.send(conn.and_then(f));
-        }))?;
-        answer.recv().map_err(|_| Error::Internal(anyhow::anyhow!("database task failed: the write panicked")))?
+        self.enqueue(in_transaction, f, Reply::Blocking(reply))?;
+        answer.recv().map_err(|_| Error::internal("the SQLite writer thread has stopped"))?
+    }
+}
+
+/// The writer thread: batches of queued writes until every sender is gone.
+fn writer_loop(pool: &Pool<DbManager>, counters: &PoolCounters, jobs: &mpsc::Receiver<QueuedWrite>) {
+    let mut carried: Option<QueuedWrite> = None;
+    loop {
+        let mut next = match carried.take() {
+            Some(job) => Some(job),
+            None => match jobs.recv() {
+                Ok(job) => Some(job),
+                Err(_) => return,
+            },
+        };
+        let mut batch = Vec::new();
+        while let Some(job) = next.take() {
+            counters.queued_writes.fetch_sub(1, Ordering::Relaxed);
+            if job.queued_at.elapsed() > SQLITE_WRITE_QUEUE_TIMEOUT {
+                log::warn!("a database write waited {:?} for its turn; it was not run", job.queued_at.elapsed());
+                job.work.answer(Some(crate::error::unavailable()));
+            } else if !job.in_transaction {
+                if batch.is_empty() {
+                    run_alone(pool, counters, job.work);
+                    break;
+                }
+                // Runs after the batch before it.
+                counters.queued_writes.fetch_add(1, Ordering::Relaxed);
+                carried = Some(job);
+                break;
+            } else {
+                batch.push(job.work);
+            }
+            if batch.len() < SQLITE_MAX_BATCH {
+                next = jobs.try_recv().ok();
+            }
+        }
+        if !batch.is_empty() {
+            run_batch(pool, counters, batch);
+        }
+    }
+}
+
+/// Runs work that makes its own transactions (migrations) with a connection of its own.
+fn run_alone(pool: &Pool<DbManager>, counters: &PoolCounters, mut work: Box<dyn QueuedWork>) {
+    let mut conn = match checkout(pool, counters) {
+        Ok(conn) => conn,
+        Err(e) => return work.answer(Some(e)),
+    };
+    // A panic drops the connection while unwinding, so the pool discards it.
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        work.run(&mut conn);
+    }));
+    match ran {
+        Ok(()) => work.answer(None),
+        Err(_) => work.answer(Some(Error::internal("a database write panicked"))),
+    }
+}
+
+/// Runs `batch` in one transaction, each write in a savepoint; see [`SqliteWriter`].
+fn run_batch(pool: &Pool<DbManager>, counters: &PoolCounters, batch: Vec<Box<dyn QueuedWork>>) {
+    let mut pooled = match checkout(pool, counters) {
+        Ok(conn) => conn,
+        Err(e) => return answer_all(batch, &e),
+    };
+    let conn: &mut DbConn = &mut pooled;
+    let begun = match conn {
+        DbConn::Sqlite(inner) => AnsiTransactionManager::begin_transaction_sql(inner, "BEGIN IMMEDIATE").map_err(db_error),
+        DbConn::Pg(_) => Err(Error::internal("the SQLite writer was given a PostgreSQL connection")),
+    };
+    if let Err(e) = begun {
+        return answer_all(batch, &e);
+    }
+    let mut kept: Vec<Box<dyn QueuedWork>> = Vec::with_capacity(batch.len());
+    let mut rest = batch.into_iter();
+    while let Some(mut work) = rest.next() {
+        if let Err(e) = <DbConn as Connection>::TransactionManager::begin_transaction(conn).map_err(db_error) {
+            log::error!("cannot open a savepoint for a database write: {e}");
+            return abandon(conn, kept, work, rest.collect(), &e);
+        }
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.run(conn)));
+        let outcome = match ran {
+            Ok(true) => <DbConn as Connection>::TransactionManager::commit_transaction(conn),
+            Ok(false) | Err(_) => rollback_to_savepoint(conn),
+        };
+        if let Err(e) = outcome.map_err(db_error) {
+            log::error!("cannot end the savepoint of a database write: {e}");
+            return abandon(conn, kept, work, rest.collect(), &e);
+        }
+        match ran {
+            Ok(true) => kept.push(work),
+            Ok(false) => work.answer(None),
+            Err(_) => {
+                log::error!("a database write panicked; it was rolled back");
+                work.answer(Some(Error::internal("a database write panicked")));
+            }
+        }
+    }
+    match <DbConn as Connection>::TransactionManager::commit_transaction(conn).map_err(db_error) {
+        Ok(()) => {
+            for work in kept {
+                work.answer(None);
+            }
+        }
+        Err(e) => {
+            log::error!("a batch of {} database writes did not commit: {e}", kept.len());
+            answer_all(kept, &e);
+        }
+    }
+}
+
+/// Rolls back to the savepoint of the write that just ran, whatever it left open inside.
+fn rollback_to_savepoint(conn: &mut DbConn) -> diesel::QueryResult<()> {
+    loop {
+        let depth = <DbConn as Connection>::TransactionManager::transaction_manager_status_mut(conn).transaction_depth()?;
+        match depth.map(std::num::NonZeroU32::get) {
+            Some(d) if d >= 2 => <DbConn as Connection>::TransactionManager::rollback_transaction(conn)?,
+            // The savepoint is gone: the failure ended the whole transaction.
+            _ => return Err(diesel::result::Error::NotInTransaction),
+        }
+        if <DbConn as Connection>::TransactionManager::transaction_manager_status_mut(conn)
+            .transaction_depth()?
+            .map(std::num::NonZeroU32::get)
+            == Some(1)
+        {
+            return Ok(());
+        }
+    }
+}
+
+/// The batch's transaction cannot go on: rolls it back and answers every write of it with
+/// `error` (those that ran lost their work; those after never ran).
+fn abandon(
+    conn: &mut DbConn,
+    kept: Vec<Box<dyn QueuedWork>>,
+    current: Box<dyn QueuedWork>,
+    after: Vec<Box<dyn QueuedWork>>,
+    error: &Error,
+) {
+    while let Ok(Some(_)) = <DbConn as Connection>::TransactionManager::transaction_manager_status_mut(conn).transaction_depth() {
+        if <DbConn as Connection>::TransactionManager::rollback_transaction(conn).is_err() {
+            // The pool discards a connection whose transaction state is broken.
+            <DbConn as Connection>::TransactionManager::transaction_manager_status_mut(conn).set_in_error();
+            break;
+        }
+    }
+    answer_all(kept.into_iter().chain(std::iter::once(current)).chain(after).collect(), error);
+}
+
+/// Answers each of `works` with a copy of `error`.
+fn answer_all(works: Vec<Box<dyn QueuedWork>>, error: &Error) {
+    for work in works {
+        let copy = match error {
+            Error::Unavailable { .. } => crate::error::unavailable(),
+            other => Error::Internal(anyhow::anyhow!("the database transaction of this write failed: {other:#}")),
+        };
+        work.answer(Some(copy));
     }
 }

@@ -102,3 +102,51 @@ store_test!(a_panicking_write_is_rolled_back_and_the_writes_after_it_go_on, |db|
     assert_eq!(count(&db, "panicked").await, 0);
     assert_eq!(count(&db, "after%").await, 2);
 });
+
+// Writes queued behind a long one run together on SQLite (one transaction, a savepoint each):
+// each that fails — its own error, a statement the database refuses, a panic — is undone
+// alone, with its own answer, and the others commit.
+store_test!(a_write_that_fails_among_queued_ones_is_undone_alone, |db| {
+    let (release, go) = std::sync::mpsc::channel::<()>();
+    let first = tokio::spawn({
+        let db = db.clone();
+        async move {
+            db.write(move |conn| {
+                insert(conn, "ok-first")?;
+                go.recv_timeout(Duration::from_secs(20)).map_err(|_| Error::internal("never released"))
+            })
+            .await
+        }
+    });
+    let writes: Vec<_> = (0..40)
+        .map(|i| {
+            let db = db.clone();
+            tokio::spawn(async move {
+                db.write(move |conn| {
+                    insert(conn, &format!("{}-{i}", if i % 4 == 0 { "ok" } else { "undone" }))?;
+                    match i % 4 {
+                        0 => Ok(()),
+                        1 => Err(Error::conflict("refused by the write itself")),
+                        2 => diesel::sql_query("INSERT INTO no_such_table VALUES (1)").execute(conn).map(drop).map_err(db_error),
+                        _ => panic!("write {i} panics"),
+                    }
+                })
+                .await
+            })
+        })
+        .collect();
+    // Let them queue behind the first (on SQLite); then let it finish.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    release.send(()).unwrap();
+    first.await.unwrap().unwrap();
+    for (i, w) in writes.into_iter().enumerate() {
+        let got = w.await.unwrap();
+        match i % 4 {
+            0 => assert!(got.is_ok(), "write {i}: {got:?}"),
+            1 => assert!(matches!(got, Err(Error::Conflict(_))), "write {i}: {got:?}"),
+            _ => assert!(matches!(got, Err(Error::Internal(_))), "write {i}: {got:?}"),
+        }
+    }
+    assert_eq!(count(&db, "ok%").await, 11, "the first and every fourth");
+    assert_eq!(count(&db, "undone%").await, 0);
+});
