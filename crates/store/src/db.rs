@@ -5,7 +5,7 @@ use diesel::prelude::*;
 use diesel::r2d2::{CustomizeConnection, HandleError, HandleEvent, ManageConnection, Pool, PooledConnection, R2D2Connection};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -91,6 +91,13 @@ const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// lock.
 const SQLITE_WRITE_QUEUE_TIMEOUT: Duration = SQLITE_BUSY_TIMEOUT;
 
+/// How often [`checkpoint_loop`] checkpoints the WAL while there are writes.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
+/// The size of the WAL, in pages, at which a commit checkpoints it itself: a backstop for
+/// [`checkpoint_loop`], well above what the WAL grows to between two of its checkpoints.
+const WAL_AUTOCHECKPOINT_PAGES: u32 = 10_000;
+
 /// SQLite settings for concurrent use, applied to every pooled connection.
 #[derive(Debug)]
 struct SqlitePragmas;
@@ -100,8 +107,10 @@ impl CustomizeConnection<DbConn, diesel::r2d2::Error> for SqlitePragmas {
         if let DbConn::Sqlite(c) = conn {
             c.batch_execute(&format!(
                 "PRAGMA busy_timeout = {}; PRAGMA foreign_keys = ON; \
-                 PRAGMA synchronous = NORMAL; PRAGMA cache_size = -16000; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 268435456;",
-                SQLITE_BUSY_TIMEOUT.as_millis()
+                 PRAGMA synchronous = NORMAL; PRAGMA cache_size = -16000; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 268435456; \
+                 PRAGMA wal_autocheckpoint = {};",
+                SQLITE_BUSY_TIMEOUT.as_millis(),
+                WAL_AUTOCHECKPOINT_PAGES
             ))
             .map_err(diesel::r2d2::Error::QueryError)?;
         }
@@ -246,7 +255,7 @@ impl Db {
                     .with_context(|| format!("cannot connect to PostgreSQL at {}", redact_url(url)))?;
             }
         }
-        let manager = DbManager { url: conn_url, backend };
+        let manager = DbManager { url: conn_url.clone(), backend };
         let counters = Arc::new(PoolCounters::default());
         let pool = Pool::builder()
             // A local SQLite file cannot drop a connection; testing each checkout would cost a
@@ -261,7 +270,10 @@ impl Db {
             .build(manager)
             .context("cannot build the connection pool")?;
         let writer = match backend {
-            Backend::Sqlite => Some(Arc::new(SqliteWriter::start(pool.clone(), counters.clone())?)),
+            Backend::Sqlite => {
+                let checkpoints = DbManager { url: conn_url, backend };
+                Some(Arc::new(SqliteWriter::start(pool.clone(), counters.clone(), checkpoints)?))
+            }
             Backend::Postgres => None,
         };
         Ok(Db { pool, backend, counters, writer })
@@ -540,13 +552,19 @@ struct SqliteWriter {
 }
 
 impl SqliteWriter {
-    fn start(pool: Pool<DbManager>, counters: Arc<PoolCounters>) -> anyhow::Result<SqliteWriter> {
+    fn start(pool: Pool<DbManager>, counters: Arc<PoolCounters>, checkpoints: DbManager) -> anyhow::Result<SqliteWriter> {
         let (queue, jobs) = mpsc::channel::<QueuedWrite>();
-        let thread_counters = counters.clone();
+        let wal_written = Arc::new(AtomicBool::new(false));
+        let written = Arc::downgrade(&wal_written);
+        let writer = WriterThread { pool, counters: counters.clone(), wal_written };
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || writer_loop(&pool, &thread_counters, &jobs))
+            .spawn(move || writer.serve(&jobs))
             .context("cannot start the SQLite writer thread")?;
+        std::thread::Builder::new()
+            .name("sqlite-checkpoint".into())
+            .spawn(move || checkpoint_loop(&checkpoints, &written))
+            .context("cannot start the SQLite checkpoint thread")?;
         Ok(SqliteWriter { queue, counters })
     }
 
@@ -588,109 +606,158 @@ impl SqliteWriter {
     }
 }
 
-/// The writer thread: batches of queued writes until every sender is gone.
-fn writer_loop(pool: &Pool<DbManager>, counters: &PoolCounters, jobs: &mpsc::Receiver<QueuedWrite>) {
-    let mut carried: Option<QueuedWrite> = None;
-    loop {
-        let mut next = match carried.take() {
-            Some(job) => Some(job),
-            None => match jobs.recv() {
-                Ok(job) => Some(job),
-                Err(_) => return,
-            },
-        };
-        let mut batch = Vec::new();
-        while let Some(job) = next.take() {
-            counters.queued_writes.fetch_sub(1, Ordering::Relaxed);
-            if job.queued_at.elapsed() > SQLITE_WRITE_QUEUE_TIMEOUT {
-                log::warn!("a database write waited {:?} for its turn; it was not run", job.queued_at.elapsed());
-                job.work.answer(Some(crate::error::unavailable()));
-            } else if !job.in_transaction {
-                if batch.is_empty() {
-                    run_alone(pool, counters, job.work);
+/// What the writer thread holds.
+struct WriterThread {
+    pool: Pool<DbManager>,
+    counters: Arc<PoolCounters>,
+    /// Set when a transaction has committed, for [`checkpoint_loop`]; gone when the thread
+    /// ends.
+    wal_written: Arc<AtomicBool>,
+}
+
+impl WriterThread {
+    /// Batches of queued writes until every sender is gone.
+    fn serve(&self, jobs: &mpsc::Receiver<QueuedWrite>) {
+        let counters = &self.counters;
+        let mut carried: Option<QueuedWrite> = None;
+        loop {
+            let mut next = match carried.take() {
+                Some(job) => Some(job),
+                None => match jobs.recv() {
+                    Ok(job) => Some(job),
+                    Err(_) => return,
+                },
+            };
+            let mut batch = Vec::new();
+            while let Some(job) = next.take() {
+                counters.queued_writes.fetch_sub(1, Ordering::Relaxed);
+                if job.queued_at.elapsed() > SQLITE_WRITE_QUEUE_TIMEOUT {
+                    log::warn!("a database write waited {:?} for its turn; it was not run", job.queued_at.elapsed());
+                    job.work.answer(Some(crate::error::unavailable()));
+                } else if !job.in_transaction {
+                    if batch.is_empty() {
+                        self.run_alone(job.work);
+                        break;
+                    }
+                    // Runs after the batch before it.
+                    counters.queued_writes.fetch_add(1, Ordering::Relaxed);
+                    carried = Some(job);
                     break;
+                } else {
+                    batch.push(job.work);
                 }
-                // Runs after the batch before it.
-                counters.queued_writes.fetch_add(1, Ordering::Relaxed);
-                carried = Some(job);
-                break;
-            } else {
-                batch.push(job.work);
+                if batch.len() < SQLITE_MAX_BATCH {
+                    next = jobs.try_recv().ok();
+                }
             }
-            if batch.len() < SQLITE_MAX_BATCH {
-                next = jobs.try_recv().ok();
+            if !batch.is_empty() {
+                self.run_batch(batch);
             }
         }
-        if !batch.is_empty() {
-            run_batch(pool, counters, batch);
-        }
     }
-}
 
-/// Runs work that makes its own transactions (migrations) with a connection of its own.
-fn run_alone(pool: &Pool<DbManager>, counters: &PoolCounters, mut work: Box<dyn QueuedWork>) {
-    let mut conn = match checkout(pool, counters) {
-        Ok(conn) => conn,
-        Err(e) => return work.answer(Some(e)),
-    };
-    // A panic drops the connection while unwinding, so the pool discards it.
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        work.run(&mut conn);
-    }));
-    match ran {
-        Ok(()) => work.answer(None),
-        Err(_) => work.answer(Some(Error::internal("a database write panicked"))),
-    }
-}
-
-/// Runs `batch` in one transaction, each write in a savepoint; see [`SqliteWriter`].
-fn run_batch(pool: &Pool<DbManager>, counters: &PoolCounters, batch: Vec<Box<dyn QueuedWork>>) {
-    let mut pooled = match checkout(pool, counters) {
-        Ok(conn) => conn,
-        Err(e) => return answer_all(batch, &e),
-    };
-    let conn: &mut DbConn = &mut pooled;
-    let begun = match conn {
-        DbConn::Sqlite(inner) => AnsiTransactionManager::begin_transaction_sql(inner, "BEGIN IMMEDIATE").map_err(db_error),
-        DbConn::Pg(_) => Err(Error::internal("the SQLite writer was given a PostgreSQL connection")),
-    };
-    if let Err(e) = begun {
-        return answer_all(batch, &e);
-    }
-    let mut kept: Vec<Box<dyn QueuedWork>> = Vec::with_capacity(batch.len());
-    let mut rest = batch.into_iter();
-    while let Some(mut work) = rest.next() {
-        if let Err(e) = <DbConn as Connection>::TransactionManager::begin_transaction(conn).map_err(db_error) {
-            log::error!("cannot open a savepoint for a database write: {e}");
-            return abandon(conn, kept, work, rest.collect(), &e);
-        }
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.run(conn)));
-        let outcome = match ran {
-            Ok(true) => <DbConn as Connection>::TransactionManager::commit_transaction(conn),
-            Ok(false) | Err(_) => rollback_to_savepoint(conn),
+    /// Runs work that makes its own transactions (migrations) with a connection of its own.
+    fn run_alone(&self, mut work: Box<dyn QueuedWork>) {
+        let mut conn = match checkout(&self.pool, &self.counters) {
+            Ok(conn) => conn,
+            Err(e) => return work.answer(Some(e)),
         };
-        if let Err(e) = outcome.map_err(db_error) {
-            log::error!("cannot end the savepoint of a database write: {e}");
-            return abandon(conn, kept, work, rest.collect(), &e);
-        }
+        // A panic drops the connection while unwinding, so the pool discards it.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            work.run(&mut conn);
+        }));
+        self.wal_written.store(true, Ordering::Relaxed);
         match ran {
-            Ok(true) => kept.push(work),
-            Ok(false) => work.answer(None),
-            Err(_) => {
-                log::error!("a database write panicked; it was rolled back");
-                work.answer(Some(Error::internal("a database write panicked")));
+            Ok(()) => work.answer(None),
+            Err(_) => work.answer(Some(Error::internal("a database write panicked"))),
+        }
+    }
+
+    /// Runs `batch` in one transaction, each write in a savepoint; see [`SqliteWriter`].
+    fn run_batch(&self, batch: Vec<Box<dyn QueuedWork>>) {
+        let mut pooled = match checkout(&self.pool, &self.counters) {
+            Ok(conn) => conn,
+            Err(e) => return answer_all(batch, &e),
+        };
+        let conn: &mut DbConn = &mut pooled;
+        let begun = match conn {
+            DbConn::Sqlite(inner) => AnsiTransactionManager::begin_transaction_sql(inner, "BEGIN IMMEDIATE").map_err(db_error),
+            DbConn::Pg(_) => Err(Error::internal("the SQLite writer was given a PostgreSQL connection")),
+        };
+        if let Err(e) = begun {
+            return answer_all(batch, &e);
+        }
+        let mut kept: Vec<Box<dyn QueuedWork>> = Vec::with_capacity(batch.len());
+        let mut rest = batch.into_iter();
+        while let Some(mut work) = rest.next() {
+            if let Err(e) = <DbConn as Connection>::TransactionManager::begin_transaction(conn).map_err(db_error) {
+                log::error!("cannot open a savepoint for a database write: {e}");
+                return abandon(conn, kept, work, rest.collect(), &e);
+            }
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.run(conn)));
+            let outcome = match ran {
+                Ok(true) => <DbConn as Connection>::TransactionManager::commit_transaction(conn),
+                Ok(false) | Err(_) => rollback_to_savepoint(conn),
+            };
+            if let Err(e) = outcome.map_err(db_error) {
+                log::error!("cannot end the savepoint of a database write: {e}");
+                return abandon(conn, kept, work, rest.collect(), &e);
+            }
+            match ran {
+                Ok(true) => kept.push(work),
+                Ok(false) => work.answer(None),
+                Err(_) => {
+                    log::error!("a database write panicked; it was rolled back");
+                    work.answer(Some(Error::internal("a database write panicked")));
+                }
+            }
+        }
+        match <DbConn as Connection>::TransactionManager::commit_transaction(conn).map_err(db_error) {
+            Ok(()) => {
+                self.wal_written.store(true, Ordering::Relaxed);
+                for work in kept {
+                    work.answer(None);
+                }
+            }
+            Err(e) => {
+                log::error!("a batch of {} database writes did not commit: {e}", kept.len());
+                answer_all(kept, &e);
             }
         }
     }
-    match <DbConn as Connection>::TransactionManager::commit_transaction(conn).map_err(db_error) {
-        Ok(()) => {
-            for work in kept {
-                work.answer(None);
-            }
+}
+
+/// Copies the WAL's committed pages back into the database file (a `PASSIVE` checkpoint,
+/// which waits for no reader and no writer) every [`CHECKPOINT_EVERY`] while there are new
+/// ones, on a thread and a connection of its own: the writer's commits then only append to the
+/// WAL, where SQLite's automatic checkpoint would copy and sync in the commit that passes
+/// 1,000 pages, holding every queued write meanwhile. The automatic checkpoint stays as a
+/// backstop at [`WAL_AUTOCHECKPOINT_PAGES`], should this one fall behind. Ends when the writer
+/// thread has.
+fn checkpoint_loop(manager: &DbManager, wal_written: &std::sync::Weak<AtomicBool>) {
+    let mut conn: Option<DbConn> = None;
+    loop {
+        std::thread::sleep(CHECKPOINT_EVERY);
+        let Some(written) = wal_written.upgrade() else { return };
+        if !written.swap(false, Ordering::Relaxed) {
+            continue;
         }
-        Err(e) => {
-            log::error!("a batch of {} database writes did not commit: {e}", kept.len());
-            answer_all(kept, &e);
+        drop(written);
+        if conn.is_none() {
+            let opened = manager.connect().and_then(|mut c| SqlitePragmas.on_acquire(&mut c).map(|()| c));
+            conn = match opened {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    log::warn!("cannot open a connection to checkpoint the SQLite WAL: {e}");
+                    continue;
+                }
+            };
+        }
+        if let Some(c) = conn.as_mut()
+            && let Err(e) = c.batch_execute("PRAGMA wal_checkpoint(PASSIVE)")
+        {
+            log::warn!("checkpointing the SQLite WAL failed: {e}");
+            conn = None;
         }
     }
 }

@@ -150,3 +150,32 @@ store_test!(a_write_that_fails_among_queued_ones_is_undone_alone, |db| {
     assert_eq!(count(&db, "ok%").await, 11, "the first and every fourth");
     assert_eq!(count(&db, "undone%").await, 0);
 });
+
+// The WAL is copied back into the database file by a thread of its own, well before the
+// 10,000 pages at which a commit would do it itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_checkpoints_the_wal_in_the_background() {
+    let tdb = atrium_store::testing::TestDatabase::sqlite();
+    let db = tdb.open();
+    let file = tdb.url.strip_prefix("sqlite://").unwrap().to_owned();
+    let size = || std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = size();
+
+    // About 400 pages of rows, in the WAL once committed.
+    for batch in 0..10 {
+        db.write(move |conn| {
+            for i in 0..40 {
+                insert(conn, &format!("{batch}-{i}-{}", "x".repeat(4000)))?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while size() < before + 1_000_000 {
+        assert!(std::time::Instant::now() < deadline, "the database file stayed at {} bytes (from {before})", size());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
