@@ -90,3 +90,20 @@ pub async fn body_timeout(
     resp.head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
     Ok(ServiceResponse::new(req, resp).map_into_right_body())
 }
+
+/// A request whose `Content-Length` is over `limit` is answered 413 before any extractor runs
+/// (the token check included, which would otherwise race the body's own check), and its
+/// connection closed rather than drained.
+pub async fn declared_over(
+    limit: usize,
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody, BoxBody>>, Error> {
+    let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_none_or(|n| n <= limit as u64) {
+        return Ok(next.call(req).await?.map_into_left_body());
+    }
+    let mut resp = respond::<()>(StatusCode::PAYLOAD_TOO_LARGE, 413, &format!("request body is larger than {limit} bytes"), None);
+    resp.head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
+    Ok(req.into_response(resp).map_into_right_body())
+}

@@ -148,44 +148,6 @@ impl TextSender for OutboxTexts {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[tokio::test]
-    async fn every_byte_of_a_long_password_counts() {
-        let hasher = BcryptHasher::new(4, 1);
-        let long = format!("{}{}", "p".repeat(72), "-the-real-end");
-        let same_start = format!("{}{}", "p".repeat(72), "-another-end");
-
-        let hash = hasher.hash(&long).await.unwrap();
-
-        assert!(hasher.verify(&long, &hash).await.unwrap());
-        assert!(!hasher.verify(&same_start, &hash).await.unwrap());
-        assert!(!hasher.verify(&"p".repeat(72), &hash).await.unwrap());
-    }
-
-    #[tokio::test]
-    async fn a_nul_byte_does_not_cut_the_password_short() {
-        let hasher = BcryptHasher::new(4, 1);
-        let hash = hasher.hash("secret-pass\0one").await.unwrap();
-
-        assert!(hasher.verify("secret-pass\0one", &hash).await.unwrap());
-        assert!(!hasher.verify("secret-pass\0two", &hash).await.unwrap());
-        assert!(!hasher.verify("secret-pass", &hash).await.unwrap());
-    }
-
-    #[tokio::test]
-    async fn a_hash_made_before_pre_hashing_still_verifies() {
-        let hasher = BcryptHasher::new(4, 1);
-        let legacy = bcrypt::hash("an-old-password", 4).unwrap();
-
-        assert!(hasher.verify("an-old-password", &legacy).await.unwrap());
-        assert!(!hasher.verify("another-password", &legacy).await.unwrap());
-    }
-}
-
 /// The mini-program platform when no third-party platform is configured
 /// (`ATRIUM_WECHAT_COMPONENT_*` unset): every call fails as unavailable, saying so, and the
 /// event URLs answer 404.
@@ -313,5 +275,43 @@ impl atrium_miniprogram::CodeUploader for UnconfiguredUploader {
             message: "no package uploader is configured: set ATRIUM_WECHAT_CI_KEY_FILE (the platform's upload key) to upload packages"
                 .into(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[tokio::test]
+    async fn every_byte_of_a_long_password_counts() {
+        let hasher = BcryptHasher::new(4, 1);
+        let long = format!("{}{}", "p".repeat(72), "-the-real-end");
+        let same_start = format!("{}{}", "p".repeat(72), "-another-end");
+
+        let hash = hasher.hash(&long).await.unwrap();
+
+        assert!(hasher.verify(&long, &hash).await.unwrap());
+        assert!(!hasher.verify(&same_start, &hash).await.unwrap());
+        assert!(!hasher.verify(&"p".repeat(72), &hash).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_nul_byte_does_not_cut_the_password_short() {
+        let hasher = BcryptHasher::new(4, 1);
+        let hash = hasher.hash("secret-pass\0one").await.unwrap();
+
+        assert!(hasher.verify("secret-pass\0one", &hash).await.unwrap());
+        assert!(!hasher.verify("secret-pass\0two", &hash).await.unwrap());
+        assert!(!hasher.verify("secret-pass", &hash).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_hash_made_before_pre_hashing_still_verifies() {
+        let hasher = BcryptHasher::new(4, 1);
+        let legacy = bcrypt::hash("an-old-password", 4).unwrap();
+
+        assert!(hasher.verify("an-old-password", &legacy).await.unwrap());
+        assert!(!hasher.verify("another-password", &legacy).await.unwrap());
     }
 }

@@ -19,7 +19,12 @@ pub fn scope(state: &AppState) -> actix_web::Scope {
     web::scope("/api/docs")
         .app_data(JsonLimit(body_limit))
         .app_data(web::PayloadConfig::new(body_limit))
-        .service(web::resource(["", "/"]).route(web::post().to(create_document)).route(web::get().to(document_tree)))
+        .service(
+            web::resource(["", "/"])
+                .wrap(actix_web::middleware::from_fn(move |req, next| crate::limits::declared_over(body_limit, req, next)))
+                .route(web::post().to(create_document))
+                .route(web::get().to(document_tree)),
+        )
         .service(web::resource("/{id}").route(web::get().to(get_document)))
 }
 
