@@ -125,6 +125,14 @@ async fn submit(app: &TestApp, token: &str, upload: i64) -> Resp {
     app.post("/api/v1/miniprogram/audit/submit", json!({"upload_task_id": upload}), Some(token)).await
 }
 
+/// An uploaded template version submitted for audit: the audit task's id.
+async fn running_audit(app: &TestApp, token: &str, tenant: i64, version: &str) -> i64 {
+    let upload = uploaded_template(app, token, tenant, version).await;
+    let s = submit(app, token, upload).await;
+    s.expect(200);
+    s.data()["id"].as_i64().unwrap()
+}
+
 /// The reviewers decide `appid`'s running audit (`decision` holds `result` and the rest);
 /// returns the sandbox's report.
 async fn decide(app: &TestApp, appid: &str, mut decision: Value) -> Value {
@@ -493,10 +501,7 @@ e2e!(a_rejected_audit_carries_its_reason_and_screenshots, vars = [("ATRIUM_JOB_P
     let admin = app.admin_token().await;
     let tenant = new_tenant(app, &admin, "Shop").await;
     authorise(app, &admin, tenant, APPID).await;
-    let upload = uploaded_template(app, &admin, tenant, "1.0.0").await;
-    let s = submit(app, &admin, upload).await;
-    s.expect(200);
-    let audit = s.data()["id"].as_i64().unwrap();
+    let audit = running_audit(app, &admin, tenant, "1.0.0").await;
     // The reviewers need longer first: still running, not publishable.
     let delayed = decide(app, APPID, json!({"result": "delayed", "reason": "Needs a closer look"})).await;
     assert_eq!(delayed["event"]["delivered"], true, "{delayed}");
@@ -537,10 +542,7 @@ e2e!(a_lost_audit_result_is_found_by_asking_and_by_the_poll_job, vars = [("ATRIU
     authorise(app, &admin, tenant, APPID).await;
 
     // Passed, but the event never arrives: asking for the status asks the platform.
-    let upload = uploaded_template(app, &admin, tenant, "1.0.0").await;
-    let s = submit(app, &admin, upload).await;
-    s.expect(200);
-    let first = s.data()["id"].as_i64().unwrap();
+    let first = running_audit(app, &admin, tenant, "1.0.0").await;
     let decided = decide(app, APPID, json!({"result": "passed", "push": false})).await;
     assert_eq!(
         (decided["event"]["lost"].as_bool(), decided["event"]["attempts"].as_array().map(Vec::len)),
@@ -557,10 +559,7 @@ e2e!(a_lost_audit_result_is_found_by_asking_and_by_the_poll_job, vars = [("ATRIU
 
     // Rejected, the event lost, and nobody asks: the poll job, due half an hour after the
     // submission, finds it.
-    let upload = uploaded_template(app, &admin, tenant, "1.1.0").await;
-    let s = submit(app, &admin, upload).await;
-    s.expect(200);
-    let second = s.data()["id"].as_i64().unwrap();
+    let second = running_audit(app, &admin, tenant, "1.1.0").await;
     decide(app, APPID, json!({"result": "rejected", "reason": "1:Lost on the way", "screenshots": ["media_9"], "push": false})).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(stored_audit(app, &admin, tenant, second).await["status"], "auditing");
@@ -724,10 +723,7 @@ e2e!(forged_foreign_and_repeated_events_change_nothing, vars = [("ATRIUM_JOB_POL
     let signature = event["msg_signature"].as_str().unwrap().to_owned();
 
     // A new audit is running when the old result comes again, in each form.
-    let upload = uploaded_template(app, &admin, tenant, "1.1.0").await;
-    let s = submit(app, &admin, upload).await;
-    s.expect(200);
-    let running = s.data()["id"].as_i64().unwrap();
+    let running = running_audit(app, &admin, tenant, "1.1.0").await;
     let before = stored_audit(app, &admin, tenant, running).await;
 
     let forged: String = signature.chars().map(|c| if c == '0' { '1' } else { '0' }).collect();
@@ -758,10 +754,7 @@ e2e!(a_late_result_of_an_earlier_audit_does_not_decide_the_running_one, vars = [
     let admin = app.admin_token().await;
     let tenant = new_tenant(app, &admin, "Shop").await;
     authorise(app, &admin, tenant, APPID).await;
-    let first = uploaded_template(app, &admin, tenant, "1.0.0").await;
-    let s = submit(app, &admin, first).await;
-    s.expect(200);
-    let earlier = s.data()["id"].as_i64().unwrap();
+    let earlier = running_audit(app, &admin, tenant, "1.0.0").await;
     decide(app, APPID, json!({"result": "rejected", "reason": "Blurry icon", "push": false})).await;
     let status = app.get(&format!("/api/v1/miniprogram/audit/status?audit_task_id={earlier}"), Some(&admin)).await;
     status.expect(200);
@@ -769,10 +762,7 @@ e2e!(a_late_result_of_an_earlier_audit_does_not_decide_the_running_one, vars = [
     let late = pushes(app, "weapp_audit_fail", APPID).await.pop().unwrap();
     assert_eq!(late["delivered"], false, "{late}");
 
-    let second = uploaded_template(app, &admin, tenant, "1.0.1").await;
-    let s = submit(app, &admin, second).await;
-    s.expect(200);
-    let running = s.data()["id"].as_i64().unwrap();
+    let running = running_audit(app, &admin, tenant, "1.0.1").await;
     let (code, answer) = deliver(app, late["url"].as_str().unwrap(), &late, late["msg_signature"].as_str().unwrap()).await;
     assert_eq!((code, answer.as_str()), (200, "success"));
     let audit = stored_audit(app, &admin, tenant, running).await;
