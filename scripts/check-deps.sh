@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
-for c in kernel identity org payroll orders miniprogram docs; do
+for c in kernel identity org payroll payments orders miniprogram docs; do
   bad=$(cargo tree -p "atrium-$c" -e normal --prefix none --format '{p}' 2>/dev/null \
         | awk '{print $1}' | grep -E '^(actix|diesel|r2d2|reqwest|hyper|sqlx|tokio|libsqlite3-sys|pq-sys)' | sort -u || true)
   if [ -n "$bad" ]; then
@@ -12,7 +12,7 @@ for c in kernel identity org payroll orders miniprogram docs; do
     fail=1
   fi
   others=$(cargo tree -p "atrium-$c" -e normal --depth 1 --prefix none --format '{p}' | awk 'NR>1{print $1}' \
-        | grep -E '^atrium-(identity|org|payroll|orders|miniprogram|docs|store|wechat|sandbox|api|server)$' || true)
+        | grep -E '^atrium-(identity|org|payroll|payments|orders|miniprogram|docs|store|wechat|sandbox|api|server)$' || true)
   if [ -n "$others" ]; then
     echo "dependency rule: domain crate atrium-$c depends on another crate: $(echo $others | tr '\n' ' ')"
     fail=1

@@ -10,7 +10,7 @@ use atrium_store::testing::TestDatabase;
 use serde_json::{Value, json};
 
 pub use atrium_store::testing::{pg_admin_url, skip_postgres};
-pub use atrium_store::{DbJobStore, FieldCipher, MiniprogramStore};
+pub use atrium_store::{DbJobStore, FieldCipher, PaymentStore};
 /// Runs futures concurrently (they may borrow the app, so they are polled together rather than
 /// spawned) and returns their outputs in order.
 pub use futures_util::future::join_all;

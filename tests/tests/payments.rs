@@ -221,15 +221,15 @@ fn chrono_now() -> String {
 // ---- Notifications out of order, lost notifications, and the jobs that settle them ----
 
 use atrium_kernel::{JobStore, NewJob, StrEnum};
-use atrium_miniprogram::{PaymentRepo, Transaction};
+use atrium_payments::{PaymentRepo, Transaction};
 use std::time::Duration;
 
 /// The test master key (see the harness's base variables).
-fn store(app: &TestApp) -> atrium_e2e::MiniprogramStore {
+fn store(app: &TestApp) -> atrium_e2e::PaymentStore {
     use base64::Engine;
     let key: [u8; 32] =
         base64::engine::general_purpose::STANDARD.decode("q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=").unwrap().try_into().unwrap();
-    atrium_e2e::MiniprogramStore::new(app.running.db.clone(), atrium_e2e::FieldCipher::new(&key))
+    atrium_e2e::PaymentStore::new(app.running.db.clone(), atrium_e2e::FieldCipher::new(&key))
 }
 
 /// The transaction as stored here (no platform query).

@@ -39,7 +39,7 @@ pub struct AppState {
     pub roles: Arc<RoleService>,
     pub audit: Arc<AuditService>,
     pub docs: Arc<DocsService>,
-    pub payments: Arc<atrium_miniprogram::PaymentService>,
+    pub payments: Arc<atrium_payments::PaymentService>,
     pub orders: Arc<atrium_orders::OrderService>,
     pub releases: Arc<atrium_miniprogram::ReleaseService>,
     /// Where package uploads are streamed before the release service keeps them (best on

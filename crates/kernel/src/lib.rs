@@ -23,7 +23,7 @@ mod text;
 
 pub use actor::{Actor, Party, PartyStanding, PartyType, PartyView, PermissionSet, UserStatus, permission_matches};
 pub use audit::AuditRecord;
-pub use clock::{Clock, FixedClock, SystemClock};
+pub use clock::{Clock, FixedClock, SystemClock, china_day, china_standard_time};
 pub use contact::{ContactTarget, Email, Phone};
 pub use error::{Error, FieldError, Result};
 pub use idempotency::{Claim, IdempotencyKey, IdempotencyStore};
@@ -32,7 +32,8 @@ pub use money::{Money, Overflow};
 pub use named::StrEnum;
 pub use paging::{ListQuery, Page, PageRequest, SortKey, SortOrder};
 pub use period::Period;
-pub use text::{Label, Name, Text, is_deceptive, patch};
+pub use secret::Secret;
+pub use text::{ByteText, Label, Name, Openid, Text, code_pattern, is_deceptive, parse_code, patch};
 
 /// Schemas of the kernel's input types, for `schema_with` on fields whose type says less.
 #[cfg(feature = "openapi")]

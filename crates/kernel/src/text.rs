@@ -67,6 +67,159 @@ impl<const MAX: usize> fmt::Display for Text<MAX> {
     }
 }
 
+/// Text of at most `MAX` bytes (UTF-8), trimmed, without control or invisible characters, for
+/// fields a platform bounds in bytes rather than characters (a payment's description or an
+/// order's subject, a refund's reason, a version's description); empty only when `EMPTY_OK`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ByteText<const MAX: usize, const EMPTY_OK: bool>(String);
+
+impl<const MAX: usize, const EMPTY_OK: bool> ByteText<MAX, EMPTY_OK> {
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        // Counted as sent, so a client can check the bound before sending.
+        if raw.len() > MAX {
+            return Err(format!("must be at most {MAX} bytes (UTF-8)"));
+        }
+        let s = raw.trim();
+        if s.is_empty() && !EMPTY_OK {
+            return Err("must not be empty".into());
+        }
+        if s.chars().any(|c| c.is_control() || is_deceptive(c)) {
+            return Err("must not contain control or invisible characters".into());
+        }
+        Ok(ByteText(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl<const MAX: usize, const EMPTY_OK: bool> TryFrom<String> for ByteText<MAX, EMPTY_OK> {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        ByteText::parse(&s)
+    }
+}
+
+impl<const MAX: usize, const EMPTY_OK: bool> From<ByteText<MAX, EMPTY_OK>> for String {
+    fn from(t: ByteText<MAX, EMPTY_OK>) -> String {
+        t.0
+    }
+}
+
+impl<const MAX: usize, const EMPTY_OK: bool> fmt::Display for ByteText<MAX, EMPTY_OK> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// At most `MAX` characters (a string of more has more than `MAX` bytes); the byte limit
+/// itself is in the description, as JSON Schema counts characters.
+#[cfg(feature = "openapi")]
+impl<const MAX: usize, const EMPTY_OK: bool> utoipa::PartialSchema for ByteText<MAX, EMPTY_OK> {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        let description = format!("At most {MAX} bytes of UTF-8, trimmed, no control or invisible characters");
+        if EMPTY_OK {
+            string_schema(&description, Some(PLAIN_TEXT_PATTERN), None, Some(MAX))
+        } else {
+            string_schema(&description, Some(TEXT_PATTERN), Some(1), Some(MAX))
+        }
+    }
+}
+
+/// One component per bound: `ByteText127`, `ByteText80OrEmpty`.
+#[cfg(feature = "openapi")]
+impl<const MAX: usize, const EMPTY_OK: bool> utoipa::ToSchema for ByteText<MAX, EMPTY_OK> {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Owned(format!("ByteText{MAX}{}", if EMPTY_OK { "OrEmpty" } else { "" }))
+    }
+}
+
+/// What an [`ascii_code!`](crate::ascii_code) newtype accepts: `min..=max` ASCII characters,
+/// each alphanumeric or one of `extra`.
+pub fn parse_code(raw: &str, min: usize, max: usize, extra: &str) -> Result<String, String> {
+    let len = raw.len();
+    if len < min || len > max {
+        return Err(if min == max { format!("must be {min} characters") } else { format!("must be {min} to {max} characters") });
+    }
+    if let Some(bad) = raw.chars().find(|c| !(c.is_ascii_alphanumeric() || extra.contains(*c))) {
+        return Err(format!("must consist of letters, digits and {extra:?} only, not {bad:?}"));
+    }
+    Ok(raw.to_owned())
+}
+
+/// What [`parse_code`] accepts, as a schema pattern (`-` escaped, the other extras literal in
+/// a character class).
+pub fn code_pattern(min: usize, max: usize, extra: &str) -> String {
+    let mut class: String = extra.chars().filter(|c| *c != '-').collect();
+    if extra.contains('-') {
+        class.push_str("\\-");
+    }
+    format!("^[0-9A-Za-z{class}]{{{min},{max}}}$")
+}
+
+/// Declares a string newtype of `MIN..=MAX` ASCII characters, each alphanumeric or one of
+/// `EXTRA`, parsed on deserialising (platform numbers and ids: `out_trade_no`, an openid, an
+/// app id), with its schema behind the calling crate's `openapi` feature.
+#[macro_export]
+macro_rules! ascii_code {
+    ($(#[$doc:meta])* $name:ident, $min:literal, $max:literal, $extra:literal, $desc:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, ::serde::Serialize, ::serde::Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn parse(raw: &str) -> ::std::result::Result<Self, String> {
+                $crate::parse_code(raw, $min, $max, $extra).map($name)
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+
+        impl ::std::convert::TryFrom<String> for $name {
+            type Error = String;
+            fn try_from(s: String) -> ::std::result::Result<Self, String> {
+                $name::parse(&s)
+            }
+        }
+
+        impl ::std::convert::From<$name> for String {
+            fn from(v: $name) -> String {
+                v.0
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        $crate::string_schemas!($name => $crate::schema::string_schema($desc, Some(&$crate::code_pattern($min, $max, $extra)), None, None));
+    };
+}
+
+crate::ascii_code!(
+    /// A payer's openid in the tenant's mini-program: 1–128 of `[0-9A-Za-z_-]`.
+    Openid, 1, 128, "_-", "the payer's openid in the mini-program"
+);
+
+impl Openid {
+    pub const MAX: usize = 128;
+}
+
 /// For `#[serde(default, deserialize_with = "patch")]` on `Option<Option<T>>` fields of an
 /// update: absent → `None` (leave as is), `null` → `Some(None)` (clear), value → `Some(Some(v))`.
 pub use serde_with::rust::double_option::deserialize as patch;

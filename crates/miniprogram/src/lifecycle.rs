@@ -1,104 +1,169 @@
-//! The lifecycles of a payment transaction and of a refund. Both only ever move forward: the
-//! pay platform's notifications arrive late, twice and out of order, and a query may race a
-//! notification, so a report that would move a record backwards is acknowledged and ignored.
+//! The lifecycles of code releases: a tenant's authorisation, an upload task, an audit task
+//! and the release steps that may follow a passed audit.
 //!
-//! Transaction (`trade_state`, the pay platform's names):
-//! `NOTPAY` → `USERPAYING` → `PAYERROR` → `CLOSED` | `REVOKED` → `SUCCESS` → `REFUND`.
-//! Each report is applied only when it lies further along that line than the stored state.
-//! A payment beats a close (the money was taken), `REFUND` is still paid (the platform reports
-//! it after any refund), and nothing unpaid follows a payment.
-//!
-//! Refund: `processing` → `succeeded` | `failed` | `closed`; the last three are final.
+//! - Authorisation: `none` → `authorized` ⇄ `revoked` (a revoked mini-program may be
+//!   authorised again).
+//! - Upload: `queued` → `running` → `uploaded` | `failed`. A crashed run leaves the task
+//!   `running`; it runs again from there. `uploaded` and `failed` are final.
+//! - Audit: `auditing` → `delayed` → `passed` | `rejected` | `withdrawn`; `delayed` is still
+//!   under audit. The platform's reports arrive late and twice (an event and a poll), so a
+//!   report that would move an audit backwards is ignored.
+//! - Release of a passed audit: any number of gray steps whose percentage only rises, then at
+//!   most one full release; nothing after the full release.
+use crate::model::{ReleaseMode, ReleaseState};
+use atrium_kernel::{Error, FieldError};
 use serde::{Deserialize, Serialize};
 
-mod releases;
-
-pub use releases::{AuditStatus, AuthorizationStatus, ReleaseKind, ReleaseStatus, UploadStatus, check_release};
-
-/// A transaction's state as the pay platform names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "UPPERCASE")]
-#[strum(serialize_all = "UPPERCASE")]
-pub enum TradeState {
-    /// Ordered, not paid yet.
-    NotPay,
-    /// The payer is entering a password or similar.
-    UserPaying,
-    /// The payment failed (bank refusal, …); the order may still be closed or paid.
-    PayError,
-    /// Closed by us or by expiry.
-    Closed,
-    /// Revoked (code payments only; kept for completeness).
-    Revoked,
-    /// Paid.
-    Success,
-    /// Paid, and at least one refund was made.
-    Refund,
-}
-
-impl TradeState {
-    /// Whether the payer's money was taken: `SUCCESS`, or `REFUND` after a refund.
-    pub fn is_paid(self) -> bool {
-        matches!(self, TradeState::Success | TradeState::Refund)
-    }
-
-    /// Whether nothing but a payment can follow (closed or revoked).
-    pub fn is_closed(self) -> bool {
-        matches!(self, TradeState::Closed | TradeState::Revoked)
-    }
-
-    /// How far along the lifecycle the state lies; equal ranks do not replace each other.
-    fn rank(self) -> u8 {
-        match self {
-            TradeState::NotPay => 0,
-            TradeState::UserPaying => 1,
-            TradeState::PayError => 2,
-            TradeState::Closed | TradeState::Revoked => 3,
-            TradeState::Success => 4,
-            TradeState::Refund => 5,
-        }
-    }
-
-    /// The state once the platform has reported `reported`: `Some` when it moves the
-    /// transaction forward, `None` when the report is stale or repeats the current state.
-    pub fn advance(self, reported: TradeState) -> Option<TradeState> {
-        (reported.rank() > self.rank()).then_some(reported)
-    }
-}
-
-/// A refund's status.
+/// Whether a tenant's mini-program is authorised to our third-party platform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
-pub enum RefundStatus {
-    /// Accepted by the platform (or about to be sent), not settled yet.
-    Processing,
-    /// The money went back to the payer.
-    Succeeded,
-    /// The platform could not refund (its `ABNORMAL`), or refused the request.
-    Failed,
-    /// The platform closed the refund without paying it.
-    Closed,
+pub enum AuthorizationStatus {
+    /// Never authorised.
+    None,
+    /// Authorised: calls for the tenant use its authorizer token.
+    Authorized,
+    /// The mini-program's admin withdrew the authorisation (an `unauthorized` event, or the
+    /// platform answering 61003). Authorising again restores it.
+    Revoked,
 }
 
-impl RefundStatus {
-    /// Whether the refund's amount is spoken for: a processing or succeeded refund counts
-    /// against what is left to refund; a failed or closed one gives its amount back.
-    pub fn holds_amount(self) -> bool {
-        matches!(self, RefundStatus::Processing | RefundStatus::Succeeded)
-    }
+/// An upload task's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum UploadStatus {
+    /// Recorded; its job has not started.
+    Queued,
+    /// Its job is uploading and committing the code.
+    Running,
+    /// The code is committed to the tenant's mini-program: it can be submitted for audit.
+    Uploaded,
+    /// The upload or the commit failed; `errcode` and `error` say why.
+    Failed,
+}
 
+impl UploadStatus {
     pub fn is_final(self) -> bool {
-        !matches!(self, RefundStatus::Processing)
+        matches!(self, UploadStatus::Uploaded | UploadStatus::Failed)
     }
 
-    /// The status once the platform has reported `reported`: only a processing refund
-    /// settles, and only once.
-    pub fn advance(self, reported: RefundStatus) -> Option<RefundStatus> {
-        (self == RefundStatus::Processing && reported != RefundStatus::Processing).then_some(reported)
+    /// The status once a job starts on the task: `Some(Running)` from `queued` or from a
+    /// `running` task whose earlier run crashed; `None` for a finished task.
+    pub fn start(self) -> Option<UploadStatus> {
+        (!self.is_final()).then_some(UploadStatus::Running)
     }
+
+    /// The status once a run ends with `outcome` (`Uploaded` or `Failed`): only a running
+    /// task finishes.
+    pub fn finish(self, outcome: UploadStatus) -> Option<UploadStatus> {
+        (self == UploadStatus::Running && outcome.is_final()).then_some(outcome)
+    }
+}
+
+/// An audit task's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum AuditStatus {
+    /// Submitted, under audit.
+    Auditing,
+    /// Under audit, and the platform said it will take longer.
+    Delayed,
+    /// Passed: releasable.
+    Passed,
+    /// Rejected, with a reason and screenshots.
+    Rejected,
+    /// Withdrawn (`undocodeaudit`).
+    Withdrawn,
+}
+
+impl AuditStatus {
+    /// The status the platform's `get_auditstatus` code stands for: 0 passed, 1 rejected,
+    /// 2 auditing, 3 withdrawn, 4 delayed.
+    pub fn from_platform_code(code: i64) -> Option<AuditStatus> {
+        match code {
+            0 => Some(AuditStatus::Passed),
+            1 => Some(AuditStatus::Rejected),
+            2 => Some(AuditStatus::Auditing),
+            3 => Some(AuditStatus::Withdrawn),
+            4 => Some(AuditStatus::Delayed),
+            _ => None,
+        }
+    }
+
+    /// Whether the platform is still deciding (another submission is refused meanwhile).
+    pub fn is_running(self) -> bool {
+        matches!(self, AuditStatus::Auditing | AuditStatus::Delayed)
+    }
+
+    fn rank(self) -> u8 {
+        match self {
+            AuditStatus::Auditing => 0,
+            AuditStatus::Delayed => 1,
+            AuditStatus::Passed | AuditStatus::Rejected | AuditStatus::Withdrawn => 2,
+        }
+    }
+
+    /// The status once the platform has reported `reported`: `Some` when it moves the audit
+    /// forward, `None` when the report is stale, repeats the status, or contradicts a
+    /// decision already taken.
+    pub fn advance(self, reported: AuditStatus) -> Option<AuditStatus> {
+        (reported.rank() > self.rank()).then_some(reported)
+    }
+}
+
+/// What a release task did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ReleaseKind {
+    /// `/wxa/release`: every user gets the audited version.
+    Full,
+    /// `/wxa/grayrelease`: a percentage of users get it.
+    Gray,
+    /// `/wxa/revertcoderelease`: back to an earlier version.
+    Rollback,
+}
+
+/// Whether the platform carried a release task out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ReleaseStatus {
+    Succeeded,
+    /// The platform refused or could not be reached; `errcode` says why when it answered.
+    Failed,
+}
+
+/// Whether a passed audit may be released in `mode` now, given what was released of it
+/// before. A bad percentage is `Invalid` (400); a step out of order is `Blocked` (409).
+pub fn check_release(audit: AuditStatus, released: &ReleaseState, mode: ReleaseMode) -> Result<(), Error> {
+    let blocked = |message: String| Error::Blocked(vec![FieldError::new("audit_task_id", message)]);
+    if audit != AuditStatus::Passed {
+        let status: &'static str = audit.into();
+        return Err(blocked(format!("only a passed audit can be released; this one is {status}")));
+    }
+    if released.released_at.is_some() {
+        return Err(blocked("this version is already fully released".into()));
+    }
+    if let ReleaseMode::Gray(percentage) = mode {
+        if !(1..=100).contains(&percentage) {
+            return Err(Error::invalid("gray_percentage", "must be between 1 and 100"));
+        }
+        if let Some(current) = released.gray_percentage.filter(|current| percentage <= *current) {
+            return Err(Error::Blocked(vec![FieldError::new(
+                "gray_percentage",
+                format!("a gray release may only rise; it is at {current} %, so ask for more than that"),
+            )]));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -106,70 +171,95 @@ mod tests {
     use super::*;
     use atrium_kernel::StrEnum;
 
-    const ALL: [TradeState; 7] = [
-        TradeState::NotPay,
-        TradeState::UserPaying,
-        TradeState::PayError,
-        TradeState::Closed,
-        TradeState::Revoked,
-        TradeState::Success,
-        TradeState::Refund,
-    ];
-
     #[test]
-    fn trade_states_use_the_platform_names_on_the_wire_and_at_rest() {
-        let names: Vec<&str> = ALL.iter().map(|s| s.as_str()).collect();
-        assert_eq!(names, ["NOTPAY", "USERPAYING", "PAYERROR", "CLOSED", "REVOKED", "SUCCESS", "REFUND"]);
-        for s in ALL {
-            assert_eq!(TradeState::parse(s.as_str()), Some(s));
-            assert_eq!(serde_json::to_value(s).ok(), Some(serde_json::Value::from(s.as_str())));
-        }
-        assert_eq!(TradeState::parse("success"), None);
+    fn platform_audit_codes_map_to_statuses() {
+        let mapped: Vec<_> = (0..5).map(AuditStatus::from_platform_code).collect();
+        assert_eq!(
+            mapped,
+            [
+                Some(AuditStatus::Passed),
+                Some(AuditStatus::Rejected),
+                Some(AuditStatus::Auditing),
+                Some(AuditStatus::Withdrawn),
+                Some(AuditStatus::Delayed)
+            ]
+        );
+        assert_eq!(AuditStatus::from_platform_code(5), None);
     }
 
     #[test]
-    fn a_late_unpaid_report_after_a_payment_is_ignored() {
-        for late in [TradeState::NotPay, TradeState::UserPaying, TradeState::PayError, TradeState::Closed, TradeState::Revoked] {
-            assert_eq!(TradeState::Success.advance(late), None, "{late:?}");
-            assert_eq!(TradeState::Refund.advance(late), None, "{late:?}");
-        }
-        assert_eq!(TradeState::Refund.advance(TradeState::Success), None);
-        assert_eq!(TradeState::Success.advance(TradeState::Success), None);
-    }
-
-    #[test]
-    fn a_payment_moves_any_unpaid_state_forward_and_a_refund_follows_it() {
-        for from in [TradeState::NotPay, TradeState::UserPaying, TradeState::PayError, TradeState::Closed, TradeState::Revoked] {
-            assert_eq!(from.advance(TradeState::Success), Some(TradeState::Success), "{from:?}");
-            assert!(!from.is_paid());
-        }
-        assert_eq!(TradeState::Success.advance(TradeState::Refund), Some(TradeState::Refund));
-        assert!(TradeState::Refund.is_paid() && TradeState::Success.is_paid());
-    }
-
-    #[test]
-    fn unpaid_states_only_move_towards_closed() {
-        assert_eq!(TradeState::NotPay.advance(TradeState::UserPaying), Some(TradeState::UserPaying));
-        assert_eq!(TradeState::UserPaying.advance(TradeState::NotPay), None);
-        assert_eq!(TradeState::NotPay.advance(TradeState::Closed), Some(TradeState::Closed));
-        assert_eq!(TradeState::Closed.advance(TradeState::NotPay), None);
-        assert_eq!(TradeState::Closed.advance(TradeState::Revoked), None);
-        assert!(TradeState::Closed.is_closed() && TradeState::Revoked.is_closed() && !TradeState::PayError.is_closed());
-    }
-
-    #[test]
-    fn a_refund_settles_once_and_failed_or_closed_ones_free_their_amount() {
-        use RefundStatus as R;
-        for to in [R::Succeeded, R::Failed, R::Closed] {
-            assert_eq!(R::Processing.advance(to), Some(to));
-            assert!(to.is_final());
-            for again in [R::Processing, R::Succeeded, R::Failed, R::Closed] {
-                assert_eq!(to.advance(again), None, "{to:?} -> {again:?}");
+    fn an_audit_moves_forward_only_and_a_decision_is_final() {
+        use AuditStatus as A;
+        assert_eq!(A::Auditing.advance(A::Delayed), Some(A::Delayed));
+        assert_eq!(A::Auditing.advance(A::Passed), Some(A::Passed));
+        assert_eq!(A::Delayed.advance(A::Rejected), Some(A::Rejected));
+        assert_eq!(A::Delayed.advance(A::Auditing), None);
+        for decided in [A::Passed, A::Rejected, A::Withdrawn] {
+            for later in [A::Auditing, A::Delayed, A::Passed, A::Rejected, A::Withdrawn] {
+                assert_eq!(decided.advance(later), None, "{decided:?} -> {later:?}");
             }
+            assert!(!decided.is_running());
         }
-        assert_eq!(R::Processing.advance(R::Processing), None);
-        assert!(R::Processing.holds_amount() && R::Succeeded.holds_amount());
-        assert!(!R::Failed.holds_amount() && !R::Closed.holds_amount());
-        assert_eq!(R::Succeeded.as_str(), "succeeded");
+        assert!(A::Auditing.is_running() && A::Delayed.is_running());
+    }
+
+    #[test]
+    fn an_upload_starts_once_and_finishes_once() {
+        use UploadStatus as U;
+        assert_eq!(U::Queued.start(), Some(U::Running));
+        assert_eq!(U::Running.start(), Some(U::Running), "a crashed run is taken up again");
+        assert_eq!(U::Uploaded.start(), None);
+        assert_eq!(U::Failed.start(), None);
+        assert_eq!(U::Running.finish(U::Uploaded), Some(U::Uploaded));
+        assert_eq!(U::Running.finish(U::Failed), Some(U::Failed));
+        assert_eq!(U::Queued.finish(U::Uploaded), None);
+        assert_eq!(U::Uploaded.finish(U::Failed), None);
+        assert_eq!(U::Running.finish(U::Queued), None);
+    }
+
+    #[test]
+    fn statuses_have_snake_case_names() {
+        assert_eq!(AuthorizationStatus::Authorized.as_str(), "authorized");
+        assert_eq!(UploadStatus::Uploaded.as_str(), "uploaded");
+        assert_eq!(AuditStatus::Withdrawn.as_str(), "withdrawn");
+        assert_eq!(ReleaseKind::Rollback.as_str(), "rollback");
+        assert_eq!(serde_json::to_value(ReleaseStatus::Succeeded).ok(), Some(serde_json::Value::from("succeeded")));
+    }
+
+    fn state(gray: Option<u8>, full: bool) -> ReleaseState {
+        ReleaseState { gray_percentage: gray, released_at: full.then(chrono::Utc::now) }
+    }
+
+    #[test]
+    fn only_a_passed_audit_is_releasable() {
+        for status in [AuditStatus::Auditing, AuditStatus::Delayed, AuditStatus::Rejected, AuditStatus::Withdrawn] {
+            let err = check_release(status, &state(None, false), ReleaseMode::Full).unwrap_err();
+            assert!(matches!(err, Error::Blocked(ref f) if f[0].field == "audit_task_id"), "{status:?}: {err:?}");
+        }
+        assert!(check_release(AuditStatus::Passed, &state(None, false), ReleaseMode::Full).is_ok());
+    }
+
+    #[test]
+    fn a_gray_percentage_is_1_to_100_and_only_rises() {
+        let fresh = state(None, false);
+        for bad in [0, 101, 255] {
+            assert!(matches!(check_release(AuditStatus::Passed, &fresh, ReleaseMode::Gray(bad)), Err(Error::Invalid(_))), "{bad}");
+        }
+        assert!(check_release(AuditStatus::Passed, &fresh, ReleaseMode::Gray(1)).is_ok());
+        assert!(check_release(AuditStatus::Passed, &fresh, ReleaseMode::Gray(100)).is_ok());
+        let at_20 = state(Some(20), false);
+        for not_higher in [5, 20] {
+            let err = check_release(AuditStatus::Passed, &at_20, ReleaseMode::Gray(not_higher)).unwrap_err();
+            assert!(matches!(err, Error::Blocked(ref f) if f[0].field == "gray_percentage"), "{not_higher}: {err:?}");
+        }
+        assert!(check_release(AuditStatus::Passed, &at_20, ReleaseMode::Gray(50)).is_ok());
+        assert!(check_release(AuditStatus::Passed, &at_20, ReleaseMode::Full).is_ok(), "full completes a gray release");
+    }
+
+    #[test]
+    fn nothing_follows_a_full_release() {
+        let done = state(Some(30), true);
+        assert!(matches!(check_release(AuditStatus::Passed, &done, ReleaseMode::Full), Err(Error::Blocked(_))));
+        assert!(matches!(check_release(AuditStatus::Passed, &done, ReleaseMode::Gray(60)), Err(Error::Blocked(_))));
     }
 }

@@ -1,6 +1,443 @@
-//! What the mini-program domain stores and reasons about, one file per resource.
-mod payments;
-mod releases;
+//! Code releases: a tenant's authorisation of its mini-program to our third-party platform,
+//! the upload, audit and release tasks we keep (the platform lists none of them), the
+//! packages uploaded, and what the platform answers and pushes.
+use crate::lifecycle::{AuditStatus, AuthorizationStatus, ReleaseKind, ReleaseStatus, UploadStatus};
+use atrium_kernel::Secret;
+use atrium_kernel::{Id, Timestamp};
+use std::path::PathBuf;
 
-pub use payments::*;
-pub use releases::*;
+/// What the tenant's scope check needs of a tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReleaseTenant {
+    pub id: Id,
+    pub partner_id: Option<Id>,
+}
+
+/// A tenant's mini-program, authorised to the platform (one per tenant).
+///
+/// The store encrypts `refresh_token` at rest; the rest is plain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authorization {
+    pub tenant_id: Id,
+    /// `authorized` or `revoked`; a tenant without a record is `none`.
+    pub status: AuthorizationStatus,
+    /// The mini-program's app id, unique across tenants.
+    pub authorizer_appid: String,
+    /// What the authorizer access token is derived from. Encrypted at rest.
+    pub refresh_token: Secret,
+    pub nickname: Option<String>,
+    /// The mini-program's original id (`gh_…`): what its pushed messages are addressed to.
+    pub user_name: Option<String>,
+    /// The permission sets (funcscope categories) granted to the platform.
+    pub func_info: Vec<i64>,
+    pub authorized_at: Timestamp,
+    pub revoked_at: Option<Timestamp>,
+    pub updated_at: Timestamp,
+}
+
+/// A pre-auth code handed out for a tenant's authorisation page, and the random `state`
+/// (stored hashed) that its redirect brings back: whoever holds the state may finish that
+/// tenant's authorisation, once, before `expires_at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizationAttempt {
+    /// SHA-256 of the state, hex.
+    pub state_hash: String,
+    pub tenant_id: Id,
+    pub pre_auth_code: String,
+    pub created_by: Id,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+/// The newest `component_verify_ticket` the platform pushed; the component token is derived
+/// from it. Encrypted at rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyTicket {
+    pub ticket: Secret,
+    /// The push's `CreateTime`: an older push never replaces a newer ticket.
+    pub created_at: Timestamp,
+}
+
+/// What an upload task uploads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UploadSource {
+    /// A template of the platform's library, committed with the tenant's `ext_json` (an
+    /// object).
+    Template { template_id: i64, ext_json: serde_json::Value },
+    /// A code package, kept by its content hash, uploaded by the uploader to the platform's
+    /// template-development mini-program, added to the template library and committed.
+    Package { sha256: String, size: u64 },
+}
+
+/// An upload: recorded at once, then run as a job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UploadTask {
+    /// 0 until stored.
+    pub id: Id,
+    pub tenant_id: Id,
+    pub source: UploadSource,
+    /// The version users see (`user_version`), unique per tenant.
+    pub version: String,
+    pub description: String,
+    pub status: UploadStatus,
+    /// The template the code was committed from (for a package, the one it became).
+    pub template_id: Option<i64>,
+    /// The platform's errcode when it refused, or the uploader's exit code.
+    pub errcode: Option<i64>,
+    pub error: Option<String>,
+    pub created_by: Id,
+    pub created_at: Timestamp,
+    pub started_at: Option<Timestamp>,
+    pub finished_at: Option<Timestamp>,
+    pub updated_at: Timestamp,
+}
+
+/// An audit of a committed upload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditTask {
+    /// 0 until stored.
+    pub id: Id,
+    pub tenant_id: Id,
+    pub upload_task_id: Id,
+    pub version: String,
+    /// The platform's audit id.
+    pub auditid: i64,
+    pub status: AuditStatus,
+    /// Why it was rejected or delayed.
+    pub reason: Option<String>,
+    /// Media ids of the screenshots a rejection comes with.
+    pub screenshots: Vec<String>,
+    pub submitted_at: Timestamp,
+    pub decided_at: Option<Timestamp>,
+    /// How much of it was released (gray steps, full release).
+    pub release: ReleaseState,
+    pub created_by: Id,
+    pub updated_at: Timestamp,
+}
+
+impl AuditTask {
+    /// What a conditional write compares: the audit's status and release state as read.
+    pub fn state(&self) -> AuditState {
+        AuditState { status: self.status, release: self.release.clone() }
+    }
+
+    /// Takes in what the platform reported: the status only moves forward, and a decision
+    /// brings its reason and screenshots. Returns whether anything changed.
+    pub fn apply(&mut self, report: &PlatformAudit, now: Timestamp) -> bool {
+        let Some(next) = self.status.advance(report.status) else { return false };
+        self.status = next;
+        if report.reason.is_some() {
+            self.reason.clone_from(&report.reason);
+        }
+        if !report.screenshots.is_empty() {
+            self.screenshots.clone_from(&report.screenshots);
+        }
+        if !next.is_running() {
+            self.decided_at = Some(report.at.unwrap_or(now));
+        }
+        self.updated_at = now;
+        true
+    }
+}
+
+/// How much of a passed audit was released.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReleaseState {
+    /// The highest gray percentage released so far.
+    pub gray_percentage: Option<u8>,
+    /// When the full release happened.
+    pub released_at: Option<Timestamp>,
+}
+
+/// An audit task's state as read, for a conditional write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditState {
+    pub status: AuditStatus,
+    pub release: ReleaseState,
+}
+
+/// How to release a passed audit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseMode {
+    Full,
+    /// To this percentage of users.
+    Gray(u8),
+}
+
+/// One release step (full, gray or rollback), recorded whether or not the platform carried it
+/// out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseTask {
+    /// 0 until stored.
+    pub id: Id,
+    pub tenant_id: Id,
+    /// The released audit; `None` for a rollback.
+    pub audit_task_id: Option<Id>,
+    pub kind: ReleaseKind,
+    /// The released version; for a rollback, the `app_version` asked for, if any.
+    pub version: Option<String>,
+    pub gray_percentage: Option<u8>,
+    pub status: ReleaseStatus,
+    pub errcode: Option<i64>,
+    pub errmsg: Option<String>,
+    pub created_by: Id,
+    pub created_at: Timestamp,
+}
+
+/// A package kept by its content hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredPackage {
+    pub sha256: String,
+    pub size: u64,
+    /// The project directory inside the zip (see `PackageInfo::project_root`).
+    pub project_root: String,
+    /// Where the zip is kept, readable by the uploader.
+    pub path: PathBuf,
+    pub created_at: Timestamp,
+}
+
+/// Filters of the upload task list.
+#[derive(Debug, Clone, Default)]
+pub struct UploadTaskQuery {
+    pub list: atrium_kernel::ListQuery<TaskSort>,
+    pub status: Option<UploadStatus>,
+    pub tenant_id: Option<Id>,
+}
+
+/// Filters of the audit task list.
+#[derive(Debug, Clone, Default)]
+pub struct AuditTaskQuery {
+    pub list: atrium_kernel::ListQuery<TaskSort>,
+    pub status: Option<AuditStatus>,
+    pub tenant_id: Option<Id>,
+}
+
+/// What the task lists may be sorted by; default newest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantNames)]
+#[strum(serialize_all = "snake_case")]
+pub enum TaskSort {
+    Id,
+    CreatedAt,
+}
+
+// --- what the platform is asked and answers, in domain words --------------------------------
+
+/// What a call for one tenant's mini-program needs: the component's current verify ticket
+/// (the component token comes from it) and the tenant's authorisation. `Debug` hides the
+/// secrets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizerAccess {
+    pub verify_ticket: Secret,
+    pub authorizer_appid: String,
+    pub refresh_token: Secret,
+}
+
+/// A pre-auth code for the authorisation page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreAuthCode {
+    pub code: String,
+    pub expires_in_secs: i64,
+}
+
+/// What an authorisation grants (`api_query_auth`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizationGrant {
+    pub authorizer_appid: String,
+    pub refresh_token: Secret,
+    pub func_info: Vec<i64>,
+}
+
+/// A mini-program's public profile (`api_get_authorizer_info`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AuthorizerProfile {
+    pub nickname: Option<String>,
+    /// `gh_…`
+    pub user_name: Option<String>,
+}
+
+/// A commit of template code to a tenant's mini-program (`/wxa/commit`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeCommit {
+    pub template_id: i64,
+    /// The tenant's configuration, a JSON object serialised as a string.
+    pub ext_json: String,
+    pub user_version: String,
+    pub user_desc: String,
+}
+
+/// An audit submission (`/wxa/submit_audit`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditSubmission {
+    pub version_desc: Option<String>,
+    /// The platform's `item_list` (pages with their categories), passed through.
+    pub item_list: Option<Vec<serde_json::Value>>,
+    pub privacy_api_not_use: Option<bool>,
+}
+
+/// An audit's state as the platform reports it (`get_auditstatus` or a pushed event).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformAudit {
+    pub status: AuditStatus,
+    pub reason: Option<String>,
+    pub screenshots: Vec<String>,
+    /// When it was decided, when the platform says.
+    pub at: Option<Timestamp>,
+}
+
+/// The gray release plan (`getgrayreleaseplan`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct GrayPlan {
+    /// 0 init, 1 running, 2 paused, 3 done, 4 deleted.
+    pub status: i64,
+    pub gray_percentage: u8,
+    pub create_timestamp: Option<i64>,
+}
+
+/// One version as `getversioninfo` or `get_history_version` report it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VersionRecord {
+    /// The platform's version number (`app_version`), where reported: what a rollback names.
+    pub app_version: Option<i64>,
+    pub user_version: String,
+    pub user_desc: String,
+    /// Unix seconds.
+    pub time: Option<i64>,
+}
+
+/// The live and trial versions (`getversioninfo`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VersionInfo {
+    pub release: Option<VersionRecord>,
+    pub experience: Option<VersionRecord>,
+}
+
+/// A draft in the template-development mini-program (`gettemplatedraftlist`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateDraft {
+    pub draft_id: i64,
+    pub user_version: String,
+    pub user_desc: String,
+    pub create_time: i64,
+}
+
+/// A template of the library (`gettemplatelist`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    pub template_id: i64,
+    pub user_version: String,
+    pub user_desc: String,
+    pub create_time: i64,
+}
+
+/// The uploader's work: a kept package, unpacked by the uploader and uploaded as `version` to
+/// the platform's template-development mini-program (which the uploader is configured for).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadJob {
+    pub package: StoredPackage,
+    pub version: String,
+    /// What the draft is described as; it names the upload task, so the draft can be found.
+    pub description: String,
+}
+
+/// What the uploader reports on success.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UploadReport {
+    /// The code package sizes it reports, in bytes, by package name (`__FULL__`,
+    /// `__APP__`, sub-packages).
+    pub package_sizes: Vec<(String, u64)>,
+}
+
+// --- events the platform pushes ---------------------------------------------------------------
+
+/// Which of the two event URLs a push came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventUrl {
+    /// `/component/events`: authorisation events, addressed to the component.
+    Component,
+    /// `/component/messages/{appid}`: messages and events of one authorised mini-program.
+    Message,
+}
+
+/// A pushed event as received: the query parameters and the raw body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRequest {
+    pub timestamp: String,
+    pub nonce: String,
+    pub msg_signature: String,
+    pub body: Vec<u8>,
+}
+
+/// A pushed event, verified and decrypted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformEvent {
+    /// Stable across re-deliveries (sender, `CreateTime` and kind), for de-duplication.
+    pub id: String,
+    /// `CreateTime`.
+    pub created_at: Timestamp,
+    pub kind: EventKind,
+}
+
+/// What a pushed event says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventKind {
+    VerifyTicket {
+        ticket: Secret,
+    },
+    /// A mini-program was authorised (`authorized`), or its grants changed
+    /// (`updateauthorized`).
+    Authorized {
+        authorizer_appid: String,
+        authorization_code: Secret,
+        pre_auth_code: Option<String>,
+        update: bool,
+    },
+    Unauthorized {
+        authorizer_appid: String,
+    },
+    /// An audit result for the mini-program the message URL names; `to_user` is its `gh_…`.
+    Audit {
+        to_user: String,
+        result: PlatformAudit,
+    },
+    /// An event or message we do not act on; acknowledged.
+    Other {
+        name: String,
+    },
+}
+
+/// Why a push was not accepted; nothing changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    /// `msg_signature` does not match: answered 401.
+    #[error("the msg_signature does not verify")]
+    BadSignature,
+    /// The decrypted message names another app than our component, or the message URL's
+    /// mini-program is not one authorised here: answered 401.
+    #[error("the message is not addressed to this platform")]
+    ForeignAppid,
+    /// Not the expected XML, or not decryptable: answered 400.
+    #[error("the event is malformed: {0}")]
+    Malformed(String),
+    /// The component credentials are not configured.
+    #[error("the third-party platform is not configured")]
+    NotConfigured,
+    /// The event was valid but storing its effect failed; the platform retries.
+    #[error("the event could not be processed now")]
+    Unavailable,
+}
+
+/// What a push did; every outcome is answered `success`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventOutcome {
+    Applied,
+    /// Seen before: nothing changed.
+    Duplicate,
+    /// Valid but said nothing new (an older ticket, a stale audit result).
+    Stale,
+    /// About something we do not know (an audit with none running); logged.
+    Unknown,
+    Ignored,
+}

@@ -15,18 +15,17 @@ use atrium_api::{AppState, Metrics};
 use atrium_docs::{DocsConfig, DocsService};
 use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService, RoleService, UserService};
 use atrium_kernel::{Clock, IdempotencyStore, JobStore, SystemClock};
-use atrium_miniprogram::{
-    CodeUploader, MiniProgramPlatform, PaymentObserver, PaymentService, PaymentSettings, ReleaseService, ReleaseSettings,
-};
+use atrium_miniprogram::{CodeUploader, MiniProgramPlatform, ReleaseService, ReleaseSettings};
 use atrium_orders::{OrderService, OrderSettings};
 use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, TenantService};
+use atrium_payments::{PaymentObserver, PaymentService, PaymentSettings};
 use atrium_payroll::{PayrollService, PayslipChannels, PayslipNotifier, TextSender};
 use atrium_sandbox::{
     ComponentConfig, SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID, Sandbox,
     SandboxUploader,
 };
 use atrium_store::{
-    Db, DbIdempotencyStore, DbJobStore, DocsStore, FieldCipher, IdentityStore, MiniprogramStore, OrdersStore, OrgStore, PayrollStore,
+    Db, DbIdempotencyStore, DbJobStore, DocsStore, FieldCipher, IdentityStore, OrdersStore, OrgStore, PaymentStore, PayrollStore,
     ReleaseStore,
 };
 use atrium_wechat::{AccessTokens, CallRecorder, MiniProgramState, SubscribeMessages, WechatAppConfig, WechatPayslips};
@@ -200,7 +199,7 @@ pub fn payment_service(
         None => pay,
     };
     let service = PaymentService::new(
-        Arc::new(MiniprogramStore::new(db.clone(), FieldCipher::new(&config.master_key))),
+        Arc::new(PaymentStore::new(db.clone(), FieldCipher::new(&config.master_key))),
         Arc::new(pay),
         Arc::new(OpensslMerchantKeys),
         jobs,

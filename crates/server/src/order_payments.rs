@@ -5,8 +5,8 @@
 //! domain depends on the other.
 use async_trait::async_trait;
 use atrium_kernel::{Error, Id, Job, JobHandler, JobOutcome, Result};
-use atrium_miniprogram as pay;
 use atrium_orders::{self as orders, OrderPayments, OrderService, PaymentState, Prepay, PrepayRequest, RefundOrder, RefundState};
+use atrium_payments as pay;
 use std::sync::{Arc, OnceLock};
 
 /// [`OrderPayments`] over the payments service: an order's number is its `out_trade_no`, and

@@ -10,10 +10,11 @@
 //! - [`OrgStore`] (`org/`, one file per port): partners, tenants, employees and the audit
 //!   trail;
 //! - [`PayrollStore`] (`PayrollRepo`) and [`DocsStore`] (`DocsRepo`);
-//! - [`MiniprogramStore`] (`miniprogram/`, one file per port): `PaymentRepo`, with the merchant
-//!   key and APIv3 key encrypted at rest; and [`ReleaseStore`] beside it: `ReleaseRepo`
-//!   (authorisations with their refresh tokens and the verify ticket encrypted, kept code
-//!   packages as files named by their hash, upload, audit and release tasks);
+//! - [`PaymentStore`] (`payments`): the ledger's `PaymentRepo`, with the merchant key and
+//!   APIv3 key encrypted at rest;
+//! - [`ReleaseStore`] (`releases`): `ReleaseRepo` (authorisations with their refresh tokens
+//!   and the verify ticket encrypted, kept code packages as files named by their hash,
+//!   upload, audit and release tasks);
 //! - [`OrdersStore`] (`orders/`, one file per port): `OrderRepo`, orders with their items and
 //!   refunds;
 //! - the kernel's shared ports: [`DbIdempotencyStore`] (`IdempotencyStore`, the records of
@@ -31,11 +32,12 @@ mod error;
 mod idempotency;
 mod identity;
 mod jobs;
-mod miniprogram;
 mod orders;
 mod org;
+mod payments;
 mod payroll;
 mod rate;
+mod releases;
 pub mod schema;
 pub mod seed;
 mod standing;
@@ -49,7 +51,8 @@ pub use error::db_error;
 pub use idempotency::DbIdempotencyStore;
 pub use identity::IdentityStore;
 pub use jobs::DbJobStore;
-pub use miniprogram::{MiniprogramStore, ReleaseStore};
 pub use orders::OrdersStore;
 pub use org::OrgStore;
+pub use payments::PaymentStore;
 pub use payroll::PayrollStore;
+pub use releases::ReleaseStore;

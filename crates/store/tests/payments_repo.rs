@@ -1,10 +1,10 @@
 //! Contract tests of the payment repository, on SQLite and PostgreSQL.
 #![allow(clippy::unwrap_used)]
 use atrium_kernel::{AuditRecord, Error, Money, Party, Timestamp};
-use atrium_miniprogram::*;
 use atrium_org::*;
+use atrium_payments::*;
 use atrium_store::schema::{audit_logs, payment_configs, payment_refunds};
-use atrium_store::{Db, FieldCipher, MiniprogramStore, OrgStore, store_test};
+use atrium_store::{Db, FieldCipher, OrgStore, PaymentStore, store_test};
 use chrono::{Duration, TimeZone, Utc};
 use diesel::prelude::*;
 use std::sync::Arc;
@@ -17,7 +17,7 @@ fn t0() -> Timestamp {
 }
 
 struct Fixture {
-    repo: MiniprogramStore,
+    repo: PaymentStore,
     partner: i64,
     tenant: i64,
     /// A tenant of another partner.
@@ -46,7 +46,7 @@ async fn fixture(db: &Db) -> Fixture {
         tenants.push(org.insert_tenant(t, AuditRecord::system(t0(), "tenant.create", "tenant", None)).await.unwrap().id);
     }
     Fixture {
-        repo: MiniprogramStore::new(db.clone(), FieldCipher::new(&[9u8; 32])),
+        repo: PaymentStore::new(db.clone(), FieldCipher::new(&[9u8; 32])),
         partner: partners[0],
         tenant: tenants[0],
         other: tenants[1],

@@ -3,7 +3,7 @@
 //! and each notification costs), through the vendored OpenSSL.
 //!
 //! `cargo bench -p atrium-wechat --bench rsa`
-use atrium_miniprogram::PlatformKey;
+use atrium_payments::PlatformKey;
 use atrium_wechat::pay::sign::{MerchantSigner, PlatformVerifier, SignedHeaders, answer_message, request_message};
 use base64::Engine;
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -5,7 +5,7 @@
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use atrium_kernel::Money;
-use atrium_miniprogram::{
+use atrium_payments::{
     JsapiOrder, MerchantAccount, PayPlatform, PayPlatformError, PlatformKey, RefundOrder, RefundStatus, Secret, TradeState,
 };
 use atrium_wechat::pay::sign::{MerchantSigner, request_message};

@@ -5,7 +5,7 @@
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use atrium_kernel::Money;
-use atrium_miniprogram::{
+use atrium_payments::{
     BillTradeState, EventResource, JsapiOrder, MerchantAccount, NotificationRequest, PayPlatform, PayPlatformError, PlatformKey,
     RefundOrder, RefundStatus, Secret, TradeState,
 };

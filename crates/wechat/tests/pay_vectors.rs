@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use atrium_kernel::{Error, Money};
-use atrium_miniprogram::{
+use atrium_payments::{
     BillTradeState, EventResource, MerchantAccount, MerchantKeys, NotificationError, NotificationRequest, PlatformKey, Secret, TradeState,
 };
 use atrium_wechat::OpensslMerchantKeys;

@@ -22,6 +22,17 @@ use utoipa::IntoParams;
 #[into_params(names("id"), parameter_in = Path)]
 pub struct IdPath(pub i64);
 
+/// `?tenant_id=`: whose record (a payment configuration, a mini-program's authorisation and
+/// versions).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct TenantParams {
+    /// Required for platform and partner callers; a tenant caller's own tenant otherwise.
+    #[param(required = true, value_type = i64, minimum = 1)]
+    pub tenant_id: Option<atrium_kernel::Id>,
+}
+
 /// Options of a DELETE.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -5,13 +5,14 @@ use actix_multipart::Multipart;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use atrium_kernel::{Error, Id};
-use atrium_miniprogram::{
+use atrium_payments::{
     CloseRequest, CloseView, KeyUpload, NotificationError, NotificationRequest, PaymentConfigPut, PaymentConfigView, PaymentTestRequest,
-    PlatformKeyId, QueryRequest, ReconciliationParams, ReconciliationView, RefundRequest, RefundView, Secret, TenantParams, TestReport,
-    TransactionView, UnifiedOrderRequest, UnifiedOrderView,
+    PlatformKeyId, QueryRequest, ReconciliationParams, ReconciliationView, RefundRequest, RefundView, Secret, TestReport, TransactionView,
+    UnifiedOrderRequest, UnifiedOrderView,
 };
 use futures_util::StreamExt;
 
+use super::TenantParams;
 use crate::app::AppState;
 use crate::envelope::{ApiResult, ok};
 use crate::error::ApiError;
@@ -62,7 +63,7 @@ pub async fn put_config(state: web::Data<AppState>, auth: Authorized<Miniprogram
 /// Upload the merchant private key and certificate and the platform public key
 /// (`multipart/form-data`; any part may come alone). A bad part is a 400 naming it.
 #[utoipa::path(post, path = "/api/v1/miniprogram/payment/cert/upload", tag = "payments",
-    request_body(content = atrium_miniprogram::KeyUploadForm, content_type = "multipart/form-data"),
+    request_body(content = atrium_payments::KeyUploadForm, content_type = "multipart/form-data"),
     security(("bearer" = ["miniprogram:payment"])),
     responses((status = 200, body = PaymentConfigView), (status = 413)))]
 pub async fn upload_keys(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, form: Multipart) -> ApiResult {
@@ -151,15 +152,15 @@ pub async fn reconciliation(state: web::Data<AppState>, auth: Authorized<Payment
            ("Wechatpay-Serial" = String, Header, description = "The platform key's id, `PUB_KEY_ID_…`")),
     request_body(content = Object, content_type = "application/json"),
     responses((status = 204, description = "Accepted"),
-              (status = 400, body = atrium_miniprogram::NotifyFailure, description = "Malformed, unsigned or undecryptable"),
-              (status = 401, body = atrium_miniprogram::NotifyFailure, description = "The signature does not verify"),
-              (status = 404, body = atrium_miniprogram::NotifyFailure, description = "Payments are not configured for this tenant"),
-              (status = 503, body = atrium_miniprogram::NotifyFailure, description = "Not processed now; the platform retries")))]
+              (status = 400, body = atrium_payments::NotifyFailure, description = "Malformed, unsigned or undecryptable"),
+              (status = 401, body = atrium_payments::NotifyFailure, description = "The signature does not verify"),
+              (status = 404, body = atrium_payments::NotifyFailure, description = "Payments are not configured for this tenant"),
+              (status = 503, body = atrium_payments::NotifyFailure, description = "Not processed now; the platform retries")))]
 pub async fn notify(req: HttpRequest, state: web::Data<AppState>, tenant_id: web::Path<String>, body: web::Bytes) -> HttpResponse {
     // Parsed here rather than by the path extractor, so even this refusal is in the
     // platform's format.
     let Ok(tenant_id) = tenant_id.parse::<Id>() else {
-        return HttpResponse::NotFound().json(atrium_miniprogram::NotifyFailure::new("no such tenant"));
+        return HttpResponse::NotFound().json(atrium_payments::NotifyFailure::new("no such tenant"));
     };
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     let request = NotificationRequest {
@@ -183,7 +184,7 @@ pub async fn notify(req: HttpRequest, state: web::Data<AppState>, tenant_id: web
                 NotificationError::NotConfigured => StatusCode::NOT_FOUND,
                 NotificationError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             };
-            HttpResponse::build(status).json(atrium_miniprogram::NotifyFailure::new(e.to_string()))
+            HttpResponse::build(status).json(atrium_payments::NotifyFailure::new(e.to_string()))
         }
     }
 }

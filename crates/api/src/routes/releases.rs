@@ -8,8 +8,8 @@ use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, web};
 use atrium_kernel::{Error, Id};
 use atrium_miniprogram::{
     AuditStatusParams, AuditSubmit, AuditTaskListParams, AuditTaskView, AuthorizationCallback, AuthorizationView, EventError, EventRequest,
-    EventUrl, ExperienceQrParams, PackageUpload, PublishRequest, ReleaseTaskView, RollbackRequest, TemplateUpload, TenantParams,
-    UploadTaskListParams, UploadTaskView, Version, VersionDescription, VersionsView,
+    EventUrl, ExperienceQrParams, PackageUpload, PublishRequest, ReleaseTaskView, RollbackRequest, TemplateUpload, UploadTaskListParams,
+    UploadTaskView, Version, VersionDescription, VersionsView,
 };
 use futures_util::StreamExt;
 use serde::Deserialize;
@@ -18,6 +18,7 @@ use tokio::io::AsyncWriteExt;
 use utoipa::{IntoParams, ToSchema};
 
 use super::IdPath;
+use super::TenantParams;
 use crate::app::AppState;
 use crate::envelope::{ApiResult, ok};
 use crate::error::ApiError;

@@ -5,6 +5,7 @@ use crate::password::Password;
 use crate::ports::*;
 use crate::token::{AccessClaims, TokenKeys, hash_code, hash_secret, random_token};
 use atrium_kernel::StrEnum;
+use atrium_kernel::secret::constant_time_eq;
 use atrium_kernel::{AuditRecord, Clock, ContactTarget, Error, Id, Result, Text, Timestamp};
 use chrono::Duration;
 use rand::Rng;
@@ -550,10 +551,6 @@ pub(super) fn normalise_login(login: &str) -> String {
 /// Trimmed, non-empty text of at most `MAX` characters (the kernel's `Text`), or a 400 on `field`.
 fn text<const MAX: usize>(field: &str, raw: &str) -> Result<String> {
     Text::<MAX>::parse(raw).map(Text::into_string).map_err(|m| Error::invalid(field, m))
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn short(id: &str) -> &str {

@@ -16,7 +16,7 @@ use crate::lifecycle::{AuditStatus, AuthorizationStatus, ReleaseKind, ReleaseSta
 use crate::model::*;
 use crate::ports::{CodeUploader, MiniProgramPlatform, PackageInspector, PlatformError, PlatformResult, ReleaseRepo, UploaderError};
 use atrium_kernel::secret::{hash_secret, random_token};
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, JobStore, NewJob, Page, Party, Result, StrEnum};
+use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, JobStore, NewJob, Page, Party, Result, Secret, StrEnum};
 use serde_json::json;
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! The pay platform's control calls over HTTP; each has a Rust twin on [`Sandbox`].
 use actix_web::{HttpResponse, web};
-use atrium_miniprogram::PayParams;
+use atrium_payments::PayParams;
 use serde::Deserialize;
 use serde_json::json;
 

@@ -17,8 +17,8 @@ pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification, SignedNotificat
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
-use atrium_miniprogram::{MerchantAccount, PlatformKey, Secret, TradeState};
-use chrono::{DateTime, FixedOffset, Offset, Utc};
+use atrium_payments::{MerchantAccount, PlatformKey, Secret, TradeState};
+use chrono::{DateTime, FixedOffset, Utc};
 use keys::IssuedMerchantKeys;
 pub(crate) use keys::PlatformKeyPair;
 use openssl::pkey::{PKey, Public};
@@ -39,7 +39,7 @@ pub const MAX_REFUNDS_PER_ORDER: usize = 50;
 
 /// China Standard Time, the platform's clock for times and bill days.
 pub(crate) fn cst() -> FixedOffset {
-    FixedOffset::east_opt(8 * 3600).unwrap_or_else(|| Utc.fix())
+    atrium_kernel::china_standard_time()
 }
 
 /// A time as the platform writes it: RFC 3339 in China Standard Time, whole seconds.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::keys::{self, ALNUM};
 use super::{DEFAULT_RETRY_DELAYS, PaymentResult, RefundResult, SettleReport, platform_time, refund_json, transaction_json};
 use crate::platform::{Sandbox, random_hex};
-use atrium_miniprogram::{PayParams, TradeState};
+use atrium_payments::{PayParams, TradeState};
 
 const KEEP_NOTIFICATIONS: usize = 10_000;
 /// How long a duplicate waits for a next notification to overtake it.

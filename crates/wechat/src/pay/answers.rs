@@ -1,7 +1,7 @@
 //! The pay platform's JSON answers and decrypted notification resources, and their
 //! translation into the domain's reports.
 use atrium_kernel::{Money, StrEnum, Timestamp};
-use atrium_miniprogram::{PlatformRefund, PlatformTransaction, RefundStatus, TradeState};
+use atrium_payments::{PlatformRefund, PlatformTransaction, RefundStatus, TradeState};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]

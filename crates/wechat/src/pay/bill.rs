@@ -2,7 +2,7 @@
 //! two decimals, rows until the summary header. Converted to fen exactly, without floats.
 use atrium_kernel::Money;
 use atrium_kernel::StrEnum;
-use atrium_miniprogram::{BillLine, BillRefund, BillTradeState};
+use atrium_payments::{BillLine, BillRefund, BillTradeState};
 
 /// The first cell of the summary header that ends the rows.
 const SUMMARY: &str = "总交易单数";

@@ -4,7 +4,7 @@
 //! repeats its content.
 use super::sign::public_key_from_pem;
 use atrium_kernel::{Error, Result, Timestamp};
-use atrium_miniprogram::{CertInfo, KeyInfo, MerchantKeys, Secret};
+use atrium_payments::{CertInfo, KeyInfo, MerchantKeys, Secret};
 use openssl::asn1::Asn1Time;
 use openssl::pkey::{HasPublic, PKey, PKeyRef};
 use openssl::x509::X509;

@@ -24,7 +24,7 @@ use crate::CallRecorder;
 use answers::{BillAnswer, ErrorAnswer, PrepayAnswer, RefundAnswer, TransactionAnswer};
 use async_trait::async_trait;
 use atrium_kernel::Timestamp;
-use atrium_miniprogram::{
+use atrium_payments::{
     BillDate, BillLine, JsapiOrder, MerchantAccount, NotificationError, NotificationRequest, PayEvent, PayParams, PayPlatform,
     PayPlatformError, PayResult, PlatformRefund, PlatformTransaction, RefundOrder,
 };
@@ -100,10 +100,7 @@ fn segment(s: &str) -> String {
 
 /// A timestamp as the platform writes it: RFC 3339 in China Standard Time.
 fn cst(t: Timestamp) -> String {
-    match chrono::FixedOffset::east_opt(8 * 3600) {
-        Some(offset) => t.with_timezone(&offset).to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
-        None => t.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
-    }
+    t.with_timezone(&atrium_kernel::china_standard_time()).to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
 }
 
 fn header(headers: &HeaderMap, name: &str) -> String {

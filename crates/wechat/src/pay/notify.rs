@@ -3,7 +3,7 @@
 //! of the base64 ciphertext), then parsed.
 use super::answers::{RefundAnswer, TransactionAnswer};
 use super::sign::{PlatformVerifier, SignedHeaders, VerifyError};
-use atrium_miniprogram::{EventResource, MerchantAccount, NotificationError, NotificationRequest, PayEvent};
+use atrium_payments::{EventResource, MerchantAccount, NotificationError, NotificationRequest, PayEvent};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use openssl::symm::{Cipher, decrypt_aead};

@@ -8,7 +8,7 @@
 //! - The platform's answers and notifications are signed over `TIMESTAMP\nNONCE\nBODY\n` on
 //!   the raw body bytes, with the key its `Wechatpay-Serial` names: `PUB_KEY_ID_…` in
 //!   public-key mode, a platform certificate's serial otherwise.
-use atrium_miniprogram::PlatformKey;
+use atrium_payments::PlatformKey;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use openssl::hash::MessageDigest;

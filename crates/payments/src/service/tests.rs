@@ -6,7 +6,7 @@ use crate::model::*;
 use crate::ports::{MockMerchantKeys, MockPayPlatform, MockPaymentRepo, PayPlatformError};
 use crate::service::{PaymentService, platform_error};
 use atrium_kernel::jobs::MockJobStore;
-use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Party, Timestamp};
+use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Openid, Party, Secret, Timestamp};
 use chrono::{Duration, NaiveDate, TimeZone, Utc};
 use mockall::predicate::eq;
 use std::sync::{Arc, Mutex};

@@ -8,10 +8,9 @@
 //! are conditional writes against the state read, so racing writers never move a record back.
 //! Packages are files in the store's package directory named `<sha256>.zip`, moved there off
 //! the async workers.
-use super::ReleaseStore;
 use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
-use crate::db::{DbConn, MultiBackend, on_backend};
+use crate::db::{Db, DbConn, MultiBackend, on_backend};
 use crate::error::db_error;
 use crate::org::tenants::in_scope;
 use crate::org::{page, parse_enum, total};
@@ -37,6 +36,24 @@ use diesel::sql_types::Bool;
 use diesel::upsert::excluded;
 use std::io;
 use std::path::{Path, PathBuf};
+
+/// The code-release repository: rows in the database, and code packages as files in one
+/// directory, each named by its content hash.
+#[derive(Clone)]
+pub struct ReleaseStore {
+    db: Db,
+    cipher: FieldCipher,
+    package_dir: PathBuf,
+}
+
+impl ReleaseStore {
+    /// `cipher` is the one built from the master key (`FieldCipher::new`), as for the org
+    /// store. `package_dir` is where kept packages live (`<sha256>.zip`); it is created when
+    /// the first package arrives, and the uploader must be able to read it.
+    pub fn new(db: Db, cipher: FieldCipher, package_dir: PathBuf) -> Self {
+        ReleaseStore { db, cipher, package_dir }
+    }
+}
 
 /// A unique violation as `Conflict` with `message`; any other error as [`db_error`] maps it (a
 /// missing tenant, a foreign key, is a `Conflict` of its own wording there).

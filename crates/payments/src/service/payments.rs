@@ -11,7 +11,8 @@ use crate::lifecycle::{RefundStatus, TradeState};
 use crate::model::*;
 use crate::ports::{MerchantKeys, PayPlatform, PayPlatformError, PaymentObserver, PaymentRepo};
 use atrium_kernel::StrEnum;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, JobStore, Money, Result};
+use atrium_kernel::secret::nonce;
+use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, JobStore, Money, Result, china_day, china_standard_time};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -21,8 +22,6 @@ const WRITE_ATTEMPTS: usize = 3;
 const CONFLICT_CODES: &[&str] = &["ORDERPAID", "ORDER_CLOSED", "ORDERCLOSED", "OUT_TRADE_NO_USED", "NOT_ENOUGH", "USERPAYING"];
 /// The platform keeps trade bills this many days.
 const BILL_DAYS: i64 = 90;
-/// The platform's day (bills, `time_expire`) is China Standard Time, UTC+8.
-pub(super) const CST_OFFSET_HOURS: i64 = 8;
 
 /// A pay platform failure as a domain error: a refusal (4xx) is a 409 (`Blocked`) when the
 /// order's state forbids the request and a 400 otherwise, either way with the platform's
@@ -623,8 +622,7 @@ impl PaymentService {
 
     /// The comparison of [`reconcile`](Self::reconcile) for `tenant_id`.
     pub(super) async fn compare(&self, tenant_id: Id, date: BillDate) -> Result<ReconciliationView> {
-        let cst = chrono::Duration::hours(CST_OFFSET_HOURS);
-        let today = (self.clock.now() + cst).date_naive();
+        let today = self.clock.now().with_timezone(&china_standard_time()).date_naive();
         if date >= today {
             return Err(Error::invalid("date", "must be a past day"));
         }
@@ -633,7 +631,7 @@ impl PaymentService {
         }
         let account = self.account(tenant_id, false).await?;
         let lines = self.platform.trade_bill(&account, date).await.map_err(platform_error)?;
-        let (from, to) = super::payment_jobs::cst_day(date);
+        let (from, to) = china_day(date);
 
         let mut view = ReconciliationView {
             date,
@@ -753,14 +751,6 @@ impl PaymentService {
 
 fn item(kind: ReconciliationKind, out_trade_no: &str, out_refund_no: Option<&str>, amount: Money) -> ReconciliationItem {
     ReconciliationItem { kind, out_trade_no: out_trade_no.to_owned(), out_refund_no: out_refund_no.map(str::to_owned), amount }
-}
-
-/// A random string of `len` characters of `[0-9A-Za-z_-]`: generated order and refund
-/// numbers, probe numbers.
-fn nonce(len: usize) -> String {
-    let mut s = atrium_kernel::secret::random_token(len);
-    s.truncate(len);
-    s
 }
 
 /// Splits an inspection result: field errors are collected (so one answer names every bad

@@ -1,10 +1,9 @@
 //! [`PaymentRepo`]: payment configurations (secrets encrypted), transactions, refunds and the
 //! notifications already processed. A refund reservation is one write transaction holding the
 //! transaction's row lock, so concurrent refunds never together exceed what was paid.
-use super::MiniprogramStore;
 use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
-use crate::db::{DbConn, first_for_update, on_backend};
+use crate::db::{Db, DbConn, first_for_update, on_backend};
 use crate::error::db_error;
 use crate::org::parse_enum;
 use crate::org::tenants::in_scope;
@@ -13,11 +12,25 @@ use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Party, Result, Timestamp};
-use atrium_miniprogram::{
+use atrium_payments::{
     PaymentConfig, PaymentRepo, PaymentTenant, Refund, RefundReservation, RefundStatus, Secret, TradeState, Transaction,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
+
+/// The payment ledger's repository over the database.
+#[derive(Clone)]
+pub struct PaymentStore {
+    db: Db,
+    cipher: FieldCipher,
+}
+
+impl PaymentStore {
+    /// `cipher` is the one built from the master key (`FieldCipher::new`), as for the org store.
+    pub fn new(db: Db, cipher: FieldCipher) -> Self {
+        PaymentStore { db, cipher }
+    }
+}
 
 #[derive(Queryable, Selectable, Insertable, AsChangeset)]
 #[diesel(table_name = payment_configs, primary_key(tenant_id), treat_none_as_null = true)]
@@ -252,7 +265,7 @@ fn reserve(conn: &mut DbConn, refund: Refund, paid: Money, max_refunds: u32) -> 
 }
 
 #[async_trait]
-impl PaymentRepo for MiniprogramStore {
+impl PaymentRepo for PaymentStore {
     async fn tenant(&self, scope: Party, tenant_id: Id) -> Result<Option<PaymentTenant>> {
         self.db.run(move |conn| Ok(in_scope(conn, scope, tenant_id)?.map(|(id, partner_id)| PaymentTenant { id, partner_id }))).await
     }

@@ -1,39 +1,8 @@
 //! Payments: a tenant's merchant account on the pay platform, its transactions and refunds,
 //! and what the pay platform tells us about them (answers, notifications, trade bills).
 use crate::lifecycle::{RefundStatus, TradeState};
-use atrium_kernel::{Id, Money, Timestamp};
+use atrium_kernel::{Id, Money, Secret, Timestamp};
 use chrono::NaiveDate;
-use std::fmt;
-
-/// A secret held in memory: a PEM private key or the APIv3 key. `Debug` and `Display` show
-/// `***`, it has no `Serialize`, and the store keeps it encrypted at rest (it encrypts on
-/// write and decrypts on read, so the domain only ever sees the plain value).
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
-    }
-
-    /// The plain value, for the adapter that signs or decrypts with it and the store that
-    /// encrypts it. Never log it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
 
 /// A tenant's payment configuration: the merchant account its orders are paid into.
 ///

@@ -14,12 +14,12 @@
 //!
 //! Every job is idempotent (a job whose runner crashed runs again) and retries on the
 //! [`SETTLE_BACKOFF`] schedule while the platform cannot answer.
-use super::payments::{CST_OFFSET_HOURS, PaymentService};
+use super::payments::PaymentService;
 use crate::lifecycle::{RefundStatus, TradeState};
 use crate::model::*;
 use crate::ports::PayPlatformError;
 use atrium_kernel::jobs::backoff;
-use atrium_kernel::{Error, Id, Job, JobHandler, JobOutcome, NewJob, Result, Timestamp};
+use atrium_kernel::{Error, Id, Job, JobHandler, JobOutcome, NewJob, Result, Timestamp, china_day, china_standard_time};
 use chrono::{Duration, NaiveDate, NaiveTime};
 use serde::{Deserialize, Serialize};
 
@@ -95,14 +95,15 @@ impl PaymentService {
     /// Queues the next daily reconciliation (the server calls it at start; the daily job
     /// queues the one after). Several instances queue it once: the day is its dedupe key.
     pub async fn schedule_reconciliation(&self) -> Result<()> {
-        let now_cst = (self.clock.now() + cst()).naive_utc();
+        let now_cst = self.clock.now().with_timezone(&china_standard_time()).naive_local();
         // The first morning run still ahead reconciles the day before it.
         let run_day = if now_cst.time() < RECONCILE_AT_CST { now_cst.date() } else { now_cst.date() + Duration::days(1) };
         self.queue_reconcile_day(run_day - Duration::days(1)).await
     }
 
     async fn queue_reconcile_day(&self, date: NaiveDate) -> Result<()> {
-        let run_at = (date + Duration::days(1)).and_time(RECONCILE_AT_CST).and_utc() - cst();
+        let (next_day, _) = china_day(date + Duration::days(1));
+        let run_at = next_day + (RECONCILE_AT_CST - NaiveTime::MIN);
         self.jobs
             .enqueue(NewJob {
                 kind: RECONCILE_DAY.into(),
@@ -190,7 +191,7 @@ impl PaymentService {
     /// Queues `payment.reconcile` of `date` for every tenant with payment activity that day,
     /// and the next day's run.
     async fn reconcile_day(&self, date: NaiveDate) -> Result<()> {
-        let (from, to) = cst_day(date);
+        let (from, to) = china_day(date);
         for tenant_id in self.repo.tenants_with_activity(from, to).await? {
             self.jobs
                 .enqueue(NewJob {
@@ -320,16 +321,6 @@ fn failed_refund(out_refund_no: &str) -> PlatformRefund {
         amount: None,
         success_time: None,
     }
-}
-
-fn cst() -> Duration {
-    Duration::hours(CST_OFFSET_HOURS)
-}
-
-/// The UTC bounds `[from, to)` of China Standard Time day `date`.
-pub(super) fn cst_day(date: NaiveDate) -> (Timestamp, Timestamp) {
-    let from = date.and_time(NaiveTime::MIN).and_utc() - cst();
-    (from, from + Duration::days(1))
 }
 
 fn json<T: Serialize>(payload: &T) -> Result<serde_json::Value> {

@@ -2,110 +2,32 @@
 //! transaction requests and their views. Money is fen throughout; no view ever carries a key.
 use crate::lifecycle::{RefundStatus, TradeState};
 use crate::model::*;
-use atrium_kernel::{Id, Money};
+use atrium_kernel::{ByteText, Id, Money, Openid, Secret};
 use chrono::NaiveDate;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Declares a string newtype of `MIN..=MAX` ASCII characters, each alphanumeric or one of
-/// `EXTRA`, parsed on deserialising.
-macro_rules! ascii_code {
-    ($(#[$doc:meta])* $name:ident, $min:literal, $max:literal, $extra:literal, $desc:literal) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        #[serde(try_from = "String", into = "String")]
-        pub struct $name(String);
-
-        impl $name {
-            pub fn parse(raw: &str) -> Result<Self, String> {
-                parse_code(raw, $min, $max, $extra).map($name)
-            }
-
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
-
-            pub fn into_string(self) -> String {
-                self.0
-            }
-        }
-
-        impl TryFrom<String> for $name {
-            type Error = String;
-            fn try_from(s: String) -> Result<Self, String> {
-                $name::parse(&s)
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(v: $name) -> String {
-                v.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        atrium_kernel::string_schemas!($name => atrium_kernel::schema::string_schema($desc, Some(&code_pattern($min, $max, $extra)), None, None));
-    };
-}
-
-/// What `parse_code` accepts, as a schema pattern (`-` escaped, the other extras literal in a
-/// character class).
-#[cfg(feature = "openapi")]
-fn code_pattern(min: usize, max: usize, extra: &str) -> String {
-    let mut class: String = extra.chars().filter(|c| *c != '-').collect();
-    if extra.contains('-') {
-        class.push_str("\\-");
-    }
-    format!("^[0-9A-Za-z{class}]{{{min},{max}}}$")
-}
-
-fn parse_code(raw: &str, min: usize, max: usize, extra: &str) -> Result<String, String> {
-    let len = raw.len();
-    if len < min || len > max {
-        return Err(if min == max { format!("must be {min} characters") } else { format!("must be {min} to {max} characters") });
-    }
-    if let Some(bad) = raw.chars().find(|c| !(c.is_ascii_alphanumeric() || extra.contains(*c))) {
-        return Err(format!("must consist of letters, digits and {extra:?} only, not {bad:?}"));
-    }
-    Ok(raw.to_owned())
-}
-
-ascii_code!(
+atrium_kernel::ascii_code!(
     /// Our transaction number: 6–32 of `[0-9A-Za-z_-]`, unique per tenant, never reused.
     OutTradeNo, 6, 32, "_-", "6 to 32 characters of [0-9A-Za-z_-]"
 );
-ascii_code!(
+atrium_kernel::ascii_code!(
     /// Our refund number: 1–64 of `[0-9A-Za-z_-|*@]`; a retry of one refund reuses it.
     OutRefundNo, 1, 64, "_-|*@", "1 to 64 characters of [0-9A-Za-z_-|*@]"
 );
-ascii_code!(
-    /// A payer's openid in the tenant's mini-program.
-    Openid, 1, 128, "_-", "the payer's openid in the mini-program"
-);
-ascii_code!(
+atrium_kernel::ascii_code!(
     /// A merchant id (商户号).
     Mchid, 1, 32, "_-", "the merchant id on the pay platform"
 );
-ascii_code!(
+atrium_kernel::ascii_code!(
     /// A mini-program's app id.
     Appid, 1, 32, "_-", "the mini-program's app id"
 );
-ascii_code!(
+atrium_kernel::ascii_code!(
     /// The platform key's id: `PUB_KEY_ID_…`, or a platform certificate's serial.
     PlatformKeyId, 1, 64, "_-", "PUB_KEY_ID_… or a platform certificate serial"
 );
-
-/// Text of at most `MAX` bytes (UTF-8) without control characters; the platform counts
-/// bytes, not characters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct ByteText<const MAX: usize, const EMPTY_OK: bool>(String);
 
 /// An order's description: 1–127 bytes.
 pub type Description = ByteText<127, false>;
@@ -113,60 +35,6 @@ pub type Description = ByteText<127, false>;
 pub type Attach = ByteText<128, true>;
 /// A refund's reason, shown to the payer: up to 80 bytes.
 pub type RefundReason = ByteText<80, true>;
-
-impl<const MAX: usize, const EMPTY_OK: bool> ByteText<MAX, EMPTY_OK> {
-    pub fn parse(raw: &str) -> Result<Self, String> {
-        if raw.is_empty() && !EMPTY_OK {
-            return Err("must not be empty".into());
-        }
-        if raw.len() > MAX {
-            return Err(format!("must be at most {MAX} bytes (UTF-8)"));
-        }
-        if raw.chars().any(|c| c.is_control() || atrium_kernel::is_deceptive(c)) {
-            return Err("must not contain control or invisible characters".into());
-        }
-        Ok(ByteText(raw.to_owned()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    pub fn into_string(self) -> String {
-        self.0
-    }
-}
-
-/// At most `MAX` characters (a string of more has more than `MAX` bytes); the byte limit
-/// itself is in the description, as JSON Schema counts characters.
-#[cfg(feature = "openapi")]
-impl<const MAX: usize, const EMPTY_OK: bool> utoipa::PartialSchema for ByteText<MAX, EMPTY_OK> {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        let description = format!("At most {MAX} bytes of UTF-8, no control or invisible characters");
-        let min = if EMPTY_OK { None } else { Some(1) };
-        atrium_kernel::schema::string_schema(&description, Some(atrium_kernel::schema::PLAIN_TEXT_PATTERN), min, Some(MAX))
-    }
-}
-
-#[cfg(feature = "openapi")]
-impl<const MAX: usize, const EMPTY_OK: bool> utoipa::ToSchema for ByteText<MAX, EMPTY_OK> {
-    fn name() -> std::borrow::Cow<'static, str> {
-        std::borrow::Cow::Owned(format!("ByteText{MAX}{}", if EMPTY_OK { "OrEmpty" } else { "" }))
-    }
-}
-
-impl<const MAX: usize, const EMPTY_OK: bool> TryFrom<String> for ByteText<MAX, EMPTY_OK> {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        ByteText::parse(&s)
-    }
-}
-
-impl<const MAX: usize, const EMPTY_OK: bool> From<ByteText<MAX, EMPTY_OK>> for String {
-    fn from(t: ByteText<MAX, EMPTY_OK>) -> String {
-        t.0
-    }
-}
 
 /// The APIv3 key: exactly 32 printable ASCII characters. Write-only: `Debug` hides it and it
 /// does not serialise.
@@ -332,17 +200,6 @@ impl NotifyFailure {
     pub fn new(message: impl Into<String>) -> Self {
         NotifyFailure { code: "FAIL", message: message.into() }
     }
-}
-
-/// `?tenant_id=`: whose record (the payment configuration, the mini-program's authorisation
-/// and versions).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
-#[serde(deny_unknown_fields)]
-pub struct TenantParams {
-    /// Required for platform and partner callers; a tenant caller's own tenant otherwise.
-    #[cfg_attr(feature = "openapi", param(required = true, value_type = Id, minimum = 1))]
-    pub tenant_id: Option<Id>,
 }
 
 /// `POST /miniprogram/payment/test`.

@@ -1,0 +1,34 @@
+//! Atrium's payments domain, framework-free: the one money ledger. It owns a tenant's
+//! merchant account on the pay platform (configuration, keys and certificates), its JSAPI
+//! transactions and refunds, the platform's notifications, the daily reconciliation against
+//! the trade bill, and the jobs that settle what the platform has not told us yet.
+//!
+//! - `model`: payment configuration ([`PaymentConfig`], with [`Secret`] fields the store
+//!   encrypts at rest), transactions ([`Transaction`]), refunds ([`Refund`]) and what the
+//!   platform reports. `api`: what clients send and receive ([`UnifiedOrderRequest`],
+//!   [`RefundRequest`], [`TransactionView`], …).
+//! - `lifecycle`: [`TradeState`] and [`RefundStatus`]; each only moves forward.
+//! - Ports: [`PaymentRepo`] (storage; its refund reservation is the one place the "never more
+//!   refunded than paid" rule is enforced under concurrency), [`PayPlatform`] (the pay
+//!   platform: orders, queries, closes, refunds, trade bills, pay parameters, notification
+//!   verification) and [`MerchantKeys`] (PEM and certificate inspection).
+//! - `config`: [`PaymentSettings`]; `service`: [`PaymentService`], the use cases and jobs.
+//!
+//! Features: `mock` for mockall doubles of the ports (`MockPaymentRepo`, `MockPayPlatform`,
+//! `MockMerchantKeys`, `MockPaymentObserver`); `openapi` for the schemas of the request and
+//! view types.
+
+mod api;
+mod config;
+mod lifecycle;
+mod model;
+mod ports;
+mod service;
+
+pub use api::*;
+pub use atrium_kernel::{ByteText, Openid, Secret};
+pub use config::PaymentSettings;
+pub use lifecycle::{RefundStatus, TradeState};
+pub use model::*;
+pub use ports::*;
+pub use service::*;

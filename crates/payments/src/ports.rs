@@ -1,0 +1,149 @@
+//! The payments domain's ports: storage ([`PaymentRepo`]), the pay platform
+//! ([`PayPlatform`]) and the inspection of merchant keys and certificates
+//! ([`MerchantKeys`]), which keeps PEM and X.509 parsing out of the domain.
+use crate::api::PayParams;
+use crate::lifecycle::{RefundStatus, TradeState};
+use crate::model::*;
+use async_trait::async_trait;
+use atrium_kernel::{AuditRecord, Id, Party, Result, Secret, Timestamp};
+
+/// Storage of payment configurations, transactions, refunds and seen notifications.
+///
+/// Every write that must be atomic is one method here, run as one database transaction. The
+/// store encrypts [`Secret`] fields at rest and decrypts them on read.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait PaymentRepo: Send + Sync + 'static {
+    /// The tenant if it is in `scope` (a partner sees its tenants, a tenant itself, the
+    /// platform all); `None` otherwise.
+    async fn tenant(&self, scope: Party, tenant_id: Id) -> Result<Option<PaymentTenant>>;
+
+    async fn get_config(&self, tenant_id: Id) -> Result<Option<PaymentConfig>>;
+    /// Inserts or replaces the tenant's configuration (one per tenant) with its audit record,
+    /// in one transaction, and returns what it stored.
+    async fn put_config(&self, config: PaymentConfig, audit: AuditRecord) -> Result<PaymentConfig>;
+
+    /// Stores a new transaction and returns it with its id. MUST return `Conflict` when the
+    /// tenant already has a transaction with this `out_trade_no` (a unique index on
+    /// `(tenant_id, out_trade_no)`).
+    async fn insert_transaction(&self, tx: Transaction) -> Result<Transaction>;
+    async fn get_transaction(&self, tenant_id: Id, out_trade_no: String) -> Result<Option<Transaction>>;
+    /// Writes `tx`'s mutable fields (prepay id, trade state, transaction id, payer total,
+    /// success time, updated_at) only if the stored `trade_state` still equals `read_state` —
+    /// a conditional update (`… WHERE trade_state = read_state`), so a notification and a
+    /// query racing each other cannot move a transaction backwards. Returns whether it wrote;
+    /// on `false` the caller reads again and re-applies.
+    async fn update_transaction(&self, tx: Transaction, read_state: TradeState) -> Result<bool>;
+
+    /// Reserves a refund, atomically, in one write transaction that serialises with every
+    /// other reservation for the same transaction (a row lock on the transaction, `SELECT …
+    /// FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on SQLite):
+    /// 1. a refund with `refund.out_refund_no` for this tenant exists → `Existing(it)`,
+    ///    nothing written;
+    /// 2. the transaction already has `max_refunds` refunds (any status) → `TooManyRefunds`;
+    /// 3. the `amount`s of its `processing` and `succeeded` refunds plus `refund.amount`
+    ///    exceed `paid` → `ExceedsPaid { refundable: paid − those }`;
+    /// 4. otherwise inserts `refund` (status `processing`) → `Reserved(stored)`.
+    ///
+    /// So concurrent refunds of one transaction can never together exceed what was paid.
+    /// `out_refund_no` is unique per tenant.
+    async fn reserve_refund(&self, refund: Refund, paid: atrium_kernel::Money, max_refunds: u32) -> Result<RefundReservation>;
+    async fn get_refund(&self, tenant_id: Id, out_refund_no: String) -> Result<Option<Refund>>;
+    /// Writes `refund`'s mutable fields (refund id, status, succeeded_at, updated_at) only if
+    /// the stored status still equals `read_status`; returns whether it wrote. A refund
+    /// leaving `processing` for `failed` or `closed` gives its amount back to the balance
+    /// [`PaymentRepo::reserve_refund`] checks.
+    async fn update_refund(&self, refund: Refund, read_status: RefundStatus) -> Result<bool>;
+
+    /// Whether the tenant's notification `event_id` was already processed.
+    async fn notification_seen(&self, tenant_id: Id, event_id: String) -> Result<bool>;
+    /// Records that `event_id` was processed. MUST be idempotent: recording an id twice (two
+    /// deliveries racing) is not an error.
+    async fn record_notification(&self, tenant_id: Id, event_id: String, event_type: String, at: Timestamp) -> Result<()>;
+
+    /// The tenant's transactions whose `success_time` lies in `[from, to)`.
+    async fn paid_between(&self, tenant_id: Id, from: Timestamp, to: Timestamp) -> Result<Vec<Transaction>>;
+    /// The tenant's transactions with these numbers (unknown ones are left out).
+    async fn transactions_by_numbers(&self, tenant_id: Id, out_trade_nos: Vec<String>) -> Result<Vec<Transaction>>;
+    /// The tenant's refunds whose `succeeded_at` lies in `[from, to)`.
+    async fn refunds_succeeded_between(&self, tenant_id: Id, from: Timestamp, to: Timestamp) -> Result<Vec<Refund>>;
+    /// The tenant's refunds with these numbers (unknown ones are left out).
+    async fn refunds_by_numbers(&self, tenant_id: Id, out_refund_nos: Vec<String>) -> Result<Vec<Refund>>;
+    /// The tenants with a transaction or refund created before `to` and changed at or after
+    /// `from`: those whose trade bill of that period is worth reconciling.
+    async fn tenants_with_activity(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Id>>;
+}
+
+/// Hears of transactions and refunds whose state changed (another domain, such as orders,
+/// through the server). Called after the change is stored, by whichever path made it — a
+/// notification, a query, a close, a job; an error is logged and the change stands, so the
+/// observer must also be able to catch up by asking (the payment service's `*_for` calls).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait PaymentObserver: Send + Sync + 'static {
+    async fn transaction_changed(&self, tx: Transaction) -> Result<()>;
+    async fn refund_changed(&self, refund: Refund) -> Result<()>;
+}
+
+/// Why a pay platform call failed. Messages never carry a key, a signature or a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PayPlatformError {
+    /// The platform answered 4xx: it refused the request, with its `code` (`ORDER_NOT_EXIST`,
+    /// `ORDERPAID`, `NOT_ENOUGH`, …). Never retried.
+    #[error("the pay platform refused the request (HTTP {status}, {code}): {message}")]
+    Refused { status: u16, code: String, message: String },
+    /// The platform answered 5xx or not at all (time-out, connection) after the bounded
+    /// retries, or its answer was unreadable or failed signature verification.
+    #[error("the pay platform is unavailable: {0}")]
+    Unavailable(String),
+    /// Our side cannot make the call: the stored key or a platform key cannot be used.
+    #[error("the payment credentials cannot be used: {0}")]
+    Credentials(String),
+}
+
+pub type PayResult<T> = std::result::Result<T, PayPlatformError>;
+
+/// The pay platform (WeChat Pay API v3), acting for one merchant per call. The adapter signs
+/// each request with the merchant key, verifies each answer with the platform key the answer
+/// names, retries 5xx answers and time-outs a bounded number of times and never a 4xx.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait PayPlatform: Send + Sync + 'static {
+    /// Places a JSAPI order; returns the `prepay_id`.
+    async fn jsapi_order(&self, account: &MerchantAccount, order: &JsapiOrder) -> PayResult<String>;
+    /// What the mini-program passes to `wx.requestPayment` for `prepay_id`, signed with the
+    /// merchant key over `appId\ntimeStamp\nnonceStr\npackage\n`.
+    fn pay_params(&self, account: &MerchantAccount, prepay_id: &str) -> PayResult<PayParams>;
+    /// The transaction as the platform knows it; `Refused` with `ORDER_NOT_EXIST` when it
+    /// does not.
+    async fn query_order(&self, account: &MerchantAccount, out_trade_no: &str) -> PayResult<PlatformTransaction>;
+    /// Closes an unpaid order (`ORDERPAID` when it was paid meanwhile).
+    async fn close_order(&self, account: &MerchantAccount, out_trade_no: &str) -> PayResult<()>;
+    /// Requests a refund; an accepted refund is usually still `processing`.
+    async fn refund(&self, account: &MerchantAccount, refund: &RefundOrder) -> PayResult<PlatformRefund>;
+    async fn query_refund(&self, account: &MerchantAccount, out_refund_no: &str) -> PayResult<PlatformRefund>;
+    /// The day's trade bill: downloaded, its SHA-1 checked, parsed, amounts in fen. An empty
+    /// day (`NO_STATEMENT_EXIST`) is an empty list.
+    async fn trade_bill(&self, account: &MerchantAccount, date: BillDate) -> PayResult<Vec<BillLine>>;
+    /// Verifies a notification's signature over its raw body with the platform key its
+    /// `Wechatpay-Serial` names (timestamp within 300 s of `now`), decrypts its resource with
+    /// the APIv3 key and parses it.
+    fn open_notification(
+        &self,
+        account: &MerchantAccount,
+        request: &NotificationRequest,
+        now: Timestamp,
+    ) -> std::result::Result<PayEvent, NotificationError>;
+}
+
+/// Inspects uploaded key material. Errors are `Invalid` naming the part at fault
+/// (`private_key`, `certificate`, `platform_public_key`).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait MerchantKeys: Send + Sync + 'static {
+    /// A PEM RSA private key (PKCS#8 or PKCS#1) of at least 2048 bits.
+    fn inspect_private_key(&self, pem: &Secret) -> Result<KeyInfo>;
+    /// A PEM X.509 certificate with an RSA key of at least 2048 bits, valid at `now`.
+    fn inspect_certificate(&self, pem: &str, now: Timestamp) -> Result<CertInfo>;
+    /// A PEM public key, or a PEM certificate, of the platform; returns its fingerprint.
+    fn inspect_platform_key(&self, pem: &str) -> Result<KeyInfo>;
+}

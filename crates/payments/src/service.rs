@@ -1,0 +1,9 @@
+//! The payment use cases ([`PaymentService`]) and their jobs.
+mod jobs;
+mod payments;
+
+pub use jobs::{MAX_ATTEMPTS, RECONCILE, RECONCILE_AT_CST, RECONCILE_DAY, SETTLE_BACKOFF, SETTLE_REFUND, SETTLE_TRANSACTION};
+pub use payments::{PaymentService, platform_error};
+
+#[cfg(test)]
+mod tests;
