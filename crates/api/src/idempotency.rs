@@ -1,15 +1,24 @@
 //! `Idempotency-Key` on the routes that create or move money (create, pay, refund): the
 //! first answer to a caller's key on a route is stored and replayed to every retry with the
 //! same body (`Idempotent-Replayed: true`); another body under the key, or a retry while the
-//! first is still running, is a 409. A request refused as invalid stores nothing. The records
-//! live in the database, so this holds across instances.
+//! first is still running, is a 409. The records live in the database, so this holds across
+//! instances.
+//!
+//! What is kept follows what the request may have done:
+//! - an answer (2xx), or a refusal by the pay platform (a 4xx naming `pay_platform`: it was
+//!   asked) → stored and replayed;
+//! - any other 4xx — refused before it changed anything → nothing stored, the key is free;
+//! - a 5xx — it may have reached the platform (a lost answer, a time-out) or stopped midway →
+//!   the key stays taken for this body, but the next retry runs again. The handler is given
+//!   a [`RequestKey`] from which the service derives the numbers it sends to the platform
+//!   (`out_trade_no`, `out_refund_no`), so the retry asks the same question under the same
+//!   numbers — the platform deduplicates by them — and answers with what the platform says.
 use actix_web::body::MessageBody;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{CONTENT_TYPE, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
-use atrium_kernel::idempotency::{Claim, IdempotencyKey, IdempotencyStore};
+use atrium_kernel::idempotency::{Claim, IdempotencyKey, IdempotencyStore, RequestKey};
 use atrium_kernel::{Actor, Error};
-use std::future::Future;
 
 use crate::envelope::ApiResult;
 use crate::error::ApiError;
@@ -32,14 +41,13 @@ pub fn key_of(req: &HttpRequest) -> Result<Option<String>, ApiError> {
 }
 
 /// Runs `act` once per caller, route and key: with no key it simply runs.
-pub async fn once<F, Fut>(store: &dyn IdempotencyStore, req: &HttpRequest, actor: &Actor, body: &[u8], act: F) -> HttpResponse
+pub async fn once<F>(store: &dyn IdempotencyStore, req: &HttpRequest, actor: &Actor, body: &[u8], act: F) -> HttpResponse
 where
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = ApiResult>,
+    F: AsyncFnOnce(Option<RequestKey>) -> ApiResult,
 {
     let key = match key_of(req) {
         Ok(Some(key)) => key,
-        Ok(None) => return respond(act().await),
+        Ok(None) => return respond(act(None).await),
         Err(e) => return e.error_response(),
     };
     // The concrete path: with the template, one body sent to two orders would replay.
@@ -58,15 +66,25 @@ where
         }
         Ok(Claim::Mismatch) => ApiError(Error::conflict("this Idempotency-Key was used with a different request")).error_response(),
         Ok(Claim::New) => {
-            let response = respond(act().await);
-            let status = response.status();
-            // Invalid input acted on nothing; a 5xx may be retried as a new request.
-            if status == StatusCode::BAD_REQUEST || status.is_server_error() {
-                if let Err(e) = store.release(&key).await {
-                    log::error!("releasing an idempotency key failed: {e}");
+            let result = act(Some(RequestKey::of(&key))).await;
+            let response = match &result {
+                Err(e) if e.status().is_server_error() => {
+                    // It may have acted: keep the key for this body, let a retry run again.
+                    if let Err(e) = store.reopen(&key).await {
+                        log::error!("reopening an idempotency key failed: {e}");
+                    }
+                    return respond(result);
                 }
-                return response;
-            }
+                Err(e) if !asked_the_platform(&e.0) => {
+                    // Refused before it changed anything: leave no trace.
+                    if let Err(e) = store.release(&key).await {
+                        log::error!("releasing an idempotency key failed: {e}");
+                    }
+                    return respond(result);
+                }
+                _ => respond(result),
+            };
+            let status = response.status();
             let (head, body) = response.into_parts();
             let bytes = match body.try_into_bytes() {
                 Ok(bytes) => bytes,
@@ -82,6 +100,15 @@ where
             response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             response
         }
+    }
+}
+
+/// Whether a refusal came from the pay platform (which was asked, and may have recorded the
+/// request): such a refusal is replayed, not forgotten.
+fn asked_the_platform(e: &Error) -> bool {
+    match e {
+        Error::Invalid(fields) | Error::Blocked(fields) => fields.iter().any(|f| f.field == "pay_platform"),
+        _ => false,
     }
 }
 

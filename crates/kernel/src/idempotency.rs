@@ -16,6 +16,39 @@ pub struct IdempotencyKey {
     pub key: String,
 }
 
+/// A request's identity under its `Idempotency-Key`: a digest of the caller, the route and the
+/// key. A service derives the numbers it sends to a platform (`out_refund_no`,
+/// `out_trade_no`) from it, so a retry of the request — after a lost answer, a time-out, a
+/// crash — sends the same numbers, and the platform, which deduplicates by them, does the
+/// work once.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RequestKey([u8; 32]);
+
+impl RequestKey {
+    pub fn of(key: &IdempotencyKey) -> Self {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for part in [&key.caller, &key.route, &key.key] {
+            h.update((part.len() as u64).to_be_bytes());
+            h.update(part.as_bytes());
+        }
+        RequestKey(h.finalize().into())
+    }
+
+    /// `len` (at most 32) characters of `[0-9A-Za-z]` derived from the key: the same key
+    /// always gives the same characters.
+    pub fn number(&self, len: usize) -> String {
+        const ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        self.0.iter().take(len).map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()])).collect()
+    }
+}
+
+impl std::fmt::Debug for RequestKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RequestKey({})", self.number(8))
+    }
+}
+
 /// What [`IdempotencyStore::claim`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
@@ -45,10 +78,40 @@ pub trait IdempotencyStore: Send + Sync + 'static {
     /// Stores the response of the claimed request, for replays. Only an in-progress record
     /// is completed; a completed one keeps its first response.
     async fn complete(&self, key: &IdempotencyKey, status: u16, body: Vec<u8>, now: Timestamp) -> Result<()>;
-    /// Drops the in-progress record of a request that is to leave no trace (refused by
-    /// validation), so the key may be used again. A completed record is kept.
+    /// Drops the in-progress record of a request that is to leave no trace (refused before
+    /// it changed anything), so the key may be used again. A completed record is kept.
     async fn release(&self, key: &IdempotencyKey) -> Result<()>;
+    /// Keeps the in-progress record of a request that may have acted (it reached a platform
+    /// whose answer was lost, or failed midway) but lets the next [`claim`](Self::claim) with
+    /// the same body take it over at once (`New`): the retry runs again, with the same
+    /// numbers, and learns what happened. Another body under the key stays a `Mismatch`.
+    async fn reopen(&self, key: &IdempotencyKey) -> Result<()>;
     /// Removes the records created before `before` (keep them at least 24 h); returns how
     /// many.
     async fn purge(&self, before: Timestamp) -> Result<u64>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(caller: &str, route: &str, key: &str) -> IdempotencyKey {
+        IdempotencyKey { caller: caller.into(), route: route.into(), key: key.into() }
+    }
+
+    #[test]
+    fn a_request_key_gives_the_same_number_for_the_same_request_only() {
+        let a = RequestKey::of(&key("user:1", "POST /api/v1/orders/7/refund", "k-1"));
+        assert_eq!(a.number(10), RequestKey::of(&key("user:1", "POST /api/v1/orders/7/refund", "k-1")).number(10));
+        assert_eq!(a.number(10).len(), 10);
+        assert!(a.number(32).chars().all(|c| c.is_ascii_alphanumeric()));
+        for other in [
+            key("user:2", "POST /api/v1/orders/7/refund", "k-1"),
+            key("user:1", "POST /api/v1/orders/8/refund", "k-1"),
+            key("user:1", "POST /api/v1/orders/7/refund", "k-2"),
+            key("user:1", "POST /api/v1/orders/7/refun", "dk-1"),
+        ] {
+            assert_ne!(RequestKey::of(&other).number(10), a.number(10), "{other:?}");
+        }
+    }
 }

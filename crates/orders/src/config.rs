@@ -1,7 +1,7 @@
 //! The orders domain's settings.
 
-/// How orders behave. The server may tune it from configuration; [`Default`] holds the pay
-/// platform's own limits.
+/// How orders behave. The server may tune it from configuration. What may be refunded, and
+/// how often and for how long, is the ledger's to decide (its own settings), not the orders'.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderSettings {
     /// How long an order can be paid when the caller sets no `expires_in`.
@@ -10,10 +10,6 @@ pub struct OrderSettings {
     pub min_expiry: chrono::Duration,
     /// The longest `expires_in` a caller may set.
     pub max_expiry: chrono::Duration,
-    /// No refunds after this long from the payment (the platform's limit is a year).
-    pub refund_window: chrono::Duration,
-    /// At most this many refunds per order, of any status (the platform's limit is 50).
-    pub max_refunds: u32,
     /// At most this many lines per order.
     pub max_items: usize,
     /// The largest quantity of one line.
@@ -26,8 +22,6 @@ impl Default for OrderSettings {
             default_expiry: chrono::Duration::minutes(30),
             min_expiry: chrono::Duration::seconds(60),
             max_expiry: chrono::Duration::days(7),
-            refund_window: chrono::Duration::days(365),
-            max_refunds: 50,
             max_items: 100,
             max_quantity: 1_000_000,
         }

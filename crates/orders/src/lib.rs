@@ -1,26 +1,44 @@
 //! Atrium's orders domain, framework-free: a tenant's orders, how they are paid (on the pay
 //! platform through the tenant's mini-program, or offline) and refunded, and their expiry.
 //!
-//! - `model`: [`Order`] with its [`OrderItem`]s, [`Payment`] and [`Refund`]s, the list query
-//!   [`OrderQuery`] and the refund reservation's outcomes; `api`: what clients send and
-//!   receive ([`NewOrder`], [`PayOrder`], [`NewRefund`], [`OrderListParams`], [`OrderView`],
-//!   …); `text`: the bounded strings of those requests.
-//! - `lifecycle`: [`OrderStatus`] and [`RefundStatus`] with their allowed steps.
-//! - Ports: [`OrderRepo`] (storage; its refund reservation is the one place the "never more
-//!   refunded than paid" rule is enforced under concurrency) and [`OrderPayments`] (the
-//!   payments orders ask for; the server implements it over the mini-program payments
-//!   service, so this crate depends on no other domain).
-//! - `config`: [`OrderSettings`]; `service`: [`OrderService`], the use cases, including what
-//!   the server calls when the payments side learns something
-//!   ([`OrderService::payment_changed`], [`OrderService::refund_changed`]) and the expiry
-//!   job's [`OrderService::expire_due`].
+//! Orders keep no book of money of their own. The money ledger (the payments domain, reached
+//! through the [`OrderLedger`] port) owns every transaction and refund of an order: it charges
+//! (starts or resumes the platform payment, [`OrderLedger::charge`]), records offline
+//! payments, refunds — deciding what is left to refund, the refund window and the count
+//! limit — and closes an open platform payment. An order keeps its own state (lifecycle,
+//! items, expiry) and a *projection* of what the ledger holds of it: what was paid and how,
+//! what was refunded (the sum of the succeeded refunds), whether the platform reported a
+//! payment that does not match it (a discrepancy, never taken as paid). Its refunds are the
+//! ledger's, read from there by the store and never written by orders.
+//!
+//! [`OrderService::sync`] brings that projection up to what the ledger holds, with one
+//! conditional write ([`OrderRepo::update_order`]) and an audit record: the service runs it
+//! right after each of its own ledger calls, and the server runs it for every durable event
+//! the ledger writes when an order's money changes. It is idempotent (a repeat changes
+//! nothing) and never moves an order to an older view of the ledger.
+//!
+//! - `model`: [`Order`] with its [`OrderItem`]s, [`Payment`], the ledger's [`Refund`]s and its
+//!   [`OrderState`] (what a conditional write compares), the list query [`OrderQuery`];
+//!   `api`: what clients send and receive ([`NewOrder`], [`PayOrder`], [`NewRefund`],
+//!   [`OrderListParams`], [`OrderView`], …); `text`: the bounded strings of those requests.
+//! - `lifecycle`: [`OrderStatus`] with its allowed steps; a refund's status is the kernel's
+//!   [`RefundStatus`].
+//! - Ports: [`OrderRepo`] (storage of orders and their items) and [`OrderLedger`] (the money
+//!   ledger, in the orders' words: [`Charge`], [`OfflineCharge`], [`RefundCharge`],
+//!   [`OrderMoney`]); the server implements the latter over the payments ledger, so this crate
+//!   depends on no other domain.
+//! - `config`: [`OrderSettings`]; `service`: [`OrderService`], the use cases — create, read,
+//!   list, pay and refund (through the ledger), [`OrderService::sync`] and the expiry job's
+//!   [`OrderService::expire_due`]. A refund's number is derived from the request's
+//!   `Idempotency-Key` ([`RequestKey`](atrium_kernel::RequestKey)), so a retried request asks
+//!   the ledger for the same refund.
 //!
 //! Every order belongs to a tenant and every operation is scoped to the caller's
 //! [`Party`](atrium_kernel::Party): an order out of scope answers exactly as a missing one.
 //! The routes check the permissions (`order:read`, `order:create`, `order:pay`,
 //! `order:refund`, in the kernel's catalogue), as for every domain.
 //!
-//! Features: `mock` for mockall doubles of the ports (`MockOrderRepo`, `MockOrderPayments`);
+//! Features: `mock` for mockall doubles of the ports (`MockOrderRepo`, `MockOrderLedger`);
 //! `openapi` for the schemas of the request and view types.
 
 mod api;
@@ -32,8 +50,9 @@ mod service;
 mod text;
 
 pub use api::*;
+pub use atrium_kernel::{PayParams, RefundStatus};
 pub use config::OrderSettings;
-pub use lifecycle::{OrderAction, OrderStatus, RefundStatus};
+pub use lifecycle::{OrderAction, OrderStatus};
 pub use model::*;
 pub use ports::*;
 pub use service::{EventOutcome, OrderService};

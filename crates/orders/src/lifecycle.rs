@@ -12,8 +12,8 @@
 //! Once paid, an order's status follows its succeeded refunds: none → `paid`, some →
 //! `partially_refunded`, all of `paid_amount` → `refunded`.
 //!
-//! Refund: `processing` → `succeeded` | `failed` | `closed`; the last three are final. A
-//! processing or succeeded refund holds its amount; a failed or closed one gives it back.
+//! Refunds are the ledger's (the kernel's `RefundStatus`): `processing` → `succeeded` |
+//! `failed` | `closed`.
 use atrium_kernel::StrEnum;
 use atrium_kernel::{Error, Money};
 use serde::{Deserialize, Serialize};
@@ -105,40 +105,6 @@ impl OrderStatus {
     }
 }
 
-/// A refund's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = OrderRefundStatus))]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum RefundStatus {
-    /// Requested, not settled by the platform yet.
-    Processing,
-    /// The money went back to the payer (an offline refund is succeeded at once).
-    Succeeded,
-    /// The platform could not refund, or refused the request.
-    Failed,
-    /// The platform closed the refund without paying it.
-    Closed,
-}
-
-impl RefundStatus {
-    /// Whether the refund's amount is spoken for: processing and succeeded refunds count
-    /// against what is left to refund; failed and closed ones give their amount back.
-    pub fn holds_amount(self) -> bool {
-        matches!(self, RefundStatus::Processing | RefundStatus::Succeeded)
-    }
-
-    pub fn is_final(self) -> bool {
-        self != RefundStatus::Processing
-    }
-
-    /// The status once the platform reports `reported`: only a processing refund settles,
-    /// and only once.
-    pub fn advance(self, reported: RefundStatus) -> Option<RefundStatus> {
-        (self == RefundStatus::Processing && reported != RefundStatus::Processing).then_some(reported)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::OrderAction::*;
@@ -213,29 +179,11 @@ mod tests {
     }
 
     #[test]
-    fn a_refund_settles_once_and_failed_or_closed_ones_free_their_amount() {
-        use RefundStatus as R;
-        for to in [R::Succeeded, R::Failed, R::Closed] {
-            assert_eq!(R::Processing.advance(to), Some(to));
-            assert!(to.is_final());
-            for again in R::VARIANTS {
-                assert_eq!(to.advance(*again), None, "{to:?} -> {again:?}");
-            }
-        }
-        assert_eq!(R::Processing.advance(R::Processing), None);
-        assert!(R::Processing.holds_amount() && R::Succeeded.holds_amount());
-        assert!(!R::Failed.holds_amount() && !R::Closed.holds_amount());
-    }
-
-    #[test]
     fn statuses_use_their_snake_case_names_on_the_wire_and_at_rest() {
         for &s in OrderStatus::VARIANTS {
             assert_eq!(OrderStatus::parse(s.as_str()), Some(s));
             assert_eq!(serde_json::to_value(s).ok(), Some(serde_json::Value::from(s.as_str())));
         }
         assert_eq!(PartiallyRefunded.as_str(), "partially_refunded");
-        for &s in RefundStatus::VARIANTS {
-            assert_eq!(RefundStatus::parse(s.as_str()), Some(s));
-        }
     }
 }

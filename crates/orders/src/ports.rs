@@ -1,13 +1,12 @@
-//! The orders domain's ports: storage ([`OrderRepo`]) and the payments it asks for
-//! ([`OrderPayments`]), in the orders' own words; the server implements the latter over the
-//! mini-program payments service.
-use crate::api::PayParams;
-use crate::lifecycle::{OrderStatus, RefundStatus};
+//! The orders domain's ports: storage ([`OrderRepo`]) and the money ledger orders pay and
+//! refund through ([`OrderLedger`]), in the orders' own words; the server implements the
+//! latter over the payments ledger, so this crate depends on no other domain.
 use crate::model::*;
 use async_trait::async_trait;
-use atrium_kernel::{AuditRecord, Id, Money, Page, Party, Result, Timestamp};
+use atrium_kernel::{AuditRecord, Id, Money, Page, Party, PayParams, PaymentMethod, Result, Timestamp};
 
-/// Storage of orders, their items and refunds.
+/// Storage of orders and their items. An order's refunds are the ledger's: the store reads
+/// them from the ledger's records of the order, and never writes them.
 ///
 /// Every write is one method here, run as one database transaction together with the
 /// [`AuditRecord`] it is given (written only when the write happens). Reads that take a
@@ -21,7 +20,9 @@ pub trait OrderRepo: Send + Sync + 'static {
 
     /// Stores a new order with its items (ids and `partner_id` as given are ignored) and its
     /// audit record (`target_id` set to the new id), and returns it as stored. MUST return
-    /// `Conflict` when the tenant already has an order with this `order_no`.
+    /// `Conflict` when the tenant already has an order with this `order_no`, or the ledger
+    /// already has a transaction numbered `order_no` (an order's number is its platform
+    /// number).
     async fn insert_order(&self, order: Order, audit: AuditRecord) -> Result<Order>;
 
     async fn get_order(&self, scope: Party, id: Id) -> Result<Option<Order>>;
@@ -30,53 +31,25 @@ pub trait OrderRepo: Send + Sync + 'static {
     /// newest (highest id) first unless sorted otherwise.
     async fn list_orders(&self, scope: Party, query: OrderQuery) -> Result<Page<Order>>;
 
-    /// Writes `order`'s status, paid amount, openid and payment (and `updated_at`) only if the
-    /// stored status still equals `read_status` — a conditional update (`… WHERE status =
-    /// read_status`), so racing writers cannot both move an order. Items, refunds and the
-    /// refunded amount are not written. Returns whether it wrote (the audit record is written
-    /// with it); on `false` the caller reads again.
-    async fn update_order(&self, order: Order, read_status: OrderStatus, audit: AuditRecord) -> Result<bool>;
-
-    /// The tenant's order whose platform order number is `out_trade_no`.
-    async fn order_by_out_trade_no(&self, tenant_id: Id, out_trade_no: String) -> Result<Option<Order>>;
-
-    /// The tenant's refund numbered `out_refund_no`.
-    async fn refund_by_out_refund_no(&self, tenant_id: Id, out_refund_no: String) -> Result<Option<Refund>>;
-
-    /// Reserves a refund of the order `refund.order_id`, atomically, in one write transaction
-    /// that serialises with every other write of that order (a row lock: `SELECT … FOR
-    /// UPDATE` on PostgreSQL; SQLite's `BEGIN IMMEDIATE` holds the one write lock):
-    /// 1. a refund numbered `refund.out_refund_no` exists for the tenant → `Existing(it)`,
-    ///    nothing written;
-    /// 2. no such order of `refund.tenant_id` → `NotFound`; the order is not paid, or is
-    ///    refunded in full (status) → `Conflict`;
-    /// 3. the order already has `max_refunds` refunds (any status) → `TooManyRefunds`;
-    /// 4. the amounts of its `processing` and `succeeded` refunds plus `refund.amount` exceed
-    ///    the stored `paid_amount` → `ExceedsPaid { refundable: paid_amount − those }`;
-    /// 5. otherwise stores `refund` with the status it carries (`processing`, or `succeeded`
-    ///    for a refund settled at once), updates the order's `refunded_amount` (the sum of its
-    ///    succeeded refunds), status ([`OrderStatus::with_refunded`]) and `updated_at` (the
-    ///    refund's), writes `audit` → `Reserved { order, refund }` as stored.
-    ///
-    /// So concurrent refunds of one order can never together exceed what was paid.
-    async fn reserve_refund(&self, refund: Refund, max_refunds: u32, audit: AuditRecord) -> Result<RefundReservation>;
-
-    /// Writes `refund`'s status, `settled_at` and `updated_at` only if the stored status still
-    /// equals `read_status`; when it wrote, updates its order's `refunded_amount`, status
-    /// ([`OrderStatus::with_refunded`]) and `updated_at` in the same transaction, and writes
-    /// `audit`. Returns whether it wrote. A refund leaving `processing` for `failed` or
-    /// `closed` gives its amount back to what [`OrderRepo::reserve_refund`] allows.
-    async fn update_refund(&self, refund: Refund, read_status: RefundStatus, audit: AuditRecord) -> Result<bool>;
+    /// Writes what the order knows of its money — `status`, `paid_amount`,
+    /// `refunded_amount`, `openid`, `payment` and `discrepancy` (and `updated_at`) — only if
+    /// the stored ones still equal `read` (a conditional update), so racing writers cannot
+    /// both move an order, nor an older view of the ledger overwrite a newer one. Items and
+    /// refunds are not written. Returns whether it wrote (the audit record is written with
+    /// it); on `false` the caller reads again.
+    async fn update_order(&self, order: Order, read: OrderState, audit: AuditRecord) -> Result<bool>;
 
     /// Up to `limit` orders still `pending` or `paying` whose `expires_at` is at or before
-    /// `now`, the longest expired first.
+    /// `now` and that have no discrepancy, the longest expired first.
     async fn due_for_expiry(&self, now: Timestamp, limit: u32) -> Result<Vec<Order>>;
 }
 
-/// A platform payment to prepare for an order.
+/// An order's platform payment to start, or to resume.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PrepayRequest {
-    /// The order's number: the same number again is the same platform order.
+pub struct Charge {
+    pub order_id: Id,
+    /// The order's number, which is the platform's `out_trade_no`: the same number again is
+    /// the same platform order.
     pub out_trade_no: String,
     /// Shown to the payer: the order's subject.
     pub description: String,
@@ -86,77 +59,94 @@ pub struct PrepayRequest {
     pub expires_at: Timestamp,
 }
 
-/// A prepared platform payment.
+/// A payment made outside the platform, to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Prepay {
-    pub prepay_id: String,
-    pub pay_params: PayParams,
+pub struct OfflineCharge {
+    pub order_id: Id,
+    pub order_no: String,
+    pub description: String,
+    pub amount: Money,
+    /// What identifies the payment (a bank reference, a receipt number).
+    pub reference: String,
+    /// The user who records it.
+    pub recorded_by: Id,
 }
 
-/// What the pay platform knows of an order's payment.
+/// A refund of an order's payment, to request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PaymentState {
-    Paid {
-        transaction_id: String,
-        paid_at: Timestamp,
-    },
-    /// Not paid (yet): ordered, or the payer is paying.
-    Unpaid,
-    /// Closed unpaid; it can no longer be paid.
-    Closed,
-    /// The payment attempt failed; the platform order may still be paid or closed.
-    Failed,
-}
-
-/// A refund to request from the platform.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefundOrder {
-    pub out_trade_no: String,
+pub struct RefundCharge {
+    pub order_id: Id,
+    /// Fixed before the request (derived from the caller's `Idempotency-Key` when it sent
+    /// one), so a retry asks for the same refund, never a second one.
     pub out_refund_no: String,
     pub amount: Money,
-    /// The order's paid amount.
-    pub total: Money,
     pub reason: Option<String>,
+    pub requested_by: Option<Id>,
 }
 
-/// What the pay platform knows of a refund.
+/// Where the ledger's payment of an order stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RefundState {
-    Processing,
-    Succeeded { at: Timestamp },
-    Failed,
+pub enum PaymentState {
+    /// Started and not paid (yet).
+    Unpaid,
+    /// Paid in full.
+    Paid { transaction_id: Option<String>, paid_at: Timestamp },
+    /// Closed unpaid: it can no longer be paid.
     Closed,
+    /// The platform reported a payment that does not match the order (another amount or
+    /// currency): kept, never taken as paid, for a person to resolve.
+    Discrepancy(String),
 }
 
-impl RefundState {
-    /// The refund status this state reports.
-    pub fn status(&self) -> RefundStatus {
-        match self {
-            RefundState::Processing => RefundStatus::Processing,
-            RefundState::Succeeded { .. } => RefundStatus::Succeeded,
-            RefundState::Failed => RefundStatus::Failed,
-            RefundState::Closed => RefundStatus::Closed,
-        }
-    }
+/// The ledger's payment of an order: its live transaction, or the last one when none is live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerPayment {
+    pub method: PaymentMethod,
+    /// The platform's number; `None` for an offline payment.
+    pub out_trade_no: Option<String>,
+    pub amount: Money,
+    pub openid: Option<String>,
+    pub state: PaymentState,
+    pub reference: Option<String>,
+    pub paid_by: Option<Id>,
 }
 
-/// The payments orders ask for, acting on one tenant's merchant account per call. Errors are
-/// kernel errors: the implementation maps the platform's (a refusal because of the payment's
-/// state → `Conflict`, other refusals → `Invalid`, unavailability → `Upstream`).
+/// What the ledger holds of an order's money.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OrderMoney {
+    /// `None` before a payment was started.
+    pub payment: Option<LedgerPayment>,
+    /// The refunds of the order's payment, oldest first.
+    pub refunds: Vec<Refund>,
+}
+
+/// The money ledger, acting on one tenant's merchant account per call. It owns every
+/// movement of an order's money — what is refundable, the refund window and the count limit
+/// are decided there — and tells orders of each change through a durable event (the server
+/// runs [`crate::OrderService::sync`] for it). Errors are kernel errors: a rule of the
+/// ledger's → `Conflict`, a platform refusal → `Blocked`/`Invalid` naming `pay_platform`,
+/// unavailability → `Upstream`.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
-pub trait OrderPayments: Send + Sync + 'static {
-    /// Places (or finds again) the platform order `out_trade_no` and returns what the payer
-    /// needs. The same `out_trade_no` again MUST answer the same prepay, not a second order.
-    async fn prepay(&self, tenant_id: Id, request: PrepayRequest) -> Result<Prepay>;
-    /// The payment as the platform knows it now.
-    async fn query(&self, tenant_id: Id, out_trade_no: String) -> Result<PaymentState>;
-    /// Closes the platform order. MUST answer `Paid` (not an error) when it was paid
-    /// meanwhile, and `Closed` when it is (or already was) closed or never reached the
-    /// platform.
-    async fn close(&self, tenant_id: Id, out_trade_no: String) -> Result<PaymentState>;
-    /// Requests a refund; an accepted refund is usually still `Processing`.
-    async fn refund(&self, tenant_id: Id, refund: RefundOrder) -> Result<RefundState>;
-    /// The refund as the platform knows it now.
-    async fn query_refund(&self, tenant_id: Id, out_refund_no: String) -> Result<RefundState>;
+pub trait OrderLedger: Send + Sync + 'static {
+    /// Starts (or resumes) the order's platform payment and returns what the payer needs.
+    /// The same order again MUST answer for the same platform order, not a second one; an
+    /// order paid offline, or being paid by another payer, is a `Conflict`.
+    async fn charge(&self, tenant_id: Id, charge: Charge) -> Result<PayParams>;
+    /// Records an offline payment. An open platform payment of the order is closed first
+    /// (`Conflict` when it was paid meanwhile, or cannot be closed now); an order already paid
+    /// is a `Conflict`. Exactly one of two racing payments of one order wins.
+    async fn charge_offline(&self, tenant_id: Id, charge: OfflineCharge) -> Result<()>;
+    /// Refunds (part of) the order's payment and returns the refund as it stands (usually
+    /// `processing`; an offline payment's refund `succeeded` at once). The same
+    /// `out_refund_no` again is the same refund (asked of the platform again while it may
+    /// not have reached it). `Conflict` when the order's payment is not paid, the refund
+    /// window has passed, the count limit is reached or more than what is left is asked.
+    async fn refund(&self, tenant_id: Id, refund: RefundCharge) -> Result<Refund>;
+    /// Closes the order's open platform payment, if any: `Ok` once nothing can pay it any
+    /// more (or it was paid meanwhile — [`OrderLedger::money`] then says so); `Upstream` when
+    /// the platform cannot be asked now.
+    async fn close(&self, tenant_id: Id, order_id: Id) -> Result<()>;
+    /// What the ledger holds of the order's money now.
+    async fn money(&self, tenant_id: Id, order_id: Id) -> Result<OrderMoney>;
 }

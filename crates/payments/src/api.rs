@@ -1,8 +1,9 @@
 //! What clients send and receive for payments: the configuration, the certificate upload, the
 //! transaction requests and their views. Money is fen throughout; no view ever carries a key.
-use crate::lifecycle::{RefundStatus, TradeState};
+use crate::lifecycle::TradeState;
 use crate::model::*;
-use atrium_kernel::{ByteText, Id, Money, Openid, Secret};
+use atrium_kernel::RefundStatus;
+use atrium_kernel::{ByteText, Id, Money, Openid, PayParams, PaymentMethod, Secret};
 use chrono::NaiveDate;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -281,26 +282,6 @@ impl PaymentConfigView {
     }
 }
 
-/// What the mini-program passes to `wx.requestPayment`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct PayParams {
-    #[serde(rename = "appId")]
-    pub app_id: String,
-    /// Unix seconds, as a string.
-    #[serde(rename = "timeStamp")]
-    pub time_stamp: String,
-    #[serde(rename = "nonceStr")]
-    pub nonce_str: String,
-    /// `prepay_id=…`
-    pub package: String,
-    /// Always `RSA`.
-    #[serde(rename = "signType")]
-    pub sign_type: String,
-    #[serde(rename = "paySign")]
-    pub pay_sign: String,
-}
-
 /// The answer to a unified order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -316,6 +297,10 @@ pub struct UnifiedOrderView {
 pub struct TransactionView {
     pub tenant_id: Id,
     pub out_trade_no: String,
+    /// The order this transaction pays; such a transaction is refunded and closed through
+    /// its order (`/api/v1/orders/{id}/…`), not here.
+    pub order_id: Option<Id>,
+    pub method: PaymentMethod,
     pub description: String,
     pub amount: Money,
     pub openid: String,
@@ -323,6 +308,9 @@ pub struct TransactionView {
     pub transaction_id: Option<String>,
     pub payer_total: Option<Money>,
     pub success_time: Option<DateTime<Utc>>,
+    /// What the pay platform reported that does not match the transaction (another amount
+    /// or currency): such a transaction is not paid. Null normally.
+    pub discrepancy: Option<String>,
     pub expires_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -333,6 +321,8 @@ impl From<Transaction> for TransactionView {
         TransactionView {
             tenant_id: t.tenant_id,
             out_trade_no: t.out_trade_no,
+            order_id: t.order_id,
+            method: t.method,
             description: t.description,
             amount: t.amount,
             openid: t.openid,
@@ -340,6 +330,7 @@ impl From<Transaction> for TransactionView {
             transaction_id: t.transaction_id,
             payer_total: t.payer_total,
             success_time: t.success_time,
+            discrepancy: t.discrepancy,
             expires_at: t.expires_at,
             created_at: t.created_at,
             updated_at: t.updated_at,
@@ -352,6 +343,8 @@ impl From<Transaction> for TransactionView {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RefundView {
     pub out_trade_no: String,
+    /// The order whose payment is refunded, if any.
+    pub order_id: Option<Id>,
     pub out_refund_no: String,
     pub refund_id: Option<String>,
     pub status: RefundStatus,
@@ -366,6 +359,7 @@ impl From<Refund> for RefundView {
     fn from(r: Refund) -> Self {
         RefundView {
             out_trade_no: r.out_trade_no,
+            order_id: r.order_id,
             out_refund_no: r.out_refund_no,
             refund_id: r.refund_id,
             status: r.status,

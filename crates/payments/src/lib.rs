@@ -26,9 +26,9 @@ mod ports;
 mod service;
 
 pub use api::*;
-pub use atrium_kernel::{ByteText, Openid, Secret};
+pub use atrium_kernel::{ByteText, Openid, PayParams, PaymentMethod, RefundStatus, Secret};
 pub use config::PaymentSettings;
-pub use lifecycle::{RefundStatus, TradeState};
+pub use lifecycle::TradeState;
 pub use model::*;
 pub use ports::*;
 pub use service::*;

@@ -8,7 +8,8 @@
 //! A payment beats a close (the money was taken), `REFUND` is still paid (the platform reports
 //! it after any refund), and nothing unpaid follows a payment.
 //!
-//! Refund: `processing` → `succeeded` | `failed` | `closed`; the last three are final.
+//! Refund: `processing` → `succeeded` | `failed` | `closed` (the kernel's `RefundStatus`); the
+//! last three are final.
 use serde::{Deserialize, Serialize};
 
 /// A transaction's state as the pay platform names it.
@@ -60,40 +61,6 @@ impl TradeState {
     /// transaction forward, `None` when the report is stale or repeats the current state.
     pub fn advance(self, reported: TradeState) -> Option<TradeState> {
         (reported.rank() > self.rank()).then_some(reported)
-    }
-}
-
-/// A refund's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum RefundStatus {
-    /// Accepted by the platform (or about to be sent), not settled yet.
-    Processing,
-    /// The money went back to the payer.
-    Succeeded,
-    /// The platform could not refund (its `ABNORMAL`), or refused the request.
-    Failed,
-    /// The platform closed the refund without paying it.
-    Closed,
-}
-
-impl RefundStatus {
-    /// Whether the refund's amount is spoken for: a processing or succeeded refund counts
-    /// against what is left to refund; a failed or closed one gives its amount back.
-    pub fn holds_amount(self) -> bool {
-        matches!(self, RefundStatus::Processing | RefundStatus::Succeeded)
-    }
-
-    pub fn is_final(self) -> bool {
-        !matches!(self, RefundStatus::Processing)
-    }
-
-    /// The status once the platform has reported `reported`: only a processing refund
-    /// settles, and only once.
-    pub fn advance(self, reported: RefundStatus) -> Option<RefundStatus> {
-        (self == RefundStatus::Processing && reported != RefundStatus::Processing).then_some(reported)
     }
 }
 
@@ -151,21 +118,5 @@ mod tests {
         assert_eq!(TradeState::Closed.advance(TradeState::NotPay), None);
         assert_eq!(TradeState::Closed.advance(TradeState::Revoked), None);
         assert!(TradeState::Closed.is_closed() && TradeState::Revoked.is_closed() && !TradeState::PayError.is_closed());
-    }
-
-    #[test]
-    fn a_refund_settles_once_and_failed_or_closed_ones_free_their_amount() {
-        use RefundStatus as R;
-        for to in [R::Succeeded, R::Failed, R::Closed] {
-            assert_eq!(R::Processing.advance(to), Some(to));
-            assert!(to.is_final());
-            for again in [R::Processing, R::Succeeded, R::Failed, R::Closed] {
-                assert_eq!(to.advance(again), None, "{to:?} -> {again:?}");
-            }
-        }
-        assert_eq!(R::Processing.advance(R::Processing), None);
-        assert!(R::Processing.holds_amount() && R::Succeeded.holds_amount());
-        assert!(!R::Failed.holds_amount() && !R::Closed.holds_amount());
-        assert_eq!(R::Succeeded.as_str(), "succeeded");
     }
 }

@@ -1,7 +1,8 @@
 //! Payments: a tenant's merchant account on the pay platform, its transactions and refunds,
 //! and what the pay platform tells us about them (answers, notifications, trade bills).
-use crate::lifecycle::{RefundStatus, TradeState};
-use atrium_kernel::{Id, Money, Secret, Timestamp};
+use crate::lifecycle::TradeState;
+use atrium_kernel::RefundStatus;
+use atrium_kernel::{AuditRecord, Id, Money, NewJob, PaymentMethod, Secret, Timestamp};
 use chrono::NaiveDate;
 
 /// A tenant's payment configuration: the merchant account its orders are paid into.
@@ -134,8 +135,20 @@ pub struct Transaction {
     /// 0 until stored.
     pub id: Id,
     pub tenant_id: Id,
-    /// Our number, unique per tenant (and so per merchant account), never reused.
+    /// Our number, unique per tenant (and so per merchant account), never reused. An order's
+    /// transaction carries the order's number; no other transaction may take it.
     pub out_trade_no: String,
+    /// The order this transaction pays, if it pays one: such a transaction is paid, refunded
+    /// and closed through its order only. An order has at most one live (not closed)
+    /// transaction.
+    pub order_id: Option<Id>,
+    /// How it is paid: on the platform, or recorded as paid outside it (never sent to the
+    /// platform).
+    pub method: PaymentMethod,
+    /// An offline payment's reference (a bank transfer's number, a receipt number).
+    pub reference: Option<String>,
+    /// The user who recorded an offline payment.
+    pub paid_by: Option<Id>,
     pub description: String,
     /// What the payer is asked to pay.
     pub amount: Money,
@@ -149,18 +162,44 @@ pub struct Transaction {
     /// What the payer actually paid (less any platform coupons).
     pub payer_total: Option<Money>,
     pub success_time: Option<Timestamp>,
+    /// What the platform reported that does not match the transaction — a payment of
+    /// another amount or currency. Kept, shown and audited, never taken as paid.
+    pub discrepancy: Option<String>,
     /// After this the order can no longer be paid; a job then settles it by a query.
     pub expires_at: Timestamp,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
 
+/// The only currency the merchant accounts take.
+pub const CURRENCY: &str = "CNY";
+
 impl Transaction {
+    /// Paid in full: the platform reported exactly its amount in CNY (or it was paid offline).
+    pub fn is_paid(&self) -> bool {
+        self.trade_state.is_paid() && self.discrepancy.is_none()
+    }
+
     /// Takes in what the platform reported. Returns whether anything changed; the trade state
     /// only moves forward ([`TradeState::advance`]), and the payment's facts are filled in
-    /// once the platform reports a payment.
+    /// once the platform reports a payment. A payment is taken only when the report names
+    /// exactly the transaction's amount in CNY: anything else is recorded as a discrepancy
+    /// and the transaction stays unpaid.
     pub fn apply(&mut self, report: &PlatformTransaction, now: Timestamp) -> bool {
         let mut changed = false;
+        if report.trade_state.is_paid() && !self.trade_state.is_paid() {
+            // A payment report that does not say how much waits for one that does (a query).
+            let Some(total) = report.amount else { return false };
+            if let Some(why) = self.mismatch(total, report.currency.as_deref()) {
+                if self.discrepancy.is_some() {
+                    return false;
+                }
+                self.discrepancy = Some(why);
+                fill(&mut self.transaction_id, &report.transaction_id);
+                self.updated_at = now;
+                return true;
+            }
+        }
         if let Some(next) = self.trade_state.advance(report.trade_state) {
             self.trade_state = next;
             changed = true;
@@ -174,6 +213,21 @@ impl Transaction {
             self.updated_at = now;
         }
         changed
+    }
+}
+
+impl Transaction {
+    /// Why a reported payment of `total` in `currency` does not match this transaction, if it
+    /// does not.
+    fn mismatch(&self, total: Money, currency: Option<&str>) -> Option<String> {
+        let currency = currency.unwrap_or(CURRENCY);
+        (total != self.amount || currency != CURRENCY).then(|| {
+            format!(
+                "the pay platform reported {} fen in {currency} paid for a transaction of {} fen in {CURRENCY}",
+                total.fen(),
+                self.amount.fen()
+            )
+        })
     }
 }
 
@@ -194,6 +248,8 @@ pub struct Refund {
     pub id: Id,
     pub tenant_id: Id,
     pub out_trade_no: String,
+    /// The order whose payment is refunded, if the transaction pays one.
+    pub order_id: Option<Id>,
     /// Our number: one number, one refund; a retry reuses it.
     pub out_refund_no: String,
     /// The platform's refund id, once it accepted the refund.
@@ -228,15 +284,68 @@ impl Refund {
 /// What [`crate::PaymentRepo::reserve_refund`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RefundReservation {
-    /// The refund was stored as `processing`; its amount is now spoken for.
+    /// The refund was stored with the status it carried; its amount is now spoken for.
     Reserved(Refund),
     /// A refund with this `out_refund_no` already exists (a retry): here it is, unchanged.
     Existing(Refund),
-    /// Processing and succeeded refunds plus this one would exceed what was paid; `refundable`
-    /// is what is left.
+    /// The rule refused it; nothing was written.
+    Refused(RefundRefusal),
+}
+
+/// Why the ledger refuses a refund.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefundRefusal {
+    /// The transaction is not paid (in full).
+    NotPaid,
+    /// The refund window has passed: refunds are possible for `days` after the payment.
+    WindowClosed { days: i64 },
+    /// The transaction already has the maximum number of refunds (of any status).
+    TooManyRefunds { max: u32 },
+    /// Processing and succeeded refunds plus this one would exceed what was paid;
+    /// `refundable` is what is left.
     ExceedsPaid { refundable: Money },
-    /// The transaction already has the maximum number of refunds.
-    TooManyRefunds,
+}
+
+/// The ledger's one refund rule: what may be refunded of a transaction, checked by
+/// [`crate::PaymentRepo::reserve_refund`] while it holds the transaction's lock, so that
+/// concurrent refunds are checked one after the other against what is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefundRule {
+    /// No refunds after this long from the payment (the platform's limit is a year).
+    pub window: chrono::Duration,
+    /// At most this many refunds per transaction, of any status (the platform's limit is 50).
+    pub max_refunds: u32,
+}
+
+impl RefundRule {
+    /// Whether `wanted` may be added to `tx`'s refunds `existing`, at `wanted.created_at`.
+    pub fn check(&self, tx: &Transaction, existing: &[Refund], wanted: &Refund) -> Result<(), RefundRefusal> {
+        if !tx.is_paid() {
+            return Err(RefundRefusal::NotPaid);
+        }
+        let paid_at = tx.success_time.unwrap_or(tx.created_at);
+        if wanted.created_at - paid_at > self.window {
+            return Err(RefundRefusal::WindowClosed { days: self.window.num_days() });
+        }
+        if existing.len() >= self.max_refunds as usize {
+            return Err(RefundRefusal::TooManyRefunds { max: self.max_refunds });
+        }
+        let held = Money::checked_sum(existing.iter().filter(|r| r.status.holds_amount()).map(|r| r.amount)).unwrap_or(Money::MAX_INPUT);
+        let refundable = tx.amount.checked_sub(held).unwrap_or(Money::ZERO).max(Money::ZERO);
+        if wanted.amount > refundable {
+            return Err(RefundRefusal::ExceedsPaid { refundable });
+        }
+        Ok(())
+    }
+}
+
+/// What a ledger write brings about in the same database transaction, so that a crash
+/// leaves either none of it or all of it: the jobs that settle or follow the change (a
+/// settle job, an event for the order it belongs to) and its audit record.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Effects {
+    pub jobs: Vec<NewJob>,
+    pub audit: Option<AuditRecord>,
 }
 
 /// A JSAPI (mini-program) order to place with the platform.
@@ -272,6 +381,8 @@ pub struct PlatformTransaction {
     pub transaction_id: Option<String>,
     /// The order's total, when reported.
     pub amount: Option<Money>,
+    /// The currency of `amount`, when reported (`CNY`).
+    pub currency: Option<String>,
     pub payer_total: Option<Money>,
     pub success_time: Option<Timestamp>,
 }
@@ -401,4 +512,44 @@ pub struct CertInfo {
     /// SHA-256 of the certificate's public key (DER), lower-case hex: equal to the matching
     /// private key's [`KeyInfo::fingerprint`].
     pub key_fingerprint: String,
+}
+
+/// An order's platform payment to start or resume (orders, through the server).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderCharge {
+    pub order_id: Id,
+    /// The order's number.
+    pub out_trade_no: String,
+    pub description: String,
+    pub amount: Money,
+    pub openid: String,
+    pub expires_at: Timestamp,
+}
+
+/// An order's payment made outside the platform, to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OfflineOrderCharge {
+    pub order_id: Id,
+    pub order_no: String,
+    pub description: String,
+    pub amount: Money,
+    pub reference: String,
+    pub recorded_by: Id,
+}
+
+/// A refund of an order's payment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderRefund {
+    pub order_id: Id,
+    pub out_refund_no: String,
+    pub amount: Money,
+    pub reason: Option<String>,
+}
+
+/// What the ledger holds of an order's money: its live (or latest) transaction and that
+/// transaction's refunds, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OrderMoney {
+    pub transaction: Option<Transaction>,
+    pub refunds: Vec<Refund>,
 }

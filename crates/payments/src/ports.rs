@@ -1,10 +1,11 @@
 //! The payments domain's ports: storage ([`PaymentRepo`]), the pay platform
 //! ([`PayPlatform`]) and the inspection of merchant keys and certificates
 //! ([`MerchantKeys`]), which keeps PEM and X.509 parsing out of the domain.
-use crate::api::PayParams;
-use crate::lifecycle::{RefundStatus, TradeState};
+use crate::lifecycle::TradeState;
 use crate::model::*;
 use async_trait::async_trait;
+use atrium_kernel::PayParams;
+use atrium_kernel::RefundStatus;
 use atrium_kernel::{AuditRecord, Id, Party, Result, Secret, Timestamp};
 
 /// Storage of payment configurations, transactions, refunds and seen notifications.
@@ -23,37 +24,49 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// in one transaction, and returns what it stored.
     async fn put_config(&self, config: PaymentConfig, audit: AuditRecord) -> Result<PaymentConfig>;
 
-    /// Stores a new transaction and returns it with its id. MUST return `Conflict` when the
-    /// tenant already has a transaction with this `out_trade_no` (a unique index on
-    /// `(tenant_id, out_trade_no)`).
-    async fn insert_transaction(&self, tx: Transaction) -> Result<Transaction>;
+    /// Stores a new transaction with its [`Effects`] (one database transaction) and returns
+    /// it with its id. MUST return `Conflict`, writing nothing, when
+    /// - the tenant already has a transaction with this `out_trade_no` (a unique index);
+    /// - one of the tenant's orders has this number and the transaction is not that order's
+    ///   (`order_id`): an order's number belongs to its own transaction only;
+    /// - `order_id` is set and the order already has a live (not closed or revoked)
+    ///   transaction (a partial unique index): one way to pay an order at a time, whatever
+    ///   races.
+    async fn insert_transaction(&self, tx: Transaction, effects: Effects) -> Result<Transaction>;
     async fn get_transaction(&self, tenant_id: Id, out_trade_no: String) -> Result<Option<Transaction>>;
+    /// The order's live transaction, or its latest one when none is live.
+    async fn order_transaction(&self, tenant_id: Id, order_id: Id) -> Result<Option<Transaction>>;
     /// Writes `tx`'s mutable fields (prepay id, trade state, transaction id, payer total,
-    /// success time, updated_at) only if the stored `trade_state` still equals `read_state` —
-    /// a conditional update (`… WHERE trade_state = read_state`), so a notification and a
-    /// query racing each other cannot move a transaction backwards. Returns whether it wrote;
-    /// on `false` the caller reads again and re-applies.
-    async fn update_transaction(&self, tx: Transaction, read_state: TradeState) -> Result<bool>;
+    /// success time, discrepancy, updated_at) and its [`Effects`] only if the stored
+    /// `trade_state` still equals `read_state` — a conditional update, so a notification and a
+    /// query racing each other cannot move a transaction backwards. A recorded discrepancy is
+    /// never erased. Returns whether it wrote; on `false` the caller reads again and
+    /// re-applies.
+    async fn update_transaction(&self, tx: Transaction, read_state: TradeState, effects: Effects) -> Result<bool>;
 
     /// Reserves a refund, atomically, in one write transaction that serialises with every
-    /// other reservation for the same transaction (a row lock on the transaction, `SELECT …
-    /// FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on SQLite):
+    /// other write of the same transaction (its row locked: `SELECT … FOR UPDATE` on
+    /// PostgreSQL; SQLite's `BEGIN IMMEDIATE` holds the one write lock):
     /// 1. a refund with `refund.out_refund_no` for this tenant exists → `Existing(it)`,
     ///    nothing written;
-    /// 2. the transaction already has `max_refunds` refunds (any status) → `TooManyRefunds`;
-    /// 3. the `amount`s of its `processing` and `succeeded` refunds plus `refund.amount`
-    ///    exceed `paid` → `ExceedsPaid { refundable: paid − those }`;
-    /// 4. otherwise inserts `refund` (status `processing`) → `Reserved(stored)`.
+    /// 2. no transaction `refund.out_trade_no` of the tenant → `NotFound`;
+    /// 3. `rule.check(transaction, its refunds, refund)` refuses → `Refused(why)`, nothing
+    ///    written;
+    /// 4. otherwise stores `refund` with the status it carries (`processing`, or
+    ///    `succeeded` for an offline payment's refund) and its [`Effects`] →
+    ///    `Reserved(stored)`.
     ///
-    /// So concurrent refunds of one transaction can never together exceed what was paid.
-    /// `out_refund_no` is unique per tenant.
-    async fn reserve_refund(&self, refund: Refund, paid: atrium_kernel::Money, max_refunds: u32) -> Result<RefundReservation>;
+    /// So concurrent refunds of one transaction can never together exceed what was paid, nor
+    /// the count limit. `out_refund_no` is unique per tenant.
+    async fn reserve_refund(&self, refund: Refund, rule: RefundRule, effects: Effects) -> Result<RefundReservation>;
     async fn get_refund(&self, tenant_id: Id, out_refund_no: String) -> Result<Option<Refund>>;
-    /// Writes `refund`'s mutable fields (refund id, status, succeeded_at, updated_at) only if
-    /// the stored status still equals `read_status`; returns whether it wrote. A refund
-    /// leaving `processing` for `failed` or `closed` gives its amount back to the balance
-    /// [`PaymentRepo::reserve_refund`] checks.
-    async fn update_refund(&self, refund: Refund, read_status: RefundStatus) -> Result<bool>;
+    /// The refunds of the tenant's transaction `out_trade_no`, oldest first.
+    async fn refunds_of(&self, tenant_id: Id, out_trade_no: String) -> Result<Vec<Refund>>;
+    /// Writes `refund`'s mutable fields (refund id, status, succeeded_at, updated_at) and its
+    /// [`Effects`] only if the stored status still equals `read_status`; returns whether it
+    /// wrote. A refund leaving `processing` for `failed` or `closed` gives its amount back
+    /// to what [`PaymentRepo::reserve_refund`] allows.
+    async fn update_refund(&self, refund: Refund, read_status: RefundStatus, effects: Effects) -> Result<bool>;
 
     /// Whether the tenant's notification `event_id` was already processed.
     async fn notification_seen(&self, tenant_id: Id, event_id: String) -> Result<bool>;
@@ -72,17 +85,6 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// The tenants with a transaction or refund created before `to` and changed at or after
     /// `from`: those whose trade bill of that period is worth reconciling.
     async fn tenants_with_activity(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Id>>;
-}
-
-/// Hears of transactions and refunds whose state changed (another domain, such as orders,
-/// through the server). Called after the change is stored, by whichever path made it — a
-/// notification, a query, a close, a job; an error is logged and the change stands, so the
-/// observer must also be able to catch up by asking (the payment service's `*_for` calls).
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
-#[async_trait]
-pub trait PaymentObserver: Send + Sync + 'static {
-    async fn transaction_changed(&self, tx: Transaction) -> Result<()>;
-    async fn refund_changed(&self, refund: Refund) -> Result<()>;
 }
 
 /// Why a pay platform call failed. Messages never carry a key, a signature or a secret.

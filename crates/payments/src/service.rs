@@ -1,9 +1,10 @@
 //! The payment use cases ([`PaymentService`]) and their jobs.
 mod jobs;
+mod ledger;
 mod payments;
 
 pub use jobs::{MAX_ATTEMPTS, RECONCILE, RECONCILE_AT_CST, RECONCILE_DAY, SETTLE_BACKOFF, SETTLE_REFUND, SETTLE_TRANSACTION};
-pub use payments::{PaymentService, platform_error};
+pub use payments::{ORDER_CHANGED, OrderChanged, PaymentService, platform_error};
 
 #[cfg(test)]
 mod tests;

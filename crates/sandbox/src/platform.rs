@@ -99,6 +99,7 @@ impl Sandbox {
             .route("/control/notify-lose", web::post().to(pay::control_notify_lose))
             .route("/control/notify-requests", web::post().to(pay::control_notify_requests))
             .route("/control/pay-fail", web::post().to(pay::control_pay_fail))
+            .route("/control/pay-delay", web::post().to(pay::control_pay_delay))
             .route("/control/notifications", web::get().to(pay::control_notifications))
             .route("/api/cgi-bin/component/{name}", web::route().to(open::component_entry))
             .route("/api/wxa/{name}", web::route().to(open::wxa_entry))

@@ -6,7 +6,7 @@ pub mod adapters;
 pub mod config;
 pub mod docs_cli;
 pub mod jobs;
-pub mod order_payments;
+pub mod order_ledger;
 
 use actix_web::http::KeepAlive;
 use actix_web::{HttpServer, web};
@@ -18,7 +18,7 @@ use atrium_kernel::{Clock, IdempotencyStore, JobStore, SystemClock};
 use atrium_miniprogram::{CodeUploader, MiniProgramPlatform, ReleaseService, ReleaseSettings};
 use atrium_orders::{OrderService, OrderSettings};
 use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, TenantService};
-use atrium_payments::{PaymentObserver, PaymentService, PaymentSettings};
+use atrium_payments::{PaymentService, PaymentSettings};
 use atrium_payroll::{PayrollService, PayslipChannels, PayslipNotifier, TextSender};
 use atrium_sandbox::{
     ComponentConfig, SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID, Sandbox,
@@ -187,7 +187,6 @@ pub fn payment_service(
     public_url: &str,
     calls: Option<Arc<dyn CallRecorder>>,
     jobs: Arc<dyn JobStore>,
-    observer: Option<Arc<dyn PaymentObserver>>,
 ) -> anyhow::Result<Arc<PaymentService>> {
     let base = match &config.platform {
         Platform::Sandbox => format!("{public_url}/sandbox/pay"),
@@ -206,10 +205,7 @@ pub fn payment_service(
         Arc::new(SystemClock),
         PaymentSettings::new(public_url),
     );
-    Ok(Arc::new(match observer {
-        Some(o) => service.with_observer(o),
-        None => service,
-    }))
+    Ok(Arc::new(service))
 }
 
 /// Mini-program code releases through our third-party platform: the sandbox's in dev (with
@@ -371,15 +367,13 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let accounts = Arc::new(IdentityStore::new(db.clone()));
     let job_store: Arc<dyn JobStore> = Arc::new(DbJobStore::new(db.clone()));
     let idempotency: Arc<dyn IdempotencyStore> = Arc::new(DbIdempotencyStore::new(db.clone()));
-    let observer = Arc::new(order_payments::OrdersObserver::default());
-    let payments = payment_service(&config, &db, &public_url, Some(calls.clone()), job_store.clone(), Some(observer.clone()))?;
+    let payments = payment_service(&config, &db, &public_url, Some(calls.clone()), job_store.clone())?;
     let orders = Arc::new(OrderService::new(
         Arc::new(OrdersStore::new(db.clone())),
-        Arc::new(order_payments::PaymentsForOrders(payments.clone())),
+        Arc::new(order_ledger::LedgerForOrders(payments.clone())),
         clock.clone(),
         OrderSettings::default(),
     ));
-    observer.connect(orders.clone());
     let releases = release_service(&config, &db, &public_url, sandbox.as_ref(), Some(calls.clone()), job_store.clone())?;
     let incoming = config.package_dir.join("incoming");
     tokio::task::spawn_blocking({
@@ -393,9 +387,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         let purge = Arc::new(jobs::IdempotencyPurge { records: idempotency.clone(), jobs: job_store.clone() });
         purge.schedule().await.map_err(|e| anyhow::anyhow!("cannot schedule the idempotency purge: {e}"))?;
         jobs.run_queue("idempotency", job_store.clone(), purge, poll);
-        let expiry = Arc::new(order_payments::OrderExpiry { orders: orders.clone(), jobs: job_store.clone() });
+        let expiry = Arc::new(order_ledger::OrderExpiry { orders: orders.clone(), jobs: job_store.clone() });
         expiry.schedule().await.map_err(|e| anyhow::anyhow!("cannot schedule the order expiry: {e}"))?;
         jobs.run_queue("orders", job_store.clone(), expiry, poll);
+        jobs.run_queue("ledger events", job_store.clone(), Arc::new(order_ledger::LedgerEvents { orders: orders.clone() }), poll);
         jobs.run_queue("releases", job_store.clone(), releases.clone(), poll);
     }
     let state = web::Data::new(AppState {

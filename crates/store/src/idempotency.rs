@@ -122,6 +122,21 @@ impl IdempotencyStore for DbIdempotencyStore {
             .await
     }
 
+    async fn reopen(&self, key: &IdempotencyKey) -> Result<()> {
+        let key = key.clone();
+        self.db
+            .write(move |conn| {
+                // Claimed "long ago": the next claim with the same body takes it over at once.
+                let long_ago = to_db(chrono::DateTime::UNIX_EPOCH);
+                diesel::update(row_of!(key).filter(ik::status.is_null()))
+                    .set(ik::claimed_at.eq(long_ago))
+                    .execute(conn)
+                    .map_err(db_error)?;
+                Ok(())
+            })
+            .await
+    }
+
     async fn purge(&self, before: Timestamp) -> Result<u64> {
         self.db
             .write(move |conn| {

@@ -83,42 +83,39 @@ fn found(n: usize) -> Result<()> {
     if n == 0 { Err(Error::NotFound("job")) } else { Ok(()) }
 }
 
+/// Queues `job` within the caller's database transaction: a change and the job that follows
+/// from it are written together or not at all (the outbox). `None` when a pending job of the
+/// same kind has the same dedupe key.
+pub(crate) fn enqueue_in(conn: &mut DbConn, job: &NewJob) -> Result<Option<Id>> {
+    let payload = serde_json::to_string(&job.payload).map_err(|e| Error::Internal(e.into()))?;
+    let now = to_db(chrono::Utc::now());
+    let values = (
+        jobs::kind.eq(&job.kind),
+        jobs::tenant_id.eq(job.tenant_id),
+        jobs::payload.eq(&payload),
+        jobs::status.eq(PENDING),
+        jobs::dedupe_key.eq(&job.dedupe_key),
+        jobs::run_at.eq(to_db(job.run_at)),
+        jobs::created_at.eq(now),
+        jobs::updated_at.eq(now),
+    );
+    // A pending job with the same kind and dedupe key trips the partial unique index: nothing
+    // is inserted, nothing returned.
+    match conn {
+        DbConn::Pg(c) => {
+            diesel::insert_into(jobs::table).values(values).on_conflict_do_nothing().returning(jobs::id).get_result(c).optional()
+        }
+        DbConn::Sqlite(c) => {
+            diesel::insert_into(jobs::table).values(values).on_conflict_do_nothing().returning(jobs::id).get_result(c).optional()
+        }
+    }
+    .map_err(db_error)
+}
+
 #[async_trait]
 impl JobStore for DbJobStore {
     async fn enqueue(&self, job: NewJob) -> Result<Option<Id>> {
-        let payload = serde_json::to_string(&job.payload).map_err(|e| Error::Internal(e.into()))?;
-        self.db
-            .write(move |conn| {
-                let now = to_db(chrono::Utc::now());
-                let values = (
-                    jobs::kind.eq(&job.kind),
-                    jobs::tenant_id.eq(job.tenant_id),
-                    jobs::payload.eq(&payload),
-                    jobs::status.eq(PENDING),
-                    jobs::dedupe_key.eq(&job.dedupe_key),
-                    jobs::run_at.eq(to_db(job.run_at)),
-                    jobs::created_at.eq(now),
-                    jobs::updated_at.eq(now),
-                );
-                // A pending job with the same kind and dedupe key trips the partial unique
-                // index: nothing is inserted, nothing returned.
-                match conn {
-                    DbConn::Pg(c) => diesel::insert_into(jobs::table)
-                        .values(values)
-                        .on_conflict_do_nothing()
-                        .returning(jobs::id)
-                        .get_result(c)
-                        .optional(),
-                    DbConn::Sqlite(c) => diesel::insert_into(jobs::table)
-                        .values(values)
-                        .on_conflict_do_nothing()
-                        .returning(jobs::id)
-                        .get_result(c)
-                        .optional(),
-                }
-                .map_err(db_error)
-            })
-            .await
+        self.db.write(move |conn| enqueue_in(conn, &job)).await
     }
 
     async fn claim(&self, kinds: Vec<String>, now: Timestamp, lease_secs: i64) -> Result<Option<Job>> {

@@ -5,15 +5,17 @@ use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, first_for_update, on_backend};
 use crate::error::db_error;
+use crate::jobs::enqueue_in;
 use crate::org::parse_enum;
 use crate::org::tenants::in_scope;
-use crate::schema::{payment_configs, payment_notifications, payment_refunds, payment_transactions};
+use crate::schema::{orders, payment_configs, payment_notifications, payment_refunds, payment_transactions};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Party, Result, Timestamp};
 use atrium_payments::{
-    PaymentConfig, PaymentRepo, PaymentTenant, Refund, RefundReservation, RefundStatus, Secret, TradeState, Transaction,
+    Effects, PaymentConfig, PaymentMethod, PaymentRepo, PaymentTenant, Refund, RefundReservation, RefundRule, RefundStatus, Secret,
+    TradeState, Transaction,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -110,6 +112,11 @@ struct TxRow {
     expires_at: NaiveDateTime,
     created_at: NaiveDateTime,
     updated_at: NaiveDateTime,
+    order_id: Option<i64>,
+    method: String,
+    reference: Option<String>,
+    paid_by: Option<i64>,
+    discrepancy: Option<String>,
 }
 
 fn tx_row(t: &Transaction) -> TxRow {
@@ -129,6 +136,11 @@ fn tx_row(t: &Transaction) -> TxRow {
         expires_at: to_db(t.expires_at),
         created_at: to_db(t.created_at),
         updated_at: to_db(t.updated_at),
+        order_id: t.order_id,
+        method: t.method.as_str().to_owned(),
+        reference: t.reference.clone(),
+        paid_by: t.paid_by,
+        discrepancy: t.discrepancy.clone(),
     }
 }
 
@@ -137,6 +149,11 @@ fn tx_from_row(r: TxRow) -> Result<Transaction> {
         id: r.id,
         tenant_id: r.tenant_id,
         out_trade_no: r.out_trade_no,
+        order_id: r.order_id,
+        method: parse_enum(&r.method, PaymentMethod::parse, "payment method")?,
+        reference: r.reference,
+        paid_by: r.paid_by,
+        discrepancy: r.discrepancy,
         description: r.description,
         amount: Money::from_fen(r.amount),
         openid: r.openid,
@@ -168,6 +185,7 @@ struct RefundRow {
     succeeded_at: Option<NaiveDateTime>,
     created_at: NaiveDateTime,
     updated_at: NaiveDateTime,
+    order_id: Option<i64>,
 }
 
 fn refund_row(r: &Refund, payment_id: Id) -> RefundRow {
@@ -184,6 +202,7 @@ fn refund_row(r: &Refund, payment_id: Id) -> RefundRow {
         succeeded_at: r.succeeded_at.map(to_db),
         created_at: to_db(r.created_at),
         updated_at: to_db(r.updated_at),
+        order_id: r.order_id,
     }
 }
 
@@ -192,6 +211,7 @@ fn refund_from_row(r: RefundRow) -> Result<Refund> {
         id: r.id,
         tenant_id: r.tenant_id,
         out_trade_no: r.out_trade_no,
+        order_id: r.order_id,
         out_refund_no: r.out_refund_no,
         refund_id: r.refund_id,
         amount: Money::from_fen(r.amount),
@@ -214,54 +234,107 @@ fn refund_by_number(conn: &mut DbConn, tenant_id: Id, out_refund_no: &str) -> Re
     row.map(refund_from_row).transpose()
 }
 
-/// The id of the tenant's transaction `out_trade_no`, locked until the end of the write
-/// transaction: `FOR UPDATE` on PostgreSQL; on SQLite the `BEGIN IMMEDIATE` of
+/// The tenant's transaction `out_trade_no`, locked until the end of the write transaction:
+/// `FOR UPDATE` on PostgreSQL; on SQLite the `BEGIN IMMEDIATE` of
 /// [`Db::write`](crate::Db::write) already holds the database's one write lock.
-fn lock_transaction(conn: &mut DbConn, tenant_id: Id, out_trade_no: &str) -> Result<Option<Id>> {
-    first_for_update!(
+fn lock_transaction(conn: &mut DbConn, tenant_id: Id, out_trade_no: &str) -> Result<Option<Transaction>> {
+    let row: Option<TxRow> = first_for_update!(
         conn,
         payment_transactions::table
             .filter(payment_transactions::tenant_id.eq(tenant_id))
             .filter(payment_transactions::out_trade_no.eq(out_trade_no))
-            .select(payment_transactions::id)
+            .select(TxRow::as_select())
     )
-    .map_err(db_error)
+    .map_err(db_error)?;
+    row.map(tx_from_row).transpose()
 }
 
-fn reserve(conn: &mut DbConn, refund: Refund, paid: Money, max_refunds: u32) -> Result<RefundReservation> {
-    // The lock first: from here on no other reservation of this transaction runs.
-    let payment_id = lock_transaction(conn, refund.tenant_id, &refund.out_trade_no)?;
+fn refunds_of(conn: &mut DbConn, payment_id: Id) -> Result<Vec<Refund>> {
+    let rows: Vec<RefundRow> = payment_refunds::table
+        .filter(payment_refunds::payment_id.eq(payment_id))
+        .order(payment_refunds::id.asc())
+        .select(RefundRow::as_select())
+        .load(conn)
+        .map_err(db_error)?;
+    rows.into_iter().map(refund_from_row).collect()
+}
+
+/// Writes what a ledger write brings about, in the caller's database transaction.
+fn write_effects(conn: &mut DbConn, effects: &Effects) -> Result<()> {
+    for job in &effects.jobs {
+        enqueue_in(conn, job)?;
+    }
+    if let Some(audit) = &effects.audit {
+        write_audit(conn, audit)?;
+    }
+    Ok(())
+}
+
+fn reserve(conn: &mut DbConn, refund: Refund, rule: RefundRule, effects: &Effects) -> Result<RefundReservation> {
+    // The lock first: from here on no other write of this transaction runs.
+    let tx = lock_transaction(conn, refund.tenant_id, &refund.out_trade_no)?;
     if let Some(existing) = refund_by_number(conn, refund.tenant_id, &refund.out_refund_no)? {
         return Ok(RefundReservation::Existing(existing));
     }
-    let Some(payment_id) = payment_id else {
+    let Some(tx) = tx else {
         return Err(Error::NotFound("transaction"));
     };
-    let refunds: Vec<(i64, String)> = payment_refunds::table
-        .filter(payment_refunds::payment_id.eq(payment_id))
-        .select((payment_refunds::amount, payment_refunds::status))
-        .load(conn)
-        .map_err(db_error)?;
-    if refunds.len() >= max_refunds as usize {
-        return Ok(RefundReservation::TooManyRefunds);
+    let existing = refunds_of(conn, tx.id)?;
+    if let Err(why) = rule.check(&tx, &existing, &refund) {
+        return Ok(RefundReservation::Refused(why));
     }
-    let mut held = Money::ZERO;
-    for (amount, status) in &refunds {
-        if parse_enum(status, RefundStatus::parse, "refund status")?.holds_amount() {
-            held = held.checked_add(Money::from_fen(*amount)).map_err(|_| Error::internal("refund amounts overflow"))?;
-        }
-    }
-    let refundable = paid.checked_sub(held).unwrap_or(Money::ZERO).max(Money::ZERO);
-    if refund.amount > refundable {
-        return Ok(RefundReservation::ExceedsPaid { refundable });
-    }
-    let stored = Refund { status: RefundStatus::Processing, ..refund };
     let id: i64 = diesel::insert_into(payment_refunds::table)
-        .values(refund_row(&stored, payment_id))
+        .values(refund_row(&refund, tx.id))
         .returning(payment_refunds::id)
         .get_result(conn)
         .map_err(db_error)?;
-    Ok(RefundReservation::Reserved(Refund { id, ..stored }))
+    write_effects(conn, effects)?;
+    Ok(RefundReservation::Reserved(Refund { id, ..refund }))
+}
+
+/// Stores a new transaction: refused when its number is taken, is an order's other than its
+/// own, or its order already has a live transaction.
+fn insert_transaction(conn: &mut DbConn, tx: Transaction, effects: &Effects) -> Result<Transaction> {
+    let owner: Option<i64> = orders::table
+        .filter(orders::tenant_id.eq(tx.tenant_id))
+        .filter(orders::order_no.eq(&tx.out_trade_no))
+        .select(orders::id)
+        .first(conn)
+        .optional()
+        .map_err(db_error)?;
+    if let Some(order_id) = owner.filter(|id| Some(*id) != tx.order_id) {
+        return Err(Error::conflict(format!(
+            "out_trade_no {} is the number of order {order_id}; pay it through /api/v1/orders/{order_id}/pay",
+            tx.out_trade_no
+        )));
+    }
+    if let Some(order_id) = tx.order_id {
+        let live: i64 = payment_transactions::table
+            .filter(payment_transactions::tenant_id.eq(tx.tenant_id))
+            .filter(payment_transactions::order_id.eq(order_id))
+            .filter(payment_transactions::trade_state.ne_all(["CLOSED", "REVOKED"]))
+            .count()
+            .get_result(conn)
+            .map_err(db_error)?;
+        if live > 0 {
+            return Err(Error::conflict(format!("order {order_id} already has a payment")));
+        }
+    }
+    // The unique indexes decide races the reads above cannot see (PostgreSQL).
+    let id: i64 =
+        diesel::insert_into(payment_transactions::table).values(tx_row(&tx)).returning(payment_transactions::id).get_result(conn).map_err(
+            |e| match db_error(e) {
+                Error::Conflict(_) => match tx.order_id {
+                    Some(order_id) => {
+                        Error::conflict(format!("order {order_id} already has a payment, or out_trade_no {} is used", tx.out_trade_no))
+                    }
+                    None => Error::conflict(format!("out_trade_no {} is already used", tx.out_trade_no)),
+                },
+                other => other,
+            },
+        )?;
+    write_effects(conn, effects)?;
+    Ok(Transaction { id, ..tx })
 }
 
 #[async_trait]
@@ -298,20 +371,8 @@ impl PaymentRepo for PaymentStore {
             .await
     }
 
-    async fn insert_transaction(&self, tx: Transaction) -> Result<Transaction> {
-        self.db
-            .write(move |conn| {
-                let id: i64 = diesel::insert_into(payment_transactions::table)
-                    .values(tx_row(&tx))
-                    .returning(payment_transactions::id)
-                    .get_result(conn)
-                    .map_err(|e| match db_error(e) {
-                        Error::Conflict(_) => Error::conflict(format!("out_trade_no {} is already used", tx.out_trade_no)),
-                        other => other,
-                    })?;
-                Ok(Transaction { id, ..tx })
-            })
-            .await
+    async fn insert_transaction(&self, tx: Transaction, effects: Effects) -> Result<Transaction> {
+        self.db.write(move |conn| insert_transaction(conn, tx, &effects)).await
     }
 
     async fn get_transaction(&self, tenant_id: Id, out_trade_no: String) -> Result<Option<Transaction>> {
@@ -329,7 +390,23 @@ impl PaymentRepo for PaymentStore {
             .await
     }
 
-    async fn update_transaction(&self, tx: Transaction, read_state: TradeState) -> Result<bool> {
+    async fn order_transaction(&self, tenant_id: Id, order_id: Id) -> Result<Option<Transaction>> {
+        self.db
+            .run(move |conn| {
+                let rows: Vec<TxRow> = payment_transactions::table
+                    .filter(payment_transactions::tenant_id.eq(tenant_id))
+                    .filter(payment_transactions::order_id.eq(order_id))
+                    .order(payment_transactions::id.desc())
+                    .select(TxRow::as_select())
+                    .load(conn)
+                    .map_err(db_error)?;
+                let live = rows.iter().position(|r| !matches!(r.trade_state.as_str(), "CLOSED" | "REVOKED"));
+                rows.into_iter().nth(live.unwrap_or(0)).map(tx_from_row).transpose()
+            })
+            .await
+    }
+
+    async fn update_transaction(&self, tx: Transaction, read_state: TradeState, effects: Effects) -> Result<bool> {
         self.db
             .write(move |conn| {
                 let n = diesel::update(
@@ -344,24 +421,48 @@ impl PaymentRepo for PaymentStore {
                     payment_transactions::transaction_id.eq(&tx.transaction_id),
                     payment_transactions::payer_total.eq(tx.payer_total.map(Money::fen)),
                     payment_transactions::success_time.eq(tx.success_time.map(to_db)),
+                    // A discrepancy once recorded stays.
+                    payment_transactions::discrepancy.eq(diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::Text>>(
+                        "COALESCE(discrepancy, ",
+                    )
+                    .bind::<diesel::sql_types::Nullable<diesel::sql_types::Text>, _>(tx.discrepancy.clone())
+                    .sql(")")),
                     payment_transactions::updated_at.eq(to_db(tx.updated_at)),
                 ))
                 .execute(conn)
                 .map_err(db_error)?;
+                if n > 0 {
+                    write_effects(conn, &effects)?;
+                }
                 Ok(n > 0)
             })
             .await
     }
 
-    async fn reserve_refund(&self, refund: Refund, paid: Money, max_refunds: u32) -> Result<RefundReservation> {
-        self.db.write(move |conn| reserve(conn, refund, paid, max_refunds)).await
+    async fn reserve_refund(&self, refund: Refund, rule: RefundRule, effects: Effects) -> Result<RefundReservation> {
+        self.db.write(move |conn| reserve(conn, refund, rule, &effects)).await
     }
 
     async fn get_refund(&self, tenant_id: Id, out_refund_no: String) -> Result<Option<Refund>> {
         self.db.run(move |conn| refund_by_number(conn, tenant_id, &out_refund_no)).await
     }
 
-    async fn update_refund(&self, refund: Refund, read_status: RefundStatus) -> Result<bool> {
+    async fn refunds_of(&self, tenant_id: Id, out_trade_no: String) -> Result<Vec<Refund>> {
+        self.db
+            .run(move |conn| {
+                let rows: Vec<RefundRow> = payment_refunds::table
+                    .filter(payment_refunds::tenant_id.eq(tenant_id))
+                    .filter(payment_refunds::out_trade_no.eq(&out_trade_no))
+                    .order(payment_refunds::id.asc())
+                    .select(RefundRow::as_select())
+                    .load(conn)
+                    .map_err(db_error)?;
+                rows.into_iter().map(refund_from_row).collect()
+            })
+            .await
+    }
+
+    async fn update_refund(&self, refund: Refund, read_status: RefundStatus, effects: Effects) -> Result<bool> {
         self.db
             .write(move |conn| {
                 let n = diesel::update(
@@ -378,6 +479,9 @@ impl PaymentRepo for PaymentStore {
                 ))
                 .execute(conn)
                 .map_err(db_error)?;
+                if n > 0 {
+                    write_effects(conn, &effects)?;
+                }
                 Ok(n > 0)
             })
             .await

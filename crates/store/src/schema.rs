@@ -368,6 +368,11 @@ diesel::table! {
         expires_at -> Timestamp,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        order_id -> Nullable<BigInt>,
+        method -> Text,
+        reference -> Nullable<Text>,
+        paid_by -> Nullable<BigInt>,
+        discrepancy -> Nullable<Text>,
     }
 }
 
@@ -385,6 +390,7 @@ diesel::table! {
         succeeded_at -> Nullable<Timestamp>,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        order_id -> Nullable<BigInt>,
     }
 }
 
@@ -457,6 +463,7 @@ diesel::table! {
         created_by -> Nullable<BigInt>,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        discrepancy -> Nullable<Text>,
     }
 }
 
@@ -472,25 +479,9 @@ diesel::table! {
     }
 }
 
-diesel::table! {
-    order_refunds (id) {
-        id -> BigInt,
-        tenant_id -> BigInt,
-        order_id -> BigInt,
-        out_refund_no -> Text,
-        amount -> BigInt,
-        status -> Text,
-        reason -> Nullable<Text>,
-        settled_at -> Nullable<Timestamp>,
-        created_at -> Timestamp,
-        updated_at -> Timestamp,
-    }
-}
-
 diesel::joinable!(orders -> tenants (tenant_id));
 diesel::joinable!(order_items -> orders (order_id));
-diesel::joinable!(order_refunds -> orders (order_id));
-diesel::allow_tables_to_appear_in_same_query!(orders, order_items, order_refunds, tenants);
+diesel::allow_tables_to_appear_in_same_query!(orders, order_items, tenants);
 
 // ----- code releases (migration 2026-11-23-000050_releases) ---------------------------------
 

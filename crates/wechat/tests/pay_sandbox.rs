@@ -16,10 +16,14 @@ use serde_json::{Value, json};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const MCHID: &str = "1900000109";
 const APPID: &str = "wx_sandbox_mp";
+/// The test client's retries after a 5xx or a time-out.
+const RETRIES: u32 = 2;
+/// So each call reaches the platform this often when every attempt fails.
+const ATTEMPTS: u32 = RETRIES + 1;
 
 /// Our notification endpoint's stand-in: keeps what arrives, answers 500 while `fail` lasts.
 #[derive(Default)]
@@ -91,10 +95,14 @@ impl Env {
     }
 
     fn client_recording(&self, recorder: Arc<Recorder>) -> WechatPay {
+        self.client_with_timeout(Duration::from_secs(5), recorder)
+    }
+
+    fn client_with_timeout(&self, timeout: Duration, recorder: Arc<Recorder>) -> WechatPay {
         let config = WechatPayConfig {
             base_url: format!("{}/sandbox/pay", self.origin),
-            timeout: Duration::from_secs(5),
-            retries: 2,
+            timeout,
+            retries: RETRIES,
             backoff: Duration::from_millis(20),
         };
         WechatPay::new(config).unwrap().with_recorder(recorder)
@@ -431,5 +439,124 @@ async fn a_lone_duplicate_follows_after_a_moment() {
     let got = env.received();
     assert_eq!(got.len(), 2);
     assert_eq!(got[0].body, got[1].body);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_refund_whose_answer_is_lost_was_still_made() {
+    let env = Env::start().await;
+    let account = env.register().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = env.client_recording(recorder.clone());
+    client.jsapi_order(&account, &env.order("T_SBX_0701", 1000)).await.unwrap();
+    env.sandbox.pay_order(None, "T_SBX_0701", atrium_sandbox::PaymentResult::Success).await.unwrap();
+    // Every attempt, the client's retries included, is carried out and its answer lost.
+    let path = "/v3/refund/domestic/refunds";
+    let (status, answer) = env.control("pay-fail", json!({"path": path, "status": 500, "times": ATTEMPTS, "after": true})).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer, json!({"path": path, "status": 500, "code": "SYSTEM_ERROR", "times": ATTEMPTS, "after": true}));
+
+    let lost = client.refund(&account, &env.refund("T_SBX_0701", "R_0701", 300, 1000)).await.unwrap_err();
+
+    assert!(matches!(&lost, PayPlatformError::Unavailable(why) if why.contains("HTTP 500")), "{lost:?}");
+    assert_eq!(env.sandbox.pay_calls(&format!("POST {path}")), ATTEMPTS as usize);
+    let found = client.query_refund(&account, "R_0701").await.unwrap();
+    assert_eq!((found.status, found.amount), (RefundStatus::Processing, Some(Money::from_fen(300))));
+    assert_eq!(client.query_order(&account, "T_SBX_0701").await.unwrap().trade_state, TradeState::Refund);
+    // One lost answer is made good by the client's own retry: the same refund, not a second.
+    env.sandbox.lose_next_pay_answers(path, 500, "SYSTEM_ERROR", 1).unwrap();
+    recorder.0.lock().unwrap().clear();
+    let again = client.refund(&account, &env.refund("T_SBX_0701", "R_0701", 300, 1000)).await.unwrap();
+    assert_eq!(recorder.0.lock().unwrap().clone(), ["http_5xx", "0"]);
+    assert_eq!((again.refund_id, again.amount), (found.refund_id, Some(Money::from_fen(300))));
+    let more = client.refund(&account, &env.refund("T_SBX_0701", "R_0702", 701, 1000)).await.unwrap_err();
+    assert_eq!(refused(&more), (400, "INVALID_REQUEST"), "only 700 fen are left to refund");
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn an_order_whose_answer_is_lost_was_still_placed() {
+    let env = Env::start().await;
+    let account = env.register().await;
+    let client = env.client();
+    let path = "/v3/pay/transactions/jsapi";
+    let (status, answer) = env.control("pay-fail", json!({"path": path, "status": 502, "times": ATTEMPTS, "after": true})).await;
+    assert_eq!(status, 200, "{answer}");
+
+    let lost = client.jsapi_order(&account, &env.order("T_SBX_0801", 100)).await.unwrap_err();
+
+    assert!(matches!(&lost, PayPlatformError::Unavailable(why) if why.contains("HTTP 502")), "{lost:?}");
+    assert_eq!(env.sandbox.pay_calls(&format!("POST {path}")), ATTEMPTS as usize);
+    let found = client.query_order(&account, "T_SBX_0801").await.unwrap();
+    assert_eq!((found.trade_state, found.amount), (TradeState::NotPay, Some(Money::from_fen(100))));
+    // Ordering again with the same number gets that order, which the payer can pay.
+    let prepay_id = client.jsapi_order(&account, &env.order("T_SBX_0801", 100)).await.unwrap();
+    let params = client.pay_params(&account, &prepay_id).unwrap();
+    let (status, paid) = env.control("pay", json!({"pay_params": params, "result": "SUCCESS"})).await;
+    assert_eq!(status, 200, "{paid}");
+    assert_eq!(client.query_order(&account, "T_SBX_0801").await.unwrap().trade_state, TradeState::Success);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_delayed_answer_arrives_after_the_delay() {
+    let env = Env::start().await;
+    let account = env.register().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = env.client_recording(recorder.clone());
+    client.jsapi_order(&account, &env.order("T_SBX_0901", 100)).await.unwrap();
+    let path = "/v3/pay/transactions/out-trade-no/*";
+    let (status, answer) = env.control("pay-delay", json!({"path": path, "delay_ms": 200, "times": 1})).await;
+    assert_eq!((status, answer), (200, json!({"path": path, "delay_ms": 200, "times": 1})));
+
+    let started = Instant::now();
+    let tx = client.query_order(&account, "T_SBX_0901").await.unwrap();
+
+    assert!(started.elapsed() >= Duration::from_millis(200), "{:?}", started.elapsed());
+    assert_eq!(tx.trade_state, TradeState::NotPay);
+    assert_eq!(recorder.0.lock().unwrap().clone(), ["0", "0"], "one attempt, answered");
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn an_answer_delayed_past_the_clients_time_out_comes_after_the_close_was_made() {
+    let env = Env::start().await;
+    let account = env.register().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = env.client_with_timeout(Duration::from_millis(300), recorder.clone());
+    client.jsapi_order(&account, &env.order("T_SBX_1001", 100)).await.unwrap();
+    let path = "/v3/pay/transactions/out-trade-no/T_SBX_1001/close";
+    let (status, answer) = env.control("pay-delay", json!({"path": path, "delay_ms": 2000, "times": ATTEMPTS})).await;
+    assert_eq!(status, 200, "{answer}");
+
+    let timed_out = client.close_order(&account, "T_SBX_1001").await.unwrap_err();
+
+    assert!(matches!(&timed_out, PayPlatformError::Unavailable(why) if why.contains("timed out")), "{timed_out:?}");
+    assert_eq!(recorder.0.lock().unwrap()[1..], ["transport"; ATTEMPTS as usize]);
+    assert_eq!(env.sandbox.trade_state(MCHID, "T_SBX_1001"), Some(TradeState::Closed));
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn pay_fail_and_pay_delay_refuse_what_they_cannot_do_with_a_json_message() {
+    let env = Env::start().await;
+    let path = "/v3/pay/transactions/jsapi";
+    for (call, body, says) in [
+        ("pay-delay", json!({"path": path, "delay_ms": 30_001}), "delay_ms must be at most 30000"),
+        ("pay-delay", json!({"path": path, "delay_ms": -1}), "invalid value: integer `-1`"),
+        ("pay-delay", json!({"path": path, "delay_ms": 10, "times": 1.5}), "invalid type: floating point `1.5`"),
+        ("pay-delay", json!({"path": "/cgi-bin/token", "delay_ms": 10}), "path must start with /v3/"),
+        ("pay-delay", json!({"path": path}), "missing field `delay_ms`"),
+        ("pay-delay", json!({"path": path, "delay_ms": 10, "after": true}), "unknown field `after`"),
+        ("pay-fail", json!({"path": path, "status": 500, "after": "yes"}), "invalid type: string \"yes\", expected a boolean"),
+        ("pay-fail", json!({"path": path, "status": 200, "after": true}), "status must be 400 to 599"),
+    ] {
+        let (status, answer) = env.control(call, body.clone()).await;
+        assert_eq!(status, 400, "{call} {body}: {answer}");
+        let message = answer["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{call} {body}: {answer}");
+    }
+    // 30 s is allowed; nothing is delayed that is not called.
+    assert_eq!(env.control("pay-delay", json!({"path": path, "delay_ms": 30_000})).await.0, 200);
     env.stop().await;
 }

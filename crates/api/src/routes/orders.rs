@@ -45,7 +45,7 @@ pub async fn get(state: web::Data<AppState>, auth: Authorized<OrderRead>, id: we
     responses((status = 200, body = OrderView), (status = 400), (status = 409, description = "The key is in use by another request or body")))]
 pub async fn create(req: HttpRequest, state: web::Data<AppState>, auth: Authorized<OrderCreate>, body: JsonBody<NewOrder>) -> HttpResponse {
     let JsonBody { value, bytes } = body;
-    idempotency::once(state.idempotency.as_ref(), &req, &auth.actor, &bytes, || async {
+    idempotency::once(state.idempotency.as_ref(), &req, &auth.actor, &bytes, async |_key| {
         ok(state.orders.create(&auth.actor, value).await?)
     })
     .await
@@ -69,7 +69,7 @@ pub async fn pay(
 ) -> HttpResponse {
     let JsonBody { value, bytes } = body;
     let id = id.into_inner();
-    idempotency::once(state.idempotency.as_ref(), &req, &auth.actor, &bytes, || async {
+    idempotency::once(state.idempotency.as_ref(), &req, &auth.actor, &bytes, async |_key| {
         ok(state.orders.pay(&auth.actor, id, value).await?)
     })
     .await
@@ -93,8 +93,8 @@ pub async fn refund(
 ) -> HttpResponse {
     let JsonBody { value, bytes } = body;
     let id = id.into_inner();
-    idempotency::once(state.idempotency.as_ref(), &req, &auth.actor, &bytes, || async {
-        ok(state.orders.refund(&auth.actor, id, value).await?)
+    idempotency::once(state.idempotency.as_ref(), &req, &auth.actor, &bytes, async |key| {
+        ok(state.orders.refund(&auth.actor, id, value, key).await?)
     })
     .await
 }

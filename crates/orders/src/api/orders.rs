@@ -1,9 +1,9 @@
 //! What clients send and receive for orders: the create, pay and refund bodies, the list
 //! parameters and the order view. Money is fen throughout.
-use crate::lifecycle::{OrderStatus, RefundStatus};
+use crate::lifecycle::OrderStatus;
 use crate::model::*;
 use crate::text::{Openid, RefundReason, Subject};
-use atrium_kernel::{Error, Id, ListQuery, Money, Name, Text};
+use atrium_kernel::{Error, Id, ListQuery, Money, Name, PayParams, RefundStatus, Text};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -223,6 +223,9 @@ pub struct OrderView {
     pub openid: Option<String>,
     /// Null until a payment is started.
     pub payment: Option<PaymentView>,
+    /// What the pay platform reported that does not match the order (another amount or
+    /// currency); such an order is not paid until a person resolves it. Null normally.
+    pub discrepancy: Option<String>,
     /// Oldest first.
     pub refunds: Vec<RefundView>,
     pub expires_at: DateTime<Utc>,
@@ -278,6 +281,7 @@ impl From<Order> for OrderView {
             items: o.items.into_iter().map(Into::into).collect(),
             openid: o.openid,
             payment: o.payment.map(Into::into),
+            discrepancy: o.discrepancy,
             refunds: o.refunds.into_iter().map(Into::into).collect(),
             expires_at: o.expires_at,
             created_by: o.created_by,
@@ -285,26 +289,6 @@ impl From<Order> for OrderView {
             updated_at: o.updated_at,
         }
     }
-}
-
-/// What the mini-program passes to `wx.requestPayment`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = OrderPayParams))]
-pub struct PayParams {
-    #[serde(rename = "appId")]
-    pub app_id: String,
-    /// Unix seconds, as a string.
-    #[serde(rename = "timeStamp")]
-    pub time_stamp: String,
-    #[serde(rename = "nonceStr")]
-    pub nonce_str: String,
-    /// `prepay_id=…`
-    pub package: String,
-    /// `RSA`.
-    #[serde(rename = "signType")]
-    pub sign_type: String,
-    #[serde(rename = "paySign")]
-    pub pay_sign: String,
 }
 
 /// The answer to a pay request.

@@ -1,25 +1,14 @@
 //! Orders: what a tenant sells, how it was paid, and what was refunded.
-use crate::lifecycle::{OrderStatus, RefundStatus};
-use atrium_kernel::{Id, ListQuery, Money, Timestamp};
-use serde::{Deserialize, Serialize};
+use crate::lifecycle::OrderStatus;
+use atrium_kernel::{Id, ListQuery, Money, RefundStatus, Timestamp};
+
+pub use atrium_kernel::PaymentMethod;
 
 /// What the scope check and the audit trail need of an order's tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OrderTenant {
     pub id: Id,
     pub partner_id: Option<Id>,
-}
-
-/// How an order was (or is being) paid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum PaymentMethod {
-    /// The pay platform's JSAPI payment, in the tenant's mini-program.
-    WechatJsapi,
-    /// Outside the platform (bank transfer, cash), recorded by a user.
-    Offline,
 }
 
 /// One line of an order.
@@ -45,10 +34,9 @@ pub struct Payment {
     pub paid_by: Option<Id>,
 }
 
-/// A refund of (part of) a paid order.
+/// A refund of (part of) a paid order: the ledger's record, as orders show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refund {
-    /// 0 until stored.
     pub id: Id,
     pub order_id: Id,
     pub tenant_id: Id,
@@ -85,7 +73,10 @@ pub struct Order {
     /// The payer's openid in the tenant's mini-program, when known.
     pub openid: Option<String>,
     pub payment: Option<Payment>,
-    /// Oldest first.
+    /// What the platform reported that does not match the order (another amount or
+    /// currency): the order is not paid until a person resolves it.
+    pub discrepancy: Option<String>,
+    /// The ledger's refunds of the order, oldest first.
     pub refunds: Vec<Refund>,
     /// After this an unpaid order is closed.
     pub expires_at: Timestamp,
@@ -100,51 +91,25 @@ impl Order {
         self.payment.as_ref().and_then(|p| p.out_trade_no.as_deref()).unwrap_or(&self.order_no)
     }
 
-    /// What processing and succeeded refunds leave to refund.
-    pub fn refundable(&self) -> Money {
-        let held = self.refunds.iter().filter(|r| r.status.holds_amount()).map(|r| r.amount);
-        match Money::checked_sum(held) {
-            Ok(held) => self.paid_amount.checked_sub(held).unwrap_or(Money::ZERO).max(Money::ZERO),
-            Err(_) => Money::ZERO,
+    /// What the order knows of its money, for a conditional write.
+    pub fn state(&self) -> OrderState {
+        OrderState {
+            status: self.status,
+            paid_amount: self.paid_amount,
+            refunded_amount: self.refunded_amount,
+            discrepancy: self.discrepancy.is_some(),
         }
-    }
-
-    /// The order once the platform reported it paid (`transaction_id` at `paid_at`): the whole
-    /// amount paid, the payment's facts filled in. `None` when it was already paid.
-    pub fn paid_online(&self, transaction_id: String, paid_at: Timestamp, now: Timestamp) -> Option<Order> {
-        let status = self.status.on_payment()?;
-        let payment = Payment {
-            method: PaymentMethod::WechatJsapi,
-            out_trade_no: Some(self.out_trade_no().to_owned()),
-            transaction_id: Some(transaction_id),
-            paid_at: Some(paid_at),
-            reference: None,
-            paid_by: None,
-        };
-        Some(Order { status, paid_amount: self.amount, payment: Some(payment), updated_at: now, ..self.clone() })
-    }
-
-    /// The order once its platform payment closed unpaid (or it expired). `None` when it is
-    /// not waiting for a payment.
-    pub fn closed(&self, now: Timestamp) -> Option<Order> {
-        let status = self.status.on_close()?;
-        Some(Order { status, updated_at: now, ..self.clone() })
     }
 }
 
-/// What [`crate::OrderRepo::reserve_refund`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RefundReservation {
-    /// The refund was stored with the status it was given; the order is as stored after it
-    /// (a succeeded refund already counts in its `refunded_amount` and status).
-    Reserved { order: Box<Order>, refund: Refund },
-    /// A refund with this `out_refund_no` already exists for the tenant: here it is, unchanged.
-    Existing(Refund),
-    /// Processing and succeeded refunds plus this one would exceed what was paid;
-    /// `refundable` is what is left.
-    ExceedsPaid { refundable: Money },
-    /// The order already has the maximum number of refunds (of any status).
-    TooManyRefunds,
+/// What an order knows of its money, as read before a write: a write applies only when the
+/// stored order still says the same (see [`crate::OrderRepo::update_order`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OrderState {
+    pub status: OrderStatus,
+    pub paid_amount: Money,
+    pub refunded_amount: Money,
+    pub discrepancy: bool,
 }
 
 /// A list of orders, as handed to the repository. Every filter narrows the caller's scope.

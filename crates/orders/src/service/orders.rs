@@ -1,49 +1,54 @@
-//! The order use cases: create, read and list orders in the caller's scope, pay them through
-//! the pay platform or offline, refund them; take in what the payments side learns (a payment,
-//! a close, a settled refund); close orders left unpaid past their expiry.
+//! The order use cases: create, read and list orders in the caller's scope, pay them (through
+//! the pay platform or offline) and refund them through the money ledger, keep each order's
+//! projection of what the ledger holds ([`OrderService::sync`]), and close orders left unpaid
+//! past their expiry.
 //!
-//! Every write is a conditional update against the status it was read in (or the refund
-//! reservation, which locks the order), so a caller, a notification and the expiry job racing
-//! each other cannot move an order twice or backwards.
+//! The ledger owns every movement of an order's money; an order keeps its own state (status,
+//! items, expiry) and a projection of the ledger's: what was paid and how, what was refunded,
+//! a discrepancy. Every write of it is conditional on the state it was read in
+//! ([`OrderRepo::update_order`]), so a caller, a ledger event and the expiry job racing each
+//! other cannot move an order twice, backwards, or to an older view of the ledger.
 use crate::api::*;
 use crate::config::OrderSettings;
-use crate::lifecycle::{OrderAction, OrderStatus, RefundStatus};
+use crate::lifecycle::{OrderAction, OrderStatus};
 use crate::model::*;
-use crate::ports::{OrderPayments, OrderRepo, PaymentState, PrepayRequest, RefundOrder, RefundState};
+use crate::ports::{Charge, LedgerPayment, OfflineCharge, OrderLedger, OrderMoney, OrderRepo, PaymentState, RefundCharge};
 use crate::text::Openid;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Result, Timestamp};
+use atrium_kernel::secret::nonce;
+use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Party, RefundStatus, RequestKey, Result, Timestamp};
 use std::sync::Arc;
 
-/// How often a conditional write is tried before giving up on a record that keeps changing.
+/// How often a conditional write is tried before giving up on an order that keeps changing.
 const WRITE_ATTEMPTS: usize = 3;
 /// How often a new order number is drawn when the drawn one is taken.
 const NUMBER_ATTEMPTS: usize = 3;
 /// Random characters of an order number, after its date.
 const ORDER_NO_RANDOM: usize = 16;
-/// Random characters of a refund number, after its order's number.
-const REFUND_NO_RANDOM: usize = 10;
+/// Characters of a refund number after its order's number: derived from the request's
+/// `Idempotency-Key`, or random without one.
+const REFUND_NO_SUFFIX: usize = 10;
 
-/// What an event from the payments side did.
+/// What a [`OrderService::sync`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventOutcome {
-    /// The order or refund moved forward.
+    /// The order's projection moved to what the ledger holds.
     Applied,
-    /// The report repeats what is known, or would move a record backwards: nothing changed.
+    /// The order already showed what the ledger holds: nothing changed.
     Stale,
-    /// No such order or refund here; logged.
+    /// No such order of that tenant here; logged.
     Unknown,
 }
 
 pub struct OrderService {
     repo: Arc<dyn OrderRepo>,
-    payments: Arc<dyn OrderPayments>,
+    ledger: Arc<dyn OrderLedger>,
     clock: Arc<dyn Clock>,
     settings: OrderSettings,
 }
 
 impl OrderService {
-    pub fn new(repo: Arc<dyn OrderRepo>, payments: Arc<dyn OrderPayments>, clock: Arc<dyn Clock>, settings: OrderSettings) -> Self {
-        OrderService { repo, payments, clock, settings }
+    pub fn new(repo: Arc<dyn OrderRepo>, ledger: Arc<dyn OrderLedger>, clock: Arc<dyn Clock>, settings: OrderSettings) -> Self {
+        OrderService { repo, ledger, clock, settings }
     }
 
     /// `POST /orders`: a `pending` order of the caller's tenant (or one in its scope), its
@@ -71,6 +76,7 @@ impl OrderService {
             items,
             openid: input.openid.map(Openid::into_string),
             payment: None,
+            discrepancy: None,
             refunds: Vec::new(),
             expires_at: now + expiry,
             created_by: Some(actor.user_id),
@@ -103,24 +109,68 @@ impl OrderService {
         Ok(self.repo.list_orders(actor.party, query).await?.map(OrderView::from))
     }
 
-    /// `POST /orders/{id}/pay`. `wechat_jsapi`: prepares the platform payment (the order's
-    /// number is the platform's, so asking again while `paying` answers the same prepay) and
-    /// moves a `pending` order to `paying`. `offline`: records the payment at once, by whom
-    /// and with what reference; a `paying` order's platform order is closed first.
+    /// `POST /orders/{id}/pay`. `wechat_jsapi`: asks the ledger to start the order's platform
+    /// payment (the order's number is the platform's, so asking again while `paying` resumes
+    /// the same payment) and answers what the payer needs. `offline`: has the ledger record the
+    /// payment, by whom and with what reference (it closes an open platform payment first).
+    /// Either way the order is then synced with the ledger and answered as synced. The ledger's
+    /// errors are answered unchanged.
     pub async fn pay(&self, actor: &Actor, id: Id, input: PayOrder) -> Result<OrderPayView> {
         let order = self.order(actor, id).await?;
+        let action = match input {
+            PayOrder::WechatJsapi { .. } => OrderAction::PayOnline,
+            PayOrder::Offline { .. } => OrderAction::PayOffline,
+        };
+        order.status.after(action)?;
+        check_not_expired(&order, self.clock.now())?;
         match input {
-            PayOrder::WechatJsapi { openid } => self.pay_online(actor, order, openid).await,
-            PayOrder::Offline { reference } => self.pay_offline(actor, order, reference).await,
+            PayOrder::WechatJsapi { openid } => {
+                let openid = match (openid, &order.openid) {
+                    (Some(o), _) => o.into_string(),
+                    (None, Some(o)) => o.clone(),
+                    (None, None) => return Err(Error::invalid("openid", "is required: the order has no payer's openid")),
+                };
+                if order.status == OrderStatus::Paying && order.openid.as_deref() != Some(openid.as_str()) {
+                    return Err(Error::conflict("the order is being paid by another payer"));
+                }
+                let charge = Charge {
+                    order_id: order.id,
+                    out_trade_no: order.order_no.clone(),
+                    description: order.subject.clone(),
+                    amount: order.amount,
+                    openid,
+                    expires_at: order.expires_at,
+                };
+                let result = self.ledger.charge(order.tenant_id, charge).await;
+                let pay_params = self.checked(&order, result).await?;
+                let order = self.synced(order).await;
+                Ok(OrderPayView { order: order.into(), pay_params: Some(pay_params) })
+            }
+            PayOrder::Offline { reference } => {
+                let charge = OfflineCharge {
+                    order_id: order.id,
+                    order_no: order.order_no.clone(),
+                    description: order.subject.clone(),
+                    amount: order.amount,
+                    reference: reference.into_string(),
+                    recorded_by: actor.user_id,
+                };
+                let result = self.ledger.charge_offline(order.tenant_id, charge).await;
+                self.checked(&order, result).await?;
+                let order = self.synced(order).await;
+                Ok(OrderPayView { order: order.into(), pay_params: None })
+            }
         }
     }
 
-    /// `POST /orders/{id}/refund`: refunds (part of) a paid order, at most what is left, at
-    /// most `max_refunds` times and within the refund window. The amount is reserved before the
-    /// platform is asked, so concurrent refunds cannot exceed the payment; a refund the
-    /// platform refuses gives its amount back. An offline-paid order is refunded outside the
-    /// platform: the refund succeeds at once.
-    pub async fn refund(&self, actor: &Actor, id: Id, input: NewRefund) -> Result<OrderRefundView> {
+    /// `POST /orders/{id}/refund`: asks the ledger to refund (part of) a paid order, which
+    /// decides what is left to refund, the refund window and the count limit. The refund's
+    /// number is the order's number and characters derived from the request's
+    /// `Idempotency-Key` (`key`), so a retry asks the ledger for the same refund, never a
+    /// second one; without a key they are random. The order is then synced with the ledger
+    /// and answered as synced, with the refund as the ledger returned it. The ledger's errors
+    /// are answered unchanged.
+    pub async fn refund(&self, actor: &Actor, id: Id, input: NewRefund, key: Option<RequestKey>) -> Result<OrderRefundView> {
         let amount = input.amount.check_input().map_err(|m| Error::invalid("amount", m))?;
         if !amount.is_positive() {
             return Err(Error::invalid("amount", "must be at least 1 fen"));
@@ -130,115 +180,37 @@ impl OrderService {
         if amount > order.paid_amount {
             return Err(Error::invalid("amount", format!("must not exceed the order's paid amount, {} fen", order.paid_amount.fen())));
         }
-        let now = self.clock.now();
-        let paid_at = order.payment.as_ref().and_then(|p| p.paid_at).unwrap_or(order.updated_at);
-        if now - paid_at > self.settings.refund_window {
-            return Err(Error::conflict(format!(
-                "refunds are possible for {} days after the payment",
-                self.settings.refund_window.num_days()
-            )));
-        }
-        let offline = order.payment.as_ref().is_some_and(|p| p.method == PaymentMethod::Offline);
-        let wanted = Refund {
-            id: 0,
+        let suffix = key.map(|k| k.number(REFUND_NO_SUFFIX)).unwrap_or_else(|| nonce(REFUND_NO_SUFFIX));
+        let charge = RefundCharge {
             order_id: order.id,
-            tenant_id: order.tenant_id,
-            out_refund_no: format!("{}R{}", order.order_no, nonce(REFUND_NO_RANDOM)),
+            out_refund_no: format!("{}R{suffix}", order.order_no),
             amount,
-            status: if offline { RefundStatus::Succeeded } else { RefundStatus::Processing },
             reason: input.reason.map(|r| r.into_string()).filter(|r| !r.is_empty()),
-            settled_at: offline.then_some(now),
-            created_at: now,
-            updated_at: now,
+            requested_by: Some(actor.user_id),
         };
-        let audit = AuditRecord::by(actor, now, "order.refund", "order", Some(order.id))
-            .owned_by(order.partner_id, Some(order.tenant_id))
-            .with_after(serde_json::json!({ "refund": new_refund_json(&wanted) }));
-        let (stored, refund) = match self.repo.reserve_refund(wanted, self.settings.max_refunds, audit).await? {
-            RefundReservation::Reserved { order, refund } => (*order, refund),
-            // A drawn refund number that is taken: nothing was written.
-            RefundReservation::Existing(_) => return Err(Error::conflict("the refund number drawn is taken; try again")),
-            RefundReservation::ExceedsPaid { refundable } => {
-                return Err(Error::conflict(format!("only {} fen are left to refund", refundable.fen())));
-            }
-            RefundReservation::TooManyRefunds => {
-                return Err(Error::conflict(format!("this order already has {} refunds, the most allowed", self.settings.max_refunds)));
-            }
-        };
-        if offline {
-            return Ok(OrderRefundView { order: stored.into(), refund: refund.into() });
-        }
-        let request = RefundOrder {
-            out_trade_no: stored.out_trade_no().to_owned(),
-            out_refund_no: refund.out_refund_no.clone(),
-            amount: refund.amount,
-            total: stored.paid_amount,
-            reason: refund.reason.clone(),
-        };
-        match self.payments.refund(stored.tenant_id, request).await {
-            Ok(RefundState::Processing) => Ok(OrderRefundView { order: stored.into(), refund: refund.into() }),
-            Ok(settled) => {
-                self.apply_refund_state(stored.tenant_id, &refund.out_refund_no, &settled).await?;
-                self.refund_view(actor, stored.id, refund.id).await
-            }
-            // It may have been accepted: it stays processing until the payments side settles it.
-            Err(e @ (Error::Upstream(_) | Error::Unavailable { .. } | Error::Internal(_))) => Err(e),
-            // Refused: nothing will be paid back, so the amount is free again.
-            Err(refused) => {
-                if let Err(e) = self.apply_refund_state(stored.tenant_id, &refund.out_refund_no, &RefundState::Failed).await {
-                    log::error!("refund {} of order {}: recording the refusal failed: {e}", refund.out_refund_no, stored.id);
-                }
-                Err(refused)
-            }
-        }
+        let result = self.ledger.refund(order.tenant_id, charge).await;
+        let refund = self.checked(&order, result).await?;
+        let order = self.synced(order).await;
+        Ok(OrderRefundView { order: order.into(), refund: refund.into() })
     }
 
-    /// The payments side learned the state of the order's platform payment `out_trade_no`
-    /// (a notification, a query): applied forward only, so repeats and late reports change
-    /// nothing. An unknown number is logged and answered `Unknown`.
-    pub async fn payment_changed(&self, tenant_id: Id, out_trade_no: &str, state: PaymentState) -> Result<EventOutcome> {
-        for _ in 0..WRITE_ATTEMPTS {
-            let Some(order) = self.repo.order_by_out_trade_no(tenant_id, out_trade_no.to_owned()).await? else {
-                log::warn!("payment report for unknown out_trade_no {out_trade_no} of tenant {tenant_id}");
-                return Ok(EventOutcome::Unknown);
-            };
-            let now = self.clock.now();
-            let Some((next, action)) = self.reported(&order, &state, now) else {
-                return Ok(EventOutcome::Stale);
-            };
-            let audit = system_audit(action, &order, &next, now);
-            if self.repo.update_order(next, order.status, audit).await? {
-                return Ok(EventOutcome::Applied);
-            }
-        }
-        Err(Error::conflict("the order kept changing while it was being updated; try again"))
+    /// Brings the order's projection of its money up to what the ledger holds now: what was
+    /// paid and how, what was refunded (succeeded refunds only), a close of an expired unpaid
+    /// order, a discrepancy. The server runs it after each of the order's own ledger calls
+    /// and for every durable event the ledger writes when an order's money changes; running
+    /// it again, or late, changes nothing (`Stale`). An order that is not the tenant's is
+    /// logged and answered `Unknown`.
+    pub async fn sync(&self, tenant_id: Id, order_id: Id) -> Result<EventOutcome> {
+        let (outcome, _) = self.sync_at(tenant_id, order_id, self.clock.now()).await?;
+        Ok(outcome)
     }
 
-    /// The payments side learned the state of refund `out_refund_no`: a processing refund
-    /// settles once (a failed or closed one gives its amount back); anything else changes
-    /// nothing. An unknown number is logged and answered `Unknown`.
-    pub async fn refund_changed(&self, tenant_id: Id, out_refund_no: &str, state: RefundState) -> Result<EventOutcome> {
-        self.apply_refund_state(tenant_id, out_refund_no, &state).await
-    }
-
-    /// Asks the payments side for the payment of `out_trade_no` and applies the answer (for a
-    /// job settling an order whose report went missing).
-    pub async fn reconcile_payment(&self, tenant_id: Id, out_trade_no: &str) -> Result<EventOutcome> {
-        let state = self.payments.query(tenant_id, out_trade_no.to_owned()).await?;
-        self.payment_changed(tenant_id, out_trade_no, state).await
-    }
-
-    /// Asks the payments side for refund `out_refund_no` and applies the answer.
-    pub async fn reconcile_refund(&self, tenant_id: Id, out_refund_no: &str) -> Result<EventOutcome> {
-        let state = self.payments.query_refund(tenant_id, out_refund_no.to_owned()).await?;
-        self.refund_changed(tenant_id, out_refund_no, state).await
-    }
-
-    /// Closes up to `batch` orders left unpaid past their expiry at `now`: a `pending` one at
-    /// once; a `paying` one after closing its platform order — or, when the platform says it
-    /// was paid meanwhile, records the payment instead. Returns how many orders changed. An
-    /// order whose platform order cannot be closed now is logged and left for the next run;
-    /// a storage failure ends the run.
+    /// Closes up to `batch` orders left unpaid past their expiry at `now`: a `pending` one
+    /// without a payment at once; any other (a `paying` one) after the ledger closed its
+    /// platform payment, by a sync — which closes it, or records the payment that won the
+    /// race. Returns how many orders changed. An order whose payment the ledger cannot close
+    /// (or whose sync fails) now is logged and left for the next run; a storage failure of
+    /// the batch or of a close ends the run.
     pub async fn expire_due(&self, now: Timestamp, batch: u32) -> Result<usize> {
         let mut changed = 0;
         for order in self.repo.due_for_expiry(now, batch).await? {
@@ -250,179 +222,76 @@ impl OrderService {
     }
 
     async fn expire(&self, order: Order, now: Timestamp) -> Result<bool> {
-        let next = match order.status {
-            OrderStatus::Pending => order.closed(now).map(|o| (o, "order.close")),
-            OrderStatus::Paying => match self.payments.close(order.tenant_id, order.out_trade_no().to_owned()).await {
-                Ok(state @ PaymentState::Paid { .. }) => self.reported(&order, &state, now),
-                Ok(PaymentState::Closed) => order.closed(now).map(|o| (o, "order.close")),
-                Ok(PaymentState::Unpaid | PaymentState::Failed) => {
-                    log::warn!("order {}: the platform order {} is still open after a close", order.id, order.out_trade_no());
-                    None
-                }
-                Err(e) => {
-                    log::warn!("order {}: closing the platform order {} failed, retried later: {e}", order.id, order.out_trade_no());
-                    None
-                }
-            },
-            _ => None,
-        };
-        let Some((next, action)) = next else {
+        if order.status == OrderStatus::Pending && order.payment.is_none() {
+            let Some(status) = order.status.on_close() else {
+                return Ok(false);
+            };
+            let next = Order { status, updated_at: now, ..order.clone() };
+            let audit = system_audit("order.close", &order, &next, now);
+            // A lost race (paid or closed meanwhile) leaves it to whoever won.
+            return self.repo.update_order(next, order.state(), audit).await;
+        }
+        if let Err(e) = self.ledger.close(order.tenant_id, order.id).await {
+            log::warn!("order {}: the ledger could not close its payment, retried later: {e}", order.id);
             return Ok(false);
-        };
-        let audit = system_audit(action, &order, &next, now);
-        // A lost race (paid or closed meanwhile) leaves it to whoever won.
-        self.repo.update_order(next, order.status, audit).await
-    }
-
-    async fn pay_online(&self, actor: &Actor, order: Order, openid: Option<Openid>) -> Result<OrderPayView> {
-        order.status.after(OrderAction::PayOnline)?;
-        let now = self.clock.now();
-        check_not_expired(&order, now)?;
-        let openid = match (openid, &order.openid) {
-            (Some(o), _) => o.into_string(),
-            (None, Some(o)) => o.clone(),
-            (None, None) => return Err(Error::invalid("openid", "is required: the order has no payer's openid")),
-        };
-        if order.status == OrderStatus::Paying && order.openid.as_deref() != Some(openid.as_str()) {
-            return Err(Error::conflict("the order is being paid by another payer"));
         }
-        let request = PrepayRequest {
-            out_trade_no: order.out_trade_no().to_owned(),
-            description: order.subject.clone(),
-            amount: order.amount,
-            openid: openid.clone(),
-            expires_at: order.expires_at,
-        };
-        // The platform order first: if it cannot be placed, the order stays as it was.
-        let prepay = self.payments.prepay(order.tenant_id, request).await?;
-        let order = self.start_payment(actor, order, openid, now).await?;
-        Ok(OrderPayView { order: order.into(), pay_params: Some(prepay.pay_params) })
+        match self.sync_at(order.tenant_id, order.id, now).await {
+            Ok((EventOutcome::Applied, _)) => Ok(true),
+            Ok(_) => {
+                log::warn!("order {}: its payment was closed, yet the ledger's answer changes nothing", order.id);
+                Ok(false)
+            }
+            Err(e) => {
+                log::warn!("order {}: syncing it after its payment was closed failed, retried later: {e}", order.id);
+                Ok(false)
+            }
+        }
     }
 
-    /// Moves the order from `pending` to `paying`, or finds that a racing request or report
-    /// moved it already.
-    async fn start_payment(&self, actor: &Actor, mut order: Order, openid: String, now: Timestamp) -> Result<Order> {
+    /// [`Self::sync`] as of `now`, with the order as it stands afterwards (`None` when unknown).
+    async fn sync_at(&self, tenant_id: Id, order_id: Id, now: Timestamp) -> Result<(EventOutcome, Option<Order>)> {
         for _ in 0..WRITE_ATTEMPTS {
-            match order.status {
-                OrderStatus::Pending => {}
-                // Another pay request, or the payment report, came first.
-                OrderStatus::Paying | OrderStatus::Paid | OrderStatus::PartiallyRefunded | OrderStatus::Refunded => return Ok(order),
-                OrderStatus::Closed => return Err(Error::conflict("the order was closed meanwhile; create a new one")),
-            }
-            let next = Order {
-                status: OrderStatus::Paying,
-                openid: Some(openid.clone()),
-                payment: Some(Payment {
-                    method: PaymentMethod::WechatJsapi,
-                    out_trade_no: Some(order.out_trade_no().to_owned()),
-                    transaction_id: None,
-                    paid_at: None,
-                    reference: None,
-                    paid_by: None,
-                }),
-                updated_at: now,
-                ..order.clone()
+            let Some(order) = self.repo.get_order(Party::Platform, order_id).await?.filter(|o| o.tenant_id == tenant_id) else {
+                log::warn!("sync of unknown order {order_id} of tenant {tenant_id}");
+                return Ok((EventOutcome::Unknown, None));
             };
-            let audit = actor_audit(actor, "order.pay", &order, &next, now);
-            if self.repo.update_order(next.clone(), OrderStatus::Pending, audit).await? {
-                return Ok(next);
+            let money = self.ledger.money(tenant_id, order_id).await?;
+            let Some((next, action)) = project(&order, &money, now)? else {
+                return Ok((EventOutcome::Stale, Some(Order { refunds: money.refunds, ..order })));
+            };
+            let audit = system_audit(action, &order, &next, now);
+            if self.repo.update_order(next.clone(), order.state(), audit).await? {
+                return Ok((EventOutcome::Applied, Some(next)));
             }
-            order = self.order(actor, order.id).await?;
+            // Someone else moved the order meanwhile: read both again.
         }
-        Err(Error::conflict("the order kept changing while it was being updated; try again"))
+        Err(Error::conflict("the order kept changing while it was being synced; try again"))
     }
 
-    async fn pay_offline(&self, actor: &Actor, order: Order, reference: PaymentReference) -> Result<OrderPayView> {
-        order.status.after(OrderAction::PayOffline)?;
-        let now = self.clock.now();
-        check_not_expired(&order, now)?;
-        if order.status == OrderStatus::Paying {
-            // The payer may be paying on the platform right now: close that order first.
-            match self.payments.close(order.tenant_id, order.out_trade_no().to_owned()).await? {
-                PaymentState::Closed => {}
-                state @ PaymentState::Paid { .. } => {
-                    if let Some((paid, action)) = self.reported(&order, &state, now) {
-                        let audit = system_audit(action, &order, &paid, now);
-                        self.repo.update_order(paid, order.status, audit).await?;
-                    }
-                    return Err(Error::conflict("the order was paid on the pay platform meanwhile"));
-                }
-                PaymentState::Unpaid | PaymentState::Failed => {
-                    return Err(Error::conflict("the order's platform payment could not be closed; try again"));
-                }
-            }
+    /// The ledger's answer to a call for `order`. After an error that leaves the ledger's
+    /// state unknown (unavailable), the order is synced best-effort first, since the ledger
+    /// may have acted; the error is answered unchanged.
+    async fn checked<T>(&self, order: &Order, result: Result<T>) -> Result<T> {
+        if let Err(Error::Upstream(_) | Error::Unavailable { .. }) = &result
+            && let Err(e) = self.sync_at(order.tenant_id, order.id, self.clock.now()).await
+        {
+            log::warn!("order {}: syncing it after the ledger failed failed too: {e}", order.id);
         }
-        let next = Order {
-            status: OrderStatus::Paid,
-            paid_amount: order.amount,
-            payment: Some(Payment {
-                method: PaymentMethod::Offline,
-                out_trade_no: None,
-                transaction_id: None,
-                paid_at: Some(now),
-                reference: Some(reference.into_string()),
-                paid_by: Some(actor.user_id),
-            }),
-            updated_at: now,
-            ..order.clone()
-        };
-        let audit = actor_audit(actor, "order.pay", &order, &next, now);
-        if !self.repo.update_order(next.clone(), order.status, audit).await? {
-            return Err(Error::conflict("the order changed meanwhile; reload it and try again"));
-        }
-        Ok(OrderPayView { order: next.into(), pay_params: None })
+        result
     }
 
-    /// The order after a report of its platform payment, with the audit action, or `None`
-    /// when the report changes nothing.
-    fn reported(&self, order: &Order, state: &PaymentState, now: Timestamp) -> Option<(Order, &'static str)> {
-        match state {
-            PaymentState::Paid { transaction_id, paid_at } => {
-                if order.status.is_paid() && order.payment.as_ref().is_some_and(|p| p.method == PaymentMethod::Offline) {
-                    log::error!(
-                        "order {} of tenant {} was paid offline and the pay platform reports payment {transaction_id} too: \
-                         one of them must be refunded",
-                        order.id,
-                        order.tenant_id
-                    );
-                }
-                order.paid_online(transaction_id.clone(), *paid_at, now).map(|o| (o, "order.paid"))
-            }
-            PaymentState::Closed => order.closed(now).map(|o| (o, "order.close")),
-            PaymentState::Unpaid | PaymentState::Failed => None,
-        }
-    }
-
-    /// Settles a processing refund as `state` reports, once; see [`Self::refund_changed`].
-    async fn apply_refund_state(&self, tenant_id: Id, out_refund_no: &str, state: &RefundState) -> Result<EventOutcome> {
-        for _ in 0..WRITE_ATTEMPTS {
-            let Some(refund) = self.repo.refund_by_out_refund_no(tenant_id, out_refund_no.to_owned()).await? else {
-                log::warn!("refund report for unknown out_refund_no {out_refund_no} of tenant {tenant_id}");
-                return Ok(EventOutcome::Unknown);
-            };
-            let Some(status) = refund.status.advance(state.status()) else {
-                return Ok(EventOutcome::Stale);
-            };
-            let now = self.clock.now();
-            let settled_at = match state {
-                RefundState::Succeeded { at } => *at,
-                _ => now,
-            };
-            let next = Refund { status, settled_at: Some(settled_at), updated_at: now, ..refund.clone() };
-            let audit = AuditRecord::system(now, "order.refund_settled", "order", Some(refund.order_id))
-                .owned_by(None, Some(tenant_id))
-                .change(Some(&refund_json(&refund)), Some(&refund_json(&next)));
-            if self.repo.update_refund(next, refund.status, audit).await? {
-                return Ok(EventOutcome::Applied);
+    /// The order synced after a ledger call that succeeded. The money moved, so a failing sync
+    /// is no error of the request's: it is logged, the order answered as read, and the
+    /// ledger's event syncs it later.
+    async fn synced(&self, order: Order) -> Order {
+        match self.sync_at(order.tenant_id, order.id, self.clock.now()).await {
+            Ok((_, Some(synced))) => synced,
+            Ok((_, None)) => order,
+            Err(e) => {
+                log::warn!("order {}: syncing it after its ledger call failed, left to the ledger's event: {e}", order.id);
+                order
             }
         }
-        Err(Error::conflict("the refund kept changing while it was being updated; try again"))
-    }
-
-    async fn refund_view(&self, actor: &Actor, order_id: Id, refund_id: Id) -> Result<OrderRefundView> {
-        let order = self.order(actor, order_id).await?;
-        let refund = order.refunds.iter().find(|r| r.id == refund_id).cloned().ok_or(Error::NotFound("refund"))?;
-        Ok(OrderRefundView { order: order.into(), refund: refund.into() })
     }
 
     async fn order(&self, actor: &Actor, id: Id) -> Result<Order> {
@@ -517,6 +386,80 @@ impl OrderService {
     }
 }
 
+/// The order once it shows what the ledger holds of its money (`money`) at `now`, with the
+/// audit action of the change; `None` when it shows it already. Only the projected fields
+/// (status, paid and refunded amounts, openid, payment, discrepancy) decide; the refunds of
+/// the answer are the ledger's, for showing, and are never written.
+///
+/// - No payment in the ledger: unchanged.
+/// - Paid: paid in full, refunded the sum of the succeeded refunds, the status following
+///   them — even for a closed order, since the money was taken; no discrepancy.
+/// - Unpaid: a `pending` order becomes `paying` with the payment started; others unchanged.
+/// - Closed: an unpaid order past its expiry is closed; others unchanged (a close may precede
+///   an offline payment of the same order).
+/// - Discrepancy: shown, the status unchanged (never paid).
+///
+/// `Conflict` only when the ledger's refunds do not add up to an amount.
+pub(crate) fn project(order: &Order, money: &OrderMoney, now: Timestamp) -> Result<Option<(Order, &'static str)>> {
+    let Some(ledger) = &money.payment else {
+        return Ok(None);
+    };
+    let mut next = Order { refunds: money.refunds.clone(), ..order.clone() };
+    let action = match &ledger.state {
+        PaymentState::Paid { transaction_id, paid_at } => {
+            let succeeded = money.refunds.iter().filter(|r| r.status == RefundStatus::Succeeded).map(|r| r.amount);
+            let refunded = Money::checked_sum(succeeded)
+                .map_err(|_| Error::conflict(format!("the ledger's refunds of order {} do not add up to an amount", order.id)))?;
+            next.paid_amount = ledger.amount;
+            next.refunded_amount = refunded;
+            next.status = OrderStatus::Paid.with_refunded(ledger.amount, refunded);
+            next.payment = Some(payment_of(ledger, transaction_id.clone(), Some(*paid_at)));
+            next.openid = ledger.openid.clone().or(next.openid);
+            next.discrepancy = None;
+            let payment_known = order.status.is_paid()
+                && order.paid_amount == next.paid_amount
+                && order.payment == next.payment
+                && order.openid == next.openid
+                && order.discrepancy.is_none();
+            if payment_known { "order.refund_settled" } else { "order.paid" }
+        }
+        PaymentState::Unpaid if order.status == OrderStatus::Pending => {
+            next.status = OrderStatus::Paying;
+            next.payment = Some(payment_of(ledger, None, None));
+            next.openid = ledger.openid.clone().or(next.openid);
+            "order.paying"
+        }
+        PaymentState::Closed if order.status.is_unpaid() && order.expires_at <= now => {
+            next.status = OrderStatus::Closed;
+            "order.close"
+        }
+        PaymentState::Discrepancy(why) => {
+            next.discrepancy = Some(why.clone());
+            "order.discrepancy"
+        }
+        PaymentState::Unpaid | PaymentState::Closed => return Ok(None),
+    };
+    let changed = next.status != order.status
+        || next.paid_amount != order.paid_amount
+        || next.refunded_amount != order.refunded_amount
+        || next.openid != order.openid
+        || next.payment != order.payment
+        || next.discrepancy != order.discrepancy;
+    Ok(changed.then_some((Order { updated_at: now, ..next }, action)))
+}
+
+/// The order's payment as the ledger's `payment` says.
+fn payment_of(payment: &LedgerPayment, transaction_id: Option<String>, paid_at: Option<Timestamp>) -> Payment {
+    Payment {
+        method: payment.method,
+        out_trade_no: payment.out_trade_no.clone(),
+        transaction_id,
+        paid_at,
+        reference: payment.reference.clone(),
+        paid_by: payment.paid_by,
+    }
+}
+
 /// 409 for an unpaid order past its expiry (the expiry job closes it soon).
 fn check_not_expired(order: &Order, now: Timestamp) -> Result<()> {
     if order.expires_at <= now {
@@ -525,39 +468,11 @@ fn check_not_expired(order: &Order, now: Timestamp) -> Result<()> {
     Ok(())
 }
 
-fn audit_json<T: serde::Serialize>(record: &T) -> serde_json::Value {
-    serde_json::to_value(record).unwrap_or_default()
-}
-
 fn order_json(order: &Order) -> serde_json::Value {
-    audit_json(&OrderView::from(order.clone()))
+    serde_json::to_value(OrderView::from(order.clone())).unwrap_or_default()
 }
 
-/// A refund about to be reserved: no id yet.
-fn new_refund_json(refund: &Refund) -> serde_json::Value {
-    let mut view = audit_json(&RefundView::from(refund.clone()));
-    if let Some(map) = view.as_object_mut() {
-        map.remove("id");
-    }
-    view
-}
-
-fn refund_json(refund: &Refund) -> serde_json::Value {
-    let mut view = audit_json(&RefundView::from(refund.clone()));
-    if let Some(map) = view.as_object_mut() {
-        map.insert("settled_at".into(), audit_json(&refund.settled_at));
-    }
-    serde_json::json!({ "refund": view })
-}
-
-/// An order's change by a caller.
-fn actor_audit(actor: &Actor, action: &str, before: &Order, after: &Order, at: Timestamp) -> AuditRecord {
-    AuditRecord::by(actor, at, action, "order", Some(before.id))
-        .owned_by(before.partner_id, Some(before.tenant_id))
-        .change(Some(&order_json(before)), Some(&order_json(after)))
-}
-
-/// An order's change the system made on what the payments side reported (no actor).
+/// An order's change the system made on what the ledger holds (no actor).
 fn system_audit(action: &str, before: &Order, after: &Order, at: Timestamp) -> AuditRecord {
     AuditRecord::system(at, action, "order", Some(before.id))
         .owned_by(before.partner_id, Some(before.tenant_id))
@@ -568,13 +483,6 @@ fn system_audit(action: &str, before: &Order, after: &Order, at: Timestamp) -> A
 /// is also a valid platform `out_trade_no`.
 fn order_no(now: Timestamp) -> String {
     format!("{}{}", now.format("%Y%m%d"), nonce(ORDER_NO_RANDOM))
-}
-
-/// `len` random characters of `[0-9A-Za-z_-]`.
-fn nonce(len: usize) -> String {
-    let mut s = atrium_kernel::secret::random_token(len);
-    s.truncate(len);
-    s
 }
 
 #[cfg(test)]

@@ -1,19 +1,24 @@
-//! Service tests against mocked ports, one file per use case. The repository mock keeps its
-//! orders in memory and writes them as the store does (conditional updates, the refund
-//! reservation's rules), so races and limits can be tested here.
+//! Service tests against doubles of the ports, one file per use case. The repository mock
+//! keeps its orders in memory and writes them as the store does (conditional updates against
+//! the state read, refunds read from the ledger), so races can be tested here; the ledger is
+//! a small in-memory fake that keeps each order's money, records every call, and can be told
+//! to fail or to let something happen just before it answers.
 use crate::config::OrderSettings;
-use crate::lifecycle::{OrderStatus, RefundStatus};
+use crate::lifecycle::OrderStatus;
 use crate::model::*;
-use crate::ports::{MockOrderPayments, MockOrderRepo};
+use crate::ports::*;
 use crate::service::OrderService;
-use atrium_kernel::{Actor, AuditRecord, Error, FixedClock, Id, Money, Page, Party, Timestamp};
+use async_trait::async_trait;
+use atrium_kernel::{Actor, AuditRecord, Error, FixedClock, Id, Money, Page, Party, PayParams, RefundStatus, Result, Timestamp};
 use chrono::{Duration, TimeZone, Utc};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 mod create;
-mod events;
+mod expiry;
 mod pay;
 mod refund;
+mod sync;
 
 const TENANT: Id = 3;
 const PARTNER: Id = 9;
@@ -50,12 +55,17 @@ fn partner_of(tenant_id: Id) -> Option<Id> {
     }
 }
 
-/// A stored order of `TENANT` for 1000 fen, created a minute ago, expiring in half an hour.
+fn order_no_of(id: Id) -> String {
+    format!("20260401ORDER{id:04}")
+}
+
+/// A stored order of `TENANT` for 1000 fen, created a minute ago, expiring in half an hour,
+/// showing a platform payment as its status implies.
 fn order(id: Id, status: OrderStatus) -> Order {
     let created = now() - Duration::minutes(1);
     let mut o = Order {
         id,
-        order_no: format!("20260401ORDER{id:04}"),
+        order_no: order_no_of(id),
         tenant_id: TENANT,
         partner_id: Some(PARTNER),
         subject: "Coffee beans".into(),
@@ -66,6 +76,7 @@ fn order(id: Id, status: OrderStatus) -> Order {
         items: vec![OrderItem { name: "Beans 500 g".into(), quantity: 2, unit_price: Money::from_fen(500) }],
         openid: Some("o-ann".into()),
         payment: None,
+        discrepancy: None,
         refunds: Vec::new(),
         expires_at: created + Duration::minutes(30),
         created_by: Some(USER),
@@ -88,6 +99,11 @@ fn order(id: Id, status: OrderStatus) -> Order {
     o
 }
 
+/// An unpaid order (`pending` or `paying`) whose expiry passed `ago`.
+fn expired(id: Id, status: OrderStatus, ago: Duration) -> Order {
+    Order { expires_at: now() - ago, ..order(id, status) }
+}
+
 /// A paid order of 1000 fen, paid a day ago by `method`.
 fn paid(id: Id, method: PaymentMethod) -> Order {
     let mut o = order(id, OrderStatus::Paid);
@@ -104,18 +120,60 @@ fn paid(id: Id, method: PaymentMethod) -> Order {
     o
 }
 
-fn refund(order: &Order, no: &str, amount: i64, status: RefundStatus) -> Refund {
+/// The ledger's platform payment of `order` (1000 fen, by o-ann) in `state`.
+fn online(order: &Order, state: PaymentState) -> LedgerPayment {
+    LedgerPayment {
+        method: PaymentMethod::WechatJsapi,
+        out_trade_no: Some(order.order_no.clone()),
+        amount: order.amount,
+        openid: Some("o-ann".into()),
+        state,
+        reference: None,
+        paid_by: None,
+    }
+}
+
+/// The ledger's platform payment of `order`, paid `4200000001` a day ago.
+fn online_paid(order: &Order) -> LedgerPayment {
+    online(order, PaymentState::Paid { transaction_id: Some("4200000001".into()), paid_at: now() - Duration::days(1) })
+}
+
+/// The ledger's offline payment of `order`, paid with `BANK-1` a day ago.
+fn offline_paid(order: &Order) -> LedgerPayment {
+    LedgerPayment {
+        method: PaymentMethod::Offline,
+        out_trade_no: None,
+        amount: order.amount,
+        openid: None,
+        state: PaymentState::Paid { transaction_id: None, paid_at: now() - Duration::days(1) },
+        reference: Some("BANK-1".into()),
+        paid_by: Some(USER),
+    }
+}
+
+fn refund(order: &Order, id: Id, amount: i64, status: RefundStatus) -> Refund {
     Refund {
-        id: 0,
+        id,
         order_id: order.id,
         tenant_id: order.tenant_id,
-        out_refund_no: no.into(),
+        out_refund_no: format!("{}R{id:010}", order.order_no),
         amount: Money::from_fen(amount),
         status,
         reason: None,
         settled_at: status.is_final().then(now),
         created_at: now() - Duration::hours(1),
         updated_at: now() - Duration::hours(1),
+    }
+}
+
+fn pay_params(prepay_id: &str) -> PayParams {
+    PayParams {
+        app_id: "wx_mp".into(),
+        time_stamp: "1775016000".into(),
+        nonce_str: "n".into(),
+        package: format!("prepay_id={prepay_id}"),
+        sign_type: "RSA".into(),
+        pay_sign: "sig".into(),
     }
 }
 
@@ -128,11 +186,16 @@ fn fields_of(e: &Error) -> Vec<String> {
     }
 }
 
-/// The repository's state: orders (with their refunds) and the audit records written.
+/// The repository's state: orders (their refunds are the ledger's) and the audit records
+/// written.
 #[derive(Clone, Default)]
 struct Db {
     orders: Arc<Mutex<Vec<Order>>>,
     audits: Arc<Mutex<Vec<AuditRecord>>>,
+    /// How many conditional writes were tried, written or not.
+    writes: Arc<Mutex<usize>>,
+    /// Run at the start of every conditional write: another writer getting there first.
+    before_write: Arc<Mutex<Option<Hook>>>,
 }
 
 impl Db {
@@ -142,6 +205,7 @@ impl Db {
         db
     }
 
+    /// The order as stored (without the ledger's refunds).
     fn order(&self, id: Id) -> Order {
         self.orders.lock().unwrap().iter().find(|o| o.id == id).cloned().expect("stored order")
     }
@@ -161,8 +225,17 @@ impl Db {
         self.audits.lock().unwrap().clone()
     }
 
-    /// A repository over this state that behaves as the store does.
-    fn repo(&self) -> MockOrderRepo {
+    fn before_write(&self, hook: impl FnMut() + Send + 'static) {
+        *self.before_write.lock().unwrap() = Some(Box::new(hook));
+    }
+
+    fn writes(&self) -> usize {
+        *self.writes.lock().unwrap()
+    }
+
+    /// A repository over this state that behaves as the store does, reading each order's
+    /// refunds from `ledger`.
+    fn repo(&self, ledger: &Ledger) -> MockOrderRepo {
         let mut repo = MockOrderRepo::new();
         repo.expect_tenant().returning(|scope, id| {
             let partner_id = partner_of(id);
@@ -182,12 +255,13 @@ impl Db {
             Ok(stored)
         });
 
-        let orders = self.orders.clone();
+        let (orders, ledger_reads) = (self.orders.clone(), ledger.clone());
         repo.expect_get_order().returning(move |scope, id| {
-            Ok(orders.lock().unwrap().iter().find(|o| o.id == id && scope.sees_tenant(o.tenant_id, o.partner_id)).cloned())
+            let found = orders.lock().unwrap().iter().find(|o| o.id == id && scope.sees_tenant(o.tenant_id, o.partner_id)).cloned();
+            Ok(found.map(|o| Order { refunds: ledger_reads.refunds(o.tenant_id, o.id), ..o }))
         });
 
-        let orders = self.orders.clone();
+        let (orders, ledger_reads) = (self.orders.clone(), ledger.clone());
         repo.expect_list_orders().returning(move |scope, q| {
             let items: Vec<Order> = orders
                 .lock()
@@ -195,97 +269,45 @@ impl Db {
                 .iter()
                 .filter(|o| scope.sees_tenant(o.tenant_id, o.partner_id))
                 .filter(|o| q.status.is_none_or(|s| o.status == s))
-                .cloned()
+                .map(|o| Order { refunds: ledger_reads.refunds(o.tenant_id, o.id), ..o.clone() })
                 .collect();
             let total = items.len() as i64;
             Ok(Page::new(items, total, q.list.page))
         });
 
-        let (orders, audits) = (self.orders.clone(), self.audits.clone());
-        repo.expect_update_order().returning(move |order, read_status, audit| {
+        let (orders, audits, writes, before) = (self.orders.clone(), self.audits.clone(), self.writes.clone(), self.before_write.clone());
+        repo.expect_update_order().returning(move |order, read, audit| {
+            *writes.lock().unwrap() += 1;
+            if let Some(hook) = before.lock().unwrap().as_mut() {
+                hook();
+            }
             let mut orders = orders.lock().unwrap();
             let Some(stored) = orders.iter_mut().find(|o| o.id == order.id && o.tenant_id == order.tenant_id) else {
                 return Ok(false);
             };
-            if stored.status != read_status {
+            if stored.state() != read {
                 return Ok(false);
             }
             stored.status = order.status;
             stored.paid_amount = order.paid_amount;
+            stored.refunded_amount = order.refunded_amount;
             stored.openid = order.openid;
             stored.payment = order.payment;
+            stored.discrepancy = order.discrepancy;
             stored.updated_at = order.updated_at;
             audits.lock().unwrap().push(audit);
             Ok(true)
         });
 
         let orders = self.orders.clone();
-        repo.expect_order_by_out_trade_no().returning(move |tenant_id, no| {
-            Ok(orders.lock().unwrap().iter().find(|o| o.tenant_id == tenant_id && o.out_trade_no() == no).cloned())
-        });
-
-        let orders = self.orders.clone();
-        repo.expect_refund_by_out_refund_no().returning(move |tenant_id, no| {
-            Ok(orders
+        repo.expect_due_for_expiry().returning(move |at, limit| {
+            let mut due: Vec<Order> = orders
                 .lock()
                 .unwrap()
                 .iter()
-                .flat_map(|o| o.refunds.iter())
-                .find(|r| r.tenant_id == tenant_id && r.out_refund_no == no)
-                .cloned())
-        });
-
-        let (orders, audits) = (self.orders.clone(), self.audits.clone());
-        repo.expect_reserve_refund().returning(move |refund, max_refunds, audit| {
-            let mut orders = orders.lock().unwrap();
-            if let Some(r) = orders
-                .iter()
-                .flat_map(|o| o.refunds.iter())
-                .find(|r| r.tenant_id == refund.tenant_id && r.out_refund_no == refund.out_refund_no)
-            {
-                return Ok(RefundReservation::Existing(r.clone()));
-            }
-            let Some(order) = orders.iter_mut().find(|o| o.id == refund.order_id && o.tenant_id == refund.tenant_id) else {
-                return Err(Error::NotFound("order"));
-            };
-            if !matches!(order.status, OrderStatus::Paid | OrderStatus::PartiallyRefunded) {
-                return Err(Error::conflict("not refundable"));
-            }
-            if order.refunds.len() >= max_refunds as usize {
-                return Ok(RefundReservation::TooManyRefunds);
-            }
-            let refundable = order.refundable();
-            if refund.amount > refundable {
-                return Ok(RefundReservation::ExceedsPaid { refundable });
-            }
-            let stored = Refund { id: 500 + order.refunds.len() as Id, ..refund };
-            order.refunds.push(stored.clone());
-            settle(order, stored.updated_at);
-            audits.lock().unwrap().push(audit);
-            Ok(RefundReservation::Reserved { order: Box::new(order.clone()), refund: stored })
-        });
-
-        let (orders, audits) = (self.orders.clone(), self.audits.clone());
-        repo.expect_update_refund().returning(move |refund, read_status, audit| {
-            let mut orders = orders.lock().unwrap();
-            let Some(order) = orders.iter_mut().find(|o| o.id == refund.order_id) else {
-                return Ok(false);
-            };
-            let Some(stored) = order.refunds.iter_mut().find(|r| r.out_refund_no == refund.out_refund_no && r.status == read_status) else {
-                return Ok(false);
-            };
-            stored.status = refund.status;
-            stored.settled_at = refund.settled_at;
-            stored.updated_at = refund.updated_at;
-            settle(order, refund.updated_at);
-            audits.lock().unwrap().push(audit);
-            Ok(true)
-        });
-
-        let orders = self.orders.clone();
-        repo.expect_due_for_expiry().returning(move |at, limit| {
-            let mut due: Vec<Order> =
-                orders.lock().unwrap().iter().filter(|o| o.status.is_unpaid() && o.expires_at <= at).cloned().collect();
+                .filter(|o| o.status.is_unpaid() && o.expires_at <= at && o.discrepancy.is_none())
+                .cloned()
+                .collect();
             due.sort_by_key(|o| (o.expires_at, o.id));
             due.truncate(limit as usize);
             Ok(due)
@@ -294,14 +316,193 @@ impl Db {
     }
 }
 
-/// The order's refunded amount and status after its refunds changed, as the store does it.
-fn settle(order: &mut Order, at: Timestamp) {
-    let succeeded = order.refunds.iter().filter(|r| r.status == RefundStatus::Succeeded).map(|r| r.amount);
-    order.refunded_amount = Money::checked_sum(succeeded).expect("small sums");
-    order.status = order.status.with_refunded(order.paid_amount, order.refunded_amount);
-    order.updated_at = at;
+/// A call the ledger received, with the tenant it acted for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Call {
+    Charge(Id, Charge),
+    Offline(Id, OfflineCharge),
+    Refund(Id, RefundCharge),
+    Close(Id, Id),
+    Money(Id, Id),
 }
 
-fn svc(db: &Db, payments: MockOrderPayments) -> OrderService {
-    OrderService::new(Arc::new(db.repo()), Arc::new(payments), Arc::new(FixedClock::new(now())), OrderSettings::default())
+type Hook = Box<dyn FnMut() + Send>;
+/// How a call of the fake ledger fails.
+type Failure = fn() -> Error;
+
+/// An in-memory money ledger, keeping the rules orders rely on: one platform payment per
+/// order (resumed, not doubled), one of two payments wins, a refund number names one refund,
+/// never more refunded than paid, an offline payment's refund succeeds at once.
+#[derive(Clone, Default)]
+struct Ledger {
+    money: Arc<Mutex<HashMap<(Id, Id), OrderMoney>>>,
+    calls: Arc<Mutex<Vec<Call>>>,
+    /// Calls (`"charge"`, `"offline"`, `"refund"`, `"close"`, `"money"`) that fail, and how.
+    failures: Arc<Mutex<HashMap<&'static str, Failure>>>,
+    /// Run before every answer of `money`: something happening meanwhile.
+    before_money: Arc<Mutex<Option<Hook>>>,
+}
+
+impl Ledger {
+    /// `TENANT`'s order `order_id` holds `payment` and `refunds`.
+    fn set(&self, order_id: Id, payment: Option<LedgerPayment>, refunds: Vec<Refund>) {
+        self.money.lock().unwrap().insert((TENANT, order_id), OrderMoney { payment, refunds });
+    }
+
+    /// The ledger holding `payment` of `order`, no refunds.
+    fn holding(order: &Order, payment: LedgerPayment) -> Ledger {
+        let ledger = Ledger::default();
+        ledger.set(order.id, Some(payment), Vec::new());
+        ledger
+    }
+
+    fn state(&self, order_id: Id) -> OrderMoney {
+        self.money.lock().unwrap().get(&(TENANT, order_id)).cloned().unwrap_or_default()
+    }
+
+    fn refunds(&self, tenant_id: Id, order_id: Id) -> Vec<Refund> {
+        self.money.lock().unwrap().get(&(tenant_id, order_id)).map(|m| m.refunds.clone()).unwrap_or_default()
+    }
+
+    /// Refund `out_refund_no` of `TENANT`'s order settles as `status`.
+    fn settle(&self, order_id: Id, out_refund_no: &str, status: RefundStatus) {
+        let mut money = self.money.lock().unwrap();
+        let refund = money.get_mut(&(TENANT, order_id)).and_then(|m| m.refunds.iter_mut().find(|r| r.out_refund_no == out_refund_no));
+        if let Some(r) = refund {
+            r.status = status;
+            r.settled_at = Some(now());
+        }
+    }
+
+    fn fail(&self, call: &'static str, error: Failure) {
+        self.failures.lock().unwrap().insert(call, error);
+    }
+
+    fn before_money(&self, hook: impl FnMut() + Send + 'static) {
+        *self.before_money.lock().unwrap() = Some(Box::new(hook));
+    }
+
+    fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    /// The calls other than reads of the money.
+    fn actions(&self) -> Vec<Call> {
+        self.calls().into_iter().filter(|c| !matches!(c, Call::Money(..))).collect()
+    }
+
+    fn enter(&self, call: Call, name: &'static str) -> Result<()> {
+        self.calls.lock().unwrap().push(call);
+        match self.failures.lock().unwrap().get(name) {
+            Some(error) => Err(error()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[async_trait]
+impl OrderLedger for Ledger {
+    async fn charge(&self, tenant_id: Id, charge: Charge) -> Result<PayParams> {
+        self.enter(Call::Charge(tenant_id, charge.clone()), "charge")?;
+        let mut money = self.money.lock().unwrap();
+        let entry = money.entry((tenant_id, charge.order_id)).or_default();
+        match &entry.payment {
+            None => {
+                entry.payment = Some(LedgerPayment {
+                    method: PaymentMethod::WechatJsapi,
+                    out_trade_no: Some(charge.out_trade_no.clone()),
+                    amount: charge.amount,
+                    openid: Some(charge.openid.clone()),
+                    state: PaymentState::Unpaid,
+                    reference: None,
+                    paid_by: None,
+                });
+            }
+            Some(p) if p.state == PaymentState::Unpaid && p.method == PaymentMethod::WechatJsapi => {
+                if p.openid.as_deref() != Some(charge.openid.as_str()) {
+                    return Err(Error::conflict("the order is being paid by another payer"));
+                }
+            }
+            Some(_) => return Err(Error::conflict("the order's payment is no longer open")),
+        }
+        Ok(pay_params(&format!("wx_prepay_{}", charge.out_trade_no)))
+    }
+
+    async fn charge_offline(&self, tenant_id: Id, charge: OfflineCharge) -> Result<()> {
+        self.enter(Call::Offline(tenant_id, charge.clone()), "offline")?;
+        let mut money = self.money.lock().unwrap();
+        let entry = money.entry((tenant_id, charge.order_id)).or_default();
+        if entry.payment.as_ref().is_some_and(|p| matches!(p.state, PaymentState::Paid { .. })) {
+            return Err(Error::conflict("the order is already paid"));
+        }
+        entry.payment = Some(LedgerPayment {
+            method: PaymentMethod::Offline,
+            out_trade_no: None,
+            amount: charge.amount,
+            openid: None,
+            state: PaymentState::Paid { transaction_id: None, paid_at: now() },
+            reference: Some(charge.reference),
+            paid_by: Some(charge.recorded_by),
+        });
+        Ok(())
+    }
+
+    async fn refund(&self, tenant_id: Id, refund: RefundCharge) -> Result<Refund> {
+        self.enter(Call::Refund(tenant_id, refund.clone()), "refund")?;
+        let mut money = self.money.lock().unwrap();
+        let entry = money.entry((tenant_id, refund.order_id)).or_default();
+        let Some(payment) = entry.payment.as_ref().filter(|p| matches!(p.state, PaymentState::Paid { .. })) else {
+            return Err(Error::conflict("the order's payment is not paid"));
+        };
+        if let Some(same) = entry.refunds.iter().find(|r| r.out_refund_no == refund.out_refund_no) {
+            return Ok(same.clone());
+        }
+        let held = Money::checked_sum(entry.refunds.iter().filter(|r| r.status.holds_amount()).map(|r| r.amount)).expect("small sums");
+        let left = payment.amount.checked_sub(held).expect("small sums");
+        if refund.amount > left {
+            return Err(Error::conflict(format!("only {} fen are left to refund", left.fen())));
+        }
+        let offline = payment.method == PaymentMethod::Offline;
+        let stored = Refund {
+            id: 500 + entry.refunds.len() as Id,
+            order_id: refund.order_id,
+            tenant_id,
+            out_refund_no: refund.out_refund_no,
+            amount: refund.amount,
+            status: if offline { RefundStatus::Succeeded } else { RefundStatus::Processing },
+            reason: refund.reason,
+            settled_at: offline.then(now),
+            created_at: now(),
+            updated_at: now(),
+        };
+        entry.refunds.push(stored.clone());
+        Ok(stored)
+    }
+
+    async fn close(&self, tenant_id: Id, order_id: Id) -> Result<()> {
+        self.enter(Call::Close(tenant_id, order_id), "close")?;
+        let mut money = self.money.lock().unwrap();
+        if let Some(p) = money.get_mut(&(tenant_id, order_id)).and_then(|m| m.payment.as_mut())
+            && p.state == PaymentState::Unpaid
+        {
+            p.state = PaymentState::Closed;
+        }
+        Ok(())
+    }
+
+    async fn money(&self, tenant_id: Id, order_id: Id) -> Result<OrderMoney> {
+        self.enter(Call::Money(tenant_id, order_id), "money")?;
+        if let Some(hook) = self.before_money.lock().unwrap().as_mut() {
+            hook();
+        }
+        Ok(self.money.lock().unwrap().get(&(tenant_id, order_id)).cloned().unwrap_or_default())
+    }
+}
+
+fn svc(db: &Db, ledger: &Ledger) -> OrderService {
+    svc_with(db, ledger, OrderSettings::default())
+}
+
+fn svc_with(db: &Db, ledger: &Ledger, settings: OrderSettings) -> OrderService {
+    OrderService::new(Arc::new(db.repo(ledger)), Arc::new(ledger.clone()), Arc::new(FixedClock::new(now())), settings)
 }

@@ -14,10 +14,12 @@
 //!
 //! Every job is idempotent (a job whose runner crashed runs again) and retries on the
 //! [`SETTLE_BACKOFF`] schedule while the platform cannot answer.
+use super::ledger::closed_report;
 use super::payments::PaymentService;
-use crate::lifecycle::{RefundStatus, TradeState};
+use crate::lifecycle::TradeState;
 use crate::model::*;
 use crate::ports::PayPlatformError;
+use atrium_kernel::RefundStatus;
 use atrium_kernel::jobs::backoff;
 use atrium_kernel::{Error, Id, Job, JobHandler, JobOutcome, NewJob, Result, Timestamp, china_day, china_standard_time};
 use chrono::{Duration, NaiveDate, NaiveTime};
@@ -64,32 +66,28 @@ enum Step {
 }
 
 impl PaymentService {
-    /// Queues the settling of transaction `out_trade_no`, due at `at` (once per transaction).
-    pub(super) async fn queue_settle_transaction(&self, tenant_id: Id, out_trade_no: &str, at: Timestamp) -> Result<()> {
-        self.jobs
-            .enqueue(NewJob {
-                kind: SETTLE_TRANSACTION.into(),
-                tenant_id: Some(tenant_id),
-                payload: json(&TransactionJob { out_trade_no: out_trade_no.to_owned() })?,
-                run_at: at,
-                dedupe_key: Some(format!("{tenant_id}:{out_trade_no}")),
-            })
-            .await
-            .map(drop)
+    /// The job that settles transaction `out_trade_no`, due at `at` (once per transaction),
+    /// written with the transaction.
+    pub(super) fn settle_transaction_job(&self, tenant_id: Id, out_trade_no: &str, at: Timestamp) -> NewJob {
+        NewJob {
+            kind: SETTLE_TRANSACTION.into(),
+            tenant_id: Some(tenant_id),
+            payload: serde_json::json!({ "out_trade_no": out_trade_no }),
+            run_at: at,
+            dedupe_key: Some(format!("{tenant_id}:{out_trade_no}")),
+        }
     }
 
-    /// Queues the settling of refund `out_refund_no` (once per refund).
-    pub(super) async fn queue_settle_refund(&self, tenant_id: Id, out_refund_no: &str) -> Result<()> {
-        self.jobs
-            .enqueue(NewJob {
-                kind: SETTLE_REFUND.into(),
-                tenant_id: Some(tenant_id),
-                payload: json(&RefundJob { out_refund_no: out_refund_no.to_owned() })?,
-                run_at: self.clock.now() + FIRST_REFUND_QUERY,
-                dedupe_key: Some(format!("{tenant_id}:{out_refund_no}")),
-            })
-            .await
-            .map(drop)
+    /// The job that settles refund `out_refund_no` (once per refund), written with the
+    /// refund's reservation.
+    pub(super) fn settle_refund_job(&self, tenant_id: Id, out_refund_no: &str) -> NewJob {
+        NewJob {
+            kind: SETTLE_REFUND.into(),
+            tenant_id: Some(tenant_id),
+            payload: serde_json::json!({ "out_refund_no": out_refund_no }),
+            run_at: self.clock.now() + FIRST_REFUND_QUERY,
+            dedupe_key: Some(format!("{tenant_id}:{out_refund_no}")),
+        }
     }
 
     /// Queues the next daily reconciliation (the server calls it at start; the daily job
@@ -126,6 +124,11 @@ impl PaymentService {
         if !unsettled(tx.trade_state) {
             return Ok(Step::Settled);
         }
+        if let Some(why) = &tx.discrepancy {
+            // Nothing a query or a close can settle: a person resolves it.
+            log::error!("settle job: transaction {out_trade_no} of tenant {tenant_id} has a discrepancy: {why}");
+            return Ok(Step::Settled);
+        }
         let account = self.account(tenant_id, false).await?;
         let report = match self.platform.query_order(&account, out_trade_no).await {
             Ok(report) => report,
@@ -135,7 +138,7 @@ impl PaymentService {
         };
         let tx = self.apply_transaction_report(tenant_id, &report).await?;
         match tx.trade_state {
-            state if !unsettled(state) => Ok(Step::Settled),
+            state if !unsettled(state) || tx.discrepancy.is_some() => Ok(Step::Settled),
             TradeState::UserPaying => Ok(Step::Again("the payer is still paying".into())),
             _ if self.clock.now() < tx.expires_at => Ok(Step::Again("not expired yet".into())),
             _ => match self.platform.close_order(&account, out_trade_no).await {
@@ -299,17 +302,6 @@ impl JobHandler for PaymentService {
 /// Not yet paid or closed: the payer may still pay, or the order may still be closed.
 fn unsettled(state: TradeState) -> bool {
     matches!(state, TradeState::NotPay | TradeState::UserPaying | TradeState::PayError)
-}
-
-fn closed_report(out_trade_no: &str) -> PlatformTransaction {
-    PlatformTransaction {
-        out_trade_no: out_trade_no.to_owned(),
-        trade_state: TradeState::Closed,
-        transaction_id: None,
-        amount: None,
-        payer_total: None,
-        success_time: None,
-    }
 }
 
 fn failed_refund(out_refund_no: &str) -> PlatformRefund {

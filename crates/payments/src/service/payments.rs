@@ -7,12 +7,12 @@
 //! notification, a query and a close racing each other settle on the furthest state.
 use crate::api::*;
 use crate::config::PaymentSettings;
-use crate::lifecycle::{RefundStatus, TradeState};
 use crate::model::*;
-use crate::ports::{MerchantKeys, PayPlatform, PayPlatformError, PaymentObserver, PaymentRepo};
-use atrium_kernel::StrEnum;
+use crate::ports::{MerchantKeys, PayPlatform, PayPlatformError, PaymentRepo};
 use atrium_kernel::secret::nonce;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, JobStore, Money, Result, china_day, china_standard_time};
+use atrium_kernel::{
+    Actor, AuditRecord, Clock, Error, FieldError, Id, JobStore, Money, NewJob, Result, Timestamp, china_day, china_standard_time,
+};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -49,7 +49,6 @@ pub struct PaymentService {
     pub(super) jobs: Arc<dyn JobStore>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) settings: PaymentSettings,
-    observer: Option<Arc<dyn PaymentObserver>>,
 }
 
 impl PaymentService {
@@ -61,29 +60,7 @@ impl PaymentService {
         clock: Arc<dyn Clock>,
         settings: PaymentSettings,
     ) -> Self {
-        PaymentService { repo, platform, keys, jobs, clock, settings, observer: None }
-    }
-
-    /// Tells `observer` of every stored change of a transaction's or refund's state.
-    pub fn with_observer(mut self, observer: Arc<dyn PaymentObserver>) -> Self {
-        self.observer = Some(observer);
-        self
-    }
-
-    async fn observe_transaction(&self, tx: &Transaction) {
-        if let Some(o) = &self.observer
-            && let Err(e) = o.transaction_changed(tx.clone()).await
-        {
-            log::error!("transaction {} of tenant {}: the observer failed: {e}", tx.out_trade_no, tx.tenant_id);
-        }
-    }
-
-    async fn observe_refund(&self, refund: &Refund) {
-        if let Some(o) = &self.observer
-            && let Err(e) = o.refund_changed(refund.clone()).await
-        {
-            log::error!("refund {} of tenant {}: the observer failed: {e}", refund.out_refund_no, refund.tenant_id);
-        }
+        PaymentService { repo, platform, keys, jobs, clock, settings }
     }
 
     /// The refund `out_refund_no` of `tenant_id`, asking the platform while it is processing
@@ -99,7 +76,7 @@ impl PaymentService {
     }
 
     /// The tenant the caller acts on: its own, or the one it names if in scope (404 if not).
-    async fn tenant(&self, actor: &Actor, requested: Option<Id>) -> Result<PaymentTenant> {
+    pub(super) async fn tenant(&self, actor: &Actor, requested: Option<Id>) -> Result<PaymentTenant> {
         let id = actor.party.tenant_for_new(requested)?;
         self.repo.tenant(actor.party, id).await?.ok_or_else(|| Error::no_such("tenant_id", "no such tenant"))
     }
@@ -296,257 +273,6 @@ impl PaymentService {
         Ok(TestReport { ok: checks.iter().all(|c| c.ok), checks })
     }
 
-    /// `POST /miniprogram/payment/unified-order`: places a JSAPI order and returns what the
-    /// mini-program needs to pay it. The same `out_trade_no` again with the same details
-    /// returns the same prepay (no second platform order); a number that was paid or closed,
-    /// or that names different details, is a 409.
-    pub async fn unified_order(&self, actor: &Actor, input: UnifiedOrderRequest) -> Result<UnifiedOrderView> {
-        let tenant = self.tenant(actor, input.tenant_id).await?;
-        self.unified_order_for(tenant.id, input).await
-    }
-
-    /// [`unified_order`](Self::unified_order) for `tenant_id`, already resolved (by another domain through
-    /// the server; `input.tenant_id` is not read).
-    pub async fn unified_order_for(&self, tenant_id: Id, input: UnifiedOrderRequest) -> Result<UnifiedOrderView> {
-        if !input.amount.is_positive() {
-            return Err(Error::invalid("amount", "must be at least 1 fen"));
-        }
-        let now = self.clock.now();
-        let expires_at = match input.time_expire {
-            None => now + self.settings.default_expiry,
-            Some(t) if t <= now => return Err(Error::invalid("time_expire", "must be in the future")),
-            Some(t) if t > now + self.settings.max_expiry => {
-                return Err(Error::invalid("time_expire", format!("must be at most {} days ahead", self.settings.max_expiry.num_days())));
-            }
-            Some(t) => t,
-        };
-        let account = self.account(tenant_id, true).await?;
-        let out_trade_no = input.out_trade_no.map(OutTradeNo::into_string).unwrap_or_else(|| nonce(24));
-        let wanted = Transaction {
-            id: 0,
-            tenant_id,
-            out_trade_no: out_trade_no.clone(),
-            description: input.description.into_string(),
-            amount: input.amount,
-            openid: input.openid.into_string(),
-            attach: input.attach.map(Attach::into_string).filter(|a| !a.is_empty()),
-            prepay_id: None,
-            trade_state: TradeState::NotPay,
-            transaction_id: None,
-            payer_total: None,
-            success_time: None,
-            expires_at,
-            created_at: now,
-            updated_at: now,
-        };
-        let tx = match self.repo.get_transaction(tenant_id, out_trade_no.clone()).await? {
-            Some(existing) => {
-                if existing.trade_state.is_paid() || existing.trade_state.is_closed() {
-                    return Err(Error::conflict(format!(
-                        "out_trade_no {out_trade_no} is {}; a new payment needs a new number",
-                        existing.trade_state.as_str()
-                    )));
-                }
-                let same = existing.description == wanted.description
-                    && existing.amount == wanted.amount
-                    && existing.openid == wanted.openid
-                    && existing.attach == wanted.attach;
-                if !same {
-                    return Err(Error::conflict(format!("out_trade_no {out_trade_no} was already used for a different order")));
-                }
-                if let Some(prepay_id) = existing.prepay_id.clone() {
-                    let pay_params = self.platform.pay_params(&account, &prepay_id).map_err(platform_error)?;
-                    return Ok(UnifiedOrderView { out_trade_no, prepay_id, pay_params });
-                }
-                existing
-            }
-            None => self.repo.insert_transaction(wanted).await?,
-        };
-        // Whatever happens next, a job settles the transaction once it expires.
-        self.queue_settle_transaction(tenant_id, &tx.out_trade_no, tx.expires_at).await?;
-        let order = JsapiOrder {
-            out_trade_no: tx.out_trade_no.clone(),
-            description: tx.description.clone(),
-            amount: tx.amount,
-            openid: tx.openid.clone(),
-            attach: tx.attach.clone(),
-            time_expire: tx.expires_at,
-            notify_url: self.settings.notify_url(tenant_id),
-        };
-        let prepay_id = self.platform.jsapi_order(&account, &order).await.map_err(platform_error)?;
-        let stored = self
-            .save_transaction(tenant_id, &out_trade_no, |t| {
-                if t.prepay_id.is_some() {
-                    return false;
-                }
-                t.prepay_id = Some(prepay_id.clone());
-                true
-            })
-            .await?;
-        let prepay_id = stored.prepay_id.unwrap_or(prepay_id);
-        let pay_params = self.platform.pay_params(&account, &prepay_id).map_err(platform_error)?;
-        Ok(UnifiedOrderView { out_trade_no, prepay_id, pay_params })
-    }
-
-    /// `POST /miniprogram/payment/query`: asks the pay platform and keeps what it reports
-    /// (forward only).
-    pub async fn query(&self, actor: &Actor, input: QueryRequest) -> Result<TransactionView> {
-        let tenant = self.tenant(actor, input.tenant_id).await?;
-        self.query_for(tenant.id, input).await
-    }
-
-    /// [`query`](Self::query) for `tenant_id`, already resolved (by another domain through
-    /// the server; `input.tenant_id` is not read).
-    pub async fn query_for(&self, tenant_id: Id, input: QueryRequest) -> Result<TransactionView> {
-        let out_trade_no = input.out_trade_no.into_string();
-        self.transaction(tenant_id, &out_trade_no).await?;
-        let account = self.account(tenant_id, false).await?;
-        let report = self.platform.query_order(&account, &out_trade_no).await.map_err(platform_error)?;
-        let tx = self.apply_transaction_report(tenant_id, &report).await?;
-        Ok(tx.into())
-    }
-
-    /// `POST /miniprogram/payment/close`: closes an unpaid transaction. A paid one is a 409,
-    /// also when the platform says it was paid meanwhile (which is then recorded).
-    pub async fn close(&self, actor: &Actor, input: CloseRequest) -> Result<CloseView> {
-        let tenant = self.tenant(actor, input.tenant_id).await?;
-        self.close_for(tenant.id, input).await
-    }
-
-    /// [`close`](Self::close) for `tenant_id`, already resolved (by another domain through
-    /// the server; `input.tenant_id` is not read).
-    pub async fn close_for(&self, tenant_id: Id, input: CloseRequest) -> Result<CloseView> {
-        let out_trade_no = input.out_trade_no.into_string();
-        let tx = self.transaction(tenant_id, &out_trade_no).await?;
-        if tx.trade_state.is_paid() {
-            return Err(Error::conflict("the transaction is paid; refund it instead"));
-        }
-        if tx.trade_state.is_closed() {
-            return Ok(CloseView { out_trade_no, trade_state: tx.trade_state });
-        }
-        let account = self.account(tenant_id, false).await?;
-        match self.platform.close_order(&account, &out_trade_no).await {
-            Ok(()) => {}
-            Err(PayPlatformError::Refused { code, .. }) if code == "ORDERPAID" => {
-                let report = self.platform.query_order(&account, &out_trade_no).await.map_err(platform_error)?;
-                self.apply_transaction_report(tenant_id, &report).await?;
-                return Err(Error::conflict("the transaction was paid meanwhile; refund it instead"));
-            }
-            Err(e) => return Err(platform_error(e)),
-        }
-        let closed = PlatformTransaction {
-            out_trade_no: out_trade_no.clone(),
-            trade_state: TradeState::Closed,
-            transaction_id: None,
-            amount: None,
-            payer_total: None,
-            success_time: None,
-        };
-        let tx = self.apply_transaction_report(tenant_id, &closed).await?;
-        if tx.trade_state.is_paid() {
-            return Err(Error::conflict("the transaction was paid meanwhile; refund it instead"));
-        }
-        Ok(CloseView { out_trade_no, trade_state: tx.trade_state })
-    }
-
-    /// `POST /miniprogram/payment/refund`: refunds (part of) a paid transaction, at most what
-    /// is left to refund, at most `max_refunds` times and within the refund window. The
-    /// amount is reserved before the platform is asked, so concurrent refunds cannot exceed
-    /// the payment; a refund the platform refuses gives its amount back. The same
-    /// `out_refund_no` again is the same refund.
-    pub async fn refund(&self, actor: &Actor, input: RefundRequest) -> Result<RefundView> {
-        let tenant = self.tenant(actor, input.tenant_id).await?;
-        self.refund_for(tenant.id, input).await
-    }
-
-    /// [`refund`](Self::refund) for `tenant_id`, already resolved (by another domain through
-    /// the server; `input.tenant_id` is not read).
-    pub async fn refund_for(&self, tenant_id: Id, input: RefundRequest) -> Result<RefundView> {
-        let out_trade_no = input.out_trade_no.into_string();
-        if !input.amount.is_positive() {
-            return Err(Error::invalid("amount", "must be at least 1 fen"));
-        }
-        let tx = self.transaction(tenant_id, &out_trade_no).await?;
-        if !tx.trade_state.is_paid() {
-            return Err(Error::conflict(format!("only a paid transaction can be refunded; this one is {}", tx.trade_state.as_str())));
-        }
-        if input.amount > tx.amount {
-            return Err(Error::invalid("amount", format!("must not exceed the transaction's {} fen", tx.amount.fen())));
-        }
-        let now = self.clock.now();
-        let paid_at = tx.success_time.unwrap_or(tx.created_at);
-        if now - paid_at > self.settings.refund_window {
-            return Err(Error::conflict(format!(
-                "refunds are possible for {} days after the payment",
-                self.settings.refund_window.num_days()
-            )));
-        }
-        let account = self.account(tenant_id, false).await?;
-        let out_refund_no = input.out_refund_no.map(OutRefundNo::into_string).unwrap_or_else(|| nonce(32));
-        let reason = input.reason.map(RefundReason::into_string).filter(|r| !r.is_empty());
-        let wanted = Refund {
-            id: 0,
-            tenant_id,
-            out_trade_no: out_trade_no.clone(),
-            out_refund_no: out_refund_no.clone(),
-            refund_id: None,
-            amount: input.amount,
-            status: RefundStatus::Processing,
-            reason,
-            succeeded_at: None,
-            created_at: now,
-            updated_at: now,
-        };
-        let refund = match self.repo.reserve_refund(wanted, tx.amount, self.settings.max_refunds).await? {
-            RefundReservation::Reserved(r) => r,
-            RefundReservation::Existing(r) => {
-                if r.out_trade_no != out_trade_no || r.amount != input.amount {
-                    return Err(Error::conflict(format!("out_refund_no {out_refund_no} already names a different refund")));
-                }
-                if r.status.is_final() || r.refund_id.is_some() {
-                    return Ok(r.into());
-                }
-                r
-            }
-            RefundReservation::ExceedsPaid { refundable } => {
-                return Err(Error::conflict(format!("only {} fen are left to refund", refundable.fen())));
-            }
-            RefundReservation::TooManyRefunds => {
-                return Err(Error::conflict(format!(
-                    "this transaction already has {} refunds, the most allowed",
-                    self.settings.max_refunds
-                )));
-            }
-        };
-        // Whatever happens next, a job queries the refund until it settles.
-        self.queue_settle_refund(tenant_id, &out_refund_no).await?;
-        let order = RefundOrder {
-            out_trade_no: out_trade_no.clone(),
-            out_refund_no: out_refund_no.clone(),
-            reason: refund.reason.clone(),
-            amount: refund.amount,
-            total: tx.amount,
-            notify_url: self.settings.notify_url(tenant_id),
-        };
-        match self.platform.refund(&account, &order).await {
-            Ok(report) => Ok(self.apply_refund_report(tenant_id, &out_refund_no, &report).await?.into()),
-            // It may have been accepted: it stays processing until a query settles it.
-            Err(e @ PayPlatformError::Unavailable(_)) => Err(platform_error(e)),
-            Err(e) => {
-                let failed = PlatformRefund {
-                    out_refund_no: out_refund_no.clone(),
-                    out_trade_no: Some(out_trade_no),
-                    refund_id: None,
-                    status: RefundStatus::Failed,
-                    amount: None,
-                    success_time: None,
-                };
-                self.apply_refund_report(tenant_id, &out_refund_no, &failed).await?;
-                Err(platform_error(e))
-            }
-        }
-    }
-
     /// A notification as received: verified and decrypted by the platform adapter with the
     /// tenant's keys, then [`handle_event`](Self::handle_event). Any error means "not
     /// accepted, nothing changed" and is answered in the platform's failure format.
@@ -582,18 +308,14 @@ impl PaymentService {
                     NotifyOutcome::Unknown
                 }
                 Some(tx) => {
-                    if report.amount.is_some_and(|a| a != tx.amount) {
-                        log::error!(
-                            "payment notification {}: out_trade_no {} reports {:?} fen, ordered {} fen",
-                            event.id,
-                            tx.out_trade_no,
-                            report.amount.map(Money::fen),
-                            tx.amount.fen()
-                        );
-                    }
-                    let before = (tx.trade_state, tx.transaction_id.clone());
+                    // A payment of another amount or currency is kept as a discrepancy, not paid.
+                    let before = (tx.trade_state, tx.transaction_id.clone(), tx.discrepancy.clone());
                     let after = self.apply_transaction_report(tenant_id, report).await?;
-                    if (after.trade_state, after.transaction_id) != before { NotifyOutcome::Applied } else { NotifyOutcome::Stale }
+                    if (after.trade_state, after.transaction_id, after.discrepancy) != before {
+                        NotifyOutcome::Applied
+                    } else {
+                        NotifyOutcome::Stale
+                    }
                 }
             },
             EventResource::Refund(report) => match self.repo.get_refund(tenant_id, report.out_refund_no.clone()).await? {
@@ -709,20 +431,36 @@ impl PaymentService {
     }
 
     /// Reads the transaction, lets `change` edit it (returning whether it did) and writes it
-    /// back conditionally on the state it was read in; after a lost race, reads and tries
-    /// again. Returns the transaction as stored.
-    async fn save_transaction(&self, tenant_id: Id, out_trade_no: &str, change: impl Fn(&mut Transaction) -> bool) -> Result<Transaction> {
+    /// back conditionally on the state it was read in, with what follows from the change in
+    /// the same database transaction (an event for the order it pays, a discrepancy's audit
+    /// record); after a lost race, reads and tries again. Returns the transaction as stored.
+    pub(super) async fn save_transaction(
+        &self,
+        tenant_id: Id,
+        out_trade_no: &str,
+        change: impl Fn(&mut Transaction) -> bool,
+    ) -> Result<Transaction> {
         for _ in 0..WRITE_ATTEMPTS {
-            let mut tx = self.transaction(tenant_id, out_trade_no).await?;
-            let read_state = tx.trade_state;
+            let before = self.transaction(tenant_id, out_trade_no).await?;
+            let mut tx = before.clone();
             if !change(&mut tx) {
                 return Ok(tx);
             }
             tx.updated_at = self.clock.now();
-            if self.repo.update_transaction(tx.clone(), read_state).await? {
-                if tx.trade_state != read_state {
-                    self.observe_transaction(&tx).await;
-                }
+            let mut effects = Effects::default();
+            let moved = tx.trade_state != before.trade_state || tx.discrepancy != before.discrepancy;
+            if moved {
+                effects.jobs.extend(self.order_event(&tx));
+            }
+            if let (Some(why), None) = (&tx.discrepancy, &before.discrepancy) {
+                log::error!("transaction {} of tenant {tenant_id}: discrepancy: {why}", tx.out_trade_no);
+                effects.audit = Some(
+                    AuditRecord::system(tx.updated_at, "payment.discrepancy", "payment_transaction", Some(tx.id))
+                        .owned_by(None, Some(tenant_id))
+                        .with_after(serde_json::json!({ "out_trade_no": tx.out_trade_no, "order_id": tx.order_id, "discrepancy": why })),
+                );
+            }
+            if self.repo.update_transaction(tx.clone(), before.trade_state, effects).await? {
                 return Ok(tx);
             }
         }
@@ -738,14 +476,48 @@ impl PaymentService {
             if !refund.apply(report, self.clock.now()) {
                 return Ok(refund);
             }
-            if self.repo.update_refund(refund.clone(), read_status).await? {
-                if refund.status != read_status {
-                    self.observe_refund(&refund).await;
-                }
+            let mut effects = Effects::default();
+            if refund.status != read_status {
+                effects.jobs.extend(self.order_refund_event(&refund));
+            }
+            if self.repo.update_refund(refund.clone(), read_status, effects).await? {
                 return Ok(refund);
             }
         }
         Err(Error::conflict("the refund kept changing while it was being updated; try again"))
+    }
+
+    /// The event that tells orders the money of `tx`'s order changed, if it pays one.
+    pub(super) fn order_event(&self, tx: &Transaction) -> Option<NewJob> {
+        tx.order_id.map(|order_id| order_changed(tx.tenant_id, order_id, self.clock.now()))
+    }
+
+    /// The event that tells orders a refund of their money changed, if it refunds an order.
+    pub(super) fn order_refund_event(&self, refund: &Refund) -> Option<NewJob> {
+        refund.order_id.map(|order_id| order_changed(refund.tenant_id, order_id, self.clock.now()))
+    }
+}
+
+/// `ledger.order_changed`: the money of order `order_id` changed in the ledger. Written in
+/// the same database transaction as the change; the server runs the orders' `sync` for it,
+/// which reads what the ledger holds now (so events may repeat or overtake each other).
+pub const ORDER_CHANGED: &str = "ledger.order_changed";
+
+/// The payload of an [`ORDER_CHANGED`] event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OrderChanged {
+    pub order_id: Id,
+}
+
+fn order_changed(tenant_id: Id, order_id: Id, now: Timestamp) -> NewJob {
+    NewJob {
+        kind: ORDER_CHANGED.into(),
+        tenant_id: Some(tenant_id),
+        payload: serde_json::json!({ "order_id": order_id }),
+        run_at: now,
+        // Never merged with a pending one: a run that already read the ledger would miss
+        // this change.
+        dedupe_key: None,
     }
 }
 

@@ -1,12 +1,13 @@
 //! The payment use cases against mocked storage, pay platform and key inspector.
 use crate::api::*;
 use crate::config::PaymentSettings;
-use crate::lifecycle::{RefundStatus, TradeState};
+use crate::lifecycle::TradeState;
 use crate::model::*;
 use crate::ports::{MockMerchantKeys, MockPayPlatform, MockPaymentRepo, PayPlatformError};
 use crate::service::{PaymentService, platform_error};
+use atrium_kernel::RefundStatus;
 use atrium_kernel::jobs::MockJobStore;
-use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Openid, Party, Secret, Timestamp};
+use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Openid, Party, PayParams, Secret, Timestamp};
 use chrono::{Duration, NaiveDate, TimeZone, Utc};
 use mockall::predicate::eq;
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,9 @@
 use actix_web::{HttpResponse, web};
 use atrium_payments::PayParams;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::json;
+use std::time::Duration;
 
 use super::{PaymentResult, RefundResult};
 use crate::platform::{Sandbox, bad_control};
@@ -111,6 +113,13 @@ pub(crate) async fn control_notify_lose(sb: web::Data<Sandbox>, body: web::Json<
     HttpResponse::Ok().json(json!({"times": body.times}))
 }
 
+/// A control call's JSON body; read by hand so that a wrong type or an unknown field is a
+/// 400 with a JSON message like every other refusal, not the framework's plain text. serde
+/// does not always name the field, so the message shows what the call takes.
+fn control_body<T: DeserializeOwned>(body: &[u8], takes: &str) -> Result<T, String> {
+    serde_json::from_slice(body).map_err(|e| format!("{takes}: {e}"))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PayFailRequest {
@@ -118,13 +127,49 @@ pub(crate) struct PayFailRequest {
     status: u16,
     code: Option<String>,
     times: Option<u32>,
+    /// Carry the call out first, then answer the failure: the answer is lost, not the call.
+    #[serde(default)]
+    after: bool,
 }
 
-pub(crate) async fn control_pay_fail(sb: web::Data<Sandbox>, body: web::Json<PayFailRequest>) -> HttpResponse {
+pub(crate) async fn control_pay_fail(sb: web::Data<Sandbox>, body: web::Bytes) -> HttpResponse {
+    let takes = r#"pay-fail takes {"path", "status": 400 to 599, "code"?, "times"?: 0 to 4294967295, "after"?: bool}"#;
+    let body: PayFailRequest = match control_body(&body, takes) {
+        Ok(b) => b,
+        Err(msg) => return bad_control(msg),
+    };
     let times = body.times.unwrap_or(1);
     let code = body.code.clone().unwrap_or_else(|| if body.status >= 500 { "SYSTEM_ERROR".into() } else { "INVALID_REQUEST".into() });
-    match sb.fail_next_pay_call(&body.path, body.status, &code, times) {
-        Ok(()) => HttpResponse::Ok().json(json!({"path": body.path, "status": body.status, "code": code, "times": times})),
+    let injected = if body.after {
+        sb.lose_next_pay_answers(&body.path, body.status, &code, times)
+    } else {
+        sb.fail_next_pay_call(&body.path, body.status, &code, times)
+    };
+    match injected {
+        Ok(()) => {
+            HttpResponse::Ok().json(json!({"path": body.path, "status": body.status, "code": code, "times": times, "after": body.after}))
+        }
+        Err(msg) => bad_control(msg),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PayDelayRequest {
+    path: String,
+    delay_ms: u64,
+    times: Option<u32>,
+}
+
+pub(crate) async fn control_pay_delay(sb: web::Data<Sandbox>, body: web::Bytes) -> HttpResponse {
+    let takes = r#"pay-delay takes {"path", "delay_ms": 0 to 30000, "times"?: 0 to 4294967295}"#;
+    let body: PayDelayRequest = match control_body(&body, takes) {
+        Ok(b) => b,
+        Err(msg) => return bad_control(msg),
+    };
+    let times = body.times.unwrap_or(1);
+    match sb.delay_next_pay_answers(&body.path, Duration::from_millis(body.delay_ms), times) {
+        Ok(()) => HttpResponse::Ok().json(json!({"path": body.path, "delay_ms": body.delay_ms, "times": times})),
         Err(msg) => bad_control(msg),
     }
 }

@@ -11,7 +11,7 @@ mod notify;
 
 pub(crate) use control::{
     control_merchant, control_notifications, control_notify_fail, control_notify_lose, control_notify_requests, control_pay,
-    control_pay_fail, control_refund,
+    control_pay_delay, control_pay_fail, control_refund,
 };
 pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification, SignedNotification};
 
@@ -184,7 +184,35 @@ struct InjectedPayFailure {
     path: String,
     status: u16,
     code: String,
+    /// The call is carried out before the failure is answered: an answer lost on its way.
+    after: bool,
     remaining: u32,
+}
+
+/// An injected failure as a call meets it.
+#[derive(Debug, PartialEq, Eq)]
+struct Injected {
+    status: u16,
+    code: String,
+    after: bool,
+}
+
+struct InjectedPayDelay {
+    path: String,
+    delay: Duration,
+    remaining: u32,
+}
+
+/// The longest an answer may be held back: well inside the 300 s the answer's signature is
+/// good for, and long enough to outlast any client's time-out.
+pub(crate) const MAX_PAY_DELAY: Duration = Duration::from_secs(30);
+
+/// Whether `path` is named by `pattern`: the same path, or a start followed by `*`.
+fn path_matches(pattern: &str, path: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => path.starts_with(prefix),
+        None => pattern == path,
+    }
 }
 
 /// The pay platform's state, inside the sandbox's one lock.
@@ -198,6 +226,7 @@ pub(crate) struct PayState {
     /// token → (mchid, bill bytes).
     bills: VecDeque<(String, String, Vec<u8>)>,
     failures: Vec<InjectedPayFailure>,
+    delays: Vec<InjectedPayDelay>,
     /// The pay mount's public URL for download addresses; `None`: from each request.
     public_base: Option<String>,
     next_id: u64,
@@ -213,16 +242,24 @@ impl PayState {
         self.next_id
     }
 
-    fn injected(&mut self, path: &str) -> Option<(u16, String)> {
-        let i = self.failures.iter().position(|f| match f.path.strip_suffix('*') {
-            Some(prefix) => path.starts_with(prefix),
-            None => f.path == path,
-        })?;
+    fn injected(&mut self, path: &str) -> Option<Injected> {
+        let i = self.failures.iter().position(|f| path_matches(&f.path, path))?;
         let f = &mut self.failures[i];
-        let out = (f.status, f.code.clone());
+        let out = Injected { status: f.status, code: f.code.clone(), after: f.after };
         f.remaining -= 1;
         if f.remaining == 0 {
             self.failures.remove(i);
+        }
+        Some(out)
+    }
+
+    fn delayed(&mut self, path: &str) -> Option<Duration> {
+        let i = self.delays.iter().position(|d| path_matches(&d.path, path))?;
+        let d = &mut self.delays[i];
+        let out = d.delay;
+        d.remaining -= 1;
+        if d.remaining == 0 {
+            self.delays.remove(i);
         }
         Some(out)
     }
@@ -347,6 +384,11 @@ fn is_out_trade_no(s: &str) -> bool {
 
 fn is_out_refund_no(s: &str) -> bool {
     (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'|' | b'*' | b'@'))
+}
+
+/// A path control calls may inject into: one of the pay platform's.
+fn check_injected_path(path: &str) -> Result<(), String> {
+    if path.starts_with("/v3/") { Ok(()) } else { Err("path must start with /v3/".into()) }
 }
 
 /// `https://…`, or `http://` to a loopback host; no query, no fragment, at most 256 bytes.
@@ -476,12 +518,21 @@ impl Sandbox {
 
     /// Makes the next `times` calls to pay platform path `path` (relative to the pay mount and
     /// without query, e.g. `/v3/pay/transactions/jsapi`; a trailing `*` matches any path with
-    /// that start) answer HTTP `status` (400–599) with `{"code": code}`, signed. Injections for
-    /// a path apply in the order they were made.
+    /// that start) answer HTTP `status` (400–599) with `{"code": code}`, signed, without doing
+    /// anything. Injections for a path apply in the order they were made.
     pub fn fail_next_pay_call(&self, path: &str, status: u16, code: &str, times: u32) -> Result<(), String> {
-        if !path.starts_with("/v3/") {
-            return Err("path must start with /v3/".into());
-        }
+        self.inject_pay_failure(path, status, code, times, false)
+    }
+
+    /// Like [`Sandbox::fail_next_pay_call`], but each of those calls is carried out first (the
+    /// order placed, the refund accepted, …) and only its answer is replaced by the failure:
+    /// the platform acted, its answer was lost.
+    pub fn lose_next_pay_answers(&self, path: &str, status: u16, code: &str, times: u32) -> Result<(), String> {
+        self.inject_pay_failure(path, status, code, times, true)
+    }
+
+    fn inject_pay_failure(&self, path: &str, status: u16, code: &str, times: u32, after: bool) -> Result<(), String> {
+        check_injected_path(path)?;
         if !(400..=599).contains(&status) {
             return Err("status must be 400 to 599".into());
         }
@@ -495,8 +546,32 @@ impl Sandbox {
         if state.pay.failures.len() >= KEEP_FAILURES {
             return Err(format!("at most {KEEP_FAILURES} injected failures may be pending"));
         }
-        state.pay.failures.push(InjectedPayFailure { path: path.to_owned(), status, code: code.to_owned(), remaining: times });
+        state.pay.failures.push(InjectedPayFailure { path: path.to_owned(), status, code: code.to_owned(), after, remaining: times });
         Ok(())
+    }
+
+    /// Holds back the next `times` answers to pay platform path `path` (matched as by
+    /// [`Sandbox::fail_next_pay_call`]) by `delay`, at most 30 s. The call is carried out
+    /// first, so a client that gives up waiting still finds its effect.
+    pub fn delay_next_pay_answers(&self, path: &str, delay: Duration, times: u32) -> Result<(), String> {
+        check_injected_path(path)?;
+        if delay > MAX_PAY_DELAY {
+            return Err(format!("delay_ms must be at most {}", MAX_PAY_DELAY.as_millis()));
+        }
+        if times == 0 || delay.is_zero() {
+            return Ok(());
+        }
+        let mut state = self.lock();
+        if state.pay.delays.len() >= KEEP_FAILURES {
+            return Err(format!("at most {KEEP_FAILURES} injected delays may be pending"));
+        }
+        state.pay.delays.push(InjectedPayDelay { path: path.to_owned(), delay, remaining: times });
+        Ok(())
+    }
+
+    /// How long to hold back the answer to a call of `path` (used up by asking).
+    fn take_pay_delay(&self, path: &str) -> Option<Duration> {
+        self.lock().pay.delayed(path)
     }
 
     /// The pay mount's public URL (e.g. `https://atrium.example.com/sandbox/pay`), used in bill
@@ -509,13 +584,24 @@ impl Sandbox {
     /// Answers one pay platform call: `path` relative to the pay mount, `raw_path_and_query`
     /// as signed, `base` the pay mount's absolute URL (for download addresses).
     fn pay_call(&self, method: &str, path: &str, raw_path_and_query: &str, auth: Option<&str>, body: &[u8], base: &str) -> Answer {
-        {
+        let injected = {
             let mut state = self.lock();
             *state.pay.calls.entry(format!("{method} {path}")).or_default() += 1;
-            if let Some((status, code)) = state.pay.injected(path) {
-                return Answer::error(status, &code, "injected failure");
+            state.pay.injected(path)
+        };
+        match injected {
+            None => self.carry_out(method, path, raw_path_and_query, auth, body, base),
+            Some(Injected { status, code, after: false }) => Answer::error(status, &code, "injected failure"),
+            Some(Injected { status, code, after: true }) => {
+                let done = self.carry_out(method, path, raw_path_and_query, auth, body, base);
+                log::info!("sandbox pay platform: {method} {path} answered {}, which is lost: {status} {code} instead", done.status);
+                Answer::error(status, &code, "injected failure after the call was carried out")
             }
         }
+    }
+
+    /// Does what a pay platform call does and answers it.
+    fn carry_out(&self, method: &str, path: &str, raw_path_and_query: &str, auth: Option<&str>, body: &[u8], base: &str) -> Answer {
         let mchid = match self.check_signature(method, raw_path_and_query, auth, body) {
             Ok(mchid) => mchid,
             Err(why) => {
@@ -879,6 +965,10 @@ pub(crate) async fn entry(sb: web::Data<Sandbox>, req: HttpRequest, body: web::B
     };
     let auth = req.headers().get("Authorization").and_then(|h| h.to_str().ok());
     let answer = sb.pay_call(req.method().as_str(), rel, &path_and_query, auth, &body, &base);
+    if let Some(delay) = sb.take_pay_delay(rel) {
+        // The work is done; only the answer is late. A timer, so the worker serves others meanwhile.
+        tokio::time::sleep(delay).await;
+    }
     let download = rel == "/v3/billdownload/file" && answer.status == 200;
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = HttpResponse::build(status);
@@ -963,14 +1053,70 @@ mod tests {
     fn injected_pay_failures_match_exact_paths_or_starts_and_run_out() {
         let sb = Sandbox::new();
         sb.fail_next_pay_call("/v3/pay/transactions/out-trade-no/*", 500, "SYSTEM_ERROR", 2).unwrap();
+        sb.lose_next_pay_answers("/v3/pay/transactions/out-trade-no/T1", 503, "LOST", 1).unwrap();
+        let refused = Some(Injected { status: 500, code: "SYSTEM_ERROR".into(), after: false });
         let mut state = sb.lock();
         assert_eq!(state.pay.injected("/v3/pay/transactions/jsapi"), None);
-        assert_eq!(state.pay.injected("/v3/pay/transactions/out-trade-no/T1"), Some((500, "SYSTEM_ERROR".into())));
-        assert_eq!(state.pay.injected("/v3/pay/transactions/out-trade-no/T2/close"), Some((500, "SYSTEM_ERROR".into())));
+        assert_eq!(state.pay.injected("/v3/pay/transactions/out-trade-no/T1"), refused);
+        assert_eq!(state.pay.injected("/v3/pay/transactions/out-trade-no/T2/close"), refused);
+        // Injections apply in the order they were made, lost answers as refusals.
+        assert_eq!(
+            state.pay.injected("/v3/pay/transactions/out-trade-no/T1"),
+            Some(Injected { status: 503, code: "LOST".into(), after: true })
+        );
         assert_eq!(state.pay.injected("/v3/pay/transactions/out-trade-no/T1"), None);
         drop(state);
         assert!(sb.fail_next_pay_call("/cgi-bin/token", 500, "X", 1).is_err());
         assert!(sb.fail_next_pay_call("/v3/x", 200, "X", 1).is_err());
+        assert!(sb.lose_next_pay_answers("/cgi-bin/token", 500, "X", 1).is_err());
+        assert!(sb.lose_next_pay_answers("/v3/x", 200, "X", 1).is_err());
+    }
+
+    #[test]
+    fn injected_pay_delays_match_like_failures_run_out_and_are_bounded() {
+        let sb = Sandbox::new();
+        sb.delay_next_pay_answers("/v3/refund/domestic/refunds*", Duration::from_millis(200), 2).unwrap();
+        sb.delay_next_pay_answers("/v3/pay/transactions/jsapi", MAX_PAY_DELAY, 1).unwrap();
+        let mut state = sb.lock();
+        assert_eq!(state.pay.delayed("/v3/pay/transactions/out-trade-no/T1"), None);
+        assert_eq!(state.pay.delayed("/v3/refund/domestic/refunds"), Some(Duration::from_millis(200)));
+        assert_eq!(state.pay.delayed("/v3/refund/domestic/refunds/R1"), Some(Duration::from_millis(200)));
+        assert_eq!(state.pay.delayed("/v3/refund/domestic/refunds"), None);
+        assert_eq!(state.pay.delayed("/v3/pay/transactions/jsapi"), Some(MAX_PAY_DELAY));
+        assert_eq!(state.pay.delayed("/v3/pay/transactions/jsapi"), None);
+        drop(state);
+        assert!(sb.delay_next_pay_answers("/v3/x", MAX_PAY_DELAY + Duration::from_millis(1), 1).is_err());
+        assert!(sb.delay_next_pay_answers("/cgi-bin/token", Duration::from_millis(1), 1).is_err());
+        // Nothing to hold back: nothing pending.
+        sb.delay_next_pay_answers("/v3/x", Duration::from_millis(1), 0).unwrap();
+        sb.delay_next_pay_answers("/v3/x", Duration::ZERO, 3).unwrap();
+        assert_eq!(sb.lock().pay.delayed("/v3/x"), None);
+    }
+
+    #[test]
+    fn a_refused_call_is_not_carried_out_and_a_lost_answer_is() {
+        let sb = Sandbox::new();
+        let m = sb.register_merchant("1900000109", "wx_mp").unwrap();
+        let order = |no: &str| {
+            json!({
+                "appid": "wx_mp", "mchid": "1900000109", "description": "Tea", "out_trade_no": no,
+                "notify_url": "http://127.0.0.1:9/n", "amount": {"total": 100}, "payer": {"openid": "o-ann"},
+            })
+            .to_string()
+        };
+        let jsapi = "/v3/pay/transactions/jsapi";
+        sb.fail_next_pay_call(jsapi, 500, "SYSTEM_ERROR", 1).unwrap();
+        assert_eq!(code(&call(&sb, &m, "POST", jsapi, &order("T000001"), 0)), (500, "SYSTEM_ERROR".into()));
+        assert_eq!(sb.trade_state("1900000109", "T000001"), None);
+
+        sb.lose_next_pay_answers(jsapi, 504, "GATEWAY_TIMEOUT", 1).unwrap();
+        assert_eq!(code(&call(&sb, &m, "POST", jsapi, &order("T000002"), 0)), (504, "GATEWAY_TIMEOUT".into()));
+        assert_eq!(sb.trade_state("1900000109", "T000002"), Some(TradeState::NotPay));
+        // The retry finds the order the lost answer was about.
+        let prepay_id = sb.lock().pay.orders[&("1900000109".to_owned(), "T000002".to_owned())].prepay_id.clone();
+        let retried = call(&sb, &m, "POST", jsapi, &order("T000002"), 0);
+        assert_eq!(retried.body.unwrap()["prepay_id"], prepay_id.as_str());
+        assert_eq!(sb.pay_calls("POST /v3/pay/transactions/jsapi"), 3);
     }
 
     /// Calls the pay platform as merchant `m` would, `skew` seconds off the clock.

@@ -1,20 +1,18 @@
-//! [`OrderRepo`]: orders with their items and refunds. Status changes are conditional updates
-//! against the status read; a refund reservation and a refund's settlement are write
-//! transactions that lock the order's row first, so refunds of one order never together
-//! exceed what was paid and the order's refunded amount always sums its succeeded refunds.
+//! [`OrderRepo`]: orders with their items, and — read from the ledger's tables, never written
+//! here — their refunds. What an order knows of its money is written by conditional updates
+//! against what was read, so an older view of the ledger never overwrites a newer one.
 use super::OrdersStore;
 use crate::audit_log::{audit_created, write_audit};
-use crate::db::{DbConn, MultiBackend, first_for_update};
+use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::org::{like_pattern, lower, nothing, page, parse_enum, searchable, total};
-use crate::schema::{order_items, order_refunds, orders, tenants};
+use crate::schema::{order_items, orders, payment_refunds, payment_transactions, tenants};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, SortOrder, Timestamp};
 use atrium_orders::{
-    Order, OrderItem, OrderQuery, OrderRepo, OrderSort, OrderStatus, OrderTenant, Payment, PaymentMethod, Refund, RefundReservation,
-    RefundStatus,
+    Order, OrderItem, OrderQuery, OrderRepo, OrderSort, OrderState, OrderStatus, OrderTenant, Payment, PaymentMethod, Refund, RefundStatus,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -46,6 +44,7 @@ struct OrderRow {
     created_by: Option<i64>,
     created_at: NaiveDateTime,
     updated_at: NaiveDateTime,
+    discrepancy: Option<String>,
 }
 
 fn order_row(o: &Order) -> OrderRow {
@@ -70,6 +69,7 @@ fn order_row(o: &Order) -> OrderRow {
         created_by: o.created_by,
         created_at: to_db(o.created_at),
         updated_at: to_db(o.updated_at),
+        discrepancy: o.discrepancy.clone(),
     }
 }
 
@@ -96,6 +96,7 @@ fn order_from_row(r: OrderRow, partner_id: Option<Id>, items: Vec<OrderItem>, re
         items,
         openid: r.openid,
         payment,
+        discrepancy: r.discrepancy,
         refunds,
         expires_at: from_db(r.expires_at),
         created_by: r.created_by,
@@ -113,47 +114,38 @@ struct ItemRow {
     unit_price: i64,
 }
 
-#[derive(Queryable, Selectable, Insertable)]
-#[diesel(table_name = order_refunds, treat_none_as_null = true)]
+/// A ledger refund of an order, as orders show it.
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = payment_refunds)]
 struct RefundRow {
-    #[diesel(skip_insertion)]
     id: i64,
     tenant_id: i64,
-    order_id: i64,
+    order_id: Option<i64>,
     out_refund_no: String,
     amount: i64,
     status: String,
     reason: Option<String>,
-    settled_at: Option<NaiveDateTime>,
+    succeeded_at: Option<NaiveDateTime>,
     created_at: NaiveDateTime,
     updated_at: NaiveDateTime,
 }
 
-fn refund_row(r: &Refund) -> RefundRow {
-    RefundRow {
-        id: r.id,
-        tenant_id: r.tenant_id,
-        order_id: r.order_id,
-        out_refund_no: r.out_refund_no.clone(),
-        amount: r.amount.fen(),
-        status: r.status.as_str().to_owned(),
-        reason: r.reason.clone(),
-        settled_at: r.settled_at.map(to_db),
-        created_at: to_db(r.created_at),
-        updated_at: to_db(r.updated_at),
-    }
-}
-
-fn refund_from_row(r: RefundRow) -> Result<Refund> {
+fn refund_from_row(r: RefundRow, order_id: Id) -> Result<Refund> {
+    let status = parse_enum(&r.status, RefundStatus::parse, "refund status")?;
+    let settled_at = match status {
+        RefundStatus::Processing => None,
+        RefundStatus::Succeeded => Some(r.succeeded_at.unwrap_or(r.updated_at)),
+        RefundStatus::Failed | RefundStatus::Closed => Some(r.updated_at),
+    };
     Ok(Refund {
         id: r.id,
-        order_id: r.order_id,
+        order_id,
         tenant_id: r.tenant_id,
         out_refund_no: r.out_refund_no,
         amount: Money::from_fen(r.amount),
-        status: parse_enum(&r.status, RefundStatus::parse, "refund status")?,
+        status,
         reason: r.reason,
-        settled_at: r.settled_at.map(from_db),
+        settled_at: settled_at.map(from_db),
         created_at: from_db(r.created_at),
         updated_at: from_db(r.updated_at),
     })
@@ -219,14 +211,16 @@ fn assemble(conn: &mut DbConn, rows: Vec<(OrderRow, Option<Id>)>) -> Result<Vec<
                 unit_price: Money::from_fen(i.unit_price),
             });
         }
-        let refund_rows: Vec<RefundRow> = order_refunds::table
-            .filter(order_refunds::order_id.eq_any(chunk))
-            .order(order_refunds::id.asc())
+        let refund_rows: Vec<RefundRow> = payment_refunds::table
+            .filter(payment_refunds::order_id.eq_any(chunk))
+            .order(payment_refunds::id.asc())
             .select(RefundRow::as_select())
             .load(conn)
             .map_err(db_error)?;
         for r in refund_rows {
-            refunds.entry(r.order_id).or_default().push(refund_from_row(r)?);
+            if let Some(order_id) = r.order_id {
+                refunds.entry(order_id).or_default().push(refund_from_row(r, order_id)?);
+            }
         }
     }
     rows.into_iter()
@@ -242,133 +236,6 @@ fn one(conn: &mut DbConn, row: Option<(OrderRow, Option<Id>)>) -> Result<Option<
         Some(row) => Ok(assemble(conn, vec![row])?.pop()),
         None => Ok(None),
     }
-}
-
-/// The tenant's order `id`, whatever the caller's scope.
-fn order_of_tenant(conn: &mut DbConn, tenant_id: Id, id: Id) -> Result<Option<Order>> {
-    let row = orders::table
-        .inner_join(tenants::table)
-        .filter(orders::id.eq(id))
-        .filter(orders::tenant_id.eq(tenant_id))
-        .select((OrderRow::as_select(), tenants::partner_id))
-        .first(conn)
-        .optional()
-        .map_err(db_error)?;
-    one(conn, row)
-}
-
-fn refund_by_number(conn: &mut DbConn, tenant_id: Id, out_refund_no: &str) -> Result<Option<Refund>> {
-    let row: Option<RefundRow> = order_refunds::table
-        .filter(order_refunds::tenant_id.eq(tenant_id))
-        .filter(order_refunds::out_refund_no.eq(out_refund_no))
-        .select(RefundRow::as_select())
-        .first(conn)
-        .optional()
-        .map_err(db_error)?;
-    row.map(refund_from_row).transpose()
-}
-
-/// The tenant's order `order_id`, locked until the end of the write transaction (see
-/// [`first_for_update!`]): its paid amount and status.
-fn lock_order(conn: &mut DbConn, tenant_id: Id, order_id: Id) -> Result<Option<(Money, OrderStatus)>> {
-    let locked: Option<(i64, String)> = first_for_update!(
-        conn,
-        orders::table.filter(orders::id.eq(order_id)).filter(orders::tenant_id.eq(tenant_id)).select((orders::paid_amount, orders::status))
-    )
-    .map_err(db_error)?;
-    locked.map(|(paid, status)| Ok((Money::from_fen(paid), parse_enum(&status, OrderStatus::parse, "order status")?))).transpose()
-}
-
-/// Sums the order's succeeded refunds into its `refunded_amount` and sets its status to
-/// match; the caller holds the order's lock.
-fn settle_order(conn: &mut DbConn, order_id: Id, paid: Money, status: OrderStatus, at: Timestamp) -> Result<()> {
-    let succeeded: Vec<i64> = order_refunds::table
-        .filter(order_refunds::order_id.eq(order_id))
-        .filter(order_refunds::status.eq(RefundStatus::Succeeded.as_str()))
-        .select(order_refunds::amount)
-        .load(conn)
-        .map_err(db_error)?;
-    let refunded = Money::checked_sum(succeeded.into_iter().map(Money::from_fen))
-        .map_err(|_| Error::internal(format!("the refunds of order {order_id} overflow")))?;
-    diesel::update(orders::table.find(order_id))
-        .set((
-            orders::refunded_amount.eq(refunded.fen()),
-            orders::status.eq(status.with_refunded(paid, refunded).as_str()),
-            orders::updated_at.eq(to_db(at)),
-        ))
-        .execute(conn)
-        .map_err(db_error)?;
-    Ok(())
-}
-
-fn reserve(conn: &mut DbConn, refund: Refund, max_refunds: u32, audit: &AuditRecord) -> Result<RefundReservation> {
-    // The lock first: from here on no other write of this order runs.
-    let locked = lock_order(conn, refund.tenant_id, refund.order_id)?;
-    if let Some(existing) = refund_by_number(conn, refund.tenant_id, &refund.out_refund_no)? {
-        return Ok(RefundReservation::Existing(existing));
-    }
-    let Some((paid, status)) = locked else {
-        return Err(Error::NotFound("order"));
-    };
-    if !matches!(status, OrderStatus::Paid | OrderStatus::PartiallyRefunded) {
-        return Err(Error::conflict(format!("only a paid order can be refunded; this one is {}", status.as_str())));
-    }
-    let refunds: Vec<(i64, String)> = order_refunds::table
-        .filter(order_refunds::order_id.eq(refund.order_id))
-        .select((order_refunds::amount, order_refunds::status))
-        .load(conn)
-        .map_err(db_error)?;
-    if refunds.len() >= max_refunds as usize {
-        return Ok(RefundReservation::TooManyRefunds);
-    }
-    let mut held = Money::ZERO;
-    for (amount, status) in &refunds {
-        if parse_enum(status, RefundStatus::parse, "refund status")?.holds_amount() {
-            held = held.checked_add(Money::from_fen(*amount)).map_err(|_| Error::internal("refund amounts overflow"))?;
-        }
-    }
-    let refundable = paid.checked_sub(held).unwrap_or(Money::ZERO).max(Money::ZERO);
-    if refund.amount > refundable {
-        return Ok(RefundReservation::ExceedsPaid { refundable });
-    }
-    let id: i64 =
-        diesel::insert_into(order_refunds::table).values(refund_row(&refund)).returning(order_refunds::id).get_result(conn).map_err(
-            |e| match db_error(e) {
-                Error::Conflict(_) => Error::conflict(format!("out_refund_no {} is already used", refund.out_refund_no)),
-                other => other,
-            },
-        )?;
-    settle_order(conn, refund.order_id, paid, status, refund.updated_at)?;
-    write_audit(conn, audit)?;
-    let order = order_of_tenant(conn, refund.tenant_id, refund.order_id)?.ok_or(Error::NotFound("order"))?;
-    Ok(RefundReservation::Reserved { order: Box::new(order), refund: Refund { id, ..refund } })
-}
-
-fn update_refund(conn: &mut DbConn, refund: &Refund, read_status: RefundStatus, audit: &AuditRecord) -> Result<bool> {
-    // The order's lock first, so settlements of two of its refunds sum one after the other.
-    let Some((paid, status)) = lock_order(conn, refund.tenant_id, refund.order_id)? else {
-        return Ok(false);
-    };
-    let n = diesel::update(
-        order_refunds::table
-            .filter(order_refunds::tenant_id.eq(refund.tenant_id))
-            .filter(order_refunds::order_id.eq(refund.order_id))
-            .filter(order_refunds::out_refund_no.eq(&refund.out_refund_no))
-            .filter(order_refunds::status.eq(read_status.as_str())),
-    )
-    .set((
-        order_refunds::status.eq(refund.status.as_str()),
-        order_refunds::settled_at.eq(refund.settled_at.map(to_db)),
-        order_refunds::updated_at.eq(to_db(refund.updated_at)),
-    ))
-    .execute(conn)
-    .map_err(db_error)?;
-    if n == 0 {
-        return Ok(false);
-    }
-    settle_order(conn, refund.order_id, paid, status, refund.updated_at)?;
-    write_audit(conn, audit)?;
-    Ok(true)
 }
 
 #[async_trait]
@@ -390,6 +257,16 @@ impl OrderRepo for OrdersStore {
     async fn insert_order(&self, order: Order, audit: AuditRecord) -> Result<Order> {
         self.db
             .write(move |conn| {
+                // An order's number is also its platform number: none of the ledger's may have it.
+                let taken: i64 = payment_transactions::table
+                    .filter(payment_transactions::tenant_id.eq(order.tenant_id))
+                    .filter(payment_transactions::out_trade_no.eq(&order.order_no))
+                    .count()
+                    .get_result(conn)
+                    .map_err(db_error)?;
+                if taken > 0 {
+                    return Err(Error::conflict(format!("order_no {} is a payment transaction's number", order.order_no)));
+                }
                 let id: i64 =
                     diesel::insert_into(orders::table).values(order_row(&order)).returning(orders::id).get_result(conn).map_err(|e| {
                         match db_error(e) {
@@ -453,28 +330,34 @@ impl OrderRepo for OrdersStore {
             .await
     }
 
-    async fn update_order(&self, order: Order, read_status: OrderStatus, audit: AuditRecord) -> Result<bool> {
+    async fn update_order(&self, order: Order, read: OrderState, audit: AuditRecord) -> Result<bool> {
         self.db
             .write(move |conn| {
                 let p = order.payment.as_ref();
-                let n = diesel::update(
-                    orders::table
-                        .filter(orders::id.eq(order.id))
-                        .filter(orders::tenant_id.eq(order.tenant_id))
-                        .filter(orders::status.eq(read_status.as_str())),
-                )
-                .set((
+                let target = orders::table
+                    .filter(orders::id.eq(order.id))
+                    .filter(orders::tenant_id.eq(order.tenant_id))
+                    .filter(orders::status.eq(read.status.as_str()))
+                    .filter(orders::paid_amount.eq(read.paid_amount.fen()))
+                    .filter(orders::refunded_amount.eq(read.refunded_amount.fen()));
+                let changes = (
                     orders::status.eq(order.status.as_str()),
                     orders::paid_amount.eq(order.paid_amount.fen()),
+                    orders::refunded_amount.eq(order.refunded_amount.fen()),
                     orders::openid.eq(&order.openid),
                     orders::pay_method.eq(p.map(|p| p.method.as_str())),
                     orders::transaction_id.eq(p.and_then(|p| p.transaction_id.as_deref())),
                     orders::paid_at.eq(p.and_then(|p| p.paid_at).map(to_db)),
                     orders::pay_reference.eq(p.and_then(|p| p.reference.as_deref())),
                     orders::paid_by.eq(p.and_then(|p| p.paid_by)),
+                    orders::discrepancy.eq(&order.discrepancy),
                     orders::updated_at.eq(to_db(order.updated_at)),
-                ))
-                .execute(conn)
+                );
+                let n = if read.discrepancy {
+                    diesel::update(target.filter(orders::discrepancy.is_not_null())).set(changes).execute(conn)
+                } else {
+                    diesel::update(target.filter(orders::discrepancy.is_null())).set(changes).execute(conn)
+                }
                 .map_err(db_error)?;
                 if n == 0 {
                     return Ok(false);
@@ -485,34 +368,6 @@ impl OrderRepo for OrdersStore {
             .await
     }
 
-    async fn order_by_out_trade_no(&self, tenant_id: Id, out_trade_no: String) -> Result<Option<Order>> {
-        self.db
-            .run(move |conn| {
-                let row = orders::table
-                    .inner_join(tenants::table)
-                    .filter(orders::tenant_id.eq(tenant_id))
-                    .filter(orders::out_trade_no.eq(&out_trade_no))
-                    .select((OrderRow::as_select(), tenants::partner_id))
-                    .first(conn)
-                    .optional()
-                    .map_err(db_error)?;
-                one(conn, row)
-            })
-            .await
-    }
-
-    async fn refund_by_out_refund_no(&self, tenant_id: Id, out_refund_no: String) -> Result<Option<Refund>> {
-        self.db.run(move |conn| refund_by_number(conn, tenant_id, &out_refund_no)).await
-    }
-
-    async fn reserve_refund(&self, refund: Refund, max_refunds: u32, audit: AuditRecord) -> Result<RefundReservation> {
-        self.db.write(move |conn| reserve(conn, refund, max_refunds, &audit)).await
-    }
-
-    async fn update_refund(&self, refund: Refund, read_status: RefundStatus, audit: AuditRecord) -> Result<bool> {
-        self.db.write(move |conn| update_refund(conn, &refund, read_status, &audit)).await
-    }
-
     async fn due_for_expiry(&self, now: Timestamp, limit: u32) -> Result<Vec<Order>> {
         self.db
             .run(move |conn| {
@@ -520,6 +375,7 @@ impl OrderRepo for OrdersStore {
                     .inner_join(tenants::table)
                     .filter(orders::status.eq_any([OrderStatus::Pending.as_str(), OrderStatus::Paying.as_str()]))
                     .filter(orders::expires_at.le(to_db(now)))
+                    .filter(orders::discrepancy.is_null())
                     .order((orders::expires_at.asc(), orders::id.asc()))
                     .limit(i64::from(limit))
                     .select((OrderRow::as_select(), tenants::partner_id))

@@ -12,6 +12,8 @@ pub(crate) struct AmountAnswer {
     payer_total: Option<i64>,
     #[serde(default)]
     refund: Option<i64>,
+    #[serde(default)]
+    currency: Option<String>,
 }
 
 /// A transaction: the query answer and the `TRANSACTION.*` resource.
@@ -81,12 +83,13 @@ fn time(t: Option<String>) -> Result<Option<Timestamp>, String> {
 impl TransactionAnswer {
     pub(crate) fn into_report(self) -> Result<PlatformTransaction, String> {
         let trade_state = TradeState::parse(&self.trade_state).ok_or_else(|| format!("unknown trade_state {:?}", self.trade_state))?;
-        let (total, payer_total) = self.amount.map_or((None, None), |a| (a.total, a.payer_total));
+        let (total, payer_total, currency) = self.amount.map_or((None, None, None), |a| (a.total, a.payer_total, a.currency));
         Ok(PlatformTransaction {
             out_trade_no: self.out_trade_no,
             trade_state,
             transaction_id: self.transaction_id.filter(|s| !s.is_empty()),
             amount: money(total)?,
+            currency,
             payer_total: money(payer_total)?,
             success_time: time(self.success_time)?,
         })

@@ -29,7 +29,7 @@ fn new_order(amount: Option<i64>, items: Option<Vec<(i64, i64)>>) -> NewOrder {
 async fn a_tenant_user_creates_a_pending_order_of_its_tenant_with_an_audit_record() {
     let db = Db::default();
 
-    let view = svc(&db, MockOrderPayments::new()).create(&tenant_actor(), new_order(Some(1200), None)).await.unwrap();
+    let view = svc(&db, &Ledger::default()).create(&tenant_actor(), new_order(Some(1200), None)).await.unwrap();
 
     assert_eq!((view.status, view.amount, view.paid_amount), (OrderStatus::Pending, Money::from_fen(1200), Money::ZERO));
     assert_eq!((view.tenant_id, view.partner_id, view.created_by), (TENANT, Some(PARTNER), Some(USER)));
@@ -46,7 +46,7 @@ async fn a_tenant_user_creates_a_pending_order_of_its_tenant_with_an_audit_recor
 #[tokio::test]
 async fn the_amount_of_an_order_with_items_is_their_sum() {
     let db = Db::default();
-    let svc = svc(&db, MockOrderPayments::new());
+    let svc = svc(&db, &Ledger::default());
 
     let summed = svc.create(&tenant_actor(), new_order(None, Some(vec![(2, 4400), (1, 0), (3, 1)]))).await.unwrap();
     let agreeing = svc.create(&tenant_actor(), new_order(Some(8803), Some(vec![(2, 4400), (3, 1)]))).await.unwrap();
@@ -61,7 +61,7 @@ async fn the_amount_of_an_order_with_items_is_their_sum() {
 async fn an_amount_that_disagrees_with_the_items_is_rejected_naming_the_amount() {
     let db = Db::default();
 
-    let err = svc(&db, MockOrderPayments::new()).create(&tenant_actor(), new_order(Some(100), Some(vec![(1, 99)]))).await.unwrap_err();
+    let err = svc(&db, &Ledger::default()).create(&tenant_actor(), new_order(Some(100), Some(vec![(1, 99)]))).await.unwrap_err();
 
     assert_eq!(fields_of(&err), ["amount"]);
     assert!(err.to_string().contains("99 fen"), "{err}");
@@ -70,7 +70,7 @@ async fn an_amount_that_disagrees_with_the_items_is_rejected_naming_the_amount()
 
 #[tokio::test]
 async fn an_order_needs_a_positive_amount_or_items() {
-    let svc = svc(&Db::default(), MockOrderPayments::new());
+    let svc = svc(&Db::default(), &Ledger::default());
 
     let neither = svc.create(&tenant_actor(), new_order(None, None)).await.unwrap_err();
     let zero = svc.create(&tenant_actor(), new_order(Some(0), None)).await.unwrap_err();
@@ -85,7 +85,7 @@ async fn an_order_needs_a_positive_amount_or_items() {
 
 #[tokio::test]
 async fn bad_items_are_rejected_naming_each_one() {
-    let svc = svc(&Db::default(), MockOrderPayments::new());
+    let svc = svc(&Db::default(), &Ledger::default());
     let max = Money::MAX_INPUT.fen();
 
     let err = svc.create(&tenant_actor(), new_order(None, Some(vec![(0, 1), (1, 1), (-2, 1), (1_000_001, 1)]))).await.unwrap_err();
@@ -102,8 +102,7 @@ async fn bad_items_are_rejected_naming_each_one() {
 #[tokio::test]
 async fn a_line_whose_total_overflows_is_rejected_not_wrapped() {
     let settings = OrderSettings { max_quantity: i64::MAX, ..OrderSettings::default() };
-    let svc =
-        OrderService::new(Arc::new(Db::default().repo()), Arc::new(MockOrderPayments::new()), Arc::new(FixedClock::new(now())), settings);
+    let svc = svc_with(&Db::default(), &Ledger::default(), settings);
 
     let err = svc.create(&tenant_actor(), new_order(None, Some(vec![(i64::MAX, 2)]))).await.unwrap_err();
 
@@ -113,7 +112,7 @@ async fn a_line_whose_total_overflows_is_rejected_not_wrapped() {
 #[tokio::test]
 async fn the_expiry_is_bounded_and_every_problem_is_named_at_once() {
     let db = Db::default();
-    let svc = svc(&db, MockOrderPayments::new());
+    let svc = svc(&db, &Ledger::default());
     let expiring = |secs| NewOrder { expires_in: Some(secs), ..new_order(Some(1), None) };
 
     let shortest = svc.create(&tenant_actor(), expiring(60)).await.unwrap();
@@ -131,7 +130,7 @@ async fn the_expiry_is_bounded_and_every_problem_is_named_at_once() {
 
 #[tokio::test]
 async fn a_platform_caller_names_the_tenant_and_an_unseen_tenant_is_no_such_tenant() {
-    let svc = svc(&Db::default(), MockOrderPayments::new());
+    let svc = svc(&Db::default(), &Ledger::default());
     let named = |tenant_id| NewOrder { tenant_id, ..new_order(Some(1), None) };
 
     let unnamed = svc.create(&platform_actor(), named(None)).await.unwrap_err();
@@ -158,8 +157,7 @@ async fn a_taken_order_number_is_drawn_again() {
         seen.push(o.order_no.clone());
         if seen.len() == 1 { Err(Error::conflict("order no already exists")) } else { Ok(Order { id: 7, ..o }) }
     });
-    let svc =
-        OrderService::new(Arc::new(repo), Arc::new(MockOrderPayments::new()), Arc::new(FixedClock::new(now())), OrderSettings::default());
+    let svc = OrderService::new(Arc::new(repo), Arc::new(Ledger::default()), Arc::new(FixedClock::new(now())), OrderSettings::default());
 
     let view = svc.create(&tenant_actor(), new_order(Some(1), None)).await.unwrap();
 
@@ -171,7 +169,7 @@ async fn a_taken_order_number_is_drawn_again() {
 #[tokio::test]
 async fn an_order_out_of_scope_is_not_found() {
     let db = Db::with(vec![order(1, OrderStatus::Pending)]);
-    let svc = svc(&db, MockOrderPayments::new());
+    let svc = svc(&db, &Ledger::default());
 
     for actor in [other_tenant_actor(), partner_actor(OTHER_PARTNER)] {
         let err = svc.get(&actor, 1).await.unwrap_err();
@@ -189,7 +187,7 @@ async fn a_list_is_the_callers_scope_as_views() {
     theirs.tenant_id = OTHER_TENANT;
     theirs.partner_id = Some(OTHER_PARTNER);
     let db = Db::with(vec![order(1, OrderStatus::Pending), theirs, paid(3, PaymentMethod::Offline)]);
-    let svc = svc(&db, MockOrderPayments::new());
+    let svc = svc(&db, &Ledger::default());
     let query = |status: Option<OrderStatus>| OrderQuery::try_from(OrderListParams { status, ..Default::default() }).unwrap();
 
     let mine = svc.list(&tenant_actor(), query(None)).await.unwrap();
@@ -200,4 +198,32 @@ async fn a_list_is_the_callers_scope_as_views() {
     assert_eq!((all.total, all.page, all.page_size), (3, 1, 20));
     assert_eq!(paid_only.items.iter().map(|o| o.id).collect::<Vec<_>>(), [3]);
     assert_eq!(paid_only.items[0].payment.as_ref().map(|p| p.method), Some(PaymentMethod::Offline));
+}
+
+#[tokio::test]
+async fn an_order_of_another_tenant_is_not_found_for_every_use_case() {
+    let db = Db::with(vec![order(1, OrderStatus::Pending), paid(2, PaymentMethod::WechatJsapi)]);
+    let ledger = Ledger::default();
+    ledger.set(2, Some(online_paid(&db.order(2))), Vec::new());
+    let svc = svc(&db, &ledger);
+    let jsapi = || crate::api::PayOrder::WechatJsapi { openid: None };
+    let cash = || crate::api::PayOrder::Offline { reference: crate::api::PaymentReference::parse("CASH-1").unwrap() };
+    let refund = || crate::api::NewRefund { amount: Money::from_fen(1), reason: None };
+
+    for actor in [other_tenant_actor(), partner_actor(OTHER_PARTNER)] {
+        let errors = [
+            svc.get(&actor, 1).await.unwrap_err(),
+            svc.pay(&actor, 1, jsapi()).await.unwrap_err(),
+            svc.pay(&actor, 1, cash()).await.unwrap_err(),
+            svc.refund(&actor, 2, refund(), None).await.unwrap_err(),
+        ];
+        for err in errors {
+            assert!(matches!(err, Error::NotFound("order")), "{err:?}");
+        }
+    }
+    assert_eq!(svc.sync(OTHER_TENANT, 2).await.unwrap(), crate::service::EventOutcome::Unknown);
+
+    assert!(ledger.calls().is_empty(), "the ledger is never asked: {:?}", ledger.calls());
+    assert_eq!((db.order(1).status, db.order(2).status), (OrderStatus::Pending, OrderStatus::Paid));
+    assert!(db.audits().is_empty());
 }

@@ -1,0 +1,257 @@
+//! Syncing an order with the ledger: the projection on its own, then `sync` writing it
+//! (once, conditionally, retried when it lost a race).
+use super::*;
+use crate::service::EventOutcome;
+use crate::service::orders::project;
+
+fn money(payment: Option<LedgerPayment>, refunds: Vec<Refund>) -> OrderMoney {
+    OrderMoney { payment, refunds }
+}
+
+/// The projection of `order` at `now()`, with its audit action.
+fn projected(order: &Order, money: &OrderMoney) -> Option<(Order, &'static str)> {
+    project(order, money, now()).unwrap()
+}
+
+#[test]
+fn without_a_ledger_payment_the_order_is_unchanged() {
+    for status in [OrderStatus::Pending, OrderStatus::Paying] {
+        let o = expired(1, status, Duration::hours(1));
+        assert_eq!(projected(&o, &OrderMoney::default()), None, "{status:?}");
+    }
+}
+
+#[test]
+fn a_paid_ledger_payment_is_recorded_in_full() {
+    let o = order(1, OrderStatus::Paying);
+    let paid_at = now() - Duration::seconds(30);
+    let ledger = online(&o, PaymentState::Paid { transaction_id: Some("4200000009".into()), paid_at });
+
+    let (next, action) = projected(&o, &money(Some(ledger), vec![])).unwrap();
+
+    assert_eq!(action, "order.paid");
+    assert_eq!((next.status, next.paid_amount, next.refunded_amount), (OrderStatus::Paid, Money::from_fen(1000), Money::ZERO));
+    assert_eq!(
+        next.payment,
+        Some(Payment {
+            method: PaymentMethod::WechatJsapi,
+            out_trade_no: Some(o.order_no.clone()),
+            transaction_id: Some("4200000009".into()),
+            paid_at: Some(paid_at),
+            reference: None,
+            paid_by: None,
+        })
+    );
+    assert_eq!((next.discrepancy, next.updated_at), (None, now()));
+}
+
+#[test]
+fn a_payment_beats_a_close_the_money_was_taken() {
+    for status in [OrderStatus::Pending, OrderStatus::Closed] {
+        let o = order(1, status);
+
+        let (next, action) = projected(&o, &money(Some(online_paid(&o)), vec![])).unwrap();
+
+        assert_eq!((next.status, next.paid_amount, action), (OrderStatus::Paid, Money::from_fen(1000), "order.paid"), "{status:?}");
+    }
+}
+
+#[test]
+fn only_succeeded_refunds_count_and_the_status_follows_them() {
+    let o = paid(1, PaymentMethod::WechatJsapi);
+    let r = |id, fen, status| refund(&o, id, fen, status);
+    let pending_only = money(Some(online_paid(&o)), vec![r(1, 300, RefundStatus::Processing), r(2, 200, RefundStatus::Failed)]);
+    let part = money(
+        Some(online_paid(&o)),
+        vec![r(1, 300, RefundStatus::Succeeded), r(2, 200, RefundStatus::Failed), r(3, 100, RefundStatus::Closed)],
+    );
+    let all = money(
+        Some(online_paid(&o)),
+        vec![r(1, 300, RefundStatus::Succeeded), r(2, 200, RefundStatus::Failed), r(4, 700, RefundStatus::Succeeded)],
+    );
+
+    assert_eq!(projected(&o, &pending_only), None, "a processing or failed refund refunds nothing");
+    let (partly, action) = projected(&o, &part).unwrap();
+    assert_eq!(
+        (partly.status, partly.refunded_amount, action),
+        (OrderStatus::PartiallyRefunded, Money::from_fen(300), "order.refund_settled")
+    );
+    assert_eq!(partly.refunds, part.refunds, "the ledger's refunds are shown");
+    let (full, _) = projected(&partly, &all).unwrap();
+    assert_eq!((full.status, full.refunded_amount), (OrderStatus::Refunded, Money::from_fen(1000)));
+}
+
+#[test]
+fn an_unpaid_ledger_payment_moves_only_a_pending_order_to_paying() {
+    let pending = Order { openid: None, ..order(1, OrderStatus::Pending) };
+    let ledger = money(Some(online(&pending, PaymentState::Unpaid)), vec![]);
+
+    let (next, action) = projected(&pending, &ledger).unwrap();
+
+    assert_eq!((next.status, next.openid.as_deref(), action), (OrderStatus::Paying, Some("o-ann"), "order.paying"));
+    assert_eq!(next.payment, order(1, OrderStatus::Paying).payment);
+    for status in [OrderStatus::Paying, OrderStatus::Paid, OrderStatus::Closed] {
+        assert_eq!(projected(&order(1, status), &ledger), None, "{status:?}");
+    }
+}
+
+#[test]
+fn a_closed_ledger_payment_closes_only_an_unpaid_order_past_its_expiry() {
+    let o = order(1, OrderStatus::Paying);
+    let closed = money(Some(online(&o, PaymentState::Closed)), vec![]);
+
+    for status in [OrderStatus::Pending, OrderStatus::Paying] {
+        let (next, action) = projected(&expired(1, status, Duration::seconds(0)), &closed).unwrap();
+        assert_eq!((next.status, action), (OrderStatus::Closed, "order.close"), "{status:?}");
+    }
+    assert_eq!(projected(&o, &closed), None, "not expired yet: an offline payment may follow the close");
+    assert_eq!(projected(&Order { expires_at: now() - Duration::hours(1), ..paid(1, PaymentMethod::Offline) }, &closed), None);
+    assert_eq!(projected(&expired(1, OrderStatus::Closed, Duration::hours(1)), &closed), None);
+}
+
+#[test]
+fn a_discrepancy_is_shown_and_never_paid() {
+    let o = order(1, OrderStatus::Paying);
+    let ledger = money(Some(online(&o, PaymentState::Discrepancy("paid 999 fen of 1000".into()))), vec![]);
+
+    let (next, action) = projected(&o, &ledger).unwrap();
+
+    assert_eq!(action, "order.discrepancy");
+    assert_eq!(next.discrepancy.as_deref(), Some("paid 999 fen of 1000"));
+    assert_eq!((next.status, next.paid_amount), (OrderStatus::Paying, Money::ZERO));
+    assert_eq!(projected(&next, &ledger), None, "shown once");
+}
+
+#[test]
+fn refunds_that_overflow_are_an_error_not_a_wrong_figure() {
+    let o = paid(1, PaymentMethod::WechatJsapi);
+    let huge = Refund { amount: Money::from_fen(i64::MAX), ..refund(&o, 1, 0, RefundStatus::Succeeded) };
+
+    let err = project(&o, &money(Some(online_paid(&o)), vec![huge.clone(), huge]), now()).unwrap_err();
+
+    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_sync_records_the_ledgers_payment_once_and_then_answers_stale() {
+    let db = Db::with(vec![order(1, OrderStatus::Paying)]);
+    let ledger = Ledger::holding(&db.order(1), online_paid(&db.order(1)));
+    let svc = svc(&db, &ledger);
+
+    let first = svc.sync(TENANT, 1).await.unwrap();
+    let again = svc.sync(TENANT, 1).await.unwrap();
+
+    assert_eq!((first, again), (EventOutcome::Applied, EventOutcome::Stale));
+    let stored = db.order(1);
+    assert_eq!((stored.status, stored.paid_amount), (OrderStatus::Paid, Money::from_fen(1000)));
+    assert_eq!(stored.payment.and_then(|p| p.transaction_id).as_deref(), Some("4200000001"));
+    assert_eq!(db.writes(), 1, "the second sync writes nothing");
+    let audits = db.audits();
+    assert_eq!(audits.len(), 1);
+    assert_eq!((audits[0].action.as_str(), audits[0].actor_user_id, audits[0].target_id), ("order.paid", None, Some(1)));
+    assert_eq!((audits[0].tenant_id, audits[0].partner_id), (Some(TENANT), Some(PARTNER)));
+    assert_eq!(audits[0].before.as_ref().unwrap()["status"], "paying");
+    assert_eq!(audits[0].after.as_ref().unwrap()["status"], "paid");
+}
+
+#[tokio::test]
+async fn syncing_partial_then_full_refunds_counts_only_the_succeeded_ones() {
+    let o = paid(1, PaymentMethod::WechatJsapi);
+    let db = Db::with(vec![o.clone()]);
+    let ledger = Ledger::default();
+    ledger.set(1, Some(online_paid(&o)), vec![refund(&o, 1, 300, RefundStatus::Processing), refund(&o, 2, 100, RefundStatus::Failed)]);
+    let svc = svc(&db, &ledger);
+
+    let processing = svc.sync(TENANT, 1).await.unwrap();
+    ledger.settle(1, &refund(&o, 1, 0, RefundStatus::Processing).out_refund_no, RefundStatus::Succeeded);
+    let part = svc.sync(TENANT, 1).await.unwrap();
+    let after_part = db.order(1);
+    let mut refunds = ledger.state(1).refunds;
+    refunds.push(refund(&o, 3, 700, RefundStatus::Succeeded));
+    refunds.push(refund(&o, 4, 50, RefundStatus::Processing));
+    ledger.set(1, Some(online_paid(&o)), refunds);
+    let full = svc.sync(TENANT, 1).await.unwrap();
+
+    assert_eq!((processing, part, full), (EventOutcome::Stale, EventOutcome::Applied, EventOutcome::Applied));
+    assert_eq!((after_part.status, after_part.refunded_amount), (OrderStatus::PartiallyRefunded, Money::from_fen(300)));
+    let stored = db.order(1);
+    assert_eq!((stored.status, stored.refunded_amount), (OrderStatus::Refunded, Money::from_fen(1000)));
+    assert_eq!(db.actions(), ["order.refund_settled", "order.refund_settled"]);
+}
+
+#[tokio::test]
+async fn a_discrepancy_is_shown_the_order_is_not_paid_and_expiry_leaves_it_alone() {
+    let o = expired(1, OrderStatus::Paying, Duration::minutes(5));
+    let db = Db::with(vec![o.clone()]);
+    let ledger = Ledger::holding(&o, online(&o, PaymentState::Discrepancy("paid in USD".into())));
+    let svc = svc(&db, &ledger);
+
+    assert_eq!(svc.sync(TENANT, 1).await.unwrap(), EventOutcome::Applied);
+    let view = svc.get(&tenant_actor(), 1).await.unwrap();
+    let closed = svc.expire_due(now(), 100).await.unwrap();
+
+    assert_eq!(view.discrepancy.as_deref(), Some("paid in USD"));
+    assert_eq!((view.status, view.paid_amount), (OrderStatus::Paying, Money::ZERO));
+    assert_eq!((closed, db.order(1).status), (0, OrderStatus::Paying));
+    assert_eq!(db.actions(), ["order.discrepancy"]);
+}
+
+#[tokio::test]
+async fn a_sync_of_an_unknown_order_or_another_tenants_order_is_unknown() {
+    let db = Db::with(vec![order(1, OrderStatus::Paying)]);
+    let ledger = Ledger::holding(&db.order(1), online_paid(&db.order(1)));
+    let svc = svc(&db, &ledger);
+
+    assert_eq!(svc.sync(TENANT, 404).await.unwrap(), EventOutcome::Unknown);
+    assert_eq!(svc.sync(OTHER_TENANT, 1).await.unwrap(), EventOutcome::Unknown);
+
+    assert_eq!(db.order(1).status, OrderStatus::Paying);
+    assert_eq!(db.writes(), 0);
+}
+
+#[tokio::test]
+async fn a_lost_conditional_write_is_read_again_and_ends_right() {
+    let o = order(1, OrderStatus::Pending);
+    let db = Db::with(vec![o.clone()]);
+    let ledger = Ledger::holding(&o, online_paid(&o));
+    // Between this sync's read and its write, a racing sync of an older ledger view moves the
+    // order to paying.
+    let (racing, mut raced) = (db.clone(), false);
+    ledger.before_money(move || {
+        if !raced {
+            raced = true;
+            let mut moved = racing.order(1);
+            moved.status = OrderStatus::Paying;
+            moved.payment = order(1, OrderStatus::Paying).payment;
+            racing.set(moved);
+        }
+    });
+
+    let outcome = svc(&db, &ledger).sync(TENANT, 1).await.unwrap();
+
+    assert_eq!(outcome, EventOutcome::Applied);
+    assert_eq!(db.writes(), 2, "the first write lost");
+    let stored = db.order(1);
+    assert_eq!((stored.status, stored.paid_amount), (OrderStatus::Paid, Money::from_fen(1000)));
+    let audit = db.audits().pop().unwrap();
+    assert_eq!((audit.action.as_str(), audit.before.unwrap()["status"].as_str()), ("order.paid", Some("paying")));
+}
+
+#[tokio::test]
+async fn an_order_that_keeps_changing_is_a_conflict_after_three_attempts() {
+    let o = order(1, OrderStatus::Pending);
+    let db = Db::with(vec![o.clone()]);
+    let ledger = Ledger::holding(&o, online_paid(&o));
+    let racing = db.clone();
+    ledger.before_money(move || {
+        let mut moved = racing.order(1);
+        moved.discrepancy = if moved.discrepancy.is_some() { None } else { Some("flapping".into()) };
+        racing.set(moved);
+    });
+
+    let err = svc(&db, &ledger).sync(TENANT, 1).await.unwrap_err();
+
+    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert_eq!(db.writes(), 3);
+    assert!(db.audits().is_empty());
+}
