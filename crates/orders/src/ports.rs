@@ -45,7 +45,7 @@ pub trait OrderRepo: Send + Sync + 'static {
 }
 
 /// An order's platform payment to start, or to resume.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Charge {
     pub order_id: Id,
     /// The order's number, which is the platform's `out_trade_no`: the same number again is
@@ -57,10 +57,13 @@ pub struct Charge {
     pub openid: String,
     /// The platform order cannot be paid after this (the order's own expiry).
     pub expires_at: Timestamp,
+    /// The order's audit record of the request (who started the payment): written by the
+    /// ledger together with the new transaction, not when an existing one is resumed.
+    pub audit: AuditRecord,
 }
 
 /// A payment made outside the platform, to record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OfflineCharge {
     pub order_id: Id,
     pub order_no: String,
@@ -70,10 +73,12 @@ pub struct OfflineCharge {
     pub reference: String,
     /// The user who records it.
     pub recorded_by: Id,
+    /// The order's audit record of the request, written with the payment.
+    pub audit: AuditRecord,
 }
 
 /// A refund of an order's payment, to request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RefundCharge {
     pub order_id: Id,
     /// Fixed before the request (derived from the caller's `Idempotency-Key` when it sent
@@ -82,6 +87,9 @@ pub struct RefundCharge {
     pub amount: Money,
     pub reason: Option<String>,
     pub requested_by: Option<Id>,
+    /// The order's audit record of the request (who asked for the refund), written with the
+    /// refund's reservation, not when an existing refund is asked about again.
+    pub audit: AuditRecord,
 }
 
 /// Where the ledger's payment of an order stands.

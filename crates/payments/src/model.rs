@@ -515,7 +515,7 @@ pub struct CertInfo {
 }
 
 /// An order's platform payment to start or resume (orders, through the server).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OrderCharge {
     pub order_id: Id,
     /// The order's number.
@@ -524,10 +524,12 @@ pub struct OrderCharge {
     pub amount: Money,
     pub openid: String,
     pub expires_at: Timestamp,
+    /// The order's record of the request, written with a new transaction.
+    pub audit: Option<AuditRecord>,
 }
 
 /// An order's payment made outside the platform, to record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OfflineOrderCharge {
     pub order_id: Id,
     pub order_no: String,
@@ -535,15 +537,19 @@ pub struct OfflineOrderCharge {
     pub amount: Money,
     pub reference: String,
     pub recorded_by: Id,
+    /// The order's record of the request, written with the payment.
+    pub audit: Option<AuditRecord>,
 }
 
 /// A refund of an order's payment.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OrderRefund {
     pub order_id: Id,
     pub out_refund_no: String,
     pub amount: Money,
     pub reason: Option<String>,
+    /// The order's record of the request, written with the refund's reservation.
+    pub audit: Option<AuditRecord>,
 }
 
 /// What the ledger holds of an order's money: its live (or latest) transaction and that
@@ -552,4 +558,244 @@ pub struct OrderRefund {
 pub struct OrderMoney {
     pub transaction: Option<Transaction>,
     pub refunds: Vec<Refund>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{Duration, TimeZone, Utc};
+
+    fn now() -> Timestamp {
+        Utc.with_ymd_and_hms(2026, 4, 1, 4, 0, 0).single().expect("valid")
+    }
+
+    /// An unpaid platform transaction of `fen`.
+    fn unpaid(fen: i64) -> Transaction {
+        Transaction {
+            id: 5,
+            tenant_id: 3,
+            out_trade_no: "T0000001".into(),
+            order_id: None,
+            method: PaymentMethod::WechatJsapi,
+            reference: None,
+            paid_by: None,
+            description: "Coffee".into(),
+            amount: Money::from_fen(fen),
+            openid: "o-ann".into(),
+            attach: None,
+            prepay_id: Some("prepay-1".into()),
+            trade_state: TradeState::NotPay,
+            transaction_id: None,
+            payer_total: None,
+            success_time: None,
+            discrepancy: None,
+            expires_at: now() + Duration::hours(2),
+            created_at: now() - Duration::days(1),
+            updated_at: now() - Duration::days(1),
+        }
+    }
+
+    /// A transaction of `fen` paid in full a day ago.
+    fn paid(fen: i64) -> Transaction {
+        Transaction {
+            trade_state: TradeState::Success,
+            transaction_id: Some("4200000001".into()),
+            payer_total: Some(Money::from_fen(fen)),
+            success_time: Some(now() - Duration::days(1)),
+            ..unpaid(fen)
+        }
+    }
+
+    fn refund(no: &str, fen: i64, status: RefundStatus) -> Refund {
+        Refund {
+            id: 7,
+            tenant_id: 3,
+            out_trade_no: "T0000001".into(),
+            order_id: None,
+            out_refund_no: no.into(),
+            refund_id: None,
+            amount: Money::from_fen(fen),
+            status,
+            reason: None,
+            succeeded_at: None,
+            created_at: now(),
+            updated_at: now(),
+        }
+    }
+
+    fn rule() -> RefundRule {
+        RefundRule { window: Duration::days(365), max_refunds: 50 }
+    }
+
+    /// The platform reporting `state` for `T0000001` with `amount` fen in `currency`.
+    fn report(state: TradeState, amount: Option<i64>, currency: Option<&str>) -> PlatformTransaction {
+        PlatformTransaction {
+            out_trade_no: "T0000001".into(),
+            trade_state: state,
+            transaction_id: state.is_paid().then(|| "4200000001".into()),
+            amount: amount.map(Money::from_fen),
+            currency: currency.map(str::to_owned),
+            payer_total: amount.map(Money::from_fen),
+            success_time: state.is_paid().then(now),
+        }
+    }
+
+    // --- RefundRule::check -------------------------------------------------------------------
+
+    #[test]
+    fn an_unpaid_transaction_cannot_be_refunded() {
+        let wanted = refund("R1", 100, RefundStatus::Processing);
+
+        for state in [TradeState::NotPay, TradeState::UserPaying, TradeState::PayError, TradeState::Closed, TradeState::Revoked] {
+            let tx = Transaction { trade_state: state, ..unpaid(1000) };
+
+            assert_eq!(rule().check(&tx, &[], &wanted), Err(RefundRefusal::NotPaid), "{state:?}");
+        }
+    }
+
+    #[test]
+    fn a_payment_with_a_discrepancy_cannot_be_refunded() {
+        let tx = Transaction { discrepancy: Some("1 fen paid for 1000".into()), ..paid(1000) };
+
+        let checked = rule().check(&tx, &[], &refund("R1", 1, RefundStatus::Processing));
+
+        assert_eq!(checked, Err(RefundRefusal::NotPaid));
+    }
+
+    #[test]
+    fn a_refund_exactly_at_the_end_of_the_window_is_allowed_and_one_second_later_refused() {
+        let tx = paid(1000);
+        let paid_at = tx.success_time.unwrap();
+        let at_edge = Refund { created_at: paid_at + Duration::days(365), ..refund("R1", 100, RefundStatus::Processing) };
+        let past_edge = Refund { created_at: at_edge.created_at + Duration::seconds(1), ..at_edge.clone() };
+
+        let allowed = rule().check(&tx, &[], &at_edge);
+        let refused = rule().check(&tx, &[], &past_edge);
+
+        assert_eq!(allowed, Ok(()));
+        assert_eq!(refused, Err(RefundRefusal::WindowClosed { days: 365 }));
+    }
+
+    #[test]
+    fn without_a_success_time_the_window_runs_from_the_transactions_creation() {
+        let tx = Transaction { success_time: None, ..paid(1000) };
+        let late =
+            Refund { created_at: tx.created_at + Duration::days(365) + Duration::seconds(1), ..refund("R1", 1, RefundStatus::Processing) };
+
+        assert_eq!(rule().check(&tx, &[], &late), Err(RefundRefusal::WindowClosed { days: 365 }));
+    }
+
+    #[test]
+    fn the_count_limit_counts_refunds_of_any_status() {
+        let rule = RefundRule { max_refunds: 3, ..rule() };
+        let tx = paid(1000);
+        let existing =
+            [refund("R1", 10, RefundStatus::Failed), refund("R2", 10, RefundStatus::Closed), refund("R3", 10, RefundStatus::Succeeded)];
+        let wanted = refund("R4", 10, RefundStatus::Processing);
+
+        let below = rule.check(&tx, &existing[..2], &wanted);
+        let at_limit = rule.check(&tx, &existing, &wanted);
+
+        assert_eq!(below, Ok(()));
+        assert_eq!(at_limit, Err(RefundRefusal::TooManyRefunds { max: 3 }));
+    }
+
+    #[test]
+    fn processing_and_succeeded_refunds_hold_their_amount_and_failed_or_closed_ones_free_it() {
+        let tx = paid(10_000);
+        let existing = [
+            refund("R1", 3000, RefundStatus::Processing),
+            refund("R2", 4000, RefundStatus::Succeeded),
+            refund("R3", 2000, RefundStatus::Failed),
+            refund("R4", 1000, RefundStatus::Closed),
+        ];
+
+        let too_much = rule().check(&tx, &existing, &refund("R5", 3001, RefundStatus::Processing));
+
+        assert_eq!(too_much, Err(RefundRefusal::ExceedsPaid { refundable: Money::from_fen(3000) }));
+    }
+
+    #[test]
+    fn exactly_what_is_left_can_be_refunded_and_not_a_fen_more() {
+        let tx = paid(10_000);
+        let existing = [refund("R1", 3000, RefundStatus::Processing), refund("R2", 4000, RefundStatus::Succeeded)];
+
+        let exact = rule().check(&tx, &existing, &refund("R3", 3000, RefundStatus::Processing));
+        let all_refunded = rule().check(&tx, &[refund("R1", 10_000, RefundStatus::Succeeded)], &refund("R2", 1, RefundStatus::Processing));
+
+        assert_eq!(exact, Ok(()));
+        assert_eq!(all_refunded, Err(RefundRefusal::ExceedsPaid { refundable: Money::ZERO }));
+    }
+
+    // --- Transaction::apply ------------------------------------------------------------------
+
+    #[test]
+    fn a_payment_of_exactly_the_amount_in_cny_is_taken() {
+        for currency in [Some("CNY"), None] {
+            let mut tx = unpaid(10_000);
+
+            let changed = tx.apply(&report(TradeState::Success, Some(10_000), currency), now());
+
+            assert!(changed, "{currency:?}");
+            assert!(tx.is_paid(), "{currency:?}");
+            assert_eq!(tx.discrepancy, None);
+            assert_eq!(
+                (tx.transaction_id.as_deref(), tx.payer_total, tx.success_time, tx.updated_at),
+                (Some("4200000001"), Some(Money::from_fen(10_000)), Some(now()), now())
+            );
+        }
+    }
+
+    #[test]
+    fn one_fen_reported_for_ten_thousand_is_a_discrepancy_recorded_once_and_never_paid() {
+        let mut tx = unpaid(10_000);
+
+        let first = tx.apply(&report(TradeState::Success, Some(1), Some("CNY")), now());
+        let recorded = tx.clone();
+        let second = tx.apply(&report(TradeState::Success, Some(2), Some("CNY")), now() + Duration::minutes(1));
+
+        assert!(first);
+        assert!(!tx.is_paid());
+        assert_eq!(tx.trade_state, TradeState::NotPay);
+        let why = tx.discrepancy.clone().unwrap();
+        assert!(why.contains("1 fen in CNY") && why.contains("10000 fen"), "{why}");
+        assert!(!second, "a discrepancy is recorded once");
+        assert_eq!(tx, recorded);
+    }
+
+    #[test]
+    fn a_payment_in_another_currency_is_a_discrepancy() {
+        let mut tx = unpaid(10_000);
+
+        let changed = tx.apply(&report(TradeState::Success, Some(10_000), Some("USD")), now());
+
+        assert!(changed);
+        assert!(!tx.is_paid());
+        assert_eq!(tx.trade_state, TradeState::NotPay);
+        assert!(tx.discrepancy.as_deref().is_some_and(|d| d.contains("USD")), "{:?}", tx.discrepancy);
+    }
+
+    #[test]
+    fn a_payment_report_without_an_amount_changes_nothing() {
+        let mut tx = unpaid(10_000);
+        let before = tx.clone();
+
+        let changed = tx.apply(&report(TradeState::Success, None, None), now());
+
+        assert!(!changed);
+        assert_eq!(tx, before);
+    }
+
+    #[test]
+    fn a_late_unpaid_report_after_a_payment_changes_nothing() {
+        for late in [TradeState::NotPay, TradeState::UserPaying, TradeState::PayError, TradeState::Closed, TradeState::Revoked] {
+            let mut tx = paid(10_000);
+            let before = tx.clone();
+
+            let changed = tx.apply(&report(late, Some(10_000), None), now());
+
+            assert!(!changed, "{late:?}");
+            assert_eq!(tx, before, "{late:?}");
+        }
+    }
 }

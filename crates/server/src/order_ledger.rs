@@ -57,6 +57,7 @@ impl OrderLedger for LedgerForOrders {
             amount: c.amount,
             openid: c.openid,
             expires_at: c.expires_at,
+            audit: Some(c.audit),
         };
         self.0.charge_order(tenant_id, charge).await
     }
@@ -69,13 +70,15 @@ impl OrderLedger for LedgerForOrders {
             amount: c.amount,
             reference: c.reference,
             recorded_by: c.recorded_by,
+            audit: Some(c.audit),
         };
         self.0.charge_order_offline(tenant_id, charge).await
     }
 
     async fn refund(&self, tenant_id: Id, r: RefundCharge) -> Result<OrderRefundView> {
         let order_id = r.order_id;
-        let refund = pay::OrderRefund { order_id, out_refund_no: r.out_refund_no, amount: r.amount, reason: r.reason };
+        let refund =
+            pay::OrderRefund { order_id, out_refund_no: r.out_refund_no, amount: r.amount, reason: r.reason, audit: Some(r.audit) };
         Ok(refund_view(self.0.refund_order(tenant_id, refund).await?, order_id))
     }
 

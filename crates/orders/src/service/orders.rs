@@ -140,6 +140,7 @@ impl OrderService {
                     amount: order.amount,
                     openid,
                     expires_at: order.expires_at,
+                    audit: request_audit(actor, "order.pay", &order, serde_json::json!({ "method": "wechat_jsapi" }), self.clock.now()),
                 };
                 let result = self.ledger.charge(order.tenant_id, charge).await;
                 let pay_params = self.checked(&order, result).await?;
@@ -152,8 +153,15 @@ impl OrderService {
                     order_no: order.order_no.clone(),
                     description: order.subject.clone(),
                     amount: order.amount,
-                    reference: reference.into_string(),
+                    reference: reference.as_str().to_owned(),
                     recorded_by: actor.user_id,
+                    audit: request_audit(
+                        actor,
+                        "order.pay",
+                        &order,
+                        serde_json::json!({ "method": "offline", "reference": reference.as_str() }),
+                        self.clock.now(),
+                    ),
                 };
                 let result = self.ledger.charge_offline(order.tenant_id, charge).await;
                 self.checked(&order, result).await?;
@@ -181,12 +189,16 @@ impl OrderService {
             return Err(Error::invalid("amount", format!("must not exceed the order's paid amount, {} fen", order.paid_amount.fen())));
         }
         let suffix = key.map(|k| k.number(REFUND_NO_SUFFIX)).unwrap_or_else(|| nonce(REFUND_NO_SUFFIX));
+        let out_refund_no = format!("{}R{suffix}", order.order_no);
+        let reason = input.reason.map(|r| r.into_string()).filter(|r| !r.is_empty());
+        let asked = serde_json::json!({ "refund": { "out_refund_no": out_refund_no, "amount": amount, "reason": reason } });
         let charge = RefundCharge {
             order_id: order.id,
-            out_refund_no: format!("{}R{suffix}", order.order_no),
+            out_refund_no,
             amount,
-            reason: input.reason.map(|r| r.into_string()).filter(|r| !r.is_empty()),
+            reason,
             requested_by: Some(actor.user_id),
+            audit: request_audit(actor, "order.refund", &order, asked, self.clock.now()),
         };
         let result = self.ledger.refund(order.tenant_id, charge).await;
         let refund = self.checked(&order, result).await?;
@@ -483,6 +495,12 @@ fn system_audit(action: &str, before: &Order, after: &Order, at: Timestamp) -> A
 /// is also a valid platform `out_trade_no`.
 fn order_no(now: Timestamp) -> String {
     format!("{}{}", now.format("%Y%m%d"), nonce(ORDER_NO_RANDOM))
+}
+
+/// The audit record of a caller's request about an order's money (to pay, to refund), which
+/// the ledger writes together with the money's movement.
+fn request_audit(actor: &Actor, action: &str, order: &Order, asked: serde_json::Value, at: Timestamp) -> AuditRecord {
+    AuditRecord::by(actor, at, action, "order", Some(order.id)).owned_by(order.partner_id, Some(order.tenant_id)).with_after(asked)
 }
 
 #[cfg(test)]

@@ -317,7 +317,7 @@ impl Db {
 }
 
 /// A call the ledger received, with the tenant it acted for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 enum Call {
     Charge(Id, Charge),
     Offline(Id, OfflineCharge),
@@ -505,4 +505,19 @@ fn svc(db: &Db, ledger: &Ledger) -> OrderService {
 
 fn svc_with(db: &Db, ledger: &Ledger, settings: OrderSettings) -> OrderService {
     OrderService::new(Arc::new(db.repo(ledger)), Arc::new(ledger.clone()), Arc::new(FixedClock::new(now())), settings)
+}
+
+/// The audit record the call carries for the ledger to write, after checking it records who
+/// asked for what of which order.
+#[track_caller]
+fn requested_audit(call: &Call, action: &str, order_id: Id) -> AuditRecord {
+    let audit = match call {
+        Call::Charge(_, c) => c.audit.clone(),
+        Call::Offline(_, c) => c.audit.clone(),
+        Call::Refund(_, c) => c.audit.clone(),
+        other => panic!("{other:?} carries no audit record"),
+    };
+    assert_eq!((audit.action.as_str(), audit.actor_user_id, audit.target_id), (action, Some(USER), Some(order_id)));
+    assert_eq!((audit.tenant_id, audit.partner_id), (Some(TENANT), Some(PARTNER)));
+    audit
 }

@@ -18,7 +18,7 @@ use crate::lifecycle::TradeState;
 use crate::model::*;
 use crate::ports::PayPlatformError;
 use atrium_kernel::secret::nonce;
-use atrium_kernel::{Actor, Error, Id, Money, PayParams, PaymentMethod, RefundStatus, RequestKey, Result};
+use atrium_kernel::{Actor, AuditRecord, Error, Id, Money, PayParams, PaymentMethod, RefundStatus, RequestKey, Result};
 
 /// Characters of a generated `out_trade_no` (the platform allows 6–32).
 const TRADE_NO_LEN: usize = 24;
@@ -73,7 +73,7 @@ impl PaymentService {
             created_at: now,
             updated_at: now,
         };
-        let (tx, pay_params) = self.place(wanted).await?;
+        let (tx, pay_params) = self.place(wanted, None).await?;
         Ok(UnifiedOrderView { out_trade_no: tx.out_trade_no, prepay_id: tx.prepay_id.unwrap_or_default(), pay_params })
     }
 
@@ -106,13 +106,13 @@ impl PaymentService {
             created_at: now,
             updated_at: now,
         };
-        Ok(self.place(wanted).await?.1)
+        Ok(self.place(wanted, charge.audit).await?.1)
     }
 
     /// Places `wanted` with the platform, or resumes it when its number is already stored
     /// for the same details: stored first (with its settle job, and its order's event), then
     /// asked of the platform, then the prepay kept.
-    async fn place(&self, wanted: Transaction) -> Result<(Transaction, PayParams)> {
+    async fn place(&self, wanted: Transaction, audit: Option<AuditRecord>) -> Result<(Transaction, PayParams)> {
         let tenant_id = wanted.tenant_id;
         let account = self.account(tenant_id, true).await?;
         let no = wanted.out_trade_no.clone();
@@ -156,7 +156,7 @@ impl PaymentService {
                         .into_iter()
                         .flatten()
                         .collect(),
-                    audit: None,
+                    audit,
                 };
                 self.repo.insert_transaction(wanted, effects).await?
             }
@@ -239,7 +239,7 @@ impl PaymentService {
             created_at: now,
             updated_at: now,
         };
-        let effects = Effects { jobs: self.order_event(&tx).into_iter().collect(), audit: None };
+        let effects = Effects { jobs: self.order_event(&tx).into_iter().collect(), audit: charge.audit };
         match self.repo.insert_transaction(tx, effects).await {
             Ok(_) => Ok(()),
             Err(Error::Conflict(_)) => Err(Error::conflict("the order is already being paid another way; reload it")),
@@ -273,6 +273,10 @@ impl PaymentService {
         }
         if tx.is_paid() {
             return Err(Error::conflict("the transaction is paid; refund it instead"));
+        }
+        if tx.trade_state.is_closed() {
+            // Already closed: answered as it stands, without asking the platform again.
+            return Ok(CloseView { out_trade_no, trade_state: tx.trade_state });
         }
         let tx = self.close_transaction(&tx).await?;
         if tx.is_paid() {
@@ -337,7 +341,7 @@ impl PaymentService {
             (None, None) => nonce(REFUND_NO_LEN),
         };
         let reason = input.reason.map(RefundReason::into_string).filter(|r| !r.is_empty());
-        Ok(self.refund_transaction(&tx, out_refund_no, input.amount, reason).await?.into())
+        Ok(self.refund_transaction(&tx, out_refund_no, input.amount, reason, None).await?.into())
     }
 
     /// Refunds (part of) an order's payment (for orders, through the server).
@@ -346,7 +350,7 @@ impl PaymentService {
             Some(tx) if tx.is_paid() => tx,
             _ => return Err(Error::conflict("the order's payment is not paid; nothing can be refunded")),
         };
-        self.refund_transaction(&tx, refund.out_refund_no, refund.amount, refund.reason).await
+        self.refund_transaction(&tx, refund.out_refund_no, refund.amount, refund.reason, refund.audit).await
     }
 
     /// The one way money goes back: reserves the refund under the transaction's lock against
@@ -355,7 +359,14 @@ impl PaymentService {
     /// succeeded at once. A number already stored is the same refund: while it may not have
     /// reached the platform it is asked again under that number (which the platform treats
     /// as the same refund), otherwise answered as it stands.
-    async fn refund_transaction(&self, tx: &Transaction, out_refund_no: String, amount: Money, reason: Option<String>) -> Result<Refund> {
+    async fn refund_transaction(
+        &self,
+        tx: &Transaction,
+        out_refund_no: String,
+        amount: Money,
+        reason: Option<String>,
+        audit: Option<AuditRecord>,
+    ) -> Result<Refund> {
         let tenant_id = tx.tenant_id;
         if !amount.is_positive() {
             return Err(Error::invalid("amount", "must be at least 1 fen"));
@@ -379,7 +390,7 @@ impl PaymentService {
             created_at: now,
             updated_at: now,
         };
-        let mut effects = Effects { jobs: self.order_refund_event(&wanted).into_iter().collect(), audit: None };
+        let mut effects = Effects { jobs: self.order_refund_event(&wanted).into_iter().collect(), audit };
         if !offline {
             effects.jobs.push(self.settle_refund_job(tenant_id, &out_refund_no));
         }

@@ -53,6 +53,9 @@ pub(crate) struct PayRequest {
     /// When the payment happened (RFC 3339; now when absent): a payment of an earlier day,
     /// for its trade bill.
     paid_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Fen the platform then reports paid instead of the order's amount — a misbehaving or
+    /// forged answer, signed like any other, to exercise "paid means paid in full".
+    reported_total: Option<i64>,
 }
 
 pub(crate) async fn control_pay(sb: web::Data<Sandbox>, body: web::Json<PayRequest>) -> HttpResponse {
@@ -76,6 +79,14 @@ pub(crate) async fn control_pay(sb: web::Data<Sandbox>, body: web::Json<PayReque
         (None, Some(no)) => (body.mchid, no),
         (None, None) => return bad_control("name the order: out_trade_no or pay_params"),
     };
+    if let Some(total) = body.reported_total {
+        if total < 0 {
+            return bad_control("reported_total must be at least 0");
+        }
+        if let Err(msg) = sb.lock().pay.report_total(mchid.as_deref(), &out_trade_no, total) {
+            return bad_control(msg);
+        }
+    }
     match sb.pay_order_at(mchid.as_deref(), &out_trade_no, body.result, body.paid_at).await {
         Ok(report) => HttpResponse::Ok().json(report),
         Err(msg) => bad_control(msg),
@@ -181,6 +192,24 @@ pub(crate) struct NotificationsQuery {
 
 pub(crate) async fn control_notifications(sb: web::Data<Sandbox>, q: web::Query<NotificationsQuery>) -> HttpResponse {
     HttpResponse::Ok().json(json!({"notifications": sb.pay_notifications(q.out_trade_no.as_deref())}))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RefundsQuery {
+    out_trade_no: String,
+}
+
+/// `GET /sandbox/control/refunds?out_trade_no=`: the refunds the platform holds of an order,
+/// oldest first — what a test compares our books with.
+pub(crate) async fn control_refunds(sb: web::Data<Sandbox>, q: web::Query<RefundsQuery>) -> HttpResponse {
+    let state = sb.lock();
+    let mut refunds: Vec<&super::Refund> = state.pay.refunds.values().filter(|r| r.out_trade_no == q.out_trade_no).collect();
+    refunds.sort_by_key(|r| r.created_at);
+    let list: Vec<_> = refunds
+        .iter()
+        .map(|r| json!({"out_refund_no": r.out_refund_no, "refund_id": r.refund_id, "amount": r.amount, "status": r.status}))
+        .collect();
+    HttpResponse::Ok().json(json!({"refunds": list}))
 }
 
 #[derive(Deserialize)]

@@ -11,7 +11,7 @@ mod notify;
 
 pub(crate) use control::{
     control_merchant, control_notifications, control_notify_fail, control_notify_lose, control_notify_requests, control_pay,
-    control_pay_delay, control_pay_fail, control_refund,
+    control_pay_delay, control_pay_fail, control_refund, control_refunds,
 };
 pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification, SignedNotification};
 
@@ -164,6 +164,9 @@ pub(crate) struct Order {
     pub(crate) transaction_id: Option<String>,
     pub(crate) success_time: Option<DateTime<Utc>>,
     pub(crate) refunds: Vec<String>,
+    /// What the platform reports paid, when a test makes it report another amount than the
+    /// order's (`control/pay {"reported_total"}`): a misbehaving or forged platform answer.
+    pub(crate) reported_total: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -265,6 +268,15 @@ impl PayState {
     }
 
     /// The one order named `out_trade_no` (of `mchid` when given).
+    /// Makes the platform report `total` fen paid for order `out_trade_no` from now on, whatever
+    /// the order's amount (`control/pay {"reported_total"}`).
+    pub(crate) fn report_total(&mut self, mchid: Option<&str>, out_trade_no: &str, total: i64) -> Result<(), String> {
+        let key = self.find_order(mchid, out_trade_no)?;
+        let order = self.orders.get_mut(&key).ok_or_else(|| format!("no order {out_trade_no}"))?;
+        order.reported_total = Some(total);
+        Ok(())
+    }
+
     pub(crate) fn find_order(&self, mchid: Option<&str>, out_trade_no: &str) -> Result<(String, String), String> {
         let mut found = self.orders.keys().filter(|(m, no)| no == out_trade_no && mchid.is_none_or(|want| want == m));
         match (found.next(), found.next()) {
@@ -343,7 +355,8 @@ pub(crate) fn transaction_json(order: &Order) -> Value {
         answer["transaction_id"] = json!(txid);
         answer["success_time"] = json!(platform_time(at));
         answer["bank_type"] = json!("OTHERS");
-        answer["amount"] = json!({"total": order.total, "payer_total": order.total, "currency": "CNY", "payer_currency": "CNY"});
+        let total = order.reported_total.unwrap_or(order.total);
+        answer["amount"] = json!({"total": total, "payer_total": total, "currency": "CNY", "payer_currency": "CNY"});
     }
     answer
 }
@@ -699,6 +712,7 @@ impl Sandbox {
                 transaction_id: None,
                 success_time: None,
                 refunds: Vec::new(),
+                reported_total: None,
             })
         })();
         let mut order = match parsed {

@@ -21,8 +21,10 @@ async fn paying_online_charges_the_order_number_and_the_sync_moves_the_order_to_
     let view = svc(&db, &ledger).pay(&tenant_actor(), 1, jsapi(None)).await.unwrap();
 
     let stored = db.order(1);
+    let calls = ledger.actions();
+    let audit = requested_audit(&calls[0], "order.pay", 1);
     assert_eq!(
-        ledger.actions(),
+        calls,
         [Call::Charge(
             TENANT,
             Charge {
@@ -32,6 +34,7 @@ async fn paying_online_charges_the_order_number_and_the_sync_moves_the_order_to_
                 amount: Money::from_fen(1000),
                 openid: "o-ann".into(),
                 expires_at: stored.expires_at,
+                audit,
             }
         )]
     );
@@ -173,8 +176,11 @@ async fn an_offline_payment_is_recorded_by_the_ledger_and_the_order_becomes_paid
 
     let view = svc(&db, &ledger).pay(&tenant_actor(), 1, offline("BANK 2026-0042")).await.unwrap();
 
+    let calls = ledger.actions();
+    let audit = requested_audit(&calls[0], "order.pay", 1);
+    assert_eq!(audit.after.as_ref().map(|a| a["reference"].clone()), Some("BANK 2026-0042".into()));
     assert_eq!(
-        ledger.actions(),
+        calls,
         [Call::Offline(
             TENANT,
             OfflineCharge {
@@ -184,6 +190,7 @@ async fn an_offline_payment_is_recorded_by_the_ledger_and_the_order_becomes_paid
                 amount: Money::from_fen(1000),
                 reference: "BANK 2026-0042".into(),
                 recorded_by: USER,
+                audit,
             }
         )]
     );

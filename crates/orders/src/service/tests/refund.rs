@@ -39,8 +39,11 @@ async fn a_refund_asks_the_ledger_for_the_amount_the_reason_and_the_requester() 
 
     let view = svc(&db, &ledger).refund(&tenant_actor(), 1, new_refund(300), Some(key("k-1"))).await.unwrap();
 
+    let calls = ledger.actions();
+    let audit = requested_audit(&calls[0], "order.refund", 1);
+    assert_eq!(audit.after.as_ref().map(|a| a["refund"]["amount"].clone()), Some(300.into()));
     assert_eq!(
-        ledger.actions(),
+        calls,
         [Call::Refund(
             TENANT,
             RefundCharge {
@@ -49,6 +52,7 @@ async fn a_refund_asks_the_ledger_for_the_amount_the_reason_and_the_requester() 
                 amount: Money::from_fen(300),
                 reason: Some("Damaged in transit".into()),
                 requested_by: Some(USER),
+                audit,
             }
         )]
     );
