@@ -43,6 +43,7 @@
 
 mod api;
 mod config;
+mod failpoint;
 mod lifecycle;
 mod model;
 mod ports;

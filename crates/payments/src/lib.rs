@@ -20,6 +20,7 @@
 
 mod api;
 mod config;
+mod failpoint;
 mod lifecycle;
 mod model;
 mod ports;

@@ -101,6 +101,18 @@ impl OrderLedger for LedgerForOrders {
     }
 }
 
+/// The waits between tries of an event whose sync failed (the database was unavailable): soon
+/// at first, an order's answer should not lag, then every half hour.
+const EVENT_BACKOFF: [chrono::Duration; 5] = [
+    chrono::Duration::seconds(1),
+    chrono::Duration::seconds(5),
+    chrono::Duration::seconds(30),
+    chrono::Duration::minutes(5),
+    chrono::Duration::minutes(30),
+];
+/// Tries before an event is kept as failed: about a day on [`EVENT_BACKOFF`].
+const EVENT_ATTEMPTS: i32 = 50;
+
 /// Runs the ledger's `ledger.order_changed` events as the orders' `sync`.
 pub struct LedgerEvents {
     pub orders: Arc<OrderService>,
@@ -113,7 +125,6 @@ impl JobHandler for LedgerEvents {
     }
 
     async fn run(&self, job: &Job) -> JobOutcome {
-        let retry = |reason: String| JobOutcome::Retry { at: chrono::Utc::now() + chrono::Duration::seconds(10), reason };
         let Some(tenant_id) = job.tenant_id else {
             return JobOutcome::Failed("a ledger event without a tenant".into());
         };
@@ -123,8 +134,10 @@ impl JobHandler for LedgerEvents {
         };
         match self.orders.sync(tenant_id, event.order_id).await {
             Ok(_) => JobOutcome::Done,
-            Err(e) if job.attempts < 50 => retry(e.to_string()),
-            Err(e) => JobOutcome::Failed(format!("given up after {} tries: {e}", job.attempts)),
+            Err(e) => match atrium_kernel::jobs::backoff(job.attempts, &EVENT_BACKOFF, EVENT_ATTEMPTS) {
+                Some(wait) => JobOutcome::Retry { at: chrono::Utc::now() + wait, reason: e.to_string() },
+                None => JobOutcome::Failed(format!("given up after {} tries: {e}", job.attempts)),
+            },
         }
     }
 }

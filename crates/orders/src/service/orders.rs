@@ -10,6 +10,7 @@
 //! other cannot move an order twice, backwards, or to an older view of the ledger.
 use crate::api::*;
 use crate::config::OrderSettings;
+use crate::failpoint::failpoint;
 use crate::lifecycle::{OrderAction, OrderStatus};
 use crate::model::*;
 use crate::ports::{Charge, LedgerPayment, OfflineCharge, OrderLedger, OrderMoney, OrderRepo, PaymentState, RefundCharge};
@@ -272,6 +273,7 @@ impl OrderService {
                 return Ok((EventOutcome::Stale, Some(Order { refunds: money.refunds, ..order })));
             };
             let audit = system_audit(action, &order, &next, now);
+            failpoint!("orders.sync");
             if self.repo.update_order(next.clone(), order.state(), audit).await? {
                 return Ok((EventOutcome::Applied, Some(next)));
             }

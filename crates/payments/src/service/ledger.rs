@@ -14,6 +14,7 @@
 //! number.
 use super::payments::{PaymentService, platform_error};
 use crate::api::*;
+use crate::failpoint::failpoint;
 use crate::lifecycle::TradeState;
 use crate::model::*;
 use crate::ports::PayPlatformError;
@@ -161,6 +162,7 @@ impl PaymentService {
                 self.repo.insert_transaction(wanted, effects).await?
             }
         };
+        failpoint!("ledger.pay.stored");
         let order = JsapiOrder {
             out_trade_no: tx.out_trade_no.clone(),
             description: tx.description.clone(),
@@ -171,6 +173,7 @@ impl PaymentService {
             notify_url: self.settings.notify_url(tenant_id),
         };
         let prepay_id = self.platform.jsapi_order(&account, &order).await.map_err(platform_error)?;
+        failpoint!("ledger.pay.placed");
         let stored = self
             .save_transaction(tenant_id, &no, |t| {
                 if t.prepay_id.is_some() {
@@ -411,6 +414,7 @@ impl PaymentService {
         if offline {
             return Ok(refund);
         }
+        failpoint!("ledger.refund.reserved");
         let account = self.account(tenant_id, false).await?;
         let order = RefundOrder {
             out_trade_no: tx.out_trade_no.clone(),
@@ -421,7 +425,10 @@ impl PaymentService {
             notify_url: self.settings.notify_url(tenant_id),
         };
         match self.platform.refund(&account, &order).await {
-            Ok(report) => self.apply_refund_report(tenant_id, &out_refund_no, &report).await,
+            Ok(report) => {
+                failpoint!("ledger.refund.sent");
+                self.apply_refund_report(tenant_id, &out_refund_no, &report).await
+            }
             // It may have been accepted: it stays processing until a query settles it (its
             // settle job is queued), and a retry asks again under the same number.
             Err(e @ PayPlatformError::Unavailable(_)) => Err(platform_error(e)),

@@ -7,6 +7,7 @@
 //! notification, a query and a close racing each other settle on the furthest state.
 use crate::api::*;
 use crate::config::PaymentSettings;
+use crate::failpoint::failpoint;
 use crate::model::*;
 use crate::ports::{MerchantKeys, PayPlatform, PayPlatformError, PaymentRepo};
 use atrium_kernel::secret::nonce;
@@ -460,6 +461,7 @@ impl PaymentService {
                         .with_after(serde_json::json!({ "out_trade_no": tx.out_trade_no, "order_id": tx.order_id, "discrepancy": why })),
                 );
             }
+            failpoint!("ledger.record");
             if self.repo.update_transaction(tx.clone(), before.trade_state, effects).await? {
                 return Ok(tx);
             }
@@ -480,6 +482,7 @@ impl PaymentService {
             if refund.status != read_status {
                 effects.jobs.extend(self.order_refund_event(&refund));
             }
+            failpoint!("ledger.record");
             if self.repo.update_refund(refund.clone(), read_status, effects).await? {
                 return Ok(refund);
             }

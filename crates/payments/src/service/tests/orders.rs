@@ -1,0 +1,344 @@
+//! The order-facing use cases (through the server), and the order event that every change of
+//! an order's money carries in its own write.
+use super::*;
+
+fn charge() -> OrderCharge {
+    OrderCharge {
+        order_id: ORDER,
+        out_trade_no: ORDER_NO.into(),
+        description: "Coffee".into(),
+        amount: Money::from_fen(1000),
+        openid: "o-ann".into(),
+        expires_at: now() + Duration::minutes(30),
+        audit: Some(order_audit("order.pay")),
+    }
+}
+
+fn offline_charge(reference: &str) -> OfflineOrderCharge {
+    OfflineOrderCharge {
+        order_id: ORDER,
+        order_no: ORDER_NO.into(),
+        description: "Coffee".into(),
+        amount: Money::from_fen(1000),
+        reference: reference.into(),
+        recorded_by: 10,
+        audit: Some(order_audit("order.pay_offline")),
+    }
+}
+
+fn order_refund(no: &str, fen: i64) -> OrderRefund {
+    OrderRefund {
+        order_id: ORDER,
+        out_refund_no: no.into(),
+        amount: Money::from_fen(fen),
+        reason: Some("returned".into()),
+        audit: Some(order_audit("order.refund")),
+    }
+}
+
+// --- order events of changes through notifications and queries --------------------------------
+
+#[tokio::test]
+async fn a_change_of_an_orders_transaction_carries_one_order_event_and_a_stale_report_none() {
+    let (mut repo, cell) = repo_holding(Some(config()), order_tx(TradeState::NotPay));
+    let effects = conditional_writes(&mut repo, &cell, 1);
+    repo.expect_notification_seen().returning(|_, _| Ok(false));
+    repo.expect_record_notification().returning(|_, _, _, _| Ok(()));
+    let svc = with_jobs(repo, MockPayPlatform::new(), MockMerchantKeys::new(), no_queued_jobs());
+
+    let paid = svc.handle_event(TENANT, event("EV-1", EventResource::Transaction(report(ORDER_NO, TradeState::Success)))).await.unwrap();
+    let late = svc.handle_event(TENANT, event("EV-2", EventResource::Transaction(report(ORDER_NO, TradeState::Closed)))).await.unwrap();
+
+    assert_eq!((paid, late), (NotifyOutcome::Applied, NotifyOutcome::Stale));
+    let stored = cell.lock().unwrap().clone();
+    assert_eq!((stored.trade_state, stored.transaction_id.as_deref()), (TradeState::Success, Some("4200000001")));
+    assert_eq!(*effects.lock().unwrap(), [Effects { jobs: vec![order_changed(ORDER)], audit: None }]);
+}
+
+#[tokio::test]
+async fn a_change_of_a_transaction_of_the_payment_routes_carries_no_order_event() {
+    let (mut repo, cell) = repo_holding(Some(config()), tx("T0000001", TradeState::NotPay));
+    let effects = conditional_writes(&mut repo, &cell, 1);
+    repo.expect_notification_seen().returning(|_, _| Ok(false));
+    repo.expect_record_notification().returning(|_, _, _, _| Ok(()));
+    let svc = svc(repo, MockPayPlatform::new());
+
+    svc.handle_event(TENANT, event("EV-1", EventResource::Transaction(report("T0000001", TradeState::Success)))).await.unwrap();
+
+    assert_eq!(*effects.lock().unwrap(), [Effects::default()]);
+}
+
+#[tokio::test]
+async fn a_refund_of_an_order_settled_by_a_query_carries_the_order_event_in_the_same_write() {
+    let processing = Refund { out_trade_no: ORDER_NO.into(), order_id: Some(ORDER), ..refund("R1", 300, RefundStatus::Processing) };
+    let ledger = Ledger::holding(vec![order_tx(TradeState::Success)], vec![processing]);
+    let mut repo = ledger.repo(Some(config()));
+    ledger.refund_writes(&mut repo, 1);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_query_refund().times(1).returning(|_, _| Ok(refund_report(RefundStatus::Succeeded)));
+    let svc = with_jobs(repo, platform, MockMerchantKeys::new(), no_queued_jobs());
+
+    let view = svc.query_refund_for(TENANT, "R1").await.unwrap();
+
+    assert_eq!(view.status, RefundStatus::Succeeded);
+    let written = ledger.written();
+    assert_eq!(ledger.writes(), [("update_refund", "R1".to_owned())]);
+    assert_eq!(written[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None });
+    assert_eq!(ledger.refunds()[0].status, RefundStatus::Succeeded);
+}
+
+// --- charge_order ----------------------------------------------------------------------------
+
+#[tokio::test]
+async fn charging_an_order_stores_its_transaction_with_the_settle_job_the_order_event_and_the_audit_in_one_write() {
+    let ledger = Ledger::default();
+    let mut repo = ledger.repo(Some(config()));
+    ledger.inserts(&mut repo, 1);
+    ledger.tx_writes(&mut repo, 1);
+    let mut platform = MockPayPlatform::new();
+    platform
+        .expect_jsapi_order()
+        .withf(|_, o| o.out_trade_no == ORDER_NO && o.amount == Money::from_fen(1000) && o.time_expire == now() + Duration::minutes(30))
+        .times(1)
+        .returning(|_, _| Ok("prepay-o".into()));
+    platform.expect_pay_params().times(1).returning(|_, p| Ok(pay_params(p)));
+    let svc = with_jobs(repo, platform, MockMerchantKeys::new(), no_queued_jobs());
+
+    let params = svc.charge_order(TENANT, charge()).await.unwrap();
+
+    assert_eq!(params.package, "prepay_id=prepay-o");
+    let stored = ledger.tx(ORDER_NO).unwrap();
+    assert_eq!(
+        (stored.order_id, stored.method, stored.trade_state, stored.prepay_id.as_deref()),
+        (Some(ORDER), PaymentMethod::WechatJsapi, TradeState::NotPay, Some("prepay-o"))
+    );
+    let written = ledger.written();
+    assert_eq!(written[0].op, "insert_transaction");
+    assert_jobs(&written[0].effects, &[settle_transaction_job(ORDER_NO, now() + Duration::minutes(30)), order_changed(ORDER)]);
+    assert_eq!(written[0].effects.audit, Some(order_audit("order.pay")));
+}
+
+#[tokio::test]
+async fn charging_an_order_again_resumes_its_platform_payment_without_a_second_transaction() {
+    let ledger = Ledger::default();
+    let mut repo = ledger.repo(Some(config()));
+    ledger.inserts(&mut repo, 1);
+    ledger.tx_writes(&mut repo, 1);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_jsapi_order().times(1).returning(|_, _| Ok("prepay-o".into()));
+    platform.expect_pay_params().times(2).returning(|_, p| Ok(pay_params(p)));
+    let svc = svc(repo, platform);
+
+    let first = svc.charge_order(TENANT, charge()).await.unwrap();
+    let again = svc.charge_order(TENANT, charge()).await.unwrap();
+
+    assert_eq!(again, first, "the same prepay");
+    assert_eq!(ledger.txs().len(), 1);
+    assert_eq!(ledger.writes(), [("insert_transaction", ORDER_NO.to_owned()), ("update_transaction", ORDER_NO.to_owned())]);
+}
+
+#[tokio::test]
+async fn an_order_being_paid_by_another_payer_is_409_without_asking_the_platform() {
+    let ledger = Ledger::holding(vec![order_tx(TradeState::NotPay)], vec![]);
+    let mut repo = ledger.repo(Some(config()));
+    ledger.inserts(&mut repo, 0);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_jsapi_order().never();
+    platform.expect_pay_params().never();
+    let svc = svc(repo, platform);
+
+    let err = svc.charge_order(TENANT, OrderCharge { openid: "o-bob".into(), ..charge() }).await.unwrap_err();
+
+    assert!(matches!(err, Error::Conflict(ref m) if m.contains("another payer")), "{err:?}");
+}
+
+// --- charge_order_offline ------------------------------------------------------------------------
+
+#[tokio::test]
+async fn recording_an_offline_payment_closes_the_orders_open_platform_payment_first() {
+    let ledger = Ledger::holding(vec![order_tx(TradeState::NotPay)], vec![]);
+    let mut repo = ledger.repo(Some(config()));
+    ledger.tx_writes(&mut repo, 1);
+    ledger.inserts(&mut repo, 1);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_close_order().withf(|_, no| no == ORDER_NO).times(1).returning(|_, _| Ok(()));
+    platform.expect_query_order().never();
+    let svc = with_jobs(repo, platform, MockMerchantKeys::new(), no_queued_jobs());
+
+    svc.charge_order_offline(TENANT, offline_charge("BANK-20260401-1")).await.unwrap();
+
+    assert_eq!(ledger.tx(ORDER_NO).map(|t| t.trade_state), Some(TradeState::Closed));
+    let offline = ledger.tx(&format!("{ORDER_NO}-offline")).unwrap();
+    assert!(offline.is_paid());
+    assert_eq!(
+        (offline.order_id, offline.method, offline.trade_state, offline.reference.as_deref(), offline.paid_by),
+        (Some(ORDER), PaymentMethod::Offline, TradeState::Success, Some("BANK-20260401-1"), Some(10))
+    );
+    assert_eq!(
+        (offline.amount, offline.payer_total, offline.success_time),
+        (Money::from_fen(1000), Some(Money::from_fen(1000)), Some(now()))
+    );
+    let offline_no = format!("{ORDER_NO}-offline");
+    assert_eq!(ledger.writes(), [("update_transaction", ORDER_NO.to_owned()), ("insert_transaction", offline_no)], "closed first");
+    let written = ledger.written();
+    assert_eq!(written[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None });
+    assert_eq!(written[1].effects, Effects { jobs: vec![order_changed(ORDER)], audit: Some(order_audit("order.pay_offline")) });
+}
+
+#[tokio::test]
+async fn an_offline_payment_of_an_order_paid_on_the_platform_meanwhile_is_409_and_the_payment_is_recorded() {
+    let ledger = Ledger::holding(vec![order_tx(TradeState::UserPaying)], vec![]);
+    let mut repo = ledger.repo(Some(config()));
+    ledger.tx_writes(&mut repo, 1);
+    ledger.inserts(&mut repo, 0);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_close_order().times(1).returning(|_, _| Err(refused(400, "ORDERPAID")));
+    platform.expect_query_order().withf(|_, no| no == ORDER_NO).times(1).returning(|_, no| Ok(report(no, TradeState::Success)));
+    let svc = svc(repo, platform);
+
+    let err = svc.charge_order_offline(TENANT, offline_charge("BANK-20260401-1")).await.unwrap_err();
+
+    assert!(matches!(err, Error::Conflict(ref m) if m.contains("paid on the pay platform meanwhile")), "{err:?}");
+    let stored = ledger.tx(ORDER_NO).unwrap();
+    assert!(stored.is_paid());
+    assert_eq!(stored.transaction_id.as_deref(), Some("4200000001"));
+    assert_eq!(ledger.txs().len(), 1, "no offline payment");
+    assert_eq!(ledger.written()[0].effects.jobs, [order_changed(ORDER)]);
+}
+
+#[tokio::test]
+async fn a_retried_offline_payment_with_the_same_reference_is_ok_without_a_second_insert() {
+    let ledger = Ledger::default();
+    let mut repo = ledger.repo(Some(config()));
+    ledger.inserts(&mut repo, 1);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_close_order().never();
+    platform.expect_query_order().never();
+    let svc = svc(repo, platform);
+
+    svc.charge_order_offline(TENANT, offline_charge("BANK-20260401-1")).await.unwrap();
+    svc.charge_order_offline(TENANT, offline_charge("BANK-20260401-1")).await.unwrap();
+    let other = svc.charge_order_offline(TENANT, offline_charge("BANK-20260401-2")).await.unwrap_err();
+
+    assert_eq!(ledger.txs().len(), 1);
+    assert!(matches!(other, Error::Conflict(ref m) if m.contains("already paid offline")), "{other:?}");
+}
+
+// --- refund_order --------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn refunding_an_offline_payment_reserves_a_succeeded_refund_and_never_calls_the_platform() {
+    let ledger = Ledger::holding(vec![order_tx(TradeState::Closed), offline_tx()], vec![]);
+    let mut repo = ledger.repo(Some(config()));
+    ledger.reservations(&mut repo, 2);
+    ledger.refund_writes(&mut repo, 0);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_refund().never();
+    platform.expect_query_refund().never();
+    let svc = with_jobs(repo, platform, MockMerchantKeys::new(), no_queued_jobs());
+
+    let refund = svc.refund_order(TENANT, order_refund("OR1", 400)).await.unwrap();
+    let again = svc.refund_order(TENANT, order_refund("OR1", 400)).await.unwrap();
+
+    assert_eq!(
+        (refund.status, refund.succeeded_at, refund.order_id, refund.out_trade_no.as_str(), refund.amount),
+        (RefundStatus::Succeeded, Some(now()), Some(ORDER), format!("{ORDER_NO}-offline").as_str(), Money::from_fen(400))
+    );
+    assert_eq!(again, refund, "a retry is the same refund");
+    let written = ledger.written();
+    assert_eq!(ledger.writes(), [("reserve_refund", "OR1".to_owned())], "reserved once");
+    assert_eq!(
+        written[0].effects,
+        Effects { jobs: vec![order_changed(ORDER)], audit: Some(order_audit("order.refund")) },
+        "nothing to settle"
+    );
+}
+
+#[tokio::test]
+async fn refunding_an_orders_platform_payment_reserves_it_with_its_settling_and_the_order_event_then_asks_the_platform() {
+    let ledger = Ledger::holding(vec![order_tx(TradeState::Success)], vec![]);
+    let mut repo = ledger.repo(Some(config()));
+    ledger.reservations(&mut repo, 1);
+    ledger.refund_writes(&mut repo, 1);
+    let mut platform = MockPayPlatform::new();
+    platform
+        .expect_refund()
+        .withf(|_, o| o.out_trade_no == ORDER_NO && o.out_refund_no == "OR1" && o.total == Money::from_fen(1000))
+        .times(1)
+        .returning(|_, o| Ok(PlatformRefund { out_refund_no: o.out_refund_no.clone(), ..refund_report(RefundStatus::Processing) }));
+    let svc = with_jobs(repo, platform, MockMerchantKeys::new(), no_queued_jobs());
+
+    let refund = svc.refund_order(TENANT, order_refund("OR1", 400)).await.unwrap();
+
+    assert_eq!((refund.status, refund.order_id), (RefundStatus::Processing, Some(ORDER)));
+    let written = ledger.written();
+    assert_eq!(written[0].op, "reserve_refund");
+    assert_jobs(&written[0].effects, &[order_changed(ORDER), settle_refund_job_for("OR1")]);
+    assert_eq!(written[0].effects.audit, Some(order_audit("order.refund")));
+}
+
+#[tokio::test]
+async fn refunding_an_order_whose_payment_is_not_paid_is_409_and_reserves_nothing() {
+    for state in [TradeState::NotPay, TradeState::Closed] {
+        let ledger = Ledger::holding(vec![order_tx(state)], vec![]);
+        let mut repo = ledger.repo(Some(config()));
+        ledger.reservations(&mut repo, 0);
+        let mut platform = MockPayPlatform::new();
+        platform.expect_refund().never();
+        let svc = svc(repo, platform);
+
+        let err = svc.refund_order(TENANT, order_refund("OR1", 400)).await.unwrap_err();
+
+        assert!(matches!(err, Error::Conflict(ref m) if m.contains("not paid")), "{state:?}: {err:?}");
+    }
+}
+
+// --- close_order and order_money -------------------------------------------------------------------
+
+#[tokio::test]
+async fn closing_an_order_closes_its_open_platform_payment_with_the_order_event() {
+    let ledger = Ledger::holding(vec![order_tx(TradeState::NotPay)], vec![]);
+    let mut repo = ledger.repo(Some(config()));
+    ledger.tx_writes(&mut repo, 1);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_close_order().withf(|_, no| no == ORDER_NO).times(1).returning(|_, _| Ok(()));
+    let svc = svc(repo, platform);
+
+    svc.close_order(TENANT, ORDER).await.unwrap();
+
+    assert_eq!(ledger.tx(ORDER_NO).map(|t| t.trade_state), Some(TradeState::Closed));
+    assert_eq!(ledger.written()[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None });
+}
+
+#[tokio::test]
+async fn closing_an_order_that_is_paid_closed_or_without_payment_asks_nobody() {
+    for held in [vec![order_tx(TradeState::Success)], vec![order_tx(TradeState::Closed)], vec![]] {
+        let ledger = Ledger::holding(held, vec![]);
+        let mut repo = ledger.repo(Some(config()));
+        ledger.tx_writes(&mut repo, 0);
+        let mut platform = MockPayPlatform::new();
+        platform.expect_close_order().never();
+        platform.expect_query_order().never();
+
+        svc(repo, platform).close_order(TENANT, ORDER).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn an_orders_money_is_its_live_transaction_with_that_transactions_refunds() {
+    let of_offline =
+        Refund { out_trade_no: format!("{ORDER_NO}-offline"), order_id: Some(ORDER), ..refund("OR1", 400, RefundStatus::Succeeded) };
+    let elsewhere = refund("R1", 300, RefundStatus::Succeeded);
+    let ledger = Ledger::holding(
+        vec![order_tx(TradeState::Closed), offline_tx(), tx("T0000001", TradeState::Success)],
+        vec![elsewhere, of_offline.clone()],
+    );
+    let repo = ledger.repo(Some(config()));
+    let svc = svc(repo, MockPayPlatform::new());
+
+    let money = svc.order_money(TENANT, ORDER).await.unwrap();
+    let none = svc.order_money(TENANT, ORDER + 1).await.unwrap();
+
+    assert_eq!(money, OrderMoney { transaction: Some(offline_tx()), refunds: vec![of_offline] });
+    assert_eq!(none, OrderMoney::default());
+}

@@ -1,0 +1,163 @@
+//! Exactly once under faults, over HTTP on SQLite and PostgreSQL: a failpoint makes one step
+//! of paying or refunding fail as a database gone at that moment would — after the ledger
+//! stored the request, after the platform answered, while its answer is recorded, while the
+//! order is told — and the client retries under its `Idempotency-Key`. After each: no money
+//! moved twice, the books match the platform's, nothing is left stuck.
+//!
+//! Failpoints are global to the process, so each test holds the failpoint scenario's lock
+//! for its whole run: the tests of this file run one at a time.
+#![allow(clippy::unwrap_used)]
+use atrium_e2e::pay::configure_merchant;
+use atrium_e2e::serde_json::{Value, json};
+use atrium_e2e::{Org, TestApp, e2e};
+use std::time::Duration;
+
+const MCHID: &str = "1900000041";
+const OPENID: &str = "o_fault_payer";
+
+async fn shop(app: &TestApp) -> Org {
+    let org = app.org().await;
+    configure_merchant(app, &org.admin, org.t1, MCHID).await;
+    org
+}
+
+async fn new_order(app: &TestApp, token: &str, amount: i64) -> Value {
+    let r = app.post("/api/v1/orders", json!({"subject": "Fault order", "amount": amount, "openid": OPENID}), Some(token)).await;
+    r.expect(200);
+    r.data().clone()
+}
+
+async fn order(app: &TestApp, token: &str, id: i64) -> Value {
+    let r = app.get(&format!("/api/v1/orders/{id}"), Some(token)).await;
+    r.expect(200);
+    r.data().clone()
+}
+
+async fn wait_order(app: &TestApp, token: &str, id: i64, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let o = order(app, token, id).await;
+        if done(&o) || tokio::time::Instant::now() > deadline {
+            return o;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn paid_order(app: &TestApp, token: &str, amount: i64) -> Value {
+    let o = new_order(app, token, amount).await;
+    let id = o["id"].as_i64().unwrap();
+    let pay = app.post(&format!("/api/v1/orders/{id}/pay"), json!({"method": "wechat_jsapi"}), Some(token)).await;
+    pay.expect(200);
+    let paid = app.post("/sandbox/control/pay", json!({"pay_params": pay.data()["pay_params"], "result": "SUCCESS"}), None).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    let o = wait_order(app, token, id, |o| o["status"] == "paid").await;
+    assert_eq!(o["status"], "paid", "{o}");
+    o
+}
+
+async fn platform_refunds(app: &TestApp, out_trade_no: &str) -> Vec<Value> {
+    let r = app.get(&format!("/sandbox/control/refunds?out_trade_no={out_trade_no}"), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["refunds"].as_array().unwrap().clone()
+}
+
+/// Sends `body` to `path` under `key` until it is answered 200 (at most five tries), as a
+/// client retries after a failure; returns every status seen and the last answer's data.
+async fn until_ok(app: &TestApp, path: &str, key: &str, body: Value, token: &str) -> (Vec<u16>, Value) {
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        let r = app.post_with_key(path, key, body.clone(), token).await;
+        seen.push(r.status);
+        if r.status == 200 {
+            return (seen, r.data().clone());
+        }
+        assert!(r.status >= 500, "only a failure of ours or the platform's is retried: {}", r.body);
+    }
+    panic!("no success after {seen:?}");
+}
+
+/// The steps a refund passes, each failed once in its own round.
+const REFUND_STEPS: [&str; 4] = ["ledger.refund.reserved", "ledger.refund.sent", "ledger.record", "orders.sync"];
+/// The steps a platform payment passes.
+const PAY_STEPS: [&str; 4] = ["ledger.pay.stored", "ledger.pay.placed", "ledger.record", "orders.sync"];
+
+e2e!(a_refund_failing_at_any_step_moves_the_money_exactly_once, |app| {
+    let org = shop(app).await;
+    let t = &org.t1_admin;
+    let _scenario = fail::FailScenario::setup();
+    for step in REFUND_STEPS {
+        let o = paid_order(app, t, 10_000).await;
+        let (id, no) = (o["id"].as_i64().unwrap(), o["order_no"].as_str().unwrap().to_owned());
+        fail::cfg(step, "1*return").unwrap();
+
+        let (seen, answer) =
+            until_ok(app, &format!("/api/v1/orders/{id}/refund"), &format!("refund-{step}"), json!({"amount": 3_000}), t).await;
+        fail::remove(step);
+
+        let on_platform = platform_refunds(app, &no).await;
+        assert_eq!(on_platform.len(), 1, "{step} ({seen:?}): one refund reached the platform: {on_platform:?}");
+        assert_eq!(
+            (on_platform[0]["amount"].as_i64(), &on_platform[0]["out_refund_no"]),
+            (Some(3_000), &answer["refund"]["out_refund_no"]),
+            "{step}"
+        );
+        let settled =
+            app.post("/sandbox/control/refund", json!({"out_refund_no": on_platform[0]["out_refund_no"], "result": "SUCCESS"}), None).await;
+        assert_eq!(settled.status, 200, "{}", settled.body);
+        let o = wait_order(app, t, id, |o| o["refunded_amount"] == 3_000).await;
+        assert_eq!(
+            (o["status"].as_str(), o["refunded_amount"].as_i64()),
+            (Some("partially_refunded"), Some(3_000)),
+            "{step} ({seen:?}): {o}"
+        );
+        let refunds = o["refunds"].as_array().unwrap();
+        assert_eq!(refunds.len(), 1, "{step}: the books hold one refund: {o}");
+        assert_eq!(refunds[0]["status"], "succeeded", "{step}: nothing is left processing: {o}");
+    }
+});
+
+e2e!(a_payment_failing_at_any_step_places_one_platform_order_and_is_paid_once, |app| {
+    let org = shop(app).await;
+    let t = &org.t1_admin;
+    let _scenario = fail::FailScenario::setup();
+    for step in PAY_STEPS {
+        let o = new_order(app, t, 8_800).await;
+        let (id, no) = (o["id"].as_i64().unwrap(), o["order_no"].as_str().unwrap().to_owned());
+        fail::cfg(step, "1*return").unwrap();
+
+        let (seen, answer) =
+            until_ok(app, &format!("/api/v1/orders/{id}/pay"), &format!("pay-{step}"), json!({"method": "wechat_jsapi"}), t).await;
+        fail::remove(step);
+
+        let paid = app.post("/sandbox/control/pay", json!({"pay_params": answer["pay_params"], "result": "SUCCESS"}), None).await;
+        assert_eq!(paid.status, 200, "{step} ({seen:?}): the pay params answered after the fault pay the order: {}", paid.body);
+        let o = wait_order(app, t, id, |o| o["status"] == "paid").await;
+        assert_eq!((o["status"].as_str(), o["paid_amount"].as_i64()), (Some("paid"), Some(8_800)), "{step} ({seen:?}): {o}");
+        let q = app.post("/api/v1/miniprogram/payment/query", json!({"tenant_id": org.t1, "out_trade_no": no}), Some(&org.admin)).await;
+        q.expect(200);
+        assert_eq!((q.data()["trade_state"].as_str(), q.data()["amount"].as_i64()), (Some("SUCCESS"), Some(8_800)), "{step}");
+        assert_eq!(q.data()["order_id"].as_i64(), Some(id));
+    }
+});
+
+e2e!(an_offline_payment_failing_to_tell_the_order_is_told_by_the_ledgers_event, vars = [("ATRIUM_JOB_POLL_MS", "100")], |app| {
+    let org = app.org().await;
+    let t = &org.t1_admin;
+    let _scenario = fail::FailScenario::setup();
+    let o = new_order(app, t, 12_000).await;
+    let id = o["id"].as_i64().unwrap();
+    // The request's own sync fails, and so does the event's first run.
+    fail::cfg("orders.sync", "2*return").unwrap();
+
+    let pay = app.post(&format!("/api/v1/orders/{id}/pay"), json!({"method": "offline", "reference": "Cash 77"}), Some(t)).await;
+    pay.expect(200);
+
+    let o = wait_order(app, t, id, |o| o["status"] == "paid").await;
+    fail::remove("orders.sync");
+    assert_eq!(
+        (o["status"].as_str(), o["paid_amount"].as_i64(), o["payment"]["method"].as_str()),
+        (Some("paid"), Some(12_000), Some("offline")),
+        "{o}"
+    );
+});
