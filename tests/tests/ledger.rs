@@ -223,6 +223,16 @@ e2e!(a_payment_of_another_amount_is_a_discrepancy_never_paid, |app| {
     let audit = app.get("/api/v1/audit-logs?action=payment.discrepancy&page_size=10", Some(&org.admin)).await;
     audit.expect(200);
     assert!(!audit.data()["items"].as_array().unwrap().is_empty(), "{}", audit.body);
+    // And it is counted where operators look.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let metrics = app.running.metrics.render();
+        if metrics.contains("atrium_payment_discrepancies 1") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no discrepancy in /metrics: {metrics}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 });
 
 e2e!(an_offline_order_refunds_through_the_ledger_at_once, |app| {

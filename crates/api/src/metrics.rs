@@ -135,6 +135,7 @@ pub struct Metrics {
     job_runners: Family<JobLabels, Gauge>,
     platform_calls: Family<CallLabels, Counter>,
     platform_latency: HistogramFamily<EndpointLabels>,
+    payment_discrepancies: Gauge,
 }
 
 impl Metrics {
@@ -160,6 +161,7 @@ impl Metrics {
             job_runners: Family::default(),
             platform_calls: Family::default(),
             platform_latency: Family::new_with_constructor(latency_histogram),
+            payment_discrepancies: Gauge::default(),
         };
         let r = &mut m.registry;
         r.register("atrium_http_requests", "HTTP requests answered, by method, route template and status", Declared(m.requests.clone()));
@@ -193,7 +195,17 @@ impl Metrics {
             "Time of calls to the messaging and pay platforms, by endpoint",
             Declared(m.platform_latency.clone()),
         );
+        r.register(
+            "atrium_payment_discrepancies",
+            "Payment transactions holding a discrepancy: a payment the platform reported that does not match (amount or currency), never taken as paid",
+            m.payment_discrepancies.clone(),
+        );
         m
+    }
+
+    /// Sets how many payment transactions hold a discrepancy.
+    pub fn payment_discrepancies(&self, n: u64) {
+        self.payment_discrepancies.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
     /// Records one answered request. `route` is the matched route template.

@@ -15,7 +15,7 @@
 //! - `config`: [`PaymentSettings`]; `service`: [`PaymentService`], the use cases and jobs.
 //!
 //! Features: `mock` for mockall doubles of the ports (`MockPaymentRepo`, `MockPayPlatform`,
-//! `MockMerchantKeys`, `MockPaymentObserver`); `openapi` for the schemas of the request and
+//! `MockMerchantKeys`); `failpoints` for the failpoints of the fault tests; `openapi` for the schemas of the request and
 //! view types.
 
 mod api;

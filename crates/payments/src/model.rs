@@ -799,3 +799,12 @@ mod tests {
         }
     }
 }
+
+/// What the sweep finds unsettled past its deadline (see [`crate::PaymentRepo::unsettled`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Unsettled {
+    /// `(tenant_id, out_trade_no, expires_at)` of platform transactions still unpaid.
+    pub transactions: Vec<(Id, String, Timestamp)>,
+    /// `(tenant_id, out_refund_no)` of refunds still processing.
+    pub refunds: Vec<(Id, String)>,
+}

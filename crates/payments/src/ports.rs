@@ -68,6 +68,14 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// to what [`PaymentRepo::reserve_refund`] allows.
     async fn update_refund(&self, refund: Refund, read_status: RefundStatus, effects: Effects) -> Result<bool>;
 
+    /// Up to `limit` of what should have settled by `before` and has not: platform
+    /// transactions still unpaid (without a discrepancy) that expired before it, and refunds
+    /// still processing that were requested before it — for the sweep that queues their
+    /// settle jobs again.
+    async fn unsettled(&self, before: Timestamp, limit: u32) -> Result<Unsettled>;
+    /// How many transactions hold a discrepancy (a payment reported that does not match).
+    async fn open_discrepancies(&self) -> Result<u64>;
+
     /// Whether the tenant's notification `event_id` was already processed.
     async fn notification_seen(&self, tenant_id: Id, event_id: String) -> Result<bool>;
     /// Records that `event_id` was processed. MUST be idempotent: recording an id twice (two

@@ -3,7 +3,9 @@ mod jobs;
 mod ledger;
 mod payments;
 
-pub use jobs::{MAX_ATTEMPTS, RECONCILE, RECONCILE_AT_CST, RECONCILE_DAY, SETTLE_BACKOFF, SETTLE_REFUND, SETTLE_TRANSACTION};
+pub use jobs::{
+    MAX_ATTEMPTS, RECONCILE, RECONCILE_AT_CST, RECONCILE_DAY, SETTLE_BACKOFF, SETTLE_REFUND, SETTLE_TRANSACTION, SWEEP, SWEEP_EVERY_SECS,
+};
 pub use payments::{ORDER_CHANGED, OrderChanged, PaymentService, platform_error};
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Party, Result, Timestamp};
 use atrium_payments::{
     Effects, PaymentConfig, PaymentMethod, PaymentRepo, PaymentTenant, Refund, RefundReservation, RefundRule, RefundStatus, Secret,
-    TradeState, Transaction,
+    TradeState, Transaction, Unsettled,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -279,6 +279,8 @@ fn reserve(conn: &mut DbConn, refund: Refund, rule: RefundRule, effects: &Effect
     let Some(tx) = tx else {
         return Err(Error::NotFound("transaction"));
     };
+    // The refund belongs to the transaction's order, whatever the caller said.
+    let refund = Refund { order_id: tx.order_id, out_trade_no: tx.out_trade_no.clone(), ..refund };
     let existing = refunds_of(conn, tx.id)?;
     if let Err(why) = rule.check(&tx, &existing, &refund) {
         return Ok(RefundReservation::Refused(why));
@@ -292,9 +294,28 @@ fn reserve(conn: &mut DbConn, refund: Refund, rule: RefundRule, effects: &Effect
     Ok(RefundReservation::Reserved(Refund { id, ..refund }))
 }
 
+/// Serialises, until the end of the write transaction, every insert of an order or a
+/// transaction that would take the tenant's number `number`, so that neither can take the
+/// other's (a PostgreSQL transaction-level advisory lock on a hash of both; SQLite's one
+/// writer already serialises them). A unique index cannot span the two tables.
+pub(crate) fn lock_number(conn: &mut DbConn, tenant_id: Id, number: &str) -> Result<()> {
+    if let DbConn::Pg(c) = conn {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(format!("{tenant_id}:{number}").as_bytes());
+        let mut key = [0u8; 8];
+        key.copy_from_slice(&digest[..8]);
+        diesel::sql_query("SELECT pg_advisory_xact_lock($1)")
+            .bind::<diesel::sql_types::BigInt, _>(i64::from_be_bytes(key))
+            .execute(c)
+            .map_err(db_error)?;
+    }
+    Ok(())
+}
+
 /// Stores a new transaction: refused when its number is taken, is an order's other than its
 /// own, or its order already has a live transaction.
 fn insert_transaction(conn: &mut DbConn, tx: Transaction, effects: &Effects) -> Result<Transaction> {
+    lock_number(conn, tx.tenant_id, &tx.out_trade_no)?;
     let owner: Option<i64> = orders::table
         .filter(orders::tenant_id.eq(tx.tenant_id))
         .filter(orders::order_no.eq(&tx.out_trade_no))
@@ -483,6 +504,48 @@ impl PaymentRepo for PaymentStore {
                     write_effects(conn, &effects)?;
                 }
                 Ok(n > 0)
+            })
+            .await
+    }
+
+    async fn unsettled(&self, before: Timestamp, limit: u32) -> Result<Unsettled> {
+        self.db
+            .run(move |conn| {
+                let transactions: Vec<(i64, String, NaiveDateTime)> = payment_transactions::table
+                    .filter(
+                        payment_transactions::trade_state
+                            .eq_any([TradeState::NotPay, TradeState::UserPaying, TradeState::PayError].map(|s| s.as_str())),
+                    )
+                    .filter(payment_transactions::expires_at.lt(to_db(before)))
+                    .filter(payment_transactions::discrepancy.is_null())
+                    .filter(payment_transactions::method.eq(PaymentMethod::WechatJsapi.as_str()))
+                    .order(payment_transactions::expires_at.asc())
+                    .limit(i64::from(limit))
+                    .select((payment_transactions::tenant_id, payment_transactions::out_trade_no, payment_transactions::expires_at))
+                    .load(conn)
+                    .map_err(db_error)?;
+                let refunds: Vec<(i64, String)> = payment_refunds::table
+                    .filter(payment_refunds::status.eq(RefundStatus::Processing.as_str()))
+                    .filter(payment_refunds::created_at.lt(to_db(before)))
+                    .order(payment_refunds::created_at.asc())
+                    .limit(i64::from(limit))
+                    .select((payment_refunds::tenant_id, payment_refunds::out_refund_no))
+                    .load(conn)
+                    .map_err(db_error)?;
+                Ok(Unsettled { transactions: transactions.into_iter().map(|(t, no, at)| (t, no, from_db(at))).collect(), refunds })
+            })
+            .await
+    }
+
+    async fn open_discrepancies(&self) -> Result<u64> {
+        self.db
+            .run(move |conn| {
+                let n: i64 = payment_transactions::table
+                    .filter(payment_transactions::discrepancy.is_not_null())
+                    .count()
+                    .get_result(conn)
+                    .map_err(db_error)?;
+                Ok(u64::try_from(n).unwrap_or(0))
             })
             .await
     }

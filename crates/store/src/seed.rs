@@ -61,7 +61,9 @@ fn analyze(db: &Db) -> Result<(), Error> {
 /// Adds `per_tenant` orders to each tenant with an id in `first..=last`, each with one line.
 /// A fifth are `pending` (expiring in 2099, so the expiry job leaves them), two fifths `paid`
 /// offline, a fifth `partially_refunded` by an offline refund that succeeded, and a fifth
-/// `closed`; they were created a minute apart from 2026-01-01. Returns how many were added.
+/// `closed`; they were created a minute apart from 2026-01-01. The paid ones' payments and
+/// refunds are the ledger's (`payment_transactions`, `payment_refunds`). Returns how many
+/// orders were added.
 pub fn seed_orders(db: &Db, first: i64, last: i64, per_tenant: i64) -> Result<i64, Error> {
     let added = db.write_blocking(move |conn| {
         let before = count(conn, "orders")?;
@@ -106,11 +108,26 @@ pub fn seed_orders(db: &Db, first: i64, last: i64, per_tenant: i64) -> Result<i6
         ))
         .execute(conn)
         .map_err(db_error)?;
+        // The ledger holds the money: each paid order's offline payment is a transaction of the
+        // order (numbered as the ledger numbers offline payments), its refund a refund of it.
         diesel::sql_query(format!(
-            "INSERT INTO order_refunds (tenant_id, order_id, out_refund_no, amount, status, reason, settled_at, created_at, updated_at) \
-             SELECT o.tenant_id, o.id, 'R' || o.order_no, 500, 'succeeded', 'seed', o.created_at, o.created_at, o.created_at \
-             FROM orders o WHERE {range} AND o.status = 'partially_refunded' \
-               AND NOT EXISTS (SELECT 1 FROM order_refunds r WHERE r.order_id = o.id)"
+            "INSERT INTO payment_transactions (tenant_id, out_trade_no, description, amount, openid, trade_state, payer_total, \
+                                               success_time, expires_at, created_at, updated_at, order_id, method, reference) \
+             SELECT o.tenant_id, o.order_no || '-offline', o.subject, o.paid_amount, '', 'SUCCESS', o.paid_amount, \
+                    o.paid_at, o.paid_at, o.paid_at, o.paid_at, o.id, 'offline', o.pay_reference \
+             FROM orders o WHERE {range} AND o.pay_method = 'offline' \
+               AND NOT EXISTS (SELECT 1 FROM payment_transactions t WHERE t.tenant_id = o.tenant_id AND t.order_id = o.id)"
+        ))
+        .execute(conn)
+        .map_err(db_error)?;
+        diesel::sql_query(format!(
+            "INSERT INTO payment_refunds (tenant_id, payment_id, out_trade_no, out_refund_no, amount, status, reason, succeeded_at, \
+                                          created_at, updated_at, order_id) \
+             SELECT o.tenant_id, t.id, t.out_trade_no, 'R' || o.order_no, 500, 'succeeded', 'seed', o.created_at, o.created_at, \
+                    o.created_at, o.id \
+             FROM orders o JOIN payment_transactions t ON t.tenant_id = o.tenant_id AND t.order_id = o.id \
+             WHERE {range} AND o.status = 'partially_refunded' \
+               AND NOT EXISTS (SELECT 1 FROM payment_refunds r WHERE r.tenant_id = o.tenant_id AND r.order_id = o.id)"
         ))
         .execute(conn)
         .map_err(db_error)?;

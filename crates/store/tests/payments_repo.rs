@@ -1,12 +1,15 @@
-//! Contract tests of the payment repository, on SQLite and PostgreSQL.
+//! Contract tests of the payment repository — the one ledger of the payment routes' and the
+//! orders' money — on SQLite and PostgreSQL.
 #![allow(clippy::unwrap_used)]
-use atrium_kernel::{AuditRecord, Error, Money, Party, Timestamp};
+use atrium_kernel::{AuditRecord, Error, Money, NewJob, Party, Timestamp};
+use atrium_orders::{Order, OrderRepo, OrderStatus};
 use atrium_org::*;
 use atrium_payments::*;
-use atrium_store::schema::{audit_logs, payment_configs, payment_refunds};
-use atrium_store::{Db, FieldCipher, OrgStore, PaymentStore, store_test};
+use atrium_store::schema::{audit_logs, jobs, payment_configs, payment_refunds, payment_transactions};
+use atrium_store::{Db, FieldCipher, OrdersStore, OrgStore, PaymentStore, store_test};
 use chrono::{Duration, TimeZone, Utc};
 use diesel::prelude::*;
+use serde_json::json;
 use std::sync::Arc;
 
 const KEY_PEM: &str = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----\n";
@@ -18,6 +21,7 @@ fn t0() -> Timestamp {
 
 struct Fixture {
     repo: PaymentStore,
+    orders: OrdersStore,
     partner: i64,
     tenant: i64,
     /// A tenant of another partner.
@@ -47,6 +51,7 @@ async fn fixture(db: &Db) -> Fixture {
     }
     Fixture {
         repo: PaymentStore::new(db.clone(), FieldCipher::new(&[9u8; 32])),
+        orders: OrdersStore::new(db.clone()),
         partner: partners[0],
         tenant: tenants[0],
         other: tenants[1],
@@ -77,6 +82,10 @@ fn transaction(tenant_id: i64, out_trade_no: &str, amount: i64) -> Transaction {
         id: 0,
         tenant_id,
         out_trade_no: out_trade_no.into(),
+        order_id: None,
+        method: PaymentMethod::WechatJsapi,
+        reference: None,
+        paid_by: None,
         description: "Membership".into(),
         amount: Money::from_fen(amount),
         openid: "oUpF8uMuAJO_M2pxb1Q9zNjWeS6o".into(),
@@ -86,6 +95,7 @@ fn transaction(tenant_id: i64, out_trade_no: &str, amount: i64) -> Transaction {
         transaction_id: None,
         payer_total: None,
         success_time: None,
+        discrepancy: None,
         expires_at: t0() + Duration::minutes(30),
         created_at: t0(),
         updated_at: t0(),
@@ -97,6 +107,7 @@ fn refund(tenant_id: i64, out_trade_no: &str, out_refund_no: &str, amount: i64) 
         id: 0,
         tenant_id,
         out_trade_no: out_trade_no.into(),
+        order_id: None,
         out_refund_no: out_refund_no.into(),
         refund_id: None,
         amount: Money::from_fen(amount),
@@ -108,18 +119,107 @@ fn refund(tenant_id: i64, out_trade_no: &str, out_refund_no: &str, amount: i64) 
     }
 }
 
+/// No effects.
+fn none() -> Effects {
+    Effects::default()
+}
+
+/// Effects tagged `tag`, to find them again with [`written`]: a job of kind `tag` and an audit
+/// record with action `tag`.
+fn effects(tenant_id: i64, tag: &str) -> Effects {
+    Effects {
+        jobs: vec![NewJob { kind: tag.into(), tenant_id: Some(tenant_id), payload: json!({ "tag": tag }), run_at: t0(), dedupe_key: None }],
+        audit: Some(AuditRecord::system(t0(), tag, "payment", None).owned_by(None, Some(tenant_id))),
+    }
+}
+
+/// How many jobs of kind `tag` and audit records with action `tag` are stored.
+fn written(db: &Db, tag: &str) -> (i64, i64) {
+    let mut conn = db.conn().unwrap();
+    let jobs: i64 = jobs::table.filter(jobs::kind.eq(tag)).count().get_result(&mut *conn).unwrap();
+    let audits: i64 = audit_logs::table.filter(audit_logs::action.eq(tag)).count().get_result(&mut *conn).unwrap();
+    (jobs, audits)
+}
+
+/// Refunds within a year of the payment, at most `max_refunds` of them.
+fn rule(max_refunds: u32) -> RefundRule {
+    RefundRule { window: Duration::days(365), max_refunds }
+}
+
+/// A stored order of the tenant, pending.
+async fn order(f: &Fixture, tenant_id: i64, order_no: &str, amount: i64) -> Order {
+    let o = Order {
+        id: 0,
+        order_no: order_no.into(),
+        tenant_id,
+        partner_id: None,
+        subject: format!("Subject of {order_no}"),
+        amount: Money::from_fen(amount),
+        paid_amount: Money::ZERO,
+        refunded_amount: Money::ZERO,
+        status: OrderStatus::Pending,
+        items: vec![],
+        openid: None,
+        payment: None,
+        discrepancy: None,
+        refunds: vec![],
+        expires_at: t0() + Duration::minutes(30),
+        created_by: None,
+        created_at: t0(),
+        updated_at: t0(),
+    };
+    let audit = AuditRecord::system(t0(), "order.create", "order", None).owned_by(None, Some(tenant_id));
+    f.orders.insert_order(o, audit).await.unwrap()
+}
+
+/// The order's platform transaction: it carries the order's number.
+fn online(order: &Order) -> Transaction {
+    Transaction { order_id: Some(order.id), ..transaction(order.tenant_id, &order.order_no, order.amount.fen()) }
+}
+
+/// The order's payment recorded offline, paid at once, numbered as the ledger numbers them.
+fn offline(order: &Order) -> Transaction {
+    Transaction {
+        order_id: Some(order.id),
+        method: PaymentMethod::Offline,
+        reference: Some("BANK 2026-0042".into()),
+        paid_by: Some(42),
+        openid: String::new(),
+        trade_state: TradeState::Success,
+        payer_total: Some(order.amount),
+        success_time: Some(t0() + Duration::minutes(1)),
+        ..transaction(order.tenant_id, &format!("{}-offline", order.order_no), order.amount.fen())
+    }
+}
+
+/// How many of the order's stored transactions are live (not closed or revoked).
+fn live(db: &Db, order_id: i64) -> i64 {
+    let mut conn = db.conn().unwrap();
+    payment_transactions::table
+        .filter(payment_transactions::order_id.eq(order_id))
+        .filter(payment_transactions::trade_state.ne_all(["CLOSED", "REVOKED"]))
+        .count()
+        .get_result(&mut *conn)
+        .unwrap()
+}
+
 /// A stored transaction the platform reported paid.
 async fn paid(f: &Fixture, tenant_id: i64, out_trade_no: &str, amount: i64) -> Transaction {
-    let tx = f.repo.insert_transaction(transaction(tenant_id, out_trade_no, amount)).await.unwrap();
+    pay(f, transaction(tenant_id, out_trade_no, amount)).await
+}
+
+/// Stores `tx` and records the platform's report that it was paid.
+async fn pay(f: &Fixture, tx: Transaction) -> Transaction {
+    let tx = f.repo.insert_transaction(tx, none()).await.unwrap();
     let done = Transaction {
         trade_state: TradeState::Success,
-        transaction_id: Some(format!("4200{out_trade_no}")),
-        payer_total: Some(Money::from_fen(amount)),
+        transaction_id: Some(format!("4200{}", tx.out_trade_no)),
+        payer_total: Some(tx.amount),
         success_time: Some(t0() + Duration::minutes(1)),
         updated_at: t0() + Duration::minutes(1),
         ..tx
     };
-    assert!(f.repo.update_transaction(done.clone(), TradeState::NotPay).await.unwrap());
+    assert!(f.repo.update_transaction(done.clone(), TradeState::NotPay, none()).await.unwrap());
     done
 }
 
@@ -195,14 +295,15 @@ store_test!(the_tenant_is_found_within_the_callers_scope_only, |db| {
 
 store_test!(a_transaction_number_is_unique_per_tenant, |db| {
     let f = fixture(&db).await;
-    let stored = f.repo.insert_transaction(transaction(f.tenant, "T20260501000001", 100)).await.unwrap();
+    let stored = f.repo.insert_transaction(transaction(f.tenant, "T20260501000001", 100), none()).await.unwrap();
     assert!(stored.id > 0);
     assert_eq!(stored, Transaction { id: stored.id, ..transaction(f.tenant, "T20260501000001", 100) });
 
-    let again = f.repo.insert_transaction(transaction(f.tenant, "T20260501000001", 200)).await.unwrap_err();
-    let elsewhere = f.repo.insert_transaction(transaction(f.other, "T20260501000001", 300)).await.unwrap();
+    let again = f.repo.insert_transaction(transaction(f.tenant, "T20260501000001", 200), effects(f.tenant, "tx.again")).await.unwrap_err();
+    let elsewhere = f.repo.insert_transaction(transaction(f.other, "T20260501000001", 300), none()).await.unwrap();
 
     assert!(matches!(again, Error::Conflict(ref m) if m.contains("T20260501000001")), "{again:?}");
+    assert_eq!(written(&db, "tx.again"), (0, 0), "the refused insert wrote none of its effects");
     assert_eq!(elsewhere.amount, Money::from_fen(300));
     assert_eq!(f.repo.get_transaction(f.tenant, "T20260501000001".into()).await.unwrap(), Some(stored));
     assert_eq!(f.repo.get_transaction(f.tenant, "nope".into()).await.unwrap(), None);
@@ -210,14 +311,14 @@ store_test!(a_transaction_number_is_unique_per_tenant, |db| {
 
 store_test!(a_transaction_update_applies_only_over_the_state_it_read, |db| {
     let f = fixture(&db).await;
-    let tx = f.repo.insert_transaction(transaction(f.tenant, "T1", 100)).await.unwrap();
+    let tx = f.repo.insert_transaction(transaction(f.tenant, "T1", 100), none()).await.unwrap();
     let paying =
         Transaction { prepay_id: Some("wx201410272009395522657a690389285100".into()), trade_state: TradeState::UserPaying, ..tx.clone() };
     let closed = Transaction { trade_state: TradeState::Closed, ..tx.clone() };
 
-    assert!(f.repo.update_transaction(paying.clone(), TradeState::NotPay).await.unwrap());
+    assert!(f.repo.update_transaction(paying.clone(), TradeState::NotPay, none()).await.unwrap());
     // A racing writer that also read NOTPAY loses and must read again.
-    assert!(!f.repo.update_transaction(closed, TradeState::NotPay).await.unwrap());
+    assert!(!f.repo.update_transaction(closed, TradeState::NotPay, none()).await.unwrap());
     assert_eq!(f.repo.get_transaction(f.tenant, "T1".into()).await.unwrap(), Some(paying.clone()));
 
     let done = paid(&f, f.tenant, "T2", 500).await;
@@ -233,64 +334,250 @@ store_test!(a_transaction_update_applies_only_over_the_state_it_read, |db| {
     assert!(f.repo.transactions_by_numbers(f.tenant, vec![]).await.unwrap().is_empty());
 });
 
+store_test!(an_update_never_erases_a_recorded_discrepancy, |db| {
+    let f = fixture(&db).await;
+    let tx = f.repo.insert_transaction(transaction(f.tenant, "T1", 100), none()).await.unwrap();
+    let why = "the pay platform reported 99 fen in CNY paid for a transaction of 100 fen in CNY";
+    let mismatched = Transaction {
+        transaction_id: Some("4200T1".into()),
+        discrepancy: Some(why.into()),
+        updated_at: t0() + Duration::minutes(1),
+        ..tx.clone()
+    };
+    assert!(f.repo.update_transaction(mismatched.clone(), TradeState::NotPay, none()).await.unwrap());
+    assert_eq!(f.repo.get_transaction(f.tenant, "T1".into()).await.unwrap(), Some(mismatched.clone()));
+
+    // A writer that never saw it (an older read) closes the transaction: the state moves, the
+    // discrepancy stays.
+    let closed = Transaction { trade_state: TradeState::Closed, updated_at: t0() + Duration::minutes(2), ..tx.clone() };
+    assert!(f.repo.update_transaction(closed, TradeState::NotPay, none()).await.unwrap());
+    let stored = f.repo.get_transaction(f.tenant, "T1".into()).await.unwrap().unwrap();
+    assert_eq!((stored.trade_state, stored.discrepancy.as_deref()), (TradeState::Closed, Some(why)));
+    // Another discrepancy does not replace the first.
+    let other = Transaction {
+        trade_state: TradeState::Success,
+        discrepancy: Some("the pay platform reported 100 fen in USD".into()),
+        updated_at: t0() + Duration::minutes(3),
+        ..stored
+    };
+    assert!(f.repo.update_transaction(other, TradeState::Closed, none()).await.unwrap());
+    let stored = f.repo.get_transaction(f.tenant, "T1".into()).await.unwrap().unwrap();
+    assert_eq!((stored.trade_state, stored.discrepancy.as_deref()), (TradeState::Success, Some(why)));
+    assert!(!stored.is_paid(), "a transaction with a discrepancy is not paid");
+});
+
+store_test!(a_transaction_cannot_take_an_orders_number_unless_it_is_that_orders, |db| {
+    let f = fixture(&db).await;
+    let mine = order(&f, f.tenant, "O0000001", 100).await;
+    let another = order(&f, f.tenant, "O0000002", 100).await;
+
+    let routes = f.repo.insert_transaction(transaction(f.tenant, "O0000001", 100), effects(f.tenant, "tx.routes")).await.unwrap_err();
+    let others = f
+        .repo
+        .insert_transaction(Transaction { order_id: Some(another.id), ..online(&mine) }, effects(f.tenant, "tx.others"))
+        .await
+        .unwrap_err();
+
+    assert!(matches!(routes, Error::Conflict(ref m) if m.contains("O0000001")), "{routes:?}");
+    assert!(matches!(others, Error::Conflict(ref m) if m.contains("O0000001")), "{others:?}");
+    assert_eq!(f.repo.get_transaction(f.tenant, "O0000001".into()).await.unwrap(), None, "nothing written");
+    assert_eq!(f.repo.order_transaction(f.tenant, another.id).await.unwrap(), None);
+    assert_eq!((written(&db, "tx.routes"), written(&db, "tx.others")), ((0, 0), (0, 0)), "no job, no audit");
+    // The order's own transaction takes it, and another tenant's any: orders' numbers are per tenant.
+    let own = f.repo.insert_transaction(online(&mine), effects(f.tenant, "tx.own")).await.unwrap();
+    assert_eq!(f.repo.get_transaction(f.tenant, "O0000001".into()).await.unwrap(), Some(own));
+    assert_eq!(written(&db, "tx.own"), (1, 1));
+    f.repo.insert_transaction(transaction(f.other, "O0000002", 100), none()).await.unwrap();
+});
+
+/// Inserts `txs` all at once (each task waits for the others before it writes); returns what
+/// each insert answered, in the order of `txs`.
+async fn insert_at_once(f: &Fixture, txs: Vec<(Transaction, Effects)>) -> Vec<Result<Transaction, Error>> {
+    let repo = Arc::new(f.repo.clone());
+    let start = Arc::new(tokio::sync::Barrier::new(txs.len()));
+    let tasks: Vec<_> = txs
+        .into_iter()
+        .map(|(tx, effects)| {
+            let (repo, start) = (repo.clone(), start.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                repo.insert_transaction(tx, effects).await
+            })
+        })
+        .collect();
+    let mut answers = vec![];
+    for t in tasks {
+        answers.push(t.await.unwrap());
+    }
+    answers
+}
+
+store_test!(one_live_transaction_per_order_when_an_online_and_an_offline_insert_race, |db| {
+    let f = fixture(&db).await;
+    let mut orders = vec![];
+    for i in 0..8 {
+        orders.push(order(&f, f.tenant, &format!("L000000{i}"), 100).await);
+    }
+    // 8 pairs, all 16 inserts at once: each order's platform payment against its offline one.
+    let pairs: Vec<(Transaction, Effects)> =
+        orders.iter().flat_map(|o| [(online(o), effects(f.tenant, "tx.race")), (offline(o), effects(f.tenant, "tx.race"))]).collect();
+
+    let answers = insert_at_once(&f, pairs).await;
+
+    for (o, pair) in orders.iter().zip(answers.chunks(2)) {
+        let won: Vec<&Transaction> = pair.iter().filter_map(|a| a.as_ref().ok()).collect();
+        assert_eq!(won.len(), 1, "exactly one of the pair of {} is stored: {pair:?}", o.order_no);
+        let lost = pair.iter().find_map(|a| a.as_ref().err()).unwrap();
+        assert!(matches!(lost, Error::Conflict(_)), "{lost:?}");
+        assert_eq!(live(&db, o.id), 1);
+        assert_eq!(f.repo.order_transaction(f.tenant, o.id).await.unwrap().as_ref(), Some(won[0]));
+    }
+    assert_eq!(written(&db, "tx.race"), (8, 8), "the effects of the winners only");
+
+    // Once the live one is closed (whichever won), the other may be inserted — and then no third.
+    for (o, pair) in orders.iter().zip(answers.chunks(2)) {
+        let winner = pair.iter().find_map(|a| a.as_ref().ok()).unwrap().clone();
+        let loser = if winner.method == PaymentMethod::Offline { online(o) } else { offline(o) };
+        let read = winner.trade_state;
+        assert!(f.repo.update_transaction(Transaction { trade_state: TradeState::Closed, ..winner }, read, none()).await.unwrap());
+        let second = f.repo.insert_transaction(loser, none()).await.unwrap();
+        assert_eq!(f.repo.order_transaction(f.tenant, o.id).await.unwrap(), Some(second));
+        let third = Transaction { out_trade_no: format!("{}-2", o.order_no), ..offline(o) };
+        assert!(matches!(f.repo.insert_transaction(third, none()).await.unwrap_err(), Error::Conflict(_)));
+        assert_eq!(live(&db, o.id), 1);
+    }
+});
+
+store_test!(a_closed_or_revoked_transaction_makes_way_for_another_of_its_order, |db| {
+    let f = fixture(&db).await;
+    let o = order(&f, f.tenant, "W0000001", 100).await;
+    let first = f.repo.insert_transaction(online(&o), none()).await.unwrap();
+    let err = f.repo.insert_transaction(offline(&o), effects(f.tenant, "tx.second")).await.unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert_eq!(written(&db, "tx.second"), (0, 0));
+    // Nor may an order's transaction be stored closed beside its live one.
+    let closed = Transaction { out_trade_no: "W0000001-closed".into(), trade_state: TradeState::Closed, ..online(&o) };
+    assert!(matches!(f.repo.insert_transaction(closed, none()).await.unwrap_err(), Error::Conflict(_)));
+
+    assert!(f.repo.update_transaction(Transaction { trade_state: TradeState::Closed, ..first }, TradeState::NotPay, none()).await.unwrap());
+    let second = f.repo.insert_transaction(offline(&o), effects(f.tenant, "tx.second")).await.unwrap();
+    assert_eq!(written(&db, "tx.second"), (1, 1));
+    assert!(
+        f.repo.update_transaction(Transaction { trade_state: TradeState::Revoked, ..second }, TradeState::Success, none()).await.unwrap()
+    );
+    let third = Transaction { out_trade_no: "W0000001-3".into(), ..offline(&o) };
+    f.repo.insert_transaction(third, none()).await.unwrap();
+    assert_eq!(live(&db, o.id), 1);
+    // Transactions of the payment routes (no order) are not limited.
+    f.repo.insert_transaction(transaction(f.tenant, "T1", 100), none()).await.unwrap();
+    f.repo.insert_transaction(transaction(f.tenant, "T2", 100), none()).await.unwrap();
+});
+
+store_test!(the_orders_transaction_is_its_live_one_even_before_a_newer_closed_one_else_its_latest, |db| {
+    let f = fixture(&db).await;
+    let o = order(&f, f.tenant, "P0000001", 100).await;
+    assert_eq!(f.repo.order_transaction(f.tenant, o.id).await.unwrap(), None);
+    let close = |tx: Transaction| {
+        let repo = f.repo.clone();
+        async move {
+            let read = tx.trade_state;
+            let closed = Transaction { trade_state: TradeState::Closed, updated_at: t0() + Duration::minutes(5), ..tx };
+            assert!(repo.update_transaction(closed.clone(), read, none()).await.unwrap());
+            closed
+        }
+    };
+    let older = close(f.repo.insert_transaction(online(&o), none()).await.unwrap()).await;
+    let newer = f.repo.insert_transaction(Transaction { trade_state: TradeState::NotPay, ..offline(&o) }, none()).await.unwrap();
+    assert_eq!(f.repo.order_transaction(f.tenant, o.id).await.unwrap(), Some(newer.clone()), "the live one");
+    let newer = close(newer).await;
+    assert_eq!(f.repo.order_transaction(f.tenant, o.id).await.unwrap(), Some(newer.clone()), "none live: the latest");
+
+    // The platform reports the older one paid after all: live again, it is the order's.
+    let late = Transaction {
+        trade_state: TradeState::Success,
+        transaction_id: Some("4200P0000001".into()),
+        payer_total: Some(o.amount),
+        success_time: Some(t0() + Duration::minutes(6)),
+        updated_at: t0() + Duration::minutes(6),
+        ..older
+    };
+    assert!(f.repo.update_transaction(late.clone(), TradeState::Closed, none()).await.unwrap());
+    assert!(newer.id > late.id);
+    assert_eq!(f.repo.order_transaction(f.tenant, o.id).await.unwrap(), Some(late));
+    assert_eq!(f.repo.order_transaction(f.other, o.id).await.unwrap(), None, "another tenant's order id");
+});
+
 store_test!(refund_reservations_follow_the_rules_in_order, |db| {
     let f = fixture(&db).await;
     paid(&f, f.tenant, "T1", 100).await;
-
-    let first = match f.repo.reserve_refund(refund(f.tenant, "T1", "R1", 60), Money::from_fen(100), 3).await.unwrap() {
-        RefundReservation::Reserved(r) => r,
-        other => panic!("{other:?}"),
+    let reserve = |r: Refund, max: u32| {
+        let repo = f.repo.clone();
+        let tenant = r.tenant_id;
+        async move { repo.reserve_refund(r, rule(max), effects(tenant, "refund.reserve")).await.unwrap() }
     };
+
+    let RefundReservation::Reserved(first) = reserve(refund(f.tenant, "T1", "R1", 60), 3).await else { panic!("not reserved") };
     assert!(first.id > 0);
     assert_eq!(first, Refund { id: first.id, ..refund(f.tenant, "T1", "R1", 60) });
     // 1. The same number again is the same refund, whatever else it says.
-    assert_eq!(
-        f.repo.reserve_refund(refund(f.tenant, "T1", "R1", 99), Money::from_fen(100), 3).await.unwrap(),
-        RefundReservation::Existing(first.clone())
-    );
+    assert_eq!(reserve(refund(f.tenant, "T1", "R1", 99), 3).await, RefundReservation::Existing(first.clone()));
     // 3. More than is left.
     assert_eq!(
-        f.repo.reserve_refund(refund(f.tenant, "T1", "R2", 41), Money::from_fen(100), 3).await.unwrap(),
-        RefundReservation::ExceedsPaid { refundable: Money::from_fen(40) }
+        reserve(refund(f.tenant, "T1", "R2", 41), 3).await,
+        RefundReservation::Refused(RefundRefusal::ExceedsPaid { refundable: Money::from_fen(40) })
     );
-    // A failed refund gives its amount back.
+    // A failed refund gives its amount back; a settlement applies once.
     let failed = Refund { status: RefundStatus::Failed, updated_at: t0() + Duration::minutes(2), ..first.clone() };
-    assert!(f.repo.update_refund(failed.clone(), RefundStatus::Processing).await.unwrap());
-    assert!(!f.repo.update_refund(Refund { status: RefundStatus::Succeeded, ..first.clone() }, RefundStatus::Processing).await.unwrap());
+    assert!(f.repo.update_refund(failed.clone(), RefundStatus::Processing, effects(f.tenant, "refund.settle")).await.unwrap());
+    let late = Refund { status: RefundStatus::Succeeded, ..first.clone() };
+    assert!(!f.repo.update_refund(late, RefundStatus::Processing, effects(f.tenant, "refund.settle")).await.unwrap());
     assert_eq!(f.repo.get_refund(f.tenant, "R1".into()).await.unwrap(), Some(failed));
-    let second = f.repo.reserve_refund(refund(f.tenant, "T1", "R2", 70), Money::from_fen(100), 3).await.unwrap();
-    assert!(matches!(second, RefundReservation::Reserved(ref r) if r.amount == Money::from_fen(70)), "{second:?}");
-    let third = f.repo.reserve_refund(refund(f.tenant, "T1", "R3", 30), Money::from_fen(100), 3).await.unwrap();
-    assert!(matches!(third, RefundReservation::Reserved(_)), "{third:?}");
+    assert_eq!(written(&db, "refund.settle"), (1, 1), "the effects of the settlement that applied only");
+    // Stored with the status it carries: an offline payment's refund succeeds at once.
+    let at_once = Refund { status: RefundStatus::Succeeded, succeeded_at: Some(t0()), ..refund(f.tenant, "T1", "R2", 70) };
+    let RefundReservation::Reserved(second) = reserve(at_once.clone(), 3).await else { panic!("not reserved") };
+    assert_eq!(second, Refund { id: second.id, ..at_once });
+    assert!(matches!(reserve(refund(f.tenant, "T1", "R3", 30), 3).await, RefundReservation::Reserved(_)));
     // 2. Three refunds of any status is the maximum here, checked before the amount.
-    assert_eq!(
-        f.repo.reserve_refund(refund(f.tenant, "T1", "R4", 1), Money::from_fen(100), 3).await.unwrap(),
-        RefundReservation::TooManyRefunds
-    );
+    assert_eq!(reserve(refund(f.tenant, "T1", "R4", 1), 3).await, RefundReservation::Refused(RefundRefusal::TooManyRefunds { max: 3 }));
     // An existing number still answers Existing when the maximum is reached.
-    assert!(matches!(
-        f.repo.reserve_refund(refund(f.tenant, "T1", "R3", 30), Money::from_fen(100), 3).await.unwrap(),
-        RefundReservation::Existing(_)
-    ));
-    // Nothing left after 70 + 30.
+    assert!(matches!(reserve(refund(f.tenant, "T1", "R3", 30), 3).await, RefundReservation::Existing(_)));
+    // Nothing left after 70 + 30: a fully refunded transaction takes no more.
     assert_eq!(
-        f.repo.reserve_refund(refund(f.tenant, "T1", "R5", 1), Money::from_fen(100), 50).await.unwrap(),
-        RefundReservation::ExceedsPaid { refundable: Money::ZERO }
+        reserve(refund(f.tenant, "T1", "R5", 1), 50).await,
+        RefundReservation::Refused(RefundRefusal::ExceedsPaid { refundable: Money::ZERO })
     );
-    let err = f.repo.reserve_refund(refund(f.tenant, "T9", "R9", 1), Money::from_fen(100), 3).await.unwrap_err();
+    let numbers: Vec<String> = f.repo.refunds_of(f.tenant, "T1".into()).await.unwrap().into_iter().map(|r| r.out_refund_no).collect();
+    assert_eq!(numbers, ["R1", "R2", "R3"], "oldest first");
+    assert!(f.repo.refunds_of(f.other, "T1".into()).await.unwrap().is_empty());
+
+    // An unpaid transaction, one with a discrepancy, and one paid longer ago than the window.
+    f.repo.insert_transaction(transaction(f.tenant, "T2", 100), none()).await.unwrap();
+    assert_eq!(reserve(refund(f.tenant, "T2", "R6", 1), 50).await, RefundReservation::Refused(RefundRefusal::NotPaid));
+    let odd = pay(&f, transaction(f.tenant, "T3", 100)).await;
+    let odd = Transaction { discrepancy: Some("reported in USD".into()), ..odd };
+    assert!(f.repo.update_transaction(odd, TradeState::Success, none()).await.unwrap());
+    assert_eq!(reserve(refund(f.tenant, "T3", "R7", 1), 50).await, RefundReservation::Refused(RefundRefusal::NotPaid));
+    paid(&f, f.tenant, "T4", 100).await;
+    let too_late = Refund { created_at: t0() + Duration::days(366), ..refund(f.tenant, "T4", "R8", 1) };
+    assert_eq!(reserve(too_late, 50).await, RefundReservation::Refused(RefundRefusal::WindowClosed { days: 365 }));
+
+    // No such transaction of this tenant.
+    let err = f.repo.reserve_refund(refund(f.tenant, "T9", "R9", 1), rule(3), effects(f.tenant, "refund.reserve")).await.unwrap_err();
+    assert!(matches!(err, Error::NotFound(_)), "{err:?}");
+    let err = f.repo.reserve_refund(refund(f.other, "T1", "R9", 1), rule(3), effects(f.other, "refund.reserve")).await.unwrap_err();
     assert!(matches!(err, Error::NotFound(_)), "{err:?}");
     assert_eq!(f.repo.get_refund(f.other, "R1".into()).await.unwrap(), None);
+    assert_eq!(written(&db, "refund.reserve"), (3, 3), "one job and one audit record per stored refund");
 });
 
 store_test!(settled_refunds_are_found_by_time_and_number, |db| {
     let f = fixture(&db).await;
     paid(&f, f.tenant, "T1", 100).await;
-    let RefundReservation::Reserved(r1) = f.repo.reserve_refund(refund(f.tenant, "T1", "R1", 10), Money::from_fen(100), 50).await.unwrap()
-    else {
+    let RefundReservation::Reserved(r1) = f.repo.reserve_refund(refund(f.tenant, "T1", "R1", 10), rule(50), none()).await.unwrap() else {
         panic!("not reserved")
     };
-    let RefundReservation::Reserved(r2) = f.repo.reserve_refund(refund(f.tenant, "T1", "R2", 20), Money::from_fen(100), 50).await.unwrap()
-    else {
+    let RefundReservation::Reserved(r2) = f.repo.reserve_refund(refund(f.tenant, "T1", "R2", 20), rule(50), none()).await.unwrap() else {
         panic!("not reserved")
     };
     let done = Refund {
@@ -300,7 +587,7 @@ store_test!(settled_refunds_are_found_by_time_and_number, |db| {
         updated_at: t0() + Duration::hours(2),
         ..r1
     };
-    assert!(f.repo.update_refund(done.clone(), RefundStatus::Processing).await.unwrap());
+    assert!(f.repo.update_refund(done.clone(), RefundStatus::Processing, none()).await.unwrap());
 
     let window = f.repo.refunds_succeeded_between(f.tenant, t0() + Duration::hours(1), t0() + Duration::hours(3)).await.unwrap();
 
@@ -310,18 +597,98 @@ store_test!(settled_refunds_are_found_by_time_and_number, |db| {
     assert!(f.repo.refunds_by_numbers(f.other, vec!["R1".into()]).await.unwrap().is_empty());
 });
 
-/// Spawns `n` reservations of `fen` each against `out_trade_no` at once; returns the accepted
-/// amounts and how many were accepted.
-async fn race(f: &Fixture, out_trade_no: &str, n: usize, fen: i64, paid: i64, max_refunds: u32) -> (i64, usize) {
+store_test!(the_effects_of_a_refused_ledger_write_are_not_written_and_of_an_accepted_one_are, |db| {
+    let f = fixture(&db).await;
+    let o = order(&f, f.tenant, "E0000001", 100).await;
+    // Insert: refused (its number is taken), then accepted.
+    f.repo.insert_transaction(transaction(f.tenant, "T1", 100), none()).await.unwrap();
+    assert!(f.repo.insert_transaction(transaction(f.tenant, "T1", 100), effects(f.tenant, "insert.refused")).await.is_err());
+    f.repo.insert_transaction(online(&o), effects(f.tenant, "insert.accepted")).await.unwrap();
+    // Update: a stale read writes nothing; a current one writes.
+    let tx = f.repo.get_transaction(f.tenant, "E0000001".into()).await.unwrap().unwrap();
+    let paying = Transaction { trade_state: TradeState::UserPaying, ..tx.clone() };
+    assert!(!f.repo.update_transaction(paying.clone(), TradeState::Closed, effects(f.tenant, "update.stale")).await.unwrap());
+    assert!(f.repo.update_transaction(paying, TradeState::NotPay, effects(f.tenant, "update.current")).await.unwrap());
+    // Reservation: refused by the rule (unpaid), refused for its number (existing), accepted.
+    let wanted = Refund { order_id: Some(o.id), ..refund(f.tenant, "E0000001", "R1", 10) };
+    let refused = f.repo.reserve_refund(wanted.clone(), rule(50), effects(f.tenant, "reserve.refused")).await.unwrap();
+    assert_eq!(refused, RefundReservation::Refused(RefundRefusal::NotPaid));
+    let done = pay(&f, transaction(f.tenant, "T2", 100)).await;
+    let of_t2 = refund(f.tenant, &done.out_trade_no, "R2", 10);
+    assert!(matches!(f.repo.reserve_refund(of_t2.clone(), rule(50), none()).await.unwrap(), RefundReservation::Reserved(_)));
+    let again = f.repo.reserve_refund(of_t2.clone(), rule(50), effects(f.tenant, "reserve.existing")).await.unwrap();
+    assert!(matches!(again, RefundReservation::Existing(_)), "{again:?}");
+    let next = refund(f.tenant, &done.out_trade_no, "R3", 10);
+    assert!(matches!(
+        f.repo.reserve_refund(next, rule(50), effects(f.tenant, "reserve.accepted")).await.unwrap(),
+        RefundReservation::Reserved(_)
+    ));
+    // Refund update: stale, then current.
+    let settled = Refund { status: RefundStatus::Succeeded, succeeded_at: Some(t0()), ..of_t2 };
+    assert!(!f.repo.update_refund(settled.clone(), RefundStatus::Failed, effects(f.tenant, "settle.stale")).await.unwrap());
+    assert!(f.repo.update_refund(settled, RefundStatus::Processing, effects(f.tenant, "settle.current")).await.unwrap());
+
+    for refused in ["insert.refused", "update.stale", "reserve.refused", "reserve.existing", "settle.stale"] {
+        assert_eq!(written(&db, refused), (0, 0), "{refused}");
+    }
+    for accepted in ["insert.accepted", "update.current", "reserve.accepted", "settle.current"] {
+        assert_eq!(written(&db, accepted), (1, 1), "{accepted}");
+    }
+    let mut conn = db.conn().unwrap();
+    let job: (Option<i64>, String, String) = jobs::table
+        .filter(jobs::kind.eq("insert.accepted"))
+        .select((jobs::tenant_id, jobs::payload, jobs::status))
+        .first(&mut *conn)
+        .unwrap();
+    assert_eq!(
+        (job.0, serde_json::from_str::<serde_json::Value>(&job.1).unwrap(), job.2.as_str()),
+        (Some(f.tenant), json!({ "tag": "insert.accepted" }), "pending")
+    );
+});
+
+store_test!(a_ledger_write_whose_effects_cannot_be_written_is_undone_whole, |db| {
+    let f = fixture(&db).await;
+    paid(&f, f.tenant, "T1", 100).await;
+    // A job of a tenant that does not exist breaks the jobs table's foreign key.
+    let broken = |tag: &str| {
+        let mut e = effects(f.tenant, tag);
+        e.jobs.insert(0, NewJob { tenant_id: Some(f.other + 1000), ..e.jobs[0].clone() });
+        e
+    };
+
+    assert!(f.repo.insert_transaction(transaction(f.tenant, "T2", 100), broken("broken.insert")).await.is_err());
+    assert!(f.repo.reserve_refund(refund(f.tenant, "T1", "R1", 10), rule(50), broken("broken.reserve")).await.is_err());
+    let stored = f.repo.get_transaction(f.tenant, "T1".into()).await.unwrap().unwrap();
+    let refunding = Transaction { trade_state: TradeState::Refund, ..stored.clone() };
+    assert!(f.repo.update_transaction(refunding, TradeState::Success, broken("broken.update")).await.is_err());
+
+    assert_eq!(f.repo.get_transaction(f.tenant, "T2".into()).await.unwrap(), None);
+    assert_eq!(f.repo.get_refund(f.tenant, "R1".into()).await.unwrap(), None);
+    assert_eq!(f.repo.get_transaction(f.tenant, "T1".into()).await.unwrap(), Some(stored));
+    for tag in ["broken.insert", "broken.reserve", "broken.update"] {
+        assert_eq!(written(&db, tag), (0, 0), "{tag}");
+    }
+    // The ledger takes the same writes with effects that can be written.
+    f.repo.insert_transaction(transaction(f.tenant, "T2", 100), effects(f.tenant, "fine")).await.unwrap();
+    assert!(matches!(
+        f.repo.reserve_refund(refund(f.tenant, "T1", "R1", 10), rule(50), effects(f.tenant, "fine")).await.unwrap(),
+        RefundReservation::Reserved(_)
+    ));
+    assert_eq!(written(&db, "fine"), (2, 2));
+});
+
+/// Spawns `n` reservations of `fen` each against `out_trade_no` at once, each through its own
+/// write; returns the accepted amounts' sum and how many were accepted.
+async fn race(f: &Fixture, out_trade_no: &str, order_id: Option<i64>, n: usize, fen: i64, max_refunds: u32) -> (i64, usize) {
     let repo = Arc::new(f.repo.clone());
     let start = Arc::new(tokio::sync::Barrier::new(n));
     let mut tasks = vec![];
     for i in 0..n {
         let (repo, start, tenant) = (repo.clone(), start.clone(), f.tenant);
-        let r = refund(tenant, out_trade_no, &format!("{out_trade_no}-R{i}"), fen);
+        let r = Refund { order_id, ..refund(tenant, out_trade_no, &format!("{out_trade_no}-R{i}"), fen) };
         tasks.push(tokio::spawn(async move {
             start.wait().await;
-            repo.reserve_refund(r, Money::from_fen(paid), max_refunds).await
+            repo.reserve_refund(r, rule(max_refunds), effects(tenant, "refund.race")).await
         }));
     }
     let (mut sum, mut accepted) = (0, 0);
@@ -331,8 +698,8 @@ async fn race(f: &Fixture, out_trade_no: &str, n: usize, fen: i64, paid: i64, ma
                 sum += r.amount.fen();
                 accepted += 1;
             }
-            RefundReservation::ExceedsPaid { .. } | RefundReservation::TooManyRefunds => {}
-            RefundReservation::Existing(r) => panic!("a fresh number came back existing: {r:?}"),
+            RefundReservation::Refused(RefundRefusal::ExceedsPaid { .. } | RefundRefusal::TooManyRefunds { .. }) => {}
+            other => panic!("neither reserved nor refused for the amount or count: {other:?}"),
         }
     }
     (sum, accepted)
@@ -352,21 +719,36 @@ store_test!(fifty_concurrent_refunds_never_exceed_what_was_paid, |db| {
     let f = fixture(&db).await;
     paid(&f, f.tenant, "T1", 100).await;
 
-    let (sum, accepted) = race(&f, "T1", 50, 3, 100, 50).await;
+    let (sum, accepted) = race(&f, "T1", None, 50, 3, 50).await;
 
     assert!(sum <= 100, "accepted {sum} fen of 100");
-    assert_eq!(sum, 99, "33 refunds of 3 fen fit");
-    assert_eq!(stored_sum(&db, "T1"), (sum, accepted as i64));
+    assert_eq!((sum, accepted), (99, 33), "33 refunds of 3 fen fit");
+    assert_eq!(stored_sum(&db, "T1"), (99, 33));
+    assert_eq!(written(&db, "refund.race"), (33, 33), "the effects of the accepted ones only");
 });
 
 store_test!(fifty_concurrent_refunds_never_exceed_the_maximum_count, |db| {
     let f = fixture(&db).await;
     paid(&f, f.tenant, "T1", 100).await;
 
-    let (sum, accepted) = race(&f, "T1", 50, 3, 100, 10).await;
+    let (sum, accepted) = race(&f, "T1", None, 50, 3, 10).await;
 
-    assert_eq!(accepted, 10);
-    assert_eq!(stored_sum(&db, "T1"), (sum, 10));
+    assert_eq!((sum, accepted), (30, 10));
+    assert_eq!(stored_sum(&db, "T1"), (30, 10));
+    assert_eq!(written(&db, "refund.race"), (10, 10));
+});
+
+store_test!(fifty_concurrent_refunds_of_an_orders_payment_never_exceed_what_was_paid, |db| {
+    let f = fixture(&db).await;
+    let o = order(&f, f.tenant, "C0000001", 100).await;
+    let tx = pay(&f, online(&o)).await;
+
+    let (sum, accepted) = race(&f, &tx.out_trade_no, Some(o.id), 50, 3, 50).await;
+
+    assert_eq!((sum, accepted), (99, 33), "33 refunds of 3 fen fit");
+    assert_eq!(stored_sum(&db, &tx.out_trade_no), (99, 33));
+    let shown = f.orders.get_order(Party::Platform, o.id).await.unwrap().unwrap().refunds;
+    assert_eq!((shown.iter().map(|r| r.amount.fen()).sum::<i64>(), shown.len()), (99, 33), "the order shows them all");
 });
 
 store_test!(a_notification_is_seen_once_recorded, |db| {
@@ -408,8 +790,8 @@ store_test!(tenants_with_activity_are_those_with_payments_or_refunds_changed_in_
     f.repo
         .reserve_refund(
             Refund { created_at: t0() + Duration::minutes(5), updated_at: t0() + Duration::minutes(5), ..refund(f.other, "T2", "R2", 10) },
-            Money::from_fen(100),
-            50,
+            rule(50),
+            none(),
         )
         .await
         .unwrap();

@@ -52,3 +52,7 @@ CREATE UNIQUE INDEX payment_transactions_live_order_idx ON payment_transactions(
     WHERE order_id IS NOT NULL AND trade_state NOT IN ('CLOSED', 'REVOKED');
 CREATE INDEX payment_transactions_order_idx ON payment_transactions(tenant_id, order_id, id);
 CREATE INDEX payment_refunds_order_idx ON payment_refunds(tenant_id, order_id, id);
+-- The sweep's and the metrics' questions: refunds still processing by age, and the
+-- (rare) transactions holding a discrepancy.
+CREATE INDEX payment_refunds_processing_idx ON payment_refunds(created_at) WHERE status = 'processing';
+CREATE INDEX payment_transactions_discrepancy_idx ON payment_transactions(id) WHERE discrepancy IS NOT NULL;

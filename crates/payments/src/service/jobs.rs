@@ -29,6 +29,12 @@ pub const SETTLE_TRANSACTION: &str = "payment.settle_transaction";
 pub const SETTLE_REFUND: &str = "payment.settle_refund";
 pub const RECONCILE_DAY: &str = "payment.reconcile_day";
 pub const RECONCILE: &str = "payment.reconcile";
+pub const SWEEP: &str = "payment.sweep";
+
+/// How often the sweep runs, and how long past its deadline something must be to be swept.
+pub const SWEEP_EVERY_SECS: i64 = 600;
+/// At most this many transactions and as many refunds per sweep; the next sweep takes more.
+const SWEEP_BATCH: u32 = 500;
 
 /// The waits between tries of a job the platform could not settle yet: 1, 5, 10, then every
 /// 30 minutes.
@@ -88,6 +94,50 @@ impl PaymentService {
             run_at: self.clock.now() + FIRST_REFUND_QUERY,
             dedupe_key: Some(format!("{tenant_id}:{out_refund_no}")),
         }
+    }
+
+    /// Queues the next sweep, at the next multiple of [`SWEEP_EVERY_SECS`] (Unix time), keyed
+    /// by that time so that every instance queuing it queues one. The server calls it at
+    /// start; each sweep queues the next.
+    pub async fn schedule_sweep(&self) -> Result<()> {
+        let now = self.clock.now();
+        let next = now.timestamp() - now.timestamp().rem_euclid(SWEEP_EVERY_SECS) + SWEEP_EVERY_SECS;
+        let run_at = chrono::DateTime::from_timestamp(next, 0).unwrap_or(now);
+        self.jobs
+            .enqueue(NewJob {
+                kind: SWEEP.into(),
+                tenant_id: None,
+                payload: serde_json::json!({}),
+                run_at,
+                dedupe_key: Some(run_at.to_rfc3339()),
+            })
+            .await
+            .map(drop)
+    }
+
+    /// Settles what was left behind: every platform transaction still unpaid past its expiry
+    /// and every refund still processing past its first query gets its settle job again (a
+    /// pending one is not doubled), so nothing stays `paying` or `processing` because a
+    /// settle job was given up or lost. Then queues the next sweep.
+    async fn sweep(&self) -> Result<()> {
+        let before = self.clock.now() - Duration::seconds(SWEEP_EVERY_SECS);
+        let found = self.repo.unsettled(before, SWEEP_BATCH).await?;
+        for (tenant_id, out_trade_no, expires_at) in &found.transactions {
+            self.jobs.enqueue(self.settle_transaction_job(*tenant_id, out_trade_no, (*expires_at).max(self.clock.now()))).await?;
+        }
+        for (tenant_id, out_refund_no) in &found.refunds {
+            let mut job = self.settle_refund_job(*tenant_id, out_refund_no);
+            job.run_at = self.clock.now();
+            self.jobs.enqueue(job).await?;
+        }
+        if !found.transactions.is_empty() || !found.refunds.is_empty() {
+            log::warn!(
+                "sweep: {} unpaid transactions past their expiry and {} processing refunds sent to be settled again",
+                found.transactions.len(),
+                found.refunds.len()
+            );
+        }
+        self.schedule_sweep().await
     }
 
     /// Queues the next daily reconciliation (the server calls it at start; the daily job
@@ -262,7 +312,7 @@ impl PaymentService {
 #[async_trait::async_trait]
 impl JobHandler for PaymentService {
     fn kinds(&self) -> Vec<String> {
-        [SETTLE_TRANSACTION, SETTLE_REFUND, RECONCILE_DAY, RECONCILE].map(String::from).to_vec()
+        [SETTLE_TRANSACTION, SETTLE_REFUND, RECONCILE_DAY, RECONCILE, SWEEP].map(String::from).to_vec()
     }
 
     async fn run(&self, job: &Job) -> JobOutcome {
@@ -283,6 +333,7 @@ impl JobHandler for PaymentService {
                 Ok(p) => self.reconcile_and_settle(tenant, p.date).await,
                 Err(outcome) => return outcome,
             },
+            (SWEEP, _) => self.sweep().await.map(|()| Step::Settled),
             (kind, _) => return JobOutcome::Failed(format!("the payment jobs cannot run a {kind} job without a tenant")),
         };
         let why = match step {

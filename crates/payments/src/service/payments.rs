@@ -64,16 +64,9 @@ impl PaymentService {
         PaymentService { repo, platform, keys, jobs, clock, settings }
     }
 
-    /// The refund `out_refund_no` of `tenant_id`, asking the platform while it is processing
-    /// (and keeping what it reports).
-    pub async fn query_refund_for(&self, tenant_id: Id, out_refund_no: &str) -> Result<RefundView> {
-        let refund = self.repo.get_refund(tenant_id, out_refund_no.to_owned()).await?.ok_or(Error::NotFound("refund"))?;
-        if refund.status.is_final() {
-            return Ok(refund.into());
-        }
-        let account = self.account(tenant_id, false).await?;
-        let report = self.platform.query_refund(&account, out_refund_no).await.map_err(platform_error)?;
-        Ok(self.apply_refund_report(tenant_id, out_refund_no, &report).await?.into())
+    /// How many transactions hold a discrepancy now (for `/metrics`).
+    pub async fn open_discrepancies(&self) -> Result<u64> {
+        self.repo.open_discrepancies().await
     }
 
     /// The tenant the caller acts on: its own, or the one it names if in scope (404 if not).
@@ -373,9 +366,10 @@ impl PaymentService {
             self.repo.transactions_by_numbers(tenant_id, trade_nos).await?.into_iter().map(|t| (t.out_trade_no.clone(), t)).collect()
         };
         for line in &payments {
-            match local_txs.get(&line.out_trade_no).filter(|t| t.trade_state.is_paid()) {
+            // A discrepancy is a payment we hold but never took as paid: a mismatch to resolve.
+            match local_txs.get(&line.out_trade_no).filter(|t| t.trade_state.is_paid() || t.discrepancy.is_some()) {
                 None => view.missing_locally.push(item(ReconciliationKind::Payment, &line.out_trade_no, None, line.amount)),
-                Some(t) if t.amount != line.amount => view.amount_mismatch.push(AmountMismatch {
+                Some(t) if t.amount != line.amount || t.discrepancy.is_some() => view.amount_mismatch.push(AmountMismatch {
                     kind: ReconciliationKind::Payment,
                     out_trade_no: line.out_trade_no.clone(),
                     out_refund_no: None,

@@ -258,6 +258,7 @@ impl OrderRepo for OrdersStore {
         self.db
             .write(move |conn| {
                 // An order's number is also its platform number: none of the ledger's may have it.
+                crate::payments::lock_number(conn, order.tenant_id, &order.order_no)?;
                 let taken: i64 = payment_transactions::table
                     .filter(payment_transactions::tenant_id.eq(order.tenant_id))
                     .filter(payment_transactions::out_trade_no.eq(&order.order_no))

@@ -78,9 +78,17 @@ async fn a_refund_of_an_order_settled_by_a_query_carries_the_order_event_in_the_
     platform.expect_query_refund().times(1).returning(|_, _| Ok(refund_report(RefundStatus::Succeeded)));
     let svc = with_jobs(repo, platform, MockMerchantKeys::new(), no_queued_jobs());
 
-    let view = svc.query_refund_for(TENANT, "R1").await.unwrap();
+    let job = Job {
+        id: 1,
+        kind: crate::SETTLE_REFUND.into(),
+        tenant_id: Some(TENANT),
+        payload: serde_json::json!({ "out_refund_no": "R1" }),
+        attempts: 1,
+        run_at: now(),
+    };
+    let outcome = svc.run(&job).await;
 
-    assert_eq!(view.status, RefundStatus::Succeeded);
+    assert_eq!(outcome, JobOutcome::Done);
     let written = ledger.written();
     assert_eq!(ledger.writes(), [("update_refund", "R1".to_owned())]);
     assert_eq!(written[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None });
