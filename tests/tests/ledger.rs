@@ -66,7 +66,7 @@ async fn paid_order(app: &TestApp, token: &str, amount: i64) -> Value {
 
 /// The refunds the sandbox platform holds of `out_trade_no`.
 async fn platform_refunds(app: &TestApp, out_trade_no: &str) -> Vec<Value> {
-    let r = app.get(&format!("/sandbox/control/refunds?out_trade_no={out_trade_no}"), None).await;
+    let r = app.get(&format!("/sandbox/control/trade?out_trade_no={out_trade_no}"), None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     r.body["refunds"].as_array().unwrap().clone()
 }

@@ -101,7 +101,7 @@ impl Sandbox {
             .route("/control/pay-fail", web::post().to(pay::control_pay_fail))
             .route("/control/pay-delay", web::post().to(pay::control_pay_delay))
             .route("/control/notifications", web::get().to(pay::control_notifications))
-            .route("/control/refunds", web::get().to(pay::control_refunds))
+            .route("/control/trade", web::get().to(pay::control_trade))
             .route("/api/cgi-bin/component/{name}", web::route().to(open::component_entry))
             .route("/api/wxa/{name}", web::route().to(open::wxa_entry))
             .route("/api/ci/upload", web::post().to(open::ci_upload))

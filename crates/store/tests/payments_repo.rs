@@ -148,6 +148,12 @@ fn rule(max_refunds: u32) -> RefundRule {
 
 /// A stored order of the tenant, pending.
 async fn order(f: &Fixture, tenant_id: i64, order_no: &str, amount: i64) -> Order {
+    let (o, audit) = new_order(tenant_id, order_no, amount);
+    f.orders.insert_order(o, audit).await.unwrap()
+}
+
+/// A pending order of the tenant to store, with its audit record.
+fn new_order(tenant_id: i64, order_no: &str, amount: i64) -> (Order, AuditRecord) {
     let o = Order {
         id: 0,
         order_no: order_no.into(),
@@ -169,7 +175,7 @@ async fn order(f: &Fixture, tenant_id: i64, order_no: &str, amount: i64) -> Orde
         updated_at: t0(),
     };
     let audit = AuditRecord::system(t0(), "order.create", "order", None).owned_by(None, Some(tenant_id));
-    f.orders.insert_order(o, audit).await.unwrap()
+    (o, audit)
 }
 
 /// The order's platform transaction: it carries the order's number.
@@ -801,4 +807,211 @@ store_test!(tenants_with_activity_are_those_with_payments_or_refunds_changed_in_
     let mut both = vec![f.tenant, f.other];
     both.sort_unstable();
     assert_eq!(f.repo.tenants_with_activity(from, to).await.unwrap(), both);
+});
+
+// --- the sweep's reads, the discrepancy count ------------------------------------------------------
+
+/// A transaction of the payment routes, unpaid in `state`, expiring `minutes` after t0.
+fn expiring(tenant_id: i64, out_trade_no: &str, state: TradeState, minutes: i64) -> Transaction {
+    Transaction { trade_state: state, expires_at: t0() + Duration::minutes(minutes), ..transaction(tenant_id, out_trade_no, 100) }
+}
+
+/// Reserves a refund of `out_trade_no` requested `minutes` after t0, with `status`.
+async fn requested(f: &Fixture, tenant_id: i64, out_trade_no: &str, out_refund_no: &str, minutes: i64, status: RefundStatus) {
+    let at = t0() + Duration::minutes(minutes);
+    let r = Refund { status, created_at: at, updated_at: at, ..refund(tenant_id, out_trade_no, out_refund_no, 1) };
+    let reserved = f.repo.reserve_refund(r, rule(50), none()).await.unwrap();
+    assert!(matches!(reserved, RefundReservation::Reserved(_)), "{reserved:?}");
+}
+
+store_test!(unsettled_finds_platform_transactions_unpaid_past_the_bound_and_refunds_processing_before_it_oldest_first, |db| {
+    // Arrange: the bound is an hour after t0.
+    let f = fixture(&db).await;
+    let bound = t0() + Duration::minutes(60);
+    // Found (inserted out of expiry order; one of another tenant).
+    for tx in [
+        expiring(f.tenant, "U_NOTPAY", TradeState::NotPay, 10),
+        expiring(f.tenant, "U_PAYERROR", TradeState::PayError, 20),
+        expiring(f.other, "U_PAYING", TradeState::UserPaying, 5),
+    ] {
+        f.repo.insert_transaction(tx, none()).await.unwrap();
+    }
+    // Not found: not yet expired (after the bound, or exactly at it), paid, closed, revoked,
+    // offline, holding a discrepancy.
+    let o = order(&f, f.tenant, "O0000001", 100).await;
+    for tx in [
+        expiring(f.tenant, "N_AHEAD", TradeState::NotPay, 61),
+        expiring(f.tenant, "N_AT_BOUND", TradeState::NotPay, 60),
+        expiring(f.tenant, "N_CLOSED", TradeState::Closed, 1),
+        expiring(f.tenant, "N_REVOKED", TradeState::Revoked, 1),
+        Transaction { trade_state: TradeState::NotPay, expires_at: t0(), payer_total: None, success_time: None, ..offline(&o) },
+        Transaction { discrepancy: Some("reported 1 fen".into()), ..expiring(f.tenant, "N_ODD", TradeState::NotPay, 1) },
+    ] {
+        f.repo.insert_transaction(tx, none()).await.unwrap();
+    }
+    let done = pay(&f, expiring(f.tenant, "N_PAID", TradeState::NotPay, 1)).await;
+    paid(&f, f.other, "P_OTHER", 100).await;
+    // Refunds: processing before the bound (found), at or after it, succeeded, failed.
+    requested(&f, f.tenant, &done.out_trade_no, "R_OLD", 30, RefundStatus::Processing).await;
+    requested(&f, f.other, "P_OTHER", "R_OTHER", 10, RefundStatus::Processing).await;
+    requested(&f, f.tenant, &done.out_trade_no, "R_AT_BOUND", 60, RefundStatus::Processing).await;
+    requested(&f, f.tenant, &done.out_trade_no, "R_NEW", 61, RefundStatus::Processing).await;
+    requested(&f, f.tenant, &done.out_trade_no, "R_DONE", 1, RefundStatus::Succeeded).await;
+    requested(&f, f.tenant, &done.out_trade_no, "R_FAILED", 2, RefundStatus::Processing).await;
+    let failed = f.repo.get_refund(f.tenant, "R_FAILED".into()).await.unwrap().unwrap();
+    assert!(f.repo.update_refund(Refund { status: RefundStatus::Failed, ..failed }, RefundStatus::Processing, none()).await.unwrap());
+
+    // Act
+    let all = f.repo.unsettled(bound, 500).await.unwrap();
+    let two = f.repo.unsettled(bound, 2).await.unwrap();
+    let one = f.repo.unsettled(bound, 1).await.unwrap();
+    let early = f.repo.unsettled(t0() + Duration::minutes(6), 500).await.unwrap();
+
+    // Assert
+    let at = |minutes: i64| t0() + Duration::minutes(minutes);
+    assert_eq!(
+        all,
+        Unsettled {
+            transactions: vec![
+                (f.other, "U_PAYING".into(), at(5)),
+                (f.tenant, "U_NOTPAY".into(), at(10)),
+                (f.tenant, "U_PAYERROR".into(), at(20)),
+            ],
+            refunds: vec![(f.other, "R_OTHER".into()), (f.tenant, "R_OLD".into())],
+        }
+    );
+    assert_eq!(two, Unsettled { transactions: all.transactions[..2].to_vec(), refunds: all.refunds.clone() }, "at most two of each");
+    assert_eq!(one, Unsettled { transactions: all.transactions[..1].to_vec(), refunds: all.refunds[..1].to_vec() });
+    assert_eq!(early, Unsettled { transactions: all.transactions[..1].to_vec(), refunds: vec![] });
+});
+
+store_test!(open_discrepancies_counts_the_transactions_holding_one_in_every_tenant, |db| {
+    // Arrange
+    let f = fixture(&db).await;
+    f.repo.insert_transaction(transaction(f.tenant, "T1", 100), none()).await.unwrap();
+    paid(&f, f.tenant, "T2", 100).await;
+    assert_eq!(f.repo.open_discrepancies().await.unwrap(), 0);
+    let why = Some("the pay platform reported 1 fen in CNY paid for a transaction of 100 fen in CNY".to_owned());
+    let tx = f.repo.insert_transaction(transaction(f.tenant, "T3", 100), none()).await.unwrap();
+    let other = f.repo.insert_transaction(transaction(f.other, "T3", 100), none()).await.unwrap();
+
+    // Act
+    assert!(f.repo.update_transaction(Transaction { discrepancy: why.clone(), ..tx.clone() }, TradeState::NotPay, none()).await.unwrap());
+    assert!(f.repo.update_transaction(Transaction { discrepancy: why.clone(), ..other }, TradeState::NotPay, none()).await.unwrap());
+    // Closing it later keeps the discrepancy, and the count.
+    assert!(f.repo.update_transaction(Transaction { trade_state: TradeState::Closed, ..tx }, TradeState::NotPay, none()).await.unwrap());
+
+    // Assert
+    assert_eq!(f.repo.open_discrepancies().await.unwrap(), 2);
+});
+
+// --- whose refund a reservation is ------------------------------------------------------------
+
+store_test!(a_reservation_naming_another_order_or_none_is_stored_as_the_refund_of_its_transactions_order, |db| {
+    // Arrange: order A paid through the platform, order B unpaid, a payment of the routes.
+    let f = fixture(&db).await;
+    let a = order(&f, f.tenant, "A0000001", 100).await;
+    let b = order(&f, f.tenant, "B0000001", 100).await;
+    let paid_a = pay(&f, online(&a)).await;
+    paid(&f, f.tenant, "T1", 100).await;
+    let claiming = |out_trade_no: &str, out_refund_no: &str, order_id: Option<i64>| Refund {
+        order_id,
+        ..refund(f.tenant, out_trade_no, out_refund_no, 10)
+    };
+
+    // Act
+    let mut stored = vec![];
+    for r in [
+        claiming(&paid_a.out_trade_no, "R_B", Some(b.id)),
+        claiming(&paid_a.out_trade_no, "R_NONE", None),
+        claiming("T1", "R_ROUTES", Some(a.id)),
+    ] {
+        match f.repo.reserve_refund(r, rule(50), none()).await.unwrap() {
+            RefundReservation::Reserved(r) => stored.push(r),
+            other => panic!("not reserved: {other:?}"),
+        }
+    }
+
+    // Assert: what is answered and what is stored both name the transaction's order.
+    let owners: Vec<(&str, &str, Option<i64>)> =
+        stored.iter().map(|r| (r.out_refund_no.as_str(), r.out_trade_no.as_str(), r.order_id)).collect();
+    assert_eq!(owners, [("R_B", "A0000001", Some(a.id)), ("R_NONE", "A0000001", Some(a.id)), ("R_ROUTES", "T1", None)]);
+    for r in &stored {
+        assert_eq!(f.repo.get_refund(f.tenant, r.out_refund_no.clone()).await.unwrap().as_ref(), Some(r));
+    }
+    let mut conn = db.conn().unwrap();
+    let rows: Vec<(String, Option<i64>)> = payment_refunds::table
+        .order(payment_refunds::id.asc())
+        .select((payment_refunds::out_refund_no, payment_refunds::order_id))
+        .load(&mut *conn)
+        .unwrap();
+    assert_eq!(rows, [("R_B".to_owned(), Some(a.id)), ("R_NONE".to_owned(), Some(a.id)), ("R_ROUTES".to_owned(), None)]);
+    drop(conn);
+    let shown = |id: i64| {
+        let orders = f.orders.clone();
+        async move {
+            let o = orders.get_order(Party::Platform, id).await.unwrap().unwrap();
+            o.refunds.iter().map(|r| r.out_refund_no.clone()).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(shown(a.id).await, ["R_B", "R_NONE"], "order A shows both of its payment's refunds");
+    assert!(shown(b.id).await.is_empty(), "order B shows none");
+});
+
+// --- one number, an order or a transaction --------------------------------------------------------
+
+/// Whether the tenant has an order numbered `order_no`.
+fn has_order(db: &Db, tenant_id: i64, order_no: &str) -> bool {
+    use atrium_store::schema::orders;
+    let mut conn = db.conn().unwrap();
+    let n: i64 =
+        orders::table.filter(orders::tenant_id.eq(tenant_id)).filter(orders::order_no.eq(order_no)).count().get_result(&mut *conn).unwrap();
+    n > 0
+}
+
+store_test!(an_order_and_a_transaction_racing_for_one_number_cannot_both_take_it, |db| {
+    // Arrange: 8 numbers; for each an order and a payment-routes transaction, all 16 at once.
+    let f = fixture(&db).await;
+    let numbers: Vec<String> = (0..8).map(|i| format!("X000000{i}")).collect();
+    let start = Arc::new(tokio::sync::Barrier::new(2 * numbers.len()));
+    let mut orders = vec![];
+    let mut txs = vec![];
+    for no in &numbers {
+        let (o, audit) = new_order(f.tenant, no, 100);
+        let (repo, go) = (f.orders.clone(), start.clone());
+        orders.push(tokio::spawn(async move {
+            go.wait().await;
+            repo.insert_order(o, audit).await
+        }));
+        let tx = transaction(f.tenant, no, 100);
+        let (repo, go, effects) = (f.repo.clone(), start.clone(), effects(f.tenant, "tx.number"));
+        txs.push(tokio::spawn(async move {
+            go.wait().await;
+            repo.insert_transaction(tx, effects).await
+        }));
+    }
+
+    // Act
+    let mut answers = vec![];
+    for (o, t) in orders.into_iter().zip(txs) {
+        answers.push((o.await.unwrap(), t.await.unwrap()));
+    }
+
+    // Assert: exactly one of each pair took the number, and the other was refused.
+    let mut won_by_transactions = 0;
+    for (no, (order, tx)) in numbers.iter().zip(&answers) {
+        let refused = match (order, tx) {
+            (Ok(_), Err(e)) => e,
+            (Err(e), Ok(_)) => {
+                won_by_transactions += 1;
+                e
+            }
+            _ => panic!("{no}: both or neither took the number: {order:?} {tx:?}"),
+        };
+        assert!(matches!(refused, Error::Conflict(m) if m.contains(no.as_str())), "{no}: {refused:?}");
+        let stored_order = has_order(&db, f.tenant, no);
+        let stored_tx = f.repo.get_transaction(f.tenant, no.clone()).await.unwrap();
+        assert_eq!((stored_order, stored_tx.is_some()), (order.is_ok(), tx.is_ok()), "{no}: what is stored");
+    }
+    assert_eq!(written(&db, "tx.number"), (won_by_transactions, won_by_transactions), "the effects of the winning transactions only");
 });

@@ -195,21 +195,26 @@ pub(crate) async fn control_notifications(sb: web::Data<Sandbox>, q: web::Query<
 }
 
 #[derive(Deserialize)]
-pub(crate) struct RefundsQuery {
+pub(crate) struct TradeQuery {
     out_trade_no: String,
 }
 
-/// `GET /sandbox/control/refunds?out_trade_no=`: the refunds the platform holds of an order,
-/// oldest first — what a test compares our books with.
-pub(crate) async fn control_refunds(sb: web::Data<Sandbox>, q: web::Query<RefundsQuery>) -> HttpResponse {
+/// `GET /sandbox/control/trade?out_trade_no=`: what the platform holds of an order — its
+/// state and total (`order` null when it never received it) and its refunds, oldest first:
+/// what a test compares our books with.
+pub(crate) async fn control_trade(sb: web::Data<Sandbox>, q: web::Query<TradeQuery>) -> HttpResponse {
     let state = sb.lock();
+    let order = state.pay.orders.values().find(|o| o.out_trade_no == q.out_trade_no).map(|o| {
+        let trade_state: &'static str = o.state.into();
+        json!({"out_trade_no": o.out_trade_no, "trade_state": trade_state, "total": o.total, "prepay_id": o.prepay_id})
+    });
     let mut refunds: Vec<&super::Refund> = state.pay.refunds.values().filter(|r| r.out_trade_no == q.out_trade_no).collect();
     refunds.sort_by_key(|r| r.created_at);
     let list: Vec<_> = refunds
         .iter()
         .map(|r| json!({"out_refund_no": r.out_refund_no, "refund_id": r.refund_id, "amount": r.amount, "status": r.status}))
         .collect();
-    HttpResponse::Ok().json(json!({"refunds": list}))
+    HttpResponse::Ok().json(json!({"order": order, "refunds": list}))
 }
 
 #[derive(Deserialize)]

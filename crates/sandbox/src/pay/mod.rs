@@ -11,7 +11,7 @@ mod notify;
 
 pub(crate) use control::{
     control_merchant, control_notifications, control_notify_fail, control_notify_lose, control_notify_requests, control_pay,
-    control_pay_delay, control_pay_fail, control_refund, control_refunds,
+    control_pay_delay, control_pay_fail, control_refund, control_trade,
 };
 pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification, SignedNotification};
 

@@ -1,5 +1,6 @@
-//! The settle and reconciliation jobs.
+//! The settle, sweep and reconciliation jobs.
 use super::*;
+use crate::service::{SWEEP, SWEEP_EVERY_SECS};
 
 #[tokio::test]
 async fn a_new_transaction_is_stored_with_its_settling_due_at_its_expiry_once() {
@@ -271,4 +272,158 @@ async fn a_settle_job_whose_query_reports_another_amount_keeps_the_discrepancy_a
     assert_eq!(effects.len(), 1);
     assert_eq!(effects[0].audit.as_ref().map(|a| a.action.as_str()), Some("payment.discrepancy"));
     assert_eq!(effects[0].jobs, [], "a transaction of the payment routes has no order to tell");
+}
+
+// --- the sweep -----------------------------------------------------------------------------------
+
+/// The service with its clock at `at`, over `repo` and `jobs` (the sweep needs no platform).
+fn sweeping_at(at: Timestamp, repo: MockPaymentRepo, jobs: MockJobStore) -> PaymentService {
+    PaymentService::new(
+        Arc::new(repo),
+        Arc::new(MockPayPlatform::new()),
+        Arc::new(MockMerchantKeys::new()),
+        Arc::new(jobs),
+        Arc::new(FixedClock::new(at)),
+        PaymentSettings::new("https://atrium.example.com"),
+    )
+}
+
+/// The sweep job as the queue hands it out: no tenant, an empty payload.
+fn sweep_job(attempts: i32) -> Job {
+    Job { tenant_id: None, ..job(SWEEP, serde_json::json!({}), attempts) }
+}
+
+/// The next sweep, due at `at` and keyed by it.
+fn next_sweep(at: Timestamp) -> NewJob {
+    NewJob { kind: SWEEP.into(), tenant_id: None, payload: serde_json::json!({}), run_at: at, dedupe_key: Some(at.to_rfc3339()) }
+}
+
+#[tokio::test]
+async fn the_sweep_requeues_a_settle_job_for_each_unsettled_transaction_and_refund_and_queues_the_next_sweep() {
+    // Arrange: 04:07:30, between two ten-minute boundaries; the repository finds two
+    // transactions (one of another tenant) and two refunds.
+    let at = now() + Duration::seconds(450);
+    let mut repo = MockPaymentRepo::new();
+    let found = Unsettled {
+        transactions: vec![
+            (TENANT, "T_OLD".into(), at - Duration::hours(3)),
+            (4, "T_OTHER".into(), at - Duration::minutes(11)),
+            // Not yet expired (the repository would not find it, but whatever it says): the
+            // settle job is due at the expiry, never earlier.
+            (TENANT, "T_AHEAD".into(), at + Duration::minutes(5)),
+        ],
+        refunds: vec![(TENANT, "R1".into()), (4, "R2".into())],
+    };
+    repo.expect_unsettled().with(eq(at - Duration::seconds(SWEEP_EVERY_SECS)), eq(500)).times(1).returning(move |_, _| Ok(found.clone()));
+    let (jobs, queued) = recording_jobs();
+    let svc = sweeping_at(at, repo, jobs);
+
+    // Act
+    let outcome = svc.run(&sweep_job(1)).await;
+
+    // Assert
+    assert_eq!(outcome, JobOutcome::Done);
+    let settle_tx = |tenant: Id, no: &str, run_at: Timestamp| NewJob {
+        kind: SETTLE_TRANSACTION.into(),
+        tenant_id: Some(tenant),
+        payload: serde_json::json!({ "out_trade_no": no }),
+        run_at,
+        dedupe_key: Some(format!("{tenant}:{no}")),
+    };
+    let settle_refund = |tenant: Id, no: &str| NewJob {
+        kind: SETTLE_REFUND.into(),
+        tenant_id: Some(tenant),
+        payload: serde_json::json!({ "out_refund_no": no }),
+        run_at: at,
+        dedupe_key: Some(format!("{tenant}:{no}")),
+    };
+    let ten_past = Utc.with_ymd_and_hms(2026, 4, 1, 4, 10, 0).single().unwrap();
+    assert_eq!(
+        *queued.lock().unwrap(),
+        [
+            settle_tx(TENANT, "T_OLD", at),
+            settle_tx(4, "T_OTHER", at),
+            settle_tx(TENANT, "T_AHEAD", at + Duration::minutes(5)),
+            settle_refund(TENANT, "R1"),
+            settle_refund(4, "R2"),
+            next_sweep(ten_past),
+        ]
+    );
+    // The dedupe keys are those the settle jobs were first queued with, so a pending one is
+    // not doubled.
+    let first = svc.settle_transaction_job(TENANT, "T_OLD", at);
+    assert_eq!(first.dedupe_key, queued.lock().unwrap()[0].dedupe_key);
+    assert_eq!(svc.settle_refund_job(TENANT, "R1").dedupe_key, queued.lock().unwrap()[3].dedupe_key);
+}
+
+#[tokio::test]
+async fn a_sweep_that_finds_nothing_queues_only_the_next_sweep() {
+    // Arrange: exactly on a boundary (04:00:00): the next sweep is the one ten minutes on.
+    let mut repo = MockPaymentRepo::new();
+    repo.expect_unsettled().times(1).returning(|_, _| Ok(Unsettled::default()));
+    let (jobs, queued) = recording_jobs();
+    let svc = sweeping_at(now(), repo, jobs);
+
+    // Act
+    let outcome = svc.run(&sweep_job(1)).await;
+
+    // Assert
+    assert_eq!(outcome, JobOutcome::Done);
+    assert_eq!(*queued.lock().unwrap(), [next_sweep(now() + Duration::minutes(10))]);
+}
+
+#[tokio::test]
+async fn a_sweep_the_repository_fails_retries_without_queuing_anything() {
+    // Arrange
+    let mut repo = MockPaymentRepo::new();
+    repo.expect_unsettled().times(1).returning(|_, _| Err(Error::internal("connection reset")));
+    let svc = sweeping_at(now(), repo, no_queued_jobs());
+
+    // Act
+    let outcome = svc.run(&sweep_job(2)).await;
+
+    // Assert: the same sweep runs again (and queues the next one then).
+    assert!(
+        matches!(outcome, JobOutcome::Retry { at, ref reason } if at == now() + Duration::minutes(5) && reason.contains("connection reset")),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_sweep_whose_queuing_fails_retries() {
+    // Arrange
+    let mut repo = MockPaymentRepo::new();
+    repo.expect_unsettled().returning(|_, _| Ok(Unsettled { transactions: vec![], refunds: vec![(TENANT, "R1".into())] }));
+    let mut jobs = MockJobStore::new();
+    jobs.expect_enqueue().times(1).returning(|_| Err(Error::internal("database is locked")));
+    let svc = sweeping_at(now(), repo, jobs);
+
+    // Act
+    let outcome = svc.run(&sweep_job(1)).await;
+
+    // Assert
+    assert!(matches!(outcome, JobOutcome::Retry { ref reason, .. } if reason.contains("database is locked")), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn scheduling_the_sweep_queues_it_at_the_next_ten_minute_boundary_keyed_by_its_time() {
+    // Arrange: 04:00:01 and 04:09:59 both wait for 04:10:00.
+    for offset in [1, 599] {
+        let (jobs, queued) = recording_jobs();
+        let svc = sweeping_at(now() + Duration::seconds(offset), MockPaymentRepo::new(), jobs);
+
+        // Act
+        svc.schedule_sweep().await.unwrap();
+
+        // Assert
+        assert_eq!(*queued.lock().unwrap(), [next_sweep(now() + Duration::minutes(10))], "{offset}");
+    }
+}
+
+#[tokio::test]
+async fn open_discrepancies_are_the_repositorys_count() {
+    let mut repo = MockPaymentRepo::new();
+    repo.expect_open_discrepancies().times(1).returning(|| Ok(2));
+
+    assert_eq!(svc(repo, MockPayPlatform::new()).open_discrepancies().await.unwrap(), 2);
 }

@@ -49,6 +49,88 @@ async fn reconciliation_sorts_each_line_into_matched_missing_or_mismatched() {
     );
 }
 
+/// A repository whose tenant holds `txs` (found by number and, the paid ones, by payment
+/// time) and no refunds.
+fn repo_with_transactions(txs: Vec<Transaction>) -> MockPaymentRepo {
+    let mut repo = repo_with(Some(config()));
+    let by_number = txs.clone();
+    repo.expect_transactions_by_numbers()
+        .returning(move |_, nos| Ok(by_number.iter().filter(|t| nos.contains(&t.out_trade_no)).cloned().collect()));
+    repo.expect_paid_between().returning(move |_, _, _| Ok(txs.iter().filter(|t| t.success_time.is_some()).cloned().collect()));
+    repo.expect_refunds_by_numbers().never();
+    repo.expect_refunds_succeeded_between().returning(|_, _, _| Ok(vec![]));
+    repo
+}
+
+/// Transactions holding a discrepancy: one reported in USD (the bill shows its amount), one
+/// reported at 1 fen, and one paid later but holding the discrepancy of an earlier report;
+/// and one paid as it should be.
+fn with_discrepancies() -> (Vec<Transaction>, Vec<BillLine>) {
+    let odd = |no: &str, state: TradeState, why: &str| Transaction {
+        transaction_id: Some(format!("42{no}")),
+        discrepancy: Some(why.into()),
+        ..tx(no, state)
+    };
+    let txs = vec![
+        odd("T_USD", TradeState::NotPay, "the pay platform reported 1000 fen in USD paid for a transaction of 1000 fen in CNY"),
+        odd("T_ONE", TradeState::NotPay, "the pay platform reported 1 fen in CNY paid for a transaction of 1000 fen in CNY"),
+        odd("T_LATE", TradeState::Success, "the pay platform reported 1 fen in CNY paid for a transaction of 1000 fen in CNY"),
+        tx("T_OK", TradeState::Success),
+    ];
+    let lines =
+        vec![bill_line("T_USD", 1000, None), bill_line("T_ONE", 1, None), bill_line("T_LATE", 1000, None), bill_line("T_OK", 1000, None)];
+    (txs, lines)
+}
+
+#[tokio::test]
+async fn a_bill_payment_of_a_transaction_holding_a_discrepancy_is_an_amount_mismatch_not_matched_nor_missing() {
+    // Arrange
+    let (txs, lines) = with_discrepancies();
+    let mut platform = MockPayPlatform::new();
+    platform.expect_trade_bill().times(1).returning(move |_, _| Ok(lines.clone()));
+    let svc = svc(repo_with_transactions(txs), platform);
+
+    // Act
+    let view = svc.reconcile(&tenant_actor(), None, bill_day()).await.unwrap();
+
+    // Assert
+    assert_eq!((view.bill_lines, view.matched), (4, 1), "only T_OK matches");
+    assert!(view.missing_locally.is_empty(), "{:?}", view.missing_locally);
+    assert!(view.missing_on_platform.is_empty(), "{:?}", view.missing_on_platform);
+    let mismatched: Vec<(ReconciliationKind, &str, Option<&str>, Money, Money)> = view
+        .amount_mismatch
+        .iter()
+        .map(|m| (m.kind, m.out_trade_no.as_str(), m.out_refund_no.as_deref(), m.platform_amount, m.local_amount))
+        .collect();
+    let fen = Money::from_fen;
+    assert_eq!(
+        mismatched,
+        [
+            (ReconciliationKind::Payment, "T_USD", None, fen(1000), fen(1000)),
+            (ReconciliationKind::Payment, "T_ONE", None, fen(1), fen(1000)),
+            (ReconciliationKind::Payment, "T_LATE", None, fen(1000), fen(1000)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_reconciliation_job_leaves_a_transaction_holding_a_discrepancy_to_a_person() {
+    // Arrange
+    let (txs, lines) = with_discrepancies();
+    let mut platform = MockPayPlatform::new();
+    platform.expect_trade_bill().times(1).returning(move |_, _| Ok(lines.clone()));
+    platform.expect_query_order().never();
+    let mut repo = repo_with_transactions(txs);
+    repo.expect_update_transaction().never();
+    let svc = svc(repo, platform);
+
+    // Act
+    let outcome = svc.run(&job(RECONCILE, serde_json::json!({"date": "2026-03-31"}), 1)).await;
+
+    // Assert
+    assert_eq!(outcome, JobOutcome::Done);
+}
+
 #[tokio::test]
 async fn reconciliation_is_for_a_past_day_within_three_months() {
     let mut platform = MockPayPlatform::new();
