@@ -92,4 +92,20 @@ mod tests {
         assert_eq!(R::Succeeded.as_str(), "succeeded");
         assert_eq!(PaymentMethod::WechatJsapi.as_str(), "wechat_jsapi");
     }
+
+    #[test]
+    fn pay_params_use_the_mini_program_field_names() {
+        let p = PayParams {
+            app_id: "wx1".into(),
+            time_stamp: "1700000000".into(),
+            nonce_str: "n".into(),
+            package: "prepay_id=p".into(),
+            sign_type: "RSA".into(),
+            pay_sign: "s".into(),
+        };
+        let v = serde_json::to_value(p).unwrap_or_default();
+        for k in ["appId", "timeStamp", "nonceStr", "package", "signType", "paySign"] {
+            assert!(v.get(k).is_some(), "{k} missing in {v}");
+        }
+    }
 }

@@ -509,22 +509,6 @@ mod tests {
     }
 
     #[test]
-    fn pay_params_use_the_mini_program_field_names() {
-        let p = PayParams {
-            app_id: "wx1".into(),
-            time_stamp: "1700000000".into(),
-            nonce_str: "n".into(),
-            package: "prepay_id=p".into(),
-            sign_type: "RSA".into(),
-            pay_sign: "s".into(),
-        };
-        let v = serde_json::to_value(p).unwrap();
-        for k in ["appId", "timeStamp", "nonceStr", "package", "signType", "paySign"] {
-            assert!(v.get(k).is_some(), "{k} missing in {v}");
-        }
-    }
-
-    #[test]
     fn the_config_view_never_carries_a_key() {
         let now = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
         let mut c = PaymentConfig::new(1, "1900000109".into(), "wx1".into(), now);

@@ -519,6 +519,12 @@ impl PaymentRepo for PaymentStore {
                     .filter(payment_transactions::expires_at.lt(to_db(before)))
                     .filter(payment_transactions::discrepancy.is_null())
                     .filter(payment_transactions::method.eq(PaymentMethod::WechatJsapi.as_str()))
+                    // One whose settle job failed for good waits for a person (it shows in
+                    // atrium_jobs_failed_total and the jobs table): not queued again and again.
+                    .filter(diesel::dsl::sql::<diesel::sql_types::Bool>(
+                        "NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.kind = 'payment.settle_transaction' AND jobs.status = 'failed' \
+                         AND jobs.dedupe_key = CAST(payment_transactions.tenant_id AS TEXT) || ':' || payment_transactions.out_trade_no)",
+                    ))
                     .order(payment_transactions::expires_at.asc())
                     .limit(i64::from(limit))
                     .select((payment_transactions::tenant_id, payment_transactions::out_trade_no, payment_transactions::expires_at))
@@ -527,6 +533,10 @@ impl PaymentRepo for PaymentStore {
                 let refunds: Vec<(i64, String)> = payment_refunds::table
                     .filter(payment_refunds::status.eq(RefundStatus::Processing.as_str()))
                     .filter(payment_refunds::created_at.lt(to_db(before)))
+                    .filter(diesel::dsl::sql::<diesel::sql_types::Bool>(
+                        "NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.kind = 'payment.settle_refund' AND jobs.status = 'failed' \
+                         AND jobs.dedupe_key = CAST(payment_refunds.tenant_id AS TEXT) || ':' || payment_refunds.out_refund_no)",
+                    ))
                     .order(payment_refunds::created_at.asc())
                     .limit(i64::from(limit))
                     .select((payment_refunds::tenant_id, payment_refunds::out_refund_no))

@@ -885,6 +885,40 @@ store_test!(unsettled_finds_platform_transactions_unpaid_past_the_bound_and_refu
     assert_eq!(early, Unsettled { transactions: all.transactions[..1].to_vec(), refunds: vec![] });
 });
 
+store_test!(unsettled_passes_over_what_a_settle_job_gave_up_on, |db| {
+    // Arrange: two unpaid transactions and two processing refunds past the bound; one of
+    // each had its settle job fail for good, the other's job is pending (or gone).
+    use atrium_kernel::JobStore;
+    let f = fixture(&db).await;
+    let jobs = atrium_store::DbJobStore::new(db.clone());
+    let bound = t0() + Duration::minutes(60);
+    for no in ["G_GAVE_UP", "G_OPEN"] {
+        f.repo.insert_transaction(expiring(f.tenant, no, TradeState::NotPay, 10), none()).await.unwrap();
+    }
+    let done = pay(&f, expiring(f.tenant, "G_PAID", TradeState::NotPay, 1)).await;
+    requested(&f, f.tenant, &done.out_trade_no, "GR_GAVE_UP", 20, RefundStatus::Processing).await;
+    requested(&f, f.tenant, &done.out_trade_no, "GR_OPEN", 21, RefundStatus::Processing).await;
+    for (kind, key) in
+        [("payment.settle_transaction", format!("{}:G_GAVE_UP", f.tenant)), ("payment.settle_refund", format!("{}:GR_GAVE_UP", f.tenant))]
+    {
+        let job = NewJob { kind: kind.into(), tenant_id: Some(f.tenant), payload: json!({}), run_at: t0(), dedupe_key: Some(key) };
+        let id = jobs.enqueue(job).await.unwrap().unwrap();
+        jobs.fail(id, "given up after 50 tries".into()).await.unwrap();
+    }
+
+    // Act
+    let found = f.repo.unsettled(bound, 500).await.unwrap();
+
+    // Assert
+    assert_eq!(
+        found,
+        Unsettled {
+            transactions: vec![(f.tenant, "G_OPEN".into(), t0() + Duration::minutes(10))],
+            refunds: vec![(f.tenant, "GR_OPEN".into())]
+        }
+    );
+});
+
 store_test!(open_discrepancies_counts_the_transactions_holding_one_in_every_tenant, |db| {
     // Arrange
     let f = fixture(&db).await;

@@ -19,6 +19,7 @@ FROM payment_refunds WHERE order_id IS NOT NULL;
 DELETE FROM payment_refunds WHERE payment_id IN (SELECT id FROM payment_transactions WHERE method = 'offline');
 DELETE FROM payment_transactions WHERE method = 'offline';
 
+DROP INDEX jobs_failed_idx;
 DROP INDEX payment_transactions_discrepancy_idx;
 DROP INDEX payment_refunds_processing_idx;
 DROP INDEX payment_refunds_order_idx;

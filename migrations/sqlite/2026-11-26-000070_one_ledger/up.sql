@@ -56,3 +56,5 @@ CREATE INDEX payment_refunds_order_idx ON payment_refunds(tenant_id, order_id, i
 -- (rare) transactions holding a discrepancy.
 CREATE INDEX payment_refunds_processing_idx ON payment_refunds(created_at) WHERE status = 'processing';
 CREATE INDEX payment_transactions_discrepancy_idx ON payment_transactions(id) WHERE discrepancy IS NOT NULL;
+-- The sweep passes over what a job already gave up on.
+CREATE INDEX jobs_failed_idx ON jobs(kind, dedupe_key) WHERE status = 'failed';

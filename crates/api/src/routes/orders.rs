@@ -58,8 +58,8 @@ pub async fn create(req: HttpRequest, state: web::Data<AppState>, auth: Authoriz
         ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[ -~]+$",
         description = "1–255 printable ASCII characters; a retry with the same key and body gets the first answer")),
     request_body = PayOrder, security(("bearer" = ["order:pay"])),
-    responses((status = 200, body = OrderPayView), (status = 404), (status = 409, description = "The order's status does not allow paying"),
-        (status = 502, description = "The pay platform failed")))]
+    responses((status = 200, body = OrderPayView), (status = 404), (status = 409, description = "The order's status does not allow paying, it expired, another payer or the other way of paying got there first, or it was paid on the platform meanwhile"),
+        (status = 502, description = "The pay platform failed or its answer was lost: paying again resumes the same platform order")))]
 pub async fn pay(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -83,7 +83,7 @@ pub async fn pay(
     request_body = NewRefund, security(("bearer" = ["order:refund"])),
     responses((status = 200, body = OrderRefundView), (status = 404),
         (status = 409, description = "Not paid, more than is left to refund, 50 refunds already, or a year after payment"),
-        (status = 502, description = "The pay platform failed")))]
+        (status = 502, description = "The pay platform failed or its answer was lost: retry with the same Idempotency-Key for the same refund")))]
 pub async fn refund(
     req: HttpRequest,
     state: web::Data<AppState>,

@@ -85,7 +85,7 @@ pub async fn test(state: web::Data<AppState>, auth: Authorized<MiniprogramPaymen
     params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[ -~]+$",
         description = "1–255 printable ASCII characters; a retry with the same key and body gets the first answer")),
     security(("bearer" = ["payment:pay"])),
-    responses((status = 200, body = UnifiedOrderView), (status = 409), (status = 502, description = "The pay platform failed")))]
+    responses((status = 200, body = UnifiedOrderView), (status = 409, description = "The number is paid, closed, used for other details, or an order's"), (status = 502, description = "The pay platform failed or its answer was lost: retry with the same Idempotency-Key")))]
 pub async fn unified_order(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -112,7 +112,7 @@ pub async fn query(state: web::Data<AppState>, auth: Authorized<PaymentQuery>, b
     params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[ -~]+$",
         description = "1–255 printable ASCII characters; a retry with the same key and body gets the first answer")),
     security(("bearer" = ["payment:refund"])),
-    responses((status = 200, body = RefundView), (status = 409, description = "More than is left to refund, or too many refunds"), (status = 502)))]
+    responses((status = 200, body = RefundView), (status = 409, description = "Not paid, more than is left to refund, too many refunds, a year after the payment, or an order's transaction (refunded through the order)"), (status = 502, description = "The pay platform failed or its answer was lost: retry with the same Idempotency-Key")))]
 pub async fn refund(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -128,7 +128,7 @@ pub async fn refund(
 
 /// Close an unpaid transaction; a paid one is a 409.
 #[utoipa::path(post, path = "/api/v1/miniprogram/payment/close", tag = "payments", request_body = CloseRequest,
-    security(("bearer" = ["payment:close"])), responses((status = 200, body = CloseView), (status = 409), (status = 502)))]
+    security(("bearer" = ["payment:close"])), responses((status = 200, body = CloseView), (status = 409, description = "Paid (refund it instead), or an order's transaction (closed through the order)"), (status = 502)))]
 pub async fn close(state: web::Data<AppState>, auth: Authorized<PaymentClose>, body: Json<CloseRequest>) -> ApiResult {
     ok(state.payments.close(&auth.actor, body.0).await?)
 }

@@ -397,20 +397,4 @@ mod tests {
         assert_eq!(variants[1]["properties"]["reference"]["maxLength"], json!(64));
         assert_eq!(variants[0]["properties"]["openid"]["oneOf"][0]["pattern"], json!("^[0-9A-Za-z_\\-]{1,128}$"));
     }
-
-    #[test]
-    fn pay_params_use_the_mini_program_field_names() {
-        let p = PayParams {
-            app_id: "wx1".into(),
-            time_stamp: "1700000000".into(),
-            nonce_str: "n".into(),
-            package: "prepay_id=p".into(),
-            sign_type: "RSA".into(),
-            pay_sign: "s".into(),
-        };
-        let v = serde_json::to_value(p).unwrap();
-        for k in ["appId", "timeStamp", "nonceStr", "package", "signType", "paySign"] {
-            assert!(v.get(k).is_some(), "{k} missing in {v}");
-        }
-    }
 }

@@ -343,7 +343,10 @@ impl JobHandler for PaymentService {
             Err(Error::NotFound(what)) => return JobOutcome::Failed(format!("{what} not found")),
             Err(e) => e.to_string(),
         };
-        match backoff(job.attempts, &SETTLE_BACKOFF, MAX_ATTEMPTS) {
+        // The sweep and the daily reconciliation each queue their next run: they never give
+        // up, or their chain would end.
+        let max_attempts = if matches!(job.kind.as_str(), SWEEP | RECONCILE_DAY) { i32::MAX } else { MAX_ATTEMPTS };
+        match backoff(job.attempts, &SETTLE_BACKOFF, max_attempts) {
             Some(wait) => JobOutcome::Retry { at: self.clock.now() + wait, reason: why },
             None => JobOutcome::Failed(format!("given up after {} tries: {why}", job.attempts)),
         }

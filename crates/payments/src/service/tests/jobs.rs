@@ -390,6 +390,20 @@ async fn a_sweep_the_repository_fails_retries_without_queuing_anything() {
 }
 
 #[tokio::test]
+async fn a_sweep_never_gives_up_or_its_chain_would_end() {
+    // Arrange: far past the tries after which a settle job is kept as failed.
+    let mut repo = MockPaymentRepo::new();
+    repo.expect_unsettled().times(1).returning(|_, _| Err(Error::internal("connection reset")));
+    let svc = sweeping_at(now(), repo, no_queued_jobs());
+
+    // Act
+    let outcome = svc.run(&sweep_job(crate::MAX_ATTEMPTS + 10)).await;
+
+    // Assert: it waits the longest step and tries again.
+    assert!(matches!(outcome, JobOutcome::Retry { at, .. } if at == now() + Duration::minutes(30)), "{outcome:?}");
+}
+
+#[tokio::test]
 async fn a_sweep_whose_queuing_fails_retries() {
     // Arrange
     let mut repo = MockPaymentRepo::new();
