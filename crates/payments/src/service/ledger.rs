@@ -21,6 +21,10 @@ use crate::ports::PayPlatformError;
 use atrium_kernel::secret::nonce;
 use atrium_kernel::{Actor, AuditRecord, Error, Id, Money, PayParams, PaymentMethod, RefundStatus, RequestKey, Result};
 
+/// The longest a request may take to place an order with the platform (its time-outs and
+/// retries, with room to spare): a transaction without a prepay id younger than this may
+/// still be placed, so it is not closed under it.
+const PLACING_WINDOW: chrono::Duration = chrono::Duration::minutes(2);
 /// Characters of a generated `out_trade_no` (the platform allows 6–32).
 const TRADE_NO_LEN: usize = 24;
 /// Characters of a generated `out_refund_no` (the platform allows up to 64).
@@ -183,6 +187,13 @@ impl PaymentService {
                 true
             })
             .await?;
+        if stored.trade_state.is_closed() {
+            // Closed while it was being placed: what was placed must not be payable.
+            let closed = self.close_transaction(&stored).await?;
+            if !closed.is_paid() {
+                return Err(Error::conflict(format!("out_trade_no {no} was closed while it was being placed")));
+            }
+        }
         let prepay_id = stored.prepay_id.clone().unwrap_or(prepay_id);
         let pay_params = self.platform.pay_params(&account, &prepay_id).map_err(platform_error)?;
         Ok((stored, pay_params))
@@ -209,6 +220,14 @@ impl PaymentService {
                 return Err(Error::conflict("the order's platform payment has a discrepancy to resolve first"));
             }
             if !tx.trade_state.is_closed() {
+                // A platform order still being placed by a request in flight could be placed
+                // after a close that found nothing to close: wait until no request can be.
+                if tx.prepay_id.is_none() && self.clock.now() < tx.created_at + PLACING_WINDOW {
+                    return Err(Error::conflict(format!(
+                        "a platform payment of this order is being started; try again in {} seconds, or pay online",
+                        PLACING_WINDOW.num_seconds()
+                    )));
+                }
                 let closed = self.close_transaction(&tx).await?;
                 if closed.is_paid() {
                     return Err(Error::conflict("the order was paid on the pay platform meanwhile"));

@@ -442,6 +442,12 @@ impl PaymentService {
                 return Ok(tx);
             }
             tx.updated_at = self.clock.now();
+            if let Some(paid_twice) = self.paid_another_way(&before, &tx).await? {
+                if (&paid_twice.discrepancy, &paid_twice.transaction_id) == (&before.discrepancy, &before.transaction_id) {
+                    return Ok(before);
+                }
+                tx = paid_twice;
+            }
             let mut effects = Effects::default();
             let moved = tx.trade_state != before.trade_state || tx.discrepancy != before.discrepancy;
             if moved {
@@ -456,11 +462,39 @@ impl PaymentService {
                 );
             }
             failpoint!("ledger.record");
-            if self.repo.update_transaction(tx.clone(), before.trade_state, effects).await? {
-                return Ok(tx);
+            match self.repo.update_transaction(tx.clone(), before.trade_state, effects).await {
+                Ok(true) => return Ok(tx),
+                Ok(false) => {}
+                // Its order got another live payment meanwhile: the next round sees it.
+                Err(Error::Conflict(_)) if tx.order_id.is_some() && tx.trade_state != before.trade_state => {}
+                Err(e) => return Err(e),
             }
         }
         Err(Error::conflict("the transaction kept changing while it was being updated; try again"))
+    }
+
+    /// A closed platform payment of an order that the platform now reports paid, while the
+    /// order was paid another way (offline) meanwhile: the money was taken twice. It is kept
+    /// as a discrepancy on the closed transaction — recorded, audited, counted, for a person
+    /// to refund one of them — not as a second live payment of the order.
+    async fn paid_another_way(&self, before: &Transaction, after: &Transaction) -> Result<Option<Transaction>> {
+        let Some(order_id) = after.order_id else { return Ok(None) };
+        if !(before.trade_state.is_closed() && after.trade_state.is_paid()) {
+            return Ok(None);
+        }
+        let other = self.repo.order_transaction(after.tenant_id, order_id).await?;
+        let Some(other) = other.filter(|o| o.id != after.id && !o.trade_state.is_closed()) else { return Ok(None) };
+        Ok(Some(Transaction {
+            discrepancy: Some(format!(
+                "the pay platform reported {} fen paid for this closed payment of order {order_id}, which was paid another way ({}): \
+                 the money was taken twice; refund one of them",
+                after.amount.fen(),
+                other.out_trade_no
+            )),
+            transaction_id: after.transaction_id.clone(),
+            updated_at: after.updated_at,
+            ..before.clone()
+        }))
     }
 
     /// Takes in a platform report about a refund, forward only (same pattern as

@@ -194,6 +194,47 @@ async fn recording_an_offline_payment_closes_the_orders_open_platform_payment_fi
 }
 
 #[tokio::test]
+async fn an_offline_payment_while_the_platform_order_may_still_be_placed_is_409_and_closes_nothing() {
+    // Arrange: a platform payment stored half a minute ago, its placing not answered yet.
+    let placing = Transaction { prepay_id: None, created_at: now() - Duration::seconds(30), ..order_tx(TradeState::NotPay) };
+    let ledger = Ledger::holding(vec![placing], vec![]);
+    let mut repo = ledger.repo(Some(config()));
+    ledger.tx_writes(&mut repo, 0);
+    ledger.inserts(&mut repo, 0);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_close_order().never();
+    let svc = svc(repo, platform);
+
+    // Act
+    let err = svc.charge_order_offline(TENANT, offline_charge("BANK-20260401-1")).await.unwrap_err();
+
+    // Assert: a close now could come before the order reaches the platform, and leave it payable.
+    assert!(matches!(&err, Error::Conflict(m) if m.contains("being started")), "{err:?}");
+    assert_eq!(ledger.tx(ORDER_NO).map(|t| t.trade_state), Some(TradeState::NotPay));
+    assert!(ledger.writes().is_empty());
+}
+
+#[tokio::test]
+async fn an_offline_payment_closes_a_platform_payment_left_unplaced_past_the_placing_window() {
+    // Arrange: stored three minutes ago and never answered (its request died).
+    let abandoned = Transaction { prepay_id: None, created_at: now() - Duration::minutes(3), ..order_tx(TradeState::NotPay) };
+    let ledger = Ledger::holding(vec![abandoned], vec![]);
+    let mut repo = ledger.repo(Some(config()));
+    ledger.tx_writes(&mut repo, 1);
+    ledger.inserts(&mut repo, 1);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_close_order().times(1).returning(|_, _| Err(refused(404, "ORDER_NOT_EXIST")));
+    let svc = svc(repo, platform);
+
+    // Act
+    svc.charge_order_offline(TENANT, offline_charge("BANK-20260401-1")).await.unwrap();
+
+    // Assert
+    assert_eq!(ledger.tx(ORDER_NO).map(|t| t.trade_state), Some(TradeState::Closed));
+    assert!(ledger.tx(&format!("{ORDER_NO}-offline")).is_some_and(|t| t.is_paid()));
+}
+
+#[tokio::test]
 async fn an_offline_payment_of_an_order_paid_on_the_platform_meanwhile_is_409_and_the_payment_is_recorded() {
     let ledger = Ledger::holding(vec![order_tx(TradeState::UserPaying)], vec![]);
     let mut repo = ledger.repo(Some(config()));
@@ -349,4 +390,40 @@ async fn an_orders_money_is_its_live_transaction_with_that_transactions_refunds(
 
     assert_eq!(money, OrderMoney { transaction: Some(offline_tx()), refunds: vec![of_offline] });
     assert_eq!(none, OrderMoney::default());
+}
+
+#[tokio::test]
+async fn a_closed_platform_payment_reported_paid_after_the_order_was_paid_offline_is_kept_as_a_discrepancy() {
+    // Arrange: the platform payment was closed for the offline one; then the payer's money
+    // arrives on the platform after all.
+    let ledger = Ledger::holding(vec![order_tx(TradeState::Closed), offline_tx()], vec![]);
+    let mut repo = ledger.repo(Some(config()));
+    ledger.tx_writes(&mut repo, 1);
+    repo.expect_notification_seen().returning(|_, _| Ok(false));
+    repo.expect_record_notification().returning(|_, _, _, _| Ok(()));
+    let svc = svc(repo, MockPayPlatform::new());
+
+    // Act
+    let outcome = svc
+        .handle_event(
+            TENANT,
+            PayEvent {
+                id: "EV-9".into(),
+                event_type: "TRANSACTION.SUCCESS".into(),
+                resource: EventResource::Transaction(report(ORDER_NO, TradeState::Success)),
+            },
+        )
+        .await
+        .unwrap();
+
+    // Assert: still closed, not a second live payment of the order; recorded and audited.
+    assert_eq!(outcome, NotifyOutcome::Applied);
+    let tx = ledger.tx(ORDER_NO).unwrap();
+    assert_eq!(tx.trade_state, TradeState::Closed);
+    assert!(tx.discrepancy.as_deref().is_some_and(|d| d.contains("taken twice")), "{:?}", tx.discrepancy);
+    assert_eq!(tx.transaction_id.as_deref(), Some("4200000001"));
+    let written = ledger.written();
+    assert_eq!(written[0].effects.jobs, vec![order_changed(ORDER)]);
+    assert_eq!(written[0].effects.audit.as_ref().map(|a| a.action.as_str()), Some("payment.discrepancy"));
+    assert!(ledger.tx(&format!("{ORDER_NO}-offline")).is_some_and(|t| t.is_paid()));
 }
