@@ -303,6 +303,29 @@ impl Db {
         Ok(ran)
     }
 
+    /// Applies the pending migrations whose version is at most `version` (e.g.
+    /// `2026-11-25-000060`), one by one, and no later one: for tests of an upgrade, which
+    /// fill a database as an older release left it and then migrate it. Returns how many ran.
+    #[doc(hidden)]
+    pub fn migrate_until(&self, version: &str) -> anyhow::Result<usize> {
+        let source = self.migrations();
+        let upto = version.replace('-', "");
+        let step = move |conn: &mut DbConn| -> Result<usize, Error> {
+            let pending = conn.pending_migrations(source).map_err(|e| Error::Internal(anyhow::anyhow!("{e}")))?;
+            let mut ran = 0;
+            for m in pending.iter().filter(|m| m.name().version().to_string().replace('-', "") <= upto) {
+                conn.run_migration(&**m).map_err(|e| Error::Internal(anyhow::anyhow!("migration failed: {e}")))?;
+                ran += 1;
+            }
+            Ok(ran)
+        };
+        if let Some(writer) = &self.writer {
+            return writer.run_blocking(false, step).map_err(|e| anyhow::anyhow!("{e}"));
+        }
+        let mut conn = self.pool.get().context("no database connection for migrations")?;
+        step(&mut conn).map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
     fn migrations(&self) -> EmbeddedMigrations {
         match self.backend {
             Backend::Sqlite => SQLITE_MIGRATIONS,

@@ -1,0 +1,104 @@
+//! An upgrade to the one ledger, on SQLite and PostgreSQL: a database as the release before
+//! it left it — orders paid on the platform (their refunds in both books) and offline (their
+//! refunds in the orders' book only), a transaction of the payment routes, an order paid
+//! offline after its platform order was closed — migrates with every fen in the ledger, each
+//! order's payment and refunds linked to it, and nothing counted twice.
+#![allow(clippy::unwrap_used)]
+use atrium_kernel::{Money, Party, PaymentMethod, RefundStatus};
+use atrium_orders::OrderRepo;
+use atrium_payments::{PaymentRepo, TradeState};
+use atrium_store::testing::{TestDatabase, skip_postgres};
+use atrium_store::{Db, FieldCipher, OrdersStore, PaymentStore};
+use diesel::RunQueryDsl;
+
+/// The last migration before the one ledger.
+const BEFORE: &str = "2026-11-25-000060";
+
+/// What the release before the one ledger wrote, in its own tables.
+const BEFORE_ROWS: &[&str] = &[
+    "INSERT INTO tenants (id, name, status, created_at, updated_at) VALUES (1, 'T', 'active', '2026-01-01 00:00:00', '2026-01-01 00:00:00')",
+    // 1: paid on the platform, 300 refunded through the payments side (both books).
+    "INSERT INTO orders (id, tenant_id, order_no, subject, amount, paid_amount, refunded_amount, status, openid, out_trade_no, pay_method, \
+     transaction_id, paid_at, expires_at, created_at, updated_at) VALUES (1, 1, 'ORD0000000000000001', 'A', 1000, 1000, 300, \
+     'partially_refunded', 'o1', 'ORD0000000000000001', 'wechat_jsapi', '4200', '2026-01-02 00:00:00', '2026-01-03 00:00:00', \
+     '2026-01-01 00:00:00', '2026-01-02 00:00:00')",
+    "INSERT INTO payment_transactions (id, tenant_id, out_trade_no, description, amount, openid, trade_state, transaction_id, success_time, \
+     expires_at, created_at, updated_at) VALUES (10, 1, 'ORD0000000000000001', 'A', 1000, 'o1', 'REFUND', '4200', '2026-01-02 00:00:00', \
+     '2026-01-03 00:00:00', '2026-01-01 00:00:00', '2026-01-02 00:00:00')",
+    "INSERT INTO payment_refunds (tenant_id, payment_id, out_trade_no, out_refund_no, amount, status, succeeded_at, created_at, updated_at) \
+     VALUES (1, 10, 'ORD0000000000000001', 'ORD0000000000000001R1', 300, 'succeeded', '2026-01-02 01:00:00', '2026-01-02 00:30:00', \
+     '2026-01-02 01:00:00')",
+    "INSERT INTO order_refunds (tenant_id, order_id, out_refund_no, amount, status, settled_at, created_at, updated_at) VALUES (1, 1, \
+     'ORD0000000000000001R1', 300, 'succeeded', '2026-01-02 01:00:00', '2026-01-02 00:30:00', '2026-01-02 01:00:00')",
+    // 2: paid offline, 500 refunded (the orders' book only).
+    "INSERT INTO orders (id, tenant_id, order_no, subject, amount, paid_amount, refunded_amount, status, out_trade_no, pay_method, paid_at, \
+     pay_reference, paid_by, expires_at, created_at, updated_at) VALUES (2, 1, 'ORD0000000000000002', 'B', 2000, 2000, 500, \
+     'partially_refunded', 'ORD0000000000000002', 'offline', '2026-01-02 00:00:00', 'BANK 1', 7, '2026-01-03 00:00:00', \
+     '2026-01-01 00:00:00', '2026-01-02 00:00:00')",
+    "INSERT INTO order_refunds (tenant_id, order_id, out_refund_no, amount, status, settled_at, created_at, updated_at) VALUES (1, 2, \
+     'ORD0000000000000002R1', 500, 'succeeded', '2026-01-02 02:00:00', '2026-01-02 02:00:00', '2026-01-02 02:00:00')",
+    // A transaction of the payment routes, no order's.
+    "INSERT INTO payment_transactions (id, tenant_id, out_trade_no, description, amount, openid, trade_state, expires_at, created_at, \
+     updated_at) VALUES (11, 1, 'T_ROUTE_1', 'D', 400, 'o2', 'NOTPAY', '2026-01-03 00:00:00', '2026-01-01 00:00:00', '2026-01-01 00:00:00')",
+    // 4: paid offline after its platform order was closed.
+    "INSERT INTO orders (id, tenant_id, order_no, subject, amount, paid_amount, refunded_amount, status, out_trade_no, pay_method, paid_at, \
+     pay_reference, paid_by, expires_at, created_at, updated_at) VALUES (4, 1, 'ORD0000000000000004', 'E', 900, 900, 0, 'paid', \
+     'ORD0000000000000004', 'offline', '2026-01-02 00:00:00', 'CASH', 7, '2026-01-03 00:00:00', '2026-01-01 00:00:00', \
+     '2026-01-02 00:00:00')",
+    "INSERT INTO payment_transactions (id, tenant_id, out_trade_no, description, amount, openid, trade_state, expires_at, created_at, \
+     updated_at) VALUES (12, 1, 'ORD0000000000000004', 'E', 900, 'o4', 'CLOSED', '2026-01-03 00:00:00', '2026-01-01 00:00:00', \
+     '2026-01-01 00:00:00')",
+];
+
+async fn an_upgrade_moves_every_orders_money_into_the_ledger(test_db: TestDatabase) {
+    // Arrange: the database as the release before left it.
+    let db = Db::connect(&test_db.url, 4).unwrap();
+    assert!(db.migrate_until(BEFORE).unwrap() > 0);
+    for row in BEFORE_ROWS {
+        let sql = row.to_string();
+        db.write(move |conn| diesel::sql_query(sql).execute(conn).map_err(atrium_store::db_error)).await.unwrap();
+    }
+
+    // Act
+    assert!(db.migrate().unwrap() > 0, "the one ledger's migration runs");
+
+    // Assert
+    let ledger = PaymentStore::new(db.clone(), FieldCipher::new(&[9u8; 32]));
+    let orders = OrdersStore::new(db.clone());
+    let online = ledger.order_transaction(1, 1).await.unwrap().unwrap();
+    assert_eq!(
+        (online.out_trade_no.as_str(), online.method, online.trade_state),
+        ("ORD0000000000000001", PaymentMethod::WechatJsapi, TradeState::Refund)
+    );
+    let offline = ledger.order_transaction(1, 2).await.unwrap().unwrap();
+    assert_eq!(
+        (offline.out_trade_no.as_str(), offline.method, offline.amount, offline.reference.as_deref(), offline.paid_by, offline.is_paid()),
+        ("ORD0000000000000002-offline", PaymentMethod::Offline, Money::from_fen(2000), Some("BANK 1"), Some(7), true)
+    );
+    let reopened = ledger.order_transaction(1, 4).await.unwrap().unwrap();
+    assert_eq!((reopened.method, reopened.is_paid()), (PaymentMethod::Offline, true), "the live payment of order 4 is the offline one");
+    let route = ledger.get_transaction(1, "T_ROUTE_1".into()).await.unwrap().unwrap();
+    assert_eq!(route.order_id, None);
+    for (order_id, refund_no, amount) in [(1, "ORD0000000000000001R1", 300), (2, "ORD0000000000000002R1", 500)] {
+        let order = orders.get_order(Party::Platform, order_id).await.unwrap().unwrap();
+        let refunds: Vec<_> = order.refunds.iter().map(|r| (r.out_refund_no.as_str(), r.amount.fen(), r.status)).collect();
+        assert_eq!(refunds, [(refund_no, amount, RefundStatus::Succeeded)], "order {order_id}: one refund, not two books' worth");
+        assert_eq!(order.refunded_amount, Money::from_fen(amount));
+        let refund = ledger.get_refund(1, refund_no.into()).await.unwrap().unwrap();
+        assert_eq!(refund.order_id, Some(order_id));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_moves_every_orders_money_into_the_ledger_on_sqlite() {
+    an_upgrade_moves_every_orders_money_into_the_ledger(TestDatabase::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_moves_every_orders_money_into_the_ledger_on_postgres() {
+    let Some(db) = TestDatabase::postgres() else {
+        skip_postgres(module_path!());
+        return;
+    };
+    an_upgrade_moves_every_orders_money_into_the_ledger(db).await;
+}
