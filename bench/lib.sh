@@ -10,9 +10,14 @@ need_wrk() {
   command -v jq >/dev/null || { apt-get install -y -qq jq >/dev/null; }
 }
 
-# The release binary, where cargo puts it (CARGO_TARGET_DIR moves the target directory).
-ATRIUM_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/atrium"
-build_release() { (cd "$ROOT" && cargo build --release -q -p atrium-server); }
+# The release binary, where cargo puts it (CARGO_TARGET_DIR moves the target directory), or
+# ATRIUM_BIN as given: that binary is run as it is, not built (to compare two builds).
+if [ -n "${ATRIUM_BIN:-}" ]; then
+  build_release() { [ -x "$ATRIUM_BIN" ] || { echo "ATRIUM_BIN $ATRIUM_BIN is not an executable" >&2; exit 1; }; }
+else
+  ATRIUM_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/atrium"
+  build_release() { (cd "$ROOT" && cargo build --release -q -p atrium-server); }
+fi
 
 # atrium_cli DB_URL ARGS...: runs the release binary's CLI against a database.
 atrium_cli() {
