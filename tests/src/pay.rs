@@ -1,7 +1,8 @@
 //! Payments set-up shared by the payment and order tests: a tenant's merchant account on the
 //! sandbox pay platform.
-use crate::{Resp, TestApp};
-use serde_json::json;
+use crate::{Org, Resp, TestApp};
+use serde_json::{Value, json};
+use std::time::Duration;
 
 /// The mini-program every sandbox merchant is bound to.
 pub const APPID: &str = "wx_sandbox_mp";
@@ -59,4 +60,63 @@ pub async fn configure_merchant(app: &TestApp, admin: &str, tenant: i64, mchid: 
     )
     .await
     .expect(200);
+}
+
+/// An org whose first tenant is paid into sandbox merchant `mchid`.
+pub async fn shop(app: &TestApp, mchid: &str) -> Org {
+    let org = app.org().await;
+    configure_merchant(app, &org.admin, org.t1, mchid).await;
+    org
+}
+
+/// A `pending` order of `amount` fen for payer `openid`, as created.
+pub async fn new_order(app: &TestApp, token: &str, amount: i64, openid: &str) -> Value {
+    let r = app.post("/api/v1/orders", json!({"subject": "Ledger order", "amount": amount, "openid": openid}), Some(token)).await;
+    r.expect(200);
+    r.data().clone()
+}
+
+/// The order as it stands.
+pub async fn order(app: &TestApp, token: &str, id: i64) -> Value {
+    let r = app.get(&format!("/api/v1/orders/{id}"), Some(token)).await;
+    r.expect(200);
+    r.data().clone()
+}
+
+/// Waits up to fifteen seconds for the order to satisfy `done`, and returns it as last read.
+pub async fn wait_order(app: &TestApp, token: &str, id: i64, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let o = order(app, token, id).await;
+        if done(&o) || tokio::time::Instant::now() > deadline {
+            return o;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Starts the order's platform payment: its pay params.
+pub async fn pay_online(app: &TestApp, token: &str, id: i64) -> Value {
+    let pay = app.post(&format!("/api/v1/orders/{id}/pay"), json!({"method": "wechat_jsapi"}), Some(token)).await;
+    pay.expect(200);
+    pay.data()["pay_params"].clone()
+}
+
+/// An order of `amount` fen paid through the sandbox platform, as the order shows it.
+pub async fn paid_order(app: &TestApp, token: &str, amount: i64, openid: &str) -> Value {
+    let o = new_order(app, token, amount, openid).await;
+    let id = o["id"].as_i64().unwrap_or_default();
+    let params = pay_online(app, token, id).await;
+    let paid = app.post("/sandbox/control/pay", json!({"pay_params": params, "result": "SUCCESS"}), None).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    let o = wait_order(app, token, id, |o| o["status"] == "paid").await;
+    assert_eq!(o["status"], "paid", "{o}");
+    o
+}
+
+/// The refunds the sandbox platform holds of `out_trade_no`, oldest first.
+pub async fn platform_refunds(app: &TestApp, out_trade_no: &str) -> Vec<Value> {
+    let r = app.get(&format!("/sandbox/control/trade?out_trade_no={out_trade_no}"), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["refunds"].as_array().cloned().unwrap_or_default()
 }

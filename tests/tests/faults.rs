@@ -7,60 +7,12 @@
 //! Failpoints are global to the process, so each test holds the failpoint scenario's lock
 //! for its whole run: the tests of this file run one at a time.
 #![allow(clippy::unwrap_used)]
-use atrium_e2e::pay::configure_merchant;
+use atrium_e2e::pay::{new_order, paid_order, platform_refunds, shop, wait_order};
 use atrium_e2e::serde_json::{Value, json};
-use atrium_e2e::{Org, TestApp, e2e};
-use std::time::Duration;
+use atrium_e2e::{TestApp, e2e};
 
 const MCHID: &str = "1900000041";
 const OPENID: &str = "o_fault_payer";
-
-async fn shop(app: &TestApp) -> Org {
-    let org = app.org().await;
-    configure_merchant(app, &org.admin, org.t1, MCHID).await;
-    org
-}
-
-async fn new_order(app: &TestApp, token: &str, amount: i64) -> Value {
-    let r = app.post("/api/v1/orders", json!({"subject": "Fault order", "amount": amount, "openid": OPENID}), Some(token)).await;
-    r.expect(200);
-    r.data().clone()
-}
-
-async fn order(app: &TestApp, token: &str, id: i64) -> Value {
-    let r = app.get(&format!("/api/v1/orders/{id}"), Some(token)).await;
-    r.expect(200);
-    r.data().clone()
-}
-
-async fn wait_order(app: &TestApp, token: &str, id: i64, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let o = order(app, token, id).await;
-        if done(&o) || tokio::time::Instant::now() > deadline {
-            return o;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn paid_order(app: &TestApp, token: &str, amount: i64) -> Value {
-    let o = new_order(app, token, amount).await;
-    let id = o["id"].as_i64().unwrap();
-    let pay = app.post(&format!("/api/v1/orders/{id}/pay"), json!({"method": "wechat_jsapi"}), Some(token)).await;
-    pay.expect(200);
-    let paid = app.post("/sandbox/control/pay", json!({"pay_params": pay.data()["pay_params"], "result": "SUCCESS"}), None).await;
-    assert_eq!(paid.status, 200, "{}", paid.body);
-    let o = wait_order(app, token, id, |o| o["status"] == "paid").await;
-    assert_eq!(o["status"], "paid", "{o}");
-    o
-}
-
-async fn platform_refunds(app: &TestApp, out_trade_no: &str) -> Vec<Value> {
-    let r = app.get(&format!("/sandbox/control/trade?out_trade_no={out_trade_no}"), None).await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.body["refunds"].as_array().unwrap().clone()
-}
 
 /// Sends `body` to `path` under `key` until it is answered 200 (at most five tries), as a
 /// client retries after a failure; returns every status seen and the last answer's data.
@@ -83,11 +35,11 @@ const REFUND_STEPS: [&str; 4] = ["ledger.refund.reserved", "ledger.refund.sent",
 const PAY_STEPS: [&str; 4] = ["ledger.pay.stored", "ledger.pay.placed", "ledger.record", "orders.sync"];
 
 e2e!(a_refund_failing_at_any_step_moves_the_money_exactly_once, |app| {
-    let org = shop(app).await;
+    let org = shop(app, MCHID).await;
     let t = &org.t1_admin;
     let _scenario = fail::FailScenario::setup();
     for step in REFUND_STEPS {
-        let o = paid_order(app, t, 10_000).await;
+        let o = paid_order(app, t, 10_000, OPENID).await;
         let (id, no) = (o["id"].as_i64().unwrap(), o["order_no"].as_str().unwrap().to_owned());
         fail::cfg(step, "1*return").unwrap();
 
@@ -118,11 +70,11 @@ e2e!(a_refund_failing_at_any_step_moves_the_money_exactly_once, |app| {
 });
 
 e2e!(a_payment_failing_at_any_step_places_one_platform_order_and_is_paid_once, |app| {
-    let org = shop(app).await;
+    let org = shop(app, MCHID).await;
     let t = &org.t1_admin;
     let _scenario = fail::FailScenario::setup();
     for step in PAY_STEPS {
-        let o = new_order(app, t, 8_800).await;
+        let o = new_order(app, t, 8_800, OPENID).await;
         let (id, no) = (o["id"].as_i64().unwrap(), o["order_no"].as_str().unwrap().to_owned());
         fail::cfg(step, "1*return").unwrap();
 
@@ -145,7 +97,7 @@ e2e!(an_offline_payment_failing_to_tell_the_order_is_told_by_the_ledgers_event, 
     let org = app.org().await;
     let t = &org.t1_admin;
     let _scenario = fail::FailScenario::setup();
-    let o = new_order(app, t, 12_000).await;
+    let o = new_order(app, t, 12_000, OPENID).await;
     let id = o["id"].as_i64().unwrap();
     // The request's own sync fails, and so does the event's first run.
     fail::cfg("orders.sync", "2*return").unwrap();

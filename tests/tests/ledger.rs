@@ -7,79 +7,22 @@
 //! 4. a refund whose platform answer was lost, sent again as a second refund on retry;
 //! 5. a signed report of 1 fen paid taken as the whole order paid.
 #![allow(clippy::unwrap_used)]
-use atrium_e2e::pay::configure_merchant;
+use atrium_e2e::pay::{new_order, order, paid_order, pay_online, platform_refunds, shop, wait_order};
 use atrium_e2e::serde_json::{Value, json};
-use atrium_e2e::{Org, TestApp, e2e, join_all};
-use std::time::Duration;
+use atrium_e2e::{e2e, join_all};
 
 const MCHID: &str = "1900000031";
 const OPENID: &str = "o_ledger_payer";
-
-async fn shop(app: &TestApp) -> Org {
-    let org = app.org().await;
-    configure_merchant(app, &org.admin, org.t1, MCHID).await;
-    org
-}
-
-async fn new_order(app: &TestApp, token: &str, amount: i64) -> Value {
-    let r = app.post("/api/v1/orders", json!({"subject": "Ledger order", "amount": amount, "openid": OPENID}), Some(token)).await;
-    r.expect(200);
-    r.data().clone()
-}
-
-async fn order(app: &TestApp, token: &str, id: i64) -> Value {
-    let r = app.get(&format!("/api/v1/orders/{id}"), Some(token)).await;
-    r.expect(200);
-    r.data().clone()
-}
-
-/// Waits up to ten seconds for the order to satisfy `done`, and returns it as last read.
-async fn wait_order(app: &TestApp, token: &str, id: i64, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let o = order(app, token, id).await;
-        if done(&o) || tokio::time::Instant::now() > deadline {
-            return o;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Starts the order's platform payment: its pay params.
-async fn pay_online(app: &TestApp, token: &str, id: i64) -> Value {
-    let pay = app.post(&format!("/api/v1/orders/{id}/pay"), json!({"method": "wechat_jsapi"}), Some(token)).await;
-    pay.expect(200);
-    pay.data()["pay_params"].clone()
-}
-
-/// An order of `amount` fen paid through the sandbox platform, as the order shows it.
-async fn paid_order(app: &TestApp, token: &str, amount: i64) -> Value {
-    let o = new_order(app, token, amount).await;
-    let id = o["id"].as_i64().unwrap();
-    let params = pay_online(app, token, id).await;
-    let paid = app.post("/sandbox/control/pay", json!({"pay_params": params, "result": "SUCCESS"}), None).await;
-    assert_eq!(paid.status, 200, "{}", paid.body);
-    let o = wait_order(app, token, id, |o| o["status"] == "paid").await;
-    assert_eq!(o["status"], "paid", "{o}");
-    o
-}
-
-/// The refunds the sandbox platform holds of `out_trade_no`.
-async fn platform_refunds(app: &TestApp, out_trade_no: &str) -> Vec<Value> {
-    let r = app.get(&format!("/sandbox/control/trade?out_trade_no={out_trade_no}"), None).await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.body["refunds"].as_array().unwrap().clone()
-}
 
 fn error_text(body: &Value) -> String {
     body.to_string()
 }
 
 e2e!(an_orders_number_cannot_be_taken_by_the_payment_routes, |app| {
-    let org = shop(app).await;
+    let org = shop(app, MCHID).await;
     let t = &org.t1_admin;
-    let pending = new_order(app, t, 10_000).await;
-    let paying = new_order(app, t, 10_000).await;
+    let pending = new_order(app, t, 10_000, OPENID).await;
+    let paying = new_order(app, t, 10_000, OPENID).await;
     pay_online(app, t, paying["id"].as_i64().unwrap()).await;
 
     for o in [&pending, &paying] {
@@ -107,9 +50,9 @@ e2e!(an_orders_number_cannot_be_taken_by_the_payment_routes, |app| {
 });
 
 e2e!(an_orders_transaction_is_refunded_and_closed_through_the_order_only, |app| {
-    let org = shop(app).await;
+    let org = shop(app, MCHID).await;
     let t = &org.t1_admin;
-    let o = paid_order(app, t, 10_000).await;
+    let o = paid_order(app, t, 10_000, OPENID).await;
     let (id, no) = (o["id"].as_i64().unwrap(), o["order_no"].as_str().unwrap().to_owned());
 
     let refund = app
@@ -139,10 +82,10 @@ e2e!(an_orders_transaction_is_refunded_and_closed_through_the_order_only, |app| 
 });
 
 e2e!(offline_and_platform_payment_of_one_order_exclude_each_other, |app| {
-    let org = shop(app).await;
+    let org = shop(app, MCHID).await;
     let t = &org.t1_admin;
     for round in 0..8 {
-        let o = new_order(app, t, 10_000).await;
+        let o = new_order(app, t, 10_000, OPENID).await;
         let id = o["id"].as_i64().unwrap();
         let path = format!("/api/v1/orders/{id}/pay");
         let reference = format!("BANK-{round}");
@@ -171,9 +114,9 @@ e2e!(offline_and_platform_payment_of_one_order_exclude_each_other, |app| {
 });
 
 e2e!(a_refund_whose_answer_was_lost_is_asked_again_under_its_number_on_retry, |app| {
-    let org = shop(app).await;
+    let org = shop(app, MCHID).await;
     let t = &org.t1_admin;
-    let o = paid_order(app, t, 10_000).await;
+    let o = paid_order(app, t, 10_000, OPENID).await;
     let (id, no) = (o["id"].as_i64().unwrap(), o["order_no"].as_str().unwrap().to_owned());
     // The platform refunds, and every answer (the client's retries included) is lost.
     let lose = json!({"path": "/v3/refund/domestic/refunds", "status": 500, "times": 3, "after": true});
@@ -201,9 +144,9 @@ e2e!(a_refund_whose_answer_was_lost_is_asked_again_under_its_number_on_retry, |a
 });
 
 e2e!(a_payment_of_another_amount_is_a_discrepancy_never_paid, |app| {
-    let org = shop(app).await;
+    let org = shop(app, MCHID).await;
     let t = &org.t1_admin;
-    let o = new_order(app, t, 10_000).await;
+    let o = new_order(app, t, 10_000, OPENID).await;
     let (id, no) = (o["id"].as_i64().unwrap(), o["order_no"].as_str().unwrap().to_owned());
     let params = pay_online(app, t, id).await;
 
@@ -224,21 +167,14 @@ e2e!(a_payment_of_another_amount_is_a_discrepancy_never_paid, |app| {
     audit.expect(200);
     assert!(!audit.data()["items"].as_array().unwrap().is_empty(), "{}", audit.body);
     // And it is counted where operators look.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let metrics = app.running.metrics.render();
-        if metrics.contains("atrium_payment_discrepancies 1") {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no discrepancy in /metrics: {metrics}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("atrium_payment_discrepancies 1"), "no discrepancy in /metrics: {metrics}");
 });
 
 e2e!(an_offline_order_refunds_through_the_ledger_at_once, |app| {
     let org = app.org().await;
     let t = &org.t1_admin;
-    let o = new_order(app, t, 25_000).await;
+    let o = new_order(app, t, 25_000, OPENID).await;
     let id = o["id"].as_i64().unwrap();
     let pay = app.post(&format!("/api/v1/orders/{id}/pay"), json!({"method": "offline", "reference": "Bank transfer 8841"}), Some(t)).await;
     pay.expect(200);

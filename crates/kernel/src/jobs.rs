@@ -91,6 +91,23 @@ pub fn backoff(attempts: i32, steps: &[chrono::Duration], max_attempts: i32) -> 
     steps.get(index).or(steps.last()).copied()
 }
 
+/// Queues a job of `kind` at the next multiple of `every_secs` (Unix time) after `now`, keyed
+/// by that time, so every instance queuing it queues one: a recurring job's run queues the
+/// next (the sweep, the order expiry, the idempotency purge).
+pub async fn schedule_every(jobs: &dyn JobStore, kind: &str, every_secs: i64, now: Timestamp) -> Result<()> {
+    let next = now.timestamp() - now.timestamp().rem_euclid(every_secs) + every_secs;
+    let run_at = chrono::DateTime::from_timestamp(next, 0).unwrap_or(now);
+    jobs.enqueue(NewJob {
+        kind: kind.into(),
+        tenant_id: None,
+        payload: serde_json::json!({}),
+        run_at,
+        dedupe_key: Some(run_at.to_rfc3339()),
+    })
+    .await
+    .map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

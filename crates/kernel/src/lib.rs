@@ -10,6 +10,7 @@ pub mod audit;
 mod clock;
 mod contact;
 mod error;
+mod failpoint;
 pub mod idempotency;
 pub mod jobs;
 mod money;

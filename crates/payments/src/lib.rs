@@ -20,7 +20,6 @@
 
 mod api;
 mod config;
-mod failpoint;
 mod lifecycle;
 mod model;
 mod ports;

@@ -175,6 +175,40 @@ pub struct Transaction {
 pub const CURRENCY: &str = "CNY";
 
 impl Transaction {
+    /// A new platform (JSAPI) transaction, not yet placed nor paid, of no order.
+    pub fn unpaid(
+        tenant_id: Id,
+        out_trade_no: String,
+        description: String,
+        amount: Money,
+        openid: String,
+        expires_at: Timestamp,
+        now: Timestamp,
+    ) -> Self {
+        Transaction {
+            id: 0,
+            tenant_id,
+            out_trade_no,
+            order_id: None,
+            method: PaymentMethod::WechatJsapi,
+            reference: None,
+            paid_by: None,
+            description,
+            amount,
+            openid,
+            attach: None,
+            prepay_id: None,
+            trade_state: TradeState::NotPay,
+            transaction_id: None,
+            payer_total: None,
+            success_time: None,
+            discrepancy: None,
+            expires_at,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
     /// Paid in full: the platform reported exactly its amount in CNY (or it was paid offline).
     pub fn is_paid(&self) -> bool {
         self.trade_state.is_paid() && self.discrepancy.is_none()

@@ -5,7 +5,7 @@
 //! has died, a stop tells every runner to claim no new work, and each reports its queue
 //! depth, completions and failures to the metrics.
 use atrium_api::Metrics;
-use atrium_kernel::{IdempotencyStore, Job, JobHandler, JobOutcome, JobStore, NewJob};
+use atrium_kernel::{IdempotencyStore, Job, JobHandler, JobOutcome, JobStore};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -200,25 +200,8 @@ const KEEP_RECORDS: chrono::Duration = chrono::Duration::hours(24);
 impl IdempotencyPurge {
     /// Queues the purge of the next full hour (once across instances: the hour is its key).
     pub async fn schedule(&self) -> atrium_kernel::Result<()> {
-        schedule_every(self.jobs.as_ref(), PURGE, 3600).await
+        atrium_kernel::jobs::schedule_every(self.jobs.as_ref(), PURGE, 3600, chrono::Utc::now()).await
     }
-}
-
-/// Queues a job of `kind` at the next multiple of `every_secs` (Unix time), keyed by that
-/// time, so every instance queuing it queues one: a recurring job's run queues the next.
-pub async fn schedule_every(jobs: &dyn JobStore, kind: &str, every_secs: i64) -> atrium_kernel::Result<()> {
-    let now = chrono::Utc::now();
-    let next = now.timestamp() - now.timestamp().rem_euclid(every_secs) + every_secs;
-    let run_at = chrono::DateTime::from_timestamp(next, 0).unwrap_or(now);
-    jobs.enqueue(NewJob {
-        kind: kind.into(),
-        tenant_id: None,
-        payload: serde_json::json!({}),
-        run_at,
-        dedupe_key: Some(run_at.to_rfc3339()),
-    })
-    .await
-    .map(drop)
 }
 
 #[async_trait::async_trait]

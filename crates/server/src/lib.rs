@@ -32,9 +32,6 @@ use atrium_wechat::{AccessTokens, CallRecorder, MiniProgramState, SubscribeMessa
 use atrium_wechat::{BlockingPackageInspector, MiniprogramCi, MiniprogramCiConfig, WechatOpen, WechatOpenConfig};
 use atrium_wechat::{OpensslMerchantKeys, WechatLogin, WechatLoginConfig, WechatPay, WechatPayConfig};
 use jobs::Jobs;
-
-/// How often the count of payment discrepancies in `/metrics` is refreshed.
-const DISCREPANCY_EVERY: Duration = Duration::from_secs(5);
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
@@ -387,21 +384,6 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         let poll = Duration::from_millis(config.job_poll_ms);
         payments.schedule_reconciliation().await.map_err(|e| anyhow::anyhow!("cannot schedule the reconciliation: {e}"))?;
         payments.schedule_sweep().await.map_err(|e| anyhow::anyhow!("cannot schedule the payment sweep: {e}"))?;
-        jobs.spawn("discrepancies", {
-            let (payments, metrics) = (payments.clone(), metrics.clone());
-            move |mut ctx| async move {
-                while !ctx.stopping() {
-                    match payments.open_discrepancies().await {
-                        Ok(n) => metrics.payment_discrepancies(n),
-                        Err(e) => log::warn!("counting payment discrepancies failed: {e}"),
-                    }
-                    tokio::select! {
-                        () = tokio::time::sleep(DISCREPANCY_EVERY) => {}
-                        () = ctx.stopped() => {}
-                    }
-                }
-            }
-        });
         jobs.run_queue("payments", job_store.clone(), payments.clone(), poll);
         let purge = Arc::new(jobs::IdempotencyPurge { records: idempotency.clone(), jobs: job_store.clone() });
         purge.schedule().await.map_err(|e| anyhow::anyhow!("cannot schedule the idempotency purge: {e}"))?;

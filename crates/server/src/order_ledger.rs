@@ -155,7 +155,7 @@ const EXPIRE_BATCH: u32 = 200;
 impl OrderExpiry {
     /// Queues the sweep of the next minute (once across instances: the minute is its key).
     pub async fn schedule(&self) -> Result<()> {
-        crate::jobs::schedule_every(self.jobs.as_ref(), EXPIRE, 60).await
+        atrium_kernel::jobs::schedule_every(self.jobs.as_ref(), EXPIRE, 60, chrono::Utc::now()).await
     }
 }
 

@@ -10,11 +10,11 @@
 //! other cannot move an order twice, backwards, or to an older view of the ledger.
 use crate::api::*;
 use crate::config::OrderSettings;
-use crate::failpoint::failpoint;
 use crate::lifecycle::{OrderAction, OrderStatus};
 use crate::model::*;
 use crate::ports::{Charge, LedgerPayment, OfflineCharge, OrderLedger, OrderMoney, OrderRepo, PaymentState, RefundCharge};
 use crate::text::Openid;
+use atrium_kernel::failpoint;
 use atrium_kernel::secret::nonce;
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Party, RefundStatus, RequestKey, Result, Timestamp};
 use std::sync::Arc;

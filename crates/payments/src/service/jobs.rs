@@ -100,19 +100,7 @@ impl PaymentService {
     /// by that time so that every instance queuing it queues one. The server calls it at
     /// start; each sweep queues the next.
     pub async fn schedule_sweep(&self) -> Result<()> {
-        let now = self.clock.now();
-        let next = now.timestamp() - now.timestamp().rem_euclid(SWEEP_EVERY_SECS) + SWEEP_EVERY_SECS;
-        let run_at = chrono::DateTime::from_timestamp(next, 0).unwrap_or(now);
-        self.jobs
-            .enqueue(NewJob {
-                kind: SWEEP.into(),
-                tenant_id: None,
-                payload: serde_json::json!({}),
-                run_at,
-                dedupe_key: Some(run_at.to_rfc3339()),
-            })
-            .await
-            .map(drop)
+        atrium_kernel::jobs::schedule_every(self.jobs.as_ref(), SWEEP, SWEEP_EVERY_SECS, self.clock.now()).await
     }
 
     /// Settles what was left behind: every platform transaction still unpaid past its expiry

@@ -14,10 +14,10 @@
 //! number.
 use super::payments::{PaymentService, platform_error};
 use crate::api::*;
-use crate::failpoint::failpoint;
 use crate::lifecycle::TradeState;
 use crate::model::*;
 use crate::ports::PayPlatformError;
+use atrium_kernel::failpoint;
 use atrium_kernel::secret::nonce;
 use atrium_kernel::{Actor, AuditRecord, Error, Id, Money, PayParams, PaymentMethod, RefundStatus, RequestKey, Result};
 
@@ -57,26 +57,16 @@ impl PaymentService {
             (None, None) => nonce(TRADE_NO_LEN),
         };
         let wanted = Transaction {
-            id: 0,
-            tenant_id: tenant.id,
-            out_trade_no,
-            order_id: None,
-            method: PaymentMethod::WechatJsapi,
-            reference: None,
-            paid_by: None,
-            description: input.description.into_string(),
-            amount: input.amount,
-            openid: input.openid.into_string(),
             attach: input.attach.map(Attach::into_string).filter(|a| !a.is_empty()),
-            prepay_id: None,
-            trade_state: TradeState::NotPay,
-            transaction_id: None,
-            payer_total: None,
-            success_time: None,
-            discrepancy: None,
-            expires_at,
-            created_at: now,
-            updated_at: now,
+            ..Transaction::unpaid(
+                tenant.id,
+                out_trade_no,
+                input.description.into_string(),
+                input.amount,
+                input.openid.into_string(),
+                expires_at,
+                now,
+            )
         };
         let (tx, pay_params) = self.place(wanted, None).await?;
         Ok(UnifiedOrderView { out_trade_no: tx.out_trade_no, prepay_id: tx.prepay_id.unwrap_or_default(), pay_params })
@@ -90,26 +80,8 @@ impl PaymentService {
             return Err(Error::conflict("the order has expired; create a new one"));
         }
         let wanted = Transaction {
-            id: 0,
-            tenant_id,
-            out_trade_no: charge.out_trade_no,
             order_id: Some(charge.order_id),
-            method: PaymentMethod::WechatJsapi,
-            reference: None,
-            paid_by: None,
-            description: charge.description,
-            amount: charge.amount,
-            openid: charge.openid,
-            attach: None,
-            prepay_id: None,
-            trade_state: TradeState::NotPay,
-            transaction_id: None,
-            payer_total: None,
-            success_time: None,
-            discrepancy: None,
-            expires_at: charge.expires_at,
-            created_at: now,
-            updated_at: now,
+            ..Transaction::unpaid(tenant_id, charge.out_trade_no, charge.description, charge.amount, charge.openid, charge.expires_at, now)
         };
         Ok(self.place(wanted, charge.audit).await?.1)
     }
@@ -238,28 +210,17 @@ impl PaymentService {
             }
         }
         let now = self.clock.now();
+        // Never sent to the platform; its number is kept apart from the order's own.
+        let no = format!("{}-offline", charge.order_no);
         let tx = Transaction {
-            id: 0,
-            tenant_id,
-            // Never sent to the platform; kept apart from the order's own number.
-            out_trade_no: format!("{}-offline", charge.order_no),
             order_id: Some(charge.order_id),
             method: PaymentMethod::Offline,
             reference: Some(charge.reference),
             paid_by: Some(charge.recorded_by),
-            description: charge.description,
-            amount: charge.amount,
-            openid: String::new(),
-            attach: None,
-            prepay_id: None,
             trade_state: TradeState::Success,
-            transaction_id: None,
             payer_total: Some(charge.amount),
             success_time: Some(now),
-            discrepancy: None,
-            expires_at: now,
-            created_at: now,
-            updated_at: now,
+            ..Transaction::unpaid(tenant_id, no, charge.description, charge.amount, String::new(), now, now)
         };
         let effects = Effects { jobs: self.order_event(&tx).into_iter().collect(), audit: charge.audit };
         match self.repo.insert_transaction(tx, effects).await {

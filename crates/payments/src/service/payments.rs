@@ -7,9 +7,9 @@
 //! notification, a query and a close racing each other settle on the furthest state.
 use crate::api::*;
 use crate::config::PaymentSettings;
-use crate::failpoint::failpoint;
 use crate::model::*;
 use crate::ports::{MerchantKeys, PayPlatform, PayPlatformError, PaymentRepo};
+use atrium_kernel::failpoint;
 use atrium_kernel::secret::nonce;
 use atrium_kernel::{
     Actor, AuditRecord, Clock, Error, FieldError, Id, JobStore, Money, NewJob, Result, Timestamp, china_day, china_standard_time,
