@@ -25,6 +25,7 @@ rm -f "$OUT"/docs-bench.db* "$OUT/docs-bench.secrets.json"
 (cd "$ROOT" && cargo build --release -q -p atrium-server)
 export DATABASE_URL=$DB ATRIUM_SECRETS_FILE=$OUT/docs-bench.secrets.json ATRIUM_LOG=warn ATRIUM_BOOTSTRAP_ADMIN=false
 
+"$BIN" migrate >/dev/null
 PROJECT=$("$BIN" docs project create --name "bench" | tail -n 1)
 TOKEN=$("$BIN" docs token create --name "bench" --project "$PROJECT" | tail -n 1)
 

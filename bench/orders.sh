@@ -15,6 +15,7 @@ DB=${DB:-sqlite://$OUT/orders-bench.db}
 LUA=$(cd "$(dirname "$0")/lua" && pwd)
 rm -f "$OUT"/orders-bench.db* "$OUT/bench.secrets.json"
 build_release
+atrium_cli "$DB" migrate >/dev/null
 atrium_cli "$DB" seed --tenants "$TENANTS" --employees-per-tenant 0 --orders-per-tenant "$PER_TENANT"
 start_server "$DB" ATRIUM_BCRYPT_COST=10
 trap stop_server EXIT

@@ -13,6 +13,7 @@ PER_TENANT=${PER_TENANT:-1000}
 DB=${DB:-sqlite://$OUT/org-bench.db}
 rm -f "$OUT"/org-bench.db* "$OUT/bench.secrets.json"
 build_release
+atrium_cli "$DB" migrate >/dev/null
 atrium_cli "$DB" seed --tenants "$TENANTS" --employees-per-tenant "$PER_TENANT"
 start_server "$DB" ATRIUM_BCRYPT_COST=10
 trap stop_server EXIT

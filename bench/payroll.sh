@@ -10,6 +10,7 @@ RUNS=${RUNS:-5}
 DB=${DB:-sqlite://$OUT/payroll-bench.db}
 rm -f "$OUT"/payroll-bench.db* "$OUT/bench.secrets.json"
 build_release
+atrium_cli "$DB" migrate >/dev/null
 atrium_cli "$DB" seed --tenants 1 --employees-per-tenant "$EMPLOYEES" >/dev/null
 start_server "$DB" ATRIUM_BCRYPT_COST=10
 trap stop_server EXIT

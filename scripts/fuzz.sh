@@ -102,6 +102,7 @@ say "fixture: database, platform administrator, document project and API token"
 admin_user=fuzz-admin
 admin_password="Fz-$("$python" -c 'import secrets; print(secrets.token_urlsafe(18))')"
 cli() { "$ATRIUM_BIN" "$@" 2>>"$tmp/cli.log" || { echo "atrium $1 $2 failed:" >&2; cat "$tmp/cli.log" >&2; return 1; }; }
+cli migrate >/dev/null
 ATRIUM_ADMIN_PASSWORD=$admin_password cli admin create --username "$admin_user"
 project=$(cli docs project create --name fuzz | tail -n1)
 docs_token=$(cli docs token create --name fuzz | tail -n1)

@@ -117,7 +117,7 @@ impl HealthProbe for Readiness {
 pub struct PlatformCallMetrics(pub std::sync::Arc<atrium_api::Metrics>);
 
 impl atrium_wechat::CallRecorder for PlatformCallMetrics {
-    fn record(&self, endpoint: &str, errcode: &str, elapsed: std::time::Duration) {
+    fn record(&self, endpoint: &'static str, errcode: &'static str, elapsed: std::time::Duration) {
         self.0.platform_call(endpoint, errcode, elapsed);
     }
 }

@@ -67,6 +67,9 @@ pub struct Config {
     pub db_pool_size: u32,
     /// How long a request waits for a database connection before answering 503.
     pub db_timeout_ms: u64,
+    /// How long start-up waits for a database that is busy (SQLite locked by another process)
+    /// or unreachable (PostgreSQL restarting) before it gives up.
+    pub db_start_wait_secs: u64,
     pub json_limit: usize,
     pub trust_proxy: bool,
     pub workers: usize,
@@ -130,6 +133,19 @@ impl std::fmt::Debug for Config {
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://atrium.db";
+
+/// Whether reading the configuration may create what a database's first start creates: only
+/// `serve` and `migrate` may ([`Config::from_env_existing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Creating {
+    Allowed,
+    Refused,
+}
+
+/// `path` from the root, for messages that must say which file was meant.
+pub fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
 
 /// `ATRIUM_PLATFORM`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -201,6 +217,8 @@ struct EnvVars {
     db_pool_size: u32,
     #[arg(long, env = "ATRIUM_DB_TIMEOUT_MS", default_value_t = 1000)]
     db_timeout_ms: u64,
+    #[arg(long, env = "ATRIUM_DB_START_WAIT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(..=3600))]
+    db_start_wait_secs: u64,
     #[arg(long, env = "ATRIUM_JSON_LIMIT", default_value_t = 1024 * 1024)]
     json_limit: usize,
     #[arg(long, env = "ATRIUM_TRUST_PROXY", default_value = "false", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::Set)]
@@ -284,13 +302,38 @@ impl Config {
         Config::from_vars(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
     }
 
+    /// As [`from_env`](Self::from_env) for the commands that work on an existing database
+    /// (every one but `serve` and `migrate`): a SQLite file that is not there, or the dev
+    /// profile's secrets file of a database never served, is an error naming what is missing
+    /// — never created, so a command run in the wrong directory cannot quietly act on an
+    /// empty database of its own.
+    pub fn from_env_existing() -> anyhow::Result<Config> {
+        Config::from_vars_with(|k| std::env::var(k).ok().filter(|v| !v.is_empty()), Creating::Refused)
+    }
+
     /// Reads configuration through `var` (so tests can pass a map): every variable is
     /// declared once in [`EnvVars`], with its default and parser, and clap reads the values
     /// `var` gives. A bad value is an error naming the variable.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<Config> {
+        Config::from_vars_with(var, Creating::Allowed)
+    }
+
+    /// As [`from_vars`](Self::from_vars); `creating` says whether what a database's first
+    /// start makes (the SQLite file, the dev secrets) may be made now.
+    pub fn from_vars_with(var: impl Fn(&str) -> Option<String>, creating: Creating) -> anyhow::Result<Config> {
         let env = EnvVars::read(&var)?;
         let profile = env.profile;
         let database_url = env.database_url;
+        if creating == Creating::Refused
+            && let Some(path) = atrium_store::sqlite_path(&database_url)
+            && !path.exists()
+        {
+            bail!(
+                "no database at {} (DATABASE_URL={database_url}): only `atrium serve` and `atrium migrate` create one; \
+                 set DATABASE_URL to the server's database",
+                absolute(&path).display()
+            );
+        }
         let platform = match env.platform {
             None if profile == Profile::Dev => Platform::Sandbox,
             Some(PlatformKind::Sandbox) => Platform::Sandbox,
@@ -332,7 +375,7 @@ impl Config {
                 let stored = match (env.jwt_secret, env.master_key) {
                     (Some(j), Some(m)) => DevSecrets { jwt_secret: j, master_key: m },
                     (j, m) => {
-                        let mut s = DevSecrets::load_or_create(&file)?;
+                        let mut s = DevSecrets::load_or_create(&file, creating)?;
                         if let Some(j) = j {
                             s.jwt_secret = j;
                         }
@@ -373,6 +416,7 @@ impl Config {
             bcrypt_cost: env.bcrypt_cost,
             db_pool_size: env.db_pool_size,
             db_timeout_ms: env.db_timeout_ms,
+            db_start_wait_secs: env.db_start_wait_secs,
             json_limit: env.json_limit,
             trust_proxy: env.trust_proxy,
             workers: env.workers.map_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2), usize::from),
@@ -554,10 +598,17 @@ struct DevSecrets {
 impl DevSecrets {
     /// The dev profile's secrets: generated once and kept, so restarts keep sessions and
     /// encrypted data readable.
-    fn load_or_create(file: &Path) -> anyhow::Result<DevSecrets> {
+    fn load_or_create(file: &Path, creating: Creating) -> anyhow::Result<DevSecrets> {
         if file.exists() {
             let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
             return serde_json::from_str(&text).with_context(|| format!("{} is not a secrets file", file.display()));
+        }
+        if creating == Creating::Refused {
+            bail!(
+                "no dev secrets at {}: the database was never served with them; run `atrium serve` or `atrium migrate` \
+                 first, or set ATRIUM_SECRETS_FILE (or ATRIUM_JWT_SECRET and ATRIUM_MASTER_KEY) as the server has them",
+                absolute(file).display()
+            );
         }
         let mut jwt = [0u8; 48];
         let mut master = [0u8; 32];

@@ -2,7 +2,7 @@
 //! What the CLI creates belongs to the platform party; what it lists is every party's, with
 //! the owning party in a column, as a platform user sees them. Token values are printed once,
 //! on creation, as the last line of output; nothing else ever shows them.
-use crate::{Config, docs_service, open_database};
+use crate::{Config, docs_service, open_existing_database};
 use atrium_docs::{ApiToken, CreateTokenRequest, Owner};
 use atrium_kernel::StrEnum;
 use atrium_kernel::{Page, PageRequest};
@@ -55,7 +55,7 @@ pub enum TokenCommand {
 
 pub async fn run(command: DocsCommand, config: &Config) -> anyhow::Result<()> {
     let db_config = config.clone();
-    let db = tokio::task::spawn_blocking(move || open_database(&db_config)).await??;
+    let db = tokio::task::spawn_blocking(move || open_existing_database(&db_config)).await??;
     let docs = docs_service(&db);
     let owner = Owner::PLATFORM;
     match command {

@@ -36,7 +36,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use config::{Config, Platform, Profile};
+pub use config::{Config, Creating, Platform, Profile};
 
 /// A running server.
 pub struct Running {
@@ -82,6 +82,76 @@ pub fn open_database(config: &Config) -> anyhow::Result<Db> {
         log::info!("applied {ran} migration(s)");
     }
     Ok(db)
+}
+
+/// The database of a command that works on an existing one (every command but `serve` and
+/// `migrate`): says on standard error which database it opened, and refuses one that no
+/// `serve` or `migrate` ever set up instead of creating it. Pending migrations are applied,
+/// as `serve` would.
+pub fn open_existing_database(config: &Config) -> anyhow::Result<Db> {
+    let shown = match atrium_store::sqlite_path(&config.database_url) {
+        Some(path) => {
+            // Checked before connecting: opening a SQLite file creates it.
+            anyhow::ensure!(
+                path.exists(),
+                "no database at {}: only `atrium serve` and `atrium migrate` create one; set DATABASE_URL to the server's database",
+                config::absolute(&path).display()
+            );
+            format!("SQLite database {}", config::absolute(&path).display())
+        }
+        None => format!("database {}", atrium_store::redact_url(&config.database_url)),
+    };
+    let db = Db::connect_with(&config.database_url, config.db_pool_size, std::time::Duration::from_millis(config.db_timeout_ms.max(1)))?;
+    anyhow::ensure!(
+        db.is_initialised()?,
+        "the {shown} has no Atrium tables: run `atrium migrate` (or `atrium serve`) on it first, or set DATABASE_URL to the server's database"
+    );
+    eprintln!("using the {shown}");
+    let ran = db.migrate()?;
+    if ran > 0 {
+        log::info!("applied {ran} migration(s)");
+    }
+    Ok(db)
+}
+
+/// Runs a start-up step that needs the database, waiting out a database that cannot serve
+/// yet — SQLite's file locked by another process (a seed, a backup), PostgreSQL restarting or
+/// not yet reachable — for at most `wait`, with a log line at each try. Any other error, or
+/// one that lasts past `wait`, stops the start.
+async fn at_start<T, F, Fut>(what: &str, wait: Duration, mut step: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<T>>,
+{
+    let deadline = std::time::Instant::now() + wait;
+    let mut pause = Duration::from_millis(250);
+    loop {
+        match step().await {
+            Ok(value) => return Ok(value),
+            Err(e) if cannot_serve_yet(&e) && std::time::Instant::now() + pause < deadline => {
+                log::warn!("{what}: the database cannot serve yet ({e:#}); trying again in {pause:?}");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+            Err(e) if cannot_serve_yet(&e) => {
+                return Err(e.context(format!("{what}: the database could not serve within ATRIUM_DB_START_WAIT_SECS ({wait:?})")));
+            }
+            Err(e) => return Err(e.context(what.to_owned())),
+        }
+    }
+}
+
+/// Whether a start-up error says the database is busy or unreachable for now, rather than
+/// misconfigured or broken.
+fn cannot_serve_yet(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        if let Some(atrium_kernel::Error::Unavailable { .. }) = cause.downcast_ref::<atrium_kernel::Error>() {
+            return true;
+        }
+        let text = cause.to_string();
+        atrium_store::cannot_serve_now(&text)
+            || ["Connection refused", "could not connect to server", "connection to server at", "timed out"].iter().any(|t| text.contains(t))
+    })
 }
 
 /// The identity service over `db`, with the platform and delivery adapters of `config`.
@@ -341,8 +411,12 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let addr = listener.local_addr()?;
     let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{addr}"));
 
-    let db_config = config.clone();
-    let db = tokio::task::spawn_blocking(move || open_database(&db_config)).await??;
+    let wait = Duration::from_secs(config.db_start_wait_secs);
+    let db = at_start("opening the database", wait, || {
+        let db_config = config.clone();
+        async move { tokio::task::spawn_blocking(move || open_database(&db_config)).await? }
+    })
+    .await?;
     let metrics = Arc::new(Metrics::new({
         let db = db.clone();
         move || adapters::pool_stats(&db)
@@ -356,7 +430,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let docs = docs_service(&db);
 
     let bootstrap_password = if config.bootstrap_admin {
-        identity.bootstrap_admin().await.map_err(|e| anyhow::anyhow!("cannot create the first admin: {e}"))?
+        at_start("creating the first admin", wait, || async { Ok(identity.bootstrap_admin().await?) }).await?
     } else {
         None
     };
@@ -382,14 +456,14 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     });
     if config.jobs {
         let poll = Duration::from_millis(config.job_poll_ms);
-        payments.schedule_reconciliation().await.map_err(|e| anyhow::anyhow!("cannot schedule the reconciliation: {e}"))?;
-        payments.schedule_sweep().await.map_err(|e| anyhow::anyhow!("cannot schedule the payment sweep: {e}"))?;
+        at_start("scheduling the reconciliation", wait, || async { Ok(payments.schedule_reconciliation().await?) }).await?;
+        at_start("scheduling the payment sweep", wait, || async { Ok(payments.schedule_sweep().await?) }).await?;
         jobs.run_queue("payments", job_store.clone(), payments.clone(), poll);
         let purge = Arc::new(jobs::IdempotencyPurge { records: idempotency.clone(), jobs: job_store.clone() });
-        purge.schedule().await.map_err(|e| anyhow::anyhow!("cannot schedule the idempotency purge: {e}"))?;
+        at_start("scheduling the idempotency purge", wait, || async { Ok(purge.schedule().await?) }).await?;
         jobs.run_queue("idempotency", job_store.clone(), purge, poll);
         let expiry = Arc::new(order_ledger::OrderExpiry { orders: orders.clone(), jobs: job_store.clone() });
-        expiry.schedule().await.map_err(|e| anyhow::anyhow!("cannot schedule the order expiry: {e}"))?;
+        at_start("scheduling the order expiry", wait, || async { Ok(expiry.schedule().await?) }).await?;
         jobs.run_queue("orders", job_store.clone(), expiry, poll);
         jobs.run_queue("ledger events", job_store.clone(), Arc::new(order_ledger::LedgerEvents { orders: orders.clone() }), poll);
         jobs.run_queue("releases", job_store.clone(), releases.clone(), poll);

@@ -1,6 +1,6 @@
 //! `atrium`: serve (default), migrate, and administrative commands.
 use anyhow::Context;
-use atrium_server::{Config, open_database};
+use atrium_server::{Config, open_existing_database};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -60,8 +60,13 @@ async fn main() {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let config = Config::from_env()?;
-    match cli.command.unwrap_or(Command::Serve) {
+    let command = cli.command.unwrap_or(Command::Serve);
+    // Only `serve` and `migrate` may create a database; the others work on the server's.
+    let config = match command {
+        Command::Serve | Command::Migrate => Config::from_env()?,
+        _ => Config::from_env_existing()?,
+    };
+    match command {
         Command::Serve => serve(config).await,
         Command::Migrate => {
             let db = atrium_store::Db::connect(&config.database_url, 1)?;
@@ -73,7 +78,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let db_config = config.clone();
             let started = std::time::Instant::now();
             let (first, last, orders) = tokio::task::spawn_blocking(move || -> anyhow::Result<(i64, i64, i64)> {
-                let db = open_database(&db_config)?;
+                let db = open_existing_database(&db_config)?;
                 let (first, last) = atrium_store::seed::seed_org(&db, tenants, employees_per_tenant).map_err(|e| anyhow::anyhow!("{e}"))?;
                 let orders = match orders_per_tenant {
                     0 => 0,
@@ -90,7 +95,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Admin { command: AdminCommand::Create { username, password } } => {
             let db_config = config.clone();
-            let db = tokio::task::spawn_blocking(move || open_database(&db_config)).await??;
+            let db = tokio::task::spawn_blocking(move || open_existing_database(&db_config)).await??;
             let identity =
                 atrium_server::identity_service(&config, &db, atrium_server::password_hasher(&config), "http://localhost", None, None)?;
             let user = identity.create_platform_admin(&username, &password).await.map_err(|e| anyhow::anyhow!("{e}"))?;

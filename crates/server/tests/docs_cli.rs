@@ -9,11 +9,23 @@ use std::process::{Command, Output};
 struct Workdir(PathBuf);
 
 impl Workdir {
+    /// A directory with a migrated database, as `atrium migrate` leaves it.
     fn new() -> Workdir {
+        let w = Workdir::empty();
+        w.ok(&["migrate"]);
+        w
+    }
+
+    /// A directory with nothing in it.
+    fn empty() -> Workdir {
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
         let dir = std::env::temp_dir().join(format!("atrium-cli-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         Workdir(dir)
+    }
+
+    fn files(&self) -> Vec<String> {
+        std::fs::read_dir(&self.0).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
     }
 
     fn database_url(&self) -> String {
@@ -29,8 +41,14 @@ impl Workdir {
         ]
     }
 
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_atrium"));
+        command.args(args).env_clear().envs(self.vars());
+        command
+    }
+
     fn atrium(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_atrium")).args(args).env_clear().envs(self.vars()).output().expect("atrium runs")
+        self.command(args).output().expect("atrium runs")
     }
 
     /// Runs a command that must succeed; returns its standard output.
@@ -55,6 +73,75 @@ fn last_line(out: &str) -> &str {
 /// The id in "created API token <id> …".
 fn token_id(create_output: &str) -> String {
     create_output.lines().find_map(|l| l.strip_prefix("created API token ")).and_then(|r| r.split_whitespace().next()).unwrap().to_owned()
+}
+
+/// Run where no database is (the default `sqlite://atrium.db` of the working directory): every
+/// command but `serve` and `migrate` refuses, names the file it looked for, and creates
+/// neither the database nor the dev secrets.
+#[test]
+fn a_command_run_in_another_directory_refuses_and_creates_nothing() {
+    let w = Workdir::empty();
+    for args in [
+        &["docs", "project", "list"][..],
+        &["docs", "token", "create", "--name", "ci"],
+        &["seed", "--tenants", "1", "--employees-per-tenant", "1"],
+        &["admin", "create", "--username", "ops", "--password", "Ops-pass-123"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_atrium")).args(args).current_dir(&w.0).env_clear().output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "atrium {args:?}: {stderr}");
+        let expected = format!("no database at {}", w.0.join("atrium.db").display());
+        assert!(stderr.contains(&expected), "atrium {args:?} must name the file it looked for: {stderr}");
+        assert!(String::from_utf8_lossy(&out.stdout).is_empty(), "atrium {args:?} printed a result");
+        assert_eq!(w.files(), Vec::<String>::new(), "atrium {args:?} created files");
+    }
+}
+
+/// A database set up without the dev secrets the command would read: refused, nothing created,
+/// as a token signed with made-up secrets would not be the server's.
+#[test]
+fn a_database_without_its_dev_secrets_is_refused() {
+    let w = Workdir::new();
+    let missing = w.0.join("elsewhere.secrets.json");
+    let out = w.command(&["docs", "token", "create", "--name", "ci"]).env("ATRIUM_SECRETS_FILE", &missing).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("no dev secrets at {}", missing.display())), "{stderr}");
+    assert!(!missing.exists());
+}
+
+/// Every command on an existing database says which one it opened.
+#[test]
+fn a_command_says_which_database_it_opened() {
+    let w = Workdir::new();
+    let out = w.atrium(&["docs", "project", "list"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("using the SQLite database {}", w.0.join("atrium.db").display())), "{stderr}");
+}
+
+/// On PostgreSQL the database exists once created; one no `migrate` or `serve` set up is
+/// refused, and is left without tables.
+#[test]
+fn a_postgres_database_never_migrated_is_refused_and_left_empty() {
+    let Some(db) = atrium_store::testing::TestDatabase::postgres() else {
+        atrium_store::testing::skip_postgres("a_postgres_database_never_migrated_is_refused_and_left_empty");
+        return;
+    };
+    let w = Workdir::empty();
+    let out = w
+        .command(&["docs", "project", "list"])
+        .env("DATABASE_URL", &db.url)
+        .env("ATRIUM_JWT_SECRET", "cli-test-secret-0123456789abcdef-xyz")
+        .env("ATRIUM_MASTER_KEY", "q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("has no Atrium tables"), "{stderr}");
+    assert!(!stderr.contains("password="), "{stderr}");
+    let conn = atrium_store::Db::connect(&db.url, 1).unwrap();
+    assert!(!conn.is_initialised().unwrap(), "the refused command created tables");
 }
 
 #[test]

@@ -67,6 +67,17 @@ impl Backend {
     }
 }
 
+/// The file a SQLite URL names (`sqlite://atrium.db` → `atrium.db`); `None` for PostgreSQL and
+/// for an in-memory database.
+pub fn sqlite_path(url: &str) -> Option<std::path::PathBuf> {
+    if Backend::of_url(url).ok()? != Backend::Sqlite || url == ":memory:" {
+        return None;
+    }
+    let path = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
+    let path = path.split('?').next().unwrap_or(path);
+    (path != ":memory:" && !path.is_empty()).then(|| std::path::PathBuf::from(path))
+}
+
 /// Hides a password in a URL for messages and logs.
 pub fn redact_url(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -426,6 +437,28 @@ impl Db {
     /// (up to the busy timeout): write with [`write_blocking`](Self::write_blocking).
     pub fn conn(&self) -> Result<PooledConnection<DbManager>, Error> {
         self.checkout()
+    }
+
+    /// Whether `atrium migrate` (or `serve`) has ever run on this database: its migrations
+    /// table exists. Creates nothing.
+    pub fn is_initialised(&self) -> anyhow::Result<bool> {
+        #[derive(QueryableByName)]
+        struct Present {
+            #[diesel(sql_type = diesel::sql_types::Bool)]
+            present: bool,
+        }
+        let query = match self.backend {
+            Backend::Sqlite => {
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__diesel_schema_migrations') AS present"
+            }
+            Backend::Postgres => {
+                "SELECT EXISTS (SELECT 1 FROM information_schema.tables \
+                 WHERE table_schema = current_schema() AND table_name = '__diesel_schema_migrations') AS present"
+            }
+        };
+        let mut conn = self.checkout().map_err(|e| anyhow::anyhow!("{e}"))?;
+        let found = diesel::sql_query(query).get_result::<Present>(&mut *conn).context("cannot read the database's tables")?;
+        Ok(found.present)
     }
 
     /// Whether the database answers.

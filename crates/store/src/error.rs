@@ -17,8 +17,29 @@ pub fn db_error(e: DieselError) -> Error {
             log::warn!("database connection lost");
             unavailable()
         }
+        DieselError::DatabaseError(_, ref info) if cannot_serve_now(info.message()) => {
+            log::warn!("the database cannot serve now: {}", info.message());
+            unavailable()
+        }
         other => Error::Internal(anyhow::Error::new(other).context("database error")),
     }
+}
+
+/// Whether a driver's message says the database is busy or going away rather than that the
+/// statement is wrong: SQLite's file held by another process past the busy timeout, a
+/// PostgreSQL server shutting down, starting up or ending the session. The same statement
+/// may succeed a moment later.
+pub fn cannot_serve_now(message: &str) -> bool {
+    const TRANSIENT: [&str; 7] = [
+        "database is locked",
+        "database table is locked",
+        "database schema is locked",
+        "the database system is starting up",
+        "the database system is shutting down",
+        "terminating connection due to administrator command",
+        "server closed the connection unexpectedly",
+    ];
+    TRANSIENT.iter().any(|t| message.contains(t))
 }
 
 /// The database cannot serve now (down, restarting, or every connection busy past the
@@ -45,6 +66,38 @@ fn unique_message(message: &str, constraint: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_database_busy_or_going_away_is_unavailable_not_internal() {
+        struct Info(&'static str);
+        impl diesel::result::DatabaseErrorInformation for Info {
+            fn message(&self) -> &str {
+                self.0
+            }
+            fn details(&self) -> Option<&str> {
+                None
+            }
+            fn hint(&self) -> Option<&str> {
+                None
+            }
+            fn table_name(&self) -> Option<&str> {
+                None
+            }
+            fn column_name(&self) -> Option<&str> {
+                None
+            }
+            fn constraint_name(&self) -> Option<&str> {
+                None
+            }
+            fn statement_position(&self) -> Option<i32> {
+                None
+            }
+        }
+        let err = |m: &'static str| db_error(DieselError::DatabaseError(DatabaseErrorKind::Unknown, Box::new(Info(m))));
+        assert!(matches!(err("database is locked"), Error::Unavailable { retry_after_secs: 5, .. }));
+        assert!(matches!(err("FATAL: the database system is shutting down"), Error::Unavailable { .. }));
+        assert!(matches!(err("no such column: x"), Error::Internal(_)));
+    }
 
     #[test]
     fn names_the_column_of_a_sqlite_unique_violation() {

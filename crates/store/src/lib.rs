@@ -45,9 +45,9 @@ pub mod testing;
 mod time;
 
 pub use crypto::FieldCipher;
-pub use db::{Backend, Db, DbConn, DbManager, MultiBackend, PoolStats, redact_url};
+pub use db::{Backend, Db, DbConn, DbManager, MultiBackend, PoolStats, redact_url, sqlite_path};
 pub use docs::DocsStore;
-pub use error::db_error;
+pub use error::{cannot_serve_now, db_error};
 pub use idempotency::DbIdempotencyStore;
 pub use identity::IdentityStore;
 pub use jobs::DbJobStore;
