@@ -85,9 +85,14 @@ pub fn configure(
         // responses above all), never sniffed into another content type.
         .wrap(DefaultHeaders::new().add((header::X_CONTENT_TYPE_OPTIONS, "nosniff")).add((header::CACHE_CONTROL, "no-store")))
         .wrap(from_fn(metrics::middleware))
-        .wrap(Logger::new(r#"%a "%r" %s %b %Dms rid=%{rid}xi"#).custom_request_replace("rid", |req| {
-            req.extensions().get::<RequestId>().map(|id| id.0.clone()).unwrap_or_else(|| "-".to_owned())
-        }))
+        // The request line is ours, not `%r`: credentials in query strings never reach the log.
+        .wrap(
+            Logger::new(r#"%a "%{line}xi" %s %b %Dms rid=%{rid}xi"#)
+                .custom_request_replace("line", |req| crate::access_log::request_line(req))
+                .custom_request_replace("rid", |req| {
+                    req.extensions().get::<RequestId>().map(|id| id.0.clone()).unwrap_or_else(|| "-".to_owned())
+                }),
+        )
         .wrap(from_fn(request_id::middleware))
         .service(web::resource("/healthz").route(web::get().to(routes::health::healthz)))
         .service(web::resource("/healthz/live").route(web::get().to(routes::health::live)))

@@ -7,6 +7,7 @@
 //! document with its Swagger UI.
 //! It depends on domain services only, never on storage or platform adapters.
 
+mod access_log;
 mod app;
 mod docs_interface;
 mod envelope;

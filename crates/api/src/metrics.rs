@@ -60,17 +60,20 @@ pub struct DbPoolStats {
     pub timeouts: u64,
 }
 
+// Every label value comes from a closed set, whatever clients or platforms send: the method
+// from [`method_label`], the route from the route table (or [`UNMATCHED`]), the status from
+// the statuses this server answers, the platform's outcome from `atrium_wechat::code_label`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabels {
-    method: String,
+    method: &'static str,
     route: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    method: String,
+    method: &'static str,
     route: String,
-    status: String,
+    status: u16,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -85,13 +88,20 @@ struct JobLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CallLabels {
-    endpoint: String,
-    errcode: String,
+    endpoint: &'static str,
+    errcode: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EndpointLabels {
-    endpoint: String,
+    endpoint: &'static str,
+}
+
+/// The method label: a standard method by name, anything else a client makes up as `other`.
+fn method_label(method: &Method) -> &'static str {
+    const KNOWN: [Method; 9] =
+        [Method::GET, Method::HEAD, Method::POST, Method::PUT, Method::DELETE, Method::PATCH, Method::OPTIONS, Method::CONNECT, Method::TRACE];
+    KNOWN.iter().find(|m| *m == method).map_or("other", |m| m.as_str())
 }
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
@@ -210,10 +220,8 @@ impl Metrics {
 
     /// Records one answered request. `route` is the matched route template.
     pub fn request(&self, method: &Method, route: &str, status: StatusCode, elapsed: Duration) {
-        let method = method.as_str().to_owned();
-        self.requests
-            .get_or_create(&RequestLabels { method: method.clone(), route: route.to_owned(), status: status.as_u16().to_string() })
-            .inc();
+        let method = method_label(method);
+        self.requests.get_or_create(&RequestLabels { method, route: route.to_owned(), status: status.as_u16() }).inc();
         self.latency.get_or_create(&RouteLabels { method, route: route.to_owned() }).observe(elapsed.as_secs_f64());
     }
 
@@ -242,10 +250,11 @@ impl Metrics {
     }
 
     /// Records one outbound platform call: `endpoint` is the API path without query (e.g.
-    /// `/cgi-bin/token`), `errcode` the platform's errcode (`0` on success) or `transport`.
-    pub fn platform_call(&self, endpoint: &str, errcode: &str, elapsed: Duration) {
-        self.platform_calls.get_or_create(&CallLabels { endpoint: endpoint.to_owned(), errcode: errcode.to_owned() }).inc();
-        self.platform_latency.get_or_create(&EndpointLabels { endpoint: endpoint.to_owned() }).observe(elapsed.as_secs_f64());
+    /// `/cgi-bin/token`), `errcode` the platform's errcode (`0` on success) or `transport`,
+    /// both from the platform client's closed sets.
+    pub fn platform_call(&self, endpoint: &'static str, errcode: &'static str, elapsed: Duration) {
+        self.platform_calls.get_or_create(&CallLabels { endpoint, errcode }).inc();
+        self.platform_latency.get_or_create(&EndpointLabels { endpoint }).observe(elapsed.as_secs_f64());
     }
 
     /// The text exposition of every series, with the pool read now.
@@ -369,5 +378,20 @@ mod tests {
         assert!(text.contains(r#"atrium_http_requests_total{method="GET",route="/api/v1/employees/{id}",status="200"} 1"#), "{text}");
         assert!(text.contains(r#"atrium_platform_calls_total{endpoint="/cgi-bin/token",errcode="40013"} 1"#), "{text}");
         assert!(text.contains(r#"atrium_jobs_queued{kind="payout"} 0"#), "{text}");
+    }
+
+    #[test]
+    fn made_up_methods_share_one_label_value() {
+        let m = Metrics::new(DbPoolStats::default);
+        for i in 0..1000 {
+            let method = Method::from_bytes(format!("PTXYZ{i}").as_bytes()).expect("a token is a method");
+            m.request(&method, UNMATCHED, StatusCode::NOT_FOUND, Duration::from_millis(1));
+        }
+        m.request(&Method::PATCH, UNMATCHED, StatusCode::NOT_FOUND, Duration::from_millis(1));
+        let text = m.render();
+        assert!(text.contains(r#"atrium_http_requests_total{method="other",route="unmatched",status="404"} 1000"#), "{text}");
+        assert!(text.contains(r#"atrium_http_requests_total{method="PATCH",route="unmatched",status="404"} 1"#), "{text}");
+        assert!(!text.contains("PTXYZ"), "a made-up method became a label value");
+        assert_eq!(text.lines().filter(|l| l.starts_with("atrium_http_requests_total{")).count(), 2, "{text}");
     }
 }

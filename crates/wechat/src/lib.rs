@@ -48,16 +48,39 @@ use url::Url;
 /// Told of every call made to the platform, for metrics: the endpoint's path (never the query,
 /// which carries secrets and tokens), the outcome — `0` on success, the platform's errcode, or
 /// `transport` when no readable answer came — and how long the call took.
+///
+/// Both labels are `'static`: they come from closed sets (the clients' endpoint constants and
+/// [`code_label`]), so what a platform answers can never grow the metrics without bound.
 pub trait CallRecorder: Send + Sync {
-    fn record(&self, endpoint: &str, errcode: &str, elapsed: Duration);
+    fn record(&self, endpoint: &'static str, errcode: &'static str, elapsed: Duration);
 }
 
 /// Records one call through `recorder`, if any.
-pub(crate) fn record_call(recorder: Option<&Arc<dyn CallRecorder>>, endpoint: &str, errcode: Option<i64>, started: Instant) {
+pub(crate) fn record_call(recorder: Option<&Arc<dyn CallRecorder>>, endpoint: &'static str, errcode: Option<i64>, started: Instant) {
     if let Some(r) = recorder {
         let code = errcode.map(|c| c.to_string());
-        r.record(endpoint, code.as_deref().unwrap_or("transport"), started.elapsed());
+        r.record(endpoint, code_label(code.as_deref().unwrap_or("transport")), started.elapsed());
     }
+}
+
+/// The outcomes a call is reported under: success, the clients' own outcomes, and the
+/// platforms' error codes this project knows (the messaging platform's numeric errcodes, the
+/// pay platform's codes).
+const CODE_LABELS: &[&str] = &[
+    "0", "transport", "http_5xx", "bad_signature", // ours
+    "-1", "40001", "40002", "40003", "40013", "40014", "40029", "40037", "40066", "40097", "40125", "40163", "40164", "41001",
+    "41002", "41004", "41008", "42001", "43001", "43002", "43101", "44002", "45009", "47001", "47003", "48001", "61003", "61006",
+    "61007", "61009", "61010", "61023", "61039", "85009", "85012", "85013", "85014", "85019", "85020", "85044", "85064", "85065",
+    "85077", "85079", "85081", "85082", "85085", "85086", "86002", "87011", "87012", "87013", // messaging platform
+    "APPID_MCHID_NOT_MATCH", "FREQUENCY_LIMITED", "INVALID_REQUEST", "MCH_NOT_EXISTS", "NOAUTH", "NOT_ENOUGH", "NOT_FOUND",
+    "NO_STATEMENT_EXIST", "ORDERNOTEXIST", "ORDER_CLOSED", "ORDER_NOT_EXIST", "ORDERPAID", "OUT_TRADE_NO_USED", "PARAM_ERROR",
+    "RESOURCE_NOT_EXISTS", "RULE_LIMIT", "SIGN_ERROR", "SYSTEM_ERROR", "USER_ACCOUNT_ABNORMAL", // pay platform
+];
+
+/// The metrics label of a call's outcome `code`: itself when it is one this project knows,
+/// `other` for anything else a platform may answer.
+pub fn code_label(code: &str) -> &'static str {
+    CODE_LABELS.iter().copied().find(|known| *known == code).unwrap_or("other")
 }
 
 /// Where the platform lives and which website app we log in as. `Debug` hides the secret.
@@ -202,6 +225,16 @@ mod tests {
             secret: "s".into(),
         })
         .unwrap()
+    }
+
+    #[test]
+    fn a_code_no_one_knows_is_reported_as_other() {
+        assert_eq!(code_label("0"), "0");
+        assert_eq!(code_label("85014"), "85014");
+        assert_eq!(code_label("ORDER_NOT_EXIST"), "ORDER_NOT_EXIST");
+        assert_eq!(code_label("transport"), "transport");
+        assert_eq!(code_label("99999"), "other");
+        assert_eq!(code_label("MADE_UP_BY_A_PLATFORM"), "other");
     }
 
     #[test]

@@ -149,7 +149,7 @@ impl AccessTokens {
     /// A stale token (40001, 40014, 42001) is dropped and the call retried once with a fresh
     /// one; a busy platform (-1) is retried after 100 ms and again after 300 ms. Transport errors
     /// are not retried: the platform may have acted on the request.
-    pub(crate) async fn post_json<B: Serialize + ?Sized>(&self, path: &str, body: &B) -> Result<Value, SubscribeError> {
+    pub(crate) async fn post_json<B: Serialize + ?Sized>(&self, path: &'static str, body: &B) -> Result<Value, SubscribeError> {
         let url = format!("{}{path}", self.api_base());
         let mut token_retried = false;
         let mut backoff = BUSY_BACKOFF.iter();
@@ -177,7 +177,7 @@ impl AccessTokens {
         }
     }
 
-    fn record(&self, endpoint: &str, answer: &Result<Value, SubscribeError>, started: std::time::Instant) {
+    fn record(&self, endpoint: &'static str, answer: &Result<Value, SubscribeError>, started: std::time::Instant) {
         let errcode = match answer {
             Ok(_) => Some(0),
             Err(e) => e.errcode(),

@@ -390,9 +390,9 @@ impl WechatOpen {
         &self.crypt
     }
 
-    fn record(&self, path: &str, code: &str, started: Instant) {
+    fn record(&self, path: &'static str, code: &str, started: Instant) {
         if let Some(r) = &self.recorder {
-            r.record(path, code, started.elapsed());
+            r.record(path, crate::code_label(code), started.elapsed());
         }
     }
 

@@ -132,9 +132,9 @@ impl WechatPay {
         self
     }
 
-    fn record(&self, endpoint: &str, code: &str, started: Instant) {
+    fn record(&self, endpoint: &'static str, code: &str, started: Instant) {
         if let Some(r) = &self.recorder {
-            r.record(endpoint, code, started.elapsed());
+            r.record(endpoint, crate::code_label(code), started.elapsed());
         }
     }
 
