@@ -295,3 +295,49 @@ e2e!(user_creation_is_rate_limited_per_caller_and_its_conflicts_audited, vars = 
     assert_eq!(entries.len(), 1, "{}", trail.body);
     assert_eq!(entries[0]["actor_user_id"], org.t1_admin_id);
 });
+
+// ----- metrics label values come from closed sets --------------------------------------------
+
+/// The series `/metrics` holds now.
+async fn metric_series(app: &TestApp) -> Vec<String> {
+    let text = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).map(|l| l.rsplit_once(' ').map_or(l, |(s, _)| s).to_owned()).collect()
+}
+
+/// 1,000 made-up methods and 1,000 unknown paths, with no token, add no series: each counts
+/// under `method="other"` or `route="unmatched"`. (Metrics are per instance, in memory: one
+/// backend is enough.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn made_up_methods_and_unknown_paths_add_no_metrics_series() {
+    let app = TestApp::start(atrium_e2e::Backend::Sqlite).await.unwrap();
+    let send = |method: &str, path: String| {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        app.client.request(method, app.url(&path)).send()
+    };
+    // One of each first, so the shared series exist before they are counted.
+    send("PTXYZWARM", "/healthz/live".into()).await.unwrap();
+    send("GET", "/no/such/path/warm".into()).await.unwrap();
+    let before = metric_series(&app).await;
+
+    for i in 0..1000 {
+        let r = send(&format!("PTXYZ{i:04}"), "/healthz/live".into()).await.unwrap();
+        assert!(r.status().is_client_error(), "{}", r.status());
+        send("GET", format!("/no/such/path/{i}")).await.unwrap();
+    }
+    let after = metric_series(&app).await;
+    app.stop().await;
+
+    // `/metrics` itself and the in-flight gauge may add their own series; nothing else may.
+    let new: Vec<&String> = after.iter().filter(|s| !before.contains(s) && !s.contains("route=\"/metrics\"")).collect();
+    assert!(new.is_empty(), "new series: {new:?}");
+    let counted = |method: &str, route: &str| {
+        after.iter().any(|s| {
+            s.starts_with("atrium_http_requests_total{")
+                && s.contains(&format!("method=\"{method}\""))
+                && s.contains(&format!("route=\"{route}\""))
+        })
+    };
+    assert!(counted("other", "/healthz/live") || counted("other", "unmatched"), "{after:?}");
+    assert!(counted("GET", "unmatched"), "{after:?}");
+    assert!(!after.iter().any(|s| s.contains("PTXYZ") || s.contains("/no/such")), "a client's text became a label value");
+}
