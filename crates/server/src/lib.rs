@@ -89,18 +89,15 @@ pub fn open_database(config: &Config) -> anyhow::Result<Db> {
 /// `serve` or `migrate` ever set up instead of creating it. Pending migrations are applied,
 /// as `serve` would.
 pub fn open_existing_database(config: &Config) -> anyhow::Result<Db> {
-    let shown = match atrium_store::sqlite_path(&config.database_url) {
-        Some(path) => {
-            // Checked before connecting: opening a SQLite file creates it.
-            anyhow::ensure!(
-                path.exists(),
-                "no database at {}: only `atrium serve` and `atrium migrate` create one; set DATABASE_URL to the server's database",
-                config::absolute(&path).display()
-            );
-            format!("SQLite database {}", config::absolute(&path).display())
-        }
-        None => format!("database {}", atrium_store::redact_url(&config.database_url)),
-    };
+    if let Some(path) = atrium_store::sqlite_path(&config.database_url) {
+        // Checked before connecting: opening a SQLite file creates it.
+        anyhow::ensure!(
+            path.exists(),
+            "no database at {}: only `atrium serve` and `atrium migrate` create one; set DATABASE_URL to the server's database",
+            config::absolute(&path).display()
+        );
+    }
+    let shown = database_name(&config.database_url);
     let db = Db::connect_with(&config.database_url, config.db_pool_size, std::time::Duration::from_millis(config.db_timeout_ms.max(1)))?;
     anyhow::ensure!(
         db.is_initialised()?,
@@ -112,6 +109,15 @@ pub fn open_existing_database(config: &Config) -> anyhow::Result<Db> {
         log::info!("applied {ran} migration(s)");
     }
     Ok(db)
+}
+
+/// The database `url` names, for people: `SQLite database /srv/atrium/atrium.db`, or
+/// `database postgres://atrium:***@db:5432/atrium` (never the password).
+pub fn database_name(url: &str) -> String {
+    match atrium_store::sqlite_path(url) {
+        Some(path) => format!("SQLite database {}", config::absolute(&path).display()),
+        None => format!("database {}", atrium_store::redact_url(url)),
+    }
 }
 
 /// Runs a start-up step that needs the database, waiting out a database that cannot serve

@@ -71,7 +71,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate => {
             let db = atrium_store::Db::connect(&config.database_url, 1)?;
             let ran = tokio::task::spawn_blocking(move || db.migrate()).await??;
-            println!("applied {ran} migration(s)");
+            println!("applied {ran} migration(s) to the {}", atrium_server::database_name(&config.database_url));
             Ok(())
         }
         Command::Seed { tenants, employees_per_tenant, orders_per_tenant } => {
