@@ -356,6 +356,33 @@ async fn an_oversized_content_length_is_a_413_before_the_body_is_sent() {
     app.stop().await;
 }
 
+/// Reads an interim answer (`100 Continue`) up to its blank line: nothing else comes before the
+/// body is whole, so this reads no more.
+async fn read_interim(conn: &mut tokio::net::tcp::OwnedReadHalf) -> String {
+    let mut got = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !got.ends_with(b"\r\n\r\n") {
+        match tokio::time::timeout_at(deadline, conn.read_u8()).await {
+            Ok(Ok(byte)) => got.push(byte),
+            other => panic!("no interim answer ({other:?}): {:?}", String::from_utf8_lossy(&got)),
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// Waits until a new connection to `addr` is refused: the listener has closed.
+async fn wait_until_refused(addr: std::net::SocketAddr, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        match TcpStream::connect(addr).await {
+            Err(_) => return true,
+            Ok(accepted) => drop(accepted),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
 /// A graceful stop (what SIGINT and SIGTERM do) lets a request in flight finish: its client
 /// gets the whole answer, while new connections are refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -363,32 +390,38 @@ async fn a_graceful_stop_finishes_the_request_in_flight() {
     let app = TestApp::start_with(Backend::Sqlite, &[]).await.unwrap();
     let addr = app.running.addr;
     let (mut r, mut w) = TcpStream::connect(addr).await.unwrap().into_split();
+    // The request in flight: its head, asking to be told to go on; the server's `100 Continue`
+    // says it has taken up the connection and has the request in hand (a connection still in
+    // the listen queue, or idle between requests, would be closed by the stop); then half of
+    // its body.
     let body = json!({"method": "password", "username": "admin", "password": "not-the-password"}).to_string();
     let (first, rest) = body.split_at(body.len() / 2);
     let head = format!(
-        "POST /api/v1/auth/login HTTP/1.1\r\nHost: atrium\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST /api/v1/auth/login HTTP/1.1\r\nHost: atrium\r\nConnection: close\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     w.write_all(head.as_bytes()).await.unwrap();
+    let interim = read_interim(&mut r).await;
+    assert!(interim.to_ascii_uppercase().starts_with("HTTP/1.1 100 CONTINUE"), "{interim}");
     w.write_all(first.as_bytes()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
 
     let client = async {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let refused = TcpStream::connect(addr).await.is_err();
-        w.write_all(rest.as_bytes()).await.unwrap();
+        // The rest of the body goes once the stop is under way: new connections are refused.
+        let refused = wait_until_refused(addr, Duration::from_secs(10)).await;
+        let sent = w.write_all(rest.as_bytes()).await;
         let answer = read_until_closed(&mut r, Duration::from_secs(10)).await;
-        (refused, answer)
+        (refused, sent, answer)
     };
     let stop = async {
         let started = Instant::now();
         app.running.stop(true).await;
         started.elapsed()
     };
-    let ((refused, answer), stopped_after) = tokio::join!(client, stop);
+    let ((refused, sent, answer), stopped_after) = tokio::join!(client, stop);
 
+    assert!(refused, "new connections were still accepted 10 s into the stop");
+    assert!(sent.is_ok(), "the connection was closed before the body was whole: {sent:?}");
     let answer = answer.expect("the connection stayed open").answer;
-    assert!(refused, "a new connection was accepted while stopping");
     assert!(answer.starts_with("HTTP/1.1 401"), "the request in flight got no answer: {answer:?}");
     assert!(answer.contains(r#""code":401"#), "{answer}");
     assert!(stopped_after < Duration::from_secs(10), "{stopped_after:?}");

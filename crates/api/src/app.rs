@@ -88,7 +88,7 @@ pub fn configure(
         // The request line is ours, not `%r`: credentials in query strings never reach the log.
         .wrap(
             Logger::new(r#"%a "%{line}xi" %s %b %Dms rid=%{rid}xi"#)
-                .custom_request_replace("line", |req| crate::access_log::request_line(req))
+                .custom_request_replace("line", crate::access_log::request_line)
                 .custom_request_replace("rid", |req| {
                     req.extensions().get::<RequestId>().map(|id| id.0.clone()).unwrap_or_else(|| "-".to_owned())
                 }),

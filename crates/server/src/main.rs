@@ -107,6 +107,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
+    // Listening for the stop signals before anything says the server is up, so a signal sent
+    // as soon as it is up stops it gracefully too.
+    let mut signals = StopSignals::new();
     let running = atrium_server::start(config).await?;
     if let Some(password) = &running.bootstrap_password {
         // Printed once, to the terminal only: this is the only copy.
@@ -115,12 +118,12 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     println!("atrium is listening on http://{}  (Swagger UI: http://{}/swagger-ui/)", running.addr, running.addr);
     let (handle, jobs, timeout) = (running.handle.clone(), running.jobs.clone(), running.shutdown_timeout);
     tokio::spawn(async move {
-        let signal = stop_signal().await;
+        let signal = signals.next().await;
         log::info!("{signal}: shutting down: finishing in-flight requests (at most {timeout:?}); no new background jobs");
         jobs.stop_claiming();
         tokio::select! {
             () = handle.stop(true) => {}
-            again = stop_signal() => {
+            again = signals.next() => {
                 log::warn!("{again} again: stopping at once, dropping in-flight requests");
                 handle.stop(false).await;
             }
@@ -134,25 +137,38 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The next SIGINT (Ctrl-C) or SIGTERM, by name: both stop gracefully.
-async fn stop_signal() -> &'static str {
+/// SIGINT (Ctrl-C) and SIGTERM, both of which stop gracefully, listened for from creation on.
+struct StopSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                _ = tokio::signal::ctrl_c() => "SIGINT",
-                _ = term.recv() => "SIGTERM",
-            },
-            Err(e) => {
-                log::warn!("cannot listen for SIGTERM ({e}); Ctrl-C still stops the server");
-                let _ = tokio::signal::ctrl_c().await;
-                "SIGINT"
+    unix: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl StopSignals {
+    fn new() -> StopSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+                (Ok(int), Ok(term)) => StopSignals { unix: Some((int, term)) },
+                (Err(e), _) | (_, Err(e)) => {
+                    log::warn!("cannot listen for SIGINT and SIGTERM ({e}); Ctrl-C still stops the server");
+                    StopSignals { unix: None }
+                }
             }
         }
+        #[cfg(not(unix))]
+        StopSignals {}
     }
-    #[cfg(not(unix))]
-    {
+
+    /// The next stop signal, by name.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        if let Some((int, term)) = &mut self.unix {
+            return tokio::select! {
+                _ = int.recv() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            };
+        }
         let _ = tokio::signal::ctrl_c().await;
         "Ctrl-C"
     }

@@ -56,30 +56,56 @@ fn signal(server: &Server, name: &str) {
     assert!(status.success());
 }
 
-/// Sends a login request's head and the first half of its body; returns the connection and
-/// the rest of the body.
+/// Sends a login request's head asking to be told to go on (`Expect: 100-continue`), waits for
+/// the server's `100 Continue` — it has taken up the connection and has the request in hand —
+/// and sends the first half of the body; returns the connection and the rest of the body.
 fn start_request(addr: &str) -> (TcpStream, String) {
     let body = r#"{"method":"password","username":"admin","password":"not-the-password"}"#;
     let (first, rest) = body.split_at(body.len() / 2);
     let mut conn = TcpStream::connect(addr).unwrap();
     write!(
         conn,
-        "POST /api/v1/auth/login HTTP/1.1\r\nHost: atrium\r\nX-Request-Id: trace-sig-1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{first}",
+        "POST /api/v1/auth/login HTTP/1.1\r\nHost: atrium\r\nX-Request-Id: trace-sig-1\r\nConnection: close\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )
     .unwrap();
+    // Nothing else comes before the body is whole, so reading up to the blank line reads no more.
+    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut interim = Vec::new();
+    let mut byte = [0u8; 1];
+    while !interim.ends_with(b"\r\n\r\n") {
+        match conn.read(&mut byte) {
+            Ok(1) => interim.push(byte[0]),
+            other => panic!("no 100 Continue ({other:?}): {:?}", String::from_utf8_lossy(&interim)),
+        }
+    }
+    let interim = String::from_utf8_lossy(&interim);
+    assert!(interim.to_ascii_uppercase().starts_with("HTTP/1.1 100 CONTINUE"), "{interim}");
+    conn.write_all(first.as_bytes()).unwrap();
     (conn, rest.to_owned())
+}
+
+/// Waits up to `limit` until a new connection to `addr` is refused: the listener has closed.
+fn wait_until_refused(addr: &str, limit: Duration) -> bool {
+    let addr: std::net::SocketAddr = addr.parse().unwrap();
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
 }
 
 fn stops_gracefully_on(name: &str) {
     let mut server = serve();
     let (mut conn, rest) = start_request(&server.addr);
-    std::thread::sleep(Duration::from_millis(300));
 
     signal(&server, name);
-    std::thread::sleep(Duration::from_millis(500));
-    conn.write_all(rest.as_bytes()).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // The rest of the body goes once the stop is under way.
+    let refused = wait_until_refused(&server.addr, Duration::from_secs(10));
+    let sent = conn.write_all(rest.as_bytes());
     let mut answer = String::new();
     let _ = conn.read_to_string(&mut answer);
 
@@ -94,6 +120,8 @@ fn stops_gracefully_on(name: &str) {
     let mut log = String::new();
     server.child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
 
+    assert!(refused, "new connections were still accepted 10 s after {name}\n{log}");
+    assert!(sent.is_ok(), "the connection was closed before the body was whole ({sent:?})\n{log}");
     assert!(answer.starts_with("HTTP/1.1 401"), "the request in flight was dropped on {name}: {answer:?}\n{log}");
     assert!(status.success(), "{name}: exit {status}\n{log}");
     assert!(log.contains(&format!("{name}: shutting down: finishing in-flight requests")), "{log}");

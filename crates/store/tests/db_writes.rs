@@ -7,7 +7,7 @@ use atrium_kernel::Error;
 use atrium_store::{Backend, Db, db_error, store_test};
 use diesel::RunQueryDsl;
 use diesel::connection::SimpleConnection;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn insert(conn: &mut atrium_store::DbConn, bucket: &str) -> Result<(), Error> {
     diesel::sql_query(format!("INSERT INTO rate_events (bucket, created_at) VALUES ('{bucket}', '2026-05-01 09:00:00')"))
@@ -107,17 +107,21 @@ store_test!(a_panicking_write_is_rolled_back_and_the_writes_after_it_go_on, |db|
 // each that fails — its own error, a statement the database refuses, a panic — is undone
 // alone, with its own answer, and the others commit.
 store_test!(a_write_that_fails_among_queued_ones_is_undone_alone, |db| {
+    let (entered, in_transaction) = std::sync::mpsc::channel();
     let (release, go) = std::sync::mpsc::channel::<()>();
     let first = tokio::spawn({
         let db = db.clone();
         async move {
             db.write(move |conn| {
                 insert(conn, "ok-first")?;
+                entered.send(()).unwrap();
                 go.recv_timeout(Duration::from_secs(20)).map_err(|_| Error::internal("never released"))
             })
             .await
         }
     });
+    // The first holds the writer before the others come.
+    tokio::task::spawn_blocking(move || in_transaction.recv_timeout(Duration::from_secs(20))).await.unwrap().unwrap();
     let writes: Vec<_> = (0..40)
         .map(|i| {
             let db = db.clone();
@@ -135,8 +139,20 @@ store_test!(a_write_that_fails_among_queued_ones_is_undone_alone, |db| {
             })
         })
         .collect();
-    // Let them queue behind the first (on SQLite); then let it finish.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // On SQLite they queue behind the first, all 40; on PostgreSQL each runs in a transaction
+    // of its own and none waits for the first. Then let the first finish.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let ready = match db.backend() {
+            Backend::Sqlite => db.pool_stats().waiting >= 40,
+            Backend::Postgres => writes.iter().all(|w| w.is_finished()),
+        };
+        if ready {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the writes neither queued nor ran: {:?}", db.pool_stats());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     release.send(()).unwrap();
     first.await.unwrap().unwrap();
     for (i, w) in writes.into_iter().enumerate() {
@@ -151,6 +167,22 @@ store_test!(a_write_that_fails_among_queued_ones_is_undone_alone, |db| {
     assert_eq!(count(&db, "undone%").await, 0);
 });
 
+/// Copies the whole WAL into the database file; `false` when a reader or writer kept part of it
+/// there (the checkpoint was busy or partial).
+fn checkpoint_all(conn: &mut atrium_store::DbConn) -> Result<bool, Error> {
+    #[derive(diesel::QueryableByName)]
+    struct Checkpoint {
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        busy: i32,
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        log: i32,
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        checkpointed: i32,
+    }
+    let rows: Vec<Checkpoint> = diesel::sql_query("PRAGMA wal_checkpoint(TRUNCATE)").load(conn).map_err(db_error)?;
+    Ok(rows.first().is_some_and(|c| c.busy == 0 && c.log == c.checkpointed))
+}
+
 // The WAL is copied back into the database file by a thread of its own, well before the
 // 10,000 pages at which a commit would do it itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,7 +191,13 @@ async fn sqlite_checkpoints_the_wal_in_the_background() {
     let db = tdb.open();
     let file = tdb.url.strip_prefix("sqlite://").unwrap().to_owned();
     let size = || std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // What the migrations left in the WAL goes into the file first, so that only the rows
+    // below can grow it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !db.run(checkpoint_all).await.unwrap() {
+        assert!(Instant::now() < deadline, "the migrations' WAL could not be checkpointed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let before = size();
 
     // About 400 pages of rows, in the WAL once committed.
@@ -173,9 +211,9 @@ async fn sqlite_checkpoints_the_wal_in_the_background() {
         .await
         .unwrap();
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(10);
     while size() < before + 1_000_000 {
-        assert!(std::time::Instant::now() < deadline, "the database file stayed at {} bytes (from {before})", size());
+        assert!(Instant::now() < deadline, "the database file stayed at {} bytes (from {before})", size());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

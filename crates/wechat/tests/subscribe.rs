@@ -10,7 +10,7 @@ use atrium_wechat::{AccessTokens, MiniProgramState, SubscribeError, SubscribeMes
 use serde_json::{Value, json};
 use std::net::TcpListener;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const SEND_PATH: &str = "/cgi-bin/message/subscribe/send";
 
@@ -115,8 +115,18 @@ async fn a_token_is_refreshed_once_its_cache_time_has_passed() {
     client.send(&payslip_message("o-ann")).await.unwrap();
     client.send(&payslip_message("o-ann")).await.unwrap();
     assert_eq!(platform.sandbox.access_tokens_issued(), 1);
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    client.send(&payslip_message("o-ann")).await.unwrap();
+    // Time must pass here: wait out the second the token is used for, then send until a send
+    // fetches a new token.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        client.send(&payslip_message("o-ann")).await.unwrap();
+        if platform.sandbox.access_tokens_issued() > 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the token was still used 5 s after its cache time");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     assert_eq!(platform.sandbox.access_tokens_issued(), 2);
     platform.stop().await;
