@@ -2,8 +2,8 @@
 //! playing the WeChat third-party platform: the authorisation, template and package uploads,
 //! audits passed, rejected and lost (found by asking and by the poll job), gray and full
 //! releases, rollback, the platform's errcodes, bad packages and events that change nothing,
-//! tenant scope, and work that must happen exactly once (concurrent submissions, upload jobs
-//! on two instances).
+//! tenant scope, whose templates a tenant may commit, and work that must happen exactly once
+//! (concurrent submissions, upload jobs on two instances).
 #![allow(clippy::unwrap_used)]
 use atrium_e2e::serde_json::{Value, json};
 use atrium_e2e::{DbJobStore, Resp, TestApp, e2e, join_all};
@@ -56,8 +56,13 @@ async fn authorise(app: &TestApp, token: &str, tenant: i64, appid: &str) -> Valu
 
 /// `POST /miniprogram/upload` of template 1 as `version`.
 async fn template_upload(app: &TestApp, token: &str, tenant: Option<i64>, version: &str) -> Resp {
+    template_upload_of(app, token, tenant, 1, version).await
+}
+
+/// `POST /miniprogram/upload` of template `template_id` as `version`.
+async fn template_upload_of(app: &TestApp, token: &str, tenant: Option<i64>, template_id: i64, version: &str) -> Resp {
     let mut body = json!({
-        "template_id": 1,
+        "template_id": template_id,
         "ext_json": {"extEnable": true, "ext": {"shop": "Shop"}},
         "version": version,
         "description": format!("Version {version}"),
@@ -313,6 +318,28 @@ fn counter(metrics: &str, series: &str) -> u64 {
     metrics.lines().find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok())).unwrap_or(0)
 }
 
+/// The calls `app` made to the platform's `endpoint`, whatever they were answered: every
+/// attempt is counted, once it has an answer (or none).
+fn platform_calls(app: &TestApp, endpoint: &str) -> u64 {
+    let prefix = format!("atrium_platform_calls_total{{endpoint=\"{endpoint}\",");
+    let metrics = app.running.metrics.render();
+    metrics.lines().filter_map(|l| l.strip_prefix(prefix.as_str())).filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok()).sum()
+}
+
+/// `AUDIT_POLL_JOB`s still queued (also those due later), waited for up to `secs` to be
+/// `want`: a runner counts a job completed just before it removes it.
+async fn wait_audit_polls_queued(app: &TestApp, want: u64, secs: u64) -> u64 {
+    let jobs = DbJobStore::new(app.running.db.clone());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let queued = jobs.depth(AUDIT_POLL_JOB.into(), chrono::Utc::now() + chrono::Duration::days(30)).await.unwrap();
+        if queued == want || tokio::time::Instant::now() > deadline {
+            return queued;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Makes every queued audit poll due now, as if the half hour after submission had passed:
 /// each is claimed as a runner would claim it 31 minutes from now (leased, so the next claim
 /// passes it by), then handed back due now. Returns the audit task ids they poll.
@@ -549,7 +576,9 @@ e2e!(a_lost_audit_result_is_found_by_asking_and_by_the_poll_job, vars = [("ATRIU
         (Some(true), Some(0)),
         "{decided}"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Nothing can tell Atrium now: the event was never sent, and its poll is not due for half
+    // an hour.
+    nothing_tells(app, APPID).await;
     assert_eq!(stored_audit(app, &admin, tenant, first).await["status"], "auditing", "nothing told us yet");
     let status = app.get(&format!("/api/v1/miniprogram/audit/status?audit_task_id={first}"), Some(&admin)).await;
     status.expect(200);
@@ -560,8 +589,10 @@ e2e!(a_lost_audit_result_is_found_by_asking_and_by_the_poll_job, vars = [("ATRIU
     // Rejected, the event lost, and nobody asks: the poll job, due half an hour after the
     // submission, finds it.
     let second = running_audit(app, &admin, tenant, "1.1.0").await;
-    decide(app, APPID, json!({"result": "rejected", "reason": "1:Lost on the way", "screenshots": ["media_9"], "push": false})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let decided =
+        decide(app, APPID, json!({"result": "rejected", "reason": "1:Lost on the way", "screenshots": ["media_9"], "push": false})).await;
+    assert_eq!(decided["event"]["lost"], true, "{decided}");
+    nothing_tells(app, APPID).await;
     assert_eq!(stored_audit(app, &admin, tenant, second).await["status"], "auditing");
     let mut polled = audit_polls_due_now(app).await;
     polled.sort();
@@ -577,9 +608,27 @@ e2e!(a_lost_audit_result_is_found_by_asking_and_by_the_poll_job, vars = [("ATRIU
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(counter(&app.running.metrics.render(), series), 2);
-    let jobs = DbJobStore::new(app.running.db.clone());
-    assert_eq!(jobs.depth(AUDIT_POLL_JOB.into(), chrono::Utc::now() + chrono::Duration::days(30)).await.unwrap(), 0, "no poll is left");
+    assert_eq!(wait_audit_polls_queued(app, 0, 10).await, 0, "no poll is left");
+    assert_eq!(counter(&app.running.metrics.render(), series), 2, "and none ran again");
+    assert_eq!(
+        platform_calls(app, "/wxa/get_auditstatus"),
+        2,
+        "one status call asked, one poll; the poll of the decided audit asked nothing"
+    );
 });
+
+/// Asserts that nothing is on its way to tell Atrium about `appid`'s audit: no push of an
+/// audit result was attempted but not yet answered (so none can still arrive), and no audit
+/// poll is due.
+async fn nothing_tells(app: &TestApp, appid: &str) {
+    for kind in ["weapp_audit_success", "weapp_audit_fail", "weapp_audit_delay"] {
+        for push in pushes(app, kind, appid).await {
+            assert!(push["lost"] == true || push["delivered"] == true, "a push may still arrive: {push}");
+        }
+    }
+    let jobs = DbJobStore::new(app.running.db.clone());
+    assert_eq!(jobs.depth(AUDIT_POLL_JOB.into(), chrono::Utc::now()).await.unwrap(), 0, "an audit poll is due");
+}
 
 // ---- The platform's errcodes ----
 
@@ -832,6 +881,62 @@ e2e!(a_tenant_sees_and_acts_on_its_own_releases_only, vars = [("ATRIUM_JOB_POLL_
     assert_eq!(upload_total(app, &org.admin, org.t1).await, 1);
 });
 
+// ---- Whose templates ----
+
+// A template made from a tenant's package is that tenant's: another tenant naming it (template
+// ids count up, so they can be guessed) gets what a template in no library gets, and nothing
+// reaches its mini-program. The templates the platform added are everyone's.
+e2e!(a_template_made_from_a_tenants_package_is_that_tenants_alone, vars = [("ATRIUM_JOB_POLL_MS", "50")], |app| {
+    let org = app.org().await;
+    authorise(app, &org.admin, org.t1, APPID).await;
+    authorise(app, &org.admin, org.t2, OTHER_APPID).await;
+
+    // Tenant 1's own code becomes a template of the library.
+    let zip = project_zip(&[("pages/index/secret.js", b"const recipe = 'tenant one only';")]);
+    let r = package_upload(app, &org.t1_admin, None, "1.0.0", &zip).await;
+    r.expect(200);
+    let made = finished_upload(app, &org.t1_admin, r.data()["id"].as_i64().unwrap()).await;
+    assert_eq!(made["status"], "uploaded", "{made}");
+    let template = made["template_id"].as_i64().unwrap();
+    assert_eq!(platform_view(app, APPID).await["committed"]["template_id"], template);
+
+    // Tenant 2 names it, and then a template in no library: both are accepted as queued
+    // (nothing is asked at this point), and both tasks fail alike.
+    let mut tasks = Vec::new();
+    for (version, template_id) in [("2.0.0", template), ("2.0.1", template + 1000)] {
+        let r = template_upload_of(app, &org.t2_admin, None, template_id, version).await;
+        r.expect(200);
+        assert_eq!((r.data()["status"].as_str(), r.data()["template_id"].as_i64()), (Some("queued"), Some(template_id)), "{}", r.body);
+        let task = finished_upload(app, &org.t2_admin, r.data()["id"].as_i64().unwrap()).await;
+        assert_eq!((task["status"].as_str(), task["errcode"].as_i64()), (Some("failed"), Some(85014)), "template {template_id}: {task}");
+        tasks.push(task);
+    }
+    let answer = |t: &Value| (t["status"].clone(), t["errcode"].clone(), t["error"].clone());
+    assert_eq!(answer(&tasks[0]), answer(&tasks[1]), "another tenant's template answers as one that does not exist");
+    let foreign = app.get(&format!("/api/v1/miniprogram/upload-tasks/{}", tasks[0]["id"]), Some(&org.t2_admin)).await;
+    foreign.expect(200);
+    assert!(!foreign.body.to_string().contains(&format!("upload task {}", made["id"])), "nothing names tenant 1's task: {}", foreign.body);
+    let view = platform_view(app, OTHER_APPID).await;
+    assert!(view["committed"].is_null(), "nothing was committed to tenant 2's mini-program: {view}");
+    assert_eq!(platform_calls(app, "/wxa/commit"), 1, "the platform was asked to commit tenant 1's package only");
+
+    // A template the platform added is shared: tenant 2 commits template 1.
+    let r = template_upload_of(app, &org.t2_admin, None, 1, "2.1.0").await;
+    r.expect(200);
+    let shared = finished_upload(app, &org.t2_admin, r.data()["id"].as_i64().unwrap()).await;
+    assert_eq!((shared["status"].as_str(), shared["errcode"].as_i64()), (Some("uploaded"), None), "{shared}");
+    let committed = &platform_view(app, OTHER_APPID).await["committed"];
+    assert_eq!((committed["template_id"].as_i64(), committed["user_version"].as_str()), (Some(1), Some("2.1.0")), "{committed}");
+
+    // Tenant 1 may commit its own template again.
+    let r = template_upload_of(app, &org.t1_admin, None, template, "1.0.1").await;
+    r.expect(200);
+    let again = finished_upload(app, &org.t1_admin, r.data()["id"].as_i64().unwrap()).await;
+    assert_eq!(again["status"], "uploaded", "{again}");
+    let committed = &platform_view(app, APPID).await["committed"];
+    assert_eq!((committed["template_id"].as_i64(), committed["user_version"].as_str()), (Some(template), Some("1.0.1")), "{committed}");
+});
+
 // ---- Exactly once ----
 
 e2e!(concurrent_audit_submissions_make_exactly_one_audit, vars = [("ATRIUM_JOB_POLL_MS", "50")], |app| {
@@ -839,15 +944,19 @@ e2e!(concurrent_audit_submissions_make_exactly_one_audit, vars = [("ATRIUM_JOB_P
     let tenant = new_tenant(app, &admin, "Shop").await;
     authorise(app, &admin, tenant, APPID).await;
     let upload = uploaded_template(app, &admin, tenant, "1.0.0").await;
+    assert_eq!(platform_calls(app, "/wxa/submit_audit"), 0);
     let answers = join_all((0..4).map(|_| submit(app, &admin, upload))).await;
     let mut statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
     statuses.sort();
     assert_eq!(statuses, [200, 409, 409, 409], "{:?}", answers.iter().map(|r| &r.body).collect::<Vec<_>>());
     for r in answers.iter().filter(|r| r.status == 409) {
-        r.expect(409);
+        assert!(expect_blocked(r, "upload_task_id").contains("85009"), "{}", r.body);
     }
     assert_eq!(audit_total(app, &admin, tenant).await, 1);
-    assert_eq!(platform_view(app, APPID).await["audits"].as_array().unwrap().len(), 1, "submitted to the platform once");
+    // Atrium's own guard, not the platform's 85009: the platform was asked once. (Every call
+    // is counted when its answer is in, and all four answers are in.)
+    assert_eq!(platform_calls(app, "/wxa/submit_audit"), 1, "Atrium sent one submission to the platform");
+    assert_eq!(platform_view(app, APPID).await["audits"].as_array().unwrap().len(), 1, "the platform runs one audit");
     // The one audit runs: it cannot be published yet.
     let audit = answers.iter().find(|r| r.status == 200).unwrap().data()["id"].as_i64().unwrap();
     expect_blocked(&publish(app, &admin, audit, json!({"mode": "full"})).await, "audit_task_id");
@@ -894,12 +1003,17 @@ e2e!(
         let tenant = new_tenant(app, &admin, "Shop").await;
         authorise(app, &admin, tenant, APPID).await;
 
+        // Six uploads at once, half through each instance, so six jobs are due together and
+        // both runners compete for them; each job may run on either.
         let versions: Vec<String> = (0..6).map(|i| format!("1.0.{i}")).collect();
-        let mut ids = Vec::new();
-        for (i, v) in versions.iter().enumerate() {
-            // Half through each instance; each job may run on either.
+        let zips: Vec<Vec<u8>> = versions.iter().map(|v| project_zip(&[("version.txt", v.as_bytes())])).collect();
+        let answers = join_all(versions.iter().zip(&zips).enumerate().map(|(i, (v, zip))| {
             let via = if i % 2 == 0 { app } else { &second };
-            let r = package_upload(via, &admin, Some(tenant), v, &project_zip(&[("version.txt", v.as_bytes())])).await;
+            package_upload(via, &admin, Some(tenant), v, zip)
+        }))
+        .await;
+        let mut ids = Vec::new();
+        for r in &answers {
             r.expect(200);
             ids.push(r.data()["id"].as_i64().unwrap());
         }
@@ -913,10 +1027,23 @@ e2e!(
         want.sort();
         assert_eq!(descs, want, "each package went to the platform once");
         assert!(ci_uploads(&second).await.is_empty(), "the second sandbox played no part");
+        // A runner counts a job completed after its task is written, so wait for the counts.
         let series = "atrium_jobs_completed_total{kind=\"miniprogram.upload\"}";
-        let (one, two) = (counter(&app.running.metrics.render(), series), counter(&second.running.metrics.render(), series));
-        eprintln!("upload jobs run: {one} on the first instance, {two} on the second");
-        assert_eq!(one + two, 6, "each job ran once");
+        let runs = || (counter(&app.running.metrics.render(), series), counter(&second.running.metrics.render(), series));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while runs().0 + runs().1 < 6 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let (one, two) = runs();
+        assert!(one > 0 && two > 0, "both instances claimed upload jobs: {one} on the first, {two} on the second");
+        assert_eq!(one + two, 6, "each job ran once: {one} on the first instance, {two} on the second");
+        let jobs = DbJobStore::new(app.running.db.clone());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while jobs.depth("miniprogram.upload".into(), chrono::Utc::now()).await.unwrap() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(jobs.depth("miniprogram.upload".into(), chrono::Utc::now()).await.unwrap(), 0, "no upload job is left");
+        assert_eq!(runs(), (one, two), "and none ran again");
         second.stop().await;
     }
 );

@@ -8,6 +8,10 @@
 //! move forward (see `lifecycle`): every write of a task is a conditional update against the
 //! state it was read in, retried after a lost race.
 //!
+//! A template made from a tenant's package is that tenant's: a template upload commits only a
+//! template the platform added to the library or one made from the tenant's own package, and
+//! anything else fails as a template not in the library (85014), whether or not it exists.
+//!
 //! A platform errcode never becomes a 500 (see [`release_platform_error`]), and every
 //! platform call is logged with its errcode and the task it belongs to, never with a token.
 use crate::api::*;
@@ -18,7 +22,8 @@ use crate::ports::{CodeUploader, MiniProgramPlatform, PackageInspector, Platform
 use atrium_kernel::secret::{hash_secret, random_token};
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, JobStore, NewJob, Page, Party, Result, Secret, StrEnum};
 use serde_json::json;
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 /// The job that runs an upload task; payload `{"upload_task_id": N}`.
 pub const UPLOAD_JOB: &str = "miniprogram.upload";
@@ -45,6 +50,11 @@ const CODE_USED: i64 = 61009;
 const NOT_GRANTED: i64 = 61007;
 /// How long a client should wait after a quota error.
 const QUOTA_RETRY_SECS: u64 = 3600;
+/// The template is not in the library.
+const NO_SUCH_TEMPLATE: i64 = 85014;
+/// What a package's upload carries as its description to the template-development
+/// mini-program, followed by the upload task's id; its draft and its template carry it too.
+const UPLOAD_MARKER: &str = "atrium upload task ";
 
 /// A mini-program platform failure as a domain error, never a 500:
 /// - 61003 and 61007 → 403 naming what the admin must do;
@@ -136,6 +146,22 @@ pub struct ReleaseService {
     jobs: Arc<dyn JobStore>,
     clock: Arc<dyn Clock>,
     settings: ReleaseSettings,
+    /// Tenants whose audit submission this instance is sending to the platform now.
+    submitting: Mutex<HashSet<Id>>,
+}
+
+/// A tenant's audit submission on its way to the platform: while it lives, no other
+/// submission of the tenant leaves this instance. Dropping it (also with the request's future)
+/// lets the next one go.
+pub(super) struct Submitting<'a> {
+    tenants: &'a Mutex<HashSet<Id>>,
+    tenant_id: Id,
+}
+
+impl Drop for Submitting<'_> {
+    fn drop(&mut self) {
+        self.tenants.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.tenant_id);
+    }
 }
 
 impl ReleaseService {
@@ -148,7 +174,7 @@ impl ReleaseService {
         clock: Arc<dyn Clock>,
         settings: ReleaseSettings,
     ) -> Self {
-        ReleaseService { repo, platform, inspector, uploader, jobs, clock, settings }
+        ReleaseService { repo, platform, inspector, uploader, jobs, clock, settings, submitting: Mutex::new(HashSet::new()) }
     }
 
     /// The tenant the caller acts on: its own, or the one it names if in scope (404 if not).
@@ -659,7 +685,10 @@ impl ReleaseService {
             e => StepError::Final { errcode: None, message: e.to_string() },
         })?;
         let (template_id, ext_json) = match &task.source {
-            UploadSource::Template { template_id, ext_json } => (*template_id, ext_json.to_string()),
+            UploadSource::Template { template_id, ext_json } => {
+                self.template_usable(task, *template_id, &access.verify_ticket).await?;
+                (*template_id, ext_json.to_string())
+            }
             UploadSource::Package { sha256, .. } => {
                 let template_id = self.package_to_template(task, sha256, &access.verify_ticket).await?;
                 (template_id, json!({"extEnable": true, "extAppid": access.authorizer_appid}).to_string())
@@ -672,6 +701,44 @@ impl ReleaseService {
             return Err(e.into());
         }
         Ok(template_id)
+    }
+
+    /// Whether a template upload may commit `template_id`: a template the platform added to
+    /// the library is shared, and a template made from a package belongs to the tenant whose
+    /// upload task made it (its description is that task's marker). A template that is not in
+    /// the library, or is another tenant's, ends the task with the same 85014 and the same
+    /// message, so template ids cannot be probed for other tenants' code. Asked just before
+    /// the commit, so a template being made from another tenant's package right now is seen
+    /// as theirs too.
+    async fn template_usable(&self, task: &UploadTask, template_id: i64, ticket: &Secret) -> std::result::Result<(), StepError> {
+        let templates = self.platform.templates(ticket).await;
+        let templates = self.logged(task.tenant_id, "gettemplatelist", TaskRef::Upload(task.id), templates)?;
+        let refused = || StepError::Final {
+            errcode: Some(NO_SUCH_TEMPLATE),
+            message: format!("the template is not in the template library (errcode {NO_SUCH_TEMPLATE})"),
+        };
+        let Some(template) = templates.iter().find(|t| t.template_id == template_id) else { return Err(refused()) };
+        let Some(maker) = template.user_desc.strip_prefix(UPLOAD_MARKER) else { return Ok(()) };
+        // A marker naming no task of ours is nobody's to share either.
+        let owner = match maker.parse::<Id>() {
+            Ok(id) => self
+                .repo
+                .upload_task(Party::Platform, id)
+                .await
+                .map_err(|e| StepError::Transient(e.to_string()))?
+                .map(|maker| maker.tenant_id),
+            Err(_) => None,
+        };
+        if owner == Some(task.tenant_id) {
+            return Ok(());
+        }
+        log::warn!(
+            "upload task {} of tenant {} named template {template_id}, made from a package of {}: refused as not in the library",
+            task.id,
+            task.tenant_id,
+            owner.map_or_else(|| "no known tenant".to_owned(), |t| format!("tenant {t}"))
+        );
+        Err(refused())
     }
 
     /// Uploads a kept package to the template-development mini-program, adds its draft to
@@ -731,6 +798,12 @@ impl ReleaseService {
                 latest.version
             )));
         }
+        // From here to the audit task's insert, one submission per tenant at a time: the
+        // platform runs one audit per mini-program, and a second submission sent beside the
+        // first would leave it auditing code we have no task for.
+        let _submitting = self
+            .start_submission(upload.tenant_id)
+            .ok_or_else(|| blocked("another audit submission of the tenant is on its way to the platform (errcode 85009)".into()))?;
         if let Some(running) = self.repo.running_audit(upload.tenant_id).await? {
             return Err(blocked(format!("audit task {} of version {} is still running (errcode 85009)", running.id, running.version)));
         }
@@ -768,6 +841,13 @@ impl ReleaseService {
         log::info!("audit task {} (auditid {auditid}) of tenant {} submitted", stored.id, stored.tenant_id);
         self.schedule_poll(&stored).await;
         Ok(stored.into())
+    }
+
+    /// Marks the tenant's submission as on its way; `None` while another one is.
+    pub(super) fn start_submission(&self, tenant_id: Id) -> Option<Submitting<'_>> {
+        let fresh = self.submitting.lock().unwrap_or_else(|p| p.into_inner()).insert(tenant_id);
+        // Lazily: a guard made and dropped for a refused start would free the tenant.
+        fresh.then(|| Submitting { tenants: &self.submitting, tenant_id })
     }
 
     /// Queues a poll of a running audit. A failure is logged: the audit is recorded, and
@@ -1000,7 +1080,7 @@ impl ReleaseService {
 /// The description a package's upload carries to the template-development mini-program, so
 /// its draft and template can be told from other tenants' of the same version.
 fn upload_marker(task: &UploadTask) -> String {
-    format!("atrium upload task {}", task.id)
+    format!("{UPLOAD_MARKER}{}", task.id)
 }
 
 fn version_used(version: &str) -> Error {

@@ -68,7 +68,24 @@ fn upload(id: Id, version: &str, status: UploadStatus, source: UploadSource) -> 
 }
 
 fn template_source() -> UploadSource {
-    UploadSource::Template { template_id: 1, ext_json: serde_json::json!({"ext": {"shop": "Ann"}}) }
+    template_source_of(1)
+}
+
+fn template_source_of(template_id: i64) -> UploadSource {
+    UploadSource::Template { template_id, ext_json: serde_json::json!({"ext": {"shop": "Ann"}}) }
+}
+
+/// A template of the library with this description.
+fn library_template(template_id: i64, user_desc: &str) -> Template {
+    Template { template_id, user_version: "1.0.0".into(), user_desc: user_desc.into(), create_time: 10 + template_id }
+}
+
+/// The platform's library as `gettemplatelist` lists it (asked with the verify ticket):
+/// templates 1 and 2, which the platform added, and `more`.
+fn library(platform: &mut MockMiniProgramPlatform, more: Vec<Template>) {
+    let mut all = vec![library_template(1, "sandbox template 1"), library_template(2, "sandbox template 2")];
+    all.extend(more);
+    platform.expect_templates().withf(|ticket| ticket.expose() == "ticket-1").returning(move |_| Ok(all.clone()));
 }
 
 fn package_source() -> UploadSource {
@@ -378,6 +395,10 @@ async fn the_authorization_view_carries_a_link_whose_state_is_kept_hashed() {
         .returning(|_| Ok(PreAuthCode { code: "preauth-1".into(), expires_in_secs: 1800 }));
     d.platform
         .expect_authorize_url()
+        .withf(|code, redirect| {
+            code == "preauth-1" && redirect.starts_with("https://atrium.example.com/api/v1/miniprogram/authorization/callback?state=")
+        })
+        .times(1)
         .returning(|code, redirect| format!("https://mp.example/login?pre_auth_code={code}&redirect_uri={redirect}"));
 
     let view = service(&s, d).authorization(&tenant_actor(), None).await.unwrap();
@@ -443,6 +464,8 @@ async fn the_callback_stores_what_the_code_grants_once() {
     });
     d.platform
         .expect_authorizer_profile()
+        .withf(|ticket, appid| ticket.expose() == "ticket-1" && appid == APPID)
+        .times(1)
         .returning(|_, _| Ok(AuthorizerProfile { nickname: Some("Shop".into()), user_name: Some(GH.into()) }));
     let svc = service(&s, d);
     let callback = |state: &str| AuthorizationCallback { auth_code: "auth-code-1".into(), expires_in: Some(3600), state: state.into() };
@@ -484,6 +507,8 @@ async fn a_mini_program_authorised_by_another_tenant_is_refused() {
     let mut d = doubles();
     d.platform
         .expect_query_auth()
+        .withf(|_, code| code.expose() == "c")
+        .times(1)
         .returning(|_, _| Ok(AuthorizationGrant { authorizer_appid: APPID.into(), refresh_token: Secret::new("r"), func_info: vec![] }));
     d.platform.expect_authorizer_profile().returning(|_, _| Err(PlatformError::Unavailable("down".into())));
     let err = service(&s, d)
@@ -507,7 +532,7 @@ async fn a_code_the_authorized_event_used_first_answers_what_the_event_stored() 
             .push(AuthorizationAttempt { created_at: now() + Duration::seconds(1), ..attempt("st-4", now() + Duration::minutes(10)) });
     }
     let mut d = doubles();
-    d.platform.expect_query_auth().times(2).returning(|_, _| Err(refused(61009)));
+    d.platform.expect_query_auth().withf(|_, code| code.expose() == "used").times(2).returning(|_, _| Err(refused(61009)));
     let svc = service(&s, d);
     let callback = |state: &str| AuthorizationCallback { auth_code: "used".into(), expires_in: None, state: state.into() };
 
@@ -616,6 +641,7 @@ async fn a_template_upload_job_commits_the_ext_json_as_a_string() {
     let s = state();
     lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source()));
     let mut d = doubles();
+    library(&mut d.platform, vec![]);
     d.platform
         .expect_commit()
         .withf(|access, c| {
@@ -713,9 +739,11 @@ async fn a_refused_commit_fails_the_task_with_the_errcode() {
     let s = state();
     lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source()));
     let mut d = doubles();
-    d.platform.expect_commit().returning(|_, _| Err(refused(85013)));
+    library(&mut d.platform, vec![]);
+    d.platform.expect_commit().times(1).returning(|_, _| Err(refused(85013)));
     let view = service(&s, d).run_upload(100, 1).await.unwrap();
     assert_eq!((view.status, view.errcode), (UploadStatus::Failed, Some(85013)));
+    assert!(view.error.as_deref().unwrap_or_default().contains("85013"), "{:?}", view.error);
 }
 
 #[tokio::test]
@@ -734,10 +762,95 @@ async fn a_revoked_authorisation_found_by_a_commit_is_recorded() {
     let s = state();
     lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source()));
     let mut d = doubles();
-    d.platform.expect_commit().returning(|_, _| Err(refused(61003)));
+    library(&mut d.platform, vec![]);
+    d.platform.expect_commit().times(1).returning(|_, _| Err(refused(61003)));
     let view = service(&s, d).run_upload(100, 1).await.unwrap();
-    assert_eq!(view.status, UploadStatus::Failed);
+    assert_eq!((view.status, view.errcode), (UploadStatus::Failed, Some(61003)));
     assert_eq!(lock(&s).authorization.as_ref().map(|a| a.status), Some(AuthorizationStatus::Revoked));
+}
+
+/// Upload task `id` of the other tenant, made from a package: its template is that tenant's.
+fn other_tenants_upload(id: Id) -> UploadTask {
+    UploadTask { tenant_id: OTHER_TENANT, template_id: Some(31), ..upload(id, "7.0.0", UploadStatus::Uploaded, package_source()) }
+}
+
+#[tokio::test]
+async fn a_template_made_from_another_tenants_package_is_refused_exactly_like_one_not_in_the_library() {
+    let s = state();
+    {
+        let mut st = lock(&s);
+        st.uploads.push(other_tenants_upload(90));
+        // Template 31, another tenant's; 77, in no library; 32, whose marker names no task of
+        // ours; 33, whose marker names no task at all.
+        for (id, template) in [(100, 31), (101, 77), (102, 32), (103, 33)] {
+            st.uploads.push(upload(id, &format!("1.0.{id}"), UploadStatus::Queued, template_source_of(template)));
+        }
+    }
+    let mut d = doubles();
+    library(
+        &mut d.platform,
+        vec![
+            library_template(31, "atrium upload task 90"),
+            library_template(32, "atrium upload task 999"),
+            library_template(33, "atrium upload task ninety"),
+        ],
+    );
+    // Nothing reaches the tenant's mini-program.
+    d.platform.expect_commit().never();
+    let svc = service(&s, d);
+
+    let mut answers = Vec::new();
+    for id in [100, 101, 102, 103] {
+        let view = svc.run_upload(id, 1).await.unwrap();
+        assert_eq!((view.status, view.errcode), (UploadStatus::Failed, Some(85014)), "task {id}: {view:?}");
+        answers.push((view.status, view.errcode, view.error.clone()));
+    }
+    assert!(answers.iter().all(|a| *a == answers[0]), "the same answer whoever's the template is, or whether it is: {answers:?}");
+    assert_eq!(answers[0].2.as_deref(), Some("the template is not in the template library (errcode 85014)"));
+    let st = lock(&s);
+    assert!(st.uploads.iter().filter(|u| u.id >= 100).all(|u| u.status == UploadStatus::Failed && u.finished_at == Some(now())));
+    assert_eq!(st.uploads[0].status, UploadStatus::Uploaded, "the other tenant's task is untouched");
+}
+
+#[tokio::test]
+async fn a_template_the_platform_added_or_made_from_the_tenants_own_package_is_committed() {
+    let s = state();
+    {
+        let mut st = lock(&s);
+        st.uploads.push(upload(95, "0.9.0", UploadStatus::Uploaded, package_source()));
+        st.uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source_of(2)));
+        st.uploads.push(upload(101, "1.0.1", UploadStatus::Queued, template_source_of(35)));
+    }
+    let mut d = doubles();
+    library(&mut d.platform, vec![library_template(35, "atrium upload task 95")]);
+    let mut order = mockall::Sequence::new();
+    for (template, version) in [(2, "1.0.0"), (35, "1.0.1")] {
+        d.platform
+            .expect_commit()
+            .withf(move |a, c| a.authorizer_appid == APPID && c.template_id == template && c.user_version == version)
+            .times(1)
+            .in_sequence(&mut order)
+            .returning(|_, _| Ok(()));
+    }
+    let svc = service(&s, d);
+
+    assert_eq!(svc.run_upload(100, 1).await.unwrap().template_id, Some(2));
+    let own = svc.run_upload(101, 1).await.unwrap();
+    assert_eq!((own.status, own.template_id, own.errcode), (UploadStatus::Uploaded, Some(35), None));
+}
+
+#[tokio::test]
+async fn a_library_the_platform_cannot_list_now_leaves_the_template_upload_for_a_retry_uncommitted() {
+    let s = state();
+    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source()));
+    let mut d = doubles();
+    d.platform.expect_templates().times(1).returning(|_| Err(PlatformError::Unavailable("time-out".into())));
+    d.platform.expect_commit().never();
+
+    let err = service(&s, d).run_upload(100, 1).await.unwrap_err();
+
+    assert!(matches!(err, Error::Upstream(_)), "{err:?}");
+    assert_eq!(lock(&s).uploads[0].status, UploadStatus::Running);
 }
 
 #[tokio::test]
@@ -764,7 +877,9 @@ async fn an_uploaded_version_is_submitted_and_its_poll_queued() {
     let mut d = doubles();
     d.platform
         .expect_submit_audit()
-        .withf(|_, sub| sub.version_desc.as_deref() == Some("Shop page") && sub.privacy_api_not_use == Some(true))
+        .withf(|access, sub| {
+            access.authorizer_appid == APPID && sub.version_desc.as_deref() == Some("Shop page") && sub.privacy_api_not_use == Some(true)
+        })
         .times(1)
         .returning(|_, _| Ok(1234));
 
@@ -804,6 +919,32 @@ async fn a_second_audit_while_one_runs_is_a_409_without_asking_the_platform() {
     let err = service(&s, doubles()).submit_audit(&tenant_actor(), submit(100)).await.unwrap_err();
     assert!(matches!(err, Error::Blocked(ref f) if f[0].message.contains("85009")), "{err:?}");
     assert_eq!(lock(&s).audits.len(), 1);
+}
+
+#[tokio::test]
+async fn a_submission_beside_one_on_its_way_to_the_platform_is_a_409_without_asking_it() {
+    let s = state();
+    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Uploaded, template_source()));
+    let mut d = doubles();
+    d.platform.expect_submit_audit().times(1).returning(|_, _| Ok(1234));
+    let svc = service(&s, d);
+
+    // Another request of the tenant is between its checks and the record of its audit.
+    let on_its_way = svc.start_submission(TENANT).unwrap();
+    assert!(svc.start_submission(TENANT).is_none());
+    let err = svc.submit_audit(&tenant_actor(), submit(100)).await.unwrap_err();
+    assert!(matches!(err, Error::Blocked(ref f) if f[0].field == "upload_task_id" && f[0].message.contains("85009")), "{err:?}");
+    assert!(lock(&s).audits.is_empty());
+    // Another tenant's submissions are not held up.
+    drop(svc.start_submission(OTHER_TENANT).unwrap());
+
+    drop(on_its_way);
+    svc.submit_audit(&tenant_actor(), submit(100)).await.unwrap();
+    assert_eq!(lock(&s).audits.len(), 1);
+    // Done: the next one is refused by the running audit, and the tenant is free again.
+    let again = svc.submit_audit(&tenant_actor(), submit(100)).await.unwrap_err();
+    assert!(matches!(again, Error::Blocked(ref f) if f[0].message.contains("still running")), "{again:?}");
+    assert!(svc.start_submission(TENANT).is_some());
 }
 
 #[tokio::test]
@@ -861,6 +1002,8 @@ async fn a_poll_of_a_still_running_audit_runs_again_after_the_poll_interval_and_
     let mut d = doubles();
     d.platform
         .expect_audit_status()
+        .withf(|access, id| access.authorizer_appid == APPID && *id == 1234)
+        .times(1)
         .returning(|_, _| Ok(PlatformAudit { status: AuditStatus::Delayed, reason: Some("busy".into()), screenshots: vec![], at: None }));
 
     let outcome = service(&s, d).run(&poll_job(1)).await;
@@ -875,7 +1018,7 @@ async fn a_poll_that_finds_the_decision_keeps_it_and_is_done() {
     let s = state();
     lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
     let mut d = doubles();
-    d.platform.expect_audit_status().times(1).returning(|_, _| {
+    d.platform.expect_audit_status().withf(|_, id| *id == 1234).times(1).returning(|_, _| {
         Ok(PlatformAudit {
             status: AuditStatus::Rejected,
             reason: Some("no privacy policy".into()),
@@ -913,7 +1056,8 @@ async fn an_upload_job_runs_its_task_and_is_done() {
     let s = state();
     lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source()));
     let mut d = doubles();
-    d.platform.expect_commit().times(1).returning(|_, _| Ok(()));
+    library(&mut d.platform, vec![]);
+    d.platform.expect_commit().withf(|_, c| c.template_id == 1 && c.user_version == "1.0.0").times(1).returning(|_, _| Ok(()));
 
     let outcome = service(&s, d).run(&job(UPLOAD_JOB, serde_json::json!({"upload_task_id": 100}), 1)).await;
 
@@ -970,8 +1114,17 @@ async fn a_gray_release_rises_and_a_full_one_completes_it() {
     let s = state();
     lock(&s).audits.push(audit(200, 100, AuditStatus::Passed));
     let mut d = doubles();
-    d.platform.expect_gray_release().times(2).returning(|_, _| Ok(()));
-    d.platform.expect_release().times(1).returning(|_| Ok(()));
+    // 10 %, then 40 %, then everyone, in that order; the refused steps never reach the platform.
+    let mut order = mockall::Sequence::new();
+    for pct in [10, 40] {
+        d.platform
+            .expect_gray_release()
+            .withf(move |access, p| access.authorizer_appid == APPID && *p == pct)
+            .times(1)
+            .in_sequence(&mut order)
+            .returning(|_, _| Ok(()));
+    }
+    d.platform.expect_release().withf(|access| access.authorizer_appid == APPID).times(1).in_sequence(&mut order).returning(|_| Ok(()));
     let svc = service(&s, d);
 
     let first = svc.publish(&tenant_actor(), publish(PublishMode::Gray, Some(10))).await.unwrap();
@@ -991,7 +1144,15 @@ async fn a_gray_release_rises_and_a_full_one_completes_it() {
     assert!(matches!(err, Error::Blocked(_)), "{err:?}");
 
     let st = lock(&s);
-    assert_eq!(st.releases.len(), 3);
+    let recorded: Vec<_> = st.releases.iter().map(|r| (r.kind, r.gray_percentage, r.status)).collect();
+    assert_eq!(
+        recorded,
+        [
+            (ReleaseKind::Gray, Some(10), ReleaseStatus::Succeeded),
+            (ReleaseKind::Gray, Some(40), ReleaseStatus::Succeeded),
+            (ReleaseKind::Full, None, ReleaseStatus::Succeeded)
+        ]
+    );
     assert_eq!(st.audits[0].release, ReleaseState { gray_percentage: Some(40), released_at: Some(now()) });
 }
 
@@ -1000,11 +1161,14 @@ async fn a_refused_release_is_recorded_with_its_errcode() {
     let s = state();
     lock(&s).audits.push(audit(200, 100, AuditStatus::Passed));
     let mut d = doubles();
-    d.platform.expect_gray_release().returning(|_, _| Err(refused(85082)));
+    d.platform.expect_gray_release().withf(|_, p| *p == 20).times(1).returning(|_, _| Err(refused(85082)));
     let err = service(&s, d).publish(&tenant_actor(), publish(PublishMode::Gray, Some(20))).await.unwrap_err();
     assert!(matches!(err, Error::Blocked(ref f) if f[0].message.contains("85082")), "{err:?}");
     let st = lock(&s);
-    assert_eq!((st.releases[0].status, st.releases[0].errcode), (ReleaseStatus::Failed, Some(85082)));
+    assert_eq!(
+        (st.releases[0].status, st.releases[0].errcode, st.releases[0].gray_percentage),
+        (ReleaseStatus::Failed, Some(85082), Some(20))
+    );
     assert_eq!(st.audits[0].release, ReleaseState::default());
 }
 
@@ -1116,17 +1280,24 @@ async fn an_audit_event_makes_the_running_audit_ask_the_platform_once() {
 #[tokio::test]
 async fn a_late_event_about_an_earlier_audit_does_not_decide_the_running_one() {
     let s = state();
-    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
+    lock(&s).audits.push(AuditTask {
+        status: AuditStatus::Rejected,
+        decided_at: Some(now() - Duration::hours(3)),
+        ..audit(199, 99, AuditStatus::Auditing)
+    });
+    lock(&s).audits.push(AuditTask { auditid: 5678, ..audit(200, 100, AuditStatus::Auditing) });
     let mut d = doubles();
     // A rejection of the previous audit, delivered late.
     d.platform.expect_open_event().returning(|_, _| Ok(audit_event(GH, AuditStatus::Rejected)));
+    // The platform is asked about the running audit, not the earlier one.
     d.platform
         .expect_audit_status()
+        .withf(|_, id| *id == 5678)
         .times(1)
         .returning(|_, _| Ok(PlatformAudit { status: AuditStatus::Auditing, reason: None, screenshots: vec![], at: None }));
     let outcome = service(&s, d).receive_event(EventUrl::Message, Some(APPID), request()).await.unwrap();
     assert_eq!(outcome, EventOutcome::Stale);
-    assert_eq!(lock(&s).audits[0].status, AuditStatus::Auditing);
+    assert_eq!(lock(&s).audits[1].status, AuditStatus::Auditing);
 }
 
 #[tokio::test]
@@ -1135,7 +1306,7 @@ async fn an_audit_event_the_platform_cannot_confirm_now_is_not_accepted() {
     lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
     let mut d = doubles();
     d.platform.expect_open_event().returning(|_, _| Ok(audit_event(GH, AuditStatus::Passed)));
-    d.platform.expect_audit_status().returning(|_, _| Err(PlatformError::Unavailable("down".into())));
+    d.platform.expect_audit_status().withf(|_, id| *id == 1234).times(1).returning(|_, _| Err(PlatformError::Unavailable("down".into())));
     let svc = service(&s, d);
     assert_eq!(svc.receive_event(EventUrl::Message, Some(APPID), request()).await.unwrap_err(), EventError::Unavailable);
     assert_eq!(lock(&s).audits[0].status, AuditStatus::Auditing);
@@ -1188,10 +1359,11 @@ async fn an_authorized_event_finds_the_tenant_by_its_pre_auth_code() {
             },
         ))
     });
-    d.platform.expect_query_auth().returning(|_, _| {
+    // The code the event carries is the one exchanged.
+    d.platform.expect_query_auth().withf(|_, code| code.expose() == "code-9").times(1).returning(|_, _| {
         Ok(AuthorizationGrant { authorizer_appid: APPID.into(), refresh_token: Secret::new("refresh-9"), func_info: vec![18] })
     });
-    d.platform.expect_authorizer_profile().returning(|_, _| Ok(AuthorizerProfile::default()));
+    d.platform.expect_authorizer_profile().withf(|_, appid| appid == APPID).times(1).returning(|_, _| Ok(AuthorizerProfile::default()));
 
     let outcome = service(&s, d).receive_event(EventUrl::Component, None, request()).await.unwrap();
 
