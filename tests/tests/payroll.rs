@@ -1,8 +1,9 @@
 //! Payroll sheets over HTTP: the lifecycle across months, calculation figures, four-eyes
-//! approval, pay-slip delivery through the sandbox platform, scope and validation.
+//! approval, pay-slip delivery through the sandbox platform, scope and validation;
+//! supplementary sheets, the once-a-year separately taxed bonus and an employee's tax year.
 #![allow(clippy::unwrap_used)]
 use atrium_e2e::serde_json::{Value, json};
-use atrium_e2e::{Org, TestApp, e2e};
+use atrium_e2e::{Org, TestApp, e2e, join_all};
 
 fn id(v: &Value) -> i64 {
     v["id"].as_i64().unwrap()
@@ -279,7 +280,295 @@ e2e!(the_openapi_document_describes_every_payroll_route, |app| {
         ("/api/v1/payroll-sheets/{id}/calculate", "post"),
         ("/api/v1/payroll-sheets/{id}/approve", "post"),
         ("/api/v1/payroll-sheets/{id}/send", "post"),
+        ("/api/v1/employees/{id}/tax-year", "get"),
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from the OpenAPI document");
+    }
+});
+
+// ---- Supplementary sheets, the separately taxed bonus, the tax year ----
+
+/// D of t1: 20,000 a month, contributions 3,000 under the 15 % policy, no special
+/// deductions, paid by e-mail; and E, 10,000 a month.
+async fn earners(app: &TestApp, org: &Org) -> (i64, i64) {
+    app.put(&format!("/api/v1/tenants/{}", org.t1), json!({"payroll_policy": policy()}), Some(&org.admin)).await.expect(200);
+    let d = app
+        .create(
+            "/api/v1/employees",
+            json!({"name": "D", "base_salary": 2_000_000, "housing_fund_rate": "0.05", "email": "d@example.cn"}),
+            &org.t1_admin,
+        )
+        .await;
+    let e = app
+        .create(
+            "/api/v1/employees",
+            json!({"name": "E", "base_salary": 1_000_000, "housing_fund_rate": "0.05", "email": "e@example.cn"}),
+            &org.t1_admin,
+        )
+        .await;
+    (id(&d), id(&e))
+}
+
+/// Creates a sheet (as the clerk) and returns its id.
+async fn sheet_of(app: &TestApp, org: &Org, body: Value) -> i64 {
+    id(&app.create("/api/v1/payroll-sheets", body, &org.t1_clerk).await)
+}
+
+/// Calculates (as the clerk) and approves (as the tenant admin: four eyes); the approved sheet.
+async fn settle(app: &TestApp, org: &Org, sheet: i64) -> Value {
+    let path = format!("/api/v1/payroll-sheets/{sheet}");
+    app.post(&format!("{path}/calculate"), json!({}), Some(&org.t1_clerk)).await.expect(200);
+    let approved = app.post(&format!("{path}/approve"), json!({}), Some(&org.t1_admin)).await;
+    approved.expect(200);
+    assert_eq!(approved.data()["status"], "approved");
+    approved.data().clone()
+}
+
+fn money(item: &Value, field: &str) -> i64 {
+    item[field].as_i64().unwrap_or_else(|| panic!("{field} in {item}"))
+}
+
+e2e!(a_supplementary_sheet_pays_on_top_of_an_approved_month_and_later_months_and_the_tax_year_count_it, |app| {
+    let org = app.org().await;
+    let (d, _) = earners(app, &org).await;
+
+    // January regular: 20,000 − 5,000 − 3,000 = 12,000 → 360.00.
+    let jan = settle(app, &org, sheet_of(app, &org, json!({"period": "2026-01", "items": [{"employee_id": d}]})).await).await;
+    assert_eq!(jan["kind"], "regular");
+    assert_eq!((money(item(&jan, d), "cumulative_taxable"), money(item(&jan, d), "tax")), (1_200_000, 36_000));
+
+    // January supplementary, a 10,000 bonus: 22,000 → 660.00 cumulative, 300.00 withheld.
+    let body = json!({"period": "2026-01", "kind": "supplementary", "items": [{"employee_id": d, "bonus": 1_000_000}]});
+    let created = app.create("/api/v1/payroll-sheets", body, &org.t1_clerk).await;
+    assert_eq!((created["kind"].as_str(), created["title"].as_str()), (Some("supplementary"), Some("Supplementary payroll 2026-01")));
+    let extra = settle(app, &org, id(&created)).await;
+    let x = item(&extra, d);
+    assert_eq!((money(x, "gross"), money(x, "contributions"), money(x, "special_deduction")), (1_000_000, 0, 0));
+    assert_eq!((money(x, "cumulative_taxable"), money(x, "cumulative_tax"), money(x, "tax")), (2_200_000, 66_000, 30_000));
+    assert_eq!(money(x, "net_pay"), 970_000);
+    let sent = app.post(&format!("/api/v1/payroll-sheets/{}/send", id(&extra)), json!({}), Some(&org.t1_clerk)).await;
+    sent.expect(200);
+    assert_eq!(item(sent.data(), d)["delivery_status"], "delivered");
+
+    // February regular counts it: 34,000 → 1,020.00 cumulative, 360.00 withheld.
+    let feb = settle(app, &org, sheet_of(app, &org, json!({"period": "2026-02", "items": [{"employee_id": d}]})).await).await;
+    let f = item(&feb, d);
+    assert_eq!((money(f, "cumulative_taxable"), money(f, "cumulative_tax"), money(f, "tax")), (3_400_000, 102_000, 36_000));
+
+    // The list filters by kind.
+    let listed = app.get("/api/v1/payroll-sheets?kind=supplementary", Some(&org.t1_admin)).await;
+    listed.expect(200);
+    assert_eq!((listed.data()["total"].as_i64(), listed.data()["items"][0]["id"].as_i64()), (Some(1), Some(id(&extra))));
+
+    // The tax year, checked against the three sheets.
+    let year = app.get(&format!("/api/v1/employees/{d}/tax-year?year=2026"), Some(&org.t1_clerk)).await;
+    year.expect(200);
+    let y = year.data();
+    assert_eq!((y["employee_id"].as_i64(), y["tenant_id"].as_i64(), y["year"].as_i64()), (Some(d), Some(org.t1), Some(2026)));
+    let months = y["months"].as_array().unwrap();
+    assert_eq!(months.len(), 2, "{y}");
+    let (m1, m2) = (&months[0], &months[1]);
+    assert_eq!(m1["period"], "2026-01");
+    assert_eq!(m1["sheets"], json!([{"id": id(&jan), "kind": "regular"}, {"id": id(&extra), "kind": "supplementary"}]));
+    let (j, x) = (item(&jan, d), item(&extra, d));
+    for field in ["gross", "contributions", "special_deduction", "tax", "annual_bonus", "annual_bonus_tax"] {
+        assert_eq!(money(m1, field), money(j, field) + money(x, field), "January {field}");
+        assert_eq!(money(m2, field), money(f, field), "February {field}");
+    }
+    assert_eq!(
+        (money(m1, "cumulative_taxable"), money(m1, "cumulative_tax")),
+        (money(x, "cumulative_taxable"), money(x, "cumulative_tax"))
+    );
+    assert_eq!(money(m2, "cumulative_taxable"), money(f, "cumulative_taxable"));
+    let t = &y["totals"];
+    assert_eq!((money(t, "gross"), money(t, "contributions"), money(t, "tax_withheld")), (5_000_000, 600_000, 102_000));
+    // The settlement: 50,000 − 60,000 − 6,000 < 0 → no tax for the year; 1,020.00 would come back.
+    let s = &y["settlement"];
+    assert_eq!(s["estimate"], true);
+    assert_eq!((money(s, "income"), money(s, "basic_deduction"), money(s, "taxable"), money(s, "tax")), (5_000_000, 6_000_000, 0, 0));
+    assert_eq!((money(s, "tax_withheld"), money(s, "to_pay"), money(s, "to_refund")), (102_000, 0, 102_000));
+    // Another year has nothing.
+    let last_year = app.get(&format!("/api/v1/employees/{d}/tax-year?year=2025"), Some(&org.t1_admin)).await;
+    last_year.expect(200);
+    assert_eq!(last_year.data()["months"], json!([]));
+    assert_eq!((money(&last_year.data()["settlement"], "to_pay"), money(&last_year.data()["settlement"], "to_refund")), (0, 0));
+});
+
+e2e!(a_supplementary_sheet_needs_its_periods_regular_sheet_approved_and_pays_no_salary, |app| {
+    let org = app.org().await;
+    let (d, _) = earners(app, &org).await;
+    let clerk = org.t1_clerk.as_str();
+    let post = |body: Value| async move { app.post("/api/v1/payroll-sheets", body, Some(clerk)).await };
+    let extra = json!({"period": "2026-03", "kind": "supplementary", "items": [{"employee_id": d, "bonus": 100_000}]});
+
+    // No regular sheet yet, then a draft one, then a calculated one: 409 saying which.
+    let none = post(extra.clone()).await;
+    none.expect(409);
+    assert!(none.body["message"].as_str().unwrap().contains("no regular sheet for 2026-03"), "{}", none.body);
+    let regular = sheet_of(app, &org, json!({"period": "2026-03", "items": [{"employee_id": d}]})).await;
+    let draft = post(extra.clone()).await;
+    draft.expect(409);
+    assert!(draft.body["message"].as_str().unwrap().contains(&format!("(id {regular}) is draft")), "{}", draft.body);
+    app.post(&format!("/api/v1/payroll-sheets/{regular}/calculate"), json!({}), Some(clerk)).await.expect(200);
+    let calculated = post(extra.clone()).await;
+    calculated.expect(409);
+    assert!(calculated.body["message"].as_str().unwrap().contains("is calculated; approve it first"), "{}", calculated.body);
+
+    // What a supplementary item cannot carry: 400 naming the field.
+    let item_with =
+        |field: &str| json!({"period": "2026-03", "kind": "supplementary", "items": [{"employee_id": d, "bonus": 100, field: 100}]});
+    post(item_with("leave_deduction")).await.expect(400).expect_field_error("items[0].leave_deduction");
+    post(item_with("base_salary")).await.expect(400).expect_field_error("items[0].base_salary");
+    post(item_with("pension")).await.expect(400).expect_field_error("items[0].pension");
+    post(json!({"period": "2026-03", "kind": "supplementary"})).await.expect(400).expect_field_error("items");
+    post(json!({"period": "2026-03", "kind": "bonus", "items": [{"employee_id": d}]})).await.expect(400).expect_field_error("kind");
+    // Still one regular sheet per period.
+    post(json!({"period": "2026-03", "kind": "regular"})).await.expect(409);
+
+    // Nothing was created by any of them.
+    let list = app.get("/api/v1/payroll-sheets", Some(&org.t1_admin)).await;
+    assert_eq!((list.data()["total"].as_i64(), list.data()["items"][0]["id"].as_i64()), (Some(1), Some(regular)));
+
+    // Once the regular sheet is approved: any number of supplementary sheets.
+    app.post(&format!("/api/v1/payroll-sheets/{regular}/approve"), json!({}), Some(&org.t1_admin)).await.expect(200);
+    let first = post(extra.clone()).await;
+    first.expect(200);
+    post(extra.clone()).await.expect(200);
+    // A supplementary sheet edited with a leave deduction: 400, unchanged.
+    let path = format!("/api/v1/payroll-sheets/{}", id(first.data()));
+    let edit = app.put(&path, json!({"items": [{"employee_id": d, "leave_deduction": 1}]}), Some(clerk)).await;
+    edit.expect(400).expect_field_error("items[0].leave_deduction");
+    assert_eq!(item(app.get(&path, Some(clerk)).await.data(), d)["bonus"], 100_000);
+});
+
+e2e!(approval_refuses_a_sheet_whose_year_to_date_changed_since_it_was_calculated, |app| {
+    let org = app.org().await;
+    let (d, _) = earners(app, &org).await;
+    settle(app, &org, sheet_of(app, &org, json!({"period": "2026-01", "items": [{"employee_id": d}]})).await).await;
+    let extra = |bonus: i64| json!({"period": "2026-01", "kind": "supplementary", "items": [{"employee_id": d, "bonus": bonus}]});
+    let a = sheet_of(app, &org, extra(1_000_000)).await;
+    let b = sheet_of(app, &org, extra(2_000_000)).await;
+    let feb = sheet_of(app, &org, json!({"period": "2026-02", "items": [{"employee_id": d}]})).await;
+    let (clerk, admin) = (org.t1_clerk.as_str(), org.t1_admin.as_str());
+    let calculate = |sheet: i64| async move {
+        let r = app.post(&format!("/api/v1/payroll-sheets/{sheet}/calculate"), json!({}), Some(clerk)).await;
+        r.expect(200);
+        r.data().clone()
+    };
+    let approve = |sheet: i64| async move { app.post(&format!("/api/v1/payroll-sheets/{sheet}/approve"), json!({}), Some(admin)).await };
+
+    // Calculated side by side, each over January's regular sheet only:
+    // A 30,000 − 8,000 = 22,000 → 660 − 360 = 300; B 40,000 − 8,000 = 32,000 → 960 − 360 = 600;
+    // February 40,000 − 16,000 = 24,000 → 720 − 360 = 360.
+    assert_eq!(item(&calculate(a).await, d)["tax"], 30_000);
+    assert_eq!(item(&calculate(b).await, d)["tax"], 60_000);
+    assert_eq!(item(&calculate(feb).await, d)["tax"], 36_000);
+
+    approve(a).await.expect(200);
+    let stale = approve(b).await;
+    stale.expect(409);
+    assert!(stale.body["message"].as_str().unwrap().contains("recalculate"), "{}", stale.body);
+    approve(feb).await.expect(409);
+    let b_now = app.get(&format!("/api/v1/payroll-sheets/{b}"), Some(&org.t1_admin)).await;
+    assert_eq!((b_now.data()["status"].as_str(), b_now.data()["approved_at"].is_null()), (Some("calculated"), true));
+
+    // Recalculated over A too: 50,000 − 8,000 = 42,000 → 1,680 − 660 = 1,020.
+    assert_eq!(item(&calculate(b).await, d)["tax"], 102_000);
+    approve(b).await.expect(200);
+    // February over all three: 70,000 − 10,000 − 6,000 = 54,000 → 2,880 − 1,680 = 1,200.
+    assert_eq!(item(&calculate(feb).await, d)["tax"], 120_000);
+    approve(feb).await.expect(200);
+});
+
+e2e!(an_annual_bonus_is_taxed_separately_once_per_employee_and_year, |app| {
+    let org = app.org().await;
+    let (d, e) = earners(app, &org).await;
+    // January: D's annual bonus of 36,000 → 3 % → 1,080.00 taxed separately.
+    let jan =
+        sheet_of(app, &org, json!({"period": "2026-01", "items": [{"employee_id": e}, {"employee_id": d, "annual_bonus": 3_600_000}]}))
+            .await;
+    let jan = settle(app, &org, jan).await;
+    assert_eq!(item(&jan, d)["annual_bonus_tax"], 108_000);
+
+    // A second one for D in the same year, on a regular sheet: 409 naming the item, nothing saved.
+    let feb =
+        sheet_of(app, &org, json!({"period": "2026-02", "items": [{"employee_id": e}, {"employee_id": d, "annual_bonus": 100_000}]})).await;
+    let refused = app.post(&format!("/api/v1/payroll-sheets/{feb}/calculate"), json!({}), Some(&org.t1_clerk)).await;
+    refused.expect(409);
+    let errors = refused.body["data"]["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{}", refused.body);
+    assert_eq!(errors[0]["field"], "items[1].annual_bonus");
+    assert!(errors[0]["message"].as_str().unwrap().contains(&format!("payroll sheet {}", id(&jan))), "{}", refused.body);
+    let feb_now = app.get(&format!("/api/v1/payroll-sheets/{feb}"), Some(&org.t1_clerk)).await;
+    assert_eq!((feb_now.data()["status"].as_str(), item(feb_now.data(), e)["tax"].is_null()), (Some("draft"), true));
+    // Paid as a bonus instead, the sheet calculates.
+    let fixed = json!({"items": [{"employee_id": e}, {"employee_id": d, "bonus": 100_000}]});
+    app.put(&format!("/api/v1/payroll-sheets/{feb}"), fixed, Some(&org.t1_clerk)).await.expect(200);
+    settle(app, &org, feb).await;
+
+    // E's bonus on two drafts at once (a supplementary sheet of February and one of January),
+    // calculated side by side: whatever the interleaving, one of them carries it approved and
+    // the other is refused naming the item, at calculation or at approval.
+    let clerk = org.t1_clerk.as_str();
+    let for_e = |period: &str| json!({"period": period, "kind": "supplementary", "items": [{"employee_id": e, "annual_bonus": 2_400_000}]});
+    let (x, y) = (sheet_of(app, &org, for_e("2026-02")).await, sheet_of(app, &org, for_e("2026-01")).await);
+    let calculated =
+        join_all([x, y].map(|s| async move { app.post(&format!("/api/v1/payroll-sheets/{s}/calculate"), json!({}), Some(clerk)).await }))
+            .await;
+    let mut approved = vec![];
+    let mut refused = vec![];
+    // February's first: its approval does not change January's year to date, so January's is
+    // judged on the bonus alone.
+    for (sheet, calc) in [x, y].into_iter().zip(&calculated) {
+        let outcome = if calc.status == 200 {
+            app.post(&format!("/api/v1/payroll-sheets/{sheet}/approve"), json!({}), Some(&org.t1_admin)).await
+        } else {
+            app.post(&format!("/api/v1/payroll-sheets/{sheet}/calculate"), json!({}), Some(&org.t1_clerk)).await
+        };
+        match outcome.status {
+            200 => approved.push(sheet),
+            _ => {
+                outcome.expect(409);
+                assert_eq!(outcome.body["data"]["errors"][0]["field"], "items[0].annual_bonus", "{}", outcome.body);
+                refused.push(sheet);
+            }
+        }
+    }
+    assert_eq!((approved.len(), refused.len()), (1, 1), "approved {approved:?}, refused {refused:?}");
+    let year = app.get(&format!("/api/v1/employees/{e}/tax-year?year=2026"), Some(&org.t1_admin)).await;
+    assert_eq!(money(&year.data()["totals"], "annual_bonus"), 2_400_000);
+});
+
+e2e!(the_tax_year_view_is_scoped_needs_both_permissions_and_a_sane_year, |app| {
+    let org = app.org().await;
+    let (d, _) = earners(app, &org).await;
+    let path = format!("/api/v1/employees/{d}/tax-year");
+    let t1_admin = org.t1_admin.as_str();
+    let role = |code: &str, permissions: Value| {
+        let body = json!({"code": code, "name": code, "party_type": "tenant", "permissions": permissions});
+        async move { id(&app.create("/api/v1/roles", body, t1_admin).await) }
+    };
+    let payroll_only = role("payroll_only", json!(["payroll:read"])).await;
+    let employees_only = role("employees_only", json!(["employee:read"])).await;
+    let (_, payroll_reader) = app.user_token(&org.t1_admin, "payrollonly", json!({"role_ids": [payroll_only]})).await;
+    let (_, employee_reader) = app.user_token(&org.t1_admin, "employeeonly", json!({"role_ids": [employees_only]})).await;
+
+    app.get(&format!("{path}?year=2026"), None).await.expect(401);
+    let no_employees = app.get(&format!("{path}?year=2026"), Some(&payroll_reader)).await;
+    no_employees.expect(403);
+    assert_eq!(no_employees.body["message"], "missing permission employee:read");
+    let no_payroll = app.get(&format!("{path}?year=2026"), Some(&employee_reader)).await;
+    no_payroll.expect(403);
+    assert_eq!(no_payroll.body["message"], "missing permission payroll:read");
+    for outsider in [&org.t2_admin, &org.p2_admin] {
+        app.get(&format!("{path}?year=2026"), Some(outsider)).await.expect(404);
+    }
+    app.get("/api/v1/employees/999999/tax-year?year=2026", Some(&org.admin)).await.expect(404);
+    for reader in [&org.p1_admin, &org.admin, &org.t1_clerk] {
+        app.get(&format!("{path}?year=2026"), Some(reader)).await.expect(200);
+    }
+
+    for bad in ["?year=1999", "?year=2101", "?year=twenty", "?year=", ""] {
+        app.get(&format!("{path}{bad}"), Some(&org.t1_admin)).await.expect(400).expect_field_error("year");
     }
 });

@@ -18,7 +18,7 @@ use crate::routes::{
         users::list, users::get, users::create, users::update, users::delete,
         partners::list, partners::get, partners::create, partners::update, partners::delete,
         tenants::list, tenants::get, tenants::create, tenants::update, tenants::delete,
-        employees::list, employees::get, employees::create, employees::update, employees::delete,
+        employees::list, employees::get, employees::create, employees::update, employees::delete, employees::tax_year,
         payroll::list, payroll::get, payroll::create, payroll::update, payroll::calculate, payroll::approve, payroll::send,
         roles::list, roles::permissions, roles::get, roles::create, roles::update, roles::delete,
         audit::list,

@@ -1,7 +1,9 @@
 //! What clients send and receive for payroll sheets: the create and update bodies, the list
 //! parameters and the sheet and item views. Money is fen throughout.
+use crate::engine::SheetKind;
 use crate::lifecycle::SheetStatus;
 use crate::model::*;
+use crate::tax_year::{Settlement, TaxMonth, TaxYear, TaxYearTotals};
 use atrium_kernel::{Error, Id, Label, ListQuery, Money, Period};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -54,8 +56,15 @@ pub struct NewSheet {
     pub tenant_id: Option<Id>,
     #[cfg_attr(feature = "openapi", schema(example = "2026-03"))]
     pub period: Period,
+    /// `regular` (the default; one per tenant and period) or `supplementary`: arrears,
+    /// corrections or an extra bonus for a period whose regular sheet is approved or sent
+    /// (409 otherwise). A supplementary sheet lists its items, and they carry no
+    /// `leave_deduction` (it pays no base salary and no contributions).
+    #[serde(default)]
+    pub kind: SheetKind,
     pub title: Option<Label>,
-    /// Per-employee adjustments; without items the sheet covers the tenant's active employees.
+    /// Per-employee adjustments; without items a regular sheet covers the tenant's active
+    /// employees.
     #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub items: Option<Vec<ItemInput>>,
 }
@@ -86,6 +95,7 @@ pub struct SheetListParams {
     pub partner_id: Option<i64>,
     #[cfg_attr(feature = "openapi", param(value_type = Option<Period>))]
     pub period: Option<String>,
+    pub kind: Option<SheetKind>,
     /// `id`, `created_at` or `period`, `-` for descending; default `-id`.
     #[cfg_attr(feature = "openapi", param(schema_with = atrium_kernel::schema::sort::<crate::model::SheetSort>))]
     pub sort: Option<String>,
@@ -102,6 +112,7 @@ impl TryFrom<SheetListParams> for SheetQuery {
             tenant_id: p.tenant_id,
             partner_id: p.partner_id,
             period: p.period.as_deref().map(|period| Period::parse_field("period", period)).transpose()?,
+            kind: p.kind,
         })
     }
 }
@@ -115,6 +126,8 @@ pub struct SheetView {
     /// `YYYY-MM`.
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "2026-03"))]
     pub period: Period,
+    /// `regular` or `supplementary`.
+    pub kind: SheetKind,
     pub title: String,
     pub status: SheetStatus,
     pub totals: SheetTotals,
@@ -137,6 +150,7 @@ impl From<Sheet> for SheetView {
             id: s.id,
             tenant_id: s.tenant_id,
             period: s.period,
+            kind: s.kind,
             title: s.title,
             status: s.status,
             totals: s.totals,
@@ -238,6 +252,60 @@ impl From<SheetItem> for ItemView {
             delivery_attempts: d.as_ref().map_or(0, |d| d.attempts),
             delivered_at: d.as_ref().map(|d| d.at),
             delivery_error: d.and_then(|d| d.error),
+        }
+    }
+}
+
+/// `GET /employees/{id}/tax-year` parameters.
+#[derive(Debug, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
+#[serde(deny_unknown_fields)]
+pub struct TaxYearParams {
+    /// The tax year (a calendar year), 2000 to 2100.
+    #[cfg_attr(feature = "openapi", param(required = true, value_type = i32, minimum = 2000, maximum = 2100, example = 2026))]
+    pub year: Option<String>,
+}
+
+impl TaxYearParams {
+    /// The year asked for; missing, not a number or outside 2000–2100 is `Invalid` naming `year`.
+    pub fn year(&self) -> Result<i32, Error> {
+        let raw = self.year.as_deref().map(str::trim).ok_or_else(|| Error::invalid("year", "is required"))?;
+        let year: i32 = raw.parse().map_err(|_| Error::invalid("year", "must be a year, e.g. 2026"))?;
+        Period::new(year, 1).map_err(|message| Error::invalid("year", message))?;
+        Ok(year)
+    }
+}
+
+/// An employee's tax year at their tenant, from the approved and sent sheets of every kind:
+/// month by month, the year's sums, and the annual settlement estimate. Money is fen.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TaxYearView {
+    pub employee_id: i64,
+    pub tenant_id: i64,
+    pub employee_name: String,
+    pub employee_no: Option<String>,
+    pub year: i32,
+    /// Months with at least one approved or sent sheet paying the employee, in order.
+    pub months: Vec<TaxMonth>,
+    pub totals: TaxYearTotals,
+    /// Tax on the year's comprehensive income by the annual table less the tax withheld:
+    /// what the employee's annual settlement would leave to pay or to refund, as far as this
+    /// tenant's sheets show (an estimate).
+    pub settlement: Settlement,
+}
+
+impl From<TaxYear> for TaxYearView {
+    fn from(y: TaxYear) -> Self {
+        TaxYearView {
+            employee_id: y.employee_id,
+            tenant_id: y.tenant_id,
+            employee_name: y.employee_name,
+            employee_no: y.employee_no,
+            year: y.year,
+            months: y.months,
+            totals: y.totals,
+            settlement: y.settlement,
         }
     }
 }

@@ -1,5 +1,7 @@
 //! Atrium's payroll domain, framework-free: a tenant's monthly payroll sheets with an item per
-//! employee, their calculation, their lifecycle and the dispatch of pay slips.
+//! employee — a month's one regular sheet and any supplementary sheets paying extra for a
+//! settled month — their calculation, their lifecycle, the dispatch of pay slips, and an
+//! employee's tax year.
 //!
 //! - `model`: sheets, items, totals, deliveries and pay slips; `api`: what clients send and
 //!   receive ([`NewSheet`], [`SheetPatch`], [`SheetListParams`], [`SheetView`]).
@@ -11,6 +13,8 @@
 //! - `delivery`: [`PayslipChannels`], the channel policy over those transports, and the slip
 //!   as a text.
 //! - `service`: [`PayrollService`], the use cases over the ports, scoped to the caller.
+//! - `tax_year`: an employee's [`TaxYear`] from the approved and sent sheets, with the
+//!   annual settlement estimate.
 //!
 //! Features: `mock` for mockall doubles of the ports (`MockPayrollRepo`,
 //! `MockPayslipNotifier`, `MockTextSender`); `openapi` for the schemas of the request and
@@ -23,13 +27,15 @@ mod lifecycle;
 mod model;
 mod ports;
 mod service;
+mod tax_year;
 
 pub use api::*;
 pub use delivery::{PayslipChannels, payslip_text};
 pub use engine::{
-    CalculatedLine, Calculator, DeductionKind, EmployeeMonth, HousingFundRate, PayrollPolicy, Rate, SpecialDeduction, YearToDate,
+    CalculatedLine, Calculator, DeductionKind, EmployeeMonth, HousingFundRate, PayrollPolicy, Rate, SheetKind, SpecialDeduction, YearToDate,
 };
 pub use lifecycle::{SheetAction, SheetStatus, check_four_eyes};
 pub use model::*;
 pub use ports::*;
 pub use service::PayrollService;
+pub use tax_year::{ANNUAL_BASIC_DEDUCTION, Settlement, TaxMonth, TaxMonthSheet, TaxYear, TaxYearTotals};

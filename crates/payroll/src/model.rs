@@ -1,12 +1,13 @@
 //! What the payroll domain stores and reasons about: sheets (one tenant's month) with an item
 //! per employee, their totals and delivery outcomes, the employee and tenant as payroll sees
 //! them, pay slips and the channels they go out on.
-use crate::engine::CalculatedLine;
+use crate::engine::{CalculatedLine, SheetKind, YearToDate};
 use crate::lifecycle::SheetStatus;
 use atrium_kernel::payroll::{HousingFundRate, PayrollPolicy, SpecialDeduction};
 use atrium_kernel::{Error, Id, Money, Period, Result, Timestamp};
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// Per-employee adjustments of one month, entered on the sheet (fen, all ≥ 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -113,12 +114,14 @@ impl SheetTotals {
     }
 }
 
-/// A tenant's payroll for one month.
+/// A tenant's payroll for one month: its regular sheet (one per period), or a supplementary
+/// sheet paying something extra for a period whose regular sheet is approved or sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sheet {
     pub id: Id,
     pub tenant_id: Id,
     pub period: Period,
+    pub kind: SheetKind,
     pub title: String,
     pub status: SheetStatus,
     pub totals: SheetTotals,
@@ -131,6 +134,10 @@ pub struct Sheet {
     pub sent_at: Option<Timestamp>,
     /// Set while a send is under way, so a concurrent send is refused rather than doubled.
     pub send_started_at: Option<Timestamp>,
+    /// How many approved or sent sheets the year-to-date figures of the last calculation
+    /// summed (see [`YearToDateSums::basis`]); `None` until calculated. Approval refuses the
+    /// sheet when that number has changed since.
+    pub ytd_basis: Option<i64>,
     /// Bumped by every write; a write expecting another version fails with `Conflict`.
     pub version: i64,
     pub created_at: Timestamp,
@@ -138,12 +145,14 @@ pub struct Sheet {
 }
 
 impl Sheet {
-    /// A new `draft` sheet, not yet stored (id and version 0), created by `created_by` at `now`.
+    /// A new regular `draft` sheet, not yet stored (id and version 0), created by `created_by`
+    /// at `now`. (`Sheet { kind: SheetKind::Supplementary, ..Sheet::draft(…) }` for another kind.)
     pub fn draft(tenant_id: Id, period: Period, title: String, totals: SheetTotals, created_by: Option<Id>, now: Timestamp) -> Sheet {
         Sheet {
             id: 0,
             tenant_id,
             period,
+            kind: SheetKind::Regular,
             title,
             status: SheetStatus::Draft,
             totals,
@@ -154,6 +163,7 @@ impl Sheet {
             approved_at: None,
             sent_at: None,
             send_started_at: None,
+            ytd_basis: None,
             version: 0,
             created_at: now,
             updated_at: now,
@@ -176,6 +186,7 @@ pub struct SheetQuery {
     pub tenant_id: Option<Id>,
     pub partner_id: Option<Id>,
     pub period: Option<Period>,
+    pub kind: Option<SheetKind>,
 }
 
 /// What a list of these may be sorted by (`sort=name`, `sort=-created_at`).
@@ -211,6 +222,41 @@ pub struct PayrollTenant {
     pub id: Id,
     pub partner_id: Option<Id>,
     pub policy: PayrollPolicy,
+}
+
+/// The year-to-date figures a sheet is calculated with, per employee, from the tenant's
+/// approved or sent sheets of every kind in the same tax year: for a regular sheet of period
+/// P, those of the periods before P; for a supplementary sheet of P, also those of P itself.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct YearToDateSums {
+    pub by_employee: HashMap<Id, YearToDate>,
+    /// How many sheets were summed. Approved and sent sheets never change and are never
+    /// removed, so the same number later means the same figures; another number means another
+    /// sheet was approved meanwhile and the calculation is stale.
+    pub basis: i64,
+}
+
+/// The outcome of an approval: checked and written in one transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Approved: the sheet as written.
+    Approved(Box<Sheet>),
+    /// Another sheet of the tax year was approved after this one's calculation, so its
+    /// year-to-date figures (`ytd_basis`) are no longer the current ones: nothing written.
+    StaleYearToDate,
+    /// These employees of the sheet already have an annual bonus taxed separately this tax
+    /// year on another approved or sent sheet: `(employee id, that sheet's id)`. Nothing written.
+    AnnualBonusTaken(Vec<(Id, Id)>),
+}
+
+/// One of an employee's calculated items on an approved or sent sheet, for the tax-year view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaxYearLine {
+    pub sheet_id: Id,
+    pub kind: SheetKind,
+    pub period: Period,
+    pub approved_at: Option<Timestamp>,
+    pub line: CalculatedLine,
 }
 
 /// What a sheet update does to the sheet's items.

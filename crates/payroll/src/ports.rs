@@ -1,6 +1,7 @@
 //! The payroll domain's ports: sheet storage, and the two transports a pay slip can go out
 //! on (the messaging platform, and SMS or e-mail).
-use crate::engine::{CalculatedLine, YearToDate};
+use crate::engine::{CalculatedLine, SheetKind};
+use crate::lifecycle::SheetStatus;
 use crate::model::*;
 use async_trait::async_trait;
 use atrium_kernel::{AuditRecord, ContactTarget, Id, Page, Party, Period, Result};
@@ -22,16 +23,40 @@ pub trait PayrollRepo: Send + Sync + 'static {
     /// The tenant's employees: those with `ids` (any status; unknown ids are left out), or
     /// all active ones when `ids` is `None`.
     async fn employees(&self, tenant_id: Id, ids: Option<Vec<Id>>) -> Result<Vec<PayrollEmployee>>;
-    /// Per employee, the sums of their items on the tenant's approved or sent sheets of
-    /// `period`'s year before `period`.
-    async fn year_to_date(&self, tenant_id: Id, period: Period) -> Result<HashMap<Id, YearToDate>>;
+    /// The tenant's regular sheet of `period`, if it has one.
+    async fn regular_sheet(&self, tenant_id: Id, period: Period) -> Result<Option<Sheet>>;
+    /// Per employee, the sums of their items on the tenant's approved or sent sheets of every
+    /// kind in `period`'s year that a sheet of `kind` and `period` counts (see
+    /// [`YearToDateSums`]), with how many sheets were summed, read together.
+    async fn year_to_date(&self, tenant_id: Id, period: Period, kind: SheetKind) -> Result<YearToDateSums>;
+    /// Of `employee_ids`, those with an annual bonus (taxed separately) on a sheet of the
+    /// tenant in `year` other than `except_sheet` whose status is one of `statuses`: employee
+    /// id → that sheet's id.
+    async fn separate_bonuses(
+        &self,
+        tenant_id: Id,
+        year: i32,
+        except_sheet: Id,
+        statuses: Vec<SheetStatus>,
+        employee_ids: Vec<Id>,
+    ) -> Result<HashMap<Id, Id>>;
+    /// The employee if they are in `scope`.
+    async fn employee(&self, scope: Party, id: Id) -> Result<Option<PayrollEmployee>>;
+    /// The employee's calculated items on the tenant's approved or sent sheets of `year`.
+    async fn tax_year(&self, tenant_id: Id, employee_id: Id, year: i32) -> Result<Vec<TaxYearLine>>;
 
-    /// Stores a new sheet with its items; `Conflict` when the tenant already has a sheet for
-    /// the period.
+    /// Stores a new sheet with its items; `Conflict` when it is a regular sheet and the
+    /// tenant already has a regular sheet for the period.
     async fn insert_sheet(&self, sheet: Sheet, items: Vec<SheetItem>, audit: AuditRecord) -> Result<Sheet>;
     /// Writes the sheet's fields (status, totals, actors, times) and does `items` to its
     /// items; `sheet.version` is the version read.
     async fn update_sheet(&self, sheet: Sheet, items: ItemsWrite, audit: AuditRecord) -> Result<Sheet>;
+    /// Approves: in one transaction that serialises the approvals of the tenant's tax year,
+    /// checks that the sheet's year-to-date figures are still current (the basis counted now
+    /// equals `sheet.ytd_basis`) and that no employee with an annual bonus on it has one on
+    /// another approved or sent sheet of the year, then writes the sheet's fields (as
+    /// `update_sheet` with the items kept) and the audit record. A failed check writes nothing.
+    async fn approve_sheet(&self, sheet: Sheet, audit: AuditRecord) -> Result<Approval>;
     /// Writes the sheet's fields and each item's calculated line.
     async fn save_calculation(&self, sheet: Sheet, lines: Vec<(Id, CalculatedLine)>, audit: AuditRecord) -> Result<Sheet>;
     /// Writes the sheet's fields and each item's delivery outcome.

@@ -1,13 +1,15 @@
-//! The payroll use cases: sheets scoped to the caller's party, calculated by the engine with
-//! year-to-date figures from earlier approved sheets, approved by a second pair of eyes and
-//! sent as pay slips through [`PayslipNotifier`].
+//! The payroll use cases: sheets scoped to the caller's party — a period's regular sheet and
+//! its supplementary sheets — calculated by the engine with year-to-date figures from the
+//! approved sheets, approved by a second pair of eyes and sent as pay slips through
+//! [`PayslipNotifier`]; and an employee's tax year.
 use crate::api::{ItemInput, NewSheet, SheetPatch};
-use crate::engine::{CalculatedLine, Calculator, EmployeeMonth, YearToDate};
-use crate::lifecycle::{SheetAction, check_four_eyes};
+use crate::engine::{CalculatedLine, Calculator, EmployeeMonth, SheetKind, YearToDate};
+use crate::lifecycle::{SheetAction, SheetStatus, check_four_eyes};
 use crate::model::*;
 use crate::ports::{PayrollRepo, PayslipNotifier};
+use crate::tax_year::TaxYear;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Result, Timestamp};
+use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Period, Result, Timestamp};
 use futures_util::StreamExt;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
@@ -33,6 +35,7 @@ fn audit_json(s: &Sheet) -> serde_json::Value {
     json!({
         "tenant_id": s.tenant_id,
         "period": s.period.to_string(),
+        "kind": s.kind.as_str(),
         "title": s.title,
         "status": s.status.as_str(),
         "totals": s.totals,
@@ -54,6 +57,29 @@ fn check_adjustments(i: usize, a: &Adjustments, errors: &mut Vec<FieldError>) {
             errors.push(FieldError::new(format!("items[{i}].{name}"), message));
         }
     }
+}
+
+/// A supplementary item pays only allowance, overtime, bonus and the annual bonus, less
+/// pre- and after-tax deductions: no base salary, so no leave deduction either.
+fn check_supplementary(i: usize, a: &Adjustments, errors: &mut Vec<FieldError>) {
+    if a.leave_deduction != Money::ZERO {
+        errors.push(FieldError::new(
+            format!("items[{i}].leave_deduction"),
+            "a supplementary sheet pays no base salary, so it carries no leave deduction (the period's regular sheet does)",
+        ));
+    }
+}
+
+/// The 409 of an annual bonus that is already taxed separately this year on another sheet.
+fn bonus_taken(i: usize, item: &SheetItem, year: i32, other_sheet: Id) -> FieldError {
+    FieldError::new(
+        format!("items[{i}].annual_bonus"),
+        format!(
+            "{} already has an annual one-off bonus taxed separately in {year}, on payroll sheet {other_sheet}; it may be taxed \
+             separately once a tax year (pay this one as bonus instead)",
+            item.employee_name
+        ),
+    )
 }
 
 /// Prefixes the engine's field errors with the item they belong to.
@@ -96,9 +122,13 @@ impl PayrollService {
         Ok(self.repo.employees(tenant_id, Some(ids)).await?.into_iter().map(|e| (e.id, e)).collect())
     }
 
-    /// Builds items from the request, or from the tenant's active employees without one.
-    async fn items_for(&self, tenant_id: Id, input: Option<Vec<ItemInput>>) -> Result<Vec<SheetItem>> {
+    /// Builds items from the request, or from the tenant's active employees without one (a
+    /// regular sheet only: a supplementary sheet names whom it pays).
+    async fn items_for(&self, tenant_id: Id, kind: SheetKind, input: Option<Vec<ItemInput>>) -> Result<Vec<SheetItem>> {
         let Some(input) = input else {
+            if kind == SheetKind::Supplementary {
+                return Err(Error::invalid("items", "is required: a supplementary sheet lists the employees it pays"));
+            }
             let employees = self.repo.employees(tenant_id, None).await?;
             if employees.is_empty() {
                 return Err(Error::conflict("the tenant has no active employees; list the employees as items"));
@@ -115,6 +145,9 @@ impl PayrollService {
                 errors.push(FieldError::new(format!("items[{i}].employee_id"), "this employee is already on the sheet"));
             }
             check_adjustments(i, &item.adjustments(), &mut errors);
+            if kind == SheetKind::Supplementary {
+                check_supplementary(i, &item.adjustments(), &mut errors);
+            }
         }
         if !errors.is_empty() {
             return Err(Error::Invalid(errors));
@@ -133,10 +166,17 @@ impl PayrollService {
     pub async fn create(&self, actor: &Actor, input: NewSheet) -> Result<SheetDetail> {
         let tenant_id = actor.party.tenant_for_new(input.tenant_id)?;
         let tenant = self.repo.tenant(actor.party, tenant_id).await?.ok_or_else(|| Error::no_such("tenant_id", "no such tenant"))?;
-        let items = self.items_for(tenant_id, input.items).await?;
+        let items = self.items_for(tenant_id, input.kind, input.items).await?;
+        if input.kind == SheetKind::Supplementary {
+            self.check_regular_settled(tenant_id, input.period).await?;
+        }
         let now = self.clock.now();
-        let title = input.title.map(|t| t.into_string()).unwrap_or_else(|| format!("Payroll {}", input.period));
-        let sheet = Sheet::draft(tenant_id, input.period, title, SheetTotals::of(&items)?, Some(actor.user_id), now);
+        let title = input.title.map(|t| t.into_string()).unwrap_or_else(|| match input.kind {
+            SheetKind::Regular => format!("Payroll {}", input.period),
+            SheetKind::Supplementary => format!("Supplementary payroll {}", input.period),
+        });
+        let draft = Sheet::draft(tenant_id, input.period, title, SheetTotals::of(&items)?, Some(actor.user_id), now);
+        let sheet = Sheet { kind: input.kind, ..draft };
         let audit = AuditRecord::by(actor, now, "payroll_sheet.create", "payroll_sheet", None)
             .owned_by(tenant.partner_id, Some(tenant_id))
             .change(None, Some(&audit_json(&sheet)));
@@ -144,12 +184,30 @@ impl PayrollService {
         self.detail(sheet).await
     }
 
+    /// A supplementary sheet of `period` needs the period's regular sheet approved or sent:
+    /// it pays on top of it. 409 naming why otherwise.
+    async fn check_regular_settled(&self, tenant_id: Id, period: Period) -> Result<()> {
+        match self.repo.regular_sheet(tenant_id, period).await? {
+            Some(regular) if matches!(regular.status, SheetStatus::Approved | SheetStatus::Sent) => Ok(()),
+            Some(regular) => Err(Error::conflict(format!(
+                "a supplementary sheet pays on top of its period's regular sheet, and the regular sheet of {period} (id {}) is {}; \
+                 approve it first",
+                regular.id,
+                regular.status.as_str()
+            ))),
+            None => Err(Error::conflict(format!(
+                "a supplementary sheet pays on top of its period's regular sheet, and the tenant has no regular sheet for {period}; \
+                 create, calculate and approve it first"
+            ))),
+        }
+    }
+
     pub async fn update(&self, actor: &Actor, id: Id, patch: SheetPatch) -> Result<SheetDetail> {
         let before = self.sheet(actor, id).await?;
         let status = before.status.after(SheetAction::Edit)?;
         let tenant = self.tenant(actor, before.tenant_id).await?;
         let items = match patch.items {
-            Some(input) => Some(self.items_for(before.tenant_id, Some(input)).await?),
+            Some(input) => Some(self.items_for(before.tenant_id, before.kind, Some(input)).await?),
             None => None,
         };
         let now = self.clock.now();
@@ -166,6 +224,7 @@ impl PayrollService {
         after.totals = totals;
         after.calculated_by = None;
         after.calculated_at = None;
+        after.ytd_basis = None;
         after.updated_at = now;
         let audit = AuditRecord::by(actor, now, "payroll_sheet.update", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
@@ -188,18 +247,31 @@ impl PayrollService {
         })?;
         let mut items = self.repo.sheet_items(id).await?;
         let employees = self.employees_by_id(before.tenant_id, items.iter().map(|i| i.employee_id).collect()).await?;
-        let ytd = self.repo.year_to_date(before.tenant_id, before.period).await?;
+        let ytd = self.repo.year_to_date(before.tenant_id, before.period, before.kind).await?;
+        let taken = self.bonuses_taken(&before, &items, &[SheetStatus::Calculated, SheetStatus::Approved, SheetStatus::Sent]).await?;
+        let supplementary = before.kind == SheetKind::Supplementary;
 
         let mut lines: Vec<(Id, CalculatedLine)> = Vec::with_capacity(items.len());
         let mut errors = Vec::new();
         for (i, item) in items.iter_mut().enumerate() {
+            if let Some(&other) = taken.get(&item.employee_id) {
+                if errors.len() < MAX_REPORTED_ERRORS {
+                    errors.push(bonus_taken(i, item, before.period.year(), other));
+                }
+                continue;
+            }
             let Some(e) = employees.get(&item.employee_id) else {
                 errors.push(FieldError::new(format!("items[{i}].employee_id"), "this employee no longer exists"));
                 continue;
             };
             let a = item.adjustments;
+            // A supplementary item pays no salary and no contributions: the engine's
+            // supplementary mode, over a year to date that holds the period's regular sheet.
+            let (kind, base_salary, si_base) =
+                if supplementary { (SheetKind::Supplementary, Money::ZERO, None) } else { (SheetKind::Regular, e.base_salary, e.si_base) };
             let input = EmployeeMonth {
-                base_salary: e.base_salary,
+                kind,
+                base_salary,
                 allowance: a.allowance,
                 overtime: a.overtime,
                 bonus: a.bonus,
@@ -208,12 +280,12 @@ impl PayrollService {
                 after_tax_deduction: a.after_tax_deduction,
                 annual_bonus: a.annual_bonus,
                 tax_free_income: Money::ZERO,
-                si_base: e.si_base,
+                si_base,
                 housing_fund_rate: e.housing_fund_rate,
                 hire_date: e.hire_date,
                 special_deductions: &e.special_deductions,
             };
-            match calculator.calculate(&input, ytd.get(&e.id).unwrap_or(&YearToDate::ZERO)) {
+            match calculator.calculate(&input, ytd.by_employee.get(&e.id).unwrap_or(&YearToDate::ZERO)) {
                 Ok(line) => {
                     item.line = Some(line);
                     lines.push((item.id, line));
@@ -232,6 +304,7 @@ impl PayrollService {
         after.totals = SheetTotals::of(&items)?;
         after.calculated_by = Some(actor.user_id);
         after.calculated_at = Some(now);
+        after.ytd_basis = Some(ytd.basis);
         after.updated_at = now;
         let audit = AuditRecord::by(actor, now, "payroll_sheet.calculate", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
@@ -246,6 +319,10 @@ impl PayrollService {
         let tenant = self.tenant(actor, before.tenant_id).await?;
         let approver = actor.user_id;
         check_four_eyes(tenant.policy.four_eyes, before.calculated_by, approver)?;
+        if before.ytd_basis.is_none() {
+            // Calculated before calculations recorded what their year to date summed.
+            return Err(Error::conflict("this sheet's calculation did not record its year-to-date basis; recalculate it, then approve it"));
+        }
         let now = self.clock.now();
         let mut after = before.clone();
         after.status = status;
@@ -255,8 +332,43 @@ impl PayrollService {
         let audit = AuditRecord::by(actor, now, "payroll_sheet.approve", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
-        let saved = self.repo.update_sheet(after, ItemsWrite::Keep, audit).await?;
-        self.detail(saved).await
+        match self.repo.approve_sheet(after, audit).await? {
+            Approval::Approved(saved) => self.detail(*saved).await,
+            Approval::StaleYearToDate => Err(Error::conflict(format!(
+                "another payroll sheet of {} was approved after this one was calculated, so its year-to-date figures are out of \
+                 date; recalculate it, then approve it",
+                before.period.year()
+            ))),
+            Approval::AnnualBonusTaken(taken) => {
+                let items = self.repo.sheet_items(id).await?;
+                let taken: HashMap<Id, Id> = taken.into_iter().collect();
+                let errors = items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, item)| taken.get(&item.employee_id).map(|&other| bonus_taken(i, item, before.period.year(), other)))
+                    .take(MAX_REPORTED_ERRORS)
+                    .collect();
+                Err(Error::Blocked(errors))
+            }
+        }
+    }
+
+    /// Employees with an annual bonus on `sheet` that already have one on another sheet of
+    /// the tax year in one of `statuses`: employee id → that sheet's id.
+    async fn bonuses_taken(&self, sheet: &Sheet, items: &[SheetItem], statuses: &[SheetStatus]) -> Result<HashMap<Id, Id>> {
+        let with_bonus: Vec<Id> = items.iter().filter(|i| i.adjustments.annual_bonus > Money::ZERO).map(|i| i.employee_id).collect();
+        if with_bonus.is_empty() {
+            return Ok(HashMap::new());
+        }
+        self.repo.separate_bonuses(sheet.tenant_id, sheet.period.year(), sheet.id, statuses.to_vec(), with_bonus).await
+    }
+
+    /// The employee's tax year `year` at their tenant, from the approved and sent sheets of
+    /// every kind; 404 for an employee outside the caller's scope.
+    pub async fn tax_year(&self, actor: &Actor, employee_id: Id, year: i32) -> Result<TaxYear> {
+        let employee = self.repo.employee(actor.party, employee_id).await?.ok_or(Error::NotFound("employee"))?;
+        let lines = self.repo.tax_year(employee.tenant_id, employee.id, year).await?;
+        TaxYear::of(&employee, year, &lines)
     }
 
     /// Sends the pay slips not yet delivered; a sheet already sent retries its failed ones.

@@ -1,5 +1,10 @@
 //! The payroll repository: sheets, items, year-to-date sums and delivery outcomes. Every
 //! write checks the sheet's version and stores its audit record in the same transaction.
+//! What reads across a tenant's tax year (year to date, separately taxed bonuses, the
+//! approval's checks, an employee's tax year) is in `payroll/year.rs`.
+
+mod year;
+
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{Db, DbConn, MultiBackend};
 use crate::error::db_error;
@@ -12,11 +17,10 @@ use atrium_kernel::StrEnum;
 use atrium_kernel::payroll::HousingFundRate;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Period, Result, SortOrder};
 use atrium_payroll::{
-    Adjustments, CalculatedLine, Channel, Delivery, DeliveryStatus, ItemsWrite, PayrollEmployee, PayrollRepo, PayrollTenant, Sheet,
-    SheetItem, SheetQuery, SheetSort, SheetStatus, SheetTotals, YearToDate,
+    Adjustments, Approval, CalculatedLine, Channel, Delivery, DeliveryStatus, ItemsWrite, PayrollEmployee, PayrollRepo, PayrollTenant,
+    Sheet, SheetItem, SheetKind, SheetQuery, SheetSort, SheetStatus, SheetTotals, TaxYearLine, YearToDateSums,
 };
 use chrono::{NaiveDate, NaiveDateTime};
-use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use std::collections::HashMap;
@@ -63,6 +67,8 @@ struct SheetRow {
     version: i64,
     created_at: NaiveDateTime,
     updated_at: NaiveDateTime,
+    kind: String,
+    ytd_basis: Option<i64>,
 }
 
 fn sheet_from_row(r: SheetRow) -> Result<Sheet> {
@@ -70,6 +76,7 @@ fn sheet_from_row(r: SheetRow) -> Result<Sheet> {
         id: r.id,
         tenant_id: r.tenant_id,
         period: Period::parse(&r.period).map_err(|_| corrupt("period"))?,
+        kind: parse_enum(&r.kind, SheetKind::parse, "payroll sheet kind")?,
         title: r.title,
         status: parse_enum(&r.status, SheetStatus::parse, "payroll sheet status")?,
         totals: SheetTotals {
@@ -88,6 +95,7 @@ fn sheet_from_row(r: SheetRow) -> Result<Sheet> {
         approved_at: r.approved_at.map(from_db),
         sent_at: r.sent_at.map(from_db),
         send_started_at: r.send_started_at.map(from_db),
+        ytd_basis: r.ytd_basis,
         version: r.version,
         created_at: from_db(r.created_at),
         updated_at: from_db(r.updated_at),
@@ -118,6 +126,8 @@ fn sheet_row(s: &Sheet) -> SheetRow {
         version: s.version,
         created_at: to_db(s.created_at),
         updated_at: to_db(s.updated_at),
+        kind: s.kind.as_str().to_owned(),
+        ytd_basis: s.ytd_basis,
     }
 }
 
@@ -197,6 +207,9 @@ fn filtered(scope: Party, q: &SheetQuery) -> payroll_sheets::BoxedQuery<'static,
     }
     if let Some(p) = q.period {
         query = query.filter(payroll_sheets::period.eq(p.to_string()));
+    }
+    if let Some(k) = q.kind {
+        query = query.filter(payroll_sheets::kind.eq(k.as_str()));
     }
     if q.list.keyword.as_deref().is_some_and(|k| !searchable(k)) {
         query = query.filter(nothing());
@@ -421,50 +434,55 @@ impl PayrollRepo for PayrollStore {
             .await
     }
 
-    async fn year_to_date(&self, tenant_id: Id, period: Period) -> Result<HashMap<Id, YearToDate>> {
+    async fn regular_sheet(&self, tenant_id: Id, period: Period) -> Result<Option<Sheet>> {
         self.db
             .run(move |conn| {
-                let sum = |col: &str| sql::<Nullable<BigInt>>(&format!("CAST(SUM(payroll_items.{col}) AS BIGINT)"));
-                let earlier = payroll_sheets::table
+                let row: Option<SheetRow> = payroll_sheets::table
                     .filter(payroll_sheets::tenant_id.eq(tenant_id))
-                    .filter(payroll_sheets::status.eq_any(["approved", "sent"]))
-                    .filter(payroll_sheets::period.ge(period.year_start().to_string()))
-                    .filter(payroll_sheets::period.lt(period.to_string()))
-                    .select(payroll_sheets::id);
-                type Sums = (i64, Option<i64>, Option<i64>, Option<i64>, Option<i64>, Option<i64>, Option<i64>);
-                let rows: Vec<Sums> = payroll_items::table
-                    .filter(payroll_items::sheet_id.eq_any(earlier))
-                    .group_by(payroll_items::employee_id)
-                    .select((
-                        payroll_items::employee_id,
-                        sum("gross"),
-                        sum("tax_free_income"),
-                        sum("contributions"),
-                        sum("special_deduction"),
-                        sum("other_deduction"),
-                        sum("tax"),
-                    ))
-                    .load(conn)
+                    .filter(payroll_sheets::period.eq(period.to_string()))
+                    .filter(payroll_sheets::kind.eq(SheetKind::Regular.as_str()))
+                    .select(SheetRow::as_select())
+                    .first(conn)
+                    .optional()
                     .map_err(db_error)?;
-                let fen = |v: Option<i64>| Money::from_fen(v.unwrap_or(0));
-                Ok(rows
-                    .into_iter()
-                    .map(|(id, gross, free, contributions, special, other, tax)| {
-                        (
-                            id,
-                            YearToDate {
-                                gross: fen(gross),
-                                tax_free_income: fen(free),
-                                contributions: fen(contributions),
-                                special_deductions: fen(special),
-                                other_deductions: fen(other),
-                                tax_withheld: fen(tax),
-                            },
-                        )
-                    })
-                    .collect())
+                row.map(sheet_from_row).transpose()
             })
             .await
+    }
+
+    async fn year_to_date(&self, tenant_id: Id, period: Period, kind: SheetKind) -> Result<YearToDateSums> {
+        self.db.run(move |conn| year::year_to_date(conn, tenant_id, period, kind)).await
+    }
+
+    async fn separate_bonuses(
+        &self,
+        tenant_id: Id,
+        year: i32,
+        except_sheet: Id,
+        statuses: Vec<SheetStatus>,
+        employee_ids: Vec<Id>,
+    ) -> Result<HashMap<Id, Id>> {
+        self.db.run(move |conn| year::separate_bonuses(conn, tenant_id, year, except_sheet, &statuses, &employee_ids)).await
+    }
+
+    async fn employee(&self, scope: Party, id: Id) -> Result<Option<PayrollEmployee>> {
+        self.db
+            .run(move |conn| {
+                let in_scope = employees::table.into_boxed::<MultiBackend>();
+                let in_scope = match scope {
+                    Party::Platform => in_scope,
+                    Party::Partner { partner_id } => in_scope.filter(employees::tenant_id.eq_any(ids_of_partner(partner_id))),
+                    Party::Tenant { tenant_id, .. } => in_scope.filter(employees::tenant_id.eq(tenant_id)),
+                };
+                let row: Option<EmployeeRow> =
+                    in_scope.filter(employees::id.eq(id)).select(EmployeeRow::as_select()).first(conn).optional().map_err(db_error)?;
+                row.map(employee_from_row).transpose()
+            })
+            .await
+    }
+
+    async fn tax_year(&self, tenant_id: Id, employee_id: Id, year: i32) -> Result<Vec<TaxYearLine>> {
+        self.db.run(move |conn| year::tax_year(conn, tenant_id, employee_id, year)).await
     }
 
     async fn insert_sheet(&self, sheet: Sheet, items: Vec<SheetItem>, audit: AuditRecord) -> Result<Sheet> {
@@ -475,7 +493,9 @@ impl PayrollRepo for PayrollStore {
                     .returning(payroll_sheets::id)
                     .get_result(conn)
                     .map_err(|e| match db_error(e) {
-                        Error::Conflict(_) => Error::conflict(format!("the tenant already has a payroll sheet for {}", sheet.period)),
+                        Error::Conflict(_) => {
+                            Error::conflict(format!("the tenant already has a regular payroll sheet for {}", sheet.period))
+                        }
                         other => other,
                     })?;
                 insert_items(conn, id, &items)?;
@@ -515,6 +535,25 @@ impl PayrollRepo for PayrollStore {
                 }
                 write_audit(conn, &audit)?;
                 Ok(saved)
+            })
+            .await
+    }
+
+    async fn approve_sheet(&self, sheet: Sheet, audit: AuditRecord) -> Result<Approval> {
+        self.db
+            .write(move |conn| {
+                year::lock_tax_year(conn, sheet.tenant_id, sheet.period.year())?;
+                let basis = year::ytd_sheet_ids(conn, sheet.tenant_id, sheet.period, sheet.kind)?.len();
+                if sheet.ytd_basis != i64::try_from(basis).ok() {
+                    return Ok(Approval::StaleYearToDate);
+                }
+                let taken = year::bonuses_taken_by_sheet(conn, &sheet)?;
+                if !taken.is_empty() {
+                    return Ok(Approval::AnnualBonusTaken(taken));
+                }
+                let saved = write_sheet(conn, &sheet)?;
+                write_audit(conn, &audit)?;
+                Ok(Approval::Approved(Box::new(saved)))
             })
             .await
     }

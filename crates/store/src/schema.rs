@@ -287,6 +287,9 @@ diesel::table! {
         version -> BigInt,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        // migration 2026-11-27-000080_payroll_kinds
+        kind -> Text,
+        ytd_basis -> Nullable<BigInt>,
     }
 }
 

@@ -2,8 +2,10 @@
 //! numbers are masked unless the caller holds `employee:read_sensitive`.
 use actix_web::web;
 use atrium_org::{EmployeeListParams, EmployeePatch, EmployeeQuery, EmployeeView, NewEmployee};
+use atrium_payroll::{TaxYearParams, TaxYearView};
 
 use super::IdPath;
+use super::payroll::PayrollRead;
 use crate::app::AppState;
 use crate::envelope::{ApiResult, ok};
 use crate::extract::{Authorized, Json};
@@ -19,7 +21,8 @@ permission!(
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/employees").route(web::get().to(list)).route(web::post().to(create)))
-        .service(web::resource("/employees/{id}").route(web::get().to(get)).route(web::put().to(update)).route(web::delete().to(delete)));
+        .service(web::resource("/employees/{id}").route(web::get().to(get)).route(web::put().to(update)).route(web::delete().to(delete)))
+        .service(web::resource("/employees/{id}/tax-year").route(web::get().to(tax_year)));
 }
 
 /// List employees.
@@ -63,4 +66,27 @@ pub async fn update(
 pub async fn delete(state: web::Data<AppState>, auth: Authorized<EmployeeDelete>, id: web::Path<i64>) -> ApiResult {
     state.employees.delete(&auth.actor, id.into_inner()).await?;
     ok(serde_json::json!({}))
+}
+
+/// An employee's tax year: what approved and sent payroll sheets paid and withheld, and the
+/// annual settlement estimate.
+///
+/// From the employee's tenant's approved and sent sheets of every kind (regular and
+/// supplementary): month by month gross, contributions, special deductions, cumulative taxable
+/// income, tax withheld and the separately taxed annual bonus with its tax; the year's sums;
+/// and the annual settlement as far as these sheets show (`to_pay` or `to_refund`; income from
+/// elsewhere is unknown). The caller needs `employee:read` as well as `payroll:read`.
+#[utoipa::path(get, path = "/api/v1/employees/{id}/tax-year", tag = "employees", params(IdPath, TaxYearParams),
+    security(("bearer" = ["payroll:read"])),
+    responses((status = 200, body = TaxYearView), (status = 400, description = "`year` is missing, not a number or outside 2000–2100"),
+        (status = 403, description = "Without `payroll:read` or without `employee:read`"), (status = 404)))]
+pub async fn tax_year(
+    state: web::Data<AppState>,
+    auth: Authorized<PayrollRead>,
+    id: web::Path<i64>,
+    q: web::Query<TaxYearParams>,
+) -> ApiResult {
+    auth.actor.require(perm::EMPLOYEE_READ.name)?;
+    let year = q.year()?;
+    ok(TaxYearView::from(state.payroll.tax_year(&auth.actor, id.into_inner(), year).await?))
 }

@@ -42,9 +42,12 @@ pub async fn get(state: web::Data<AppState>, auth: Authorized<PayrollRead>, id: 
     ok(SheetView::from(state.payroll.get(&auth.actor, id.into_inner()).await?))
 }
 
-/// Create a payroll sheet (`draft`). Without `items` it covers the tenant's active employees.
+/// Create a payroll sheet (`draft`): the period's `regular` sheet (without `items` it covers
+/// the tenant's active employees), or a `supplementary` one paying extra for a period whose
+/// regular sheet is approved or sent.
 #[utoipa::path(post, path = "/api/v1/payroll-sheets", tag = "payroll", request_body = NewSheet, security(("bearer" = ["payroll:create"])),
-    responses((status = 200, body = SheetView), (status = 400), (status = 409, description = "The tenant already has a sheet for the period")))]
+    responses((status = 200, body = SheetView), (status = 400, description = "Bad input, e.g. a leave deduction on a supplementary item (fields name the item)"),
+        (status = 409, description = "The tenant already has a regular sheet for the period, or (supplementary) the period's regular sheet is not approved or sent")))]
 pub async fn create(state: web::Data<AppState>, auth: Authorized<PayrollCreate>, body: Json<NewSheet>) -> ApiResult {
     ok(SheetView::from(state.payroll.create(&auth.actor, body.0).await?))
 }
@@ -58,10 +61,11 @@ pub async fn update(state: web::Data<AppState>, auth: Authorized<PayrollUpdate>,
 }
 
 /// Calculate salaries: contributions, cumulative income tax and net pay of every item, with
-/// year-to-date figures from the tenant's approved or sent sheets of the year.
+/// year-to-date figures from the tenant's approved or sent sheets of every kind of the year.
 #[utoipa::path(post, path = "/api/v1/payroll-sheets/{id}/calculate", tag = "payroll", params(IdPath), security(("bearer" = ["payroll:calculate"])),
     responses((status = 200, body = SheetView), (status = 400, description = "An item's input is inconsistent (fields name the item)"),
-        (status = 404), (status = 409, description = "The sheet is approved or sent")))]
+        (status = 404), (status = 409, description = "The sheet is approved or sent, or items cannot be calculated (fields name them: \
+            an inconsistent item, an annual bonus already taxed separately this year on another calculated, approved or sent sheet)")))]
 pub async fn calculate(state: web::Data<AppState>, auth: Authorized<PayrollCalculate>, id: web::Path<i64>) -> ApiResult {
     ok(SheetView::from(state.payroll.calculate(&auth.actor, id.into_inner()).await?))
 }
@@ -69,7 +73,9 @@ pub async fn calculate(state: web::Data<AppState>, auth: Authorized<PayrollCalcu
 /// Approve a calculated sheet. With the tenant's `four_eyes` (default) the approver must not
 /// be the user who calculated it (403).
 #[utoipa::path(post, path = "/api/v1/payroll-sheets/{id}/approve", tag = "payroll", params(IdPath), security(("bearer" = ["payroll:approve"])),
-    responses((status = 200, body = SheetView), (status = 403), (status = 404), (status = 409, description = "The sheet is not calculated")))]
+    responses((status = 200, body = SheetView), (status = 403), (status = 404), (status = 409, description = "The sheet is not calculated; \
+        another sheet of the tax year was approved since it was calculated (recalculate it); or an annual bonus on it is already taxed \
+        separately this year on another approved or sent sheet (fields name the items)")))]
 pub async fn approve(state: web::Data<AppState>, auth: Authorized<PayrollApprove>, id: web::Path<i64>) -> ApiResult {
     ok(SheetView::from(state.payroll.approve(&auth.actor, id.into_inner()).await?))
 }

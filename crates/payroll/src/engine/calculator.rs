@@ -1,4 +1,4 @@
-use super::input::EmployeeMonth;
+use super::input::{EmployeeMonth, SheetKind};
 use super::line::{CalculatedLine, YearToDate};
 use super::tax::{annual_bonus_tax, cumulative_tax, mul_div_round};
 use atrium_kernel::payroll::{PPM, PayrollPolicy, Rate, SpecialDeduction};
@@ -46,7 +46,12 @@ impl Calculator {
     }
 
     /// Calculates one employee's month from their input and the sums of their earlier months
-    /// this tax year. Fails, naming the fields, when the input is inconsistent: an amount
+    /// this tax year. For a supplementary month (`input.kind`), `ytd` must also hold the
+    /// month's regular sheet and its supplementary sheets approved before this one: the
+    /// result is then the cumulative method over all of them — cumulative tax on the new
+    /// cumulative taxable income less all tax withheld so far, never negative.
+    ///
+    /// Fails, naming the fields, when the input is inconsistent: an amount
     /// outside `0..=Money::MAX_INPUT`, a leave deduction above the month's earnings, tax-free
     /// income above gross, or a hire date after the period. Every sum is checked: a figure
     /// that would not fit is an error naming the field it came from, never a wrong figure.
@@ -60,18 +65,8 @@ impl Calculator {
             ("bonus", input.bonus),
         ])?;
         let gross = minus(earnings, "leave_deduction", input.leave_deduction)?;
-        let policy = &self.policy;
-
-        // Contributions: each on its clamped base, each rounded to the fen.
-        let raw_base = input.si_base.unwrap_or(input.base_salary);
-        let si_base = raw_base.clamp(policy.si_base_floor, policy.si_base_cap);
-        let hf_base = raw_base.clamp(policy.hf_base_floor, policy.hf_base_cap);
-        let pension = apply(si_base, policy.pension_rate);
-        let medical = sum(&[("si_base", apply(si_base, policy.medical_rate)), ("medical_fixed", policy.medical_fixed)])?;
-        let unemployment = apply(si_base, policy.unemployment_rate);
-        let housing_fund = apply(hf_base, input.housing_fund_rate.rate());
-        let contributions =
-            sum(&[("si_base", pension), ("si_base", medical), ("si_base", unemployment), ("housing_fund_rate", housing_fund)])?;
+        let Contributions { si_base, hf_base, pension, medical, unemployment, housing_fund, total: contributions } =
+            self.contributions(input)?;
 
         // Cumulative withholding: this year's months at this employer through this period.
         let end = period_index(self.period);
@@ -130,6 +125,24 @@ impl Calculator {
         })
     }
 
+    /// The employee's contributions, each on its clamped base and rounded to the fen; none
+    /// for a supplementary month (the month's regular sheet paid them).
+    fn contributions(&self, input: &EmployeeMonth<'_>) -> Result<Contributions, Error> {
+        if input.kind == SheetKind::Supplementary {
+            return Ok(Contributions::default());
+        }
+        let policy = &self.policy;
+        let raw_base = input.si_base.unwrap_or(input.base_salary);
+        let si_base = raw_base.clamp(policy.si_base_floor, policy.si_base_cap);
+        let hf_base = raw_base.clamp(policy.hf_base_floor, policy.hf_base_cap);
+        let pension = apply(si_base, policy.pension_rate);
+        let medical = sum(&[("si_base", apply(si_base, policy.medical_rate)), ("medical_fixed", policy.medical_fixed)])?;
+        let unemployment = apply(si_base, policy.unemployment_rate);
+        let housing_fund = apply(hf_base, input.housing_fund_rate.rate());
+        let total = sum(&[("si_base", pension), ("si_base", medical), ("si_base", unemployment), ("housing_fund_rate", housing_fund)])?;
+        Ok(Contributions { si_base, hf_base, pension, medical, unemployment, housing_fund, total })
+    }
+
     /// Month index of January of the period's year, or of the hire month if later.
     fn first_month_employed(&self, input: &EmployeeMonth<'_>) -> i64 {
         let january = month_index(self.period.year(), 1);
@@ -144,6 +157,18 @@ impl Calculator {
 /// [`Calculator::calculate`]. Prefer a [`Calculator`] when calculating a whole sheet.
 pub fn calculate(policy: &PayrollPolicy, period: Period, input: &EmployeeMonth<'_>, ytd: &YearToDate) -> Result<CalculatedLine, Error> {
     Calculator::new(*policy, period)?.calculate(input, ytd)
+}
+
+/// An employee's social insurance and housing fund for one month.
+#[derive(Debug, Default)]
+struct Contributions {
+    si_base: Money,
+    hf_base: Money,
+    pension: Money,
+    medical: Money,
+    unemployment: Money,
+    housing_fund: Money,
+    total: Money,
 }
 
 /// A figure derived from `field` that does not fit in i64 fen.
@@ -208,6 +233,18 @@ fn check(input: &EmployeeMonth<'_>, start: i64, period: Period) -> Result<(), Er
     }
     if start > period_index(period) {
         problems.push(FieldError::new("hire_date", format!("must not be after the period {period}")));
+    }
+    if input.kind == SheetKind::Supplementary {
+        // The month's regular sheet paid the salary and its contributions.
+        if input.base_salary != Money::ZERO {
+            problems.push(FieldError::new("base_salary", "a supplementary sheet pays no base salary; the regular sheet does"));
+        }
+        if input.leave_deduction != Money::ZERO {
+            problems.push(FieldError::new("leave_deduction", "a supplementary sheet carries no leave deduction; the regular sheet does"));
+        }
+        if input.si_base.is_some() {
+            problems.push(FieldError::new("si_base", "a supplementary sheet has no contributions; the regular sheet paid them"));
+        }
     }
     if problems.is_empty() { Ok(()) } else { Err(Error::Invalid(problems)) }
 }

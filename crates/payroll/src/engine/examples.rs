@@ -531,3 +531,218 @@ fn a_year_to_date_that_would_overflow_is_left_unchanged() {
     assert_eq!(ytd.gross, fen(i64::MAX));
     assert_eq!([line, line].iter().collect::<Result<YearToDate, _>>().map(|y| y.gross), Ok(fen(2 * line.gross.fen())));
 }
+
+// ---- Supplementary months: extra pay for a month whose regular sheet is approved ----
+//
+// A supplementary month has no base salary and no contributions; its year to date holds the
+// month's regular sheet (and the month's supplementary sheets approved before it), so the
+// cumulative formula does not count the month's 5,000 or special deductions again.
+
+/// Calculates one sheet of `period` over `ytd` and adds it to `ytd`, as approving it would.
+fn pay<'a>(policy: PayrollPolicy, period: Period, input: EmployeeMonth<'a>, ytd: &mut YearToDate) -> CalculatedLine {
+    let line = Calculator::new(policy, period).unwrap().calculate(&input, ytd).unwrap();
+    ytd.add(&line).unwrap();
+    line
+}
+
+fn extra<'a>() -> EmployeeMonth<'a> {
+    EmployeeMonth::supplementary()
+}
+
+#[test]
+fn payroll_md_supplementary_example_withholds_360_then_300_then_360() {
+    // Salary 20,000, contributions 3,000 (15 %), no special deductions.
+    // January regular: 20,000 − 5,000 − 3,000 = 12,000 → 360.
+    // January supplementary bonus 10,000: 30,000 − 5,000 − 3,000 = 22,000 → 660; 660 − 360 = 300.
+    // February regular: 50,000 − 10,000 − 6,000 = 34,000 → 1,020; 1,020 − 660 = 360.
+    let mut ytd = YearToDate::ZERO;
+    let salary = EmployeeMonth::new(yuan(20_000), hf("0.05"));
+
+    let jan = pay(fifteen_percent_policy(), month(1), salary, &mut ytd);
+    let bonus = pay(fifteen_percent_policy(), month(1), EmployeeMonth { bonus: yuan(10_000), ..extra() }, &mut ytd);
+    let feb = pay(fifteen_percent_policy(), month(2), salary, &mut ytd);
+
+    assert_eq!((jan.cumulative_taxable, jan.tax), (yuan(12_000), yuan(360)));
+    assert_eq!((bonus.cumulative_taxable, bonus.cumulative_tax, bonus.tax), (yuan(22_000), yuan(660), yuan(300)));
+    assert_eq!((feb.cumulative_taxable, feb.cumulative_tax, feb.tax), (yuan(34_000), yuan(1_020), yuan(360)));
+    // The supplementary line: no contributions, no second basic deduction, net 10,000 − 300.
+    assert_eq!((bonus.contributions, bonus.si_base, bonus.hf_base, bonus.months_employed), (Money::ZERO, Money::ZERO, Money::ZERO, 1));
+    assert_eq!((bonus.gross, bonus.net_pay), (yuan(10_000), yuan(9_700)));
+}
+
+#[test]
+fn a_supplementary_bonus_that_crosses_into_the_ten_percent_band_is_taxed_across_it() {
+    // Salary 30,000, contributions 4,500: January regular 30,000 − 5,000 − 4,500 = 20,500 → 615.
+    // Supplementary bonus 20,000: 40,500 → 4,050 − 2,520 = 1,530; 1,530 − 615 = 915
+    // (15,500 at 3 % = 465 plus 4,500 at 10 % = 450: 915, not 20,000 × 3 % = 600).
+    let mut ytd = YearToDate::ZERO;
+
+    pay(fifteen_percent_policy(), month(1), EmployeeMonth::new(yuan(30_000), hf("0.05")), &mut ytd);
+    let bonus = pay(fifteen_percent_policy(), month(1), EmployeeMonth { bonus: yuan(20_000), ..extra() }, &mut ytd);
+
+    assert_eq!((bonus.cumulative_taxable, bonus.cumulative_tax, bonus.tax), (yuan(40_500), yuan(1_530), yuan(915)));
+}
+
+#[test]
+fn a_supplementary_correction_whose_tax_would_be_negative_withholds_nothing_and_refunds_nothing() {
+    // Salary 20,000, contributions 3,000: January regular 12,000 → 360.
+    // Supplementary: allowance 1,000 with an enterprise-annuity correction of 6,000 pre-tax:
+    //   21,000 − 5,000 − 3,000 − 6,000 = 7,000 → 210 < 360 → tax 0 (not −150). Net 1,000.
+    // February regular: 41,000 − 10,000 − 6,000 − 6,000 = 19,000 → 570; 570 − 360 = 210.
+    let mut ytd = YearToDate::ZERO;
+    let salary = EmployeeMonth::new(yuan(20_000), hf("0.05"));
+
+    pay(fifteen_percent_policy(), month(1), salary, &mut ytd);
+    let correction = pay(
+        fifteen_percent_policy(),
+        month(1),
+        EmployeeMonth { allowance: yuan(1_000), other_pre_tax_deduction: yuan(6_000), ..extra() },
+        &mut ytd,
+    );
+    let feb = pay(fifteen_percent_policy(), month(2), salary, &mut ytd);
+
+    assert_eq!((correction.cumulative_taxable, correction.cumulative_tax), (yuan(7_000), yuan(210)));
+    assert_eq!((correction.tax, correction.net_pay), (Money::ZERO, yuan(1_000)));
+    assert_eq!((feb.cumulative_taxable, feb.tax), (yuan(19_000), yuan(210)));
+}
+
+#[test]
+fn a_supplementary_sheet_in_june_counts_the_half_year_before_it() {
+    // 10,000 at 15 % → 1,500; taxable 3,500 a month, 105 withheld each of January–June.
+    // June supplementary overtime 2,000: 62,000 − 30,000 − 9,000 = 23,000 → 690; 690 − 630 = 60.
+    let mut ytd = YearToDate::ZERO;
+    for m in 1..=6 {
+        pay(fifteen_percent_policy(), month(m), EmployeeMonth::new(yuan(10_000), hf("0.05")), &mut ytd);
+    }
+
+    let overtime = pay(fifteen_percent_policy(), month(6), EmployeeMonth { overtime: yuan(2_000), ..extra() }, &mut ytd);
+
+    assert_eq!(overtime.months_employed, 6);
+    assert_eq!((overtime.cumulative_taxable, overtime.cumulative_tax, overtime.tax), (yuan(23_000), yuan(690), yuan(60)));
+}
+
+#[test]
+fn a_supplementary_sheet_does_not_count_the_months_special_deductions_again() {
+    // 10,000 at 15 %, children's education 2,000: January regular 10,000 − 5,000 − 1,500 − 2,000
+    // = 1,500 → 45. Supplementary bonus 3,000: 13,000 − 5,000 − 1,500 − 2,000 = 4,500 → 135;
+    // 135 − 45 = 90. The deduction counted by the supplementary line: 2,000 − 2,000 = 0.
+    let child = [deduction(DeductionKind::ChildrenEducation, 2_000, month(1), None)];
+    let mut ytd = YearToDate::ZERO;
+
+    pay(
+        fifteen_percent_policy(),
+        month(1),
+        EmployeeMonth { special_deductions: &child, ..EmployeeMonth::new(yuan(10_000), hf("0.05")) },
+        &mut ytd,
+    );
+    let bonus =
+        pay(fifteen_percent_policy(), month(1), EmployeeMonth { bonus: yuan(3_000), special_deductions: &child, ..extra() }, &mut ytd);
+
+    assert_eq!((bonus.cumulative_taxable, bonus.tax), (yuan(4_500), yuan(90)));
+    assert_eq!((bonus.special_deduction, bonus.cumulative_special_deduction), (Money::ZERO, yuan(2_000)));
+    assert_eq!(ytd.special_deductions, yuan(2_000));
+}
+
+#[test]
+fn a_supplementary_sheet_for_someone_hired_in_april_counts_the_basic_deduction_from_april() {
+    // Hired 15 April; 20,000 at 15 %: April regular 12,000 → 360.
+    // April supplementary allowance 5,000: 25,000 − 5,000 − 3,000 = 17,000 → 510; 510 − 360 = 150.
+    let hired = NaiveDate::from_ymd_opt(YEAR, 4, 15);
+    let mut ytd = YearToDate::ZERO;
+
+    pay(fifteen_percent_policy(), month(4), EmployeeMonth { hire_date: hired, ..EmployeeMonth::new(yuan(20_000), hf("0.05")) }, &mut ytd);
+    let arrears = pay(fifteen_percent_policy(), month(4), EmployeeMonth { allowance: yuan(5_000), hire_date: hired, ..extra() }, &mut ytd);
+
+    assert_eq!(arrears.months_employed, 1);
+    assert_eq!((arrears.cumulative_taxable, arrears.tax), (yuan(17_000), yuan(150)));
+}
+
+#[test]
+fn two_supplementary_sheets_of_a_month_each_count_the_ones_approved_before() {
+    // Salary 20,000: January regular 12,000 → 360. First supplementary bonus 10,000:
+    // 22,000 → 660 → 300. Second, bonus 20,000, over both: 50,000 − 5,000 − 3,000 = 42,000
+    // → 4,200 − 2,520 = 1,680; 1,680 − 660 = 1,020.
+    let mut ytd = YearToDate::ZERO;
+
+    pay(fifteen_percent_policy(), month(1), EmployeeMonth::new(yuan(20_000), hf("0.05")), &mut ytd);
+    let first = pay(fifteen_percent_policy(), month(1), EmployeeMonth { bonus: yuan(10_000), ..extra() }, &mut ytd);
+    let second = pay(fifteen_percent_policy(), month(1), EmployeeMonth { bonus: yuan(20_000), ..extra() }, &mut ytd);
+
+    assert_eq!(first.tax, yuan(300));
+    assert_eq!((second.cumulative_taxable, second.cumulative_tax, second.tax), (yuan(42_000), yuan(1_680), yuan(1_020)));
+    assert_eq!(ytd.tax_withheld, yuan(1_680));
+}
+
+#[test]
+fn an_after_tax_deduction_on_a_supplementary_sheet_lowers_its_net_pay_only() {
+    // Salary 20,000: January 12,000 → 360. Supplementary overtime 1,000, after-tax 200:
+    // 13,000 → 390 → 30 withheld; net 1,000 − 30 − 200 = 770.
+    let mut ytd = YearToDate::ZERO;
+
+    pay(fifteen_percent_policy(), month(1), EmployeeMonth::new(yuan(20_000), hf("0.05")), &mut ytd);
+    let line = pay(
+        fifteen_percent_policy(),
+        month(1),
+        EmployeeMonth { overtime: yuan(1_000), after_tax_deduction: yuan(200), ..extra() },
+        &mut ytd,
+    );
+
+    assert_eq!((line.cumulative_taxable, line.tax, line.net_pay), (yuan(13_000), yuan(30), yuan(770)));
+}
+
+#[test]
+fn an_annual_bonus_on_a_supplementary_sheet_is_taxed_apart_and_leaves_the_cumulative_figures_alone() {
+    // Salary 20,000: January 12,000 → 360. Supplementary annual bonus 36,000: 36,000 ÷ 12 =
+    // 3,000 → 3 % → 1,080. Cumulative taxable stays 12,000 → 360, so 0 more withheld.
+    // Net 36,000 − 1,080 = 34,920.
+    let mut ytd = YearToDate::ZERO;
+
+    pay(fifteen_percent_policy(), month(1), EmployeeMonth::new(yuan(20_000), hf("0.05")), &mut ytd);
+    let line = pay(fifteen_percent_policy(), month(1), EmployeeMonth { annual_bonus: yuan(36_000), ..extra() }, &mut ytd);
+
+    assert_eq!((line.gross, line.cumulative_taxable, line.tax), (Money::ZERO, yuan(12_000), Money::ZERO));
+    assert_eq!((line.annual_bonus_tax, line.net_pay), (yuan(1_080), yuan(34_920)));
+}
+
+#[test]
+fn a_low_earners_supplementary_bonus_pays_no_contributions_although_a_zero_base_would_clamp_to_the_floor() {
+    // Salary 6,000, base clamped to the floor 7,162: 15 % = 1,074.30. January regular
+    // 6,000 − 5,000 − 1,074.30 < 0 → 0. Supplementary bonus 2,000 (a zero base would clamp to
+    // the floor too, but a supplementary month has no contributions):
+    //   8,000 − 5,000 − 1,074.30 = 1,925.70 → 57.771 → 57.77.
+    let mut ytd = YearToDate::ZERO;
+
+    let jan = pay(fifteen_percent_policy(), month(1), EmployeeMonth::new(yuan(6_000), hf("0.05")), &mut ytd);
+    let bonus = pay(fifteen_percent_policy(), month(1), EmployeeMonth { bonus: yuan(2_000), ..extra() }, &mut ytd);
+
+    assert_eq!((jan.contributions, jan.tax), (fen(107_430), Money::ZERO));
+    assert_eq!(bonus.contributions, Money::ZERO);
+    assert_eq!((bonus.cumulative_taxable, bonus.tax), (fen(192_570), fen(5_777)));
+}
+
+#[test]
+fn paying_a_bonus_on_the_regular_sheet_or_splitting_it_with_a_supplementary_one_withholds_the_same() {
+    // Salary 20,000 with a 30,000 bonus on the regular sheet: 50,000 − 5,000 − 3,000 = 42,000
+    // → 1,680. Split 10,000 regular + 20,000 supplementary: 22,000 → 660, then 42,000 → 1,680,
+    // 1,020 more: 1,680 in both.
+    let mut whole = YearToDate::ZERO;
+    let mut split = YearToDate::ZERO;
+    let salary = EmployeeMonth::new(yuan(20_000), hf("0.05"));
+
+    let at_once = pay(fifteen_percent_policy(), month(1), EmployeeMonth { bonus: yuan(30_000), ..salary }, &mut whole);
+    let regular = pay(fifteen_percent_policy(), month(1), EmployeeMonth { bonus: yuan(10_000), ..salary }, &mut split);
+    let rest = pay(fifteen_percent_policy(), month(1), EmployeeMonth { bonus: yuan(20_000), ..extra() }, &mut split);
+
+    assert_eq!(at_once.tax, yuan(1_680));
+    assert_eq!((regular.tax, rest.tax), (yuan(660), yuan(1_020)));
+    assert_eq!(whole, split);
+}
+
+#[test]
+fn a_supplementary_month_with_a_base_salary_leave_deduction_or_contribution_base_is_rejected_by_field() {
+    let input = EmployeeMonth { base_salary: yuan(1), leave_deduction: yuan(1), si_base: Some(yuan(9_000)), ..extra() };
+
+    let err = calculate(&fifteen_percent_policy(), month(1), &input, &YearToDate::ZERO).unwrap_err();
+
+    assert_eq!(invalid_fields(err), ["base_salary", "leave_deduction", "si_base"]);
+}

@@ -1,6 +1,25 @@
 use atrium_kernel::Money;
 use atrium_kernel::payroll::{HousingFundRate, SpecialDeduction};
 use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+
+/// What a sheet pays: a month's regular pay, or something extra for a month whose regular
+/// sheet is approved or sent.
+///
+/// A `supplementary` month pays arrears, corrections or an extra bonus. It has no base
+/// salary, no leave deduction and no contributions, and it does not count the month's basic
+/// deduction or special deductions again: the year to date it is calculated with includes the
+/// month's regular sheet (and the month's supplementary sheets approved before it), and the
+/// cumulative formula counts the basic deduction by months employed, not by sheets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "snake_case")]
+pub enum SheetKind {
+    #[default]
+    Regular,
+    Supplementary,
+}
 
 /// What the engine needs about one employee in one month.
 ///
@@ -8,9 +27,12 @@ use chrono::NaiveDate;
 /// `EmployeeMonth { bonus, ..EmployeeMonth::new(base_salary, housing_fund_rate) }`.
 /// [`Calculator::calculate`](super::Calculator::calculate) rejects negative amounts, a
 /// leave deduction larger than the month's earnings, tax-free income above gross, and a hire
-/// date after the period.
+/// date after the period; for a supplementary month (`kind`), also a base salary, a leave
+/// deduction or a contribution base.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EmployeeMonth<'a> {
+    /// Regular, or supplementary (no base salary, leave deduction or contributions).
+    pub kind: SheetKind,
     pub base_salary: Money,
     pub allowance: Money,
     pub overtime: Money,
@@ -41,6 +63,7 @@ impl<'a> EmployeeMonth<'a> {
     /// since before this year.
     pub const fn new(base_salary: Money, housing_fund_rate: HousingFundRate) -> EmployeeMonth<'a> {
         EmployeeMonth {
+            kind: SheetKind::Regular,
             base_salary,
             allowance: Money::ZERO,
             overtime: Money::ZERO,
@@ -55,5 +78,12 @@ impl<'a> EmployeeMonth<'a> {
             hire_date: None,
             special_deductions: &[],
         }
+    }
+
+    /// A supplementary month with nothing on it yet: set the amounts it pays with
+    /// struct-update syntax, `EmployeeMonth { bonus, ..EmployeeMonth::supplementary() }`.
+    /// (The housing fund rate is unused: a supplementary month has no contributions.)
+    pub const fn supplementary() -> EmployeeMonth<'a> {
+        EmployeeMonth { kind: SheetKind::Supplementary, ..EmployeeMonth::new(Money::ZERO, HousingFundRate::MIN) }
     }
 }

@@ -2,7 +2,10 @@
 //!
 //! It computes what a Chinese employer withholds (see docs/payroll.md): employee social
 //! insurance and housing fund on a clamped base, then resident individual income tax by the
-//! cumulative withholding method, plus the separately taxed annual one-off bonus.
+//! cumulative withholding method, plus the separately taxed annual one-off bonus. A
+//! supplementary month ([`SheetKind::Supplementary`]) pays something extra for a month whose
+//! regular pay is settled: no base salary or contributions, the same cumulative formula over a
+//! year to date that includes the month's regular pay.
 //!
 //! Money is integer fen throughout and rates are whole parts per million, so every result is
 //! exact and rounding (to the fen, halves away from zero) happens in exactly one place per
@@ -28,7 +31,7 @@ mod tax;
 
 pub use atrium_kernel::payroll::{DeductionKind, HousingFundRate, PayrollPolicy, Rate, SpecialDeduction};
 pub use calculator::{BASIC_DEDUCTION_PER_MONTH, Calculator, calculate};
-pub use input::EmployeeMonth;
+pub use input::{EmployeeMonth, SheetKind};
 pub use line::{CalculatedLine, YearToDate};
 pub use tax::{annual_bonus_tax, cumulative_tax};
 

@@ -150,6 +150,15 @@ fn expected(amount: Money, rate: Rate) -> Money {
     Money::from_fen(i64::try_from((n + 500_000) / 1_000_000).unwrap())
 }
 
+/// `input` paying `x` more as allowance (0), overtime (1) or bonus (2).
+fn paying(input: EmployeeMonth<'_>, x: Money, how: usize) -> EmployeeMonth<'_> {
+    match how {
+        0 => EmployeeMonth { allowance: input.allowance.checked_add(x).unwrap(), ..input },
+        1 => EmployeeMonth { overtime: input.overtime.checked_add(x).unwrap(), ..input },
+        _ => EmployeeMonth { bonus: input.bonus.checked_add(x).unwrap(), ..input },
+    }
+}
+
 proptest! {
     #[test]
     fn net_pay_is_gross_less_contributions_tax_and_after_tax_deductions_plus_the_taxed_bonus(
@@ -284,5 +293,55 @@ proptest! {
         let parsed = Rate::parse(&rate.to_string()).unwrap();
 
         prop_assert_eq!(parsed, rate);
+    }
+
+    #[test]
+    fn paying_x_on_the_regular_sheet_or_splitting_it_with_a_supplementary_one_withholds_the_same_year_to_date_tax(
+        policy in policy(), months in prop::collection::vec(case(), 12), hired in hire_date(),
+        paid_in in 1_u32..=12, extra in money(0..=50_000_000), split_percent in 0_i64..=100,
+        extra_as in 0_usize..3,
+    ) {
+        let first_month = hired.filter(|d| d.year() == YEAR).map_or(1, |d| d.month());
+        prop_assume!(paid_in >= first_month);
+        // X paid as allowance, overtime or bonus: on the regular sheet, or part there and the
+        // rest on a supplementary sheet of the same month.
+        let on_regular = Money::from_fen(extra.fen() * split_percent / 100);
+        let on_supplementary = extra.checked_sub(on_regular).unwrap();
+        let with = |input, x| paying(input, x, extra_as);
+        let (mut whole, mut split) = (YearToDate::ZERO, YearToDate::ZERO);
+        for (month, case) in (first_month..=12).zip(months.iter().skip(first_month as usize - 1)) {
+            let calculator = Calculator::new(policy, Period::new(YEAR, month).unwrap()).unwrap();
+            let regular = case.input(hired);
+            if month == paid_in {
+                whole.add(&calculator.calculate(&with(regular, extra), &whole).unwrap()).unwrap();
+                split.add(&calculator.calculate(&with(regular, on_regular), &split).unwrap()).unwrap();
+                let supplementary = EmployeeMonth { hire_date: hired, special_deductions: &case.deductions, ..EmployeeMonth::supplementary() };
+                let line = calculator.calculate(&with(supplementary, on_supplementary), &split).unwrap();
+                prop_assert_eq!(line.contributions, Money::ZERO);
+                split.add(&line).unwrap();
+            } else {
+                whole.add(&calculator.calculate(&regular, &whole).unwrap()).unwrap();
+                split.add(&calculator.calculate(&regular, &split).unwrap()).unwrap();
+            }
+            // After every month, the same year to date: the same gross, deductions and tax.
+            prop_assert_eq!(whole, split, "month {}", month);
+        }
+    }
+
+    #[test]
+    fn an_empty_supplementary_sheet_withholds_nothing_and_changes_no_cumulative_figure(
+        policy in policy(), case in case(), ytd in year_to_date(), month in 1_u32..=12,
+    ) {
+        let calculator = Calculator::new(policy, Period::new(YEAR, month).unwrap()).unwrap();
+        let regular = calculator.calculate(&case.input(None), &ytd).unwrap();
+        let after_regular = ytd.with(&regular).unwrap();
+        let empty = EmployeeMonth { special_deductions: &case.deductions, ..EmployeeMonth::supplementary() };
+
+        let line = calculator.calculate(&empty, &after_regular).unwrap();
+
+        prop_assert_eq!((line.gross, line.contributions, line.special_deduction), (Money::ZERO, Money::ZERO, Money::ZERO));
+        prop_assert_eq!(line.cumulative_taxable, regular.cumulative_taxable);
+        prop_assert_eq!(line.tax, Money::ZERO);
+        prop_assert_eq!(line.net_pay, Money::ZERO);
     }
 }

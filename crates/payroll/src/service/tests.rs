@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 use super::PayrollService;
 use crate::api::{ItemInput, NewSheet};
-use crate::engine::YearToDate;
+use crate::engine::{SheetKind, YearToDate};
 use crate::lifecycle::SheetStatus;
 use crate::model::*;
 use crate::ports::{MockPayrollRepo, MockPayslipNotifier};
@@ -25,7 +25,8 @@ fn actor(user_id: Id) -> Actor {
 
 fn sheet(status: SheetStatus) -> Sheet {
     let march = Sheet::draft(TENANT, Period::parse("2026-03").unwrap(), "March".into(), SheetTotals::default(), Some(1), now());
-    Sheet { id: 1, status, calculated_by: Some(1), version: 3, ..march }
+    let ytd_basis = (status != SheetStatus::Draft).then_some(0);
+    Sheet { id: 1, status, calculated_by: Some(1), ytd_basis, version: 3, ..march }
 }
 
 fn employee(id: Id) -> PayrollEmployee {
@@ -74,7 +75,7 @@ async fn calculate_uses_year_to_date_and_saves_every_line_with_the_calculator() 
     repo.expect_sheet_items().returning(|_| Ok(vec![item(11, 100), item(12, 200)]));
     repo.expect_employees().returning(|_, _| Ok(vec![employee(100), employee(200)]));
     // Employee 100 already had 2 months: 60,000 gross, 9,000 contributions, 4,000 special, 1,180 tax.
-    repo.expect_year_to_date().returning(|_, _| {
+    repo.expect_year_to_date().withf(|_, _, kind| *kind == SheetKind::Regular).returning(|_, _, _| {
         let ytd = YearToDate {
             gross: Money::from_yuan(60_000),
             contributions: Money::from_yuan(9_000),
@@ -82,12 +83,13 @@ async fn calculate_uses_year_to_date_and_saves_every_line_with_the_calculator() 
             tax_withheld: Money::from_yuan(1_180),
             ..YearToDate::ZERO
         };
-        Ok(HashMap::from([(100, ytd)]))
+        Ok(YearToDateSums { by_employee: HashMap::from([(100, ytd)]), basis: 2 })
     });
     repo.expect_save_calculation()
         .withf(|s, lines, audit| {
             s.status == SheetStatus::Calculated
                 && s.calculated_by == Some(9)
+                && s.ytd_basis == Some(2)
                 && lines.len() == 2
                 && audit.action == "payroll_sheet.calculate"
         })
@@ -123,6 +125,7 @@ async fn the_calculator_cannot_approve_under_four_eyes() {
     let mut repo = MockPayrollRepo::new();
     repo.expect_get_sheet().returning(|_, _| Ok(Some(sheet(SheetStatus::Calculated))));
     repo.expect_tenant().returning(|_, _| Ok(Some(tenant(true))));
+    repo.expect_approve_sheet().never();
     repo.expect_update_sheet().never();
 
     let err = service(repo, MockPayslipNotifier::new()).approve(&actor(1), 1).await.unwrap_err();
@@ -135,12 +138,18 @@ async fn another_user_approves_and_the_approval_is_recorded() {
     let mut repo = MockPayrollRepo::new();
     repo.expect_get_sheet().returning(|_, _| Ok(Some(sheet(SheetStatus::Calculated))));
     repo.expect_tenant().returning(|_, _| Ok(Some(tenant(true))));
-    repo.expect_update_sheet()
-        .withf(|s, items, _| {
-            s.status == SheetStatus::Approved && s.approved_by == Some(2) && s.approved_at == Some(now()) && *items == ItemsWrite::Keep
+    // The approval and its checks are one repository call (one transaction).
+    repo.expect_approve_sheet()
+        .withf(|s, audit| {
+            s.status == SheetStatus::Approved
+                && s.approved_by == Some(2)
+                && s.approved_at == Some(now())
+                && s.ytd_basis == Some(0)
+                && audit.action == "payroll_sheet.approve"
         })
         .times(1)
-        .returning(|s, _, _| Ok(s));
+        .returning(|s, _| Ok(Approval::Approved(Box::new(s))));
+    repo.expect_update_sheet().never();
     repo.expect_sheet_items().returning(|_| Ok(vec![]));
 
     service(repo, MockPayslipNotifier::new()).approve(&actor(2), 1).await.unwrap();
@@ -204,6 +213,7 @@ async fn create_names_unknown_and_duplicate_employees() {
     let input = |ids: &[Id]| NewSheet {
         tenant_id: None,
         period: Period::parse("2026-03").unwrap(),
+        kind: SheetKind::Regular,
         title: None,
         items: Some(ids.iter().map(|&employee_id| ItemInput { employee_id, ..ItemInput::default() }).collect()),
     };
@@ -215,3 +225,5 @@ async fn create_names_unknown_and_duplicate_employees() {
     assert!(matches!(unknown, Error::NoSuch(ref f) if f.field == "items[1].employee_id"), "{unknown:?}");
     assert!(matches!(twice, Error::Invalid(ref f) if f[0].field == "items[1].employee_id"), "{twice:?}");
 }
+
+mod supplementary;
