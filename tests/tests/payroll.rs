@@ -1,6 +1,8 @@
 //! Payroll sheets over HTTP: the lifecycle across months, calculation figures, four-eyes
 //! approval, pay-slip delivery through the sandbox platform, scope and validation;
-//! supplementary sheets, the once-a-year separately taxed bonus and an employee's tax year.
+//! supplementary sheets, the once-a-year separately taxed bonus and an employee's tax year;
+//! sheets as spreadsheet files (import, export, bank file), read back with calamine, csv and
+//! encoding_rs.
 #![allow(clippy::unwrap_used)]
 use atrium_e2e::serde_json::{Value, json};
 use atrium_e2e::{Org, TestApp, e2e, join_all};
@@ -280,6 +282,10 @@ e2e!(the_openapi_document_describes_every_payroll_route, |app| {
         ("/api/v1/payroll-sheets/{id}/calculate", "post"),
         ("/api/v1/payroll-sheets/{id}/approve", "post"),
         ("/api/v1/payroll-sheets/{id}/send", "post"),
+        ("/api/v1/payroll-sheets/{id}/export", "get"),
+        ("/api/v1/payroll-sheets/{id}/bank-file", "get"),
+        ("/api/v1/payroll-sheets/{id}/items/import", "post"),
+        ("/api/v1/payroll-sheets/import-template", "get"),
         ("/api/v1/employees/{id}/tax-year", "get"),
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from the OpenAPI document");
@@ -571,4 +577,410 @@ e2e!(the_tax_year_view_is_scoped_needs_both_permissions_and_a_sane_year, |app| {
     for bad in ["?year=1999", "?year=2101", "?year=twenty", "?year=", ""] {
         app.get(&format!("{path}{bad}"), Some(&org.t1_admin)).await.expect(400).expect_field_error("year");
     }
+});
+
+// ---- Spreadsheet files: import, export, bank file ----
+
+/// The money columns of an export (every item field in fen but the ids, counts and texts).
+const NOT_MONEY: [&str; 5] = ["employee_id", "employee_no", "employee_name", "months_employed", "delivery_status"];
+
+/// Three employees of t1 with numbers and bank accounts: 张三 (E001, 10,000/month),
+/// 李四 (E002, 30,000) and 欧阳娜娜 (E003, 20,000). Returns their ids in that order.
+async fn payees(app: &TestApp, org: &Org) -> [i64; 3] {
+    app.put(&format!("/api/v1/tenants/{}", org.t1), json!({"payroll_policy": policy()}), Some(&org.admin)).await.expect(200);
+    let mut ids = [0; 3];
+    for (i, (no, name, salary, account, bank)) in [
+        ("E001", "张三", 1_000_000, "6222 0202 0011 2233 445", "中国工商银行北京海淀支行"),
+        ("E002", "李四", 3_000_000, "6217000010001234567", "中国建设银行"),
+        ("E003", "欧阳娜娜", 2_000_000, "6228480010203040506", "中国农业银行"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let body = json!({"name": name, "employee_no": no, "base_salary": salary, "housing_fund_rate": "0.05",
+            "bank_account": account, "bank_name": bank, "email": format!("{no}@example.cn")});
+        ids[i] = id(&app.create("/api/v1/employees", body, &org.t1_admin).await);
+    }
+    ids
+}
+
+/// A download: status, headers and the raw body.
+async fn download(app: &TestApp, path: &str, token: &str) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+    let resp = app.client.get(app.url(path)).bearer_auth(token).send().await.unwrap();
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    (status, headers, resp.bytes().await.unwrap().to_vec())
+}
+
+/// A `multipart/form-data` body of `(name, file name, content)` parts: (content type, body).
+fn form(parts: &[(&str, &str, &[u8])]) -> (String, Vec<u8>) {
+    let boundary = "atrium-payroll-import-7f3a";
+    let mut body = Vec::new();
+    for (name, file_name, content) in parts {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{file_name}\"\r\n\
+                 Content-Type: application/octet-stream\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(content);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+/// Posts `file` as the import of sheet `sheet`.
+async fn import(app: &TestApp, sheet: i64, token: &str, file: &[u8]) -> atrium_e2e::Resp {
+    let (content_type, body) = form(&[("file", "payroll.csv", file)]);
+    let url = app.url(&format!("/api/v1/payroll-sheets/{sheet}/items/import"));
+    app.send(app.client.post(url).bearer_auth(token).header("content-type", content_type).body(body)).await
+}
+
+/// An xlsx workbook of `rows` (text, or a number where it parses as one).
+fn xlsx(rows: &[&[&str]]) -> Vec<u8> {
+    let mut workbook = rust_xlsxwriter::Workbook::new();
+    let sheet = workbook.add_worksheet();
+    for (r, row) in rows.iter().enumerate() {
+        for (c, cell) in row.iter().enumerate() {
+            let (r, c) = (r as u32, c as u16);
+            match cell.parse::<f64>() {
+                Ok(n) if r > 0 && !cell.starts_with('E') => sheet.write_number(r, c, n).map(|_| ()).unwrap(),
+                _ if cell.is_empty() => {}
+                _ => sheet.write_string(r, c, *cell).map(|_| ()).unwrap(),
+            }
+        }
+    }
+    workbook.save_to_buffer().unwrap()
+}
+
+/// Fen from a decimal yuan text, exactly; at most two decimals.
+fn decimal_fen(text: &str) -> i64 {
+    let (negative, digits) = text.strip_prefix('-').map_or((false, text), |rest| (true, rest));
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    assert!(fraction.len() <= 2, "{text} has more than two decimals");
+    let fen = whole.parse::<i64>().unwrap() * 100 + format!("{fraction:0<2}").parse::<i64>().unwrap();
+    if negative { -fen } else { fen }
+}
+
+/// An xlsx cell as the JSON value of its item field: money in fen (from the number's exact
+/// decimal), counts, texts, null for an empty cell.
+fn xlsx_value(column: &str, cell: &calamine::Data) -> Value {
+    use calamine::Data;
+    match cell {
+        Data::Empty => Value::Null,
+        Data::String(s) => json!(s),
+        Data::Float(f) if NOT_MONEY.contains(&column) => json!(*f as i64),
+        Data::Float(f) => json!(decimal_fen(&f.to_string())),
+        Data::Int(n) if NOT_MONEY.contains(&column) => json!(n),
+        other => panic!("{column}: unexpected cell {other:?}"),
+    }
+}
+
+/// A csv cell as the JSON value of its item field.
+fn csv_value(column: &str, cell: &str) -> Value {
+    match cell {
+        "" => Value::Null,
+        // The totals row's label stands in the first column.
+        c if ["employee_id", "months_employed"].contains(&column) => c.parse::<i64>().map_or_else(|_| json!(c), |n| json!(n)),
+        c if NOT_MONEY.contains(&column) => json!(c),
+        c => json!(decimal_fen(c)),
+    }
+}
+
+/// Rows of csv text (a byte order mark stripped).
+fn csv_rows(text: &str) -> Vec<Vec<String>> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(text.as_bytes())
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+        .collect()
+}
+
+/// Checks an export's rows (header first, totals last) against the sheet's items and totals.
+fn check_export(rows: &[Vec<Value>], header: &[String], sheet: &Value) {
+    let items = sheet["items"].as_array().unwrap();
+    assert_eq!(rows.len(), items.len() + 1, "a row per item and a totals row");
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name} in {header:?}"));
+    for item in items {
+        let row = rows.iter().find(|r| r[col("employee_id")] == item["employee_id"]).unwrap();
+        for (c, name) in header.iter().enumerate() {
+            assert_eq!(row[c], item[name.as_str()], "{name} of employee {}", item["employee_id"]);
+        }
+    }
+    let totals = rows.last().unwrap();
+    assert_eq!(totals[0], json!("total"));
+    for name in header.iter().filter(|h| !NOT_MONEY.contains(&h.as_str())) {
+        let sum: i64 = items.iter().filter_map(|i| i[name.as_str()].as_i64()).sum();
+        assert_eq!(totals[col(name)], json!(sum), "total of {name}");
+    }
+    assert_eq!(totals[col("net_pay")], sheet["totals"]["net_pay"]);
+    assert_eq!(totals[col("gross")], sheet["totals"]["gross"]);
+}
+
+/// The audit entries of `action` on sheet `sheet`.
+async fn audited(app: &TestApp, org: &Org, sheet: i64, action: &str) -> Vec<Value> {
+    let path = format!("/api/v1/audit-logs?target_type=payroll_sheet&target_id={sheet}&action={action}");
+    let r = app.get(&path, Some(&org.t1_admin)).await;
+    r.expect(200);
+    r.data()["items"].as_array().unwrap().clone()
+}
+
+e2e!(a_sheet_is_imported_calculated_approved_exported_and_paid_through_a_bank_file, |app| {
+    let org = app.org().await;
+    let [zhang, li, ouyang] = payees(app, &org).await;
+    let sheet = sheet_of(app, &org, json!({"period": "2026-03"})).await;
+    let path = format!("/api/v1/payroll-sheets/{sheet}");
+
+    // The template names the columns.
+    let (status, headers, bytes) = download(app, "/api/v1/payroll-sheets/import-template?format=xlsx", &org.t1_clerk).await;
+    assert_eq!(status, 200);
+    assert_eq!(headers["content-type"], "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
+    assert_eq!(headers["content-disposition"], "attachment; filename=\"payroll-import-template.xlsx\"");
+    let mut template: calamine::Xlsx<_> = calamine::Reader::new(std::io::Cursor::new(bytes)).unwrap();
+    let name = calamine::Reader::sheet_names(&template)[0].clone();
+    let range = calamine::Reader::worksheet_range(&mut template, &name).unwrap();
+    let header: Vec<String> = range.rows().next().unwrap().iter().map(|c| c.to_string()).collect();
+    assert_eq!(
+        header,
+        [
+            "employee_no",
+            "employee_name",
+            "allowance",
+            "overtime",
+            "bonus",
+            "leave_deduction",
+            "other_pre_tax_deduction",
+            "after_tax_deduction",
+            "annual_bonus"
+        ]
+    );
+    let (status, headers, bytes) = download(app, "/api/v1/payroll-sheets/import-template?format=csv", &org.t1_clerk).await;
+    assert_eq!((status, headers["content-type"].to_str().unwrap()), (200, "text/csv; charset=utf-8"));
+    assert_eq!(csv_rows(std::str::from_utf8(&bytes).unwrap())[0], header);
+
+    // A GBK csv as Chinese Excel saves it, amounts as typed there.
+    let (gbk, _, _) =
+        encoding_rs::GBK.encode("employee_no,employee_name,allowance,bonus\r\nE001,张三,500,\"1,000.50\"\r\nE002,李四,,200.05\r\n");
+    let imported = import(app, sheet, &org.t1_clerk, &gbk).await;
+    imported.expect(200);
+    assert_eq!(imported.data()["status"], "draft");
+    let z = item(imported.data(), zhang);
+    assert_eq!((money(z, "allowance"), money(z, "bonus")), (50_000, 100_050));
+    assert_eq!(money(item(imported.data(), li), "bonus"), 20_005);
+    assert_eq!(money(item(imported.data(), ouyang), "bonus"), 0);
+
+    // A bank file pays approved sheets only.
+    let (status, _, body) = download(app, &format!("{path}/bank-file"), &org.t1_admin).await;
+    assert_eq!(status, 409, "{}", String::from_utf8_lossy(&body));
+
+    // Calculated, then an xlsx import sends it back to draft, its figures gone; rows it does
+    // not name stay.
+    app.post(&format!("{path}/calculate"), json!({}), Some(&org.t1_clerk)).await.expect(200);
+    let file = xlsx(&[&["employee_no", "employee_name", "overtime", "leave_deduction"], &["E003", "", "300", "0"]]);
+    let reimported = import(app, sheet, &org.t1_clerk, &file).await;
+    reimported.expect(200);
+    assert_eq!(reimported.data()["status"], "draft");
+    assert!(reimported.data()["items"].as_array().unwrap().iter().all(|i| i["net_pay"].is_null()));
+    assert_eq!(money(item(reimported.data(), ouyang), "overtime"), 30_000);
+    assert_eq!(money(item(reimported.data(), zhang), "bonus"), 100_050);
+
+    // Calculated by the clerk, approved by the admin: four eyes.
+    let approved = settle(app, &org, sheet).await;
+    let z = item(&approved, zhang);
+    assert_eq!(money(z, "gross"), 1_000_000 + 50_000 + 100_050);
+    // 15 % contributions on the 10,000 base; no tax: March's basic deduction (3 × 5,000) exceeds
+    // 11,500.50 − 1,500 (docs/payroll.md's example).
+    assert_eq!((money(z, "contributions"), money(z, "tax"), money(z, "net_pay")), (150_000, 0, 1_000_050));
+
+    // The export as xlsx: every item with every input and computed column, and the totals.
+    let (status, headers, bytes) = download(app, &format!("{path}/export?format=xlsx"), &org.t1_clerk).await;
+    assert_eq!(status, 200);
+    assert_eq!(headers["content-type"], "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
+    assert_eq!(headers["content-disposition"].to_str().unwrap(), format!("attachment; filename=\"payroll-2026-03-{sheet}.xlsx\""));
+    let mut workbook: calamine::Xlsx<_> = calamine::Reader::new(std::io::Cursor::new(bytes)).unwrap();
+    let name = calamine::Reader::sheet_names(&workbook)[0].clone();
+    let range = calamine::Reader::worksheet_range(&mut workbook, &name).unwrap();
+    let mut rows = range.rows();
+    let header: Vec<String> = rows.next().unwrap().iter().map(|c| c.to_string()).collect();
+    for field in ["employee_no", "allowance", "bonus", "gross", "pension", "contributions", "cumulative_tax", "tax", "net_pay"] {
+        assert!(header.iter().any(|h| h == field), "{field} in {header:?}");
+    }
+    let values: Vec<Vec<Value>> = rows.map(|r| r.iter().enumerate().map(|(c, cell)| xlsx_value(&header[c], cell)).collect()).collect();
+    check_export(&values, &header, &approved);
+
+    // The export as csv (UTF-8 with a byte order mark, for Excel): the same.
+    let (status, headers, bytes) = download(app, &format!("{path}/export?format=csv"), &org.t1_clerk).await;
+    assert_eq!((status, headers["content-type"].to_str().unwrap()), (200, "text/csv; charset=utf-8"));
+    assert!(bytes.starts_with(b"\xEF\xBB\xBF"));
+    let rows = csv_rows(std::str::from_utf8(&bytes).unwrap());
+    let values: Vec<Vec<Value>> =
+        rows[1..].iter().map(|r| r.iter().enumerate().map(|(c, cell)| csv_value(&rows[0][c], cell)).collect()).collect();
+    check_export(&values, &rows[0], &approved);
+
+    // The bank file: a line per employee, account numbers in full, net pay in yuan.
+    let (status, headers, utf8) = download(app, &format!("{path}/bank-file?format=csv&encoding=utf-8"), &org.t1_admin).await;
+    assert_eq!((status, headers["content-type"].to_str().unwrap()), (200, "text/csv; charset=utf-8"));
+    assert_eq!(headers["content-disposition"].to_str().unwrap(), format!("attachment; filename=\"bank-transfer-2026-03-{sheet}.csv\""));
+    let lines = csv_rows(std::str::from_utf8(&utf8).unwrap());
+    assert_eq!(lines[0], ["户名", "账号", "开户行", "金额", "备注"]);
+    let expected = [
+        (zhang, "张三", "6222020200112233445", "中国工商银行北京海淀支行"),
+        (li, "李四", "6217000010001234567", "中国建设银行"),
+        (ouyang, "欧阳娜娜", "6228480010203040506", "中国农业银行"),
+    ];
+    assert_eq!(lines.len(), 4);
+    for (line, (employee, name, account, bank)) in lines[1..].iter().zip(expected) {
+        assert_eq!((line[0].as_str(), line[1].as_str(), line[2].as_str(), line[4].as_str()), (name, account, bank, "2026-03工资"));
+        assert_eq!(decimal_fen(&line[3]), money(item(&approved, employee), "net_pay"), "{name}");
+    }
+    // In GBK: the same file, bytes a GBK portal reads.
+    let (status, headers, gbk) = download(app, &format!("{path}/bank-file?encoding=gbk"), &org.t1_admin).await;
+    assert_eq!((status, headers["content-type"].to_str().unwrap()), (200, "text/csv; charset=gbk"));
+    assert!(std::str::from_utf8(&gbk).is_err(), "GBK, not UTF-8");
+    let (decoded, _, malformed) = encoding_rs::GBK.decode(&gbk);
+    assert!(!malformed);
+    assert_eq!(decoded.as_bytes(), utf8.as_slice());
+
+    // Who may download what.
+    let refused = app.get(&format!("{path}/bank-file"), Some(&org.t1_clerk)).await;
+    refused.expect(403);
+    assert_eq!(refused.body["message"], "missing permission employee:read_sensitive");
+    app.get(&format!("{path}/bank-file"), None).await.expect(401);
+    for outsider in [&org.t2_admin, &org.p2_admin] {
+        app.get(&format!("{path}/export"), Some(outsider)).await.expect(404);
+        app.get(&format!("{path}/bank-file"), Some(outsider)).await.expect(404);
+    }
+    app.get(&format!("{path}/export?format=pdf"), Some(&org.t1_clerk)).await.expect_field_error("format");
+    app.get(&format!("{path}/bank-file?format=xlsx"), Some(&org.t1_admin)).await.expect_field_error("format");
+    app.get(&format!("{path}/bank-file?encoding=big5"), Some(&org.t1_admin)).await.expect_field_error("encoding");
+    app.get(&format!("{path}/export?sheet=1"), Some(&org.t1_clerk)).await.expect(400);
+    // Approved is final: an import is a 409.
+    import(app, sheet, &org.t1_clerk, b"employee_no,bonus\r\nE001,1\r\n").await.expect(409);
+
+    // Each download is in the audit trail; the bank file's entry holds no account number.
+    assert_eq!(audited(app, &org, sheet, "payroll_sheet.export").await.len(), 2);
+    let bank = audited(app, &org, sheet, "payroll_sheet.bank_file").await;
+    assert_eq!(bank.len(), 2);
+    assert!(!Value::Array(bank.clone()).to_string().contains("6222020200112233445"), "{bank:?}");
+    assert_eq!(bank[0]["after"]["total"], approved["totals"]["net_pay"]);
+    assert_eq!(audited(app, &org, sheet, "payroll_sheet.import").await.len(), 2);
+});
+
+e2e!(a_bank_file_names_the_employees_without_a_bank_account_and_is_not_produced, |app| {
+    let org = app.org().await;
+    let [_, li, _] = payees(app, &org).await;
+    let extra = app
+        .create(
+            "/api/v1/employees",
+            json!({"name": "赵六", "employee_no": "E004", "base_salary": 900_000, "housing_fund_rate": "0.05"}),
+            &org.t1_admin,
+        )
+        .await;
+    // 李四's account is removed: two employees without one.
+    app.put(&format!("/api/v1/employees/{li}"), json!({"bank_account": null}), Some(&org.t1_admin)).await.expect(200);
+    let sheet = sheet_of(app, &org, json!({"period": "2026-04"})).await;
+    settle(app, &org, sheet).await;
+
+    let r = app.get(&format!("/api/v1/payroll-sheets/{sheet}/bank-file?encoding=gbk"), Some(&org.t1_admin)).await;
+    r.expect(409);
+    let errors = r.data()["errors"].as_array().unwrap();
+    let messages: Vec<&str> = errors.iter().map(|e| e["message"].as_str().unwrap()).collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        messages[0].starts_with("李四 (E002) has no bank account") && messages[1].starts_with("赵六 (E004) has no bank account"),
+        "{messages:?}"
+    );
+    assert!(errors.iter().all(|e| e["field"].as_str().unwrap().ends_with("].bank_account")), "{errors:?}");
+    assert!(audited(app, &org, sheet, "payroll_sheet.bank_file").await.is_empty(), "no file, no download");
+
+    app.put(&format!("/api/v1/employees/{li}"), json!({"bank_account": "6217000010001234567"}), Some(&org.t1_admin)).await.expect(200);
+    app.put(
+        &format!("/api/v1/employees/{}", id(&extra)),
+        json!({"bank_account": "6214830100000001", "bank_name": "招商银行"}),
+        Some(&org.t1_admin),
+    )
+    .await
+    .expect(200);
+    let (status, _, bytes) = download(app, &format!("/api/v1/payroll-sheets/{sheet}/bank-file"), &org.t1_admin).await;
+    assert_eq!(status, 200);
+    assert_eq!(csv_rows(std::str::from_utf8(&bytes).unwrap()).len(), 5);
+});
+
+e2e!(an_import_with_errors_lists_them_by_row_and_column_and_changes_nothing, |app| {
+    let org = app.org().await;
+    payees(app, &org).await;
+    let sheet = sheet_of(app, &org, json!({"period": "2026-05"})).await;
+    let path = format!("/api/v1/payroll-sheets/{sheet}");
+    let before = app.get(&path, Some(&org.t1_clerk)).await.data().clone();
+
+    // (the file, the fields the 400 names, a word its first message says)
+    let date = {
+        let mut workbook = rust_xlsxwriter::Workbook::new();
+        let ws = workbook.add_worksheet();
+        ws.write_string(0, 0, "employee_no").unwrap();
+        ws.write_string(0, 1, "bonus").unwrap();
+        ws.write_string(1, 0, "E001").unwrap();
+        let day = rust_xlsxwriter::ExcelDateTime::from_ymd(2026, 5, 1).unwrap();
+        ws.write_datetime_with_format(1, 1, &day, &rust_xlsxwriter::Format::new().set_num_format("yyyy-mm-dd")).unwrap();
+        workbook.save_to_buffer().unwrap()
+    };
+    let cases: Vec<(Vec<u8>, Vec<&str>, &str)> = vec![
+        (b"%PDF-1.7\n%\xE2\xE3\xCF\xD3\n1 0 obj".to_vec(), vec!["file"], "PDF"),
+        (Vec::new(), vec!["file"], "empty"),
+        (b"employee_no,salary\r\nE001,1\r\n".to_vec(), vec!["columns.salary"], "unknown column"),
+        (b"name,bonus\r\nE001,1\r\n".to_vec(), vec!["columns.name", "columns.employee_no"], "unknown column"),
+        (b"employee_no,bonus\r\nE001,1\r\nE999,2\r\n".to_vec(), vec!["rows[3].employee_no"], "E999"),
+        (b"employee_no,bonus\r\nE001,1\r\nE002,2\r\nE001,3\r\n".to_vec(), vec!["rows[4].employee_no"], "also on row 2"),
+        (
+            b"employee_no,bonus,allowance\r\nE001,1.005,\r\nE002,,-5\r\n".to_vec(),
+            vec!["rows[2].bonus", "rows[3].allowance"],
+            "two decimals",
+        ),
+        (xlsx(&[&["employee_no", "employee_name"], &["E001", "李四"]]), vec!["rows[2].employee_name"], "张三"),
+        (date, vec!["rows[2].bonus"], "a date"),
+        (b"employee_no\r\nE001\r\nE002\r\nE003\r\nE004\r\n".to_vec(), vec!["file"], "employees (3)"),
+    ];
+    for (file, fields, says) in cases {
+        let r = import(app, sheet, &org.t1_clerk, &file).await;
+        r.expect(400);
+        let errors = r.data()["errors"].as_array().unwrap_or_else(|| panic!("no errors in {}", r.body));
+        let named: Vec<&str> = errors.iter().map(|e| e["field"].as_str().unwrap()).collect();
+        assert_eq!(named, fields, "{}", r.body);
+        assert!(errors[0]["message"].as_str().unwrap().contains(says), "{}", r.body);
+    }
+
+    // The form itself.
+    let url = app.url(&format!("{path}/items/import"));
+    let post = |content_type: String, body: Vec<u8>| {
+        app.client.post(url.clone()).bearer_auth(&org.t1_clerk).header("content-type", content_type).body(body)
+    };
+    let (ct, body) = form(&[("note", "n.txt", b"x")]);
+    app.send(post(ct, body)).await.expect_field_error("note");
+    let (ct, body) = form(&[]);
+    app.send(post(ct, body)).await.expect(400);
+    let csv = b"employee_no,bonus\r\nE001,1\r\n";
+    let (ct, body) = form(&[("file", "a.csv", csv), ("file", "b.csv", csv)]);
+    app.send(post(ct, body)).await.expect_field_error("file");
+    app.send(post("application/json".into(), b"{}".to_vec())).await.expect(400);
+    // Past 16 MiB: 413, from the declared length before anything is read.
+    let (ct, body) = form(&[("file", "big.csv", &vec![b'1'; 16 * 1024 * 1024 + 1])]);
+    app.send(post(ct, body)).await.expect(413);
+    // Without a token, and without payroll:update.
+    let (ct, body) = form(&[("file", "a.csv", csv)]);
+    app.send(app.client.post(url.clone()).header("content-type", ct).body(body)).await.expect(401);
+    let body = json!({"code": "payroll_reader", "name": "payroll_reader", "party_type": "tenant", "permissions": ["payroll:read"]});
+    let reader_role = id(&app.create("/api/v1/roles", body, &org.t1_admin).await);
+    let (_, reader) = app.user_token(&org.t1_admin, "payrollreader", json!({"role_ids": [reader_role]})).await;
+    let refused = import(app, sheet, &reader, csv).await;
+    refused.expect(403);
+    assert_eq!(refused.body["message"], "missing permission payroll:update");
+
+    // Nothing changed, nothing was recorded.
+    let after = app.get(&path, Some(&org.t1_clerk)).await.data().clone();
+    assert_eq!(after, before);
+    assert!(audited(app, &org, sheet, "payroll_sheet.import").await.is_empty());
 });

@@ -20,6 +20,7 @@ use crate::routes::{
         tenants::list, tenants::get, tenants::create, tenants::update, tenants::delete,
         employees::list, employees::get, employees::create, employees::update, employees::delete, employees::tax_year,
         payroll::list, payroll::get, payroll::create, payroll::update, payroll::calculate, payroll::approve, payroll::send,
+        payroll::export, payroll::bank_file, payroll::import_template, payroll::import,
         roles::list, roles::permissions, roles::get, roles::create, roles::update, roles::delete,
         audit::list,
         docs::create_document, docs::get_document, docs::document_tree,
@@ -171,6 +172,8 @@ fn object_rules(doc: &mut serde_json::Value) {
         ),
         // read_package_form: the form's parts and no other.
         ("PackageUploadForm", json!({"additionalProperties": false})),
+        // payroll's read_file_part: the one part `file` and no other.
+        ("ItemImportForm", json!({"additionalProperties": false})),
         // The event URLs read the platform's flat `<xml>` and nothing else.
         ("EncryptedPush", json!({"additionalProperties": false})),
         // OrderService::create: an amount, or items it is the sum of (or both, agreeing).
@@ -474,6 +477,10 @@ mod tests {
                     // An image, and the platform's literal `success`.
                     let content = response["content"].as_object().expect("content");
                     assert!(!content.contains_key("application/json") && content.len() == 1, "{method} {path} {status}");
+                } else if status.starts_with('2') && ["/export", "/bank-file", "/import-template"].iter().any(|p| path.ends_with(p)) {
+                    // Payroll's spreadsheet files: xlsx and csv, or csv in two encodings.
+                    let content = response["content"].as_object().expect("content");
+                    assert!(!content.contains_key("application/json") && content.len() == 2, "{method} {path} {status}");
                 } else if status.starts_with('2') {
                     let code = &schema["properties"]["code"]["enum"][0];
                     let expected = if path.starts_with("/api/docs") { 0 } else { status.parse::<i64>().unwrap_or_default() };

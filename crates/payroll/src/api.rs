@@ -309,3 +309,58 @@ impl From<TaxYear> for TaxYearView {
         }
     }
 }
+
+/// `GET /payroll-sheets/{id}/export` parameters.
+#[derive(Debug, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
+#[serde(deny_unknown_fields)]
+pub struct ExportParams {
+    /// `xlsx` (the default) or `csv` (UTF-8 with a byte order mark, as Excel wants it).
+    #[cfg_attr(feature = "openapi", param(value_type = Option<String>, pattern = "^(xlsx|csv)$", example = "xlsx"))]
+    pub format: Option<String>,
+}
+
+/// `GET /payroll-sheets/{id}/bank-file` parameters.
+#[derive(Debug, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
+#[serde(deny_unknown_fields)]
+pub struct BankFileParams {
+    /// `csv`, the only format (and the default).
+    #[cfg_attr(feature = "openapi", param(value_type = Option<String>, pattern = "^csv$", example = "csv"))]
+    pub format: Option<String>,
+    /// `utf-8` (the default) or `gbk`, which many banks' portals still require.
+    #[cfg_attr(feature = "openapi", param(value_type = Option<String>, pattern = "^(utf-8|gbk)$", example = "gbk"))]
+    pub encoding: Option<String>,
+}
+
+/// `GET /payroll-sheets/import-template` parameters.
+#[derive(Debug, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
+#[serde(deny_unknown_fields)]
+pub struct TemplateParams {
+    /// `xlsx` (the default) or `csv`.
+    #[cfg_attr(feature = "openapi", param(value_type = Option<String>, pattern = "^(xlsx|csv)$", example = "xlsx"))]
+    pub format: Option<String>,
+}
+
+/// The part of `POST /payroll-sheets/{id}/items/import` (`multipart/form-data`), as the
+/// document shows it.
+#[cfg(feature = "openapi")]
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct ItemImportForm {
+    /// An xlsx workbook (its first worksheet) or a csv file (UTF-8, or GBK as Chinese Excel
+    /// saves it), told apart by content: a header row naming `employee_no` and any of
+    /// `employee_name`, `allowance`, `overtime`, `bonus`, `leave_deduction`,
+    /// `other_pre_tax_deduction`, `after_tax_deduction`, `annual_bonus`, then a row per
+    /// employee with amounts in yuan (at most two decimals). At most 16 MiB (413 above).
+    #[schema(value_type = String, format = Binary)]
+    pub file: Vec<u8>,
+}
+
+/// A spreadsheet file, not an envelope.
+#[cfg(feature = "openapi")]
+#[derive(utoipa::ToSchema)]
+#[schema(value_type = String, format = Binary)]
+#[allow(dead_code)]
+pub struct SpreadsheetFile(Vec<u8>);

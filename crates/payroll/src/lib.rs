@@ -8,21 +8,28 @@
 //! - [`engine`]: the pure function from a tenant's payroll policy, one employee's month and
 //!   their year-to-date figures to contributions, cumulative income tax and net pay.
 //! - `lifecycle`: sheet statuses, allowed transitions (409 otherwise) and four-eyes approval.
-//! - Ports: [`PayrollRepo`] (storage), [`PayslipNotifier`] (the messaging platform) and
-//!   [`TextSender`] (SMS and e-mail).
+//! - Ports: [`PayrollRepo`] (storage), [`PayslipNotifier`] (the messaging platform),
+//!   [`TextSender`] (SMS and e-mail), [`PayeeAccounts`] (bank accounts), [`SheetWriter`] and
+//!   [`SheetReader`] (spreadsheet files).
 //! - `delivery`: [`PayslipChannels`], the channel policy over those transports, and the slip
 //!   as a text.
 //! - `service`: [`PayrollService`], the use cases over the ports, scoped to the caller.
 //! - `tax_year`: an employee's [`TaxYear`] from the approved and sent sheets, with the
 //!   annual settlement estimate.
+//! - [`files`]: sheets as spreadsheet files, as plain data — the export, the bank-transfer
+//!   file and the import template as a [`files::Table`] of typed cells; an import as the
+//!   [`files::ReadSheet`] of text cells it is checked from (amounts in yuan read exactly,
+//!   errors by row and column). Ports [`SheetWriter`] and [`SheetReader`] do the bytes
+//!   (the `atrium-tabular` adapter), [`PayeeAccounts`] gives employees' bank accounts.
 //!
 //! Features: `mock` for mockall doubles of the ports (`MockPayrollRepo`,
-//! `MockPayslipNotifier`, `MockTextSender`); `openapi` for the schemas of the request and
-//! view types.
+//! `MockPayslipNotifier`, `MockTextSender`, `MockPayeeAccounts`, `MockSheetWriter`,
+//! `MockSheetReader`); `openapi` for the schemas of the request and view types.
 
 mod api;
 mod delivery;
 pub mod engine;
+pub mod files;
 mod lifecycle;
 mod model;
 mod ports;
@@ -37,5 +44,5 @@ pub use engine::{
 pub use lifecycle::{SheetAction, SheetStatus, check_four_eyes};
 pub use model::*;
 pub use ports::*;
-pub use service::PayrollService;
+pub use service::{FilePorts, PayrollService};
 pub use tax_year::{ANNUAL_BASIC_DEDUCTION, Settlement, TaxMonth, TaxMonthSheet, TaxYear, TaxYearTotals};

@@ -293,3 +293,14 @@ pub struct Recipient {
     pub phone: Option<String>,
     pub email: Option<String>,
 }
+
+/// Where an employee's pay goes: their bank account, as the batch-transfer file needs it.
+/// The account number is in full (stored encrypted; only callers holding
+/// `employee:read_sensitive` get a file with it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayeeAccount {
+    /// The account holder's name: the employee's name.
+    pub name: String,
+    pub bank_name: Option<String>,
+    pub account_no: String,
+}

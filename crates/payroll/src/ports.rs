@@ -1,6 +1,8 @@
-//! The payroll domain's ports: sheet storage, and the two transports a pay slip can go out
-//! on (the messaging platform, and SMS or e-mail).
+//! The payroll domain's ports: sheet storage, the two transports a pay slip can go out on (the
+//! messaging platform, and SMS or e-mail), employees' bank accounts, and the spreadsheet
+//! files' encoder and decoder.
 use crate::engine::{CalculatedLine, SheetKind};
+use crate::files::{OutputFormat, ReadError, ReadLimits, ReadSheet, Table, WriteError};
 use crate::lifecycle::SheetStatus;
 use crate::model::*;
 use async_trait::async_trait;
@@ -42,6 +44,13 @@ pub trait PayrollRepo: Send + Sync + 'static {
     ) -> Result<HashMap<Id, Id>>;
     /// The employee if they are in `scope`.
     async fn employee(&self, scope: Party, id: Id) -> Result<Option<PayrollEmployee>>;
+    /// How many employees the tenant has, of any status.
+    async fn employee_count(&self, tenant_id: Id) -> Result<i64>;
+    /// The tenant's employees (any status) whose employee numbers are among `numbers`;
+    /// unknown numbers are left out.
+    async fn employees_by_no(&self, tenant_id: Id, numbers: Vec<String>) -> Result<Vec<PayrollEmployee>>;
+    /// Stores an audit record of something that changed nothing (a download).
+    async fn record_audit(&self, audit: AuditRecord) -> Result<()>;
     /// The employee's calculated items on the tenant's approved or sent sheets of `year`.
     async fn tax_year(&self, tenant_id: Id, employee_id: Id, year: i32) -> Result<Vec<TaxYearLine>>;
 
@@ -79,4 +88,31 @@ pub trait PayslipNotifier: Send + Sync + 'static {
 pub trait TextSender: Send + Sync + 'static {
     /// `topic` names what the text is about (`payslip`), for the provider's records.
     async fn send_text(&self, to: &ContactTarget, topic: &str, text: &str) -> Result<()>;
+}
+
+/// Employees' bank accounts, decrypted, for the batch-transfer file.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait PayeeAccounts: Send + Sync + 'static {
+    /// The bank accounts of the tenant's employees among `employee_ids`: employee id → account.
+    /// Employees without an account number are left out.
+    async fn bank_accounts(&self, tenant_id: Id, employee_ids: Vec<Id>) -> Result<HashMap<Id, PayeeAccount>>;
+}
+
+/// Encodes a table as a spreadsheet file. Encoding 10,000 rows is CPU work: an implementation
+/// must not do it on the caller's async thread.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait SheetWriter: Send + Sync + 'static {
+    async fn write(&self, table: Table, format: OutputFormat) -> std::result::Result<Vec<u8>, WriteError>;
+}
+
+/// Decodes an uploaded file — an xlsx workbook or csv text (UTF-8, or GBK as Chinese Excel
+/// saves it), told apart by their content, not by a name — into rows of text cells, stopping
+/// at `limits`. Decoding is CPU work: an implementation must not do it on the caller's async
+/// thread.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait SheetReader: Send + Sync + 'static {
+    async fn read(&self, bytes: Vec<u8>, limits: ReadLimits) -> std::result::Result<ReadSheet, ReadError>;
 }

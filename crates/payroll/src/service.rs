@@ -1,12 +1,13 @@
 //! The payroll use cases: sheets scoped to the caller's party — a period's regular sheet and
 //! its supplementary sheets — calculated by the engine with year-to-date figures from the
 //! approved sheets, approved by a second pair of eyes and sent as pay slips through
-//! [`PayslipNotifier`]; and an employee's tax year.
+//! [`PayslipNotifier`]; an employee's tax year; and sheets as spreadsheet files (export, bank
+//! file, import: `service/spreadsheets.rs`).
 use crate::api::{ItemInput, NewSheet, SheetPatch};
 use crate::engine::{CalculatedLine, Calculator, EmployeeMonth, SheetKind, YearToDate};
 use crate::lifecycle::{SheetAction, SheetStatus, check_four_eyes};
 use crate::model::*;
-use crate::ports::{PayrollRepo, PayslipNotifier};
+use crate::ports::{PayeeAccounts, PayrollRepo, PayslipNotifier, SheetReader, SheetWriter};
 use crate::tax_year::TaxYear;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Period, Result, Timestamp};
@@ -27,7 +28,16 @@ const MAX_REPORTED_ERRORS: usize = 50;
 pub struct PayrollService {
     repo: Arc<dyn PayrollRepo>,
     notifier: Arc<dyn PayslipNotifier>,
+    files: FilePorts,
     clock: Arc<dyn Clock>,
+}
+
+/// The ports of the spreadsheet use cases: employees' bank accounts, and the file encoder and
+/// decoder.
+pub struct FilePorts {
+    pub accounts: Arc<dyn PayeeAccounts>,
+    pub writer: Arc<dyn SheetWriter>,
+    pub reader: Arc<dyn SheetReader>,
 }
 
 /// The audit view of a sheet: its summary, never its 10,000 items.
@@ -91,8 +101,8 @@ fn item_errors(i: usize, e: Error, errors: &mut Vec<FieldError>) {
 }
 
 impl PayrollService {
-    pub fn new(repo: Arc<dyn PayrollRepo>, notifier: Arc<dyn PayslipNotifier>, clock: Arc<dyn Clock>) -> Self {
-        PayrollService { repo, notifier, clock }
+    pub fn new(repo: Arc<dyn PayrollRepo>, notifier: Arc<dyn PayslipNotifier>, files: FilePorts, clock: Arc<dyn Clock>) -> Self {
+        PayrollService { repo, notifier, files, clock }
     }
 
     pub async fn list(&self, actor: &Actor, query: SheetQuery) -> Result<Page<Sheet>> {
@@ -484,6 +494,8 @@ fn merge(items: &[SheetItem], outcomes: &HashMap<Id, Delivery>) -> Vec<SheetItem
         })
         .collect()
 }
+
+mod spreadsheets;
 
 #[cfg(test)]
 mod tests;

@@ -19,7 +19,7 @@ use atrium_miniprogram::{CodeUploader, MiniProgramPlatform, ReleaseService, Rele
 use atrium_orders::{OrderService, OrderSettings};
 use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, TenantService};
 use atrium_payments::{PaymentService, PaymentSettings};
-use atrium_payroll::{PayrollService, PayslipChannels, PayslipNotifier, TextSender};
+use atrium_payroll::{FilePorts, PayrollService, PayslipChannels, PayslipNotifier, TextSender};
 use atrium_sandbox::{
     ComponentConfig, SANDBOX_LOGIN_APPID, SANDBOX_LOGIN_SECRET, SANDBOX_MP_APPID, SANDBOX_MP_SECRET, SANDBOX_PAYSLIP_TEMPLATE_ID, Sandbox,
     SandboxUploader,
@@ -156,7 +156,9 @@ fn cannot_serve_yet(e: &anyhow::Error) -> bool {
         }
         let text = cause.to_string();
         atrium_store::cannot_serve_now(&text)
-            || ["Connection refused", "could not connect to server", "connection to server at", "timed out"].iter().any(|t| text.contains(t))
+            || ["Connection refused", "could not connect to server", "connection to server at", "timed out"]
+                .iter()
+                .any(|t| text.contains(t))
     })
 }
 
@@ -483,11 +485,22 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         partners: Arc::new(PartnerService::new(org.clone(), access.clone(), clock.clone())),
         tenants: Arc::new(TenantService::new(org.clone(), access.clone(), clock.clone())),
         employees: Arc::new(EmployeeService::new(org.clone(), clock.clone())),
-        payroll: Arc::new(PayrollService::new(
-            Arc::new(PayrollStore::new(db.clone())),
-            payslip_notifier(&config, &public_url, sandbox.as_ref(), Some(calls.clone()))?,
-            clock.clone(),
-        )),
+        payroll: {
+            let store = PayrollStore::new(db.clone());
+            // Spreadsheet files are encoded and decoded off the actix workers, one per core at once.
+            let tabular = Arc::new(atrium_tabular::Tabular::per_core());
+            let files = FilePorts {
+                accounts: store.payee_accounts(FieldCipher::new(&config.master_key)),
+                writer: tabular.clone(),
+                reader: tabular,
+            };
+            Arc::new(PayrollService::new(
+                Arc::new(store),
+                payslip_notifier(&config, &public_url, sandbox.as_ref(), Some(calls.clone()))?,
+                files,
+                clock.clone(),
+            ))
+        },
         roles: Arc::new(RoleService::new(accounts, identity.session_cache(), clock.clone())),
         audit: Arc::new(AuditService::new(org.clone())),
         docs: docs.clone(),

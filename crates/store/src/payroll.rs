@@ -1,11 +1,14 @@
 //! The payroll repository: sheets, items, year-to-date sums and delivery outcomes. Every
 //! write checks the sheet's version and stores its audit record in the same transaction.
 //! What reads across a tenant's tax year (year to date, separately taxed bonuses, the
-//! approval's checks, an employee's tax year) is in `payroll/year.rs`.
+//! approval's checks, an employee's tax year) is in `payroll/year.rs`; what the spreadsheet
+//! files read (employees by number, bank accounts) in `payroll/files.rs`.
 
+mod files;
 mod year;
 
 use crate::audit_log::{audit_created, write_audit};
+use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::org::tenants::{self as org_tenants, ids_of_partner};
@@ -17,8 +20,8 @@ use atrium_kernel::StrEnum;
 use atrium_kernel::payroll::HousingFundRate;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Period, Result, SortOrder};
 use atrium_payroll::{
-    Adjustments, Approval, CalculatedLine, Channel, Delivery, DeliveryStatus, ItemsWrite, PayrollEmployee, PayrollRepo, PayrollTenant,
-    Sheet, SheetItem, SheetKind, SheetQuery, SheetSort, SheetStatus, SheetTotals, TaxYearLine, YearToDateSums,
+    Adjustments, Approval, CalculatedLine, Channel, Delivery, DeliveryStatus, ItemsWrite, PayeeAccounts, PayrollEmployee, PayrollRepo,
+    PayrollTenant, Sheet, SheetItem, SheetKind, SheetQuery, SheetSort, SheetStatus, SheetTotals, TaxYearLine, YearToDateSums,
 };
 use chrono::{NaiveDate, NaiveDateTime};
 use diesel::prelude::*;
@@ -34,6 +37,12 @@ pub struct PayrollStore {
 impl PayrollStore {
     pub fn new(db: Db) -> Self {
         PayrollStore { db }
+    }
+
+    /// Employees' bank accounts for the bank file, decrypted with `cipher` (the one the
+    /// employees were stored with).
+    pub fn payee_accounts(&self, cipher: FieldCipher) -> std::sync::Arc<dyn PayeeAccounts> {
+        std::sync::Arc::new(files::AccountsStore { db: self.db.clone(), cipher })
     }
 }
 
@@ -483,6 +492,18 @@ impl PayrollRepo for PayrollStore {
 
     async fn tax_year(&self, tenant_id: Id, employee_id: Id, year: i32) -> Result<Vec<TaxYearLine>> {
         self.db.run(move |conn| year::tax_year(conn, tenant_id, employee_id, year)).await
+    }
+
+    async fn employee_count(&self, tenant_id: Id) -> Result<i64> {
+        self.db.run(move |conn| files::employee_count(conn, tenant_id)).await
+    }
+
+    async fn employees_by_no(&self, tenant_id: Id, numbers: Vec<String>) -> Result<Vec<PayrollEmployee>> {
+        self.db.run(move |conn| files::employees_by_no(conn, tenant_id, &numbers)).await
+    }
+
+    async fn record_audit(&self, audit: AuditRecord) -> Result<()> {
+        self.db.write(move |conn| write_audit(conn, &audit)).await
     }
 
     async fn insert_sheet(&self, sheet: Sheet, items: Vec<SheetItem>, audit: AuditRecord) -> Result<Sheet> {

@@ -1,12 +1,12 @@
 //! PayrollService against mocked ports: what it asks of storage and delivery, and what it
 //! refuses before touching either.
 #![allow(clippy::unwrap_used)]
-use super::PayrollService;
+use super::{FilePorts, PayrollService};
 use crate::api::{ItemInput, NewSheet};
 use crate::engine::{SheetKind, YearToDate};
 use crate::lifecycle::SheetStatus;
 use crate::model::*;
-use crate::ports::{MockPayrollRepo, MockPayslipNotifier};
+use crate::ports::{MockPayeeAccounts, MockPayrollRepo, MockPayslipNotifier, MockSheetReader, MockSheetWriter};
 use atrium_kernel::payroll::{HousingFundRate, PayrollPolicy};
 use atrium_kernel::{Actor, Error, FixedClock, Id, Money, Party, Period, Timestamp};
 use chrono::{TimeZone, Utc};
@@ -64,7 +64,19 @@ fn tenant(four_eyes: bool) -> PayrollTenant {
 }
 
 fn service(repo: MockPayrollRepo, notifier: MockPayslipNotifier) -> PayrollService {
-    PayrollService::new(Arc::new(repo), Arc::new(notifier), Arc::new(FixedClock::new(now())))
+    with_files(repo, notifier, MockPayeeAccounts::new(), MockSheetWriter::new(), MockSheetReader::new())
+}
+
+/// A service whose file ports are the given mocks (each expecting nothing unless told).
+fn with_files(
+    repo: MockPayrollRepo,
+    notifier: MockPayslipNotifier,
+    accounts: MockPayeeAccounts,
+    writer: MockSheetWriter,
+    reader: MockSheetReader,
+) -> PayrollService {
+    let files = FilePorts { accounts: Arc::new(accounts), writer: Arc::new(writer), reader: Arc::new(reader) };
+    PayrollService::new(Arc::new(repo), Arc::new(notifier), files, Arc::new(FixedClock::new(now())))
 }
 
 #[tokio::test]
@@ -227,3 +239,5 @@ async fn create_names_unknown_and_duplicate_employees() {
 }
 
 mod supplementary;
+
+mod files;
