@@ -83,6 +83,21 @@ pub async fn order(app: &TestApp, token: &str, id: i64) -> Value {
     r.data().clone()
 }
 
+/// Runs `probe` every 50 ms until it answers `Ok`, and returns that; panics once `secs`
+/// seconds have passed, saying what was awaited (`what`) and what `probe` last saw (its
+/// `Err`). For conditions another task brings about — a job runner, a notification — that a
+/// test must not assume have happened when its own request returned.
+pub async fn eventually<T>(secs: u64, what: &str, mut probe: impl AsyncFnMut() -> Result<T, String>) -> T {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        match probe().await {
+            Ok(done) => return done,
+            Err(seen) if tokio::time::Instant::now() >= deadline => panic!("waited {secs} s for {what}; last seen: {seen}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
 /// Waits up to fifteen seconds for the order to satisfy `done`, and returns it as last read.
 pub async fn wait_order(app: &TestApp, token: &str, id: i64, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);

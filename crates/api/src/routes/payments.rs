@@ -152,8 +152,8 @@ pub async fn reconciliation(state: web::Data<AppState>, auth: Authorized<Payment
            ("Wechatpay-Serial" = String, Header, description = "The platform key's id, `PUB_KEY_ID_…`")),
     request_body(content = Object, content_type = "application/json"),
     responses((status = 204, description = "Accepted"),
-              (status = 400, body = atrium_payments::NotifyFailure, description = "Malformed, unsigned or undecryptable"),
-              (status = 401, body = atrium_payments::NotifyFailure, description = "The signature does not verify"),
+              (status = 400, body = atrium_payments::NotifyFailure, description = "Signed, but not the expected JSON or undecryptable"),
+              (status = 401, body = atrium_payments::NotifyFailure, description = "Unsigned (a Wechatpay header missing), or the signature does not verify"),
               (status = 404, body = atrium_payments::NotifyFailure, description = "Payments are not configured for this tenant"),
               (status = 503, body = atrium_payments::NotifyFailure, description = "Not processed now; the platform retries")))]
 pub async fn notify(req: HttpRequest, state: web::Data<AppState>, tenant_id: web::Path<String>, body: web::Bytes) -> HttpResponse {
@@ -174,10 +174,10 @@ pub async fn notify(req: HttpRequest, state: web::Data<AppState>, tenant_id: web
         Ok(_) => HttpResponse::NoContent().finish(),
         Err(e) => {
             let status = match e {
-                NotificationError::MissingHeaders | NotificationError::NotJson | NotificationError::Undecryptable => {
-                    StatusCode::BAD_REQUEST
-                }
-                NotificationError::BadSignature
+                NotificationError::NotJson | NotificationError::Undecryptable => StatusCode::BAD_REQUEST,
+                // No signature is no credential: unauthenticated, as a missing token is.
+                NotificationError::MissingHeaders
+                | NotificationError::BadSignature
                 | NotificationError::Probe
                 | NotificationError::StaleTimestamp
                 | NotificationError::UnknownSerial => StatusCode::UNAUTHORIZED,

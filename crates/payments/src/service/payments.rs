@@ -79,10 +79,18 @@ impl PaymentService {
         self.repo.get_config(tenant_id).await?.ok_or(Error::NotFound("payment configuration"))
     }
 
-    /// The tenant's credentials; 409 when the configuration is incomplete, or disabled and
-    /// `enabled` is required (new orders need it; settling existing ones does not).
+    /// The tenant's credentials; 409 when the configuration is incomplete, or missing or
+    /// disabled and `enabled` is required (new orders need it; settling existing ones does
+    /// not). A new payment of a tenant without a configuration is refused for the tenant's
+    /// state, as one with a disabled configuration is — not a 404, which would say the order
+    /// or transaction being paid is not there. Without `enabled` it stays a 404 (a job of a
+    /// configuration removed since ends on it).
     pub(super) async fn account(&self, tenant_id: Id, enabled: bool) -> Result<MerchantAccount> {
-        let config = self.config(tenant_id).await?;
+        let config = match self.repo.get_config(tenant_id).await? {
+            Some(config) => config,
+            None if enabled => return Err(Error::conflict("payments are not configured for this tenant")),
+            None => return Err(Error::NotFound("payment configuration")),
+        };
         if enabled && !config.enabled {
             return Err(Error::conflict("payments are disabled for this tenant"));
         }

@@ -9,6 +9,7 @@ use crate::api::*;
 use crate::config::PaymentSettings;
 use crate::lifecycle::TradeState;
 use crate::model::*;
+use crate::ports::__mock_MockPaymentRepo_PaymentRepo as repo_mock;
 use crate::ports::{MockMerchantKeys, MockPayPlatform, MockPaymentRepo, PayPlatformError};
 use crate::service::{
     MAX_ATTEMPTS, ORDER_CHANGED, PaymentService, RECONCILE, RECONCILE_DAY, SETTLE_REFUND, SETTLE_TRANSACTION, platform_error,
@@ -19,6 +20,7 @@ use atrium_kernel::{
     PaymentMethod, RefundStatus, RequestKey, Secret, Timestamp,
 };
 use chrono::{Duration, NaiveDate, TimeZone, Utc};
+use mockall::Sequence;
 use mockall::predicate::eq;
 use std::sync::{Arc, Mutex};
 
@@ -477,8 +479,8 @@ impl Ledger {
     }
 
     /// `insert_transaction`, `times` times: `Conflict` for a number taken or an order that
-    /// already has a live transaction.
-    fn inserts(&self, repo: &mut MockPaymentRepo, times: usize) {
+    /// already has a live transaction. Returns the expectation (to put it in a `Sequence`).
+    fn inserts<'r>(&self, repo: &'r mut MockPaymentRepo, times: usize) -> &'r mut repo_mock::__insert_transaction::Expectation {
         let books = self.0.clone();
         repo.expect_insert_transaction().times(times).returning(move |t, effects| {
             let mut books = books.lock().unwrap();
@@ -492,11 +494,11 @@ impl Ledger {
             books.written.push(Written { op: "insert_transaction", no: stored.out_trade_no.clone(), effects });
             books.txs.push(stored.clone());
             Ok(stored)
-        });
+        })
     }
 
     /// `update_transaction`, `times` times, conditional on the stored trade state.
-    fn tx_writes(&self, repo: &mut MockPaymentRepo, times: usize) {
+    fn tx_writes<'r>(&self, repo: &'r mut MockPaymentRepo, times: usize) -> &'r mut repo_mock::__update_transaction::Expectation {
         let books = self.0.clone();
         repo.expect_update_transaction().times(times).returning(move |t, read_state, effects| {
             let mut books = books.lock().unwrap();
@@ -509,12 +511,12 @@ impl Ledger {
             books.written.push(Written { op: "update_transaction", no: t.out_trade_no.clone(), effects });
             books.txs[i] = t;
             Ok(true)
-        });
+        })
     }
 
     /// `reserve_refund`, `times` times: an existing number is `Existing`, the rule is checked
     /// against the stored transaction and its refunds, and only a reservation is written.
-    fn reservations(&self, repo: &mut MockPaymentRepo, times: usize) {
+    fn reservations<'r>(&self, repo: &'r mut MockPaymentRepo, times: usize) -> &'r mut repo_mock::__reserve_refund::Expectation {
         let books = self.0.clone();
         repo.expect_reserve_refund().times(times).returning(move |r, rule, effects| {
             let mut books = books.lock().unwrap();
@@ -532,11 +534,11 @@ impl Ledger {
             books.written.push(Written { op: "reserve_refund", no: stored.out_refund_no.clone(), effects });
             books.refunds.push(stored.clone());
             Ok(RefundReservation::Reserved(stored))
-        });
+        })
     }
 
     /// `update_refund`, `times` times, conditional on the stored status.
-    fn refund_writes(&self, repo: &mut MockPaymentRepo, times: usize) {
+    fn refund_writes<'r>(&self, repo: &'r mut MockPaymentRepo, times: usize) -> &'r mut repo_mock::__update_refund::Expectation {
         let books = self.0.clone();
         repo.expect_update_refund().times(times).returning(move |r, read_status, effects| {
             let mut books = books.lock().unwrap();
@@ -549,6 +551,6 @@ impl Ledger {
             books.written.push(Written { op: "update_refund", no: r.out_refund_no.clone(), effects });
             books.refunds[i] = r;
             Ok(true)
-        });
+        })
     }
 }

@@ -22,11 +22,21 @@ async fn expiry_asks_the_ledger_to_close_a_paying_order_then_syncs_it_closed() {
     let due = expired(1, OrderStatus::Paying, Duration::seconds(0));
     let db = Db::with(vec![due.clone()]);
     let ledger = Ledger::holding(&due, online(&due, PaymentState::Unpaid));
+    // What the ledger had been asked when the order was written: the order is written closed
+    // only after the ledger closed its payment and was read again.
+    let at_write = Arc::new(Mutex::new(Vec::new()));
+    let (seen, asked) = (at_write.clone(), ledger.clone());
+    db.before_write(move || seen.lock().unwrap().push(asked.calls()));
 
     let changed = svc(&db, &ledger).expire_due(now(), 100).await.unwrap();
 
     assert_eq!(changed, 1);
     assert_eq!(ledger.calls(), [Call::Close(TENANT, 1), Call::Money(TENANT, 1)]);
+    assert_eq!(
+        *at_write.lock().unwrap(),
+        [vec![Call::Close(TENANT, 1), Call::Money(TENANT, 1)]],
+        "one write, after the close and the sync's read"
+    );
     assert_eq!(ledger.state(1).payment.map(|p| p.state), Some(PaymentState::Closed));
     assert_eq!(db.order(1).status, OrderStatus::Closed);
     assert_eq!(db.actions(), ["order.close"]);

@@ -17,9 +17,15 @@ fn offline(reference: &str) -> PayOrder {
 async fn paying_online_charges_the_order_number_and_the_sync_moves_the_order_to_paying() {
     let db = Db::with(vec![order(1, OrderStatus::Pending)]);
     let ledger = Ledger::default();
+    // What the ledger had been asked when the order was written: charged, then read by the sync.
+    let at_write = Arc::new(Mutex::new(Vec::new()));
+    let (seen, asked) = (at_write.clone(), ledger.clone());
+    db.before_write(move || seen.lock().unwrap().push(asked.calls()));
 
     let view = svc(&db, &ledger).pay(&tenant_actor(), 1, jsapi(None)).await.unwrap();
 
+    let at_write = at_write.lock().unwrap().clone();
+    assert!(matches!(&at_write[..], [calls] if matches!(&calls[..], [Call::Charge(..), Call::Money(..)])), "{at_write:?}");
     let stored = db.order(1);
     let calls = ledger.actions();
     let audit = requested_audit(&calls[0], "order.pay", 1);
@@ -118,6 +124,7 @@ async fn an_unavailable_ledger_is_answered_unchanged_after_syncing_what_it_may_h
     let err = svc(&db, &ledger).pay(&tenant_actor(), 1, jsapi(None)).await.unwrap_err();
 
     assert!(matches!(err, Error::Upstream(ref m) if m == "the pay platform timed out"), "{err:?}");
+    assert!(matches!(&ledger.calls()[..], [Call::Charge(..), Call::Money(TENANT, 1)]), "synced after the error: {:?}", ledger.calls());
     assert_eq!(db.order(1).status, OrderStatus::Paying, "the charge had reached the ledger");
     assert_eq!(db.actions(), ["order.paying"]);
 }

@@ -156,6 +156,7 @@ async fn an_unavailable_ledger_is_answered_unchanged_after_syncing_what_it_may_h
     let err = svc(&db, &ledger).refund(&tenant_actor(), 1, new_refund(1000), None).await.unwrap_err();
 
     assert!(matches!(err, Error::Upstream(ref m) if m == "the ledger timed out"), "{err:?}");
+    assert!(matches!(&ledger.calls()[..], [Call::Refund(..), Call::Money(TENANT, 1)]), "synced after the error: {:?}", ledger.calls());
     assert_eq!(db.order(1).status, OrderStatus::Refunded);
 }
 

@@ -30,9 +30,16 @@ async fn a_new_transaction_is_stored_with_its_settling_due_at_its_expiry_once() 
 async fn a_settle_job_closes_a_transaction_still_unpaid_after_its_expiry() {
     let (mut repo, cell) = repo_holding(Some(config()), expired(TradeState::NotPay));
     conditional_writes(&mut repo, &cell, 1);
+    // Closed only once the platform said it is still unpaid: a sequence.
+    let mut seq = Sequence::new();
     let mut platform = MockPayPlatform::new();
-    platform.expect_query_order().times(1).returning(|_, no| Ok(report(no, TradeState::NotPay)));
-    platform.expect_close_order().withf(|_, no| no == "T0000001").times(1).returning(|_, _| Ok(()));
+    platform
+        .expect_query_order()
+        .withf(|_, no| no == "T0000001")
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, no| Ok(report(no, TradeState::NotPay)));
+    platform.expect_close_order().withf(|_, no| no == "T0000001").times(1).in_sequence(&mut seq).returning(|_, _| Ok(()));
     let svc = svc(repo, platform);
 
     assert_eq!(svc.run(&settle_tx_job(1)).await, JobOutcome::Done);
@@ -40,11 +47,23 @@ async fn a_settle_job_closes_a_transaction_still_unpaid_after_its_expiry() {
 }
 
 #[tokio::test]
+async fn a_settle_job_of_a_tenant_whose_configuration_was_removed_fails_for_good() {
+    let (repo, _) = repo_holding(None, expired(TradeState::NotPay));
+    let mut platform = MockPayPlatform::new();
+    platform.expect_query_order().never();
+    platform.expect_close_order().never();
+
+    let outcome = svc(repo, platform).run(&settle_tx_job(1)).await;
+
+    assert!(matches!(outcome, JobOutcome::Failed(ref m) if m.contains("payment configuration not found")), "{outcome:?}");
+}
+
+#[tokio::test]
 async fn a_settle_job_records_a_payment_whose_notification_was_lost() {
     let (mut repo, cell) = repo_holding(Some(config()), expired(TradeState::NotPay));
     conditional_writes(&mut repo, &cell, 1);
     let mut platform = MockPayPlatform::new();
-    platform.expect_query_order().times(1).returning(|_, no| Ok(report(no, TradeState::Success)));
+    platform.expect_query_order().withf(|_, no| no == "T0000001").times(1).returning(|_, no| Ok(report(no, TradeState::Success)));
     platform.expect_close_order().never();
     let svc = svc(repo, platform);
 
@@ -121,12 +140,20 @@ async fn a_settle_job_paid_at_the_last_moment_tries_again() {
 
 #[tokio::test]
 async fn a_refund_is_reserved_with_its_settling_a_minute_later() {
+    // Reserved with its settle job before the platform is asked (a crash in between leaves
+    // the job to find out), then the answer kept: a sequence.
+    let mut seq = Sequence::new();
     let ledger = Ledger::holding(vec![tx("T0000001", TradeState::Success)], vec![]);
     let mut repo = ledger.repo(Some(config()));
-    ledger.reservations(&mut repo, 1);
-    ledger.refund_writes(&mut repo, 1);
+    ledger.reservations(&mut repo, 1).in_sequence(&mut seq);
     let mut platform = MockPayPlatform::new();
-    platform.expect_refund().times(1).returning(|_, _| Ok(refund_report(RefundStatus::Processing)));
+    platform
+        .expect_refund()
+        .withf(|_, o| o.out_refund_no == "R1" && o.amount == Money::from_fen(300))
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| Ok(refund_report(RefundStatus::Processing)));
+    ledger.refund_writes(&mut repo, 1).in_sequence(&mut seq);
     let svc = with_jobs(repo, platform, MockMerchantKeys::new(), no_queued_jobs());
 
     svc.refund(&tenant_actor(), refund_request(300, Some("R1")), None).await.unwrap();
@@ -141,14 +168,14 @@ async fn a_refund_is_reserved_with_its_settling_a_minute_later() {
 async fn a_refund_settle_job_queries_until_the_refund_settles() {
     let (repo, cell) = repo_with_refund(RefundStatus::Processing);
     let mut platform = MockPayPlatform::new();
-    platform.expect_query_refund().times(1).returning(|_, _| Ok(refund_report(RefundStatus::Processing)));
+    platform.expect_query_refund().withf(|_, no| no == "R1").times(1).returning(|_, _| Ok(refund_report(RefundStatus::Processing)));
     let outcome = svc(repo, platform).run(&settle_refund_job(2)).await;
     assert!(matches!(outcome, JobOutcome::Retry { at, .. } if at == now() + Duration::minutes(5)), "{outcome:?}");
     assert_eq!(cell.lock().unwrap().status, RefundStatus::Processing);
 
     let (repo, cell) = repo_with_refund(RefundStatus::Processing);
     let mut platform = MockPayPlatform::new();
-    platform.expect_query_refund().times(1).returning(|_, _| Ok(refund_report(RefundStatus::Succeeded)));
+    platform.expect_query_refund().withf(|_, no| no == "R1").times(1).returning(|_, _| Ok(refund_report(RefundStatus::Succeeded)));
     assert_eq!(svc(repo, platform).run(&settle_refund_job(3)).await, JobOutcome::Done);
     assert_eq!(cell.lock().unwrap().status, RefundStatus::Succeeded);
 
@@ -160,13 +187,21 @@ async fn a_refund_settle_job_queries_until_the_refund_settles() {
 
 #[tokio::test]
 async fn a_refund_the_platform_never_got_is_asked_again_under_its_number() {
+    // Asked again only after the platform said it never got it: a sequence.
+    let mut seq = Sequence::new();
     let (repo, cell) = repo_with_refund(RefundStatus::Processing);
     let mut platform = MockPayPlatform::new();
-    platform.expect_query_refund().times(1).returning(|_, _| Err(refused(404, "RESOURCE_NOT_EXISTS")));
+    platform
+        .expect_query_refund()
+        .withf(|_, no| no == "R1")
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| Err(refused(404, "RESOURCE_NOT_EXISTS")));
     platform
         .expect_refund()
         .withf(|_, r| r.out_refund_no == "R1" && r.amount == Money::from_fen(300) && r.total == Money::from_fen(1000))
         .times(1)
+        .in_sequence(&mut seq)
         .returning(|_, _| Ok(refund_report(RefundStatus::Processing)));
     let outcome = svc(repo, platform).run(&settle_refund_job(1)).await;
     assert!(matches!(outcome, JobOutcome::Retry { .. }), "{outcome:?}");
@@ -176,7 +211,11 @@ async fn a_refund_the_platform_never_got_is_asked_again_under_its_number() {
     let (repo, cell) = repo_with_refund(RefundStatus::Processing);
     let mut platform = MockPayPlatform::new();
     platform.expect_query_refund().returning(|_, _| Err(refused(404, "RESOURCE_NOT_EXISTS")));
-    platform.expect_refund().returning(|_, _| Err(refused(403, "NOT_ENOUGH")));
+    platform
+        .expect_refund()
+        .withf(|_, r| r.out_refund_no == "R1" && r.amount == Money::from_fen(300))
+        .times(1)
+        .returning(|_, _| Err(refused(403, "NOT_ENOUGH")));
     assert_eq!(svc(repo, platform).run(&settle_refund_job(1)).await, JobOutcome::Done);
     assert_eq!(cell.lock().unwrap().status, RefundStatus::Failed);
 }

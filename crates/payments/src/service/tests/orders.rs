@@ -75,7 +75,7 @@ async fn a_refund_of_an_order_settled_by_a_query_carries_the_order_event_in_the_
     let mut repo = ledger.repo(Some(config()));
     ledger.refund_writes(&mut repo, 1);
     let mut platform = MockPayPlatform::new();
-    platform.expect_query_refund().times(1).returning(|_, _| Ok(refund_report(RefundStatus::Succeeded)));
+    platform.expect_query_refund().withf(|_, no| no == "R1").times(1).returning(|_, _| Ok(refund_report(RefundStatus::Succeeded)));
     let svc = with_jobs(repo, platform, MockMerchantKeys::new(), no_queued_jobs());
 
     let job = Job {
@@ -99,17 +99,32 @@ async fn a_refund_of_an_order_settled_by_a_query_carries_the_order_event_in_the_
 
 #[tokio::test]
 async fn charging_an_order_stores_its_transaction_with_the_settle_job_the_order_event_and_the_audit_in_one_write() {
+    // Stored with its settle job first, so a crash after the platform placed the order still
+    // settles it; then placed; then the prepay kept; then signed: a sequence.
+    let mut seq = Sequence::new();
     let ledger = Ledger::default();
     let mut repo = ledger.repo(Some(config()));
-    ledger.inserts(&mut repo, 1);
-    ledger.tx_writes(&mut repo, 1);
+    ledger.inserts(&mut repo, 1).in_sequence(&mut seq);
     let mut platform = MockPayPlatform::new();
     platform
         .expect_jsapi_order()
-        .withf(|_, o| o.out_trade_no == ORDER_NO && o.amount == Money::from_fen(1000) && o.time_expire == now() + Duration::minutes(30))
+        .withf(|_, o| {
+            o.out_trade_no == ORDER_NO
+                && o.amount == Money::from_fen(1000)
+                && o.openid == "o-ann"
+                && o.time_expire == now() + Duration::minutes(30)
+                && o.notify_url.ends_with("/notify/3")
+        })
         .times(1)
+        .in_sequence(&mut seq)
         .returning(|_, _| Ok("prepay-o".into()));
-    platform.expect_pay_params().times(1).returning(|_, p| Ok(pay_params(p)));
+    ledger.tx_writes(&mut repo, 1).in_sequence(&mut seq);
+    platform
+        .expect_pay_params()
+        .with(mockall::predicate::always(), eq("prepay-o"))
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, p| Ok(pay_params(p)));
     let svc = with_jobs(repo, platform, MockMerchantKeys::new(), no_queued_jobs());
 
     let params = svc.charge_order(TENANT, charge()).await.unwrap();
@@ -133,8 +148,8 @@ async fn charging_an_order_again_resumes_its_platform_payment_without_a_second_t
     ledger.inserts(&mut repo, 1);
     ledger.tx_writes(&mut repo, 1);
     let mut platform = MockPayPlatform::new();
-    platform.expect_jsapi_order().times(1).returning(|_, _| Ok("prepay-o".into()));
-    platform.expect_pay_params().times(2).returning(|_, p| Ok(pay_params(p)));
+    platform.expect_jsapi_order().withf(|_, o| o.out_trade_no == ORDER_NO).times(1).returning(|_, _| Ok("prepay-o".into()));
+    platform.expect_pay_params().with(mockall::predicate::always(), eq("prepay-o")).times(2).returning(|_, p| Ok(pay_params(p)));
     let svc = svc(repo, platform);
 
     let first = svc.charge_order(TENANT, charge()).await.unwrap();
@@ -143,6 +158,21 @@ async fn charging_an_order_again_resumes_its_platform_payment_without_a_second_t
     assert_eq!(again, first, "the same prepay");
     assert_eq!(ledger.txs().len(), 1);
     assert_eq!(ledger.writes(), [("insert_transaction", ORDER_NO.to_owned()), ("update_transaction", ORDER_NO.to_owned())]);
+}
+
+#[tokio::test]
+async fn charging_an_order_of_a_tenant_without_payments_configured_is_409_and_stores_nothing() {
+    let ledger = Ledger::default();
+    let mut repo = ledger.repo(None);
+    ledger.inserts(&mut repo, 0);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_jsapi_order().never();
+    let svc = svc(repo, platform);
+
+    let err = svc.charge_order(TENANT, charge()).await.unwrap_err();
+
+    // The order is there; the tenant's state stops it (a 404 would say the order is not).
+    assert!(matches!(err, Error::Conflict(ref m) if m.contains("not configured")), "{err:?}");
 }
 
 #[tokio::test]
@@ -164,12 +194,14 @@ async fn an_order_being_paid_by_another_payer_is_409_without_asking_the_platform
 
 #[tokio::test]
 async fn recording_an_offline_payment_closes_the_orders_open_platform_payment_first() {
+    // Closed on the platform, then closed here, then the offline payment recorded: a sequence.
+    let mut seq = Sequence::new();
     let ledger = Ledger::holding(vec![order_tx(TradeState::NotPay)], vec![]);
     let mut repo = ledger.repo(Some(config()));
-    ledger.tx_writes(&mut repo, 1);
-    ledger.inserts(&mut repo, 1);
     let mut platform = MockPayPlatform::new();
-    platform.expect_close_order().withf(|_, no| no == ORDER_NO).times(1).returning(|_, _| Ok(()));
+    platform.expect_close_order().withf(|_, no| no == ORDER_NO).times(1).in_sequence(&mut seq).returning(|_, _| Ok(()));
+    ledger.tx_writes(&mut repo, 1).in_sequence(&mut seq);
+    ledger.inserts(&mut repo, 1).in_sequence(&mut seq);
     platform.expect_query_order().never();
     let svc = with_jobs(repo, platform, MockMerchantKeys::new(), no_queued_jobs());
 
@@ -223,7 +255,7 @@ async fn an_offline_payment_closes_a_platform_payment_left_unplaced_past_the_pla
     ledger.tx_writes(&mut repo, 1);
     ledger.inserts(&mut repo, 1);
     let mut platform = MockPayPlatform::new();
-    platform.expect_close_order().times(1).returning(|_, _| Err(refused(404, "ORDER_NOT_EXIST")));
+    platform.expect_close_order().withf(|_, no| no == ORDER_NO).times(1).returning(|_, _| Err(refused(404, "ORDER_NOT_EXIST")));
     let svc = svc(repo, platform);
 
     // Act
@@ -241,8 +273,20 @@ async fn an_offline_payment_of_an_order_paid_on_the_platform_meanwhile_is_409_an
     ledger.tx_writes(&mut repo, 1);
     ledger.inserts(&mut repo, 0);
     let mut platform = MockPayPlatform::new();
-    platform.expect_close_order().times(1).returning(|_, _| Err(refused(400, "ORDERPAID")));
-    platform.expect_query_order().withf(|_, no| no == ORDER_NO).times(1).returning(|_, no| Ok(report(no, TradeState::Success)));
+    // Asked to close, refused as paid, then asked what it holds: a sequence.
+    let mut seq = Sequence::new();
+    platform
+        .expect_close_order()
+        .withf(|_, no| no == ORDER_NO)
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| Err(refused(400, "ORDERPAID")));
+    platform
+        .expect_query_order()
+        .withf(|_, no| no == ORDER_NO)
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, no| Ok(report(no, TradeState::Success)));
     let svc = svc(repo, platform);
 
     let err = svc.charge_order_offline(TENANT, offline_charge("BANK-20260401-1")).await.unwrap_err();
@@ -305,16 +349,27 @@ async fn refunding_an_offline_payment_reserves_a_succeeded_refund_and_never_call
 
 #[tokio::test]
 async fn refunding_an_orders_platform_payment_reserves_it_with_its_settling_and_the_order_event_then_asks_the_platform() {
+    // Reserved with its settle job and the order's event, then asked of the platform, then
+    // its answer kept: a sequence.
+    let mut seq = Sequence::new();
     let ledger = Ledger::holding(vec![order_tx(TradeState::Success)], vec![]);
     let mut repo = ledger.repo(Some(config()));
-    ledger.reservations(&mut repo, 1);
-    ledger.refund_writes(&mut repo, 1);
+    ledger.reservations(&mut repo, 1).in_sequence(&mut seq);
     let mut platform = MockPayPlatform::new();
     platform
         .expect_refund()
-        .withf(|_, o| o.out_trade_no == ORDER_NO && o.out_refund_no == "OR1" && o.total == Money::from_fen(1000))
+        .withf(|_, o| {
+            o.out_trade_no == ORDER_NO
+                && o.out_refund_no == "OR1"
+                && o.amount == Money::from_fen(400)
+                && o.total == Money::from_fen(1000)
+                && o.reason.as_deref() == Some("returned")
+                && o.notify_url.ends_with("/notify/3")
+        })
         .times(1)
+        .in_sequence(&mut seq)
         .returning(|_, o| Ok(PlatformRefund { out_refund_no: o.out_refund_no.clone(), ..refund_report(RefundStatus::Processing) }));
+    ledger.refund_writes(&mut repo, 1).in_sequence(&mut seq);
     let svc = with_jobs(repo, platform, MockMerchantKeys::new(), no_queued_jobs());
 
     let refund = svc.refund_order(TENANT, order_refund("OR1", 400)).await.unwrap();
@@ -324,6 +379,7 @@ async fn refunding_an_orders_platform_payment_reserves_it_with_its_settling_and_
     assert_eq!(written[0].op, "reserve_refund");
     assert_jobs(&written[0].effects, &[order_changed(ORDER), settle_refund_job_for("OR1")]);
     assert_eq!(written[0].effects.audit, Some(order_audit("order.refund")));
+    assert_eq!(ledger.writes(), [("reserve_refund", "OR1".to_owned()), ("update_refund", "OR1".to_owned())]);
 }
 
 #[tokio::test]

@@ -3,33 +3,37 @@ use super::*;
 
 #[tokio::test]
 async fn a_refund_reserves_its_amount_then_asks_the_platform() {
+    // Reserved (under the lock, against what is left) before the platform hears of it, and
+    // the platform's answer kept after: a sequence.
+    let mut seq = Sequence::new();
     let (mut repo, _) = repo_holding(Some(config()), tx("T0000001", TradeState::Success));
     let stored: Arc<Mutex<Option<Refund>>> = Arc::new(Mutex::new(None));
     let (keep, read, write) = (stored.clone(), stored.clone(), stored.clone());
     repo.expect_reserve_refund()
-        .withf(|_, rule, _| *rule == RefundRule { window: Duration::days(365), max_refunds: 50 })
+        .withf(|r, rule, _| {
+            (r.out_refund_no.as_str(), r.out_trade_no.as_str(), r.amount, r.status)
+                == ("R1", "T0000001", Money::from_fen(300), RefundStatus::Processing)
+                && *rule == RefundRule { window: Duration::days(365), max_refunds: 50 }
+        })
         .times(1)
+        .in_sequence(&mut seq)
         .returning(move |r, _, _| {
-            assert_eq!(r.status, RefundStatus::Processing);
             *keep.lock().unwrap() = Some(r.clone());
             Ok(RefundReservation::Reserved(r))
         });
     repo.expect_get_refund().returning(move |_, _| Ok(read.lock().unwrap().clone()));
-    repo.expect_update_refund().times(1).returning(move |r, read_status, _| {
-        assert_eq!(read_status, RefundStatus::Processing);
-        *write.lock().unwrap() = Some(r);
-        Ok(true)
-    });
     let mut platform = MockPayPlatform::new();
     platform
         .expect_refund()
         .withf(|_, o| {
-            o.out_refund_no == "R1"
+            o.out_trade_no == "T0000001"
+                && o.out_refund_no == "R1"
                 && o.amount == Money::from_fen(300)
                 && o.total == Money::from_fen(1000)
                 && o.notify_url.ends_with("/notify/3")
         })
         .times(1)
+        .in_sequence(&mut seq)
         .returning(|_, o| {
             Ok(PlatformRefund {
                 out_refund_no: o.out_refund_no.clone(),
@@ -40,6 +44,11 @@ async fn a_refund_reserves_its_amount_then_asks_the_platform() {
                 success_time: None,
             })
         });
+    repo.expect_update_refund().times(1).in_sequence(&mut seq).returning(move |r, read_status, _| {
+        assert_eq!(read_status, RefundStatus::Processing);
+        *write.lock().unwrap() = Some(r);
+        Ok(true)
+    });
     let svc = svc(repo, platform);
 
     let view = svc.refund(&tenant_actor(), refund_request(300, Some("R1")), None).await.unwrap();
@@ -133,14 +142,21 @@ async fn no_refund_more_than_a_year_after_the_payment() {
 #[tokio::test]
 async fn a_refund_the_platform_refuses_gives_its_amount_back() {
     let (mut repo, _) = repo_holding(Some(config()), tx("T0000001", TradeState::Success));
-    repo.expect_reserve_refund().times(1).returning(|r, _, _| Ok(RefundReservation::Reserved(r)));
+    // Reserved, refused, then given back: a sequence.
+    let mut seq = Sequence::new();
+    repo.expect_reserve_refund().times(1).in_sequence(&mut seq).returning(|r, _, _| Ok(RefundReservation::Reserved(r)));
     repo.expect_get_refund().returning(|_, no| Ok(Some(refund(&no, 300, RefundStatus::Processing))));
-    repo.expect_update_refund().times(1).returning(|r, read_status, _| {
+    let mut platform = MockPayPlatform::new();
+    platform
+        .expect_refund()
+        .withf(|_, o| o.out_refund_no == "R1" && o.amount == Money::from_fen(300))
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| Err(refused(403, "NOT_ENOUGH")));
+    repo.expect_update_refund().times(1).in_sequence(&mut seq).returning(|r, read_status, _| {
         assert_eq!((read_status, r.status), (RefundStatus::Processing, RefundStatus::Failed));
         Ok(true)
     });
-    let mut platform = MockPayPlatform::new();
-    platform.expect_refund().times(1).returning(|_, _| Err(refused(403, "NOT_ENOUGH")));
     let svc = svc(repo, platform);
 
     let err = svc.refund(&tenant_actor(), refund_request(300, Some("R1")), None).await.unwrap_err();
@@ -154,7 +170,11 @@ async fn a_refund_lost_to_an_outage_stays_processing_and_is_a_502() {
     repo.expect_reserve_refund().times(1).returning(|r, _, _| Ok(RefundReservation::Reserved(r)));
     repo.expect_update_refund().never();
     let mut platform = MockPayPlatform::new();
-    platform.expect_refund().times(1).returning(|_, _| Err(PayPlatformError::Unavailable("time-out".into())));
+    platform
+        .expect_refund()
+        .withf(|_, o| o.out_refund_no == "R1" && o.amount == Money::from_fen(300))
+        .times(1)
+        .returning(|_, _| Err(PayPlatformError::Unavailable("time-out".into())));
     let svc = svc(repo, platform);
 
     let err = svc.refund(&tenant_actor(), refund_request(300, Some("R1")), None).await.unwrap_err();
@@ -186,16 +206,20 @@ async fn a_retried_refund_the_platform_never_acknowledged_is_sent_again_with_the
     repo.expect_get_refund().returning(|_, no| Ok(Some(refund(&no, 300, RefundStatus::Processing))));
     repo.expect_update_refund().times(1).returning(|_, _, _| Ok(true));
     let mut platform = MockPayPlatform::new();
-    platform.expect_refund().withf(|_, o| o.out_refund_no == "R1").times(1).returning(|_, o| {
-        Ok(PlatformRefund {
-            out_refund_no: o.out_refund_no.clone(),
-            out_trade_no: None,
-            refund_id: Some("5001".into()),
-            status: RefundStatus::Succeeded,
-            amount: Some(o.amount),
-            success_time: Some(now()),
-        })
-    });
+    platform
+        .expect_refund()
+        .withf(|_, o| o.out_refund_no == "R1" && o.amount == Money::from_fen(300) && o.total == Money::from_fen(1000))
+        .times(1)
+        .returning(|_, o| {
+            Ok(PlatformRefund {
+                out_refund_no: o.out_refund_no.clone(),
+                out_trade_no: None,
+                refund_id: Some("5001".into()),
+                status: RefundStatus::Succeeded,
+                amount: Some(o.amount),
+                success_time: Some(now()),
+            })
+        });
     let svc = svc(repo, platform);
 
     let view = svc.refund(&tenant_actor(), refund_request(300, Some("R1")), None).await.unwrap();
@@ -232,7 +256,7 @@ async fn a_refund_without_a_number_takes_one_derived_from_the_request_key_so_a_r
     let sent = expected.clone();
     platform
         .expect_refund()
-        .withf(move |_, o| o.out_refund_no == sent)
+        .withf(move |_, o| o.out_refund_no == sent && o.amount == Money::from_fen(300))
         .times(1)
         .returning(|_, o| Ok(PlatformRefund { out_refund_no: o.out_refund_no.clone(), ..refund_report(RefundStatus::Processing) }));
     let svc = svc(repo, platform);
@@ -254,7 +278,7 @@ async fn a_refund_lost_to_an_outage_stays_processing_and_asking_again_sends_the_
     let sent = Arc::new(Mutex::new(Vec::<String>::new()));
     let log = sent.clone();
     let mut platform = MockPayPlatform::new();
-    platform.expect_refund().times(2).returning(move |_, o| {
+    platform.expect_refund().withf(|_, o| o.amount == Money::from_fen(300)).times(2).returning(move |_, o| {
         let mut sent = log.lock().unwrap();
         sent.push(o.out_refund_no.clone());
         if sent.len() == 1 { Err(PayPlatformError::Unavailable("time-out".into())) } else { Ok(refund_report(RefundStatus::Processing)) }

@@ -5,33 +5,44 @@ use super::*;
 
 #[tokio::test]
 async fn a_unified_order_stores_the_transaction_places_it_and_signs_pay_params() {
+    // Stored (its number fixed) before the platform hears of it, then placed, then the prepay
+    // kept, then signed: a sequence.
+    let mut seq = Sequence::new();
     let mut repo = repo_with(Some(config()));
     let cell: Arc<Mutex<Option<Transaction>>> = Arc::new(Mutex::new(None));
     let (ins, read, write) = (cell.clone(), cell.clone(), cell.clone());
     repo.expect_get_transaction().returning(move |_, _| Ok(read.lock().unwrap().clone()));
-    repo.expect_insert_transaction().times(1).returning(move |mut t, _| {
+    repo.expect_insert_transaction().times(1).in_sequence(&mut seq).returning(move |mut t, _| {
         t.id = 5;
         *ins.lock().unwrap() = Some(t.clone());
         Ok(t)
     });
-    repo.expect_update_transaction().times(1).returning(move |t, read_state, _| {
+    let mut platform = MockPayPlatform::new();
+    let stored = cell.clone();
+    platform
+        .expect_jsapi_order()
+        .withf(move |account, order| {
+            account.mchid == "1900000109"
+                && order.notify_url == "https://atrium.example.com/api/v1/miniprogram/payment/notify/3"
+                && order.amount == Money::from_fen(1000)
+                && order.openid == "o-ann"
+                && order.time_expire == now() + Duration::hours(2)
+                && stored.lock().unwrap().as_ref().is_some_and(|t| t.out_trade_no == order.out_trade_no)
+        })
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| Ok("prepay-1".into()));
+    repo.expect_update_transaction().times(1).in_sequence(&mut seq).returning(move |t, read_state, _| {
         assert_eq!(read_state, TradeState::NotPay);
         *write.lock().unwrap() = Some(t);
         Ok(true)
     });
-    let mut platform = MockPayPlatform::new();
     platform
-        .expect_jsapi_order()
-        .withf(|account, order| {
-            account.mchid == "1900000109"
-                && order.notify_url == "https://atrium.example.com/api/v1/miniprogram/payment/notify/3"
-                && order.amount == Money::from_fen(1000)
-                && order.time_expire == now() + Duration::hours(2)
-                && OutTradeNo::parse(&order.out_trade_no).is_ok()
-        })
+        .expect_pay_params()
+        .with(mockall::predicate::always(), eq("prepay-1"))
         .times(1)
-        .returning(|_, _| Ok("prepay-1".into()));
-    platform.expect_pay_params().with(mockall::predicate::always(), eq("prepay-1")).times(1).returning(|_, p| Ok(pay_params(p)));
+        .in_sequence(&mut seq)
+        .returning(|_, p| Ok(pay_params(p)));
     let svc = svc(repo, platform);
 
     let view = svc.unified_order(&tenant_actor(), order_request(None), None).await.unwrap();
@@ -39,6 +50,7 @@ async fn a_unified_order_stores_the_transaction_places_it_and_signs_pay_params()
     assert_eq!(view.prepay_id, "prepay-1");
     assert_eq!(view.pay_params.package, "prepay_id=prepay-1");
     assert_eq!(view.out_trade_no.len(), 24, "a generated number");
+    assert!(OutTradeNo::parse(&view.out_trade_no).is_ok(), "{}", view.out_trade_no);
     let stored = cell.lock().unwrap().clone().unwrap();
     assert_eq!((stored.trade_state, stored.prepay_id.as_deref()), (TradeState::NotPay, Some("prepay-1")));
 }
@@ -79,6 +91,11 @@ async fn a_paid_or_closed_number_is_never_reused_and_a_number_names_one_order() 
 async fn a_unified_order_needs_an_enabled_configuration_a_positive_amount_and_a_future_expiry() {
     let mut disabled = config();
     disabled.enabled = false;
+    let mut unconfigured = repo_with(None);
+    unconfigured.expect_insert_transaction().never();
+    let mut platform = MockPayPlatform::new();
+    platform.expect_jsapi_order().never();
+    let none = svc(unconfigured, platform).unified_order(&tenant_actor(), order_request(None), None).await.unwrap_err();
     let mut repo = repo_with(Some(disabled));
     repo.expect_insert_transaction().never();
     let mut platform = MockPayPlatform::new();
@@ -98,6 +115,7 @@ async fn a_unified_order_needs_an_enabled_configuration_a_positive_amount_and_a_
         .unwrap_err();
 
     assert!(matches!(off, Error::Conflict(ref m) if m.contains("disabled")), "{off:?}");
+    assert!(matches!(none, Error::Conflict(ref m) if m.contains("not configured")), "a state of the tenant, not a 404: {none:?}");
     assert_eq!(field_of(&zero), ["amount"]);
     assert_eq!(field_of(&past), ["time_expire"]);
     assert_eq!(field_of(&far), ["time_expire"]);
@@ -223,7 +241,7 @@ async fn closing_an_unpaid_transaction_closes_it_once() {
     let (mut repo, cell) = repo_holding(Some(config()), tx("T0000001", TradeState::NotPay));
     conditional_writes(&mut repo, &cell, 1);
     let mut platform = MockPayPlatform::new();
-    platform.expect_close_order().times(1).returning(|_, _| Ok(()));
+    platform.expect_close_order().withf(|_, no| no == "T0000001").times(1).returning(|_, _| Ok(()));
     let svc = svc(repo, platform);
 
     let first = svc.close(&tenant_actor(), close_request()).await.unwrap();
@@ -239,8 +257,20 @@ async fn a_close_the_platform_refuses_as_paid_records_the_payment_and_is_409() {
     let (mut repo, cell) = repo_holding(Some(config()), tx("T0000001", TradeState::UserPaying));
     conditional_writes(&mut repo, &cell, 1);
     let mut platform = MockPayPlatform::new();
-    platform.expect_close_order().times(1).returning(|_, _| Err(refused(400, "ORDERPAID")));
-    platform.expect_query_order().times(1).returning(|_, no| Ok(report(no, TradeState::Success)));
+    // Refused as paid, then asked what it holds, and that recorded: a sequence.
+    let mut seq = Sequence::new();
+    platform
+        .expect_close_order()
+        .withf(|_, no| no == "T0000001")
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| Err(refused(400, "ORDERPAID")));
+    platform
+        .expect_query_order()
+        .withf(|_, no| no == "T0000001")
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, no| Ok(report(no, TradeState::Success)));
     let svc = svc(repo, platform);
 
     let err = svc.close(&tenant_actor(), close_request()).await.unwrap_err();
