@@ -99,8 +99,17 @@ struct EndpointLabels {
 
 /// The method label: a standard method by name, anything else a client makes up as `other`.
 fn method_label(method: &Method) -> &'static str {
-    const KNOWN: [Method; 9] =
-        [Method::GET, Method::HEAD, Method::POST, Method::PUT, Method::DELETE, Method::PATCH, Method::OPTIONS, Method::CONNECT, Method::TRACE];
+    const KNOWN: [Method; 9] = [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::DELETE,
+        Method::PATCH,
+        Method::OPTIONS,
+        Method::CONNECT,
+        Method::TRACE,
+    ];
     KNOWN.iter().find(|m| *m == method).map_or("other", |m| m.as_str())
 }
 
