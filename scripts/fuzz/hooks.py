@@ -241,6 +241,12 @@ UNSTATEABLE = [
     (r"date", r"^(must be a past day|the pay platform keeps trade bills for three months)$"),
     # A limit in bytes of UTF-8 (JSON Schema counts characters).
     (r"(description|attach|reason|subject)", r"bytes"),
+    # What an uploaded spreadsheet holds: its format told by content, its header row, and
+    # each cell (employee numbers of the tenant, amounts in yuan).
+    (r"(file|columns\..+|rows\[\d+\]\..+)", r"."),
+    # Between two fields: a supplementary sheet (`kind`) lists its items and carries no base
+    # salary, leave deduction or contributions in them.
+    (r"items(\[\d+\]\.(base_salary|leave_deduction|si_base))?", r"supplementary sheet"),
 ]
 
 
