@@ -78,28 +78,15 @@ fn config_audit(tenant_id: i64) -> AuditRecord {
 }
 
 fn transaction(tenant_id: i64, out_trade_no: &str, amount: i64) -> Transaction {
-    Transaction {
-        id: 0,
+    Transaction::unpaid(
         tenant_id,
-        out_trade_no: out_trade_no.into(),
-        order_id: None,
-        method: PaymentMethod::WechatJsapi,
-        reference: None,
-        paid_by: None,
-        description: "Membership".into(),
-        amount: Money::from_fen(amount),
-        openid: "oUpF8uMuAJO_M2pxb1Q9zNjWeS6o".into(),
-        attach: None,
-        prepay_id: None,
-        trade_state: TradeState::NotPay,
-        transaction_id: None,
-        payer_total: None,
-        success_time: None,
-        discrepancy: None,
-        expires_at: t0() + Duration::minutes(30),
-        created_at: t0(),
-        updated_at: t0(),
-    }
+        out_trade_no.into(),
+        "Membership".into(),
+        Money::from_fen(amount),
+        "oUpF8uMuAJO_M2pxb1Q9zNjWeS6o".into(),
+        t0() + Duration::minutes(30),
+        t0(),
+    )
 }
 
 fn refund(tenant_id: i64, out_trade_no: &str, out_refund_no: &str, amount: i64) -> Refund {
