@@ -15,11 +15,8 @@ use std::time::{Duration, Instant};
 const SECRETS: [(&str, &str); 2] =
     [("ATRIUM_JWT_SECRET", "busy-test-secret-0123456789abcdef-xyz"), ("ATRIUM_MASTER_KEY", "q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=")];
 
-fn temp_dir(name: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let dir = std::env::temp_dir().join(format!("atrium-busy-{name}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("atrium-busy-{name}-")).tempdir().unwrap()
 }
 
 /// A running `atrium serve`, killed when dropped.
@@ -130,14 +127,15 @@ fn migrate(database_url: &str) {
 /// waits, says so, and serves once the lock is released.
 #[test]
 fn start_up_waits_for_a_sqlite_file_another_process_holds() {
-    let dir = temp_dir("sqlite");
+    let tmp = temp_dir("sqlite");
+    let dir = tmp.path();
     let path = dir.join("atrium.db");
     let url = format!("sqlite://{}", path.display());
     migrate(&url);
     let mut other = SqliteConnection::establish(path.to_str().unwrap()).unwrap();
     other.batch_execute("BEGIN IMMEDIATE; CREATE TABLE held_by_another_process (x INTEGER)").unwrap();
 
-    let mut server = Server::start(&url, &dir);
+    let mut server = Server::start(&url, dir);
     server.wait_for_log("the database cannot serve yet", Duration::from_secs(60));
     other.batch_execute("COMMIT").unwrap();
     let addr = server.wait_listening(Duration::from_secs(60));
@@ -157,9 +155,10 @@ fn start_up_waits_for_postgres_to_become_reachable() {
     let (real_addr, database) = rest.split_once('/').unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("{scheme_and_user}@127.0.0.1:{port}/{database}");
-    let dir = temp_dir("postgres");
+    let tmp = temp_dir("postgres");
+    let dir = tmp.path();
 
-    let mut server = Server::start(&url, &dir);
+    let mut server = Server::start(&url, dir);
     server.wait_for_log("the database cannot serve yet", Duration::from_secs(60));
     proxy(&format!("127.0.0.1:{port}"), real_addr.to_owned());
     let addr = server.wait_listening(Duration::from_secs(60));
@@ -192,7 +191,8 @@ fn proxy(listen: &str, target: String) {
 /// same request succeeds once the lock is released.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_meeting_another_process_lock_is_a_503_with_retry_after() {
-    let dir = temp_dir("runtime");
+    let tmp = temp_dir("runtime");
+    let dir = tmp.path();
     let path = dir.join("atrium.db");
     let url = format!("sqlite://{}", path.display());
     let package_dir = dir.join("packages").display().to_string();

@@ -31,11 +31,8 @@ impl Drop for Proc {
 }
 
 /// A directory of its own for a test's files.
-fn temp_dir(name: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let dir = std::env::temp_dir().join(format!("atrium-crash-{name}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("atrium-crash-{name}-")).tempdir().unwrap()
 }
 
 /// A port free now, for an instance that must come back on the same address.
@@ -126,11 +123,14 @@ struct World {
     log: PathBuf,
     client: Client,
     _db: TestDatabase,
+    /// Removed last, after the processes writing into it are gone.
+    _dir: tempfile::TempDir,
 }
 
 impl World {
     fn new(db: TestDatabase) -> World {
-        let dir = temp_dir("world");
+        let tmp = temp_dir("world");
+        let dir = tmp.path();
         let platform = serve(
             &[
                 ("DATABASE_URL", format!("sqlite://{}/platform.db", dir.display())),
@@ -148,7 +148,7 @@ impl World {
             ("ATRIUM_WECHAT_PAY_BASE", format!("http://{}/sandbox/pay", platform.base)),
             ("ATRIUM_PACKAGE_DIR", dir.join("packages").display().to_string()),
         ];
-        World { platform, vars, log: dir.join("atrium.log"), client: Client { http: reqwest::Client::new() }, _db: db }
+        World { platform, vars, log: dir.join("atrium.log"), client: Client { http: reqwest::Client::new() }, _db: db, _dir: tmp }
     }
 
     fn start(&self) -> Proc {
