@@ -161,9 +161,11 @@ impl TestApp {
         TestApp::start_on(self.db.share(), vars).await
     }
 
-    /// Stops the server, waiting for in-flight requests.
+    /// Stops the server and its background jobs, waiting for in-flight requests. (Stopping
+    /// only the HTTP server would leave the job runners polling a database the test then
+    /// drops, each waiting out the pool's checkout timeout.)
     pub async fn stop(self) {
-        self.running.handle.stop(true).await;
+        self.running.stop(true).await;
     }
 
     pub fn url(&self, path: &str) -> String {

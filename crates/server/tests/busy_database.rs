@@ -229,7 +229,7 @@ async fn a_write_meeting_another_process_lock_is_a_503_with_retry_after() {
     other.batch_execute("ROLLBACK").unwrap();
     let after = create().await.unwrap();
     let after_status = after.status().as_u16();
-    running.handle.stop(true).await;
+    running.stop(true).await;
 
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["code"], 503, "{body}");

@@ -225,7 +225,7 @@ async fn a_token_from_the_cli_creates_documents_over_http() {
         .unwrap();
     let status = resp.status().as_u16();
     let body: Value = resp.json().await.unwrap();
-    running.handle.stop(true).await;
+    running.stop(true).await;
 
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["code"], 0);
@@ -267,7 +267,7 @@ async fn lists_name_the_owning_party_of_each_project_and_token() {
     let ann = login("acme-admin", "user-pass-123").await["access_token"].as_str().unwrap().to_owned();
     call(reqwest::Method::POST, "/doc-projects", Some(&ann), json!({"name": "Acme docs"})).await;
     call(reqwest::Method::POST, "/doc-tokens", Some(&ann), json!({"name": "acme"})).await;
-    running.handle.stop(true).await;
+    running.stop(true).await;
 
     let projects = w.ok(&["docs", "project", "list"]);
     let tokens = w.ok(&["docs", "token", "list"]);
