@@ -47,6 +47,9 @@ pub struct AppState {
     pub package_incoming: std::path::PathBuf,
     /// `Idempotency-Key` records (create, pay and refund routes).
     pub idempotency: Arc<dyn atrium_kernel::idempotency::IdempotencyStore>,
+    /// How long a key stays "in progress" before another request may take it over (its first
+    /// request's instance died).
+    pub idempotency_stale_secs: i64,
     pub health: Arc<dyn HealthProbe>,
     /// Body limit of JSON requests in bytes.
     pub json_limit: usize,

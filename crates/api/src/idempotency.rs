@@ -17,9 +17,10 @@ use actix_web::body::MessageBody;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{CONTENT_TYPE, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
-use atrium_kernel::idempotency::{Claim, IdempotencyKey, IdempotencyStore, RequestKey};
+use atrium_kernel::idempotency::{Claim, IdempotencyKey, RequestKey};
 use atrium_kernel::{Actor, Error};
 
+use crate::app::AppState;
 use crate::envelope::ApiResult;
 use crate::error::ApiError;
 
@@ -27,8 +28,6 @@ use crate::error::ApiError;
 pub const HEADER: &str = "idempotency-key";
 /// The header on a replayed answer.
 pub const REPLAYED: &str = "idempotent-replayed";
-/// A claim older than this whose request never finished (its instance died) is taken over.
-const STALE_AFTER_SECS: i64 = 60;
 
 /// The key of a request, if it sent one: 1–255 printable ASCII characters, else a 400.
 pub fn key_of(req: &HttpRequest) -> Result<Option<String>, ApiError> {
@@ -41,7 +40,7 @@ pub fn key_of(req: &HttpRequest) -> Result<Option<String>, ApiError> {
 }
 
 /// Runs `act` once per caller, route and key: with no key it simply runs.
-pub async fn once<F>(store: &dyn IdempotencyStore, req: &HttpRequest, actor: &Actor, body: &[u8], act: F) -> HttpResponse
+pub async fn once<F>(state: &AppState, req: &HttpRequest, actor: &Actor, body: &[u8], act: F) -> HttpResponse
 where
     F: AsyncFnOnce(Option<RequestKey>) -> ApiResult,
 {
@@ -55,7 +54,9 @@ where
     let key = IdempotencyKey { caller: format!("user:{}", actor.user_id), route, key };
     let hash = hash(body);
     let now = chrono::Utc::now();
-    match store.claim(&key, hash, now, STALE_AFTER_SECS).await {
+    let store = state.idempotency.as_ref();
+    // A claim older than this whose request never finished (its instance died) is taken over.
+    match store.claim(&key, hash, now, state.idempotency_stale_secs).await {
         Err(e) => ApiError(e).error_response(),
         Ok(Claim::Replay { status, body }) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);

@@ -98,6 +98,15 @@ pub struct Config {
     pub jobs: bool,
     /// How long a job runner with nothing due waits before looking again.
     pub job_poll_ms: u64,
+    /// How often the sweep closing expired orders runs.
+    pub order_sweep_secs: i64,
+    /// How long an order can be paid when its creator sets no `expires_in`.
+    pub order_default_expires_in: i64,
+    /// The shortest `expires_in` a creator may set.
+    pub order_min_expires_in: i64,
+    /// How long an `Idempotency-Key` stays "in progress" before another request may take it
+    /// over (its first request's instance died); longer than any request can take.
+    pub idempotency_stale_secs: i64,
     /// Our third-party platform for mini-program releases, if configured.
     pub component: Option<ComponentCredentials>,
     /// Where the third-party platform's authorisation page lives (with `Platform::Wechat`).
@@ -258,6 +267,14 @@ struct EnvVars {
     jobs: bool,
     #[arg(long, env = "ATRIUM_JOB_POLL_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     job_poll_ms: u64,
+    #[arg(long, env = "ATRIUM_ORDER_SWEEP_SECS", default_value_t = 60, value_parser = clap::value_parser!(i64).range(1..=3600))]
+    order_sweep_secs: i64,
+    #[arg(long, env = "ATRIUM_ORDER_DEFAULT_EXPIRES_IN", default_value_t = 1800, value_parser = clap::value_parser!(i64).range(1..=604_800))]
+    order_default_expires_in: i64,
+    #[arg(long, env = "ATRIUM_ORDER_MIN_EXPIRES_IN", default_value_t = 60, value_parser = clap::value_parser!(i64).range(1..=604_800))]
+    order_min_expires_in: i64,
+    #[arg(long, env = "ATRIUM_IDEMPOTENCY_STALE_SECS", default_value_t = 60, value_parser = clap::value_parser!(i64).range(5..=86_400))]
+    idempotency_stale_secs: i64,
 }
 
 impl EnvVars {
@@ -434,6 +451,10 @@ impl Config {
             metrics,
             jobs: env.jobs,
             job_poll_ms: env.job_poll_ms,
+            order_sweep_secs: env.order_sweep_secs,
+            order_default_expires_in: env.order_default_expires_in,
+            order_min_expires_in: env.order_min_expires_in,
+            idempotency_stale_secs: env.idempotency_stale_secs,
             component,
             mp_base: env.wechat_mp_base.trim_end_matches('/').to_owned(),
             ci_command: env.wechat_ci_command,
@@ -452,6 +473,9 @@ impl Config {
         }
         if self.client_request_timeout_ms < 100 || self.client_body_timeout_ms < 100 {
             bail!("ATRIUM_CLIENT_REQUEST_TIMEOUT_MS and ATRIUM_CLIENT_BODY_TIMEOUT_MS must be at least 100");
+        }
+        if self.order_default_expires_in < self.order_min_expires_in {
+            bail!("ATRIUM_ORDER_DEFAULT_EXPIRES_IN must be at least ATRIUM_ORDER_MIN_EXPIRES_IN");
         }
         if self.principal_cache_ms > 1000 {
             bail!("ATRIUM_PRINCIPAL_CACHE_MS must be at most 1000 so revocations reach every instance within a second");

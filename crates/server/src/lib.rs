@@ -454,7 +454,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         Arc::new(OrdersStore::new(db.clone())),
         Arc::new(order_ledger::LedgerForOrders(payments.clone())),
         clock.clone(),
-        OrderSettings::default(),
+        OrderSettings {
+            default_expiry: chrono::Duration::seconds(config.order_default_expires_in),
+            min_expiry: chrono::Duration::seconds(config.order_min_expires_in),
+            ..OrderSettings::default()
+        },
     ));
     let releases = release_service(&config, &db, &public_url, sandbox.as_ref(), Some(calls.clone()), job_store.clone())?;
     let incoming = config.package_dir.join("incoming");
@@ -470,7 +474,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         let purge = Arc::new(jobs::IdempotencyPurge { records: idempotency.clone(), jobs: job_store.clone() });
         at_start("scheduling the idempotency purge", wait, || async { Ok(purge.schedule().await?) }).await?;
         jobs.run_queue("idempotency", job_store.clone(), purge, poll);
-        let expiry = Arc::new(order_ledger::OrderExpiry { orders: orders.clone(), jobs: job_store.clone() });
+        let expiry =
+            Arc::new(order_ledger::OrderExpiry { orders: orders.clone(), jobs: job_store.clone(), every_secs: config.order_sweep_secs });
         at_start("scheduling the order expiry", wait, || async { Ok(expiry.schedule().await?) }).await?;
         jobs.run_queue("orders", job_store.clone(), expiry, poll);
         jobs.run_queue("ledger events", job_store.clone(), Arc::new(order_ledger::LedgerEvents { orders: orders.clone() }), poll);
@@ -509,6 +514,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         releases: releases.clone(),
         package_incoming: incoming,
         idempotency,
+        idempotency_stale_secs: config.idempotency_stale_secs,
         health: Arc::new(adapters::Readiness { db: db.clone(), jobs: jobs.clone() }),
         json_limit: config.json_limit,
         trust_proxy: config.trust_proxy,

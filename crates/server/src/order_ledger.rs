@@ -143,19 +143,20 @@ impl JobHandler for LedgerEvents {
 }
 
 /// `order.expire`: closes pending and unpaid orders past their expiry (and their platform
-/// orders), every minute, a batch at a time.
+/// orders), every `every_secs` (a minute by default), a batch at a time.
 pub struct OrderExpiry {
     pub orders: Arc<OrderService>,
     pub jobs: Arc<dyn atrium_kernel::JobStore>,
+    pub every_secs: i64,
 }
 
 pub const EXPIRE: &str = "order.expire";
 const EXPIRE_BATCH: u32 = 200;
 
 impl OrderExpiry {
-    /// Queues the sweep of the next minute (once across instances: the minute is its key).
+    /// Queues the next sweep (once across instances: its time is its key).
     pub async fn schedule(&self) -> Result<()> {
-        atrium_kernel::jobs::schedule_every(self.jobs.as_ref(), EXPIRE, 60, chrono::Utc::now()).await
+        atrium_kernel::jobs::schedule_every(self.jobs.as_ref(), EXPIRE, self.every_secs, chrono::Utc::now()).await
     }
 }
 

@@ -54,6 +54,8 @@ fn serve(vars: &[(&str, String)], log: &std::path::Path) -> Proc {
             ("ATRIUM_WORKERS", "2".to_owned()),
             ("ATRIUM_DB_POOL_SIZE", "4".to_owned()),
             ("ATRIUM_JOB_POLL_MS", "100".to_owned()),
+            // A dead request's Idempotency-Key is taken over after 5 s (a minute by default).
+            ("ATRIUM_IDEMPOTENCY_STALE_SECS", "5".to_owned()),
             ("ATRIUM_LOG", "info".to_owned()),
         ])
         .envs(vars.iter().map(|(k, v)| (*k, v.clone())))
@@ -308,8 +310,8 @@ async fn killed_in_platform_calls_moves_the_money_exactly_once(db: TestDatabase)
 
     atrium = w.start();
     // The client retries under its key: "in progress" until the dead request's claim is stale
-    // (a minute), then it runs again under the same refund number.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    // (5 s here), then it runs again under the same refund number.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let retried = loop {
         let req = w
             .client
@@ -323,7 +325,7 @@ async fn killed_in_platform_calls_moves_the_money_exactly_once(db: TestDatabase)
         }
         assert_eq!(status, 409, "only 'in progress' is expected while the dead request's claim holds: {body}");
         assert!(tokio::time::Instant::now() < deadline, "the retry never ran: {body}");
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
     };
     let on_platform = w.trade(&no).await;
     let refunds = on_platform["refunds"].as_array().unwrap();

@@ -45,10 +45,7 @@ pub async fn get(state: web::Data<AppState>, auth: Authorized<OrderRead>, id: we
     responses((status = 200, body = OrderView), (status = 400), (status = 409, description = "The key is in use by another request or body")))]
 pub async fn create(req: HttpRequest, state: web::Data<AppState>, auth: Authorized<OrderCreate>, body: JsonBody<NewOrder>) -> HttpResponse {
     let JsonBody { value, bytes } = body;
-    idempotency::once(state.idempotency.as_ref(), &req, &auth.actor, &bytes, async |_key| {
-        ok(state.orders.create(&auth.actor, value).await?)
-    })
-    .await
+    idempotency::once(&state, &req, &auth.actor, &bytes, async |_key| ok(state.orders.create(&auth.actor, value).await?)).await
 }
 
 /// Pay an order: `wechat_jsapi` answers what the mini-program passes to
@@ -69,10 +66,7 @@ pub async fn pay(
 ) -> HttpResponse {
     let JsonBody { value, bytes } = body;
     let id = id.into_inner();
-    idempotency::once(state.idempotency.as_ref(), &req, &auth.actor, &bytes, async |_key| {
-        ok(state.orders.pay(&auth.actor, id, value).await?)
-    })
-    .await
+    idempotency::once(&state, &req, &auth.actor, &bytes, async |_key| ok(state.orders.pay(&auth.actor, id, value).await?)).await
 }
 
 /// Refund part or all of a paid order; `processing` until the platform settles it (at once
@@ -93,8 +87,5 @@ pub async fn refund(
 ) -> HttpResponse {
     let JsonBody { value, bytes } = body;
     let id = id.into_inner();
-    idempotency::once(state.idempotency.as_ref(), &req, &auth.actor, &bytes, async |key| {
-        ok(state.orders.refund(&auth.actor, id, value, key).await?)
-    })
-    .await
+    idempotency::once(&state, &req, &auth.actor, &bytes, async |key| ok(state.orders.refund(&auth.actor, id, value, key).await?)).await
 }

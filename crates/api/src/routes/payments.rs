@@ -93,7 +93,7 @@ pub async fn unified_order(
     body: JsonBody<UnifiedOrderRequest>,
 ) -> HttpResponse {
     let JsonBody { value, bytes } = body;
-    idempotency::once(state.idempotency.as_ref(), &req, &auth.actor, &bytes, async |key| {
+    idempotency::once(&state, &req, &auth.actor, &bytes, async |key| {
         ok(state.payments.unified_order(&auth.actor, value, key.as_ref()).await?)
     })
     .await
@@ -120,10 +120,8 @@ pub async fn refund(
     body: JsonBody<RefundRequest>,
 ) -> HttpResponse {
     let JsonBody { value, bytes } = body;
-    idempotency::once(state.idempotency.as_ref(), &req, &auth.actor, &bytes, async |key| {
-        ok(state.payments.refund(&auth.actor, value, key.as_ref()).await?)
-    })
-    .await
+    idempotency::once(&state, &req, &auth.actor, &bytes, async |key| ok(state.payments.refund(&auth.actor, value, key.as_ref()).await?))
+        .await
 }
 
 /// Close an unpaid transaction; a paid one is a 409.
