@@ -206,6 +206,64 @@ store_test!(list_totals_stay_exact_through_inserts_deletes_and_filters, |db| {
     assert_eq!((beyond.total, beyond.items.len()), (7, 0));
 });
 
+/// The tenants' employee counts behind the unfiltered totals, checked against `count(*)`.
+fn counts_match(db: &Db) {
+    #[derive(diesel::QueryableByName, Debug, PartialEq)]
+    struct Mismatch {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        id: i64,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        kept: i64,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        counted: i64,
+    }
+    let mut conn = db.conn().unwrap();
+    let wrong: Vec<Mismatch> = diesel::sql_query(
+        "SELECT t.id, t.employee_count AS kept, (SELECT count(*) FROM employees e WHERE e.tenant_id = t.id) AS counted \
+         FROM tenants t WHERE t.employee_count <> (SELECT count(*) FROM employees e WHERE e.tenant_id = t.id)",
+    )
+    .load(&mut *conn)
+    .unwrap();
+    assert_eq!(wrong, vec![], "tenants whose kept count is not their employees' count");
+}
+
+// A bulk insert of many tenants' staff in one statement (the seed, an import) and a bulk
+// delete are counted per tenant, once per statement; single creates in parallel are counted
+// exactly too.
+store_test!(employee_counts_follow_bulk_statements_and_parallel_creates, |db| {
+    let s = store(&db);
+    let (first, last) = atrium_store::seed::seed_org(&db, 3, 40).unwrap();
+    counts_match(&db);
+    let platform = s.list_employees(Party::Platform, EmployeeQuery::default()).await.unwrap();
+    assert_eq!(platform.total, 120);
+
+    let creates: Vec<_> = (0..20)
+        .map(|i| {
+            let s = s.clone();
+            let t = if i % 2 == 0 { first } else { last };
+            tokio::spawn(async move {
+                let mut e = employee(t, &format!("P{i}"));
+                e.id_card_no = None;
+                s.insert_employee(e, audit("employee.create", "employee")).await.unwrap()
+            })
+        })
+        .collect();
+    for create in creates {
+        create.await.unwrap();
+    }
+    counts_match(&db);
+    {
+        let mut conn = db.conn().unwrap();
+        let gone = diesel::sql_query(format!("DELETE FROM employees WHERE tenant_id IN ({first}, {last}) AND employee_no LIKE 'E00000%'"))
+            .execute(&mut *conn)
+            .unwrap();
+        assert_eq!(gone, 18, "E000001–E000009 of two tenants");
+    }
+    counts_match(&db);
+    let platform = s.list_employees(Party::Platform, EmployeeQuery::default()).await.unwrap();
+    assert_eq!(platform.total, 120 + 20 - 18);
+});
+
 store_test!(keyword_search_finds_substrings_of_name_phone_and_number_and_follows_changes, |db| {
     let s = store(&db);
     let t = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap().id;
