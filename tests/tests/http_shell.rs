@@ -9,6 +9,18 @@ e2e!(health_reports_ok_once_the_database_answers, |app| {
     assert_eq!(r.data()["status"], "ok");
 });
 
+e2e!(swagger_ui_without_its_slash_redirects_to_it, |app| {
+    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let r = no_redirects.get(app.url("/swagger-ui")).send().await.unwrap();
+    assert!(matches!(r.status().as_u16(), 301 | 308), "{}", r.status());
+    assert_eq!(r.headers().get("location").and_then(|v| v.to_str().ok()), Some("/swagger-ui/"));
+
+    let followed = app.client.get(app.url("/swagger-ui")).send().await.unwrap();
+    assert_eq!(followed.status().as_u16(), 200);
+    assert!(followed.url().path().starts_with("/swagger-ui/"), "{}", followed.url());
+    assert!(followed.text().await.unwrap().contains("swagger"), "not the Swagger UI");
+});
+
 e2e!(an_unknown_route_is_an_envelope_404, |app| {
     let r = app.get("/api/v1/nope", None).await;
     r.expect(404);

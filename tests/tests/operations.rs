@@ -190,6 +190,27 @@ e2e!(metrics_count_requests_by_route_template_and_show_the_pool_and_jobs, |app| 
     }
 });
 
+// Each runner by its name, each job kind by its kind: never one label for both.
+e2e!(metrics_label_job_runners_by_name_and_jobs_by_kind, |app| {
+    let kinds =
+        ["payment.settle_transaction", "payment.sweep", "ledger.order_changed", "order.expire", "miniprogram.upload", "idempotency.purge"];
+    let text = atrium_e2e::pay::eventually(10, "the series of every job kind", async || {
+        let text = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+        let all = kinds.iter().all(|k| sample(&text, &format!(r#"atrium_jobs_failed_total{{kind="{k}"}}"#)).is_some());
+        if all { Ok(text) } else { Err(text) }
+    })
+    .await;
+    for runner in ["payments", "ledger", "orders", "releases", "idempotency"] {
+        assert_eq!(sample(&text, &format!(r#"atrium_job_runners{{runner="{runner}"}}"#)), Some(1.0), "{text}");
+        assert!(!text.contains(&format!(r#"kind="{runner}""#)), "the runner {runner} is labelled as a job kind: {text}");
+    }
+    for kind in kinds {
+        assert!(sample(&text, &format!(r#"atrium_jobs_queued{{kind="{kind}"}}"#)).is_some(), "{text}");
+        assert!(sample(&text, &format!(r#"atrium_jobs_completed_total{{kind="{kind}"}}"#)).is_some(), "{text}");
+    }
+    assert!(!text.contains("atrium_job_runners{kind="), "{text}");
+});
+
 e2e!(
     the_prod_profile_serves_no_metrics_without_a_token,
     vars = [("ATRIUM_PROFILE", "prod"), ("ATRIUM_BCRYPT_COST", "10"), ("ATRIUM_BOOTSTRAP_ADMIN", "false"),],

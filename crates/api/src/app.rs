@@ -105,6 +105,8 @@ pub fn configure(
                 cfg.service(web::resource("/metrics").route(web::get().to(metrics::scrape)));
             }
         })
+        // The UI lives under `/swagger-ui/`; the address without the slash is where people type.
+        .service(web::redirect("/swagger-ui", "/swagger-ui/").permanent())
         .service(SwaggerUi::new("/swagger-ui/{_:.*}").external_url_unchecked("/api/v1/openapi.json", crate::openapi::document()))
         .service(web::scope("/api/v1").configure(routes::configure).configure(routes::doc_admin::configure))
         .service(docs)

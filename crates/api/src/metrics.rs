@@ -1,7 +1,7 @@
 //! The instance's metrics, served at `/metrics` in the Prometheus text format (OpenMetrics
 //! 1.0): requests by route template and status with latency histograms, the database pool,
-//! background job queues and failures by kind, and outbound platform calls by endpoint and
-//! errcode. Each running server has its own registry.
+//! background job runners by name and job queues and failures by job kind, and outbound
+//! platform calls by endpoint and errcode. Each running server has its own registry.
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
@@ -24,7 +24,7 @@ use crate::envelope::respond;
 /// must stay small whatever clients send).
 pub const UNMATCHED: &str = "unmatched";
 
-/// Request latency buckets in seconds, 5 ms to 10 s.
+/// Request latency buckets in seconds, 5 ms to 30 s.
 const LATENCY_BUCKETS: [f64; 12] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
 
 /// Who may read `/metrics`.
@@ -38,13 +38,20 @@ pub enum MetricsAccess {
     Token(String),
 }
 
-impl std::fmt::Debug for MetricsAccess {
+/// `off`, `open` or `token` (never the token itself).
+impl std::fmt::Display for MetricsAccess {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             MetricsAccess::Off => "off",
             MetricsAccess::Open => "open",
             MetricsAccess::Token(_) => "token",
         })
+    }
+}
+
+impl std::fmt::Debug for MetricsAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
     }
 }
 
@@ -81,9 +88,16 @@ struct PoolLabels {
     state: &'static str,
 }
 
+/// A job kind (`payment.settle_transaction`): what the queue holds.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct JobLabels {
     kind: String,
+}
+
+/// A runner (`payments`): what claims and runs the jobs of one or more kinds.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RunnerLabels {
+    runner: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -151,7 +165,7 @@ pub struct Metrics {
     jobs_queued: Family<JobLabels, Gauge>,
     jobs_failed: Family<JobLabels, Counter>,
     jobs_completed: Family<JobLabels, Counter>,
-    job_runners: Family<JobLabels, Gauge>,
+    job_runners: Family<RunnerLabels, Gauge>,
     platform_calls: Family<CallLabels, Counter>,
     platform_latency: HistogramFamily<EndpointLabels>,
     payment_discrepancies: Gauge,
@@ -200,10 +214,10 @@ impl Metrics {
             "Callers that got no database connection within ATRIUM_DB_TIMEOUT_MS (each answered 503)",
             m.pool_timeouts.clone(),
         );
-        r.register("atrium_jobs_queued", "Background jobs waiting to run, by kind", Declared(m.jobs_queued.clone()));
-        r.register("atrium_jobs_failed", "Background job runs that failed, by kind", Declared(m.jobs_failed.clone()));
-        r.register("atrium_jobs_completed", "Background job runs that finished their job, by kind", Declared(m.jobs_completed.clone()));
-        r.register("atrium_job_runners", "Background job runners alive, by kind", Declared(m.job_runners.clone()));
+        r.register("atrium_jobs_queued", "Background jobs due to run, by job kind", Declared(m.jobs_queued.clone()));
+        r.register("atrium_jobs_failed", "Background jobs that failed for good, by job kind", Declared(m.jobs_failed.clone()));
+        r.register("atrium_jobs_completed", "Background job runs that finished their job, by job kind", Declared(m.jobs_completed.clone()));
+        r.register("atrium_job_runners", "Background job runners alive (1) or not (0), by runner", Declared(m.job_runners.clone()));
         r.register(
             "atrium_platform_calls",
             "Calls to the messaging and pay platforms, by endpoint and errcode (0 success, `transport` no answer)",
@@ -249,13 +263,18 @@ impl Metrics {
         self.jobs_completed.get_or_create(&JobLabels { kind: kind.to_owned() }).inc();
     }
 
-    /// Sets whether the runner of `kind` is alive (1) or not (0); also makes the kind's
-    /// queue and failure series appear at zero.
-    pub fn job_runner(&self, kind: &str, alive: bool) {
+    /// Sets whether the runner named `runner` is alive (1) or not (0).
+    pub fn job_runner(&self, runner: &str, alive: bool) {
+        self.job_runners.get_or_create(&RunnerLabels { runner: runner.to_owned() }).set(i64::from(alive));
+    }
+
+    /// Makes the queue, failure and completion series of job kind `kind` appear at zero (a
+    /// runner of the kind started), so alerts on them work before its first job.
+    pub fn job_kind(&self, kind: &str) {
         let labels = JobLabels { kind: kind.to_owned() };
-        self.job_runners.get_or_create(&labels).set(i64::from(alive));
         drop(self.jobs_queued.get_or_create(&labels));
         drop(self.jobs_failed.get_or_create(&labels));
+        drop(self.jobs_completed.get_or_create(&labels));
     }
 
     /// Records one outbound platform call: `endpoint` is the API path without query (e.g.
@@ -352,6 +371,8 @@ mod tests {
             "atrium_db_pool_timeouts_total",
             "atrium_jobs_queued",
             "atrium_jobs_failed_total",
+            "atrium_jobs_completed_total",
+            "atrium_job_runners",
             "atrium_platform_calls_total",
         ] {
             assert!(text.contains(&format!("# TYPE {}", name.trim_end_matches("_total"))), "{name} missing:\n{text}");
@@ -382,11 +403,17 @@ mod tests {
         let m = Metrics::new(DbPoolStats::default);
         m.request(&Method::GET, "/api/v1/employees/{id}", StatusCode::OK, Duration::from_millis(3));
         m.platform_call("/cgi-bin/token", "40013", Duration::from_millis(20));
-        m.job_runner("payout", true);
+        m.job_runner("payouts", true);
+        m.job_kind("payout.settle");
         let text = m.render();
         assert!(text.contains(r#"atrium_http_requests_total{method="GET",route="/api/v1/employees/{id}",status="200"} 1"#), "{text}");
         assert!(text.contains(r#"atrium_platform_calls_total{endpoint="/cgi-bin/token",errcode="40013"} 1"#), "{text}");
-        assert!(text.contains(r#"atrium_jobs_queued{kind="payout"} 0"#), "{text}");
+        assert!(text.contains(r#"atrium_job_runners{runner="payouts"} 1"#), "{text}");
+        assert!(text.contains(r#"atrium_jobs_queued{kind="payout.settle"} 0"#), "{text}");
+        assert!(text.contains(r#"atrium_jobs_failed_total{kind="payout.settle"} 0"#), "{text}");
+        assert!(text.contains(r#"atrium_jobs_completed_total{kind="payout.settle"} 0"#), "{text}");
+        // A runner is not a job kind, nor a job kind a runner.
+        assert!(!text.contains(r#"{kind="payouts"}"#) && !text.contains(r#"{runner="payout.settle"}"#), "{text}");
     }
 
     #[test]

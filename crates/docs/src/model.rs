@@ -34,6 +34,19 @@ impl Owner {
     }
 }
 
+/// `the platform`, `partner 3`, `tenant 12`: for log lines and messages.
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.party_type, self.party_id) {
+            (PartyType::Platform, _) => f.write_str("the platform"),
+            (PartyType::Partner, Some(id)) => write!(f, "partner {id}"),
+            (PartyType::Tenant, Some(id)) => write!(f, "tenant {id}"),
+            (PartyType::Partner, None) => f.write_str("a partner"),
+            (PartyType::Tenant, None) => f.write_str("a tenant"),
+        }
+    }
+}
+
 impl From<Party> for Owner {
     fn from(p: Party) -> Self {
         Owner { party_type: p.party_type(), party_id: p.id() }
@@ -205,5 +218,17 @@ pub struct IssuedToken {
 impl std::fmt::Debug for IssuedToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IssuedToken").field("token", &self.token).field("secret", &"***").finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_owner_is_named_in_words() {
+        assert_eq!(Owner::PLATFORM.to_string(), "the platform");
+        assert_eq!(Owner::from_parts(PartyType::Partner, Some(3)).map(|o| o.to_string()).as_deref(), Some("partner 3"));
+        assert_eq!(Owner::from_parts(PartyType::Tenant, Some(12)).map(|o| o.to_string()).as_deref(), Some("tenant 12"));
     }
 }

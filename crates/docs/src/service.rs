@@ -102,7 +102,7 @@ impl DocsService {
                 expires_at: req.expires_at,
             })
             .await?;
-        log::info!("API token {} issued for {:?}", token.id, owner);
+        log::info!("API token {} issued for {owner}", token.id);
         Ok(IssuedToken { token, secret })
     }
 

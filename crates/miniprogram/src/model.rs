@@ -350,6 +350,16 @@ pub struct UploadReport {
     pub package_sizes: Vec<(String, u64)>,
 }
 
+impl UploadReport {
+    /// The sizes for a log line: `__FULL__ 1200 bytes, __APP__ 800 bytes`, or `no package sizes`.
+    pub fn sizes(&self) -> String {
+        if self.package_sizes.is_empty() {
+            return "no package sizes".to_owned();
+        }
+        self.package_sizes.iter().map(|(name, bytes)| format!("{name} {bytes} bytes")).collect::<Vec<_>>().join(", ")
+    }
+}
+
 // --- events the platform pushes ---------------------------------------------------------------
 
 /// Which of the two event URLs a push came to.

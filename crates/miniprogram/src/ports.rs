@@ -161,7 +161,7 @@ pub trait MiniProgramPlatform: Send + Sync + 'static {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UploaderError {
     /// It ran and refused: its error code (e.g. -10008, IP not allowed) and message.
-    #[error("the uploader refused the package (code {code:?}): {message}")]
+    #[error("the uploader refused the package ({}): {message}", code.map_or("no error code".to_owned(), |c| format!("code {c}")))]
     Rejected { code: Option<i64>, message: String },
     /// It ran longer than allowed and was stopped.
     #[error("the uploader did not finish within {0} s and was stopped")]
@@ -185,4 +185,21 @@ pub trait CodeUploader: Send + Sync + 'static {
 #[async_trait]
 pub trait PackageInspector: Send + Sync + 'static {
     async fn inspect(&self, file: PathBuf, limits: PackageLimits) -> std::result::Result<PackageInfo, PackageError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::UploadReport;
+
+    #[test]
+    fn uploader_outcomes_are_told_in_words() {
+        let with = UploaderError::Rejected { code: Some(-10008), message: "invalid ip".into() };
+        let without = UploaderError::Rejected { code: None, message: "refused".into() };
+        assert_eq!(with.to_string(), "the uploader refused the package (code -10008): invalid ip");
+        assert_eq!(without.to_string(), "the uploader refused the package (no error code): refused");
+        let report = UploadReport { package_sizes: vec![("__FULL__".into(), 1200), ("__APP__".into(), 800)] };
+        assert_eq!(report.sizes(), "__FULL__ 1200 bytes, __APP__ 800 bytes");
+        assert_eq!(UploadReport::default().sizes(), "no package sizes");
+    }
 }

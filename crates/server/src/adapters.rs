@@ -107,9 +107,10 @@ pub struct Readiness {
 impl HealthProbe for Readiness {
     async fn ready(&self) -> Result<()> {
         self.db.ready().await?;
-        self.jobs
-            .check()
-            .map_err(|kind| Error::Unavailable { message: format!("the {kind} job runner has stopped; see the log"), retry_after_secs: 5 })
+        self.jobs.check().map_err(|runner| Error::Unavailable {
+            message: format!("the {runner} job runner has stopped; see the log"),
+            retry_after_secs: 5,
+        })
     }
 }
 

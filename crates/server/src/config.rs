@@ -14,6 +14,16 @@ pub enum Profile {
     Prod,
 }
 
+impl Profile {
+    /// `dev` or `prod`, as `ATRIUM_PROFILE` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Dev => "dev",
+            Profile::Prod => "prod",
+        }
+    }
+}
+
 /// Which messaging platform the adapters talk to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Platform {
@@ -143,6 +153,19 @@ impl std::fmt::Debug for Config {
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://atrium.db";
 
+/// The main variables, for `atrium --help`; docs/configuration.md lists every one.
+pub const ENVIRONMENT_HELP: &str = "\
+Environment (every variable, with its default and limits: docs/configuration.md):
+  DATABASE_URL       sqlite://PATH or postgres://USER:PASS@HOST:PORT/DB [default: sqlite://atrium.db]
+  ATRIUM_PROFILE     dev or prod [default: dev]
+  ATRIUM_BIND        the address to listen on [default: 127.0.0.1:8080]
+  ATRIUM_PUBLIC_URL  the base URL clients and the platforms reach this server at
+  ATRIUM_JWT_SECRET  the access-token key, at least 32 bytes (required in prod)
+  ATRIUM_MASTER_KEY  32 random bytes in base64 that encrypt secrets at rest (required in prod)
+  ATRIUM_PLATFORM    sandbox or wechat [default: sandbox in dev, wechat in prod]
+  ATRIUM_JOBS        whether this instance runs background jobs [default: true]
+  ATRIUM_LOG         the log filter, e.g. info,atrium_store=debug [default: info]";
+
 /// Whether reading the configuration may create what a database's first start creates: only
 /// `serve` and `migrate` may ([`Config::from_env_existing`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,27 +239,27 @@ struct EnvVars {
     wechat_ci_key_file: Option<PathBuf>,
     /// Below the job lease (`jobs::LEASE_SECS`, 10 minutes), so no second runner claims an
     /// upload still running.
-    #[arg(long, env = "ATRIUM_WECHAT_CI_TIMEOUT_SECS", default_value_t = 480, value_parser = clap::value_parser!(u64).range(10..=540))]
+    #[arg(long, env = "ATRIUM_WECHAT_CI_TIMEOUT_SECS", default_value_t = 480, value_parser = number::<u64>(Some(10), Some(540)))]
     wechat_ci_timeout_secs: u64,
     #[arg(long, env = "ATRIUM_PACKAGE_DIR")]
     package_dir: Option<PathBuf>,
-    #[arg(long, env = "ATRIUM_BCRYPT_COST", default_value_t = 10, value_parser = clap::value_parser!(u32).range(4..=31))]
+    #[arg(long, env = "ATRIUM_BCRYPT_COST", default_value_t = 10, value_parser = number::<u32>(Some(4), Some(31)))]
     bcrypt_cost: u32,
-    #[arg(long, env = "ATRIUM_DB_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "ATRIUM_DB_POOL_SIZE", default_value_t = 16, value_parser = number::<u32>(Some(1), None))]
     db_pool_size: u32,
     #[arg(long, env = "ATRIUM_DB_TIMEOUT_MS", default_value_t = 1000)]
     db_timeout_ms: u64,
-    #[arg(long, env = "ATRIUM_DB_START_WAIT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(..=3600))]
+    #[arg(long, env = "ATRIUM_DB_START_WAIT_SECS", default_value_t = 60, value_parser = number::<u64>(Some(0), Some(3600)))]
     db_start_wait_secs: u64,
     #[arg(long, env = "ATRIUM_JSON_LIMIT", default_value_t = 1024 * 1024)]
     json_limit: usize,
     #[arg(long, env = "ATRIUM_TRUST_PROXY", default_value = "false", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::Set)]
     trust_proxy: bool,
     /// Default: the number of CPUs.
-    #[arg(long, env = "ATRIUM_WORKERS", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, env = "ATRIUM_WORKERS", value_parser = number::<u16>(Some(1), None))]
     workers: Option<u16>,
     /// At most a second, so a revocation reaches every instance within one.
-    #[arg(long, env = "ATRIUM_PRINCIPAL_CACHE_MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(..=1000))]
+    #[arg(long, env = "ATRIUM_PRINCIPAL_CACHE_MS", default_value_t = 500, value_parser = number::<u64>(Some(0), Some(1000)))]
     principal_cache_ms: u64,
     #[arg(long, env = "ATRIUM_CODES_PER_TARGET_PER_HOUR", default_value_t = 5)]
     codes_per_target_per_hour: u32,
@@ -250,9 +273,9 @@ struct EnvVars {
     bootstrap_admin: bool,
     #[arg(long, env = "ATRIUM_SHUTDOWN_TIMEOUT_SECS", default_value_t = 30)]
     shutdown_timeout_secs: u64,
-    #[arg(long, env = "ATRIUM_CLIENT_REQUEST_TIMEOUT_MS", default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..))]
+    #[arg(long, env = "ATRIUM_CLIENT_REQUEST_TIMEOUT_MS", default_value_t = 5000, value_parser = number::<u64>(Some(100), None))]
     client_request_timeout_ms: u64,
-    #[arg(long, env = "ATRIUM_CLIENT_BODY_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
+    #[arg(long, env = "ATRIUM_CLIENT_BODY_TIMEOUT_MS", default_value_t = 30_000, value_parser = number::<u64>(Some(100), None))]
     client_body_timeout_ms: u64,
     #[arg(long, env = "ATRIUM_CLIENT_DISCONNECT_TIMEOUT_MS", default_value_t = 1000)]
     client_disconnect_timeout_ms: u64,
@@ -265,15 +288,15 @@ struct EnvVars {
     metrics_token: Option<String>,
     #[arg(long, env = "ATRIUM_JOBS", default_value = "true", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::Set)]
     jobs: bool,
-    #[arg(long, env = "ATRIUM_JOB_POLL_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    #[arg(long, env = "ATRIUM_JOB_POLL_MS", default_value_t = 1000, value_parser = number::<u64>(Some(10), Some(60_000)))]
     job_poll_ms: u64,
-    #[arg(long, env = "ATRIUM_ORDER_SWEEP_SECS", default_value_t = 60, value_parser = clap::value_parser!(i64).range(1..=3600))]
+    #[arg(long, env = "ATRIUM_ORDER_SWEEP_SECS", default_value_t = 60, value_parser = number::<i64>(Some(1), Some(3600)))]
     order_sweep_secs: i64,
-    #[arg(long, env = "ATRIUM_ORDER_DEFAULT_EXPIRES_IN", default_value_t = 1800, value_parser = clap::value_parser!(i64).range(1..=604_800))]
+    #[arg(long, env = "ATRIUM_ORDER_DEFAULT_EXPIRES_IN", default_value_t = 1800, value_parser = number::<i64>(Some(1), Some(604_800)))]
     order_default_expires_in: i64,
-    #[arg(long, env = "ATRIUM_ORDER_MIN_EXPIRES_IN", default_value_t = 60, value_parser = clap::value_parser!(i64).range(1..=604_800))]
+    #[arg(long, env = "ATRIUM_ORDER_MIN_EXPIRES_IN", default_value_t = 60, value_parser = number::<i64>(Some(1), Some(604_800)))]
     order_min_expires_in: i64,
-    #[arg(long, env = "ATRIUM_IDEMPOTENCY_STALE_SECS", default_value_t = 60, value_parser = clap::value_parser!(i64).range(5..=86_400))]
+    #[arg(long, env = "ATRIUM_IDEMPOTENCY_STALE_SECS", default_value_t = 60, value_parser = number::<i64>(Some(5), Some(86_400)))]
     idempotency_stale_secs: i64,
 }
 
@@ -296,8 +319,53 @@ impl EnvVars {
             .mut_args(|a| a.env(clap::builder::Resettable::Reset))
             .try_get_matches_from(argv)
             .and_then(|m| EnvVars::from_arg_matches(&m))
-            .map_err(|e| anyhow::anyhow!(in_variable_terms(&e.to_string(), &names)))?;
+            .map_err(|e| anyhow::anyhow!(in_variable_terms(&in_words(&e), &names)))?;
         Ok(matches)
+    }
+}
+
+/// Why a number was refused, as the bounds in words: `a whole number between 4 and 31`.
+#[derive(Debug)]
+pub(crate) struct OutOfRange(String);
+
+impl std::fmt::Display for OutOfRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "must be {}", self.0)
+    }
+}
+
+impl std::error::Error for OutOfRange {}
+
+/// A parser of a whole number within `min` and `max` (either end open when `None`) whose
+/// refusal says the bounds in words, never as a Rust range (`3 is not in 4..=31`).
+pub(crate) fn number<T>(min: Option<T>, max: Option<T>) -> impl Fn(&str) -> Result<T, OutOfRange> + Clone + Send + Sync + 'static
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy + Send + Sync + 'static,
+{
+    move |raw| match raw.parse::<T>() {
+        Ok(n) if min.is_none_or(|lo| n >= lo) && max.is_none_or(|hi| n <= hi) => Ok(n),
+        _ => Err(OutOfRange(match (min, max) {
+            (Some(lo), Some(hi)) => format!("a whole number between {lo} and {hi}"),
+            (Some(lo), None) => format!("a whole number of at least {lo}"),
+            (None, Some(hi)) => format!("a whole number of at most {hi}"),
+            (None, None) => "a whole number".to_owned(),
+        })),
+    }
+}
+
+/// A clap error in words: a number out of its bounds is `--bcrypt-cost <BCRYPT_COST> must be
+/// a whole number between 4 and 31, not 3` (the flag then named as its variable); any other
+/// error as clap says it.
+fn in_words(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let bounds = std::error::Error::source(e).and_then(|s| s.downcast_ref::<OutOfRange>());
+    let context = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    match (bounds, context(ContextKind::InvalidArg), context(ContextKind::InvalidValue)) {
+        (Some(bounds), Some(arg), Some(value)) => format!("{arg} {bounds}, not {value}"),
+        _ => e.to_string(),
     }
 }
 
@@ -880,6 +948,47 @@ mod tests {
             let shown = err.map(|e| e.to_string()).unwrap_or_else(|| panic!("{name}={value} was accepted"));
             assert!(shown.contains(name) && shown.contains(value), "{name}={value}: {shown}");
             assert!(!shown.contains("--") && !shown.contains('\n'), "{name}={value} speaks of flags: {shown}");
+        }
+    }
+
+    #[test]
+    fn a_number_out_of_its_bounds_is_refused_in_words() {
+        for (name, value, words) in [
+            ("ATRIUM_BCRYPT_COST", "3", "ATRIUM_BCRYPT_COST must be a whole number between 4 and 31, not 3"),
+            ("ATRIUM_BCRYPT_COST", "ten", "ATRIUM_BCRYPT_COST must be a whole number between 4 and 31, not ten"),
+            ("ATRIUM_WORKERS", "0", "ATRIUM_WORKERS must be a whole number of at least 1, not 0"),
+            ("ATRIUM_WECHAT_CI_TIMEOUT_SECS", "600", "between 10 and 540"),
+            ("ATRIUM_DB_POOL_SIZE", "0", "of at least 1"),
+            ("ATRIUM_DB_START_WAIT_SECS", "3601", "between 0 and 3600"),
+            ("ATRIUM_PRINCIPAL_CACHE_MS", "5000", "between 0 and 1000"),
+            ("ATRIUM_CLIENT_REQUEST_TIMEOUT_MS", "50", "of at least 100"),
+            ("ATRIUM_CLIENT_BODY_TIMEOUT_MS", "50", "of at least 100"),
+            ("ATRIUM_JOB_POLL_MS", "5", "between 10 and 60000"),
+            ("ATRIUM_ORDER_SWEEP_SECS", "0", "between 1 and 3600"),
+            ("ATRIUM_ORDER_DEFAULT_EXPIRES_IN", "0", "between 1 and 604800"),
+            ("ATRIUM_ORDER_MIN_EXPIRES_IN", "604801", "between 1 and 604800"),
+            ("ATRIUM_IDEMPOTENCY_STALE_SECS", "4", "between 5 and 86400"),
+        ] {
+            let err = Config::from_vars(vars(&[("ATRIUM_JWT_SECRET", JWT), ("ATRIUM_MASTER_KEY", KEY), (name, value)])).err();
+            let shown = err.map(|e| e.to_string()).unwrap_or_else(|| panic!("{name}={value} was accepted"));
+            assert!(shown.starts_with(&format!("{name} must be a whole number")), "{name}={value}: {shown}");
+            assert!(shown.contains(words) && shown.ends_with(&format!(", not {value}")), "{name}={value}: {shown}");
+            assert!(!shown.contains("..") && !shown.contains("is not in"), "{name}={value} speaks Rust: {shown}");
+        }
+    }
+
+    #[test]
+    fn the_help_names_only_variables_that_are_read() {
+        use clap::CommandFactory;
+        let declared: Vec<String> = EnvVars::command()
+            .get_arguments()
+            .filter_map(|a| a.get_env().and_then(|e| e.to_str()).map(str::to_owned))
+            .chain(["ATRIUM_LOG".to_owned()])
+            .collect();
+        let named: Vec<&str> = ENVIRONMENT_HELP.lines().skip(1).filter_map(|l| l.split_whitespace().next()).collect();
+        assert!(named.contains(&"DATABASE_URL") && named.len() >= 8, "{named:?}");
+        for name in named {
+            assert!(declared.iter().any(|d| d == name), "the help names {name}, which is not read");
         }
     }
 

@@ -44,7 +44,7 @@ pub enum TokenCommand {
         #[arg(long = "project", value_name = "ID")]
         projects: Vec<i64>,
         /// Let the token expire after this many days; it never expires when omitted.
-        #[arg(long, value_name = "D", value_parser = clap::value_parser!(u32).range(1..=36500))]
+        #[arg(long, value_name = "D", value_parser = crate::config::number::<u32>(Some(1), Some(36500)))]
         expires_in_days: Option<u32>,
     },
     /// List every party's tokens, with the owning party (never their values).

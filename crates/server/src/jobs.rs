@@ -3,7 +3,8 @@
 //! a time — several instances share the queue, and a claim leases the job so no two run it
 //! at once — and settles each claim by the handler's outcome. Readiness fails while a runner
 //! has died, a stop tells every runner to claim no new work, and each reports its queue
-//! depth, completions and failures to the metrics.
+//! depth, completions and failures to the metrics: the runner by its name
+//! (`atrium_job_runners{runner}`), its jobs by their kind (`atrium_jobs_queued{kind}`, …).
 use atrium_api::Metrics;
 use atrium_kernel::{IdempotencyStore, Job, JobHandler, JobOutcome, JobStore};
 use std::future::Future;
@@ -15,7 +16,8 @@ use tokio::task::JoinHandle;
 /// What a runner gets: whether to stop claiming work, and its metrics.
 #[derive(Clone)]
 pub struct JobContext {
-    pub kind: &'static str,
+    /// The runner's name (`payments`), not a job kind.
+    pub runner: &'static str,
     stop: watch::Receiver<bool>,
     metrics: Arc<Metrics>,
 }
@@ -29,6 +31,11 @@ impl JobContext {
     /// Resolves when the instance starts stopping (to wake a runner that waits for work).
     pub async fn stopped(&mut self) {
         let _ = self.stop.wait_for(|s| *s).await;
+    }
+
+    /// Makes the series of job kind `kind` appear at zero: the runner runs jobs of it.
+    pub fn runs_kind(&self, kind: &str) {
+        self.metrics.job_kind(kind);
     }
 
     /// Reports how many jobs of `kind` wait to run.
@@ -54,7 +61,7 @@ pub const LEASE_SECS: i64 = 600;
 const DEPTH_EVERY: Duration = Duration::from_secs(15);
 
 struct Runner {
-    kind: &'static str,
+    name: &'static str,
     task: JoinHandle<()>,
 }
 
@@ -70,22 +77,22 @@ impl Jobs {
         Jobs { stop: watch::Sender::new(false), runners: Mutex::new(Vec::new()), metrics }
     }
 
-    /// Starts the runner of `kind` on the runtime; it should loop until
+    /// Starts the runner named `name` on the runtime; it should loop until
     /// [`JobContext::stopping`], claiming one job at a time.
-    pub fn spawn<F, Fut>(&self, kind: &'static str, run: F)
+    pub fn spawn<F, Fut>(&self, name: &'static str, run: F)
     where
         F: FnOnce(JobContext) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let ctx = JobContext { kind, stop: self.stop.subscribe(), metrics: self.metrics.clone() };
+        let ctx = JobContext { runner: name, stop: self.stop.subscribe(), metrics: self.metrics.clone() };
         let metrics = self.metrics.clone();
-        metrics.job_runner(kind, true);
+        metrics.job_runner(name, true);
         let work = run(ctx);
         let task = tokio::spawn(async move {
             work.await;
-            metrics.job_runner(kind, false);
+            metrics.job_runner(name, false);
         });
-        self.lock().push(Runner { kind, task });
+        self.lock().push(Runner { name, task });
     }
 
     /// Starts a runner named `name` that claims and runs `handler`'s jobs from `store` until
@@ -93,6 +100,9 @@ impl Jobs {
     pub fn run_queue(&self, name: &'static str, store: Arc<dyn JobStore>, handler: Arc<dyn JobHandler>, poll: Duration) {
         self.spawn(name, move |mut ctx| async move {
             let kinds = handler.kinds();
+            for kind in &kinds {
+                ctx.runs_kind(kind);
+            }
             let mut depth_at = tokio::time::Instant::now();
             while !ctx.stopping() {
                 if tokio::time::Instant::now() >= depth_at {
@@ -119,13 +129,13 @@ impl Jobs {
         });
     }
 
-    /// `Err(kind)` for a runner that has ended although the instance is not stopping.
+    /// `Err(name)` for a runner that has ended although the instance is not stopping.
     pub fn check(&self) -> Result<(), &'static str> {
         if *self.stop.borrow() {
             return Ok(());
         }
         match self.lock().iter().find(|r| r.task.is_finished()) {
-            Some(dead) => Err(dead.kind),
+            Some(dead) => Err(dead.name),
             None => Ok(()),
         }
     }
@@ -231,32 +241,103 @@ mod tests {
         Jobs::new(Arc::new(Metrics::new(atrium_api::DbPoolStats::default)))
     }
 
+    /// The metrics once they contain `line` (waited for up to 5 s: runners are tasks).
+    async fn rendered_with(jobs: &Jobs, line: &str) -> String {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let text = jobs.metrics.render();
+            if text.contains(line) {
+                return text;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no {line} in:\n{text}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// A queue with nothing in it.
+    struct Empty;
+
+    #[async_trait::async_trait]
+    impl JobStore for Empty {
+        async fn enqueue(&self, _job: atrium_kernel::NewJob) -> atrium_kernel::Result<Option<atrium_kernel::Id>> {
+            Ok(None)
+        }
+        async fn claim(&self, _: Vec<String>, _: atrium_kernel::Timestamp, _: i64) -> atrium_kernel::Result<Option<Job>> {
+            Ok(None)
+        }
+        async fn complete(&self, _id: atrium_kernel::Id) -> atrium_kernel::Result<()> {
+            Ok(())
+        }
+        async fn retry(&self, _id: atrium_kernel::Id, _: atrium_kernel::Timestamp, _: String) -> atrium_kernel::Result<()> {
+            Ok(())
+        }
+        async fn fail(&self, _id: atrium_kernel::Id, _: String) -> atrium_kernel::Result<()> {
+            Ok(())
+        }
+        async fn depth(&self, _kind: String, _: atrium_kernel::Timestamp) -> atrium_kernel::Result<u64> {
+            Ok(0)
+        }
+    }
+
+    /// Runs jobs of two kinds, and never gets one.
+    struct TwoKinds;
+
+    #[async_trait::async_trait]
+    impl JobHandler for TwoKinds {
+        fn kinds(&self) -> Vec<String> {
+            vec!["letter.post".into(), "letter.return".into()]
+        }
+        async fn run(&self, _job: &Job) -> JobOutcome {
+            JobOutcome::Done
+        }
+    }
+
+    #[tokio::test]
+    async fn a_queue_runner_is_labelled_by_its_name_and_its_jobs_by_their_kinds() {
+        let jobs = jobs();
+        jobs.run_queue("letters", Arc::new(Empty), Arc::new(TwoKinds), Duration::from_millis(10));
+
+        let text = rendered_with(&jobs, "atrium_jobs_queued{kind=\"letter.return\"} 0").await;
+        assert!(text.contains("atrium_job_runners{runner=\"letters\"} 1"), "{text}");
+        for kind in ["letter.post", "letter.return"] {
+            for series in ["atrium_jobs_queued", "atrium_jobs_failed_total", "atrium_jobs_completed_total"] {
+                assert!(text.contains(&format!("{series}{{kind=\"{kind}\"}} 0")), "no {series} of {kind}:\n{text}");
+            }
+        }
+        assert!(!text.contains("kind=\"letters\"") && !text.contains("runner=\"letter."), "labels mixed up:\n{text}");
+        jobs.stop_claiming();
+        assert!(jobs.wait(Duration::from_secs(2)).await);
+    }
+
     #[tokio::test]
     async fn a_stop_ends_runners_that_watch_it_and_readiness_stays_ok() {
         let jobs = jobs();
-        jobs.spawn("payout", |mut ctx| async move {
+        jobs.spawn("payouts", |mut ctx| async move {
             while !ctx.stopping() {
-                ctx.queue_depth("payout", 3);
+                ctx.queue_depth("payout.settle", 3);
                 ctx.stopped().await;
             }
         });
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let text = rendered_with(&jobs, "atrium_jobs_queued{kind=\"payout.settle\"} 3").await;
         assert_eq!(jobs.check(), Ok(()));
-        assert!(jobs.metrics.render().contains("atrium_job_runners{kind=\"payout\"} 1"));
+        assert!(text.contains("atrium_job_runners{runner=\"payouts\"} 1"), "{text}");
+        assert!(!text.contains("{kind=\"payouts\"}"), "a runner's name is not a job kind: {text}");
 
         jobs.stop_claiming();
 
         assert!(jobs.wait(Duration::from_secs(2)).await);
         assert_eq!(jobs.check(), Ok(()));
-        assert!(jobs.metrics.render().contains("atrium_job_runners{kind=\"payout\"} 0"));
+        assert!(jobs.metrics.render().contains("atrium_job_runners{runner=\"payouts\"} 0"));
     }
 
     #[tokio::test]
     async fn a_runner_that_died_makes_the_instance_unready() {
         let jobs = jobs();
-        jobs.spawn("refund", |ctx| async move { ctx.failed("refund") });
+        jobs.spawn("refunds", |ctx| async move { ctx.failed("refund.settle") });
         assert!(jobs.wait(Duration::from_secs(2)).await);
-        assert_eq!(jobs.check(), Err("refund"));
-        assert!(jobs.metrics.render().contains("atrium_jobs_failed_total{kind=\"refund\"} 1"));
+        assert_eq!(jobs.check(), Err("refunds"));
+        let text = jobs.metrics.render();
+        assert!(text.contains("atrium_jobs_failed_total{kind=\"refund.settle\"} 1"), "{text}");
+        assert!(text.contains("atrium_job_runners{runner=\"refunds\"} 0"), "{text}");
     }
 }

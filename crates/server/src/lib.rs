@@ -478,7 +478,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             Arc::new(order_ledger::OrderExpiry { orders: orders.clone(), jobs: job_store.clone(), every_secs: config.order_sweep_secs });
         at_start("scheduling the order expiry", wait, || async { Ok(expiry.schedule().await?) }).await?;
         jobs.run_queue("orders", job_store.clone(), expiry, poll);
-        jobs.run_queue("ledger events", job_store.clone(), Arc::new(order_ledger::LedgerEvents { orders: orders.clone() }), poll);
+        jobs.run_queue("ledger", job_store.clone(), Arc::new(order_ledger::LedgerEvents { orders: orders.clone() }), poll);
         jobs.run_queue("releases", job_store.clone(), releases.clone(), poll);
     }
     let state = web::Data::new(AppState {
@@ -548,7 +548,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     if let Some(sb) = &sandbox {
         sandbox_platform_running(sb, releases);
     }
-    log::info!("atrium listening on http://{addr} ({:?} profile, metrics {:?})", config.profile, config.metrics);
+    log::info!("atrium listening on http://{addr} ({} profile, metrics {})", config.profile.as_str(), config.metrics);
     Ok(Running {
         addr,
         handle,

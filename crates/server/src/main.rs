@@ -4,7 +4,7 @@ use atrium_server::{Config, open_existing_database};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "atrium", version, about = "Atrium management backend")]
+#[command(name = "atrium", version, about = "Atrium management backend", after_help = atrium_server::config::ENVIRONMENT_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -13,8 +13,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve both interfaces (the default).
+    #[command(after_help = atrium_server::config::ENVIRONMENT_HELP)]
     Serve,
     /// Apply pending database migrations and exit.
+    #[command(after_help = atrium_server::config::ENVIRONMENT_HELP)]
     Migrate,
     /// Fill the database with synthetic tenants, their employees and orders (benchmarks, demos).
     Seed {
@@ -88,7 +90,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             })
             .await??;
             println!(
-                "seeded tenants {first}..={last} with {employees_per_tenant} employees each and {orders} orders in {:.1}s",
+                "seeded {} with {} each and {} in {:.1}s",
+                tenant_range(first, last),
+                count(employees_per_tenant, "employee"),
+                count(orders, "order"),
                 started.elapsed().as_secs_f64()
             );
             Ok(())
@@ -104,6 +109,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Docs { command } => atrium_server::docs_cli::run(command, &config).await,
     }
+}
+
+/// `tenants 1 to 3`, `tenant 4`, `no tenants`.
+fn tenant_range(first: i64, last: i64) -> String {
+    match last.cmp(&first) {
+        std::cmp::Ordering::Less => "no tenants".to_owned(),
+        std::cmp::Ordering::Equal => format!("tenant {first}"),
+        std::cmp::Ordering::Greater => format!("tenants {first} to {last}"),
+    }
+}
+
+/// `1 order`, `3 orders`.
+fn count(n: i64, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {

@@ -203,7 +203,40 @@ fn token_create_refuses_unknown_projects_and_bad_expiry() {
     assert!(!unknown_project.status.success());
     assert!(String::from_utf8_lossy(&unknown_project.stderr).contains("project not found"));
     assert!(!zero_days.status.success());
+    let refusal = String::from_utf8_lossy(&zero_days.stderr);
+    assert!(refusal.contains("must be a whole number between 1 and 36500") && !refusal.contains("..="), "{refusal}");
     assert_eq!(list.lines().count(), 1, "only the header; nothing was created: {list}");
+}
+
+/// `atrium --help` works with no variable set, and names the variables, `DATABASE_URL` first.
+#[test]
+fn the_help_names_the_environment_variables() {
+    let out = Command::new(env!("CARGO_BIN_EXE_atrium")).arg("--help").env_clear().output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for name in ["DATABASE_URL", "ATRIUM_PROFILE", "ATRIUM_BIND", "ATRIUM_JWT_SECRET", "ATRIUM_MASTER_KEY", "docs/configuration.md"] {
+        assert!(help.contains(name), "atrium --help does not name {name}:\n{help}");
+    }
+}
+
+/// `atrium seed` says what it made in words: a range of tenants is `tenants 4 to 6`.
+#[test]
+fn seed_says_which_tenants_it_made_in_words() {
+    let w = Workdir::new();
+    let three = w.ok(&["seed", "--tenants", "3", "--employees-per-tenant", "2", "--orders-per-tenant", "1"]);
+    let one = w.ok(&["seed", "--tenants", "1", "--employees-per-tenant", "1"]);
+
+    let three = three.trim();
+    let (first, last) = three
+        .strip_prefix("seeded tenants ")
+        .and_then(|r| r.split_once(" with "))
+        .and_then(|(range, _)| range.split_once(" to "))
+        .unwrap_or_else(|| panic!("{three}"));
+    let (first, last): (i64, i64) = (first.parse().unwrap(), last.parse().unwrap());
+    assert_eq!(last - first, 2, "{three}");
+    assert!(three.contains("with 2 employees each and 3 orders in "), "{three}");
+    assert!(one.trim().starts_with(&format!("seeded tenant {} with 1 employee each and 0 orders in ", last + 1)), "{one}");
+    assert!(!three.contains("..") && !one.contains(".."), "{three} / {one}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

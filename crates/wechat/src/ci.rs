@@ -284,14 +284,16 @@ impl CodeUploader for MiniprogramCi {
         let output = format!("{}\n{}", run.stdout, run.stderr);
         if run.success {
             let package_sizes = parse_sizes(&run.stdout);
-            log::info!("miniprogram-ci uploaded version {} ({:?})", job.version, package_sizes);
-            return Ok(UploadReport { package_sizes });
+            let report = UploadReport { package_sizes };
+            log::info!("miniprogram-ci uploaded version {} ({})", job.version, report.sizes());
+            return Ok(report);
         }
         let message = last_line(if run.stderr.trim().is_empty() { &run.stdout } else { &run.stderr });
-        log::warn!("miniprogram-ci failed for version {} (exit {:?}): {message}", job.version, run.exit);
+        let exit = run.exit.map_or("killed by a signal".to_owned(), |code| format!("exit code {code}"));
+        log::warn!("miniprogram-ci failed for version {} ({exit}): {message}", job.version);
         match parse_error_code(&output) {
             Some(code) => Err(UploaderError::Rejected { code: Some(code), message }),
-            None => Err(UploaderError::Failed(format!("exit {:?}: {message}", run.exit))),
+            None => Err(UploaderError::Failed(format!("{exit}: {message}"))),
         }
     }
 }

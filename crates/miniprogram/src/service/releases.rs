@@ -187,7 +187,7 @@ impl ReleaseService {
     fn logged<T>(&self, tenant_id: Id, call: &str, task: TaskRef, r: PlatformResult<T>) -> PlatformResult<T> {
         match &r {
             Ok(_) => log::info!("mini-program platform {call} for tenant {tenant_id} ({task}): errcode 0"),
-            Err(e) => log::warn!("mini-program platform {call} for tenant {tenant_id} ({task}): errcode {:?}: {e}", e.errcode()),
+            Err(e) => log::warn!("mini-program platform {call} for tenant {tenant_id} ({task}): {e}"),
         }
         r
     }
@@ -322,10 +322,17 @@ impl ReleaseService {
     /// can tell a used code from an outage.
     async fn authorize(&self, tenant_id: Id, code: &Secret, by: Option<Id>) -> Result<PlatformResult<Authorization>> {
         let Some(ticket) = self.repo.verify_ticket().await?.map(|t| t.ticket) else { return Ok(Err(PlatformError::NoTicket)) };
-        let grant = self.platform.query_auth(&ticket, code).await;
-        let grant = match self.logged(tenant_id, "api_query_auth", TaskRef::None, grant) {
-            Ok(g) => g,
-            Err(e) => return Ok(Err(e)),
+        let grant = match self.platform.query_auth(&ticket, code).await {
+            // The platform brings each code twice, to the callback and in the `authorized`
+            // event; whichever comes second finds it used, and its caller knows what that means.
+            Err(e @ PlatformError::Refused { errcode: CODE_USED, .. }) => {
+                log::info!("mini-program platform api_query_auth for tenant {tenant_id}: the authorisation code was used already");
+                return Ok(Err(e));
+            }
+            grant => match self.logged(tenant_id, "api_query_auth", TaskRef::None, grant) {
+                Ok(g) => g,
+                Err(e) => return Ok(Err(e)),
+            },
         };
         // The profile only names the mini-program; without it the authorisation still works.
         let profile = self.platform.authorizer_profile(&ticket, &grant.authorizer_appid).await;
@@ -414,9 +421,9 @@ impl ReleaseService {
             }
         };
         if let (Some(a), EventKind::Audit { to_user, .. }) = (&authorization, &event.kind)
-            && a.user_name.as_ref().is_some_and(|u| u != to_user)
+            && let Some(user_name) = a.user_name.as_deref().filter(|u| u != to_user)
         {
-            log::warn!("platform push for {} addressed to {to_user}, not to its {:?}", a.authorizer_appid, a.user_name);
+            log::warn!("platform push for {} addressed to {to_user}, not to its {user_name}", a.authorizer_appid);
             return Err(EventError::ForeignAppid);
         }
         self.handle_event(event, authorization.as_ref()).await.map_err(|e| {
@@ -756,7 +763,7 @@ impl ReleaseService {
         let marker = upload_marker(task);
         let job = UploadJob { package, version: task.version.clone(), description: marker.clone() };
         let report = self.uploader.upload(&job).await.inspect_err(|e| log::warn!("upload task {}: {e}", task.id))?;
-        log::info!("upload task {}: the uploader reported {:?}", task.id, report.package_sizes);
+        log::info!("upload task {}: the uploader reported {}", task.id, report.sizes());
 
         let drafts = self.platform.template_drafts(ticket).await;
         let drafts = self.logged(tenant_id, "gettemplatedraftlist", here, drafts)?;

@@ -249,8 +249,13 @@ impl Sandbox {
                 Ok((s, text)) => (Some(s), Some(text), None),
                 Err(e) => (None, None, Some(e)),
             };
+            let answered = match (status, &error) {
+                (Some(s), _) => format!("answered {s}"),
+                (None, Some(e)) => e.clone(),
+                (None, None) => "no answer".to_owned(),
+            };
             // The message carries tickets and codes: only its kind and the outcome are logged.
-            log::info!("sandbox platform push {seq} ({}) to {url}: {status:?} {error:?}", record.kind);
+            log::info!("sandbox platform push {seq} ({}) to {url}: {answered}", record.kind);
             record.attempts.push(PushAttempt { at: Utc::now(), status, answer, error });
             record.delivered |= ok;
         }

@@ -253,7 +253,7 @@ impl CodeUploader for SandboxUploader {
             Err(_) => Err(UploaderError::TimedOut(secs(self.timeout))),
         };
         match &outcome {
-            Ok(report) => log::info!("sandbox uploader uploaded version {} ({:?})", job.version, report.package_sizes),
+            Ok(report) => log::info!("sandbox uploader uploaded version {} ({})", job.version, report.sizes()),
             Err(e) => log::warn!("sandbox uploader failed for version {}: {e}", job.version),
         }
         outcome

@@ -510,12 +510,12 @@ impl Sandbox {
                 Ok(s) => (Some(s), None),
                 Err(e) => (None, Some(e)),
             };
-            log::info!(
-                "sandbox pay platform notification {} {} to {}: {status:?} {error:?}",
-                record.id,
-                record.event_type,
-                record.notify_url
-            );
+            let answered = match (status, &error) {
+                (Some(s), _) => format!("answered {s}"),
+                (None, Some(e)) => e.clone(),
+                (None, None) => "no answer".to_owned(),
+            };
+            log::info!("sandbox pay platform notification {} {} to {}: {answered}", record.id, record.event_type, record.notify_url);
             record.attempts.push(NotifyAttempt { at: Utc::now(), status, error });
             record.delivered |= ok;
         }
