@@ -155,6 +155,54 @@ store_test!(items_round_trip_with_their_line_and_delivery, |db| {
     assert_eq!((back[0].delivery.clone(), back[1].delivery.clone()), (Some(d), Some(ok)));
 });
 
+// Items are inserted in their order, with every adjustment, and calculated lines land on
+// their own items; a line for an item no longer on the sheet undoes the whole calculation.
+store_test!(items_and_lines_are_written_item_by_item_or_not_at_all, |db| {
+    let f = fixture(&db).await;
+    let mut items: Vec<SheetItem> = f.employees.iter().map(|e| item(*e)).collect();
+    for (n, i) in items.iter_mut().enumerate() {
+        let n = i64::try_from(n).unwrap();
+        i.employee_no = (n % 2 == 0).then(|| format!("E{n}"));
+        i.adjustments = Adjustments {
+            allowance: Money::from_fen(100 + n),
+            overtime: Money::from_fen(200 + n),
+            bonus: Money::from_fen(300 + n),
+            leave_deduction: Money::from_fen(n),
+            other_pre_tax_deduction: Money::from_fen(10 + n),
+            after_tax_deduction: Money::from_fen(20 + n),
+            annual_bonus: Money::from_fen(30 + n),
+        };
+    }
+    let s = f.payroll.insert_sheet(sheet(f.tenant, "2026-04"), items.clone(), audit("c")).await.unwrap();
+    let back = f.payroll.sheet_items(s.id).await.unwrap();
+    let lines: Vec<(i64, CalculatedLine)> = back
+        .iter()
+        .zip(1_000_000..)
+        .map(|(i, gross)| (i.id, CalculatedLine { annual_bonus_tax: Money::from_fen(7), ..line(gross, gross / 100) }))
+        .collect();
+    let calculated = Sheet { status: SheetStatus::Calculated, ytd_basis: Some(0), ..s.clone() };
+
+    let mut with_a_stranger = lines.clone();
+    with_a_stranger.push((i64::MAX, line(1, 0)));
+    let refused = f.payroll.save_calculation(calculated.clone(), with_a_stranger, audit("calc")).await.unwrap_err();
+    let untouched = f.payroll.sheet_items(s.id).await.unwrap();
+    let status_after_refusal = f.payroll.get_sheet(Party::Platform, s.id).await.unwrap().unwrap().status;
+    f.payroll.save_calculation(calculated, lines.clone(), audit("calc")).await.unwrap();
+    let written = f.payroll.sheet_items(s.id).await.unwrap();
+
+    assert_eq!(back.len(), items.len());
+    for (stored, sent) in back.iter().zip(&items) {
+        assert_eq!((stored.employee_id, &stored.employee_no, stored.adjustments), (sent.employee_id, &sent.employee_no, sent.adjustments));
+    }
+    assert!(back.windows(2).all(|w| w[0].id < w[1].id), "items keep their order");
+    assert!(matches!(refused, Error::Conflict(_)), "{refused:?}");
+    assert!(untouched.iter().all(|i| i.line.is_none()), "nothing of the refused calculation was kept");
+    assert_eq!(status_after_refusal, SheetStatus::Draft);
+    for (item, (id, line)) in written.iter().zip(&lines) {
+        assert_eq!((item.id, item.line), (*id, Some(*line)));
+    }
+});
+
 store_test!(a_write_against_a_stale_version_is_a_conflict, |db| {
     let f = fixture(&db).await;
     let s = f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], audit("c")).await.unwrap();
