@@ -1,3 +1,4 @@
+ALTER TABLE payroll_items RESET (fillfactor);
 DROP TRIGGER employees_count_delete ON employees;
 DROP TRIGGER employees_count_insert ON employees;
 DROP FUNCTION employees_count_deleted();
