@@ -244,6 +244,26 @@ e2e!(fifty_concurrent_refunds_never_exceed_what_was_paid, |app| {
     assert_eq!(app.running.sandbox.as_ref().unwrap().pay_calls("POST /v3/refund/domestic/refunds"), 33);
 });
 
+// Without job runners the order's projection is not told of the payment by the ledger's event;
+// a refund asked a moment after the payment still finds the order paid, from the ledger.
+e2e!(an_order_paid_a_moment_ago_is_refunded_before_its_projection_catches_up, vars = [("ATRIUM_JOBS", "false")], |app| {
+    let org = shop(app).await;
+    let t = &org.t1_admin;
+    let id = new_order(app, t, json!({"subject": "Quick", "amount": 5_000, "openid": OPENID})).await["id"].as_i64().unwrap();
+    let pay = app.post(&format!("/api/v1/orders/{id}/pay"), json!({"method": "wechat_jsapi"}), Some(t)).await;
+    pay.expect(200);
+    let paid = app.post("/sandbox/control/pay", json!({"pay_params": pay.data()["pay_params"], "result": "SUCCESS"}), None).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(order(app, t, id).await["status"], "paying", "the projection has not caught up (no job runs)");
+
+    let refund = app.post(&format!("/api/v1/orders/{id}/refund"), json!({"amount": 1_000}), Some(t)).await;
+
+    refund.expect(200);
+    let o = &refund.data()["order"];
+    assert_eq!((o["status"].as_str(), o["paid_amount"].as_i64()), (Some("paid"), Some(5_000)), "{o}");
+    assert_eq!(refund.data()["refund"]["status"], "processing", "{}", refund.body);
+});
+
 // The sweep runs every second here (a minute by default) and orders may expire after one.
 e2e!(
     expired_orders_are_closed_with_their_platform_orders,

@@ -184,7 +184,12 @@ impl OrderService {
         if !amount.is_positive() {
             return Err(Error::invalid("amount", "must be at least 1 fen"));
         }
-        let order = self.order(actor, id).await?;
+        let mut order = self.order(actor, id).await?;
+        if order.status.after(OrderAction::Refund).is_err() {
+            // The order's projection may lag the ledger by a moment (a payment notified just
+            // now, its event not yet applied): the ledger decides, so catch up before refusing.
+            order = self.synced(order).await;
+        }
         order.status.after(OrderAction::Refund)?;
         if amount > order.paid_amount {
             return Err(Error::invalid("amount", format!("must not exceed the order's paid amount, {} fen", order.paid_amount.fen())));
