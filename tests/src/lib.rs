@@ -3,6 +3,7 @@
 //! cluster the test process starts itself — see `atrium_store::testing`) and the in-process
 //! sandbox, then drive it over HTTP as a client would.
 
+pub mod captured_log;
 pub mod pay;
 
 use atrium_server::{Config, Running};

@@ -8,39 +8,10 @@
 #![allow(clippy::unwrap_used)]
 use atrium_e2e::pay;
 use atrium_e2e::serde_json::json;
-use atrium_e2e::{Backend, TestApp};
-use std::sync::{Mutex, OnceLock};
-
-/// Every log line of this process: (level, target, message).
-static LOG: Mutex<Vec<(log::Level, String, String)>> = Mutex::new(Vec::new());
-
-struct KeepAll;
-
-impl log::Log for KeepAll {
-    fn enabled(&self, metadata: &log::Metadata) -> bool {
-        metadata.level() <= log::Level::Debug
-    }
-
-    fn log(&self, record: &log::Record) {
-        if self.enabled(record.metadata()) {
-            let line = (record.level(), record.target().to_owned(), record.args().to_string());
-            LOG.lock().unwrap_or_else(|p| p.into_inner()).push(line);
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-fn keep_the_log() {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        log::set_boxed_logger(Box::new(KeepAll)).unwrap();
-        log::set_max_level(log::LevelFilter::Debug);
-    });
-}
+use atrium_e2e::{Backend, TestApp, captured_log};
 
 async fn start(backend: Backend) -> Option<TestApp> {
-    keep_the_log();
+    captured_log::keep();
     TestApp::start_with(
         backend,
         &[
@@ -148,7 +119,7 @@ fn rust_in(message: &str) -> Option<&'static str> {
 }
 
 fn check_the_log() {
-    let log = LOG.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let log: Vec<(log::Level, String, String)> = captured_log::lines().into_iter().map(|l| (l.level, l.target, l.message)).collect();
     let ours = |target: &str| target.starts_with("atrium") || target.starts_with("actix_web::middleware::logger");
     assert!(log.iter().any(|(_, _, m)| m.contains("POST /api/v1/auth/login")), "the access log was not captured");
     assert!(log.iter().any(|(_, t, _)| t.starts_with("atrium_sandbox")), "the sandbox's lines were not captured");

@@ -8,36 +8,7 @@
 #![allow(clippy::unwrap_used)]
 use atrium_e2e::pay;
 use atrium_e2e::serde_json::{Value, json};
-use atrium_e2e::{Backend, TestApp};
-use std::sync::{Mutex, OnceLock};
-
-/// Every log line of this process.
-static LOG: Mutex<String> = Mutex::new(String::new());
-
-struct KeepAll;
-
-impl log::Log for KeepAll {
-    fn enabled(&self, metadata: &log::Metadata) -> bool {
-        metadata.level() <= log::Level::Debug
-    }
-
-    fn log(&self, record: &log::Record) {
-        if self.enabled(record.metadata()) {
-            let line = format!("{} {} {}\n", record.level(), record.target(), record.args());
-            LOG.lock().unwrap_or_else(|p| p.into_inner()).push_str(&line);
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-fn keep_the_log() {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        log::set_boxed_logger(Box::new(KeepAll)).unwrap();
-        log::set_max_level(log::LevelFilter::Debug);
-    });
-}
+use atrium_e2e::{Backend, TestApp, captured_log};
 
 const JWT_SECRET: &str = "e2e-log-secret-0123456789abcdef-xyz";
 const MASTER_KEY: &str = "Lq83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq8=";
@@ -63,7 +34,7 @@ impl Secrets {
 }
 
 async fn start(backend: Backend) -> Option<TestApp> {
-    keep_the_log();
+    captured_log::keep();
     TestApp::start_with(
         backend,
         &[
@@ -202,7 +173,7 @@ async fn payment_flow(app: &TestApp, s: &mut Secrets) {
 /// The log after the flows, checked for every secret and for credential-named query
 /// parameters that kept their value.
 fn check_the_log(secrets: &Secrets) {
-    let log = LOG.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let log = captured_log::text();
     assert!(log.contains("POST /api/v1/auth/login"), "the access log was not captured");
     assert!(log.contains("GET /api/v1/miniprogram/authorization/callback?"), "the authorisation callback was not logged");
     for (what, value) in secrets.0.iter().chain(
