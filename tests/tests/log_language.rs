@@ -78,17 +78,16 @@ async fn payment_flow(app: &TestApp, org: &atrium_e2e::Org) {
 /// A tenant's mini-program authorised through the sandbox platform: the admin's browser comes
 /// back through the callback and the platform pushes the `authorized` event, each with the code.
 async fn authorisation_flow(app: &TestApp, org: &atrium_e2e::Org) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
+    pay::eventually(30, "an authorisation link (a verify ticket)", async || {
         let r = app.get(&format!("/api/v1/miniprogram/authorization?tenant_id={}", org.t2), Some(&org.admin)).await;
         r.expect(200);
         if r.data()["authorize_url"].is_string() {
-            break;
+            return Ok(());
         }
-        assert!(std::time::Instant::now() < deadline, "no authorisation link: no verify ticket arrived");
         app.post("/sandbox/control/verify-ticket", json!({}), None).await;
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+        Err(r.body.to_string())
+    })
+    .await;
     let r = app.post("/sandbox/control/authorize", json!({"tenant_id": org.t2, "authorizer_appid": "wx_words_app"}), None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["callback_status"], 200, "{}", r.body);
