@@ -67,6 +67,14 @@ impl Resp {
         self
     }
 
+    /// Asserts an error with `status` whose `data.reason` is `reason`.
+    #[track_caller]
+    pub fn expect_reason(&self, status: u16, reason: &str) -> &Self {
+        self.expect(status);
+        assert_eq!(self.body["data"]["reason"], reason, "unexpected reason: {}", self.body);
+        self
+    }
+
     /// A 404 naming `field`: the record it names does not exist for the caller.
     #[track_caller]
     pub fn expect_no_such(&self, field: &str) -> &Self {
@@ -86,6 +94,45 @@ impl Resp {
         assert!(errors.iter().any(|e| e["field"] == field), "no error for field {field}: {}", self.body);
         self
     }
+}
+
+/// The operation of the OpenAPI document that serves `method` on `path` (a concrete path:
+/// `/api/v1/orders/7/pay` is `/api/v1/orders/{id}/pay`).
+fn operation_of<'a>(doc: &'a Value, method: &str, path: &str) -> Option<&'a Value> {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    let paths = doc["paths"].as_object()?;
+    // A literal segment beats a parameter (`/orders/{id}` must not take `/orders/export`).
+    let mut best: Option<(usize, &Value)> = None;
+    for (template, item) in paths {
+        let parts: Vec<&str> = template.trim_end_matches('/').split('/').collect();
+        if parts.len() != segments.len() {
+            continue;
+        }
+        let fits = parts.iter().zip(&segments).all(|(t, s)| t == s || (t.starts_with('{') && t.ends_with('}')));
+        let literal = parts.iter().filter(|t| !t.starts_with('{')).count();
+        if fits
+            && let Some(op) = item.get(method)
+            && best.is_none_or(|(n, _)| literal > n)
+        {
+            best = Some((literal, op));
+        }
+    }
+    best.map(|(_, op)| op)
+}
+
+/// An error answer of `/api/v1` names a reason its operation lists for its status. Statuses
+/// an operation does not declare (a 405, say) and other interfaces are not checked here.
+#[track_caller]
+fn check_reason(method: &str, path: &str, status: u16, body: &Value) {
+    static DOCUMENT: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    if status < 400 || !path.starts_with("/api/v1/") || path.contains("/payment/notify/") {
+        return;
+    }
+    let doc = DOCUMENT.get_or_init(atrium_api::openapi_document);
+    let Some(declared) = operation_of(doc, method, path).and_then(|op| op["responses"].get(status.to_string())) else { return };
+    let reason = body["data"]["reason"].as_str().unwrap_or_else(|| panic!("{method} {path} answered {status} without data.reason: {body}"));
+    let listed = declared["x-reasons"].as_array().is_some_and(|l| l.iter().any(|r| r == reason));
+    assert!(listed, "{method} {path} answered {status} with reason {reason}, which the OpenAPI document does not list for it: {body}");
 }
 
 /// Config variables every test server gets; tests may add or override.
@@ -173,12 +220,19 @@ impl TestApp {
         format!("{}{}", self.base, path)
     }
 
+    /// Sends the request. An error answer of the main interface must carry a `data.reason`
+    /// that the OpenAPI document lists for its operation and status: every test that meets
+    /// an error checks the document's lists as it goes.
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
-        let resp = req.send().await.expect("request is sent");
+        let (client, request) = req.build_split();
+        let request = request.expect("request is built");
+        let (method, path) = (request.method().as_str().to_lowercase(), request.url().path().to_owned());
+        let resp = client.execute(request).await.expect("request is sent");
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let bytes = resp.bytes().await.expect("body is read");
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        check_reason(&method, &path, status, &body);
         Resp { status, headers, body }
     }
 
@@ -318,5 +372,42 @@ impl TestApp {
         let (_, t2_admin) = self.user_token(&admin, "t2admin", json!({"tenant_id": t2, "role_ids": [TENANT_ADMIN]})).await;
         let (_, t1_clerk) = self.user_token(&admin, "t1clerk", json!({"tenant_id": t1, "role_ids": [PAYROLL_CLERK]})).await;
         Org { admin, p1, p2, t1, t2, p1_admin, p2_admin, t1_admin, t2_admin, t1_clerk, t1_admin_id }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_concrete_path_finds_its_operation_literal_segments_first() {
+        let doc = atrium_api::openapi_document();
+        let id = |method: &str, path: &str| operation_of(&doc, method, path).map(|op| op["operationId"].clone());
+        assert_eq!(id("post", "/api/v1/orders/7/pay"), Some(json!("orders_pay")));
+        assert_eq!(id("get", "/api/v1/payroll-sheets/3/bank-file"), Some(json!("payroll_bank_file")));
+        assert_eq!(id("get", "/api/v1/roles/permissions"), Some(json!("roles_permissions")));
+        assert_eq!(id("get", "/api/v1/roles/4"), Some(json!("roles_get")));
+        assert_eq!(id("patch", "/api/v1/roles/4"), None);
+    }
+
+    #[test]
+    fn an_error_with_a_listed_reason_passes() {
+        check_reason("post", "/api/v1/payroll-sheets/3/approve", 403, &json!({"data": {"reason": "four_eyes"}}));
+        check_reason("post", "/api/v1/orders/3/refund", 409, &json!({"data": {"reason": "refund_exceeds_paid"}}));
+        // Not the main interface, or not an error: nothing to check.
+        check_reason("get", "/api/docs/3", 403, &json!({"data": null}));
+        check_reason("get", "/api/v1/orders/3", 200, &json!({"data": {}}));
+    }
+
+    #[test]
+    #[should_panic(expected = "does not list")]
+    fn an_error_with_a_reason_its_operation_does_not_list_fails() {
+        check_reason("post", "/api/v1/orders", 409, &json!({"data": {"reason": "four_eyes"}}));
+    }
+
+    #[test]
+    #[should_panic(expected = "without data.reason")]
+    fn an_error_without_a_reason_fails() {
+        check_reason("post", "/api/v1/orders/3/refund", 409, &json!({"data": null}));
     }
 }

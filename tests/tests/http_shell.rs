@@ -23,8 +23,8 @@ e2e!(swagger_ui_without_its_slash_redirects_to_it, |app| {
 
 e2e!(an_unknown_route_is_an_envelope_404, |app| {
     let r = app.get("/api/v1/nope", None).await;
-    r.expect(404);
-    assert!(r.body["data"].is_null());
+    r.expect_reason(404, "not_found");
+    assert_eq!(r.body["data"], json!({"reason": "not_found"}), "nothing but the reason: {}", r.body);
 });
 
 e2e!(a_wrong_method_is_an_envelope_405, |app| {

@@ -83,6 +83,10 @@ e2e!(an_order_is_paid_through_the_platform_and_refunded_in_two_parts, |app| {
     assert!(o["payment"]["transaction_id"].is_string() && o["payment"]["paid_at"].is_string(), "{o}");
     assert_eq!(o["payment"]["method"], "wechat_jsapi");
 
+    // A refund above what was paid depends on the order's state: a 409 naming the amount.
+    let over = app.post(&format!("/api/v1/orders/{id}/refund"), json!({"amount": 10_001}), Some(t)).await;
+    over.expect_reason(409, "refund_exceeds_paid");
+    assert_eq!(over.body["data"]["errors"][0]["field"], "amount", "{}", over.body);
     // Two partial refunds, each settled by the platform.
     let mut refunded = 0;
     for (amount, status) in [(3_000, "partially_refunded"), (7_000, "refunded")] {
@@ -97,9 +101,9 @@ e2e!(an_order_is_paid_through_the_platform_and_refunded_in_two_parts, |app| {
         assert_eq!((o["status"].as_str(), o["refunded_amount"].as_i64()), (Some(status), Some(refunded)), "{o}");
     }
     // Nothing is left to refund; an unpaid order cannot be refunded.
-    app.post(&format!("/api/v1/orders/{id}/refund"), json!({"amount": 1}), Some(t)).await.expect(409);
+    app.post(&format!("/api/v1/orders/{id}/refund"), json!({"amount": 1}), Some(t)).await.expect_reason(409, "state");
     let pending = new_order(app, t, json!({"subject": "Unpaid", "amount": 500})).await;
-    app.post(&format!("/api/v1/orders/{}/refund", pending["id"]), json!({"amount": 1}), Some(t)).await.expect(409);
+    app.post(&format!("/api/v1/orders/{}/refund", pending["id"]), json!({"amount": 1}), Some(t)).await.expect_reason(409, "state");
     // The trail has each step.
     let audit = app.get(&format!("/api/v1/audit-logs?target_type=order&target_id={id}&page_size=50"), Some(&org.admin)).await;
     audit.expect(200);
@@ -152,10 +156,12 @@ e2e!(bad_orders_are_refused_and_store_nothing, |app| {
     // Paying online without an openid, or without payments configured, is refused too.
     let o = new_order(app, t, json!({"subject": "No openid", "amount": 100})).await;
     let r = app.post(&format!("/api/v1/orders/{}/pay", o["id"]), json!({"method": "wechat_jsapi"}), Some(t)).await;
-    r.expect_field_error("openid");
+    // Without an openid on the order or in the request: the order's state, a 409 naming it.
+    r.expect_reason(409, "payer_openid_missing");
+    assert_eq!(r.body["data"]["errors"][0]["field"], "openid", "{}", r.body);
     let r = app.post(&format!("/api/v1/orders/{}/pay", o["id"]), json!({"method": "wechat_jsapi", "openid": OPENID}), Some(t)).await;
     // The order is there to see: what stops it is the tenant's state, a 409, not a 404.
-    r.expect(409);
+    r.expect_reason(409, "payments_not_ready");
     assert!(r.body["message"].as_str().unwrap().contains("not configured"), "no payment configuration: {}", r.body);
     assert_eq!(order(app, t, o["id"].as_i64().unwrap()).await["status"], "pending");
 });

@@ -1,3 +1,4 @@
+use crate::error::ErrorData;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
@@ -8,6 +9,7 @@ use async_trait::async_trait;
 use atrium_docs::DocsService;
 use atrium_identity::IdentityService;
 use atrium_identity::{RoleService, UserService};
+use atrium_kernel::Reason;
 use atrium_org::{AuditService, EmployeeService, PartnerService, TenantService};
 use atrium_payroll::PayrollService;
 use std::sync::Arc;
@@ -79,8 +81,10 @@ pub fn configure(
         .app_data(json_limit)
         .app_data(trust)
         // An id that is not a number names no record: 404, as for a number that names none.
-        .app_data(web::PathConfig::default().error_handler(|_, _| ApiError(atrium_kernel::Error::NotFound("record")).into()))
-        .app_data(web::QueryConfig::default().error_handler(|err, _| ApiError::bad_request(query_error(&err)).into()))
+        .app_data(
+            web::PathConfig::default().error_handler(|_, req| interface_error(req, ApiError(atrium_kernel::Error::NotFound("record")))),
+        )
+        .app_data(web::QueryConfig::default().error_handler(|err, req| interface_error(req, ApiError::bad_request(query_error(&err)))))
         .app_data(web::PayloadConfig::new(json_limit.0))
         .wrap(from_fn(limits::body_timeout))
         .wrap(ErrorHandlers::new().default_handler(envelope_framework_error))
@@ -130,8 +134,18 @@ fn query_error(err: &actix_web::error::QueryPayloadError) -> String {
     format!("invalid query parameter: {}", crate::extract::caller_terms(&raw))
 }
 
+/// An extractor's refusal in the envelope of the interface the request is on.
+fn interface_error(req: &HttpRequest, error: ApiError) -> actix_web::Error {
+    if crate::docs_interface::serves(req.path()) { crate::DocsError(error).into() } else { error.into() }
+}
+
 async fn no_route(req: HttpRequest) -> HttpResponse {
-    respond::<()>(StatusCode::NOT_FOUND, 404, &format!("no route for {} {}", req.method(), req.path()), None)
+    respond(
+        StatusCode::NOT_FOUND,
+        404,
+        &format!("no route for {} {}", req.method(), req.path()),
+        ErrorData::for_path(req.path(), Reason::NotFound),
+    )
 }
 
 /// Rewrites any error response that is not already an envelope (actix's own 404/405/413,
@@ -150,8 +164,19 @@ fn envelope_framework_error<B: MessageBody + 'static>(res: ServiceResponse<B>) -
         s if s.is_server_error() => "internal server error".to_owned(),
         s => s.canonical_reason().unwrap_or("request failed").to_lowercase(),
     };
+    let reason = match status {
+        StatusCode::NOT_FOUND => Reason::NotFound,
+        StatusCode::METHOD_NOT_ALLOWED => Reason::MethodNotAllowed,
+        StatusCode::PAYLOAD_TOO_LARGE => Reason::TooLarge,
+        StatusCode::REQUEST_TIMEOUT => Reason::RequestTimeout,
+        StatusCode::UNAUTHORIZED => Reason::Unauthenticated,
+        StatusCode::TOO_MANY_REQUESTS => Reason::RateLimited,
+        StatusCode::SERVICE_UNAVAILABLE => Reason::Unavailable,
+        s if s.is_server_error() => Reason::Internal,
+        _ => Reason::InvalidInput,
+    };
     let (req, old) = res.into_parts();
-    let mut new: HttpResponse<BoxBody> = respond::<()>(status, status.as_u16(), &message, None);
+    let mut new: HttpResponse<BoxBody> = respond(status, status.as_u16(), &message, ErrorData::for_path(req.path(), reason));
     for (name, value) in old.headers() {
         if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
             new.headers_mut().insert(name.clone(), value.clone());

@@ -19,6 +19,11 @@ use crate::envelope::{Envelope, respond};
 use crate::error::ApiError;
 use crate::extract::Json;
 
+/// Whether `path` is on the document interface (`/api/docs`, `/api/docs/…`).
+pub(crate) fn serves(path: &str) -> bool {
+    path == "/api/docs" || path.starts_with("/api/docs/")
+}
+
 /// 200 with the document interface's success envelope (code 0).
 pub fn docs_ok<T: Serialize>(data: T) -> Result<HttpResponse, DocsError> {
     Ok(HttpResponse::Ok().json(Envelope { code: 0, message: "success".to_owned(), data: Some(data) }))

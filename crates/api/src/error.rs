@@ -1,7 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
-use atrium_kernel::{Error, FieldError};
+use atrium_kernel::{Error, FieldError, Reason};
 use serde::Serialize;
 use std::fmt;
 
@@ -23,9 +23,31 @@ impl fmt::Display for ApiError {
     }
 }
 
+/// `data` of an error: why, for programs (`reason`), and what the error names — the fields
+/// at fault, or a platform's own code and message.
 #[derive(Serialize)]
-struct FieldErrors<'a> {
-    errors: &'a [FieldError],
+pub(crate) struct ErrorData<'a> {
+    reason: Reason,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errors: Option<&'a [FieldError]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errcode: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errmsg: Option<&'a str>,
+}
+
+impl<'a> ErrorData<'a> {
+    /// `{"reason": …}` alone: the data of an error that names nothing more.
+    pub(crate) fn new(reason: Reason) -> Self {
+        ErrorData { reason, errors: None, errcode: None, errmsg: None }
+    }
+
+    /// The data of an error answered before any route ran (no route, a wrong method, a body
+    /// too large): `{"reason": …}`, or none on the document interface, whose errors carry
+    /// `data` null.
+    pub(crate) fn for_path(path: &str, reason: Reason) -> Option<Self> {
+        (!crate::docs_interface::serves(path)).then(|| ErrorData::new(reason))
+    }
 }
 
 impl ApiError {
@@ -33,9 +55,9 @@ impl ApiError {
         match &self.0 {
             Error::Invalid(_) | Error::BadRequest(_) => StatusCode::BAD_REQUEST,
             Error::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
-            Error::Forbidden(_) => StatusCode::FORBIDDEN,
+            Error::Forbidden(..) => StatusCode::FORBIDDEN,
             Error::NotFound(_) | Error::NoSuch(_) => StatusCode::NOT_FOUND,
-            Error::Conflict(_) | Error::Blocked(_) => StatusCode::CONFLICT,
+            Error::Conflict(..) | Error::Blocked(..) => StatusCode::CONFLICT,
             Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::Upstream(_) | Error::PlatformRefused { .. } => StatusCode::BAD_GATEWAY,
@@ -69,30 +91,31 @@ impl ResponseError for ApiError {
     fn error_response(&self) -> HttpResponse {
         let status = self.status();
         let code = status.as_u16();
+        let data = ErrorData::new(self.0.reason());
         let mut resp = match &self.0 {
-            Error::Invalid(errors) | Error::Blocked(errors) => {
+            Error::Invalid(errors) | Error::Blocked(_, errors) => {
                 let message = match (errors.as_slice(), &self.0) {
                     ([one], _) => format!("{}: {}", one.field, one.message),
                     (_, Error::Invalid(_)) => "request parameters are invalid".to_owned(),
                     _ => "the records this acts on do not allow it now; see data.errors".to_owned(),
                 };
-                respond(status, code, &message, Some(FieldErrors { errors }))
+                respond(status, code, &message, Some(ErrorData { errors: Some(errors), ..data }))
             }
             Error::Internal(cause) => {
                 log::error!("internal error: {cause:#}");
-                respond::<()>(status, code, "internal server error", None)
+                respond(status, code, "internal server error", Some(data))
             }
-            Error::NotFound(what) => respond::<()>(status, code, &format!("{what} not found"), None),
+            Error::NotFound(what) => respond(status, code, &format!("{what} not found"), Some(data)),
             Error::PlatformRefused { errcode, errmsg } => {
-                respond(status, code, &self.0.to_string(), Some(serde_json::json!({"errcode": errcode, "errmsg": errmsg})))
+                respond(status, code, &self.0.to_string(), Some(ErrorData { errcode: Some(*errcode), errmsg: Some(errmsg), ..data }))
             }
             Error::NoSuch(error) => respond(
                 status,
                 code,
                 &format!("{}: {}", error.field, error.message),
-                Some(FieldErrors { errors: std::slice::from_ref(error) }),
+                Some(ErrorData { errors: Some(std::slice::from_ref(error)), ..data }),
             ),
-            other => respond::<()>(status, code, &other.to_string(), None),
+            other => respond(status, code, &other.to_string(), Some(data)),
         };
         self.add_retry_after(&mut resp);
         if status == StatusCode::UNAUTHORIZED {

@@ -17,6 +17,7 @@ use actix_web::body::MessageBody;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{CONTENT_TYPE, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
+use atrium_kernel::Reason;
 use atrium_kernel::idempotency::{Claim, IdempotencyKey, RequestKey};
 use atrium_kernel::{Actor, Error};
 
@@ -63,9 +64,13 @@ where
             HttpResponse::build(status).content_type("application/json").insert_header((REPLAYED, "true")).body(body)
         }
         Ok(Claim::InProgress) => {
-            ApiError(Error::conflict("a request with this Idempotency-Key is still in progress; retry later")).error_response()
+            ApiError(Error::conflict(Reason::TryAgain, "a request with this Idempotency-Key is still in progress; retry later"))
+                .error_response()
         }
-        Ok(Claim::Mismatch) => ApiError(Error::conflict("this Idempotency-Key was used with a different request")).error_response(),
+        Ok(Claim::Mismatch) => {
+            ApiError(Error::conflict(Reason::IdempotencyKeyReused, "this Idempotency-Key was used with a different request"))
+                .error_response()
+        }
         Ok(Claim::New) => {
             let result = act(Some(RequestKey::of(&key))).await;
             let response = match &result {
@@ -108,7 +113,7 @@ where
 /// request): such a refusal is replayed, not forgotten.
 fn asked_the_platform(e: &Error) -> bool {
     match e {
-        Error::Invalid(fields) | Error::Blocked(fields) => fields.iter().any(|f| f.field == "pay_platform"),
+        Error::Invalid(fields) | Error::Blocked(_, fields) => fields.iter().any(|f| f.field == "pay_platform"),
         _ => false,
     }
 }

@@ -2,6 +2,7 @@
 //! request is answered 408 and the connection closed. (A slow head is actix's client request
 //! timeout; a body over the limit is refused from its `Content-Length` by the extractors before
 //! anything is read, and the connection closed rather than drained.)
+use crate::error::ErrorData;
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::error::PayloadError;
@@ -10,6 +11,7 @@ use actix_web::http::header;
 use actix_web::middleware::Next;
 use actix_web::web::{self, Bytes};
 use actix_web::{Error, HttpMessage};
+use atrium_kernel::Reason;
 use futures_core::Stream;
 use std::future::Future;
 use std::pin::Pin;
@@ -81,11 +83,11 @@ pub async fn body_timeout(
     }
     log::info!("request body not received within {timeout:?}; answering 408 and closing the connection");
     let (req, _) = res.into_parts();
-    let mut resp = respond::<()>(
+    let mut resp = respond(
         StatusCode::REQUEST_TIMEOUT,
         408,
         &format!("the request body did not arrive within {} ms", timeout.as_millis()),
-        None,
+        ErrorData::for_path(req.path(), Reason::RequestTimeout),
     );
     resp.head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
     Ok(ServiceResponse::new(req, resp).map_into_right_body())
@@ -103,7 +105,12 @@ pub async fn declared_over(
     if declared.is_none_or(|n| n <= limit as u64) {
         return Ok(next.call(req).await?.map_into_left_body());
     }
-    let mut resp = respond::<()>(StatusCode::PAYLOAD_TOO_LARGE, 413, &format!("request body is larger than {limit} bytes"), None);
+    let mut resp = respond(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        413,
+        &format!("request body is larger than {limit} bytes"),
+        ErrorData::for_path(req.path(), Reason::TooLarge),
+    );
     resp.head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
     Ok(req.into_response(resp).map_into_right_body())
 }

@@ -2,12 +2,14 @@
 //! 1.0): requests by route template and status with latency histograms, the database pool,
 //! background job runners by name and job queues and failures by job kind, and outbound
 //! platform calls by endpoint and errcode. Each running server has its own registry.
+use crate::error::ErrorData;
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{Error, HttpRequest, HttpResponse, web};
+use atrium_kernel::Reason;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -341,7 +343,12 @@ pub async fn scrape(req: HttpRequest, state: web::Data<AppState>) -> HttpRespons
             .map(str::trim)
             .unwrap_or_default();
         if !atrium_kernel::secret::constant_time_eq(given.as_bytes(), token.as_bytes()) {
-            let mut resp = respond::<()>(StatusCode::UNAUTHORIZED, 401, "metrics need the metrics bearer token", None);
+            let mut resp = respond(
+                StatusCode::UNAUTHORIZED,
+                401,
+                "metrics need the metrics bearer token",
+                Some(ErrorData::new(Reason::Unauthenticated)),
+            );
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             return resp;
         }

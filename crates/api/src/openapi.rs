@@ -104,26 +104,45 @@ pub fn document() -> serde_json::Value {
 fn contract(doc: &mut serde_json::Value) {
     use serde_json::json;
     if let Some(schemas) = doc.pointer_mut("/components/schemas").and_then(|s| s.as_object_mut()) {
+        let reasons: Vec<&'static str> = atrium_kernel::Reason::all().map(|r| r.as_str()).collect();
         schemas.insert(
             "ErrorEnvelope".into(),
             json!({
                 "type": "object",
-                "description": "An error: `code` is the HTTP status, `message` says what went wrong, `data` is null, lists the fields at fault, or carries a platform's own error code.",
+                "description": "An error: `code` is the HTTP status, `message` says what went wrong in English, `data.reason` says why as a \
+                    stable name a program can branch on (each operation lists its own in `x-reasons`), and `data` may also list the \
+                    fields at fault (`errors`) or carry a platform's own error code (`errcode`, `errmsg`).",
                 "required": ["code", "message", "data"],
                 "properties": {
                     "code": {"type": "integer"},
                     "message": {"type": "string"},
-                    "data": {"oneOf": [
-                        {"type": "null"},
-                        {"type": "object", "required": ["errors"], "properties": {"errors": {"type": "array", "items": {
-                            "type": "object", "required": ["field", "message"],
-                            "properties": {"field": {"type": "string"}, "message": {"type": "string"}}
-                        }}}},
-                        {"type": "object", "description": "A platform's refusal (502): its own error code and message",
-                            "required": ["errcode", "errmsg"],
-                            "properties": {"errcode": {"type": "integer"}, "errmsg": {"type": "string"}}}
-                    ]}
+                    "data": {
+                        "type": "object",
+                        "required": ["reason"],
+                        "properties": {
+                            "reason": {"$ref": "#/components/schemas/Reason"},
+                            "errors": {"type": "array", "description": "The fields (or items) at fault", "items": {
+                                "type": "object", "required": ["field", "message"],
+                                "properties": {"field": {"type": "string"}, "message": {"type": "string"}}
+                            }},
+                            "errcode": {"type": "integer", "description": "A platform's own error code (502 `platform_refused`)"},
+                            "errmsg": {"type": "string", "description": "A platform's own error message (502 `platform_refused`)"}
+                        }
+                    }
                 }
+            }),
+        );
+        schemas.insert(
+            "Reason".into(),
+            json!({"type": "string", "enum": reasons, "description": "Why a request was refused; see docs/api-guide.md for each name"}),
+        );
+        schemas.insert(
+            "DocsErrorEnvelope".into(),
+            json!({
+                "type": "object",
+                "description": "An error of the document interface: `code` is the HTTP status, `message` says what went wrong, `data` is null.",
+                "required": ["code", "message", "data"],
+                "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "data": {"type": "null"}}
             }),
         );
     }
@@ -176,13 +195,12 @@ fn object_rules(doc: &mut serde_json::Value) {
         ("ItemImportForm", json!({"additionalProperties": false})),
         // The event URLs read the platform's flat `<xml>` and nothing else.
         ("EncryptedPush", json!({"additionalProperties": false})),
-        // OrderService::create: an amount, or items it is the sum of (or both, agreeing).
+        // OrderService::create: an amount, or items it is the sum of (or both, agreeing). Said
+        // in words, not as an `anyOf` over `required`, which client generators cannot type.
         (
             "NewOrder",
-            json!({"anyOf": [
-                {"required": ["amount"], "properties": {"amount": {"type": "integer"}}},
-                {"required": ["items"], "properties": {"items": {"type": "array"}}},
-            ]}),
+            json!({"description": "`POST /orders`: an `amount`, or `items` whose sum is the amount, or both when they agree \
+                (400 naming `amount` otherwise). A tenant caller may leave out `tenant_id`; platform and partner callers name it."}),
         ),
     ];
     for (name, rule) in rules {
@@ -382,9 +400,17 @@ fn operation(path: &str, op: &mut serde_json::Value) {
     let docs_interface = path.starts_with("/api/docs");
     // A body may name records too (`tenant_id`, `role_ids`, `parent`): 404 naming the field.
     let names_records = has_path_param || (secured && op.contains_key("requestBody"));
+    let operation_id = op.get("operationId").and_then(|i| i.as_str()).unwrap_or_default().to_owned();
+    let with_permission = op.contains_key("x-permission");
     let Some(responses) = op.get_mut("responses").and_then(|r| r.as_object_mut()) else { return };
+    let own_statuses =
+        crate::reasons::BY_OPERATION.iter().filter(|(id, _, _)| *id == operation_id).map(|(_, status, _)| (status.to_string(), true));
     let declared =
-        [("503", !path.ends_with("/healthz/live")), ("400", has_input), ("404", names_records), ("401", secured), ("403", secured)];
+        [("503", !path.ends_with("/healthz/live")), ("400", has_input), ("404", names_records), ("401", secured), ("403", secured)]
+            .into_iter()
+            .map(|(status, applies)| (status.to_owned(), applies))
+            .chain(own_statuses)
+            .collect::<Vec<_>>();
     for (status, applies) in declared {
         if applies {
             responses.entry(status).or_insert_with(|| json!({}));
@@ -417,9 +443,20 @@ fn operation(path: &str, op: &mut serde_json::Value) {
             );
         } else {
             // An error a route describes with its own body (the notify route answers in the
-            // pay platform's format) keeps it; every other error is the ErrorEnvelope.
+            // pay platform's format) keeps it; every other error is the ErrorEnvelope (on the
+            // document interface, its own), and names the reasons it can give.
             if !response.contains_key("content") {
-                response.insert("content".into(), json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}));
+                let envelope = if docs_interface { "DocsErrorEnvelope" } else { "ErrorEnvelope" };
+                response.insert("content".into(), json!({"application/json": {"schema": {"$ref": format!("{SCHEMA_REF}{envelope}")}}}));
+                let reasons = crate::reasons::of(&operation_id, status.parse().unwrap_or_default(), with_permission);
+                if !docs_interface && !reasons.is_empty() {
+                    let names: Vec<&str> = reasons.iter().map(|r| r.as_str()).collect();
+                    let listed = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+                    let description =
+                        response.get("description").and_then(|d| d.as_str()).unwrap_or_default().trim_end_matches('.').to_owned();
+                    response.insert("description".into(), json!(format!("{description}. `data.reason`: {listed}")));
+                    response.insert("x-reasons".into(), json!(names));
+                }
             }
             if status == "503" || status == "429" {
                 response.insert(
@@ -486,6 +523,8 @@ mod tests {
                     let expected = if path.starts_with("/api/docs") { 0 } else { status.parse::<i64>().unwrap_or_default() };
                     assert_eq!(code, &serde_json::json!(expected), "{method} {path} {status}");
                     assert!(schema["properties"].get("data").is_some(), "{method} {path} {status} has no data");
+                } else if path.starts_with("/api/docs") {
+                    assert_eq!(schema["$ref"], "#/components/schemas/DocsErrorEnvelope", "{method} {path} {status}");
                 } else {
                     assert_eq!(schema["$ref"], "#/components/schemas/ErrorEnvelope", "{method} {path} {status}");
                 }
@@ -568,6 +607,51 @@ mod tests {
         let unrouted: Vec<_> = documented.difference(&routes).collect();
         assert!(undocumented.is_empty(), "routes missing from the document: {undocumented:?}");
         assert!(unrouted.is_empty(), "documented operations with no route: {unrouted:?}");
+    }
+
+    #[test]
+    fn every_error_of_the_main_interface_lists_its_reasons() {
+        let doc = document();
+        let known: HashSet<String> = atrium_kernel::Reason::all().map(|r| r.as_str().to_owned()).collect();
+        let enumerated: HashSet<String> = doc["components"]["schemas"]["Reason"]["enum"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(enumerated, known, "the Reason schema lists every reason");
+        let mut ids = HashSet::new();
+        for (method, path, op) in operations(&doc) {
+            ids.insert(op["operationId"].as_str().unwrap_or_default().to_owned());
+            if path.starts_with("/api/docs") || path.contains("/payment/notify/") {
+                continue;
+            }
+            for (status, response) in op["responses"].as_object().expect("responses").iter() {
+                if status.starts_with('2') {
+                    continue;
+                }
+                let reasons = response["x-reasons"].as_array().unwrap_or_else(|| panic!("{method} {path} {status} lists no reasons"));
+                assert!(!reasons.is_empty(), "{method} {path} {status} lists no reasons");
+                for r in reasons {
+                    let name = r.as_str().unwrap_or_default();
+                    assert!(known.contains(name), "{method} {path} {status}: {name} is not a reason");
+                    assert!(
+                        response["description"].as_str().unwrap_or_default().contains(&format!("`{name}`")),
+                        "{method} {path} {status}"
+                    );
+                }
+            }
+        }
+        // docs/api-guide.md explains every reason a client can meet.
+        let guide =
+            std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/api-guide.md")).expect("the guide");
+        for name in &known {
+            assert!(guide.contains(&format!("| `{name}` |")), "docs/api-guide.md does not explain the reason {name}");
+        }
+        for (id, status, reasons) in crate::reasons::BY_OPERATION {
+            assert!(ids.contains(*id), "the reasons table names {id}, which is no operation");
+            assert!(!reasons.is_empty(), "{id} {status}");
+        }
     }
 
     #[test]

@@ -58,8 +58,11 @@ pub struct CreateDocumentRequest {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreatedDocument {
+    /// The new document's id.
     pub id: i64,
+    /// Its title, trimmed.
     pub name: String,
+    /// The project it was created in.
     pub project_id: i64,
 }
 
@@ -73,17 +76,23 @@ impl From<Document> for CreatedDocument {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DocumentView {
+    /// The document's id.
     pub id: i64,
+    /// The project it belongs to.
     pub project_id: i64,
+    /// Its title.
     pub name: String,
     /// Markdown.
     pub content: String,
     /// The parent document's id, null for a root.
     pub parent: Option<i64>,
+    /// Sort number among its siblings.
     pub sort: i64,
     /// The API token that created the document.
     pub author_token_id: Option<i64>,
+    /// When it was created.
     pub created_at: DateTime<Utc>,
+    /// When it was last changed.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -107,12 +116,19 @@ impl From<Document> for DocumentView {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DocumentNodeView {
+    /// The document's id.
     pub id: i64,
+    /// Its title.
     pub name: String,
+    /// The parent document's id, null for a root.
     pub parent: Option<i64>,
+    /// Sort number among its siblings.
     pub sort: i64,
+    /// When it was created.
     pub created_at: DateTime<Utc>,
+    /// When it was last changed.
     pub updated_at: DateTime<Utc>,
+    /// Its child documents, ordered by sort, then id.
     #[cfg_attr(feature = "openapi", schema(no_recursion))]
     pub children: Vec<DocumentNodeView>,
 }
@@ -135,9 +151,11 @@ impl From<DocumentNode> for DocumentNodeView {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DocumentTreeView {
+    /// The project listed.
     pub project_id: i64,
     /// Documents at every level.
     pub total: usize,
+    /// The root documents, each with its children.
     pub documents: Vec<DocumentNodeView>,
 }
 
@@ -163,7 +181,9 @@ pub struct TreeQuery {
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct PageQuery {
+    /// 1-based page number; default 1.
     pub page: Option<i64>,
+    /// Records per page; default 20, at most 100.
     pub page_size: Option<i64>,
 }
 
@@ -185,11 +205,15 @@ impl From<Owner> for PartyView {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProjectView {
+    /// The project's id.
     pub id: i64,
+    /// Its name.
     pub name: String,
     /// The party that owns it; only that party's tokens reach it.
     pub party: PartyView,
+    /// When it was created.
     pub created_at: DateTime<Utc>,
+    /// When it was last changed.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -199,6 +223,7 @@ impl From<Project> for ProjectView {
     }
 }
 
+/// `POST /api/v1/doc-projects` body: a new project of the caller's party.
 #[derive(Debug, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -213,8 +238,11 @@ pub struct CreateProjectRequest {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenView {
+    /// The token's id (not its value).
     pub id: i64,
+    /// Its label.
     pub name: String,
+    /// The party whose projects it reaches.
     pub party: PartyView,
     /// The projects it is limited to; null when it reaches every project of its party.
     pub project_ids: Option<Vec<i64>>,
@@ -222,8 +250,11 @@ pub struct TokenView {
     pub status: &'static str,
     /// The user who issued it; null when issued from the command line.
     pub created_by: Option<i64>,
+    /// When it was issued.
     pub created_at: DateTime<Utc>,
+    /// When it stops working; null for never.
     pub expires_at: Option<DateTime<Utc>>,
+    /// When it was revoked; null while it is not.
     pub revoked_at: Option<DateTime<Utc>>,
     /// Updated at most once a minute.
     pub last_used_at: Option<DateTime<Utc>>,
@@ -247,6 +278,7 @@ impl TokenView {
     }
 }
 
+/// `POST /api/v1/doc-tokens` body: a new API token of the caller's party.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -255,6 +287,8 @@ pub struct CreateTokenRequest {
     /// A label, 1–255 characters.
     #[cfg_attr(feature = "openapi", schema(schema_with = name_schema))]
     pub name: String,
+    /// The projects of the caller's party it may reach (1 or more); leave out or null for all of
+    /// them, present and future.
     #[cfg_attr(feature = "openapi", schema(schema_with = project_ids_schema))]
     pub project_ids: Option<Vec<i64>>,
     /// When the token stops working (RFC 3339, in the future); leave out for never.
@@ -268,6 +302,7 @@ pub struct CreateTokenRequest {
 pub struct IssuedTokenView {
     /// Send as `Authorization: Token <token>` to /api/docs/. Store it now: it is not kept.
     pub token: String,
+    /// What the token is, as listed later.
     #[serde(flatten)]
     pub api_token: TokenView,
 }

@@ -13,6 +13,8 @@
 //! Features: `mock` for a mockall double of the port (`MockDocsRepo`); `openapi` for the
 //! schemas of the request and view types.
 
+#![warn(missing_docs)]
+
 mod api;
 mod config;
 mod model;

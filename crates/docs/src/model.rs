@@ -24,6 +24,7 @@ impl Owner {
         }
     }
 
+    /// Whether the owner is the platform, a partner or a tenant.
     pub fn party_type(&self) -> PartyType {
         self.party_type
     }
@@ -56,74 +57,111 @@ impl From<Party> for Owner {
 /// A document collection.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Project {
+    /// The project's id.
     pub id: Id,
+    /// Its name, trimmed, as shown in listings.
     pub name: String,
+    /// The party it belongs to; only that party's tokens reach it.
     pub owner: Owner,
+    /// When it was created.
     pub created_at: Timestamp,
+    /// When it was last changed.
     pub updated_at: Timestamp,
 }
 
+/// What a new project row holds; the store assigns the id.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewProject {
+    /// The checked, trimmed name.
     pub name: String,
+    /// The party it will belong to.
     pub owner: Owner,
+    /// The creation time, which is also its first update time.
     pub at: Timestamp,
 }
 
 /// A Markdown document in a project, optionally below a parent document of the same project.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Document {
+    /// The document's id.
     pub id: Id,
+    /// The project it belongs to.
     pub project_id: Id,
+    /// The parent document in the same project; `None` for a root.
     pub parent_id: Option<Id>,
+    /// Its title.
     pub name: String,
+    /// The Markdown text.
     pub content: String,
+    /// Sort number among its siblings (lower first; ties by id).
     pub sort: i64,
     /// 0 for a root, the parent's depth + 1 otherwise.
     pub depth: i32,
     /// The API token that created it.
     pub author_token_id: Option<Id>,
+    /// When it was created.
     pub created_at: Timestamp,
+    /// When it was last changed.
     pub updated_at: Timestamp,
 }
 
+/// What a new document row holds; the service has checked the name, size, parent and depth.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewDocument {
+    /// The project it goes in.
     pub project_id: Id,
+    /// Its parent in the same project; `None` for a root.
     pub parent_id: Option<Id>,
+    /// The checked, trimmed title.
     pub name: String,
+    /// The Markdown text.
     pub content: String,
+    /// Sort number among its siblings.
     pub sort: i64,
+    /// 0 for a root, the parent's depth + 1 otherwise.
     pub depth: i32,
+    /// The API token creating it.
     pub author_token_id: Option<Id>,
+    /// The creation time.
     pub at: Timestamp,
 }
 
 /// A document without its content, as listed for a project's tree.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DocumentSummary {
+    /// The document's id.
     pub id: Id,
+    /// Its parent; `None` for a root.
     pub parent_id: Option<Id>,
+    /// Its title.
     pub name: String,
+    /// Sort number among its siblings.
     pub sort: i64,
+    /// 0 for a root, the parent's depth + 1 otherwise.
     pub depth: i32,
+    /// When it was created.
     pub created_at: Timestamp,
+    /// When it was last changed.
     pub updated_at: Timestamp,
 }
 
 /// One node of a project's document tree; `children` are ordered by sort, then id.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DocumentNode {
+    /// The document at this node.
     pub doc: DocumentSummary,
+    /// Its child documents, each with theirs.
     pub children: Vec<DocumentNode>,
 }
 
 /// A project's documents arranged as a tree.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DocumentTree {
+    /// The project listed.
     pub project: Project,
     /// How many documents the tree holds, at every level.
     pub total: usize,
+    /// The documents without a parent, ordered by sort, then id.
     pub roots: Vec<DocumentNode>,
 }
 
@@ -137,6 +175,7 @@ pub enum ProjectGrant {
 }
 
 impl ProjectGrant {
+    /// Whether the token may use project `project_id` (of its own owner).
     pub fn includes(&self, project_id: Id) -> bool {
         match self {
             ProjectGrant::All => true,
@@ -156,15 +195,23 @@ impl ProjectGrant {
 /// An API token as stored: never its value, only what describes and limits it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiToken {
+    /// The token's id (not its value, which is never stored).
     pub id: Id,
+    /// The label given when it was issued.
     pub name: String,
+    /// The party whose projects it reaches.
     pub owner: Owner,
+    /// Which of the owner's projects it reaches.
     pub projects: ProjectGrant,
     /// The user who issued it (`None` when issued from the CLI).
     pub created_by: Option<Id>,
+    /// When it was issued.
     pub created_at: Timestamp,
+    /// When it stops working; `None` for never.
     pub expires_at: Option<Timestamp>,
+    /// When it was revoked; `None` while it is not.
     pub revoked_at: Option<Timestamp>,
+    /// When it last authenticated a request, recorded at most once per `touch_interval`.
     pub last_used_at: Option<Timestamp>,
     /// Why a live token cannot be used now: its owning party (or that tenant's partner) is
     /// disabled, or the user who issued it is disabled or gone. Filled when the token is
@@ -176,14 +223,18 @@ pub struct ApiToken {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
 #[strum(serialize_all = "snake_case")]
 pub enum TokenStatus {
+    /// Usable: not revoked, not expired, not suspended.
     Active,
+    /// Past its `expires_at`.
     Expired,
+    /// Revoked by its owner; revocation wins over every other status.
     Revoked,
     /// Live, but its party or issuer is disabled.
     Suspended,
 }
 
 impl ApiToken {
+    /// The token's status at `now`: revoked first, then expired, then suspended, else active.
     pub fn status(&self, now: Timestamp) -> TokenStatus {
         if self.revoked_at.is_some() {
             TokenStatus::Revoked
@@ -200,18 +251,27 @@ impl ApiToken {
 /// What a new token row holds: the hash of its value, never the value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewToken {
+    /// The checked, trimmed label.
     pub name: String,
+    /// SHA-256 of the token's value ([`hash_token`](crate::hash_token)).
     pub token_hash: String,
+    /// The party whose projects it will reach.
     pub owner: Owner,
+    /// Which of the owner's projects it will reach.
     pub projects: ProjectGrant,
+    /// The issuing user; `None` from the CLI.
     pub created_by: Option<Id>,
+    /// When it is issued.
     pub created_at: Timestamp,
+    /// When it stops working; `None` for never.
     pub expires_at: Option<Timestamp>,
 }
 
 /// A freshly issued token: the only time its value exists outside the client.
 pub struct IssuedToken {
+    /// The stored token.
     pub token: ApiToken,
+    /// The token's value, to hand to the client once; it is not kept anywhere.
     pub secret: String,
 }
 

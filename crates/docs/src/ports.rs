@@ -6,6 +6,7 @@ use atrium_kernel::{Id, Page, PageRequest, Party, Result, Timestamp};
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait DocsRepo: Send + Sync + 'static {
+    /// Stores a new project and returns it with its id.
     async fn create_project(&self, project: NewProject) -> Result<Project>;
 
     /// The project with this id, whoever owns it.
@@ -26,6 +27,7 @@ pub trait DocsRepo: Send + Sync + 'static {
     /// disabled, or the issuing user is disabled, gone, or in a disabled party.
     async fn find_token_by_hash(&self, token_hash: &str) -> Result<Option<ApiToken>>;
 
+    /// The token with this id, whoever owns it; `suspended` need not be filled.
     async fn get_token(&self, id: Id) -> Result<Option<ApiToken>>;
 
     /// Tokens a caller of `scope` sees (as for projects), oldest first.
@@ -39,6 +41,7 @@ pub trait DocsRepo: Send + Sync + 'static {
     /// it wrote.
     async fn touch_token(&self, id: Id, at: Timestamp, stale_before: Timestamp) -> Result<bool>;
 
+    /// The document with this id, with its content, whatever its project.
     async fn get_document(&self, id: Id) -> Result<Option<Document>>;
 
     /// The depth of document `id` if it belongs to project `project_id`; `None` otherwise.

@@ -1,3 +1,4 @@
+use atrium_kernel::Reason;
 use crate::api::{CreateDocumentRequest, CreateTokenRequest};
 use crate::config::DocsConfig;
 use crate::model::*;
@@ -16,16 +17,20 @@ pub struct DocsService {
 }
 
 impl DocsService {
+    /// A service over its storage, its clock and its limits.
     pub fn new(repo: Arc<dyn DocsRepo>, clock: Arc<dyn Clock>, config: DocsConfig) -> Self {
         DocsService { repo, clock, config }
     }
 
+    /// The limits the service checks (name length, content size, depth, …).
     pub fn config(&self) -> &DocsConfig {
         &self.config
     }
 
     // ----- projects -----------------------------------------------------------------------
 
+    /// Creates a project for `owner`; `Invalid` when the name is empty, too long or holds
+    /// control or invisible characters.
     pub async fn create_project(&self, owner: Owner, name: &str) -> Result<Project> {
         let name = self.name("name", name)?;
         self.repo.create_project(NewProject { name, owner, at: self.clock.now() }).await
@@ -106,6 +111,7 @@ impl DocsService {
         Ok(IssuedToken { token, secret })
     }
 
+    /// Tokens the caller sees (as for projects), oldest first, revoked and expired ones included.
     pub async fn list_tokens(&self, scope: Party, page: PageRequest) -> Result<Page<ApiToken>> {
         self.repo.list_tokens(scope, page).await
     }
@@ -147,7 +153,7 @@ impl DocsService {
             TokenStatus::Expired => return Err(Error::Unauthenticated("this API token has expired".into())),
             TokenStatus::Suspended => {
                 let why = token.suspended.as_deref().unwrap_or("its owner is disabled");
-                return Err(Error::Forbidden(format!("this API token cannot be used: {why}")));
+                return Err(Error::Forbidden(Reason::TokenNotAllowed, format!("this API token cannot be used: {why}")));
             }
         }
         let stale_before = now - self.config.touch_interval;
@@ -218,7 +224,7 @@ impl DocsService {
     async fn reach(&self, token: &ApiToken, project_id: Id) -> Result<Project> {
         let project = self.owned_project(token.owner, project_id).await?;
         if !token.projects.includes(project.id) {
-            return Err(Error::forbidden(format!("this API token is not granted project {}", project.id)));
+            return Err(Error::forbidden(Reason::TokenNotAllowed, format!("this API token is not granted project {}", project.id)));
         }
         Ok(project)
     }

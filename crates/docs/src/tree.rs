@@ -6,6 +6,20 @@ use std::collections::HashMap;
 /// ordered by sort and then id. Works bottom-up by depth, without recursion, so a deep
 /// chain cannot exhaust the stack here. A document whose parent is not among `docs` is
 /// shown as a root rather than lost.
+///
+/// ```
+/// use atrium_docs::{DocumentSummary, build_tree};
+///
+/// let now = chrono::Utc::now();
+/// let doc = |id, parent_id, sort, depth| {
+///     DocumentSummary { id, parent_id, name: format!("doc {id}"), sort, depth, created_at: now, updated_at: now }
+/// };
+/// // Two roots (sorted by `sort`), the second with a child.
+/// let tree = build_tree(vec![doc(3, Some(2), 0, 1), doc(2, None, 0, 0), doc(1, None, 5, 0)]);
+/// let roots: Vec<_> = tree.iter().map(|n| n.doc.id).collect();
+/// assert_eq!(roots, [2, 1]);
+/// assert_eq!(tree[0].children[0].doc.id, 3);
+/// ```
 pub fn build_tree(mut docs: Vec<DocumentSummary>) -> Vec<DocumentNode> {
     let present: std::collections::HashSet<Id> = docs.iter().map(|d| d.id).collect();
     // Deepest first: every child is finished before its parent is built.

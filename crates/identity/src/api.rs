@@ -113,19 +113,26 @@ pub type RoleCode = Text<64>;
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", schema(example = json!({"username": "li.lei", "password": "Spring-Rain-2026", "name": "Li Lei", "phone": "+8613800138000", "email": "li.lei@example.com", "role_ids": []})))]
 pub struct NewUser {
+    /// The login name: 3–64 of lower-case letters, digits and `._-@+`; unique.
     #[cfg_attr(feature = "openapi", schema(schema_with = schema::username))]
     pub username: Username,
+    /// The first password: 8–128 characters, not a common one.
     #[cfg_attr(feature = "openapi", schema(schema_with = schema::password))]
     pub password: String,
+    /// The display name.
     pub name: Name,
+    /// A phone number for code logins; unique.
     pub phone: Option<Phone>,
+    /// An e-mail address for code logins; unique.
     pub email: Option<Email>,
     /// A partner user of this partner.
     pub partner_id: Option<Id>,
     /// A tenant user of this tenant. Without either, the user joins the caller's party.
     pub tenant_id: Option<Id>,
+    /// Roles to grant; each must fit the user's party and grant nothing the caller lacks.
     #[serde(default)]
     pub role_ids: Vec<Id>,
+    /// `active` (the default) or `disabled`.
     pub status: Option<UserStatus>,
 }
 
@@ -135,13 +142,17 @@ pub struct NewUser {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", schema(example = json!({"name": "Li Lei", "email": null, "status": "active"})))]
 pub struct UserPatch {
+    /// A new display name.
     pub name: Option<Name>,
+    /// A new phone number; `null` clears it.
     #[serde(default, deserialize_with = "patch")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Phone>))]
     pub phone: Option<Option<Phone>>,
+    /// A new e-mail address; `null` clears it.
     #[serde(default, deserialize_with = "patch")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Email>))]
     pub email: Option<Option<Email>>,
+    /// `active` or `disabled`; disabling ends the user's sessions.
     pub status: Option<UserStatus>,
     /// Replaces the user's roles.
     pub role_ids: Option<Vec<Id>>,
@@ -155,13 +166,19 @@ pub struct UserPatch {
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct UserListParams {
+    /// 1-based page number; default 1.
     pub page: Option<i64>,
+    /// Users per page; default 20, at most 100.
     pub page_size: Option<i64>,
     /// Matches username, name, phone or e-mail.
     pub keyword: Option<String>,
+    /// Only users in this status.
     pub status: Option<UserStatus>,
+    /// Only users of this kind of party.
     pub party_type: Option<PartyType>,
+    /// Only users of this partner and of its tenants.
     pub partner_id: Option<i64>,
+    /// Only users of this tenant.
     pub tenant_id: Option<i64>,
     /// `id`, `created_at`, `username` or `name`, `-` for descending; default `-id`.
     #[cfg_attr(feature = "openapi", param(schema_with = atrium_kernel::schema::sort::<crate::model::UserSort>))]
@@ -186,20 +203,34 @@ impl TryFrom<UserListParams> for UserQuery {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ManagedUserView {
+    /// The user's id.
     pub id: Id,
+    /// The login name.
     pub username: String,
+    /// The display name.
     pub name: String,
+    /// The phone number.
     pub phone: Option<String>,
+    /// The e-mail address.
     pub email: Option<String>,
+    /// The party the user belongs to.
     pub party: PartyView,
+    /// The user's partner: a partner user's own, a tenant user's tenant's.
     pub partner_id: Option<Id>,
+    /// A tenant user's tenant.
     pub tenant_id: Option<Id>,
+    /// `active` or `disabled`.
     pub status: UserStatus,
+    /// The roles the user holds.
     pub roles: Vec<RoleRef>,
+    /// The union of the roles' permissions.
     pub permissions: Vec<String>,
+    /// Whether a messaging-platform account is bound for QR login.
     pub chat_bound: bool,
+    /// When the user was created.
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: Timestamp,
+    /// When the user last changed.
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub updated_at: Timestamp,
 }
@@ -235,8 +266,11 @@ pub struct NewRole {
     /// Letters, digits and underscores.
     #[cfg_attr(feature = "openapi", schema(schema_with = schema::role_code))]
     pub code: RoleCode,
+    /// The display name.
     pub name: Name,
+    /// The kind of user that can hold it: `platform`, `partner` or `tenant`.
     pub party_type: PartyType,
+    /// What it grants: catalogue permissions, `resource:*` wildcards or `*`, none the caller lacks.
     #[cfg_attr(feature = "openapi", schema(schema_with = schema::permissions))]
     pub permissions: Vec<String>,
 }
@@ -247,7 +281,9 @@ pub struct NewRole {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", schema(example = json!({"name": "Payroll reader", "permissions": ["payroll:read"]})))]
 pub struct RolePatch {
+    /// A new display name.
     pub name: Option<Name>,
+    /// The role's permissions, replacing all of them.
     #[cfg_attr(feature = "openapi", schema(schema_with = schema::permissions_patch))]
     pub permissions: Option<Vec<String>>,
 }
@@ -257,7 +293,9 @@ pub struct RolePatch {
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct RoleListParams {
+    /// 1-based page number; default 1.
     pub page: Option<i64>,
+    /// Roles per page; default 20, at most 100.
     pub page_size: Option<i64>,
 }
 
@@ -265,7 +303,9 @@ pub struct RoleListParams {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PermissionInfo {
+    /// The permission string, `resource:action`.
     pub name: &'static str,
+    /// What it allows.
     pub description: &'static str,
 }
 
@@ -275,17 +315,26 @@ pub struct PermissionInfo {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UserView {
+    /// The user's id.
     pub id: Id,
+    /// The login name.
     pub username: String,
+    /// The display name.
     pub name: String,
+    /// The phone number.
     pub phone: Option<String>,
+    /// The e-mail address.
     pub email: Option<String>,
+    /// `active` or `disabled`.
     pub status: UserStatus,
+    /// The party the user belongs to.
     pub party: PartyView,
     /// Whether a messaging-platform account is bound for QR login.
     pub chat_bound: bool,
+    /// When the user was created.
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: Timestamp,
+    /// When the user last changed.
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub updated_at: Timestamp,
 }
@@ -325,11 +374,17 @@ pub enum LoginMethod {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoginRequest {
+    /// `password`, `code` or `qr`.
     pub method: LoginMethod,
+    /// With `password`: the login name, phone or e-mail address.
     pub username: Option<String>,
+    /// With `password`: the password.
     pub password: Option<String>,
+    /// With `code`: the phone number or e-mail address the code went to.
     pub target: Option<String>,
+    /// With `code`: the code `send-code` sent with purpose `login`.
     pub code: Option<String>,
+    /// With `qr`: a confirmed ticket of `chat-qr`.
     pub ticket: Option<String>,
 }
 
@@ -347,13 +402,17 @@ impl utoipa::ToSchema for LoginRequest {}
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenResponse {
+    /// A JWT, sent as `Authorization: Bearer …`.
     pub access_token: String,
     /// Always "Bearer".
     pub token_type: &'static str,
     /// Seconds until the access token expires.
     pub expires_in: i64,
+    /// Single-use: `POST /auth/refresh` with it gets the next tokens; using it twice ends the session.
     pub refresh_token: String,
+    /// Seconds until the refresh token expires.
     pub refresh_expires_in: i64,
+    /// The user logged in.
     pub user: UserView,
 }
 
@@ -376,6 +435,7 @@ impl From<TokenGrant> for TokenResponse {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", schema(example = json!({"refresh_token": "rt_3q2-K9xUe0b1T4mZs8wVvA"})))]
 pub struct RefreshRequest {
+    /// The refresh token of the last login or refresh.
     pub refresh_token: String,
 }
 
@@ -384,8 +444,10 @@ pub struct RefreshRequest {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MyParty {
+    /// `platform`, `partner` or `tenant`.
     #[serde(rename = "type")]
     pub party_type: PartyType,
+    /// The partner's or tenant's id; null for the platform.
     pub id: Option<Id>,
     /// `active` or `pending`.
     pub status: &'static str,
@@ -395,9 +457,13 @@ pub struct MyParty {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MeResponse {
+    /// The caller.
     pub user: UserView,
+    /// The caller's party and its standing.
     pub party: MyParty,
+    /// The roles the caller holds.
     pub roles: Vec<RoleRef>,
+    /// The union of the roles' permissions.
     pub permissions: Vec<String>,
 }
 
@@ -410,6 +476,7 @@ pub struct SendCodeRequest {
     /// A phone number (`+8613800138000`) or an e-mail address.
     #[cfg_attr(feature = "openapi", schema(schema_with = atrium_kernel::schema::contact_target_schema))]
     pub target: String,
+    /// `login`, `register` or `reset_password`.
     pub purpose: CodePurpose,
 }
 
@@ -417,7 +484,9 @@ pub struct SendCodeRequest {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SendCodeResponse {
+    /// Seconds until the code expires.
     pub expires_in: i64,
+    /// Seconds before another code may be sent to the same target.
     pub resend_after: i64,
     /// The code itself, in the `dev` profile only.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -430,14 +499,18 @@ pub struct SendCodeResponse {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", schema(example = json!({"target": "+8613800138000", "code": "493027", "password": "Spring-Rain-2026", "name": "Han Meimei", "tenant_name": "Example Trading Co."})))]
 pub struct RegisterRequest {
+    /// The phone number or e-mail address the code went to; the first user's contact.
     #[cfg_attr(feature = "openapi", schema(schema_with = atrium_kernel::schema::contact_target_schema))]
     pub target: String,
     /// The code `send-code` sent to `target` with purpose `register`; a wrong or expired one is 401.
     pub code: String,
+    /// The first user's password: 8–128 characters, not a common one.
     #[cfg_attr(feature = "openapi", schema(schema_with = schema::password))]
     pub password: String,
+    /// The first user's display name, up to 64 characters.
     #[cfg_attr(feature = "openapi", schema(value_type = Text<64>))]
     pub name: String,
+    /// The new tenant's name, up to 128 characters.
     #[cfg_attr(feature = "openapi", schema(value_type = Text<128>))]
     pub tenant_name: String,
 }
@@ -446,7 +519,9 @@ pub struct RegisterRequest {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RegisteredTenant {
+    /// The new tenant's id.
     pub id: Id,
+    /// Its name.
     pub name: String,
     /// "pending" until a platform or partner admin activates it.
     pub status: &'static str,
@@ -456,7 +531,9 @@ pub struct RegisteredTenant {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RegisterResponse {
+    /// The first user, a tenant admin.
     pub user: UserView,
+    /// The tenant created.
     pub tenant: RegisteredTenant,
 }
 
@@ -466,10 +543,12 @@ pub struct RegisterResponse {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", schema(example = json!({"target": "li.lei@example.com", "code": "493027", "new_password": "Autumn-Leaf-2026"})))]
 pub struct ResetPasswordRequest {
+    /// The phone number or e-mail address the code went to.
     #[cfg_attr(feature = "openapi", schema(schema_with = atrium_kernel::schema::contact_target_schema))]
     pub target: String,
     /// The code `send-code` sent to `target` with purpose `reset_password`; a wrong or expired one is 401.
     pub code: String,
+    /// The new password: 8–128 characters, not a common one. Every session of the user ends.
     #[cfg_attr(feature = "openapi", schema(schema_with = schema::password))]
     pub new_password: String,
 }
@@ -478,9 +557,11 @@ pub struct ResetPasswordRequest {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChatQrResponse {
+    /// Poll `GET /auth/chat-qr/status` with it; log in with it once `confirmed`.
     pub ticket: String,
     /// Open this page to show the QR code.
     pub qr_url: String,
+    /// Seconds until the ticket expires.
     pub expires_in: i64,
 }
 
@@ -489,6 +570,7 @@ pub struct ChatQrResponse {
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct TicketQuery {
+    /// The ticket of `GET /auth/chat-qr`.
     pub ticket: String,
 }
 
@@ -496,6 +578,7 @@ pub struct TicketQuery {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TicketStatusResponse {
+    /// `pending`, `confirmed`, `unbound` or `expired`.
     pub status: TicketStatus,
 }
 
@@ -503,6 +586,7 @@ pub struct TicketStatusResponse {
 #[derive(Debug, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 pub struct CallbackQuery {
+    /// The platform's authorisation code for the scanning account.
     pub code: String,
     /// The ticket.
     pub state: String,
@@ -514,5 +598,6 @@ pub struct CallbackQuery {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", schema(example = json!({"ticket": "qt_9fK2mPz0aLw8Rj4Ct1VnYe"})))]
 pub struct ChatBindRequest {
+    /// An `unbound` ticket: the account that scanned it is bound to the caller.
     pub ticket: String,
 }

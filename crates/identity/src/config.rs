@@ -5,22 +5,35 @@ use chrono::Duration;
 pub struct IdentityConfig {
     /// HS256 key for access tokens; at least 32 bytes.
     pub jwt_secret: Vec<u8>,
+    /// The `iss` of access tokens, checked on every request (default `atrium`).
     pub issuer: String,
+    /// The `aud` of access tokens, checked on every request (default `atrium-api`).
     pub audience: String,
+    /// How long an access token is good for (default 2 hours).
     pub access_ttl: Duration,
+    /// How long a refresh token is good for (default 7 days); each refresh issues a new one.
     pub refresh_ttl: Duration,
     /// Absolute lifetime of a session, however often it is refreshed.
     pub session_max_age: Duration,
+    /// How long a verification code is good for (default 5 minutes).
     pub code_ttl: Duration,
+    /// How long before another code may go to the same target (default 60 seconds).
     pub code_resend_after: Duration,
+    /// Wrong guesses that burn a code (default 5).
     pub code_max_attempts: i32,
+    /// Codes sent to one phone or address per hour at most (default 5).
     pub codes_per_target_per_hour: i64,
+    /// Codes requested from one client address per hour at most (default 30).
     pub codes_per_ip_per_hour: i64,
+    /// Consecutive failed logins that lock a login identifier (default 5).
     pub lockout_threshold: i32,
+    /// How long a locked identifier stays locked (default 15 minutes).
     pub lockout_duration: Duration,
+    /// Failed logins from one client address per hour before it is refused (default 100).
     pub failed_logins_per_ip_per_hour: i64,
     /// Return the code in `send-code` responses (the `dev` profile only).
     pub expose_debug_codes: bool,
+    /// How long a QR login ticket is good for (default 5 minutes).
     pub qr_ticket_ttl: Duration,
     /// Absolute URL the messaging platform redirects a scanner to (our callback route).
     pub qr_callback_url: String,

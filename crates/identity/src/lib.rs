@@ -7,7 +7,7 @@
 //! security state lives behind a port, so several server instances sharing one database
 //! behave as one.
 //!
-//! Ports ([`ports`](crate::ports) holds them all): storage is split by concern —
+//! Ports ([`ports`] holds them all): storage is split by concern —
 //! [`LoginRepo`] (accounts by login identifier, failure counts and locks), [`RateBucketRepo`]
 //! (sliding-window counters), [`SessionRepo`] (sessions and refresh tokens), [`CodeRepo`]
 //! (verification codes), [`AccountRepo`] (registration, password reset, platform-admin
@@ -20,10 +20,14 @@
 //! Request and response types are in [`api`] (with the `openapi` feature, their schemas);
 //! the `mock` feature gives mockall doubles of every port.
 
+#![warn(missing_docs)]
+
 pub mod api;
 mod config;
 mod model;
 mod password;
+/// The identity ports: storage by concern, password hashing, code delivery and the QR login
+/// provider, each mockable with the `mock` feature.
 pub mod ports;
 mod service;
 mod token;

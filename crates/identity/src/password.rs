@@ -6,11 +6,13 @@ use std::fmt;
 pub struct Password(String);
 
 impl Password {
+    /// Checks `raw` against the policy; `Invalid` naming `field` with what is wrong.
     pub fn parse(field: &str, raw: &str) -> Result<Self, Error> {
         validate_password(raw).map_err(|m| Error::invalid(field, m))?;
         Ok(Password(raw.to_owned()))
     }
 
+    /// The plaintext, for the hasher.
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -23,6 +25,15 @@ impl fmt::Debug for Password {
 }
 
 /// The password policy; the message says what is wrong.
+///
+/// ```
+/// use atrium_identity::validate_password;
+///
+/// assert!(validate_password("Spring-Rain-2026").is_ok());
+/// assert_eq!(validate_password("short"), Err("must be at least 8 characters"));
+/// // Common passwords are refused whatever their case.
+/// assert_eq!(validate_password("Password1"), Err("is too common; choose another"));
+/// ```
 pub fn validate_password(raw: &str) -> Result<(), &'static str> {
     let len = raw.chars().count();
     if len < 8 {

@@ -140,8 +140,10 @@ pub trait AccountRepo: Send + Sync + 'static {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait ChatTicketRepo: Send + Sync + 'static {
+    /// Stores a new `pending` ticket.
     async fn create_chat_ticket(&self, ticket: ChatTicket) -> Result<()>;
 
+    /// The ticket, whatever its status.
     async fn get_chat_ticket(&self, ticket: &str) -> Result<Option<ChatTicket>>;
 
     /// Records a scan on a `pending` ticket: status, the platform identity and the bound user.
@@ -163,15 +165,20 @@ pub trait ChatTicketRepo: Send + Sync + 'static {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait UserRepo: Send + Sync + 'static {
+    /// One page of the users in `scope` that match `query`, with their roles.
     async fn list_users(&self, scope: Party, query: UserQuery) -> Result<Page<UserWithRoles>>;
+    /// The user with its roles, if it exists and is in `scope`.
     async fn get_user(&self, scope: Party, id: Id) -> Result<Option<UserWithRoles>>;
     /// The roles with these ids that a caller of `scope` can see (missing ids are left out).
     async fn roles_by_ids(&self, scope: Party, ids: Vec<Id>) -> Result<Vec<Role>>;
     /// The partner of a tenant in `scope`; `NotFound` if the tenant is not in scope.
     async fn tenant_partner(&self, scope: Party, tenant_id: Id) -> Result<Option<Id>>;
+    /// Whether a partner with this id exists.
     async fn partner_exists(&self, id: Id) -> Result<bool>;
     /// MUST return `Conflict` for a taken username, phone or e-mail.
     async fn insert_user(&self, user: UserWithRoles, password_hash: String, audit: AuditRecord) -> Result<UserWithRoles>;
+    /// Saves every field of `user`, what `write` asks besides (roles, password, sessions) and
+    /// `audit` atomically. MUST return `Conflict` for a taken phone or e-mail.
     async fn update_user(&self, user: UserWithRoles, write: UserWrite, audit: AuditRecord) -> Result<UserWithRoles>;
     /// Deletes the user and its sessions, and revokes the API tokens it issued.
     async fn delete_user(&self, id: Id, audit: AuditRecord) -> Result<()>;
@@ -184,10 +191,13 @@ pub trait UserRepo: Send + Sync + 'static {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait RoleRepo: Send + Sync + 'static {
+    /// One page of the roles a caller of `scope` sees.
     async fn list_roles(&self, scope: Party, page: PageRequest) -> Result<Page<Role>>;
+    /// The role, if a caller of `scope` sees it.
     async fn get_role(&self, scope: Party, id: Id) -> Result<Option<Role>>;
     /// MUST return `Conflict` if the code is taken by the same owner.
     async fn insert_role(&self, role: Role, audit: AuditRecord) -> Result<Role>;
+    /// Saves every field of `role` and `audit` atomically.
     async fn update_role(&self, role: Role, audit: AuditRecord) -> Result<Role>;
     /// MUST return `Conflict` while users hold the role.
     async fn delete_role(&self, id: Id, audit: AuditRecord) -> Result<()>;
@@ -272,6 +282,7 @@ mockall::mock! {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait PasswordHasher: Send + Sync + 'static {
+    /// A salted hash of `password` to store.
     async fn hash(&self, password: &str) -> Result<String>;
     /// `false` for a wrong password or a malformed hash; never an error for those.
     async fn verify(&self, password: &str, hash: &str) -> Result<bool>;
@@ -281,6 +292,7 @@ pub trait PasswordHasher: Send + Sync + 'static {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait CodeSender: Send + Sync + 'static {
+    /// Sends `code` for `purpose` to `target` by SMS or e-mail.
     async fn send_code(&self, target: &ContactTarget, purpose: CodePurpose, code: &str) -> Result<()>;
 }
 

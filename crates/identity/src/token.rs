@@ -7,13 +7,17 @@ use sha2::Sha256;
 /// The claims of an access token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccessClaims {
+    /// The issuer, [`IdentityConfig::issuer`](crate::IdentityConfig::issuer).
     pub iss: String,
+    /// The audience, [`IdentityConfig::audience`](crate::IdentityConfig::audience).
     pub aud: String,
     /// The user id, as a string (RFC 7519).
     pub sub: String,
     /// The session id; the token is good only while this session is live.
     pub sid: String,
+    /// When it was issued, Unix seconds.
     pub iat: i64,
+    /// When it expires, Unix seconds.
     pub exp: i64,
 }
 

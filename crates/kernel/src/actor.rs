@@ -1,3 +1,4 @@
+use crate::Reason;
 use crate::{Error, Id};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -8,8 +9,11 @@ use std::collections::BTreeSet;
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "snake_case")]
 pub enum PartyType {
+    /// The platform operator, which sees every partner and tenant.
     Platform,
+    /// A partner (agent), which manages the tenants it brought.
     Partner,
+    /// A tenant (enterprise), which sees only its own records.
     Tenant,
 }
 
@@ -19,7 +23,9 @@ pub enum PartyType {
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "snake_case")]
 pub enum UserStatus {
+    /// The user may log in.
     Active,
+    /// The user may not log in; its sessions end.
     Disabled,
 }
 
@@ -27,12 +33,24 @@ pub enum UserStatus {
 /// A tenant party also carries its partner (if any), so scope checks need no lookup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Party {
+    /// The platform operator.
     Platform,
-    Partner { partner_id: Id },
-    Tenant { tenant_id: Id, partner_id: Option<Id> },
+    /// A partner, by its id.
+    Partner {
+        /// The partner's id.
+        partner_id: Id,
+    },
+    /// A tenant, by its id, with its partner if one brought it.
+    Tenant {
+        /// The tenant's id.
+        tenant_id: Id,
+        /// The partner the tenant belongs to; `None` for a tenant of the platform's own.
+        partner_id: Option<Id>,
+    },
 }
 
 impl Party {
+    /// Which kind of party this is, without its ids.
     pub fn party_type(&self) -> PartyType {
         match self {
             Party::Platform => PartyType::Platform,
@@ -110,8 +128,10 @@ impl Serialize for Party {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PartyView {
+    /// `platform`, `partner` or `tenant`.
     #[serde(rename = "type")]
     pub party_type: PartyType,
+    /// The partner's or tenant's id; null for the platform.
     pub id: Option<i64>,
 }
 
@@ -138,6 +158,7 @@ pub fn permission_matches(granted: &str, required: &str) -> bool {
 pub struct PermissionSet(BTreeSet<String>);
 
 impl PermissionSet {
+    /// A set of the given permission strings (`user:read`, `payroll:*`, …); duplicates count once.
     pub fn new<I, S>(perms: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -146,6 +167,8 @@ impl PermissionSet {
         PermissionSet(perms.into_iter().map(Into::into).collect())
     }
 
+    /// Whether some permission of the set grants `required`, a `resource:*` wildcard granting
+    /// every action on its resource.
     pub fn allows(&self, required: &str) -> bool {
         self.0.iter().any(|g| permission_matches(g, required))
     }
@@ -155,10 +178,12 @@ impl PermissionSet {
         other.into_iter().all(|p| self.allows(p))
     }
 
+    /// The permission strings, in sorted order.
     pub fn iter(&self) -> impl Iterator<Item = &str> {
         self.0.iter().map(String::as_str)
     }
 
+    /// The permission strings, sorted, as owned strings (for views and tokens).
     pub fn to_vec(&self) -> Vec<String> {
         self.0.iter().cloned().collect()
     }
@@ -169,8 +194,10 @@ impl PermissionSet {
 /// `Pending` until activated, and may look but not grow (no new users).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum PartyStanding {
+    /// The party is active: its users may do everything their roles allow.
     #[default]
     Active,
+    /// A self-registered tenant awaiting activation: its users may look but not grow it.
     Pending,
     /// The party itself is disabled or gone.
     Disabled(PartyType),
@@ -202,7 +229,7 @@ impl PartyStanding {
     /// `Forbidden`, saying why, when the standing refuses a user's access.
     pub fn check(self) -> Result<(), Error> {
         match self.refusal("this account") {
-            Some(why) => Err(Error::Forbidden(why)),
+            Some(why) => Err(Error::Forbidden(Reason::PartyInactive, why)),
             None => Ok(()),
         }
     }
@@ -211,14 +238,19 @@ impl PartyStanding {
 /// The authenticated caller of a domain operation.
 #[derive(Debug, Clone)]
 pub struct Actor {
+    /// The calling user's id.
     pub user_id: Id,
+    /// The session the request came with (for logs and for ending it).
     pub session_id: String,
+    /// The party the user belongs to, which scopes everything the actor sees.
     pub party: Party,
     /// Whether the caller's party is active or still pending (a disabled one never acts).
     pub standing: PartyStanding,
+    /// The union of the permissions of the user's roles.
     pub permissions: PermissionSet,
     /// Client address and request id, for the audit trail.
     pub ip: Option<String>,
+    /// The request's id, for the audit trail and the logs.
     pub request_id: Option<String>,
 }
 
@@ -243,13 +275,13 @@ impl Actor {
 
     /// `Forbidden` unless the actor holds `permission`.
     pub fn require(&self, permission: &str) -> Result<(), Error> {
-        if self.permissions.allows(permission) { Ok(()) } else { Err(Error::Forbidden(format!("missing permission {permission}"))) }
+        if self.permissions.allows(permission) { Ok(()) } else { Err(Error::Forbidden(Reason::MissingPermission, format!("missing permission {permission}"))) }
     }
 
     /// `Forbidden` while the caller's tenant awaits activation (for operations that grow it).
     pub fn require_active_party(&self, what: &str) -> Result<(), Error> {
         if self.standing == PartyStanding::Pending {
-            return Err(Error::Forbidden(format!("a tenant awaiting activation cannot {what}")));
+            return Err(Error::Forbidden(Reason::PartyInactive, format!("a tenant awaiting activation cannot {what}")));
         }
         Ok(())
     }

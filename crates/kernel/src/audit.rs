@@ -11,20 +11,27 @@ pub const REDACTED_FIELDS: &[&str] =
 /// One audit entry, ready to store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditRecord {
+    /// When the change happened.
     pub at: Timestamp,
+    /// The user who made the change; `None` for the system (jobs, platform notifications).
     pub actor_user_id: Option<Id>,
+    /// The client's address, if the change came from a request.
     pub ip: Option<String>,
+    /// The request's id, if the change came from a request.
     pub request_id: Option<String>,
     /// `<resource>.<verb>`, e.g. `tenant.update`, `session.login`.
     pub action: String,
+    /// What kind of record changed: `tenant`, `user`, `payroll_sheet`, ….
     pub target_type: &'static str,
     /// Filled in by the repository for creates.
     pub target_id: Option<Id>,
     /// The owning party of the target, which decides who may read the entry.
     pub partner_id: Option<Id>,
+    /// The owning tenant of the target, which decides who may read the entry.
     pub tenant_id: Option<Id>,
     /// Changed fields only, before and after, with secrets redacted.
     pub before: Option<Value>,
+    /// Changed fields only, after the change, with secrets redacted.
     pub after: Option<Value>,
 }
 
@@ -57,6 +64,7 @@ impl AuditRecord {
         }
     }
 
+    /// Names the user who made the change (`None` for the system).
     pub fn acted_by(mut self, user_id: Option<Id>) -> Self {
         self.actor_user_id = user_id;
         self
@@ -69,6 +77,7 @@ impl AuditRecord {
         self
     }
 
+    /// Records `after` (the record after the change, or its changed fields) with secrets redacted.
     pub fn with_after(mut self, after: Value) -> Self {
         self.after = Some(redact(after));
         self

@@ -3,6 +3,7 @@ use std::sync::Mutex;
 
 /// The time source. Services take it as a port so tests can fix or advance time.
 pub trait Clock: Send + Sync + 'static {
+    /// The current instant, in UTC.
     fn now(&self) -> Timestamp;
 }
 
@@ -23,10 +24,12 @@ impl Clock for SystemClock {
 pub struct FixedClock(Mutex<Timestamp>);
 
 impl FixedClock {
+    /// A clock that reads `at` until it is advanced.
     pub fn new(at: Timestamp) -> Self {
         FixedClock(Mutex::new(at))
     }
 
+    /// Moves the clock forward by `by` (backward if `by` is negative).
     pub fn advance(&self, by: chrono::Duration) {
         let mut t = self.0.lock().unwrap_or_else(|p| p.into_inner());
         *t += by;

@@ -9,6 +9,8 @@ use std::fmt;
 pub struct Phone(String);
 
 impl Phone {
+    /// Normalises and checks a phone number (spaces and dashes dropped, `+86` added to a
+    /// bare mainland mobile number); the error says what is wrong.
     pub fn parse(raw: &str) -> Result<Self, String> {
         let s: String = raw.trim().chars().filter(|c| !matches!(c, ' ' | '-')).collect();
         let digits = s.strip_prefix('+').unwrap_or(&s);
@@ -32,6 +34,7 @@ impl Phone {
         Ok(Phone(s))
     }
 
+    /// The number in E.164 form, e.g. `+8613800138000`.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -62,6 +65,7 @@ impl fmt::Display for Phone {
 pub struct Email(String);
 
 impl Email {
+    /// Trims, lower-cases and checks an e-mail address; the error says what is wrong.
     pub fn parse(raw: &str) -> Result<Self, String> {
         let s = raw.trim().to_ascii_lowercase();
         let bad = || Err("must be an e-mail address such as a@example.com".to_string());
@@ -79,6 +83,7 @@ impl Email {
         Ok(Email(s))
     }
 
+    /// The address, trimmed and lower-cased.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -106,7 +111,9 @@ impl fmt::Display for Email {
 /// Where a verification code goes: a phone (SMS) or an e-mail address.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ContactTarget {
+    /// A phone number, reached by SMS.
     Phone(Phone),
+    /// An e-mail address.
     Email(Email),
 }
 
@@ -122,6 +129,7 @@ impl ContactTarget {
         }
     }
 
+    /// The phone number or e-mail address, as normalised.
     pub fn as_str(&self) -> &str {
         match self {
             ContactTarget::Phone(p) => p.as_str(),
@@ -129,6 +137,7 @@ impl ContactTarget {
         }
     }
 
+    /// `sms` or `email`: how a code reaches this target.
     pub fn channel(&self) -> &'static str {
         match self {
             ContactTarget::Phone(_) => "sms",

@@ -25,6 +25,7 @@ pub struct IdempotencyKey {
 pub struct RequestKey([u8; 32]);
 
 impl RequestKey {
+    /// The key of a request: the same caller, route and key always give the same digest.
     pub fn of(key: &IdempotencyKey) -> Self {
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();
@@ -56,7 +57,12 @@ pub enum Claim {
     /// or [`release`](IdempotencyStore::release) it.
     New,
     /// A request with the same key and body completed: answer with its status and body.
-    Replay { status: u16, body: Vec<u8> },
+    Replay {
+        /// The HTTP status of the first answer.
+        status: u16,
+        /// The body of the first answer, byte for byte.
+        body: Vec<u8>,
+    },
     /// A request with the same key and body is still running (409).
     InProgress,
     /// The key was used with a different body (409).

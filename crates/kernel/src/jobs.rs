@@ -15,7 +15,9 @@ use async_trait::async_trait;
 pub struct NewJob {
     /// What to do, e.g. `payment.settle`; runners claim by kind.
     pub kind: String,
+    /// The tenant the job works for, if any (for metrics and for finding a tenant's jobs).
     pub tenant_id: Option<Id>,
+    /// What the job's handler needs to do it, as JSON.
     pub payload: serde_json::Value,
     /// Not before this.
     pub run_at: Timestamp,
@@ -26,12 +28,17 @@ pub struct NewJob {
 /// A claimed job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
+    /// The job's id.
     pub id: Id,
+    /// What to do; the handler registered for this kind runs it.
     pub kind: String,
+    /// The tenant the job works for, if any.
     pub tenant_id: Option<Id>,
+    /// What the job's handler needs to do it, as JSON.
     pub payload: serde_json::Value,
     /// Claims so far, this one included.
     pub attempts: i32,
+    /// When it was due to run.
     pub run_at: Timestamp,
 }
 
@@ -63,7 +70,12 @@ pub enum JobOutcome {
     Done,
     /// Not finished yet (the platform is unreachable, the payer is still paying): run again
     /// at `at`.
-    Retry { at: Timestamp, reason: String },
+    Retry {
+        /// When to run it again.
+        at: Timestamp,
+        /// Why it did not finish, kept with the job as its last error.
+        reason: String,
+    },
     /// Failed for good: kept with its error, never run again.
     Failed(String),
 }

@@ -5,6 +5,8 @@
 //! returns, the [`Clock`] port, and the ports shared by several domains: idempotency records
 //! ([`IdempotencyStore`]) and durable jobs ([`JobStore`]). It depends on no framework and no driver.
 
+#![warn(missing_docs)]
+
 mod actor;
 pub mod audit;
 mod clock;
@@ -19,6 +21,7 @@ mod paging;
 pub mod pay;
 pub mod payroll;
 mod period;
+mod reason;
 pub mod permission;
 pub mod secret;
 mod text;
@@ -35,6 +38,7 @@ pub use named::StrEnum;
 pub use paging::{ListQuery, Page, PageRequest, SortKey, SortOrder};
 pub use pay::{PayParams, PaymentMethod, RefundStatus};
 pub use period::Period;
+pub use reason::Reason;
 pub use secret::Secret;
 pub use text::{ByteText, Label, Name, Openid, Text, code_pattern, is_deceptive, parse_code, patch};
 

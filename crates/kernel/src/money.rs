@@ -20,12 +20,14 @@ pub struct Money(i64);
 pub struct Overflow;
 
 impl Money {
+    /// No money.
     pub const ZERO: Money = Money(0);
 
     /// The largest amount a caller may enter: 10,000,000,000.00 yuan. Far above any salary or
     /// policy figure, and small enough that a year of a large sheet's sums stays exact in i64.
     pub const MAX_INPUT: Money = Money(1_000_000_000_000);
 
+    /// An amount of `fen` fen (1 yuan = 100 fen), as stored and sent on the wire.
     pub const fn from_fen(fen: i64) -> Self {
         Money(fen)
     }
@@ -35,22 +37,36 @@ impl Money {
         Money(yuan.saturating_mul(100))
     }
 
+    /// The amount in fen.
     pub const fn fen(self) -> i64 {
         self.0
     }
 
+    /// Whether the amount is below zero (a refund or an adjustment, never an input).
     pub const fn is_negative(self) -> bool {
         self.0 < 0
     }
 
+    /// Whether the amount is above zero.
     pub const fn is_positive(self) -> bool {
         self.0 > 0
     }
 
+    /// `self + other`, or [`Overflow`] when the sum does not fit in i64 fen.
+    ///
+    /// ```
+    /// use atrium_kernel::Money;
+    ///
+    /// let total = Money::from_yuan(12).checked_add(Money::from_fen(50))?;
+    /// assert_eq!(total, Money::from_fen(1_250));
+    /// assert!(Money::from_fen(i64::MAX).checked_add(Money::from_fen(1)).is_err());
+    /// # Ok::<(), atrium_kernel::Overflow>(())
+    /// ```
     pub fn checked_add(self, other: Money) -> Result<Money, Overflow> {
         self.0.checked_add(other.0).map(Money).ok_or(Overflow)
     }
 
+    /// `self − other`, or [`Overflow`] when the difference does not fit in i64 fen.
     pub fn checked_sub(self, other: Money) -> Result<Money, Overflow> {
         self.0.checked_sub(other.0).map(Money).ok_or(Overflow)
     }
@@ -83,10 +99,12 @@ impl Money {
         i64::deserialize(d).map(Money)
     }
 
+    /// The larger of the two amounts.
     pub fn max(self, other: Money) -> Money {
         Money(self.0.max(other.0))
     }
 
+    /// The smaller of the two amounts.
     pub fn min(self, other: Money) -> Money {
         Money(self.0.min(other.0))
     }

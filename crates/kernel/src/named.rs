@@ -4,6 +4,7 @@
 /// with `#[strum(serialize_all = "snake_case")]` (the names serde uses too) and this trait
 /// gives `as_str()` and `parse()`, so no enum spells its names out twice by hand.
 pub trait StrEnum: Copy + Into<&'static str> + std::str::FromStr {
+    /// The variant's snake_case name, as stored and sent.
     fn as_str(self) -> &'static str {
         self.into()
     }

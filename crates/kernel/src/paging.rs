@@ -9,7 +9,9 @@ pub struct PageRequest {
 }
 
 impl PageRequest {
+    /// The page size when a request names none.
     pub const DEFAULT_SIZE: u32 = 20;
+    /// The largest page size a request may ask for.
     pub const MAX_SIZE: u32 = 100;
     /// The highest page number a list serves.
     pub const MAX_PAGE: u32 = 1_000_000;
@@ -31,18 +33,22 @@ impl PageRequest {
         Ok(PageRequest { page: page as u32, page_size: page_size as u32 })
     }
 
+    /// The 1-based page number.
     pub fn page(&self) -> u32 {
         self.page
     }
 
+    /// How many records a page holds.
     pub fn page_size(&self) -> u32 {
         self.page_size
     }
 
+    /// How many records come before this page (for a query's `OFFSET`).
     pub fn offset(&self) -> i64 {
         i64::from(self.page - 1) * i64::from(self.page_size)
     }
 
+    /// The page size as a query's `LIMIT`.
     pub fn limit(&self) -> i64 {
         i64::from(self.page_size)
     }
@@ -57,7 +63,9 @@ impl Default for PageRequest {
 /// Direction of a list's sort, parsed from `sort=field` / `sort=-field`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SortOrder {
+    /// Ascending (`sort=field`).
     Asc,
+    /// Descending (`sort=-field`), the default.
     #[default]
     Desc,
 }
@@ -102,17 +110,23 @@ pub fn sort_schema<S: SortKey>() -> utoipa::openapi::RefOr<utoipa::openapi::sche
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Page<T> {
+    /// The records on this page.
     pub items: Vec<T>,
+    /// How many records the whole list holds, on every page.
     pub total: i64,
+    /// This page's 1-based number.
     pub page: u32,
+    /// The page size asked for (the last page may hold fewer records).
     pub page_size: u32,
 }
 
 impl<T> Page<T> {
+    /// The page `req` asked for, holding `items` of a list of `total` records.
     pub fn new(items: Vec<T>, total: i64, req: PageRequest) -> Self {
         Page { items, total, page: req.page(), page_size: req.page_size() }
     }
 
+    /// The same page with each record converted by `f` (a model to its view, say).
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
         Page { items: self.items.into_iter().map(f).collect(), total: self.total, page: self.page, page_size: self.page_size }
     }
@@ -122,9 +136,11 @@ impl<T> Page<T> {
 /// sort keys `S`.
 #[derive(Debug, Clone)]
 pub struct ListQuery<S> {
+    /// Which page to return.
     pub page: PageRequest,
     /// Case-insensitive substring of the resource's natural fields.
     pub keyword: Option<String>,
+    /// The sort key and direction; `None` for the resource's default order.
     pub sort: Option<(S, SortOrder)>,
 }
 

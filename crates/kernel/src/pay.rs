@@ -40,6 +40,8 @@ impl RefundStatus {
         matches!(self, RefundStatus::Processing | RefundStatus::Succeeded)
     }
 
+    /// Whether the platform has settled the refund (succeeded, failed or closed) and it will
+    /// not change again.
     pub fn is_final(self) -> bool {
         self != RefundStatus::Processing
     }
@@ -55,11 +57,13 @@ impl RefundStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PayParams {
+    /// The mini-program's app id (`appId`).
     #[serde(rename = "appId")]
     pub app_id: String,
     /// Unix seconds, as a string.
     #[serde(rename = "timeStamp")]
     pub time_stamp: String,
+    /// A random string the signature covers (`nonceStr`).
     #[serde(rename = "nonceStr")]
     pub nonce_str: String,
     /// `prepay_id=…`
@@ -67,6 +71,7 @@ pub struct PayParams {
     /// Always `RSA`.
     #[serde(rename = "signType")]
     pub sign_type: String,
+    /// The signature over app id, time stamp, nonce and package (`paySign`), base64.
     #[serde(rename = "paySign")]
     pub pay_sign: String,
 }

@@ -11,6 +11,7 @@ pub struct Period {
 }
 
 impl Period {
+    /// The month `month` (1–12) of `year` (2000–2100); the error says which part is out of range.
     pub fn new(year: i32, month: u32) -> Result<Self, String> {
         if !(2000..=2100).contains(&year) {
             return Err("year must be between 2000 and 2100".into());
@@ -36,10 +37,12 @@ impl Period {
         Period::parse(raw).map_err(|m| Error::invalid(field, m))
     }
 
+    /// The year, e.g. 2025.
     pub fn year(self) -> i32 {
         self.year
     }
 
+    /// The month, 1–12.
     pub fn month(self) -> u32 {
         self.month
     }
@@ -49,10 +52,12 @@ impl Period {
         Period { year: self.year, month: 1 }
     }
 
+    /// The month after.
     pub fn next(self) -> Period {
         if self.month == 12 { Period { year: self.year + 1, month: 1 } } else { Period { year: self.year, month: self.month + 1 } }
     }
 
+    /// The month before.
     pub fn prev(self) -> Period {
         if self.month == 1 { Period { year: self.year - 1, month: 12 } } else { Period { year: self.year, month: self.month - 1 } }
     }

@@ -7,7 +7,9 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Permission {
+    /// The permission string, `resource:action` (e.g. `payroll:approve`).
     pub name: &'static str,
+    /// What it allows, in English, for the role editor.
     pub description: &'static str,
 }
 

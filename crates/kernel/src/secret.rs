@@ -42,6 +42,7 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps a secret value.
     pub fn new(value: impl Into<String>) -> Self {
         Secret(value.into())
     }

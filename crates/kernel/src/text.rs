@@ -16,6 +16,8 @@ pub type Name = Text<128>;
 pub type Label = Text<64>;
 
 impl<const MAX: usize> Text<MAX> {
+    /// Trims `raw` and checks it, saying what is wrong (for a field error's message) if it
+    /// is empty, longer than `MAX` characters, or holds control or invisible characters.
     pub fn parse(raw: &str) -> Result<Self, String> {
         let s = raw.trim();
         if s.is_empty() {
@@ -34,10 +36,12 @@ impl<const MAX: usize> Text<MAX> {
         Ok(Text(s.to_owned()))
     }
 
+    /// The trimmed text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// The trimmed text, owned.
     pub fn into_string(self) -> String {
         self.0
     }
@@ -75,6 +79,8 @@ impl<const MAX: usize> fmt::Display for Text<MAX> {
 pub struct ByteText<const MAX: usize, const EMPTY_OK: bool>(String);
 
 impl<const MAX: usize, const EMPTY_OK: bool> ByteText<MAX, EMPTY_OK> {
+    /// Trims `raw` and checks it, saying what is wrong if `raw` is longer than `MAX` bytes,
+    /// empty (unless `EMPTY_OK`), or holds control or invisible characters.
     pub fn parse(raw: &str) -> Result<Self, String> {
         // Counted as sent, so a client can check the bound before sending.
         if raw.len() > MAX {
@@ -90,10 +96,12 @@ impl<const MAX: usize, const EMPTY_OK: bool> ByteText<MAX, EMPTY_OK> {
         Ok(ByteText(s.to_owned()))
     }
 
+    /// The trimmed text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// The trimmed text, owned.
     pub fn into_string(self) -> String {
         self.0
     }
@@ -175,14 +183,18 @@ macro_rules! ascii_code {
         pub struct $name(String);
 
         impl $name {
+            /// Checks `raw` (no trimming): its length and that it holds only ASCII letters, digits
+            /// and the allowed extra characters; the error says what is wrong.
             pub fn parse(raw: &str) -> ::std::result::Result<Self, String> {
                 $crate::parse_code(raw, $min, $max, $extra).map($name)
             }
 
+            /// The code as given.
             pub fn as_str(&self) -> &str {
                 &self.0
             }
 
+            /// The code, owned.
             pub fn into_string(self) -> String {
                 self.0
             }
@@ -217,6 +229,7 @@ crate::ascii_code!(
 );
 
 impl Openid {
+    /// The longest openid accepted, in bytes.
     pub const MAX: usize = 128;
 }
 

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 pub struct Version(String);
 
 impl Version {
+    /// Checks a version as sent; the error says what is wrong.
     pub fn parse(raw: &str) -> Result<Self, String> {
         if raw.is_empty() || raw.len() > 64 {
             return Err("must be 1 to 64 characters".into());
@@ -26,10 +27,12 @@ impl Version {
         Ok(Version(raw.to_owned()))
     }
 
+    /// The version.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// The version, owned.
     pub fn into_string(self) -> String {
         self.0
     }
@@ -73,24 +76,30 @@ pub struct TemplateUpload {
     /// Platform and partner callers must name it; a tenant caller may leave it out.
     #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
     pub tenant_id: Option<Id>,
+    /// The template of the platform's library to commit (`GET /miniprogram/templates`).
     #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub template_id: i64,
     /// The tenant's configuration of the template, an object (sent to the platform as a JSON
     /// string).
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub ext_json: serde_json::Map<String, serde_json::Value>,
+    /// The version users see, unique per tenant.
     pub version: Version,
+    /// The version's description users see.
     pub description: VersionDescription,
 }
 
 /// `POST /miniprogram/upload` (multipart): a package the HTTP layer streamed to `file`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackageUpload {
+    /// The tenant whose mini-program gets the code; platform and partner callers must name it.
     pub tenant_id: Option<Id>,
     /// The zip, on disk. The service takes it into keeping when it is accepted; otherwise it
     /// is left where it is for the caller to delete.
     pub file: PathBuf,
+    /// The version users see, unique per tenant.
     pub version: Version,
+    /// The version's description users see.
     pub description: VersionDescription,
 }
 
@@ -107,7 +116,9 @@ pub struct PackageUploadForm {
     /// (or in one top directory), nothing outside it; at most 20 MiB (413 above).
     #[schema(value_type = String, format = Binary)]
     pub package: Vec<u8>,
+    /// The version users see, unique per tenant.
     pub version: Version,
+    /// The version's description users see.
     #[schema(value_type = VersionDescription)]
     pub description: String,
 }
@@ -121,10 +132,12 @@ pub struct AuditSubmit {
     /// An `uploaded` task: the tenant's latest (the platform audits the code it last
     /// committed).
     pub upload_task_id: Id,
+    /// A note for the platform's reviewers.
     pub version_desc: Option<VersionDescription>,
     /// The platform's `item_list` (pages, tags, categories), passed through.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<Object>>))]
     pub item_list: Option<Vec<serde_json::Map<String, serde_json::Value>>>,
+    /// Whether the code uses no privacy interface (passed through to the platform).
     pub privacy_api_not_use: Option<bool>,
 }
 
@@ -133,6 +146,7 @@ pub struct AuditSubmit {
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct AuditStatusParams {
+    /// The audit task; the tenant's latest when absent.
     pub audit_task_id: Option<Id>,
     /// Whose latest audit, without `audit_task_id` (with it, the task's tenant). Required for
     /// platform and partner callers without `audit_task_id`; a tenant caller's own otherwise.
@@ -145,7 +159,9 @@ pub struct AuditStatusParams {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PublishMode {
+    /// To every user.
     Full,
+    /// To a percentage of users (`gray_percentage`).
     Gray,
 }
 
@@ -155,7 +171,9 @@ pub enum PublishMode {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", schema(example = json!({"audit_task_id": 4, "mode": "gray", "gray_percentage": 10})))]
 pub struct PublishRequest {
+    /// The passed audit to release.
     pub audit_task_id: Id,
+    /// `full` or `gray`.
     pub mode: PublishMode,
     /// With `gray`: 1–100, higher than the last gray step.
     #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100))]
@@ -184,6 +202,7 @@ impl PublishRequest {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", schema(example = json!({"tenant_id": 1})))]
 pub struct RollbackRequest {
+    /// The tenant whose mini-program to roll back; required for platform and partner callers.
     #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
     pub tenant_id: Option<Id>,
     /// A version of `GET /miniprogram/versions`' history; the previous version when absent.
@@ -195,8 +214,10 @@ pub struct RollbackRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 pub struct AuthorizationCallback {
+    /// The platform's authorisation code.
     #[cfg_attr(feature = "openapi", param(min_length = 1, max_length = 512))]
     pub auth_code: String,
+    /// How long the code is valid, in seconds (unused).
     pub expires_in: Option<i64>,
     /// The single-use state of the link `GET /miniprogram/authorization` handed out.
     #[cfg_attr(feature = "openapi", param(min_length = 1, max_length = 128))]
@@ -221,9 +242,13 @@ pub struct ExperienceQrParams {
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct UploadTaskListParams {
+    /// 1-based page number; default 1.
     pub page: Option<i64>,
+    /// Tasks per page; default 20, at most 100.
     pub page_size: Option<i64>,
+    /// Only uploads in this status.
     pub status: Option<UploadStatus>,
+    /// Only this tenant's uploads (platform and partner users).
     pub tenant_id: Option<Id>,
     /// `id` or `created_at`, `-` for descending; default `-id`.
     #[cfg_attr(feature = "openapi", param(schema_with = atrium_kernel::schema::sort::<crate::model::TaskSort>))]
@@ -246,9 +271,13 @@ impl TryFrom<UploadTaskListParams> for UploadTaskQuery {
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct AuditTaskListParams {
+    /// 1-based page number; default 1.
     pub page: Option<i64>,
+    /// Tasks per page; default 20, at most 100.
     pub page_size: Option<i64>,
+    /// Only audits in this status.
     pub status: Option<AuditStatus>,
+    /// Only this tenant's audits (platform and partner users).
     pub tenant_id: Option<Id>,
     /// `id` or `created_at`, `-` for descending; default `-id`.
     #[cfg_attr(feature = "openapi", param(schema_with = atrium_kernel::schema::sort::<crate::model::TaskSort>))]
@@ -270,17 +299,24 @@ impl TryFrom<AuditTaskListParams> for AuditTaskQuery {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuthorizationView {
+    /// The tenant.
     pub tenant_id: Id,
+    /// `none`, `authorized` or `revoked`.
     pub status: AuthorizationStatus,
+    /// The mini-program's app id, once authorised.
     pub authorizer_appid: Option<String>,
+    /// The mini-program's name.
     pub nickname: Option<String>,
+    /// The permission sets (funcscope categories) granted to the platform.
     pub func_info: Vec<i64>,
+    /// When it was (last) authorised.
     pub authorized_at: Option<DateTime<Utc>>,
     /// The platform's authorisation page with a fresh pre-auth code.
     pub authorize_url: Option<String>,
 }
 
 impl AuthorizationView {
+    /// The view of tenant `tenant_id`'s authorisation `a` (`none` without one).
     pub fn new(tenant_id: Id, a: Option<&Authorization>, authorize_url: Option<String>) -> Self {
         AuthorizationView {
             tenant_id,
@@ -299,7 +335,9 @@ impl AuthorizationView {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum UploadKind {
+    /// A template of the platform's library.
     Template,
+    /// An uploaded code package.
     Package,
 }
 
@@ -307,21 +345,35 @@ pub enum UploadKind {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UploadTaskView {
+    /// The task's id.
     pub id: Id,
+    /// The tenant whose mini-program gets the code.
     pub tenant_id: Id,
+    /// `template` or `package`.
     pub kind: UploadKind,
+    /// The template committed (for a package, the one it became).
     pub template_id: Option<i64>,
     /// For a package: its SHA-256 and size.
     pub package_sha256: Option<String>,
+    /// For a package: its size in bytes.
     pub package_size: Option<u64>,
+    /// The version users see.
     pub version: String,
+    /// The version's description.
     pub description: String,
+    /// Where the upload is.
     pub status: UploadStatus,
+    /// The platform's errcode when it refused, or the uploader's exit code.
     pub errcode: Option<i64>,
+    /// Why it failed.
     pub error: Option<String>,
+    /// The user who asked for it.
     pub created_by: Id,
+    /// When it was asked for.
     pub created_at: DateTime<Utc>,
+    /// When the job started on it.
     pub started_at: Option<DateTime<Utc>>,
+    /// When it committed or failed.
     pub finished_at: Option<DateTime<Utc>>,
 }
 
@@ -355,18 +407,29 @@ impl From<UploadTask> for UploadTaskView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditTaskView {
+    /// The task's id.
     pub id: Id,
+    /// The tenant whose mini-program is audited.
     pub tenant_id: Id,
+    /// The upload audited.
     pub upload_task_id: Id,
+    /// The version audited.
     pub version: String,
+    /// The platform's audit id.
     pub auditid: i64,
+    /// Where the audit is.
     pub status: AuditStatus,
+    /// Why it was rejected or delayed.
     pub reason: Option<String>,
+    /// Media ids of the screenshots a rejection comes with.
     pub screenshots: Vec<String>,
+    /// When it was submitted.
     pub submitted_at: DateTime<Utc>,
+    /// When the platform decided it.
     pub decided_at: Option<DateTime<Utc>>,
     /// The highest gray percentage released so far.
     pub gray_percentage: Option<u8>,
+    /// When it was released to every user.
     pub released_at: Option<DateTime<Utc>>,
 }
 
@@ -393,15 +456,25 @@ impl From<AuditTask> for AuditTaskView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReleaseTaskView {
+    /// The task's id.
     pub id: Id,
+    /// The tenant whose mini-program is released.
     pub tenant_id: Id,
+    /// The released audit; null for a rollback.
     pub audit_task_id: Option<Id>,
+    /// `full`, `gray` or `rollback`.
     pub kind: ReleaseKind,
+    /// The released version; for a rollback, the `app_version` asked for, if any.
     pub version: Option<String>,
+    /// For a gray release, the percentage of users.
     pub gray_percentage: Option<u8>,
+    /// Whether the platform carried it out.
     pub status: ReleaseStatus,
+    /// The platform's errcode when it refused.
     pub errcode: Option<i64>,
+    /// The user who asked for it.
     pub created_by: Id,
+    /// When it was asked for.
     pub created_at: DateTime<Utc>,
 }
 
@@ -427,9 +500,13 @@ impl From<ReleaseTask> for ReleaseTaskView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VersionsView {
+    /// The live version, if any.
     pub release: Option<VersionRecord>,
+    /// The trial version, if any.
     pub experience: Option<VersionRecord>,
+    /// The gray release plan, if one runs.
     pub gray_plan: Option<GrayPlan>,
+    /// Earlier versions a rollback can go to.
     pub history: Vec<VersionRecord>,
 }
 

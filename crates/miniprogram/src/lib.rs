@@ -22,6 +22,8 @@
 //! `MockMiniProgramPlatform`, `MockCodeUploader`, `MockPackageInspector`); `openapi` for the
 //! schemas of the request and view types.
 
+#![warn(missing_docs)]
+
 mod api;
 mod config;
 mod lifecycle;

@@ -11,6 +11,7 @@
 //! - Release of a passed audit: any number of gray steps whose percentage only rises, then at
 //!   most one full release; nothing after the full release.
 use crate::model::{ReleaseMode, ReleaseState};
+use atrium_kernel::Reason;
 use atrium_kernel::{Error, FieldError};
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +47,7 @@ pub enum UploadStatus {
 }
 
 impl UploadStatus {
+    /// Whether the upload is over (`uploaded` or `failed`) and will not change again.
     pub fn is_final(self) -> bool {
         matches!(self, UploadStatus::Uploaded | UploadStatus::Failed)
     }
@@ -136,6 +138,7 @@ pub enum ReleaseKind {
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum ReleaseStatus {
+    /// The platform carried it out.
     Succeeded,
     /// The platform refused or could not be reached; `errcode` says why when it answered.
     Failed,
@@ -143,24 +146,38 @@ pub enum ReleaseStatus {
 
 /// Whether a passed audit may be released in `mode` now, given what was released of it
 /// before. A bad percentage is `Invalid` (400); a step out of order is `Blocked` (409).
+///
+/// ```
+/// use atrium_miniprogram::{AuditStatus, ReleaseMode, ReleaseState, check_release};
+///
+/// // Gray to 10 %, then to 50 %: a gray release only rises.
+/// let at_ten = ReleaseState { gray_percentage: Some(10), released_at: None };
+/// assert!(check_release(AuditStatus::Passed, &at_ten, ReleaseMode::Gray(50)).is_ok());
+/// assert!(check_release(AuditStatus::Passed, &at_ten, ReleaseMode::Gray(5)).is_err());
+/// // Only a passed audit is released.
+/// assert!(check_release(AuditStatus::Auditing, &ReleaseState::default(), ReleaseMode::Full).is_err());
+/// ```
 pub fn check_release(audit: AuditStatus, released: &ReleaseState, mode: ReleaseMode) -> Result<(), Error> {
-    let blocked = |message: String| Error::Blocked(vec![FieldError::new("audit_task_id", message)]);
+    let blocked = |reason: Reason, message: String| Error::blocked(reason, "audit_task_id", message);
     if audit != AuditStatus::Passed {
         let status: &'static str = audit.into();
-        return Err(blocked(format!("only a passed audit can be released; this one is {status}")));
+        return Err(blocked(Reason::AuditNotPassed, format!("only a passed audit can be released; this one is {status}")));
     }
     if released.released_at.is_some() {
-        return Err(blocked("this version is already fully released".into()));
+        return Err(blocked(Reason::State, "this version is already fully released".into()));
     }
     if let ReleaseMode::Gray(percentage) = mode {
         if !(1..=100).contains(&percentage) {
             return Err(Error::invalid("gray_percentage", "must be between 1 and 100"));
         }
         if let Some(current) = released.gray_percentage.filter(|current| percentage <= *current) {
-            return Err(Error::Blocked(vec![FieldError::new(
-                "gray_percentage",
-                format!("a gray release may only rise; it is at {current} %, so ask for more than that"),
-            )]));
+            return Err(Error::Blocked(
+                Reason::GrayNotRising,
+                vec![FieldError::new(
+                    "gray_percentage",
+                    format!("a gray release may only rise; it is at {current} %, so ask for more than that"),
+                )],
+            ));
         }
     }
     Ok(())
@@ -234,7 +251,7 @@ mod tests {
     fn only_a_passed_audit_is_releasable() {
         for status in [AuditStatus::Auditing, AuditStatus::Delayed, AuditStatus::Rejected, AuditStatus::Withdrawn] {
             let err = check_release(status, &state(None, false), ReleaseMode::Full).unwrap_err();
-            assert!(matches!(err, Error::Blocked(ref f) if f[0].field == "audit_task_id"), "{status:?}: {err:?}");
+            assert!(matches!(err, Error::Blocked(_, ref f) if f[0].field == "audit_task_id"), "{status:?}: {err:?}");
         }
         assert!(check_release(AuditStatus::Passed, &state(None, false), ReleaseMode::Full).is_ok());
     }
@@ -250,7 +267,7 @@ mod tests {
         let at_20 = state(Some(20), false);
         for not_higher in [5, 20] {
             let err = check_release(AuditStatus::Passed, &at_20, ReleaseMode::Gray(not_higher)).unwrap_err();
-            assert!(matches!(err, Error::Blocked(ref f) if f[0].field == "gray_percentage"), "{not_higher}: {err:?}");
+            assert!(matches!(err, Error::Blocked(_, ref f) if f[0].field == "gray_percentage"), "{not_higher}: {err:?}");
         }
         assert!(check_release(AuditStatus::Passed, &at_20, ReleaseMode::Gray(50)).is_ok());
         assert!(check_release(AuditStatus::Passed, &at_20, ReleaseMode::Full).is_ok(), "full completes a gray release");
@@ -259,7 +276,7 @@ mod tests {
     #[test]
     fn nothing_follows_a_full_release() {
         let done = state(Some(30), true);
-        assert!(matches!(check_release(AuditStatus::Passed, &done, ReleaseMode::Full), Err(Error::Blocked(_))));
-        assert!(matches!(check_release(AuditStatus::Passed, &done, ReleaseMode::Gray(60)), Err(Error::Blocked(_))));
+        assert!(matches!(check_release(AuditStatus::Passed, &done, ReleaseMode::Full), Err(Error::Blocked(..))));
+        assert!(matches!(check_release(AuditStatus::Passed, &done, ReleaseMode::Gray(60)), Err(Error::Blocked(..))));
     }
 }

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 /// What the tenant's scope check needs of a tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReleaseTenant {
+    /// The tenant's id.
     pub id: Id,
+    /// The tenant's partner, if it has one.
     pub partner_id: Option<Id>,
 }
 
@@ -18,6 +20,7 @@ pub struct ReleaseTenant {
 /// The store encrypts `refresh_token` at rest; the rest is plain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Authorization {
+    /// The tenant whose mini-program it is.
     pub tenant_id: Id,
     /// `authorized` or `revoked`; a tenant without a record is `none`.
     pub status: AuthorizationStatus,
@@ -25,13 +28,17 @@ pub struct Authorization {
     pub authorizer_appid: String,
     /// What the authorizer access token is derived from. Encrypted at rest.
     pub refresh_token: Secret,
+    /// The mini-program's name, as its profile shows it.
     pub nickname: Option<String>,
     /// The mini-program's original id (`gh_…`): what its pushed messages are addressed to.
     pub user_name: Option<String>,
     /// The permission sets (funcscope categories) granted to the platform.
     pub func_info: Vec<i64>,
+    /// When it was (last) authorised.
     pub authorized_at: Timestamp,
+    /// When the authorisation was revoked, if it was.
     pub revoked_at: Option<Timestamp>,
+    /// When the record last changed.
     pub updated_at: Timestamp,
 }
 
@@ -42,10 +49,15 @@ pub struct Authorization {
 pub struct AuthorizationAttempt {
     /// SHA-256 of the state, hex.
     pub state_hash: String,
+    /// The tenant being authorised.
     pub tenant_id: Id,
+    /// The platform's pre-auth code the authorisation page was opened with.
     pub pre_auth_code: String,
+    /// The user who started the authorisation.
     pub created_by: Id,
+    /// When it was started.
     pub created_at: Timestamp,
+    /// After this the redirect is refused (the pre-auth code has expired too).
     pub expires_at: Timestamp,
 }
 
@@ -53,6 +65,7 @@ pub struct AuthorizationAttempt {
 /// from it. Encrypted at rest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyTicket {
+    /// The ticket.
     pub ticket: Secret,
     /// The push's `CreateTime`: an older push never replaces a newer ticket.
     pub created_at: Timestamp,
@@ -63,10 +76,20 @@ pub struct VerifyTicket {
 pub enum UploadSource {
     /// A template of the platform's library, committed with the tenant's `ext_json` (an
     /// object).
-    Template { template_id: i64, ext_json: serde_json::Value },
+    Template {
+        /// The template to commit.
+        template_id: i64,
+        /// The tenant's configuration, a JSON object.
+        ext_json: serde_json::Value,
+    },
     /// A code package, kept by its content hash, uploaded by the uploader to the platform's
     /// template-development mini-program, added to the template library and committed.
-    Package { sha256: String, size: u64 },
+    Package {
+        /// SHA-256 of the zip, hex: its name in the package store.
+        sha256: String,
+        /// The zip's size in bytes.
+        size: u64,
+    },
 }
 
 /// An upload: recorded at once, then run as a job.
@@ -74,21 +97,31 @@ pub enum UploadSource {
 pub struct UploadTask {
     /// 0 until stored.
     pub id: Id,
+    /// The tenant whose mini-program gets the code.
     pub tenant_id: Id,
+    /// A template or a package.
     pub source: UploadSource,
     /// The version users see (`user_version`), unique per tenant.
     pub version: String,
+    /// The version's description users see (`user_desc`).
     pub description: String,
+    /// Where the upload is.
     pub status: UploadStatus,
     /// The template the code was committed from (for a package, the one it became).
     pub template_id: Option<i64>,
     /// The platform's errcode when it refused, or the uploader's exit code.
     pub errcode: Option<i64>,
+    /// Why it failed, in words.
     pub error: Option<String>,
+    /// The user who asked for it.
     pub created_by: Id,
+    /// When it was asked for.
     pub created_at: Timestamp,
+    /// When the job started on it.
     pub started_at: Option<Timestamp>,
+    /// When it committed or failed.
     pub finished_at: Option<Timestamp>,
+    /// When it last changed.
     pub updated_at: Timestamp,
 }
 
@@ -97,21 +130,29 @@ pub struct UploadTask {
 pub struct AuditTask {
     /// 0 until stored.
     pub id: Id,
+    /// The tenant whose mini-program is audited.
     pub tenant_id: Id,
+    /// The upload whose committed code is audited.
     pub upload_task_id: Id,
+    /// The version audited (`user_version`).
     pub version: String,
     /// The platform's audit id.
     pub auditid: i64,
+    /// Where the audit is.
     pub status: AuditStatus,
     /// Why it was rejected or delayed.
     pub reason: Option<String>,
     /// Media ids of the screenshots a rejection comes with.
     pub screenshots: Vec<String>,
+    /// When it was submitted to the platform.
     pub submitted_at: Timestamp,
+    /// When the platform decided it.
     pub decided_at: Option<Timestamp>,
     /// How much of it was released (gray steps, full release).
     pub release: ReleaseState,
+    /// The user who submitted it.
     pub created_by: Id,
+    /// When it last changed.
     pub updated_at: Timestamp,
 }
 
@@ -152,13 +193,16 @@ pub struct ReleaseState {
 /// An audit task's state as read, for a conditional write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditState {
+    /// The status read.
     pub status: AuditStatus,
+    /// The release state read.
     pub release: ReleaseState,
 }
 
 /// How to release a passed audit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReleaseMode {
+    /// To every user.
     Full,
     /// To this percentage of users.
     Gray(u8),
@@ -170,45 +214,62 @@ pub enum ReleaseMode {
 pub struct ReleaseTask {
     /// 0 until stored.
     pub id: Id,
+    /// The tenant whose mini-program is released.
     pub tenant_id: Id,
     /// The released audit; `None` for a rollback.
     pub audit_task_id: Option<Id>,
+    /// Full, gray or rollback.
     pub kind: ReleaseKind,
     /// The released version; for a rollback, the `app_version` asked for, if any.
     pub version: Option<String>,
+    /// For a gray release, the percentage of users.
     pub gray_percentage: Option<u8>,
+    /// Whether the platform carried it out.
     pub status: ReleaseStatus,
+    /// The platform's errcode when it refused.
     pub errcode: Option<i64>,
+    /// The platform's errmsg when it refused.
     pub errmsg: Option<String>,
+    /// The user who asked for it.
     pub created_by: Id,
+    /// When it was asked for.
     pub created_at: Timestamp,
 }
 
 /// A package kept by its content hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredPackage {
+    /// SHA-256 of the zip, hex: its name in the package store.
     pub sha256: String,
+    /// The zip's size in bytes.
     pub size: u64,
     /// The project directory inside the zip (see `PackageInfo::project_root`).
     pub project_root: String,
     /// Where the zip is kept, readable by the uploader.
     pub path: PathBuf,
+    /// When it was first stored.
     pub created_at: Timestamp,
 }
 
 /// Filters of the upload task list.
 #[derive(Debug, Clone, Default)]
 pub struct UploadTaskQuery {
+    /// Paging and sort.
     pub list: atrium_kernel::ListQuery<TaskSort>,
+    /// Only uploads in this status.
     pub status: Option<UploadStatus>,
+    /// Only this tenant's uploads.
     pub tenant_id: Option<Id>,
 }
 
 /// Filters of the audit task list.
 #[derive(Debug, Clone, Default)]
 pub struct AuditTaskQuery {
+    /// Paging and sort.
     pub list: atrium_kernel::ListQuery<TaskSort>,
+    /// Only audits in this status.
     pub status: Option<AuditStatus>,
+    /// Only this tenant's audits.
     pub tenant_id: Option<Id>,
 }
 
@@ -216,7 +277,9 @@ pub struct AuditTaskQuery {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantNames)]
 #[strum(serialize_all = "snake_case")]
 pub enum TaskSort {
+    /// By id, which is creation order (the default, newest first).
     Id,
+    /// By creation time.
     CreatedAt,
 }
 
@@ -227,29 +290,38 @@ pub enum TaskSort {
 /// secrets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthorizerAccess {
+    /// The component's current verify ticket.
     pub verify_ticket: Secret,
+    /// The tenant's mini-program.
     pub authorizer_appid: String,
+    /// The authorizer refresh token the access token is derived from.
     pub refresh_token: Secret,
 }
 
 /// A pre-auth code for the authorisation page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreAuthCode {
+    /// The code, put in the authorisation page's link.
     pub code: String,
+    /// How long the code is valid, in seconds.
     pub expires_in_secs: i64,
 }
 
 /// What an authorisation grants (`api_query_auth`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthorizationGrant {
+    /// The mini-program authorised.
     pub authorizer_appid: String,
+    /// Its authorizer refresh token.
     pub refresh_token: Secret,
+    /// The permission sets (funcscope categories) granted.
     pub func_info: Vec<i64>,
 }
 
 /// A mini-program's public profile (`api_get_authorizer_info`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AuthorizerProfile {
+    /// The mini-program's name.
     pub nickname: Option<String>,
     /// `gh_…`
     pub user_name: Option<String>,
@@ -258,27 +330,35 @@ pub struct AuthorizerProfile {
 /// A commit of template code to a tenant's mini-program (`/wxa/commit`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeCommit {
+    /// The template to commit.
     pub template_id: i64,
     /// The tenant's configuration, a JSON object serialised as a string.
     pub ext_json: String,
+    /// The version users see.
     pub user_version: String,
+    /// The version's description users see.
     pub user_desc: String,
 }
 
 /// An audit submission (`/wxa/submit_audit`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditSubmission {
+    /// A note for the reviewers.
     pub version_desc: Option<String>,
     /// The platform's `item_list` (pages with their categories), passed through.
     pub item_list: Option<Vec<serde_json::Value>>,
+    /// Whether the code uses no privacy interface (passed through).
     pub privacy_api_not_use: Option<bool>,
 }
 
 /// An audit's state as the platform reports it (`get_auditstatus` or a pushed event).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlatformAudit {
+    /// The audit's state.
     pub status: AuditStatus,
+    /// Why it was rejected or delayed.
     pub reason: Option<String>,
+    /// Media ids of the screenshots a rejection comes with.
     pub screenshots: Vec<String>,
     /// When it was decided, when the platform says.
     pub at: Option<Timestamp>,
@@ -290,7 +370,9 @@ pub struct PlatformAudit {
 pub struct GrayPlan {
     /// 0 init, 1 running, 2 paused, 3 done, 4 deleted.
     pub status: i64,
+    /// The percentage of users it reaches.
     pub gray_percentage: u8,
+    /// When it was created, Unix seconds.
     pub create_timestamp: Option<i64>,
 }
 
@@ -300,7 +382,9 @@ pub struct GrayPlan {
 pub struct VersionRecord {
     /// The platform's version number (`app_version`), where reported: what a rollback names.
     pub app_version: Option<i64>,
+    /// The version users see.
     pub user_version: String,
+    /// The version's description.
     pub user_desc: String,
     /// Unix seconds.
     pub time: Option<i64>,
@@ -310,25 +394,35 @@ pub struct VersionRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VersionInfo {
+    /// The live version, if any.
     pub release: Option<VersionRecord>,
+    /// The trial version, if any.
     pub experience: Option<VersionRecord>,
 }
 
 /// A draft in the template-development mini-program (`gettemplatedraftlist`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TemplateDraft {
+    /// The draft's id, which adding it to the template library takes.
     pub draft_id: i64,
+    /// The version it was uploaded as.
     pub user_version: String,
+    /// Its description.
     pub user_desc: String,
+    /// When it was uploaded, Unix seconds.
     pub create_time: i64,
 }
 
 /// A template of the library (`gettemplatelist`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
+    /// The template's id, which a commit takes.
     pub template_id: i64,
+    /// The version it was uploaded as.
     pub user_version: String,
+    /// Its description.
     pub user_desc: String,
+    /// When it was added, Unix seconds.
     pub create_time: i64,
 }
 
@@ -336,7 +430,9 @@ pub struct Template {
 /// the platform's template-development mini-program (which the uploader is configured for).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UploadJob {
+    /// The package to upload.
     pub package: StoredPackage,
+    /// The version to upload it as.
     pub version: String,
     /// What the draft is described as; it names the upload task, so the draft can be found.
     pub description: String,
@@ -374,9 +470,13 @@ pub enum EventUrl {
 /// A pushed event as received: the query parameters and the raw body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventRequest {
+    /// The `timestamp` query parameter.
     pub timestamp: String,
+    /// The `nonce` query parameter.
     pub nonce: String,
+    /// The `msg_signature` query parameter, over the timestamp, nonce and encrypted message.
     pub msg_signature: String,
+    /// The raw body, exactly as received.
     pub body: Vec<u8>,
 }
 
@@ -387,33 +487,45 @@ pub struct PlatformEvent {
     pub id: String,
     /// `CreateTime`.
     pub created_at: Timestamp,
+    /// What it says.
     pub kind: EventKind,
 }
 
 /// What a pushed event says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventKind {
+    /// A new `component_verify_ticket` (pushed every ten minutes).
     VerifyTicket {
+        /// The ticket.
         ticket: Secret,
     },
     /// A mini-program was authorised (`authorized`), or its grants changed
     /// (`updateauthorized`).
     Authorized {
+        /// The mini-program authorised.
         authorizer_appid: String,
+        /// The code that `api_query_auth` exchanges for the authorisation.
         authorization_code: Secret,
+        /// The pre-auth code the authorisation page was opened with.
         pre_auth_code: Option<String>,
+        /// Whether its grants changed (`updateauthorized`) rather than a new authorisation.
         update: bool,
     },
+    /// A mini-program revoked its authorisation (`unauthorized`).
     Unauthorized {
+        /// The mini-program.
         authorizer_appid: String,
     },
     /// An audit result for the mini-program the message URL names; `to_user` is its `gh_…`.
     Audit {
+        /// The mini-program's original id (`gh_…`).
         to_user: String,
+        /// The audit's outcome.
         result: PlatformAudit,
     },
     /// An event or message we do not act on; acknowledged.
     Other {
+        /// The event's or message's name, for the log.
         name: String,
     },
 }
@@ -442,6 +554,7 @@ pub enum EventError {
 /// What a push did; every outcome is answered `success`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventOutcome {
+    /// The event changed what we keep.
     Applied,
     /// Seen before: nothing changed.
     Duplicate,
@@ -449,5 +562,6 @@ pub enum EventOutcome {
     Stale,
     /// About something we do not know (an audit with none running); logged.
     Unknown,
+    /// An event we do not act on.
     Ignored,
 }

@@ -29,8 +29,10 @@ pub struct PackageLimits {
     pub max_size: u64,
     /// Every entry unpacked, together.
     pub max_unpacked: u64,
-    /// Unpacked size over packed size; more is a bomb (beyond [`RATIO_FLOOR`]).
+    /// Unpacked size over packed size; more is a bomb (once it unpacks to more than 1 MiB:
+    /// tiny zips compress badly and well alike).
     pub max_ratio: u64,
+    /// Entries (files and directories) in the zip.
     pub max_entries: usize,
 }
 
@@ -57,6 +59,7 @@ pub struct PackageInfo {
     pub size: u64,
     /// Every entry unpacked, together.
     pub unpacked_size: u64,
+    /// How many entries the zip holds.
     pub entries: usize,
     /// The project directory inside the zip: `""` when `project.config.json` is at the top,
     /// `"name/"` when the zip holds the project's folder.
@@ -66,26 +69,44 @@ pub struct PackageInfo {
 /// Why a file is not an acceptable package. Each says what to fix; none changes anything.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PackageError {
+    /// The zip is larger than [`PackageLimits::max_size`] (a 413).
     #[error("the package is {size} bytes; at most {max} are accepted")]
-    TooLarge { size: u64, max: u64 },
+    TooLarge {
+        /// The zip's size in bytes.
+        size: u64,
+        /// The most bytes accepted.
+        max: u64,
+    },
+    /// Not a zip file.
     #[error("the package is not a zip file")]
     NotZip,
+    /// More entries than [`PackageLimits::max_entries`].
     #[error("the package has more than {0} entries")]
     TooManyEntries(usize),
     /// An absolute name, a `..` component, a drive letter or a NUL: it would land outside the
     /// package when unpacked.
     #[error("the entry {0:?} points outside the package")]
     UnsafeEntry(String),
+    /// An entry that is a symbolic link.
     #[error("the entry {0:?} is a symbolic link; links are not accepted")]
     Symlink(String),
+    /// An encrypted entry.
     #[error("the entry {0:?} is encrypted")]
     Encrypted(String),
     /// Unpacked, the package would be far larger than it is (a zip bomb), or larger than the
     /// limit.
     #[error("the package unpacks to more than {budget} bytes, far more than its {size} bytes; it is refused as a zip bomb")]
-    Bomb { size: u64, budget: u64 },
+    Bomb {
+        /// The zip's size in bytes.
+        size: u64,
+        /// The most bytes it may unpack to.
+        budget: u64,
+    },
+    /// The project directory lacks a required file (`project.config.json`, `app.json`).
     #[error("the package has no {0} in its project directory")]
     Missing(&'static str),
+    /// `project.config.json` is too large, not a JSON object, or its `miniprogramRoot` points
+    /// outside the project.
     #[error("project.config.json is not usable: {0}")]
     BadProjectConfig(String),
     /// A damaged entry (bad checksum, truncated data, unsupported compression).

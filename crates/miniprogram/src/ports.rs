@@ -19,13 +19,16 @@ pub trait ReleaseRepo: Send + Sync + 'static {
     /// The tenant if it is in `scope`; `None` otherwise.
     async fn tenant(&self, scope: Party, tenant_id: Id) -> Result<Option<ReleaseTenant>>;
 
+    /// The tenant's authorisation (authorised or revoked), with its refresh token decrypted.
     async fn get_authorization(&self, tenant_id: Id) -> Result<Option<Authorization>>;
+    /// The authorisation of the mini-program `authorizer_appid`, whichever tenant holds it.
     async fn authorization_by_appid(&self, authorizer_appid: String) -> Result<Option<Authorization>>;
     /// Inserts or replaces the tenant's authorisation (one per tenant) with its audit record,
     /// in one transaction. MUST return `Conflict` when another tenant's authorisation holds
     /// the same `authorizer_appid` (a unique index).
     async fn save_authorization(&self, authorization: Authorization, audit: AuditRecord) -> Result<Authorization>;
 
+    /// Stores an authorisation attempt until its state comes back or it expires.
     async fn insert_authorization_attempt(&self, attempt: AuthorizationAttempt) -> Result<()>;
     /// Removes and returns the attempt with this state hash: a state is used once.
     async fn take_authorization_attempt(&self, state_hash: String) -> Result<Option<AuthorizationAttempt>>;
@@ -33,6 +36,7 @@ pub trait ReleaseRepo: Send + Sync + 'static {
     /// place.
     async fn authorization_attempt_by_code(&self, pre_auth_code: String) -> Result<Option<AuthorizationAttempt>>;
 
+    /// The newest verify ticket the platform pushed, decrypted; `None` before the first.
     async fn verify_ticket(&self) -> Result<Option<VerifyTicket>>;
     /// Keeps `ticket` unless the stored one is as new or newer (by `created_at`), in one
     /// conditional write; returns whether it wrote.
@@ -47,6 +51,7 @@ pub trait ReleaseRepo: Send + Sync + 'static {
     /// records it (moving the file; the same hash twice keeps one copy and drops the second
     /// file). Returns where it is kept.
     async fn keep_package(&self, tenant_id: Id, info: PackageInfo, file: PathBuf) -> Result<StoredPackage>;
+    /// The kept package with this SHA-256, if any.
     async fn package(&self, sha256: String) -> Result<Option<StoredPackage>>;
 
     /// Stores a new upload task and returns it with its id. MUST return `Conflict` when the
@@ -55,6 +60,7 @@ pub trait ReleaseRepo: Send + Sync + 'static {
     async fn insert_upload_task(&self, task: UploadTask) -> Result<UploadTask>;
     /// The task if its tenant is in `scope`.
     async fn upload_task(&self, scope: Party, id: Id) -> Result<Option<UploadTask>>;
+    /// Whether the tenant already has an upload task with this version.
     async fn upload_version_used(&self, tenant_id: Id, version: String) -> Result<bool>;
     /// The tenant's most recently finished `uploaded` task: the code the platform holds.
     async fn latest_uploaded(&self, tenant_id: Id) -> Result<Option<UploadTask>>;
@@ -78,6 +84,7 @@ pub trait ReleaseRepo: Send + Sync + 'static {
     /// state, updated) only if the stored status and release state still equal `read`;
     /// returns whether it wrote.
     async fn update_audit_task(&self, task: AuditTask, read: AuditState) -> Result<bool>;
+    /// One page of the audit tasks in `scope` that match `query`, newest first unless sorted otherwise.
     async fn list_audit_tasks(&self, scope: Party, query: AuditTaskQuery) -> Result<Page<AuditTask>>;
 
     /// Stores a release task and returns it with its id.
@@ -90,7 +97,12 @@ pub enum PlatformError {
     /// The platform answered with a non-zero `errcode`. A stale authorizer token
     /// (40001/42001) is refreshed and retried once by the adapter before this is returned.
     #[error("the mini-program platform refused the call (errcode {errcode}): {errmsg}")]
-    Refused { errcode: i64, errmsg: String },
+    Refused {
+        /// The platform's error code.
+        errcode: i64,
+        /// The platform's error message.
+        errmsg: String,
+    },
     /// No answer (time-out, connection) after the bounded retries, an HTTP error, or an
     /// unreadable answer.
     #[error("the mini-program platform is unavailable: {0}")]
@@ -101,6 +113,7 @@ pub enum PlatformError {
 }
 
 impl PlatformError {
+    /// The platform's errcode, for a refusal.
     pub fn errcode(&self) -> Option<i64> {
         match self {
             PlatformError::Refused { errcode, .. } => Some(*errcode),
@@ -109,6 +122,7 @@ impl PlatformError {
     }
 }
 
+/// What a mini-program platform call returns.
 pub type PlatformResult<T> = std::result::Result<T, PlatformError>;
 
 /// The mini-program platform as a third-party platform sees it: the component's own calls
@@ -127,27 +141,35 @@ pub trait MiniProgramPlatform: Send + Sync + 'static {
     fn authorize_url(&self, pre_auth_code: &str, redirect_uri: &str) -> String;
     /// What an authorisation code grants (`api_query_auth`).
     async fn query_auth(&self, verify_ticket: &Secret, authorization_code: &Secret) -> PlatformResult<AuthorizationGrant>;
+    /// The mini-program's public profile: its name and original id.
     async fn authorizer_profile(&self, verify_ticket: &Secret, authorizer_appid: &str) -> PlatformResult<AuthorizerProfile>;
 
     /// The drafts in the template-development mini-program.
     async fn template_drafts(&self, verify_ticket: &Secret) -> PlatformResult<Vec<TemplateDraft>>;
     /// Adds a draft to the template library.
     async fn add_to_template(&self, verify_ticket: &Secret, draft_id: i64) -> PlatformResult<()>;
+    /// The templates of the library.
     async fn templates(&self, verify_ticket: &Secret) -> PlatformResult<Vec<Template>>;
 
+    /// Commits template code to the tenant's mini-program (its trial version).
     async fn commit(&self, access: &AuthorizerAccess, commit: &CodeCommit) -> PlatformResult<()>;
     /// Submits the committed code for audit; returns the `auditid`.
     async fn submit_audit(&self, access: &AuthorizerAccess, submission: &AuditSubmission) -> PlatformResult<i64>;
+    /// The audit's state on the platform.
     async fn audit_status(&self, access: &AuthorizerAccess, auditid: i64) -> PlatformResult<PlatformAudit>;
     /// Releases the passed audit to every user.
     async fn release(&self, access: &AuthorizerAccess) -> PlatformResult<()>;
+    /// Releases the passed audit to `percentage` % of users (a higher percentage than before).
     async fn gray_release(&self, access: &AuthorizerAccess, percentage: u8) -> PlatformResult<()>;
+    /// The current gray release plan.
     async fn gray_plan(&self, access: &AuthorizerAccess) -> PlatformResult<GrayPlan>;
+    /// Stops a gray release: every user keeps the previous version.
     async fn revert_gray_release(&self, access: &AuthorizerAccess) -> PlatformResult<()>;
     /// Back to `app_version`, or to the previous version.
     async fn revert_release(&self, access: &AuthorizerAccess, app_version: Option<i64>) -> PlatformResult<()>;
     /// Up to five earlier versions a rollback can go to.
     async fn history_versions(&self, access: &AuthorizerAccess) -> PlatformResult<Vec<VersionRecord>>;
+    /// The live and trial versions.
     async fn version_info(&self, access: &AuthorizerAccess) -> PlatformResult<VersionInfo>;
     /// The trial version's QR code, a JPEG, opening `path` when given.
     async fn experience_qr(&self, access: &AuthorizerAccess, path: Option<String>) -> PlatformResult<Vec<u8>>;
@@ -162,7 +184,12 @@ pub trait MiniProgramPlatform: Send + Sync + 'static {
 pub enum UploaderError {
     /// It ran and refused: its error code (e.g. -10008, IP not allowed) and message.
     #[error("the uploader refused the package ({}): {message}", code.map_or("no error code".to_owned(), |c| format!("code {c}")))]
-    Rejected { code: Option<i64>, message: String },
+    Rejected {
+        /// Its error code, if it gave one.
+        code: Option<i64>,
+        /// Its error message.
+        message: String,
+    },
     /// It ran longer than allowed and was stopped.
     #[error("the uploader did not finish within {0} s and was stopped")]
     TimedOut(u64),
@@ -176,6 +203,7 @@ pub enum UploaderError {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait CodeUploader: Send + Sync + 'static {
+    /// Unpacks and uploads the package as `job.version`; what the uploader reports of it.
     async fn upload(&self, job: &UploadJob) -> std::result::Result<UploadReport, UploaderError>;
 }
 
@@ -184,6 +212,7 @@ pub trait CodeUploader: Send + Sync + 'static {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait PackageInspector: Send + Sync + 'static {
+    /// Checks the package file at `file`; what it holds, or why it is not acceptable.
     async fn inspect(&self, file: PathBuf, limits: PackageLimits) -> std::result::Result<PackageInfo, PackageError>;
 }
 

@@ -41,6 +41,8 @@
 //! Features: `mock` for mockall doubles of the ports (`MockOrderRepo`, `MockOrderLedger`);
 //! `openapi` for the schemas of the request and view types.
 
+#![warn(missing_docs)]
+
 mod api;
 mod config;
 mod lifecycle;

@@ -14,6 +14,7 @@
 //!
 //! Refunds are the ledger's (the kernel's `RefundStatus`): `processing` → `succeeded` |
 //! `failed` | `closed`.
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{Error, Money};
 use serde::{Deserialize, Serialize};
@@ -45,6 +46,7 @@ pub enum OrderAction {
     PayOnline,
     /// Record a payment made outside the platform.
     PayOffline,
+    /// Refund (part of) what was paid.
     Refund,
 }
 
@@ -60,6 +62,19 @@ impl OrderStatus {
     }
 
     /// The status after a caller's `action`, or `Conflict` saying why it is not allowed now.
+    ///
+    /// ```
+    /// use atrium_orders::{OrderAction, OrderStatus};
+    ///
+    /// // An offline payment takes a pending order straight to paid; a refund keeps it paid
+    /// // (the refund's settlement moves the status, not the request).
+    /// let paid = OrderStatus::Pending.after(OrderAction::PayOffline)?;
+    /// assert_eq!(paid, OrderStatus::Paid);
+    /// assert_eq!(paid.after(OrderAction::Refund)?, OrderStatus::Paid);
+    /// // Paying a paid order again is a 409.
+    /// assert!(paid.after(OrderAction::PayOnline).is_err());
+    /// # Ok::<(), atrium_kernel::Error>(())
+    /// ```
     pub fn after(self, action: OrderAction) -> Result<OrderStatus, Error> {
         use OrderAction as A;
         use OrderStatus as S;
@@ -68,12 +83,12 @@ impl OrderStatus {
             (S::Pending | S::Paying, A::PayOffline) => Ok(S::Paid),
             (S::Paid | S::PartiallyRefunded, A::Refund) => Ok(self),
             (S::Paid | S::PartiallyRefunded | S::Refunded, A::PayOnline | A::PayOffline) => {
-                Err(Error::conflict(format!("the order is already {}", self.as_str())))
+                Err(Error::conflict(Reason::State, format!("the order is already {}", self.as_str())))
             }
-            (S::Closed, A::PayOnline | A::PayOffline) => Err(Error::conflict("the order is closed; create a new one")),
-            (S::Refunded, A::Refund) => Err(Error::conflict("the order is refunded in full")),
+            (S::Closed, A::PayOnline | A::PayOffline) => Err(Error::conflict(Reason::State, "the order is closed; create a new one")),
+            (S::Refunded, A::Refund) => Err(Error::conflict(Reason::State, "the order is refunded in full")),
             (S::Pending | S::Paying | S::Closed, A::Refund) => {
-                Err(Error::conflict(format!("only a paid order can be refunded; this one is {}", self.as_str())))
+                Err(Error::conflict(Reason::State, format!("only a paid order can be refunded; this one is {}", self.as_str())))
             }
         }
     }
@@ -143,7 +158,7 @@ mod tests {
                 if allowed.contains(&(s, a)) {
                     assert!(r.is_ok(), "{s:?} {a:?}");
                 } else {
-                    assert!(matches!(r, Err(Error::Conflict(_))), "{s:?} {a:?}: {r:?}");
+                    assert!(matches!(r, Err(Error::Conflict(..))), "{s:?} {a:?}: {r:?}");
                 }
             }
         }

@@ -25,6 +25,7 @@ pub trait OrderRepo: Send + Sync + 'static {
     /// number).
     async fn insert_order(&self, order: Order, audit: AuditRecord) -> Result<Order>;
 
+    /// The order, with its items and refunds, if it exists and is in `scope`.
     async fn get_order(&self, scope: Party, id: Id) -> Result<Option<Order>>;
 
     /// One page of the orders in `scope` that match `query`, each with its items and refunds;
@@ -47,13 +48,16 @@ pub trait OrderRepo: Send + Sync + 'static {
 /// An order's platform payment to start, or to resume.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Charge {
+    /// The order to pay.
     pub order_id: Id,
     /// The order's number, which is the platform's `out_trade_no`: the same number again is
     /// the same platform order.
     pub out_trade_no: String,
     /// Shown to the payer: the order's subject.
     pub description: String,
+    /// What the payer is asked to pay: the order's amount.
     pub amount: Money,
+    /// The payer's openid in the tenant's mini-program.
     pub openid: String,
     /// The platform order cannot be paid after this (the order's own expiry).
     pub expires_at: Timestamp,
@@ -65,9 +69,13 @@ pub struct Charge {
 /// A payment made outside the platform, to record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OfflineCharge {
+    /// The order paid.
     pub order_id: Id,
+    /// The order's number, kept with the ledger's transaction.
     pub order_no: String,
+    /// What was paid for: the order's subject.
     pub description: String,
+    /// What was paid: the order's amount.
     pub amount: Money,
     /// What identifies the payment (a bank reference, a receipt number).
     pub reference: String,
@@ -80,12 +88,16 @@ pub struct OfflineCharge {
 /// A refund of an order's payment, to request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RefundCharge {
+    /// The order whose payment to refund.
     pub order_id: Id,
     /// Fixed before the request (derived from the caller's `Idempotency-Key` when it sent
     /// one), so a retry asks for the same refund, never a second one.
     pub out_refund_no: String,
+    /// How much to refund; the ledger refuses more than is left of what was paid.
     pub amount: Money,
+    /// The reason, shown to the payer.
     pub reason: Option<String>,
+    /// The user asking; `None` when the system does.
     pub requested_by: Option<Id>,
     /// The order's audit record of the request (who asked for the refund), written with the
     /// refund's reservation, not when an existing refund is asked about again.
@@ -98,7 +110,12 @@ pub enum PaymentState {
     /// Started and not paid (yet).
     Unpaid,
     /// Paid in full.
-    Paid { transaction_id: Option<String>, paid_at: Timestamp },
+    Paid {
+        /// The platform's transaction id; `None` for an offline payment.
+        transaction_id: Option<String>,
+        /// When it was paid.
+        paid_at: Timestamp,
+    },
     /// Closed unpaid: it can no longer be paid.
     Closed,
     /// The platform reported a payment that does not match the order (another amount or
@@ -109,13 +126,19 @@ pub enum PaymentState {
 /// The ledger's payment of an order: its live transaction, or the last one when none is live.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LedgerPayment {
+    /// On the pay platform (`wechat_jsapi`) or offline.
     pub method: PaymentMethod,
     /// The platform's number; `None` for an offline payment.
     pub out_trade_no: Option<String>,
+    /// The amount of the payment.
     pub amount: Money,
+    /// The payer's openid, for a platform payment.
     pub openid: Option<String>,
+    /// Where the payment stands.
     pub state: PaymentState,
+    /// An offline payment's reference (a bank reference, a receipt number).
     pub reference: Option<String>,
+    /// The user who recorded an offline payment.
     pub paid_by: Option<Id>,
 }
 

@@ -12,6 +12,16 @@ const USCC_ALPHABET: &[u8; 31] = b"0123456789ABCDEFGHJKLMNPQRTUWXY";
 const USCC_WEIGHTS: [u32; 17] = [1, 3, 9, 27, 19, 26, 16, 17, 20, 29, 25, 13, 8, 24, 10, 30, 28];
 
 impl CreditCode {
+    /// Trims and upper-cases a credit code and checks its length, alphabet and check character;
+    /// the error says what is wrong.
+    ///
+    /// ```
+    /// use atrium_org::CreditCode;
+    ///
+    /// assert_eq!(CreditCode::parse(" 91350100m000100y43 ")?.as_str(), "91350100M000100Y43");
+    /// assert!(CreditCode::parse("91350100M000100Y44").is_err(), "the check character is wrong");
+    /// # Ok::<(), String>(())
+    /// ```
     pub fn parse(raw: &str) -> Result<Self, String> {
         let s = raw.trim().to_ascii_uppercase();
         if s.len() != 18 {
@@ -31,6 +41,7 @@ impl CreditCode {
         Ok(CreditCode(s))
     }
 
+    /// The code, upper-case.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -65,6 +76,8 @@ const ID_WEIGHTS: [u32; 17] = [7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4,
 const ID_CHECK: &[u8; 11] = b"10X98765432";
 
 impl IdCardNo {
+    /// Trims and upper-cases an identity card number and checks its digits, birth date and check
+    /// character; the error says what is wrong.
     pub fn parse(raw: &str) -> Result<Self, String> {
         let s = raw.trim().to_ascii_uppercase();
         let bytes = s.as_bytes();
@@ -84,6 +97,7 @@ impl IdCardNo {
         Ok(IdCardNo(s))
     }
 
+    /// The number in full; show [`IdCardNo::masked`] to anyone without `employee:read_sensitive`.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -120,6 +134,7 @@ impl From<IdCardNo> for String {
 pub struct BankAccount(String);
 
 impl BankAccount {
+    /// Drops spaces and dashes and checks that 8–32 digits remain; the error says so otherwise.
     pub fn parse(raw: &str) -> Result<Self, String> {
         let s: String = raw.chars().filter(|c| !c.is_whitespace() && *c != '-').collect();
         if !(8..=32).contains(&s.len()) || !s.bytes().all(|b| b.is_ascii_digit()) {
@@ -128,6 +143,7 @@ impl BankAccount {
         Ok(BankAccount(s))
     }
 
+    /// The number in full, digits only.
     pub fn as_str(&self) -> &str {
         &self.0
     }

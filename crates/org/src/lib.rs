@@ -13,6 +13,8 @@
 //! Features: `openapi` derives the OpenAPI schemas and parameters of the wire types; `mock`
 //! provides the ports' `MockXxx` types for other crates' tests.
 
+#![warn(missing_docs)]
+
 pub mod api;
 mod ids;
 mod model;

@@ -10,7 +10,9 @@ use crate::model::{AuditEntry, AuditQuery, Employee, EmployeeQuery, Partner, Par
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait PartnerRepo: Send + Sync + 'static {
+    /// One page of the partners in `scope` that match `query`.
     async fn list_partners(&self, scope: Party, query: PartnerQuery) -> Result<Page<Partner>>;
+    /// The partner, if it exists and is in `scope`.
     async fn get_partner(&self, scope: Party, id: Id) -> Result<Option<Partner>>;
     /// Inserts `partner` (its `id` is ignored) and `audit` (its `target_id` set) atomically.
     async fn insert_partner(&self, partner: Partner, audit: AuditRecord) -> Result<Partner>;
@@ -26,12 +28,16 @@ pub trait PartnerRepo: Send + Sync + 'static {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait TenantRepo: Send + Sync + 'static {
+    /// One page of the tenants in `scope` that match `query`.
     async fn list_tenants(&self, scope: Party, query: TenantQuery) -> Result<Page<Tenant>>;
+    /// The tenant, if it exists and is in `scope`.
     async fn get_tenant(&self, scope: Party, id: Id) -> Result<Option<Tenant>>;
     /// Whether a partner with this id exists (for references from a tenant).
     async fn partner_exists(&self, id: Id) -> Result<bool>;
     /// MUST return `Conflict` for a credit code already used by another tenant.
     async fn insert_tenant(&self, tenant: Tenant, audit: AuditRecord) -> Result<Tenant>;
+    /// Saves every field of `tenant` and `audit` atomically. MUST return `Conflict` for a
+    /// credit code already used by another tenant.
     async fn update_tenant(&self, tenant: Tenant, audit: AuditRecord) -> Result<Tenant>;
     /// Unless `cascade`, MUST return `Conflict` while employees or users belong to the
     /// tenant; with `cascade` removes them too. Returns the ids of users deleted.
@@ -42,12 +48,16 @@ pub trait TenantRepo: Send + Sync + 'static {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait EmployeeRepo: Send + Sync + 'static {
+    /// One page of the employees in `scope` that match `query`.
     async fn list_employees(&self, scope: Party, query: EmployeeQuery) -> Result<Page<Employee>>;
+    /// The employee, if it exists and is in `scope`, its numbers decrypted.
     async fn get_employee(&self, scope: Party, id: Id) -> Result<Option<Employee>>;
     /// The partner of a tenant in scope, `Err(NotFound)` if the tenant is not in scope.
     async fn tenant_partner(&self, scope: Party, tenant_id: Id) -> Result<Option<Id>>;
     /// MUST return `Conflict` for a duplicate employee number or id card number in the tenant.
     async fn insert_employee(&self, employee: Employee, audit: AuditRecord) -> Result<Employee>;
+    /// Saves every field of `employee` and `audit` atomically. MUST return `Conflict` for a
+    /// duplicate employee number or id card number in the tenant.
     async fn update_employee(&self, employee: Employee, audit: AuditRecord) -> Result<Employee>;
     /// MUST return `Conflict` while payroll records refer to the employee.
     async fn delete_employee(&self, id: Id, audit: AuditRecord) -> Result<()>;
@@ -58,6 +68,7 @@ pub trait EmployeeRepo: Send + Sync + 'static {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait AuditRepo: Send + Sync + 'static {
+    /// One page of the entries `scope` may read that match `query`, newest first.
     async fn list_audit(&self, scope: Party, query: AuditQuery) -> Result<Page<AuditEntry>>;
 }
 

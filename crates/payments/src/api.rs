@@ -44,6 +44,7 @@ pub type RefundReason = ByteText<80, true>;
 pub struct ApiV3Key(Secret);
 
 impl ApiV3Key {
+    /// Checks a key as sent: exactly 32 printable ASCII characters; the error says so otherwise.
     pub fn parse(raw: &str) -> Result<Self, String> {
         if raw.len() != 32 || !raw.bytes().all(|b| b.is_ascii_graphic()) {
             return Err("must be exactly 32 printable ASCII characters".into());
@@ -51,6 +52,7 @@ impl ApiV3Key {
         Ok(ApiV3Key(Secret::new(raw)))
     }
 
+    /// The key, to store (the store encrypts it).
     pub fn into_secret(self) -> Secret {
         self.0
     }
@@ -83,7 +85,9 @@ pub struct PaymentConfigPut {
     /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
     #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
     pub tenant_id: Option<Id>,
+    /// The merchant id (商户号): 8–10 digits.
     pub mchid: Mchid,
+    /// The mini-program the payments are made in (`wx` and 16 hexadecimal characters).
     pub appid: Appid,
     /// Write-only; absent keeps the stored key.
     pub api_v3_key: Option<ApiV3Key>,
@@ -96,6 +100,7 @@ pub struct PaymentConfigPut {
 /// sent alone; `platform_public_key` needs `platform_public_key_id`.
 #[derive(Clone, PartialEq, Eq, Default)]
 pub struct KeyUpload {
+    /// The tenant whose merchant account this acts on; required for platform and partner callers.
     pub tenant_id: Option<Id>,
     /// PEM, RSA ≥ 2048 bits, PKCS#8 or PKCS#1.
     pub private_key: Option<Secret>,
@@ -103,6 +108,7 @@ pub struct KeyUpload {
     pub certificate: Option<String>,
     /// PEM public key (or platform certificate).
     pub platform_public_key: Option<String>,
+    /// `PUB_KEY_ID_…`, the id of `platform_public_key`.
     pub platform_public_key_id: Option<PlatformKeyId>,
 }
 
@@ -133,6 +139,7 @@ pub struct UnifiedOrderRequest {
     /// Fen, at least 1.
     #[cfg_attr(feature = "openapi", schema(value_type = i64, minimum = 1, maximum = 1_000_000_000_000_i64))]
     pub amount: Money,
+    /// The payer's openid in the tenant's mini-program.
     pub openid: Openid,
     /// Generated when absent.
     pub out_trade_no: Option<OutTradeNo>,
@@ -152,6 +159,7 @@ pub struct QueryRequest {
     /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
     #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
     pub tenant_id: Option<Id>,
+    /// The transaction to query, by our number.
     pub out_trade_no: OutTradeNo,
 }
 
@@ -165,6 +173,7 @@ pub struct CloseRequest {
     /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
     #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
     pub tenant_id: Option<Id>,
+    /// The unpaid transaction to close, by our number.
     pub out_trade_no: OutTradeNo,
 }
 
@@ -178,10 +187,12 @@ pub struct RefundRequest {
     /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
     #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
     pub tenant_id: Option<Id>,
+    /// The paid transaction to refund, by our number.
     pub out_trade_no: OutTradeNo,
     /// Fen, at least 1, at most what is left to refund.
     #[cfg_attr(feature = "openapi", schema(value_type = i64, minimum = 1, maximum = 1_000_000_000_000_i64))]
     pub amount: Money,
+    /// Up to 80 bytes, shown to the payer.
     pub reason: Option<RefundReason>,
     /// Generated when absent; send the same one to retry a refund.
     pub out_refund_no: Option<OutRefundNo>,
@@ -194,10 +205,12 @@ pub struct RefundRequest {
 pub struct NotifyFailure {
     /// Always `FAIL`.
     pub code: &'static str,
+    /// Why the notification was not accepted.
     pub message: String,
 }
 
 impl NotifyFailure {
+    /// A failure answer saying `message`.
     pub fn new(message: impl Into<String>) -> Self {
         NotifyFailure { code: "FAIL", message: message.into() }
     }
@@ -239,8 +252,10 @@ pub struct KeyUploadForm {
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct ReconciliationParams {
+    /// The tenant to reconcile; required for platform and partner callers.
     #[cfg_attr(feature = "openapi", param(required = true, value_type = Id, minimum = 1))]
     pub tenant_id: Option<Id>,
+    /// The day of the trade bill (China Standard Time), `YYYY-MM-DD`.
     pub date: NaiveDate,
 }
 
@@ -249,21 +264,34 @@ pub struct ReconciliationParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PaymentConfigView {
+    /// The tenant whose merchant account this is.
     pub tenant_id: Id,
+    /// The merchant id (商户号).
     pub mchid: String,
+    /// The mini-program the payments are made in.
     pub appid: String,
+    /// The merchant certificate's serial, upper-case hex; null until a certificate is uploaded.
     pub merchant_serial_no: Option<String>,
+    /// SHA-256 of the merchant key's public half, hex; null until a key is uploaded.
     pub merchant_key_fingerprint: Option<String>,
+    /// When the merchant certificate expires.
     pub merchant_cert_not_after: Option<DateTime<Utc>>,
+    /// Whether the APIv3 key is stored (it is never shown).
     pub api_v3_key_set: bool,
+    /// `PUB_KEY_ID_…` or the platform certificate's serial.
     pub platform_public_key_id: Option<String>,
+    /// SHA-256 of the platform's public key, hex.
     pub platform_key_fingerprint: Option<String>,
+    /// Where the pay platform sends this tenant's notifications.
     pub notify_url: String,
+    /// Whether the tenant takes payments.
     pub enabled: bool,
+    /// When the configuration last changed.
     pub updated_at: DateTime<Utc>,
 }
 
 impl PaymentConfigView {
+    /// The view of `c`, with the tenant's notification address.
     pub fn new(c: &PaymentConfig, notify_url: String) -> Self {
         PaymentConfigView {
             tenant_id: c.tenant_id,
@@ -286,8 +314,11 @@ impl PaymentConfigView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UnifiedOrderView {
+    /// Our number for the transaction (the one sent, or the one generated).
     pub out_trade_no: String,
+    /// The pay platform's prepay id.
     pub prepay_id: String,
+    /// What the mini-program passes to `wx.requestPayment`.
     pub pay_params: PayParams,
 }
 
@@ -295,24 +326,37 @@ pub struct UnifiedOrderView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TransactionView {
+    /// The tenant whose merchant account is paid.
     pub tenant_id: Id,
+    /// Our number for the transaction.
     pub out_trade_no: String,
     /// The order this transaction pays; such a transaction is refunded and closed through
     /// its order (`/api/v1/orders/{id}/…`), not here.
     pub order_id: Option<Id>,
+    /// `wechat_jsapi` (the pay platform) or `offline`.
     pub method: PaymentMethod,
+    /// What is paid for, shown to the payer.
     pub description: String,
+    /// Fen: what the payer is asked to pay.
     pub amount: Money,
+    /// The payer's openid in the mini-program; empty for an offline payment.
     pub openid: String,
+    /// Where the transaction stands at the pay platform.
     pub trade_state: TradeState,
+    /// The pay platform's transaction id, once paid.
     pub transaction_id: Option<String>,
+    /// Fen: what the payer actually paid (less any platform coupons).
     pub payer_total: Option<Money>,
+    /// When the payment succeeded.
     pub success_time: Option<DateTime<Utc>>,
     /// What the pay platform reported that does not match the transaction (another amount
     /// or currency): such a transaction is not paid. Null normally.
     pub discrepancy: Option<String>,
+    /// After this the transaction can no longer be paid.
     pub expires_at: DateTime<Utc>,
+    /// When it was created.
     pub created_at: DateTime<Utc>,
+    /// When it last changed.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -342,16 +386,23 @@ impl From<Transaction> for TransactionView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RefundView {
+    /// The transaction refunded.
     pub out_trade_no: String,
     /// The order whose payment is refunded, if any.
     pub order_id: Option<Id>,
+    /// Our number for the refund.
     pub out_refund_no: String,
+    /// The pay platform's refund id, once it accepted the refund.
     pub refund_id: Option<String>,
+    /// `processing` until the pay platform settles it, then `succeeded`, `failed` or `closed`.
     pub status: RefundStatus,
+    /// Fen: how much is refunded.
     pub amount: Money,
+    /// The reason given, shown to the payer.
     pub reason: Option<String>,
     /// When the platform reported it succeeded.
     pub succeeded_at: Option<DateTime<Utc>>,
+    /// When it was requested.
     pub created_at: DateTime<Utc>,
 }
 
@@ -375,7 +426,9 @@ impl From<Refund> for RefundView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CloseView {
+    /// The transaction closed.
     pub out_trade_no: String,
+    /// Its state after the close (`CLOSED`, or what it was if it could not be closed).
     pub trade_state: TradeState,
 }
 
@@ -383,17 +436,22 @@ pub struct CloseView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TestReport {
+    /// Whether every check passed.
     pub ok: bool,
+    /// Each check, in the order run.
     pub checks: Vec<TestCheck>,
 }
 
+/// One check of a payment test.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TestCheck {
     /// `config_complete`, `key_matches_certificate`, `certificate_not_expired`,
     /// `platform_round_trip`.
     pub name: String,
+    /// Whether it passed.
     pub ok: bool,
+    /// What was found, in English.
     pub detail: String,
 }
 
@@ -401,13 +459,17 @@ pub struct TestCheck {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReconciliationView {
+    /// The day reconciled.
     pub date: NaiveDate,
+    /// How many lines the day's trade bill has.
     pub bill_lines: usize,
+    /// How many of them match our records exactly.
     pub matched: usize,
     /// On the bill, not here.
     pub missing_locally: Vec<ReconciliationItem>,
     /// Paid or refunded here that day, not on the bill.
     pub missing_on_platform: Vec<ReconciliationItem>,
+    /// On both, with different amounts.
     pub amount_mismatch: Vec<AmountMismatch>,
 }
 
@@ -417,26 +479,39 @@ pub struct ReconciliationView {
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum ReconciliationKind {
+    /// A payment (a transaction).
     Payment,
+    /// A refund.
     Refund,
 }
 
+/// A payment or refund found on one side of a reconciliation only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReconciliationItem {
+    /// A payment or a refund.
     pub kind: ReconciliationKind,
+    /// Our number for the transaction.
     pub out_trade_no: String,
+    /// Our number for the refund, on a refund.
     pub out_refund_no: Option<String>,
+    /// Fen.
     pub amount: Money,
 }
 
+/// A payment or refund on both sides of a reconciliation, with different amounts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AmountMismatch {
+    /// A payment or a refund.
     pub kind: ReconciliationKind,
+    /// Our number for the transaction.
     pub out_trade_no: String,
+    /// Our number for the refund, on a refund.
     pub out_refund_no: Option<String>,
+    /// Fen: the amount on the trade bill.
     pub platform_amount: Money,
+    /// Fen: the amount in our records.
     pub local_amount: Money,
 }
 

@@ -18,6 +18,8 @@
 //! `MockMerchantKeys`); `failpoints` for the failpoints of the fault tests; `openapi` for the schemas of the request and
 //! view types.
 
+#![warn(missing_docs)]
+
 mod api;
 mod config;
 mod lifecycle;

@@ -12,6 +12,7 @@ use chrono::NaiveDate;
 /// key, only fingerprints, serials and dates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaymentConfig {
+    /// The tenant whose merchant account this is.
     pub tenant_id: Id,
     /// The merchant id (商户号).
     pub mchid: String,
@@ -19,6 +20,7 @@ pub struct PaymentConfig {
     pub appid: String,
     /// The merchant certificate's serial, upper-case hex: `serial_no` of every signed request.
     pub merchant_serial_no: Option<String>,
+    /// When the merchant certificate expires.
     pub merchant_cert_not_after: Option<Timestamp>,
     /// The merchant private key (PEM, PKCS#8 or PKCS#1). Encrypted at rest.
     pub merchant_private_key: Option<Secret>,
@@ -31,9 +33,13 @@ pub struct PaymentConfig {
     pub platform_public_key_id: Option<String>,
     /// The platform's public key or certificate (PEM). Public; not encrypted.
     pub platform_public_key: Option<String>,
+    /// SHA-256 of the platform's public key (DER), hex: how people tell keys apart.
     pub platform_key_fingerprint: Option<String>,
+    /// Whether the tenant takes payments; a disabled configuration places no new orders.
     pub enabled: bool,
+    /// When the configuration was first saved.
     pub created_at: Timestamp,
+    /// When it last changed.
     pub updated_at: Timestamp,
 }
 
@@ -111,11 +117,15 @@ pub struct PlatformKey {
 /// What the pay platform adapter needs to act for one merchant. `Debug` hides the secrets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MerchantAccount {
+    /// The merchant id (商户号).
     pub mchid: String,
+    /// The mini-program the payments are made in.
     pub appid: String,
     /// The merchant certificate's serial.
     pub serial_no: String,
+    /// The merchant private key (PEM) every request is signed with.
     pub private_key: Secret,
+    /// The APIv3 key that decrypts notifications and encrypted answers.
     pub api_v3_key: Secret,
     /// Every key the platform may sign with; several during a move from platform
     /// certificates to a platform public key.
@@ -125,7 +135,9 @@ pub struct MerchantAccount {
 /// What the tenant's scope check needs of a tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PaymentTenant {
+    /// The tenant's id.
     pub id: Id,
+    /// The tenant's partner, if it has one.
     pub partner_id: Option<Id>,
 }
 
@@ -134,6 +146,7 @@ pub struct PaymentTenant {
 pub struct Transaction {
     /// 0 until stored.
     pub id: Id,
+    /// The tenant whose merchant account is paid.
     pub tenant_id: Id,
     /// Our number, unique per tenant (and so per merchant account), never reused. An order's
     /// transaction carries the order's number; no other transaction may take it.
@@ -149,25 +162,32 @@ pub struct Transaction {
     pub reference: Option<String>,
     /// The user who recorded an offline payment.
     pub paid_by: Option<Id>,
+    /// What is paid for, shown to the payer (at most 127 bytes).
     pub description: String,
     /// What the payer is asked to pay.
     pub amount: Money,
+    /// The payer's openid in the tenant's mini-program; empty for an offline payment.
     pub openid: String,
+    /// Free text the platform hands back with the transaction's notifications.
     pub attach: Option<String>,
     /// The platform's prepay id, once the order was placed.
     pub prepay_id: Option<String>,
+    /// Where the transaction stands; it only moves forward.
     pub trade_state: TradeState,
     /// The platform's transaction id, once paid.
     pub transaction_id: Option<String>,
     /// What the payer actually paid (less any platform coupons).
     pub payer_total: Option<Money>,
+    /// When the payment succeeded, as the platform reported it.
     pub success_time: Option<Timestamp>,
     /// What the platform reported that does not match the transaction — a payment of
     /// another amount or currency. Kept, shown and audited, never taken as paid.
     pub discrepancy: Option<String>,
     /// After this the order can no longer be paid; a job then settles it by a query.
     pub expires_at: Timestamp,
+    /// When the transaction was created.
     pub created_at: Timestamp,
+    /// When it last changed.
     pub updated_at: Timestamp,
 }
 
@@ -280,7 +300,9 @@ fn fill<T: Clone>(field: &mut Option<T>, reported: &Option<T>) -> bool {
 pub struct Refund {
     /// 0 until stored.
     pub id: Id,
+    /// The tenant whose merchant account refunds.
     pub tenant_id: Id,
+    /// The transaction refunded.
     pub out_trade_no: String,
     /// The order whose payment is refunded, if the transaction pays one.
     pub order_id: Option<Id>,
@@ -288,12 +310,17 @@ pub struct Refund {
     pub out_refund_no: String,
     /// The platform's refund id, once it accepted the refund.
     pub refund_id: Option<String>,
+    /// How much is refunded.
     pub amount: Money,
+    /// Processing until the platform settles it, then succeeded, failed or closed.
     pub status: RefundStatus,
+    /// The reason given, shown to the payer.
     pub reason: Option<String>,
     /// When the money went back, once it did.
     pub succeeded_at: Option<Timestamp>,
+    /// When the refund was reserved.
     pub created_at: Timestamp,
+    /// When its status last changed.
     pub updated_at: Timestamp,
 }
 
@@ -332,12 +359,21 @@ pub enum RefundRefusal {
     /// The transaction is not paid (in full).
     NotPaid,
     /// The refund window has passed: refunds are possible for `days` after the payment.
-    WindowClosed { days: i64 },
+    WindowClosed {
+        /// How many days after the payment refunds are possible.
+        days: i64,
+    },
     /// The transaction already has the maximum number of refunds (of any status).
-    TooManyRefunds { max: u32 },
+    TooManyRefunds {
+        /// The most refunds a transaction may have.
+        max: u32,
+    },
     /// Processing and succeeded refunds plus this one would exceed what was paid;
     /// `refundable` is what is left.
-    ExceedsPaid { refundable: Money },
+    ExceedsPaid {
+        /// What is left to refund.
+        refundable: Money,
+    },
 }
 
 /// The ledger's one refund rule: what may be refunded of a transaction, checked by
@@ -353,6 +389,36 @@ pub struct RefundRule {
 
 impl RefundRule {
     /// Whether `wanted` may be added to `tx`'s refunds `existing`, at `wanted.created_at`.
+    ///
+    /// ```
+    /// use atrium_kernel::{Money, RefundStatus};
+    /// use atrium_payments::{Refund, RefundRefusal, RefundRule, TradeState, Transaction};
+    ///
+    /// let now = chrono::Utc::now();
+    /// let mut tx = Transaction::unpaid(7, "T0001".into(), "Membership".into(), Money::from_yuan(100), "o-payer".into(), now, now);
+    /// tx.trade_state = TradeState::Success;
+    /// tx.success_time = Some(now);
+    /// let refund = |no: &str, yuan| Refund {
+    ///     id: 0,
+    ///     tenant_id: 7,
+    ///     out_trade_no: "T0001".into(),
+    ///     order_id: None,
+    ///     out_refund_no: no.into(),
+    ///     refund_id: None,
+    ///     amount: Money::from_yuan(yuan),
+    ///     status: RefundStatus::Processing,
+    ///     reason: None,
+    ///     succeeded_at: None,
+    ///     created_at: now,
+    ///     updated_at: now,
+    /// };
+    /// let rule = RefundRule { window: chrono::Duration::days(365), max_refunds: 50 };
+    ///
+    /// // 60 yuan of the 100 paid are being refunded: 40 are left.
+    /// let existing = [refund("R1", 60)];
+    /// assert_eq!(rule.check(&tx, &existing, &refund("R2", 40)), Ok(()));
+    /// assert_eq!(rule.check(&tx, &existing, &refund("R2", 41)), Err(RefundRefusal::ExceedsPaid { refundable: Money::from_yuan(40) }));
+    /// ```
     pub fn check(&self, tx: &Transaction, existing: &[Refund], wanted: &Refund) -> Result<(), RefundRefusal> {
         if !tx.is_paid() {
             return Err(RefundRefusal::NotPaid);
@@ -378,18 +444,26 @@ impl RefundRule {
 /// settle job, an event for the order it belongs to) and its audit record.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Effects {
+    /// Jobs to queue with the write.
     pub jobs: Vec<NewJob>,
+    /// The audit record of the write, if it is audited.
     pub audit: Option<AuditRecord>,
 }
 
 /// A JSAPI (mini-program) order to place with the platform.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsapiOrder {
+    /// Our number for the order, unique per merchant account.
     pub out_trade_no: String,
+    /// What is paid for, shown to the payer.
     pub description: String,
+    /// What the payer is asked to pay, in CNY fen.
     pub amount: Money,
+    /// The payer's openid in the mini-program.
     pub openid: String,
+    /// Free text the platform hands back with notifications.
     pub attach: Option<String>,
+    /// After this the order can no longer be paid.
     pub time_expire: Timestamp,
     /// Where the platform sends this order's notifications.
     pub notify_url: String,
@@ -398,39 +472,54 @@ pub struct JsapiOrder {
 /// A refund to request from the platform.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefundOrder {
+    /// The transaction to refund.
     pub out_trade_no: String,
+    /// Our number for the refund: the same number again is the same refund.
     pub out_refund_no: String,
+    /// The reason, shown to the payer.
     pub reason: Option<String>,
+    /// How much to refund.
     pub amount: Money,
     /// The transaction's total.
     pub total: Money,
+    /// Where the platform sends this refund's notifications.
     pub notify_url: String,
 }
 
 /// A transaction as the platform reports it (query answer or notification).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlatformTransaction {
+    /// Our number for the transaction.
     pub out_trade_no: String,
+    /// The state the platform reports.
     pub trade_state: TradeState,
+    /// The platform's transaction id, once paid.
     pub transaction_id: Option<String>,
     /// The order's total, when reported.
     pub amount: Option<Money>,
     /// The currency of `amount`, when reported (`CNY`).
     pub currency: Option<String>,
+    /// What the payer actually paid (less any platform coupons), when reported.
     pub payer_total: Option<Money>,
+    /// When the payment succeeded, when reported.
     pub success_time: Option<Timestamp>,
 }
 
 /// A refund as the platform reports it (refund answer, query or notification).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlatformRefund {
+    /// Our number for the refund.
     pub out_refund_no: String,
+    /// The transaction refunded, when reported.
     pub out_trade_no: Option<String>,
+    /// The platform's refund id.
     pub refund_id: Option<String>,
     /// `SUCCESS` → succeeded, `PROCESSING` → processing, `CLOSED` → closed, `ABNORMAL` →
     /// failed.
     pub status: RefundStatus,
+    /// The refund amount, when reported.
     pub amount: Option<Money>,
+    /// When the money went back, when reported.
     pub success_time: Option<Timestamp>,
 }
 
@@ -445,6 +534,7 @@ pub struct NotificationRequest {
     pub signature: String,
     /// `Wechatpay-Serial`
     pub serial: String,
+    /// The raw body, exactly as received.
     pub body: Vec<u8>,
 }
 
@@ -455,13 +545,16 @@ pub struct PayEvent {
     pub id: String,
     /// `TRANSACTION.SUCCESS`, `REFUND.SUCCESS`, `REFUND.ABNORMAL`, `REFUND.CLOSED`, …
     pub event_type: String,
+    /// What the event reports.
     pub resource: EventResource,
 }
 
 /// What a notification is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventResource {
+    /// A transaction's new state (`TRANSACTION.*`).
     Transaction(PlatformTransaction),
+    /// A refund's new state (`REFUND.*`).
     Refund(PlatformRefund),
     /// An event type we do not act on; acknowledged.
     Other,
@@ -471,19 +564,25 @@ pub enum EventResource {
 /// nothing changes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NotificationError {
+    /// A `Wechatpay-*` header is missing or malformed.
     #[error("a Wechatpay header is missing or malformed")]
     MissingHeaders,
+    /// The signature does not verify with the platform key named by `Wechatpay-Serial`.
     #[error("the signature does not verify")]
     BadSignature,
     /// A `WECHATPAY/SIGNTEST/` signature: the platform probing that we check signatures.
     #[error("signature probe refused")]
     Probe,
+    /// The timestamp is 300 s or more away from now (a replay, or a badly set clock).
     #[error("the timestamp is 300 s or more away from now")]
     StaleTimestamp,
+    /// No platform key with the header's serial is configured for the tenant.
     #[error("no platform key with this serial is configured")]
     UnknownSerial,
+    /// The resource does not decrypt with the tenant's APIv3 key.
     #[error("the resource cannot be decrypted")]
     Undecryptable,
+    /// The body or the decrypted resource is not the JSON expected.
     #[error("the body or the decrypted resource is not the expected JSON")]
     NotJson,
     /// The tenant has no complete, enabled payment configuration.
@@ -498,16 +597,22 @@ pub enum NotificationError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
 #[strum(serialize_all = "UPPERCASE")]
 pub enum BillTradeState {
+    /// Paid.
     Success,
+    /// A refund of a paid transaction.
     Refund,
+    /// Cancelled after payment (撤销).
     Revoked,
 }
 
 /// One line of a day's trade bill, amounts converted exactly from yuan to fen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BillLine {
+    /// The platform's transaction id.
     pub transaction_id: String,
+    /// Our number for the transaction.
     pub out_trade_no: String,
+    /// What the line records.
     pub trade_state: BillTradeState,
     /// The order's total (订单金额).
     pub amount: Money,
@@ -518,7 +623,9 @@ pub struct BillLine {
 /// The refund part of a `REFUND` bill line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BillRefund {
+    /// The platform's refund id.
     pub refund_id: String,
+    /// Our number for the refund.
     pub out_refund_no: String,
     /// The refund amount requested (申请退款金额).
     pub amount: Money,
@@ -534,6 +641,7 @@ pub type BillDate = NaiveDate;
 pub struct KeyInfo {
     /// SHA-256 of the public key (DER), lower-case hex.
     pub fingerprint: String,
+    /// The RSA key's size in bits.
     pub bits: u32,
 }
 
@@ -542,6 +650,7 @@ pub struct KeyInfo {
 pub struct CertInfo {
     /// Upper-case hex, as the platform writes it.
     pub serial_no: String,
+    /// When the certificate expires.
     pub not_after: Timestamp,
     /// SHA-256 of the certificate's public key (DER), lower-case hex: equal to the matching
     /// private key's [`KeyInfo::fingerprint`].
@@ -551,12 +660,17 @@ pub struct CertInfo {
 /// An order's platform payment to start or resume (orders, through the server).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OrderCharge {
+    /// The order to pay.
     pub order_id: Id,
     /// The order's number.
     pub out_trade_no: String,
+    /// What is paid for: the order's subject.
     pub description: String,
+    /// What the payer is asked to pay: the order's amount.
     pub amount: Money,
+    /// The payer's openid in the tenant's mini-program.
     pub openid: String,
+    /// The order's expiry: the platform order cannot be paid after it.
     pub expires_at: Timestamp,
     /// The order's record of the request, written with a new transaction.
     pub audit: Option<AuditRecord>,
@@ -565,11 +679,17 @@ pub struct OrderCharge {
 /// An order's payment made outside the platform, to record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OfflineOrderCharge {
+    /// The order paid.
     pub order_id: Id,
+    /// The order's number, the transaction's `out_trade_no`.
     pub order_no: String,
+    /// What was paid for: the order's subject.
     pub description: String,
+    /// What was paid: the order's amount.
     pub amount: Money,
+    /// What identifies the payment (a bank reference, a receipt number).
     pub reference: String,
+    /// The user who records it.
     pub recorded_by: Id,
     /// The order's record of the request, written with the payment.
     pub audit: Option<AuditRecord>,
@@ -578,9 +698,13 @@ pub struct OfflineOrderCharge {
 /// A refund of an order's payment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OrderRefund {
+    /// The order whose payment to refund.
     pub order_id: Id,
+    /// Our number for the refund, fixed before the request so a retry asks for the same one.
     pub out_refund_no: String,
+    /// How much to refund.
     pub amount: Money,
+    /// The reason, shown to the payer.
     pub reason: Option<String>,
     /// The order's record of the request, written with the refund's reservation.
     pub audit: Option<AuditRecord>,
@@ -590,7 +714,9 @@ pub struct OrderRefund {
 /// transaction's refunds, oldest first.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct OrderMoney {
+    /// The order's live transaction, or its latest when none is live; `None` before any.
     pub transaction: Option<Transaction>,
+    /// That transaction's refunds, oldest first.
     pub refunds: Vec<Refund>,
 }
 

@@ -19,6 +19,7 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// platform all); `None` otherwise.
     async fn tenant(&self, scope: Party, tenant_id: Id) -> Result<Option<PaymentTenant>>;
 
+    /// The tenant's payment configuration, with its secrets decrypted; `None` before one is saved.
     async fn get_config(&self, tenant_id: Id) -> Result<Option<PaymentConfig>>;
     /// Inserts or replaces the tenant's configuration (one per tenant) with its audit record,
     /// in one transaction, and returns what it stored.
@@ -33,6 +34,7 @@ pub trait PaymentRepo: Send + Sync + 'static {
     ///   transaction (a partial unique index): one way to pay an order at a time, whatever
     ///   races.
     async fn insert_transaction(&self, tx: Transaction, effects: Effects) -> Result<Transaction>;
+    /// The tenant's transaction with our number `out_trade_no`, if any.
     async fn get_transaction(&self, tenant_id: Id, out_trade_no: String) -> Result<Option<Transaction>>;
     /// The order's live transaction, or its latest one when none is live.
     async fn order_transaction(&self, tenant_id: Id, order_id: Id) -> Result<Option<Transaction>>;
@@ -59,6 +61,7 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// So concurrent refunds of one transaction can never together exceed what was paid, nor
     /// the count limit. `out_refund_no` is unique per tenant.
     async fn reserve_refund(&self, refund: Refund, rule: RefundRule, effects: Effects) -> Result<RefundReservation>;
+    /// The tenant's refund with our number `out_refund_no`, if any.
     async fn get_refund(&self, tenant_id: Id, out_refund_no: String) -> Result<Option<Refund>>;
     /// The refunds of the tenant's transaction `out_trade_no`, oldest first.
     async fn refunds_of(&self, tenant_id: Id, out_trade_no: String) -> Result<Vec<Refund>>;
@@ -101,7 +104,14 @@ pub enum PayPlatformError {
     /// The platform answered 4xx: it refused the request, with its `code` (`ORDER_NOT_EXIST`,
     /// `ORDERPAID`, `NOT_ENOUGH`, …). Never retried.
     #[error("the pay platform refused the request (HTTP {status}, {code}): {message}")]
-    Refused { status: u16, code: String, message: String },
+    Refused {
+        /// The HTTP status of the answer.
+        status: u16,
+        /// The platform's error code.
+        code: String,
+        /// The platform's error message.
+        message: String,
+    },
     /// The platform answered 5xx or not at all (time-out, connection) after the bounded
     /// retries, or its answer was unreadable or failed signature verification.
     #[error("the pay platform is unavailable: {0}")]
@@ -111,6 +121,7 @@ pub enum PayPlatformError {
     Credentials(String),
 }
 
+/// What a pay platform call returns.
 pub type PayResult<T> = std::result::Result<T, PayPlatformError>;
 
 /// The pay platform (WeChat Pay API v3), acting for one merchant per call. The adapter signs
@@ -131,6 +142,7 @@ pub trait PayPlatform: Send + Sync + 'static {
     async fn close_order(&self, account: &MerchantAccount, out_trade_no: &str) -> PayResult<()>;
     /// Requests a refund; an accepted refund is usually still `processing`.
     async fn refund(&self, account: &MerchantAccount, refund: &RefundOrder) -> PayResult<PlatformRefund>;
+    /// The refund as the platform knows it; `Refused` when the platform does not know it.
     async fn query_refund(&self, account: &MerchantAccount, out_refund_no: &str) -> PayResult<PlatformRefund>;
     /// The day's trade bill: downloaded, its SHA-1 checked, parsed, amounts in fen. An empty
     /// day (`NO_STATEMENT_EXIST`) is an empty list.

@@ -13,24 +13,34 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ItemInput {
+    /// The employee paid: an employee of the sheet's tenant.
     pub employee_id: Id,
+    /// Fen: allowances, taxed with the salary.
     #[serde(default)]
     pub allowance: Money,
+    /// Fen: overtime pay, taxed with the salary.
     #[serde(default)]
     pub overtime: Money,
+    /// Fen: a monthly bonus, taxed with the salary.
     #[serde(default)]
     pub bonus: Money,
+    /// Fen: unpaid leave, subtracted from gross (not on a supplementary sheet).
     #[serde(default)]
     pub leave_deduction: Money,
+    /// Fen: pre-tax deductions besides contributions and special deductions (enterprise
+    /// annuity, commercial health insurance).
     #[serde(default)]
     pub other_pre_tax_deduction: Money,
+    /// Fen: deducted from pay after tax.
     #[serde(default)]
     pub after_tax_deduction: Money,
+    /// Fen: the annual one-off bonus, taxed separately (once per tax year).
     #[serde(default)]
     pub annual_bonus: Money,
 }
 
 impl ItemInput {
+    /// The item's amounts as the model's [`Adjustments`].
     pub fn adjustments(&self) -> Adjustments {
         Adjustments {
             allowance: self.allowance,
@@ -54,6 +64,7 @@ pub struct NewSheet {
     /// of their scope); a tenant caller may leave it out for its own.
     #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id, minimum = 1))]
     pub tenant_id: Option<Id>,
+    /// The month paid, `YYYY-MM`.
     #[cfg_attr(feature = "openapi", schema(example = "2026-03"))]
     pub period: Period,
     /// `regular` (the default; one per tenant and period) or `supplementary`: arrears,
@@ -62,6 +73,7 @@ pub struct NewSheet {
     /// `leave_deduction` (it pays no base salary and no contributions).
     #[serde(default)]
     pub kind: SheetKind,
+    /// Up to 64 characters; "Payroll `YYYY-MM`" (or "Supplementary payroll `YYYY-MM`") when absent.
     pub title: Option<Label>,
     /// Per-employee adjustments; without items a regular sheet covers the tenant's active
     /// employees.
@@ -76,7 +88,9 @@ pub struct NewSheet {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", schema(example = json!({"title": "March 2026 (corrected)", "items": [{"employee_id": 1, "overtime": 30000}]})))]
 pub struct SheetPatch {
+    /// A new title, up to 64 characters; absent keeps it.
     pub title: Option<Label>,
+    /// The sheet's new items, replacing all of them; absent keeps them (without their figures).
     #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub items: Option<Vec<ItemInput>>,
 }
@@ -86,15 +100,22 @@ pub struct SheetPatch {
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct SheetListParams {
+    /// 1-based page number; default 1.
     pub page: Option<i64>,
+    /// Sheets per page; default 20, at most 100.
     pub page_size: Option<i64>,
     /// Matches the title.
     pub keyword: Option<String>,
+    /// Only sheets in this status.
     pub status: Option<SheetStatus>,
+    /// Only this tenant's sheets (platform and partner users).
     pub tenant_id: Option<i64>,
+    /// Only sheets of this partner's tenants (platform users).
     pub partner_id: Option<i64>,
+    /// Only sheets of this month, `YYYY-MM`.
     #[cfg_attr(feature = "openapi", param(value_type = Option<Period>))]
     pub period: Option<String>,
+    /// Only `regular` or only `supplementary` sheets.
     pub kind: Option<SheetKind>,
     /// `id`, `created_at` or `period`, `-` for descending; default `-id`.
     #[cfg_attr(feature = "openapi", param(schema_with = atrium_kernel::schema::sort::<crate::model::SheetSort>))]
@@ -121,24 +142,38 @@ impl TryFrom<SheetListParams> for SheetQuery {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SheetView {
+    /// The sheet's id.
     pub id: i64,
+    /// The tenant whose payroll it is.
     pub tenant_id: i64,
     /// `YYYY-MM`.
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "2026-03"))]
     pub period: Period,
     /// `regular` or `supplementary`.
     pub kind: SheetKind,
+    /// The sheet's title.
     pub title: String,
+    /// `draft`, `calculated`, `approved` or `sent`.
     pub status: SheetStatus,
+    /// Sums over the items; money in fen.
     pub totals: SheetTotals,
+    /// The user who created it.
     pub created_by: Option<i64>,
+    /// The user who last calculated it.
     pub calculated_by: Option<i64>,
+    /// When it was last calculated.
     pub calculated_at: Option<DateTime<Utc>>,
+    /// The user who approved it.
     pub approved_by: Option<i64>,
+    /// When it was approved.
     pub approved_at: Option<DateTime<Utc>>,
+    /// When pay slips first went out.
     pub sent_at: Option<DateTime<Utc>>,
+    /// When it was created.
     pub created_at: DateTime<Utc>,
+    /// When it last changed.
     pub updated_at: DateTime<Utc>,
+    /// The items, one per employee (in the detail and action answers only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub items: Option<Vec<ItemView>>,
 }
@@ -179,39 +214,69 @@ impl From<SheetDetail> for SheetView {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ItemView {
+    /// The item's id.
     pub id: i64,
+    /// The employee paid.
     pub employee_id: i64,
+    /// The employee's name when the item was added.
     pub employee_name: String,
+    /// The employee's number in the tenant, if it has one.
     pub employee_no: Option<String>,
+    /// Allowances, taxed with the salary.
     pub allowance: Money,
+    /// Overtime pay.
     pub overtime: Money,
+    /// A monthly bonus, taxed with the salary.
     pub bonus: Money,
+    /// Unpaid leave, subtracted from gross.
     pub leave_deduction: Money,
+    /// Other pre-tax deductions (annuity, commercial health insurance).
     pub other_pre_tax_deduction: Money,
+    /// Deducted from pay after tax.
     pub after_tax_deduction: Money,
+    /// The annual one-off bonus, taxed separately.
     pub annual_bonus: Money,
+    /// Base + allowance + overtime + bonus − leave deduction; null until calculated.
     pub gross: Option<Money>,
+    /// The social-insurance base after the policy's floor and cap.
     pub si_base: Option<Money>,
+    /// The housing-fund base after the policy's floor and cap.
     pub hf_base: Option<Money>,
+    /// The employee's pension insurance.
     pub pension: Option<Money>,
+    /// The employee's medical insurance.
     pub medical: Option<Money>,
+    /// The employee's unemployment insurance.
     pub unemployment: Option<Money>,
+    /// The employee's housing fund.
     pub housing_fund: Option<Money>,
+    /// Pension + medical + unemployment + housing fund.
     pub contributions: Option<Money>,
     /// Special additional deductions counted this month (a late declaration catches up here).
     pub special_deduction: Option<Money>,
+    /// Months employed at the tenant this tax year, through this month.
     pub months_employed: Option<u32>,
+    /// This tax year's taxable income through this month (cumulative method).
     pub cumulative_taxable: Option<Money>,
+    /// Tax on `cumulative_taxable` by the annual withholding table.
     pub cumulative_tax: Option<Money>,
+    /// Income tax withheld this month: cumulative tax less tax withheld earlier.
     pub tax: Option<Money>,
+    /// The annual bonus's separate tax.
     pub annual_bonus_tax: Option<Money>,
+    /// What the employee receives.
     pub net_pay: Option<Money>,
+    /// `delivered` or `failed` once a send tried the item; null before.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "delivered"))]
     pub delivery_status: Option<DeliveryStatus>,
+    /// `wechat`, `sms` or `email`: the channel that delivered the slip.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "wechat"))]
     pub delivery_channel: Option<Channel>,
+    /// Why the last attempt failed.
     pub delivery_error: Option<String>,
+    /// How many sends tried the item.
     pub delivery_attempts: u32,
+    /// When the last attempt ended.
     pub delivered_at: Option<DateTime<Utc>>,
 }
 
@@ -281,13 +346,19 @@ impl TaxYearParams {
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaxYearView {
+    /// The employee.
     pub employee_id: i64,
+    /// The employer.
     pub tenant_id: i64,
+    /// The employee's name.
     pub employee_name: String,
+    /// The employee's number in the tenant, if it has one.
     pub employee_no: Option<String>,
+    /// The tax year.
     pub year: i32,
     /// Months with at least one approved or sent sheet paying the employee, in order.
     pub months: Vec<TaxMonth>,
+    /// The year's sums over `months`.
     pub totals: TaxYearTotals,
     /// Tax on the year's comprehensive income by the annual table less the tax withheld:
     /// what the employee's annual settlement would leave to pay or to refund, as far as this

@@ -48,6 +48,7 @@ impl FileFormat {
         }
     }
 
+    /// The file name extension, without the dot: `xlsx` or `csv`.
     pub fn extension(self) -> &'static str {
         match self {
             FileFormat::Xlsx => "xlsx",
@@ -55,6 +56,7 @@ impl FileFormat {
         }
     }
 
+    /// The format's name, as a query parameter gives it: `xlsx` or `csv`.
     pub fn as_str(self) -> &'static str {
         self.extension()
     }
@@ -63,6 +65,7 @@ impl FileFormat {
 /// The character encoding of a csv file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TextEncoding {
+    /// UTF-8.
     Utf8,
     /// GBK (code page 936), which many banks' portals and Chinese Excel still use.
     Gbk,
@@ -90,11 +93,14 @@ impl TextEncoding {
 /// How a [`Table`] is to be written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
+    /// An xlsx workbook.
     Xlsx,
     /// `bom`: a UTF-8 file starts with a byte order mark, which Excel needs to read it as
     /// UTF-8 (a bank portal may not want one; GBK has none).
     Csv {
+        /// The character encoding.
         encoding: TextEncoding,
+        /// Whether a UTF-8 file starts with a byte order mark.
         bom: bool,
     },
 }
@@ -103,6 +109,7 @@ pub enum OutputFormat {
 pub const XLSX_CONTENT_TYPE: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
 
 impl OutputFormat {
+    /// The file's media type, with its charset for csv.
     pub fn content_type(self) -> &'static str {
         match self {
             OutputFormat::Xlsx => XLSX_CONTENT_TYPE,
@@ -111,6 +118,7 @@ impl OutputFormat {
         }
     }
 
+    /// Whether the file is xlsx or csv, whatever its encoding.
     pub fn file_format(self) -> FileFormat {
         match self {
             OutputFormat::Xlsx => FileFormat::Xlsx,
@@ -133,11 +141,14 @@ pub enum ColumnKind {
 /// A column of a [`Table`]: its header and kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
+    /// The header.
     pub name: String,
+    /// What its cells hold, which decides how they are written.
     pub kind: ColumnKind,
 }
 
 impl Column {
+    /// A column headed `name` of cells of `kind`.
     pub fn new(name: impl Into<String>, kind: ColumnKind) -> Self {
         Column { name: name.into(), kind }
     }
@@ -146,11 +157,14 @@ impl Column {
 /// One cell of a table to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cell {
+    /// Nothing.
     Empty,
+    /// Text, written as it is (never as a formula).
     Text(String),
     /// Written as yuan with two decimals: a number formatted `0.00` in xlsx (text where a
     /// spreadsheet's 15 significant digits would not hold it exactly), `1234.56` in csv.
     Money(Money),
+    /// A whole number.
     Count(i64),
 }
 
@@ -160,8 +174,11 @@ pub enum Cell {
 pub struct Table {
     /// The xlsx worksheet's name (at most 31 characters, none of `[]:*?/\`).
     pub sheet_name: String,
+    /// The columns, left to right.
     pub columns: Vec<Column>,
+    /// The rows, top to bottom, each with one cell per column.
     pub rows: Vec<Vec<Cell>>,
+    /// A totals row below the rows, if any.
     pub totals: Option<Vec<Cell>>,
 }
 
@@ -170,7 +187,12 @@ pub struct Table {
 pub enum WriteError {
     /// A text cell the csv's encoding cannot write (a character GBK does not have): its row,
     /// 0-based in [`Table::rows`] (`None` for the header or the totals row), and column.
-    Unencodable { row: Option<usize>, column: usize },
+    Unencodable {
+        /// The row, 0-based in [`Table::rows`]; `None` for the header or the totals row.
+        row: Option<usize>,
+        /// The column, 0-based.
+        column: usize,
+    },
     /// Anything else (the format library failed); logged, a 500.
     Failed(String),
 }
@@ -180,7 +202,9 @@ pub enum WriteError {
 pub struct SheetFile {
     /// A plain ASCII name for `Content-Disposition`.
     pub file_name: String,
+    /// The file's media type, for `Content-Type`.
     pub content_type: &'static str,
+    /// The file's content.
     pub bytes: Vec<u8>,
 }
 
@@ -188,13 +212,16 @@ pub struct SheetFile {
 /// included) and columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadLimits {
+    /// The most rows with a value a reader takes, the header included.
     pub max_rows: usize,
+    /// The most columns a reader takes.
     pub max_columns: usize,
 }
 
 /// One cell as read from a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReadCell {
+    /// Nothing (or a cell the file leaves out).
     Empty,
     /// A text cell as typed, or a number cell as the exact decimal of the number the file
     /// holds (`1234.56`; a formula's unrounded `0.30000000000000004` stays that).
@@ -205,6 +232,7 @@ pub enum ReadCell {
 }
 
 impl ReadCell {
+    /// Whether the cell holds nothing but blanks.
     pub fn is_empty(&self) -> bool {
         match self {
             ReadCell::Empty => true,
@@ -218,7 +246,9 @@ impl ReadCell {
 /// from column A on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadRow {
+    /// The row's number as a spreadsheet shows it (the first row is 1).
     pub number: u32,
+    /// Its cells from column A on.
     pub cells: Vec<ReadCell>,
 }
 
@@ -226,7 +256,9 @@ pub struct ReadRow {
 /// first worksheet of a workbook.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadSheet {
+    /// Whether the file was xlsx or csv.
     pub format: FileFormat,
+    /// The rows that hold a value, in order; the first is the header.
     pub rows: Vec<ReadRow>,
 }
 
@@ -242,7 +274,10 @@ pub enum ReadError {
     /// More rows with a value than [`ReadLimits::max_rows`]; the reader stopped there.
     TooManyRows,
     /// A value in a column past [`ReadLimits::max_columns`], in the row numbered `row`.
-    TooManyColumns { row: u32 },
+    TooManyColumns {
+        /// The row's number as a spreadsheet shows it.
+        row: u32,
+    },
     /// An xlsx workbook that unpacks to more than the reader takes.
     TooLarge(String),
 }

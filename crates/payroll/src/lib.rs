@@ -26,6 +26,8 @@
 //! `MockPayslipNotifier`, `MockTextSender`, `MockPayeeAccounts`, `MockSheetWriter`,
 //! `MockSheetReader`); `openapi` for the schemas of the request and view types.
 
+#![warn(missing_docs)]
+
 mod api;
 mod delivery;
 pub mod engine;

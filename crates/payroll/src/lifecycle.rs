@@ -3,27 +3,48 @@
 //! A calculated sheet may be recalculated, or edited (back to `draft`); approved and sent
 //! sheets are immutable, and sending again only retries failed deliveries. Anything else is a
 //! 409 `Conflict`.
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{Error, Id};
 use serde::{Deserialize, Serialize};
 
+/// Where a sheet is in its lifecycle: `draft` → `calculated` → `approved` → `sent`.
+///
+/// ```
+/// use atrium_payroll::{SheetAction, SheetStatus};
+///
+/// let calculated = SheetStatus::Draft.after(SheetAction::Calculate)?;
+/// let approved = calculated.after(SheetAction::Approve)?;
+/// assert_eq!(approved, SheetStatus::Approved);
+/// // An approved sheet is final: editing it is a 409.
+/// assert!(approved.after(SheetAction::Edit).is_err());
+/// # Ok::<(), atrium_kernel::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "snake_case")]
 pub enum SheetStatus {
+    /// Created or edited; its figures are not calculated.
     Draft,
+    /// Every item calculated; it may still be edited (back to draft) or recalculated.
     Calculated,
+    /// Approved: its figures are final and count in later sheets' year to date.
     Approved,
+    /// Approved, and its pay slips went out (a send may be repeated for failed slips).
     Sent,
 }
 
 /// What a caller asks of a sheet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SheetAction {
+    /// Change the title or items.
     Edit,
+    /// Calculate every item.
     Calculate,
+    /// Approve the calculated figures.
     Approve,
+    /// Send the pay slips.
     Send,
 }
 
@@ -37,12 +58,12 @@ impl SheetStatus {
             (S::Draft | S::Calculated, A::Calculate) => Ok(S::Calculated),
             (S::Calculated, A::Approve) => Ok(S::Approved),
             (S::Approved | S::Sent, A::Send) => Ok(S::Sent),
-            (S::Draft, A::Approve) => Err(Error::conflict("a draft sheet must be calculated before it is approved")),
-            (S::Draft | S::Calculated, A::Send) => Err(Error::conflict("only an approved sheet can be sent")),
+            (S::Draft, A::Approve) => Err(Error::conflict(Reason::State, "a draft sheet must be calculated before it is approved")),
+            (S::Draft | S::Calculated, A::Send) => Err(Error::conflict(Reason::State, "only an approved sheet can be sent")),
             (S::Approved | S::Sent, A::Edit | A::Calculate) => {
-                Err(Error::conflict(format!("an {} sheet is final and cannot change", self.as_str())))
+                Err(Error::conflict(Reason::State, format!("an {} sheet is final and cannot change", self.as_str())))
             }
-            (S::Approved | S::Sent, A::Approve) => Err(Error::conflict("this sheet is already approved")),
+            (S::Approved | S::Sent, A::Approve) => Err(Error::conflict(Reason::State, "this sheet is already approved")),
         }
     }
 }
@@ -51,7 +72,7 @@ impl SheetStatus {
 /// who calculated the sheet.
 pub fn check_four_eyes(four_eyes: bool, calculated_by: Option<Id>, approver: Id) -> Result<(), Error> {
     if four_eyes && calculated_by == Some(approver) {
-        return Err(Error::forbidden("four-eyes approval: the user who calculated a sheet cannot approve it"));
+        return Err(Error::forbidden(Reason::FourEyes, "four-eyes approval: the user who calculated a sheet cannot approve it"));
     }
     Ok(())
 }
@@ -78,22 +99,22 @@ mod tests {
 
     #[test]
     fn approving_a_draft_is_a_conflict() {
-        assert!(matches!(Draft.after(Approve), Err(Error::Conflict(_))));
+        assert!(matches!(Draft.after(Approve), Err(Error::Conflict(..))));
     }
 
     #[test]
     fn approved_and_sent_sheets_are_immutable() {
         for s in [Approved, Sent] {
-            assert!(matches!(s.after(Edit), Err(Error::Conflict(_))), "{s:?} edit");
-            assert!(matches!(s.after(Calculate), Err(Error::Conflict(_))), "{s:?} calculate");
-            assert!(matches!(s.after(Approve), Err(Error::Conflict(_))), "{s:?} approve");
+            assert!(matches!(s.after(Edit), Err(Error::Conflict(..))), "{s:?} edit");
+            assert!(matches!(s.after(Calculate), Err(Error::Conflict(..))), "{s:?} calculate");
+            assert!(matches!(s.after(Approve), Err(Error::Conflict(..))), "{s:?} approve");
         }
     }
 
     #[test]
     fn only_approved_or_sent_sheets_can_be_sent_and_sending_again_is_allowed() {
-        assert!(matches!(Draft.after(Send), Err(Error::Conflict(_))));
-        assert!(matches!(Calculated.after(Send), Err(Error::Conflict(_))));
+        assert!(matches!(Draft.after(Send), Err(Error::Conflict(..))));
+        assert!(matches!(Calculated.after(Send), Err(Error::Conflict(..))));
         assert_eq!(Sent.after(Send).unwrap(), Sent, "a resend retries failed deliveries");
     }
 
@@ -107,7 +128,7 @@ mod tests {
 
     #[test]
     fn the_calculator_cannot_approve_under_four_eyes() {
-        assert!(matches!(check_four_eyes(true, Some(7), 7), Err(Error::Forbidden(_))));
+        assert!(matches!(check_four_eyes(true, Some(7), 7), Err(Error::Forbidden(..))));
         assert!(check_four_eyes(true, Some(7), 8).is_ok());
         assert!(check_four_eyes(false, Some(7), 7).is_ok(), "a tenant may turn four-eyes off");
     }

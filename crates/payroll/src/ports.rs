@@ -15,7 +15,9 @@ use std::collections::HashMap;
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait PayrollRepo: Send + Sync + 'static {
+    /// One page of the sheets in `scope` that match `query`, without their items.
     async fn list_sheets(&self, scope: Party, query: SheetQuery) -> Result<Page<Sheet>>;
+    /// The sheet, if it exists and is in `scope`.
     async fn get_sheet(&self, scope: Party, id: Id) -> Result<Option<Sheet>>;
     /// The sheet's items, by item id.
     async fn sheet_items(&self, sheet_id: Id) -> Result<Vec<SheetItem>>;
@@ -104,6 +106,7 @@ pub trait PayeeAccounts: Send + Sync + 'static {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait SheetWriter: Send + Sync + 'static {
+    /// The file of `table` in `format`.
     async fn write(&self, table: Table, format: OutputFormat) -> std::result::Result<Vec<u8>, WriteError>;
 }
 
@@ -114,5 +117,6 @@ pub trait SheetWriter: Send + Sync + 'static {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait SheetReader: Send + Sync + 'static {
+    /// The rows of the file in `bytes`, up to `limits`.
     async fn read(&self, bytes: Vec<u8>, limits: ReadLimits) -> std::result::Result<ReadSheet, ReadError>;
 }

@@ -9,6 +9,7 @@ use crate::lifecycle::{SheetAction, SheetStatus, check_four_eyes};
 use crate::model::*;
 use crate::ports::{PayeeAccounts, PayrollRepo, PayslipNotifier, SheetReader, SheetWriter};
 use crate::tax_year::TaxYear;
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Period, Result, Timestamp};
 use futures_util::StreamExt;
@@ -25,6 +26,9 @@ const SEND_LEASE_SECS: i64 = 600;
 /// At most this many field errors are reported for one calculation.
 const MAX_REPORTED_ERRORS: usize = 50;
 
+/// The payroll use cases over their ports, scoped to the caller: create, edit, calculate,
+/// approve (four-eyes) and send sheets, spreadsheet exports and imports, and an employee's
+/// tax year.
 pub struct PayrollService {
     repo: Arc<dyn PayrollRepo>,
     notifier: Arc<dyn PayslipNotifier>,
@@ -35,8 +39,11 @@ pub struct PayrollService {
 /// The ports of the spreadsheet use cases: employees' bank accounts, and the file encoder and
 /// decoder.
 pub struct FilePorts {
+    /// Employees' bank accounts, for the bank-transfer file.
     pub accounts: Arc<dyn PayeeAccounts>,
+    /// Encodes tables as xlsx or csv files.
     pub writer: Arc<dyn SheetWriter>,
+    /// Decodes uploaded xlsx or csv files.
     pub reader: Arc<dyn SheetReader>,
 }
 
@@ -101,10 +108,12 @@ fn item_errors(i: usize, e: Error, errors: &mut Vec<FieldError>) {
 }
 
 impl PayrollService {
+    /// A service over its storage, the pay-slip notifier, the file ports and a clock.
     pub fn new(repo: Arc<dyn PayrollRepo>, notifier: Arc<dyn PayslipNotifier>, files: FilePorts, clock: Arc<dyn Clock>) -> Self {
         PayrollService { repo, notifier, files, clock }
     }
 
+    /// One page of the sheets in the caller's scope that match `query`, without their items.
     pub async fn list(&self, actor: &Actor, query: SheetQuery) -> Result<Page<Sheet>> {
         self.repo.list_sheets(actor.party, query).await
     }
@@ -113,6 +122,7 @@ impl PayrollService {
         self.repo.get_sheet(actor.party, id).await?.ok_or(Error::NotFound("payroll sheet"))
     }
 
+    /// A sheet in the caller's scope with its items; `NotFound` for any other.
     pub async fn get(&self, actor: &Actor, id: Id) -> Result<SheetDetail> {
         let sheet = self.sheet(actor, id).await?;
         self.detail(sheet).await
@@ -141,7 +151,7 @@ impl PayrollService {
             }
             let employees = self.repo.employees(tenant_id, None).await?;
             if employees.is_empty() {
-                return Err(Error::conflict("the tenant has no active employees; list the employees as items"));
+                return Err(Error::conflict(Reason::NoEmployees, "the tenant has no active employees; list the employees as items"));
             }
             return Ok(employees.into_iter().map(|e| new_item(&e, Adjustments::default())).collect());
         };
@@ -173,6 +183,10 @@ impl PayrollService {
         Ok(items)
     }
 
+    /// Creates a `draft` sheet for the caller's tenant (or one in its scope): with the given
+    /// items, or, for a regular sheet without items, one item per active employee. A second regular
+    /// sheet of the period is a `Conflict`; so is a supplementary sheet before its period's regular
+    /// sheet is approved or sent.
     pub async fn create(&self, actor: &Actor, input: NewSheet) -> Result<SheetDetail> {
         let tenant_id = actor.party.tenant_for_new(input.tenant_id)?;
         let tenant = self.repo.tenant(actor.party, tenant_id).await?.ok_or_else(|| Error::no_such("tenant_id", "no such tenant"))?;
@@ -199,19 +213,27 @@ impl PayrollService {
     async fn check_regular_settled(&self, tenant_id: Id, period: Period) -> Result<()> {
         match self.repo.regular_sheet(tenant_id, period).await? {
             Some(regular) if matches!(regular.status, SheetStatus::Approved | SheetStatus::Sent) => Ok(()),
-            Some(regular) => Err(Error::conflict(format!(
-                "a supplementary sheet pays on top of its period's regular sheet, and the regular sheet of {period} (id {}) is {}; \
+            Some(regular) => Err(Error::conflict(
+                Reason::RegularSheetFirst,
+                format!(
+                    "a supplementary sheet pays on top of its period's regular sheet, and the regular sheet of {period} (id {}) is {}; \
                  approve it first",
-                regular.id,
-                regular.status.as_str()
-            ))),
-            None => Err(Error::conflict(format!(
-                "a supplementary sheet pays on top of its period's regular sheet, and the tenant has no regular sheet for {period}; \
+                    regular.id,
+                    regular.status.as_str()
+                ),
+            )),
+            None => Err(Error::conflict(
+                Reason::RegularSheetFirst,
+                format!(
+                    "a supplementary sheet pays on top of its period's regular sheet, and the tenant has no regular sheet for {period}; \
                  create, calculate and approve it first"
-            ))),
+                ),
+            )),
         }
     }
 
+    /// Changes a draft or calculated sheet's title and items; the sheet goes back to `draft` and
+    /// loses its calculated figures. An approved or sent sheet is a `Conflict`.
     pub async fn update(&self, actor: &Actor, id: Id, patch: SheetPatch) -> Result<SheetDetail> {
         let before = self.sheet(actor, id).await?;
         let status = before.status.after(SheetAction::Edit)?;
@@ -243,6 +265,9 @@ impl PayrollService {
         self.detail(saved).await
     }
 
+    /// Calculates every item with the engine, the tenant's policy and each employee's year to date
+    /// from the approved and sent sheets; the sheet becomes `calculated`. Items that cannot be
+    /// calculated (or an invalid policy) block it with a 409 naming each, and nothing is written.
     pub async fn calculate(&self, actor: &Actor, id: Id) -> Result<SheetDetail> {
         let before = self.sheet(actor, id).await?;
         let status = before.status.after(SheetAction::Calculate)?;
@@ -251,6 +276,7 @@ impl PayrollService {
         // request: 409 naming each problem.
         let calculator = Calculator::new(tenant.policy, before.period).map_err(|e| match e {
             Error::Invalid(fields) => Error::Blocked(
+                Reason::PayrollPolicy,
                 fields.into_iter().map(|f| FieldError::new(format!("tenant.payroll_policy.{}", f.field), f.message)).collect(),
             ),
             other => other,
@@ -305,7 +331,7 @@ impl PayrollService {
             }
         }
         if !errors.is_empty() {
-            return Err(Error::Blocked(errors));
+            return Err(Error::Blocked(Reason::SheetItems, errors));
         }
 
         let now = self.clock.now();
@@ -323,6 +349,9 @@ impl PayrollService {
         Ok(SheetDetail { sheet, items })
     }
 
+    /// Approves a calculated sheet: its figures become final. Under four-eyes the user who
+    /// calculated it may not approve it (`Forbidden`); a sheet whose year to date changed since its
+    /// calculation (another sheet approved meanwhile) must be recalculated first (`Conflict`).
     pub async fn approve(&self, actor: &Actor, id: Id) -> Result<SheetDetail> {
         let before = self.sheet(actor, id).await?;
         let status = before.status.after(SheetAction::Approve)?;
@@ -331,7 +360,10 @@ impl PayrollService {
         check_four_eyes(tenant.policy.four_eyes, before.calculated_by, approver)?;
         if before.ytd_basis.is_none() {
             // Calculated before calculations recorded what their year to date summed.
-            return Err(Error::conflict("this sheet's calculation did not record its year-to-date basis; recalculate it, then approve it"));
+            return Err(Error::conflict(
+                Reason::StaleYearToDate,
+                "this sheet's calculation did not record its year-to-date basis; recalculate it, then approve it",
+            ));
         }
         let now = self.clock.now();
         let mut after = before.clone();
@@ -344,11 +376,14 @@ impl PayrollService {
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
         match self.repo.approve_sheet(after, audit).await? {
             Approval::Approved(saved) => self.detail(*saved).await,
-            Approval::StaleYearToDate => Err(Error::conflict(format!(
-                "another payroll sheet of {} was approved after this one was calculated, so its year-to-date figures are out of \
+            Approval::StaleYearToDate => Err(Error::conflict(
+                Reason::StaleYearToDate,
+                format!(
+                    "another payroll sheet of {} was approved after this one was calculated, so its year-to-date figures are out of \
                  date; recalculate it, then approve it",
-                before.period.year()
-            ))),
+                    before.period.year()
+                ),
+            )),
             Approval::AnnualBonusTaken(taken) => {
                 let items = self.repo.sheet_items(id).await?;
                 let taken: HashMap<Id, Id> = taken.into_iter().collect();
@@ -358,7 +393,7 @@ impl PayrollService {
                     .filter_map(|(i, item)| taken.get(&item.employee_id).map(|&other| bonus_taken(i, item, before.period.year(), other)))
                     .take(MAX_REPORTED_ERRORS)
                     .collect();
-                Err(Error::Blocked(errors))
+                Err(Error::Blocked(Reason::SheetItems, errors))
             }
         }
     }
@@ -387,7 +422,7 @@ impl PayrollService {
         let status = before.status.after(SheetAction::Send)?;
         let now = self.clock.now();
         if before.send_started_at.is_some_and(|t| (now - t).num_seconds() < SEND_LEASE_SECS) {
-            return Err(Error::conflict("a send of this sheet is in progress; try again when it has finished"));
+            return Err(Error::conflict(Reason::TryAgain, "a send of this sheet is in progress; try again when it has finished"));
         }
         let tenant = self.tenant(actor, before.tenant_id).await?;
         let items = self.repo.sheet_items(id).await?;

@@ -22,7 +22,9 @@ pub const ANNUAL_BASIC_DEDUCTION: Money = Money::from_fen(6_000_000);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaxMonthSheet {
+    /// The sheet's id.
     pub id: Id,
+    /// Whether the sheet is regular or supplementary.
     pub kind: SheetKind,
 }
 
@@ -54,6 +56,7 @@ pub struct TaxMonth {
     pub tax: Money,
     /// The annual one-off bonus taxed separately this month, and its tax.
     pub annual_bonus: Money,
+    /// The annual bonus's separate tax.
     pub annual_bonus_tax: Money,
 }
 
@@ -61,14 +64,21 @@ pub struct TaxMonth {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaxYearTotals {
+    /// Gross pay over the year.
     pub gross: Money,
+    /// Tax-free income over the year.
     pub tax_free_income: Money,
+    /// Employee social insurance and housing fund over the year.
     pub contributions: Money,
+    /// Special additional deductions counted over the year.
     pub special_deductions: Money,
+    /// Other pre-tax deductions over the year.
     pub other_deductions: Money,
     /// Tax withheld by the cumulative method (the annual bonus's separate tax excluded).
     pub tax_withheld: Money,
+    /// The annual one-off bonus paid this year (at most one, taxed separately).
     pub annual_bonus: Money,
+    /// Its separate tax.
     pub annual_bonus_tax: Money,
 }
 
@@ -83,8 +93,11 @@ pub struct Settlement {
     pub income: Money,
     /// 60,000 yuan: the whole year's basic deduction, however many months were worked here.
     pub basic_deduction: Money,
+    /// Employee social insurance and housing fund over the year.
     pub contributions: Money,
+    /// Special additional deductions counted over the year.
     pub special_deductions: Money,
+    /// Other pre-tax deductions over the year.
     pub other_deductions: Money,
     /// Income less the deductions, never below zero.
     pub taxable: Money,
@@ -102,14 +115,21 @@ pub struct Settlement {
 /// An employee's tax year at their tenant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaxYear {
+    /// The employee.
     pub employee_id: Id,
+    /// The employer.
     pub tenant_id: Id,
+    /// The employee's name.
     pub employee_name: String,
+    /// The employee's number in the tenant, if it has one.
     pub employee_no: Option<String>,
+    /// The tax year (a calendar year).
     pub year: i32,
     /// Months with at least one approved or sent sheet paying the employee, in order.
     pub months: Vec<TaxMonth>,
+    /// The year's sums over `months`.
     pub totals: TaxYearTotals,
+    /// The annual settlement estimate.
     pub settlement: Settlement,
 }
 

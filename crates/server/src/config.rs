@@ -397,7 +397,7 @@ impl Config {
     }
 
     /// Reads configuration through `var` (so tests can pass a map): every variable is
-    /// declared once in [`EnvVars`], with its default and parser, and clap reads the values
+    /// declared once in `EnvVars`, with its default and parser, and clap reads the values
     /// `var` gives. A bad value is an error naming the variable.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<Config> {
         Config::from_vars_with(var, Creating::Allowed)

@@ -1,4 +1,5 @@
 //! The one place where driver errors become domain errors.
+use atrium_kernel::Reason;
 use atrium_kernel::Error;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 
@@ -8,10 +9,10 @@ pub fn db_error(e: DieselError) -> Error {
     match e {
         DieselError::NotFound => Error::NotFound("record"),
         DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info) => {
-            Error::Conflict(unique_message(info.message(), info.constraint_name()))
+            Error::Conflict(Reason::Duplicate, unique_message(info.message(), info.constraint_name()))
         }
         DieselError::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, _) => {
-            Error::Conflict("the record is referenced by, or refers to, a record that does not allow this change".into())
+            Error::Conflict(Reason::InUse, "the record is referenced by, or refers to, a record that does not allow this change".into())
         }
         DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _) | DieselError::BrokenTransactionManager => {
             log::warn!("database connection lost");

@@ -1,6 +1,7 @@
 //! [`PaymentRepo`]: payment configurations (secrets encrypted), transactions, refunds and the
 //! notifications already processed. A refund reservation is one write transaction holding the
 //! transaction's row lock, so concurrent refunds never together exceed what was paid.
+use atrium_kernel::Reason;
 use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, first_for_update, on_backend};
@@ -324,7 +325,7 @@ fn insert_transaction(conn: &mut DbConn, tx: Transaction, effects: &Effects) -> 
         .optional()
         .map_err(db_error)?;
     if let Some(order_id) = owner.filter(|id| Some(*id) != tx.order_id) {
-        return Err(Error::conflict(format!(
+        return Err(Error::conflict(Reason::WrongRoute, format!(
             "out_trade_no {} is the number of order {order_id}; pay it through /api/v1/orders/{order_id}/pay",
             tx.out_trade_no
         )));
@@ -338,18 +339,18 @@ fn insert_transaction(conn: &mut DbConn, tx: Transaction, effects: &Effects) -> 
             .get_result(conn)
             .map_err(db_error)?;
         if live > 0 {
-            return Err(Error::conflict(format!("order {order_id} already has a payment")));
+            return Err(Error::conflict(Reason::Duplicate, format!("order {order_id} already has a payment")));
         }
     }
     // The unique indexes decide races the reads above cannot see (PostgreSQL).
     let id: i64 =
         diesel::insert_into(payment_transactions::table).values(tx_row(&tx)).returning(payment_transactions::id).get_result(conn).map_err(
             |e| match db_error(e) {
-                Error::Conflict(_) => match tx.order_id {
+                Error::Conflict(..) => match tx.order_id {
                     Some(order_id) => {
-                        Error::conflict(format!("order {order_id} already has a payment, or out_trade_no {} is used", tx.out_trade_no))
+                        Error::conflict(Reason::Duplicate, format!("order {order_id} already has a payment, or out_trade_no {} is used", tx.out_trade_no))
                     }
-                    None => Error::conflict(format!("out_trade_no {} is already used", tx.out_trade_no)),
+                    None => Error::conflict(Reason::Duplicate, format!("out_trade_no {} is already used", tx.out_trade_no)),
                 },
                 other => other,
             },

@@ -7,6 +7,7 @@
 mod files;
 mod year;
 
+use atrium_kernel::Reason;
 use crate::audit_log::{audit_created, write_audit};
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, MultiBackend};
@@ -243,7 +244,7 @@ fn write_sheet(conn: &mut DbConn, sheet: &Sheet) -> Result<Sheet> {
         .execute(conn)
         .map_err(db_error)?;
     if n == 0 {
-        return Err(Error::conflict("the payroll sheet was changed meanwhile; reload it and try again"));
+        return Err(Error::conflict(Reason::TryAgain, "the payroll sheet was changed meanwhile; reload it and try again"));
     }
     Ok(Sheet { version: row.version, ..sheet.clone() })
 }
@@ -312,7 +313,7 @@ fn insert_items(conn: &mut DbConn, sheet_id: Id, items: &[SheetItem]) -> Result<
 /// costs microseconds, while preparing a multi-row one with thousands of parameters costs
 /// milliseconds).
 fn update_lines(conn: &mut DbConn, sheet_id: Id, lines: &[(Id, CalculatedLine)]) -> Result<()> {
-    let changed_meanwhile = || Error::conflict("the payroll sheet's items changed meanwhile; reload it and try again");
+    let changed_meanwhile = || Error::conflict(Reason::TryAgain, "the payroll sheet's items changed meanwhile; reload it and try again");
     let json = |l: &CalculatedLine| serde_json::to_string(l).map_err(|e| Error::Internal(e.into()));
     match conn {
         DbConn::Pg(c) => {
@@ -545,8 +546,8 @@ impl PayrollRepo for PayrollStore {
                     .returning(payroll_sheets::id)
                     .get_result(conn)
                     .map_err(|e| match db_error(e) {
-                        Error::Conflict(_) => {
-                            Error::conflict(format!("the tenant already has a regular payroll sheet for {}", sheet.period))
+                        Error::Conflict(..) => {
+                            Error::conflict(Reason::Duplicate, format!("the tenant already has a regular payroll sheet for {}", sheet.period))
                         }
                         other => other,
                     })?;

@@ -8,6 +8,7 @@
 //! are conditional writes against the state read, so racing writers never move a record back.
 //! Packages are files in the store's package directory named `<sha256>.zip`, moved there off
 //! the async workers.
+use atrium_kernel::Reason;
 use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, MultiBackend, on_backend};
@@ -59,7 +60,7 @@ impl ReleaseStore {
 /// missing tenant, a foreign key, is a `Conflict` of its own wording there).
 fn unique_or(e: DieselError, message: impl FnOnce() -> String) -> Error {
     match e {
-        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _) => Error::Conflict(message()),
+        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _) => Error::Conflict(Reason::Duplicate, message()),
         other => db_error(other),
     }
 }

@@ -57,7 +57,7 @@ store_test!(a_duplicate_username_is_a_conflict, |db| {
 
     let err = repo.create_platform_admin("root", "Other", "hash", t0(), audit("user.create")).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains("username")), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("username")), "{err:?}");
 });
 
 store_test!(a_refresh_token_rotates_once_and_its_replay_revokes_the_session, |db| {
@@ -271,7 +271,7 @@ store_test!(registration_creates_a_pending_tenant_and_its_admin, |db| {
     let again = repo.register_tenant(reg(), audit("tenant.register")).await.unwrap_err();
 
     assert_eq!(done.user.party, Party::Tenant { tenant_id: done.tenant_id, partner_id: None });
-    assert!(matches!(again, Error::Conflict(_)), "{again:?}");
+    assert!(matches!(again, Error::Conflict(..)), "{again:?}");
     let found = repo.find_credentials("+8613800138001").await.unwrap().unwrap();
     assert_eq!(found.user.id, done.user.id);
 });
@@ -296,7 +296,7 @@ store_test!(a_chat_identity_binds_to_one_user_only, |db| {
     repo.bind_chat_identity(user.id, "unionid:u1", t0(), audit("user.chat_bind")).await.unwrap();
     let err = repo.bind_chat_identity(other.id, "unionid:u1", t0(), audit("user.chat_bind")).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(_)));
+    assert!(matches!(err, Error::Conflict(..)));
     assert_eq!(repo.find_user_by_chat_identity("unionid:u1").await.unwrap().unwrap().user.id, user.id);
 });
 
@@ -370,8 +370,8 @@ store_test!(roles_in_use_cannot_be_deleted_and_builtins_never, |db| {
     s.update_user(holder, write, role_audit("user.update", "user")).await.unwrap();
     s.delete_role(role.id, role_audit("role.delete", "role")).await.unwrap();
 
-    assert!(matches!(dup, Error::Conflict(_)));
+    assert!(matches!(dup, Error::Conflict(..)));
     assert!(matches!(builtin, Error::NotFound(_)));
-    assert!(matches!(in_use, Error::Conflict(_)), "{in_use:?}");
+    assert!(matches!(in_use, Error::Conflict(..)), "{in_use:?}");
     assert_eq!(s.get_role(Party::Platform, role.id).await.unwrap(), None);
 });

@@ -268,7 +268,7 @@ store_test!(a_config_for_a_missing_tenant_is_refused_and_writes_no_audit, |db| {
 
     let err = f.repo.put_config(config(f.tenant + 1000), config_audit(f.tenant)).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert!(matches!(err, Error::Conflict(..)), "{err:?}");
     let mut conn = db.conn().unwrap();
     let audits: i64 = audit_logs::table.filter(audit_logs::target_type.eq("payment_config")).count().get_result(&mut *conn).unwrap();
     assert_eq!(audits, 0);
@@ -295,7 +295,7 @@ store_test!(a_transaction_number_is_unique_per_tenant, |db| {
     let again = f.repo.insert_transaction(transaction(f.tenant, "T20260501000001", 200), effects(f.tenant, "tx.again")).await.unwrap_err();
     let elsewhere = f.repo.insert_transaction(transaction(f.other, "T20260501000001", 300), none()).await.unwrap();
 
-    assert!(matches!(again, Error::Conflict(ref m) if m.contains("T20260501000001")), "{again:?}");
+    assert!(matches!(again, Error::Conflict(_, ref m) if m.contains("T20260501000001")), "{again:?}");
     assert_eq!(written(&db, "tx.again"), (0, 0), "the refused insert wrote none of its effects");
     assert_eq!(elsewhere.amount, Money::from_fen(300));
     assert_eq!(f.repo.get_transaction(f.tenant, "T20260501000001".into()).await.unwrap(), Some(stored));
@@ -371,8 +371,8 @@ store_test!(a_transaction_cannot_take_an_orders_number_unless_it_is_that_orders,
         .await
         .unwrap_err();
 
-    assert!(matches!(routes, Error::Conflict(ref m) if m.contains("O0000001")), "{routes:?}");
-    assert!(matches!(others, Error::Conflict(ref m) if m.contains("O0000001")), "{others:?}");
+    assert!(matches!(routes, Error::Conflict(_, ref m) if m.contains("O0000001")), "{routes:?}");
+    assert!(matches!(others, Error::Conflict(_, ref m) if m.contains("O0000001")), "{others:?}");
     assert_eq!(f.repo.get_transaction(f.tenant, "O0000001".into()).await.unwrap(), None, "nothing written");
     assert_eq!(f.repo.order_transaction(f.tenant, another.id).await.unwrap(), None);
     assert_eq!((written(&db, "tx.routes"), written(&db, "tx.others")), ((0, 0), (0, 0)), "no job, no audit");
@@ -421,7 +421,7 @@ store_test!(one_live_transaction_per_order_when_an_online_and_an_offline_insert_
         let won: Vec<&Transaction> = pair.iter().filter_map(|a| a.as_ref().ok()).collect();
         assert_eq!(won.len(), 1, "exactly one of the pair of {} is stored: {pair:?}", o.order_no);
         let lost = pair.iter().find_map(|a| a.as_ref().err()).unwrap();
-        assert!(matches!(lost, Error::Conflict(_)), "{lost:?}");
+        assert!(matches!(lost, Error::Conflict(..)), "{lost:?}");
         assert_eq!(live(&db, o.id), 1);
         assert_eq!(f.repo.order_transaction(f.tenant, o.id).await.unwrap().as_ref(), Some(won[0]));
     }
@@ -436,7 +436,7 @@ store_test!(one_live_transaction_per_order_when_an_online_and_an_offline_insert_
         let second = f.repo.insert_transaction(loser, none()).await.unwrap();
         assert_eq!(f.repo.order_transaction(f.tenant, o.id).await.unwrap(), Some(second));
         let third = Transaction { out_trade_no: format!("{}-2", o.order_no), ..offline(o) };
-        assert!(matches!(f.repo.insert_transaction(third, none()).await.unwrap_err(), Error::Conflict(_)));
+        assert!(matches!(f.repo.insert_transaction(third, none()).await.unwrap_err(), Error::Conflict(..)));
         assert_eq!(live(&db, o.id), 1);
     }
 });
@@ -446,11 +446,11 @@ store_test!(a_closed_or_revoked_transaction_makes_way_for_another_of_its_order, 
     let o = order(&f, f.tenant, "W0000001", 100).await;
     let first = f.repo.insert_transaction(online(&o), none()).await.unwrap();
     let err = f.repo.insert_transaction(offline(&o), effects(f.tenant, "tx.second")).await.unwrap_err();
-    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert!(matches!(err, Error::Conflict(..)), "{err:?}");
     assert_eq!(written(&db, "tx.second"), (0, 0));
     // Nor may an order's transaction be stored closed beside its live one.
     let closed = Transaction { out_trade_no: "W0000001-closed".into(), trade_state: TradeState::Closed, ..online(&o) };
-    assert!(matches!(f.repo.insert_transaction(closed, none()).await.unwrap_err(), Error::Conflict(_)));
+    assert!(matches!(f.repo.insert_transaction(closed, none()).await.unwrap_err(), Error::Conflict(..)));
 
     assert!(f.repo.update_transaction(Transaction { trade_state: TradeState::Closed, ..first }, TradeState::NotPay, none()).await.unwrap());
     let second = f.repo.insert_transaction(offline(&o), effects(f.tenant, "tx.second")).await.unwrap();
@@ -1029,7 +1029,7 @@ store_test!(an_order_and_a_transaction_racing_for_one_number_cannot_both_take_it
             }
             _ => panic!("{no}: both or neither took the number: {order:?} {tx:?}"),
         };
-        assert!(matches!(refused, Error::Conflict(m) if m.contains(no.as_str())), "{no}: {refused:?}");
+        assert!(matches!(refused, Error::Conflict(_, m) if m.contains(no.as_str())), "{no}: {refused:?}");
         let stored_order = has_order(&db, f.tenant, no);
         let stored_tx = f.repo.get_transaction(f.tenant, no.clone()).await.unwrap();
         assert_eq!((stored_order, stored_tx.is_some()), (order.is_ok(), tx.is_ok()), "{no}: what is stored");

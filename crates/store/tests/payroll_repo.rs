@@ -132,7 +132,7 @@ store_test!(a_second_sheet_for_the_same_tenant_and_period_is_a_conflict, |db| {
 
     let again = f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], audit("c")).await.unwrap_err();
 
-    assert!(matches!(again, Error::Conflict(ref m) if m.contains("2026-03")), "{again:?}");
+    assert!(matches!(again, Error::Conflict(_, ref m) if m.contains("2026-03")), "{again:?}");
 });
 
 store_test!(items_round_trip_with_their_line_and_delivery, |db| {
@@ -195,7 +195,7 @@ store_test!(items_and_lines_are_written_item_by_item_or_not_at_all, |db| {
         assert_eq!((stored.employee_id, &stored.employee_no, stored.adjustments), (sent.employee_id, &sent.employee_no, sent.adjustments));
     }
     assert!(back.windows(2).all(|w| w[0].id < w[1].id), "items keep their order");
-    assert!(matches!(refused, Error::Conflict(_)), "{refused:?}");
+    assert!(matches!(refused, Error::Conflict(..)), "{refused:?}");
     assert!(untouched.iter().all(|i| i.line.is_none()), "nothing of the refused calculation was kept");
     assert_eq!(status_after_refusal, SheetStatus::Draft);
     for (item, (id, line)) in written.iter().zip(&lines) {
@@ -210,7 +210,7 @@ store_test!(a_write_against_a_stale_version_is_a_conflict, |db| {
 
     let stale = f.payroll.update_sheet(Sheet { title: "second".into(), ..s.clone() }, ItemsWrite::Keep, audit("u")).await.unwrap_err();
 
-    assert!(matches!(stale, Error::Conflict(_)), "{stale:?}");
+    assert!(matches!(stale, Error::Conflict(..)), "{stale:?}");
     assert_eq!(f.payroll.get_sheet(Party::Platform, s.id).await.unwrap().unwrap().title, "first");
 });
 
@@ -307,7 +307,7 @@ store_test!(only_regular_sheets_are_one_per_period_and_supplementary_ones_are_li
     let second = f.payroll.insert_sheet(extra(), vec![item(f.employees[0])], audit("c")).await.unwrap();
     let again = f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], audit("c")).await.unwrap_err();
 
-    assert!(matches!(again, Error::Conflict(ref m) if m.contains("regular payroll sheet for 2026-03")), "{again:?}");
+    assert!(matches!(again, Error::Conflict(_, ref m) if m.contains("regular payroll sheet for 2026-03")), "{again:?}");
     assert_eq!(
         f.payroll.regular_sheet(f.tenant, period("2026-03")).await.unwrap().map(|s| (s.id, s.kind)),
         Some((regular.id, SheetKind::Regular))

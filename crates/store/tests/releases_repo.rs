@@ -315,7 +315,7 @@ store_test!(an_app_authorised_for_one_tenant_is_refused_for_another_and_nothing_
     let moved = f.repo.save_authorization(authorization(f.other, "wxa1"), authorization_audit(f.other, "authorize")).await;
 
     for err in [fresh.unwrap_err(), moved.unwrap_err()] {
-        assert!(matches!(err, Error::Conflict(ref m) if m.contains("wxa1")), "{err:?}");
+        assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("wxa1")), "{err:?}");
     }
     assert_eq!(f.repo.get_authorization(f.sibling).await.unwrap(), None);
     assert_eq!(f.repo.get_authorization(f.other).await.unwrap().unwrap().authorizer_appid, "wxa9");
@@ -336,7 +336,7 @@ store_test!(an_authorization_for_a_missing_tenant_is_refused_and_writes_no_audit
     let err =
         f.repo.save_authorization(authorization(f.other + 1000, "wxa1"), authorization_audit(f.tenant, "authorize")).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert!(matches!(err, Error::Conflict(..)), "{err:?}");
     let mut conn = db.conn().unwrap();
     let audits: i64 =
         audit_logs::table.filter(audit_logs::target_type.eq("miniprogram_authorization")).count().get_result(&mut *conn).unwrap();
@@ -349,7 +349,7 @@ store_test!(an_authorization_attempt_is_taken_once_and_found_by_its_code_until_t
     f.repo.insert_authorization_attempt(attempt(f.tenant, &hash, "preauthcode@@@1")).await.unwrap();
     f.repo.insert_authorization_attempt(attempt(f.other, &"b".repeat(64), "preauthcode@@@2")).await.unwrap();
     let again = f.repo.insert_authorization_attempt(attempt(f.other, &hash, "preauthcode@@@3")).await.unwrap_err();
-    assert!(matches!(again, Error::Conflict(_)), "{again:?}");
+    assert!(matches!(again, Error::Conflict(..)), "{again:?}");
 
     // Looking it up by its code leaves it in place.
     let by_code = f.repo.authorization_attempt_by_code("preauthcode@@@1".into()).await.unwrap();
@@ -589,7 +589,7 @@ store_test!(an_upload_of_a_package_that_is_not_kept_is_refused, |db| {
     let err =
         f.repo.insert_upload_task(upload(f.tenant, "1.0.0", UploadSource::Package { sha256: "e".repeat(64), size: 10 })).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert!(matches!(err, Error::Conflict(..)), "{err:?}");
     assert!(!f.repo.upload_version_used(f.tenant, "1.0.0".into()).await.unwrap());
 });
 
@@ -601,7 +601,7 @@ store_test!(a_version_is_used_once_per_tenant_and_is_free_for_another, |db| {
     let again = f.repo.insert_upload_task(upload(f.tenant, "1.0.0", template(8))).await.unwrap_err();
     let elsewhere = f.repo.insert_upload_task(upload(f.other, "1.0.0", template(8))).await.unwrap();
 
-    assert!(matches!(again, Error::Conflict(ref m) if m.contains("1.0.0")), "{again:?}");
+    assert!(matches!(again, Error::Conflict(_, ref m) if m.contains("1.0.0")), "{again:?}");
     assert_eq!(elsewhere.tenant_id, f.other);
     assert!(f.repo.upload_version_used(f.tenant, "1.0.0".into()).await.unwrap());
     assert!(f.repo.upload_version_used(f.other, "1.0.0".into()).await.unwrap());
@@ -785,7 +785,7 @@ store_test!(a_tenant_has_one_running_audit_at_most_and_a_finished_one_frees_the_
     let up = uploaded(&f, f.tenant, "1.0.1", at(2)).await;
 
     let second = f.repo.insert_audit_task(audit(&up, 2)).await.unwrap_err();
-    assert!(matches!(second, Error::Conflict(_)), "{second:?}");
+    assert!(matches!(second, Error::Conflict(..)), "{second:?}");
     // Another tenant audits meanwhile.
     let theirs = audited(&f, f.other, "1.0.0", AuditStatus::Auditing, at(1)).await;
     assert_eq!(theirs.status, AuditStatus::Auditing);
@@ -793,7 +793,7 @@ store_test!(a_tenant_has_one_running_audit_at_most_and_a_finished_one_frees_the_
     // Delayed is still running.
     let delayed = AuditTask { status: AuditStatus::Delayed, reason: Some("busy".into()), updated_at: at(3), ..first.clone() };
     assert!(f.repo.update_audit_task(delayed.clone(), first.state()).await.unwrap());
-    assert!(matches!(f.repo.insert_audit_task(audit(&up, 2)).await, Err(Error::Conflict(_))));
+    assert!(matches!(f.repo.insert_audit_task(audit(&up, 2)).await, Err(Error::Conflict(..))));
 
     let withdrawn = AuditTask { status: AuditStatus::Withdrawn, decided_at: Some(at(4)), updated_at: at(4), ..delayed.clone() };
     assert!(f.repo.update_audit_task(withdrawn, delayed.state()).await.unwrap());
@@ -826,7 +826,7 @@ store_test!(of_ten_concurrent_audit_submissions_of_a_tenant_exactly_one_is_store
     for t in tasks {
         match t.await.unwrap() {
             Ok(task) => stored.push(task),
-            Err(Error::Conflict(_)) => refused += 1,
+            Err(Error::Conflict(..)) => refused += 1,
             Err(other) => panic!("{other:?}"),
         }
     }

@@ -1,3 +1,4 @@
+use atrium_kernel::Reason;
 use super::SessionCache;
 use crate::config::IdentityConfig;
 use crate::model::*;
@@ -36,6 +37,10 @@ pub struct IdentityService {
 }
 
 impl IdentityService {
+    /// A login service over identity storage, the password hasher, the code sender, the QR login
+    /// provider (if configured), a clock and its settings. It makes its own session cache; share
+    /// it with [`UserService`](crate::UserService) and [`RoleService`](crate::RoleService)
+    /// through [`IdentityService::session_cache`].
     pub fn new(
         repo: Arc<dyn IdentityRepo>,
         hasher: Arc<dyn PasswordHasher>,
@@ -49,6 +54,7 @@ impl IdentityService {
         IdentityService { repo, hasher, codes, chat, clock, config, keys, cache }
     }
 
+    /// The settings the service runs with.
     pub fn config(&self) -> &IdentityConfig {
         &self.config
     }
@@ -424,14 +430,14 @@ impl IdentityService {
         let now = self.clock.now();
         let t = self.repo.get_chat_ticket(state).await?.ok_or(Error::NotFound("QR ticket"))?;
         if t.status != TicketStatus::Pending || t.expires_at <= now {
-            return Err(Error::conflict("this QR ticket was already scanned or has expired"));
+            return Err(Error::conflict(Reason::State, "this QR ticket was already scanned or has expired"));
         }
         let identity = self.chat()?.exchange_code(code).await?;
         let key = identity.binding_key();
         let user = self.repo.find_user_by_chat_identity(&key).await?;
         let status = if user.is_some() { TicketStatus::Confirmed } else { TicketStatus::Unbound };
         if !self.repo.scan_chat_ticket(state, status, &key, user.map(|c| c.user.id)).await? {
-            return Err(Error::conflict("this QR ticket was already scanned or has expired"));
+            return Err(Error::conflict(Reason::State, "this QR ticket was already scanned or has expired"));
         }
         Ok(status)
     }
@@ -448,11 +454,11 @@ impl IdentityService {
         let now = self.clock.now();
         let t = self.repo.get_chat_ticket(ticket).await?.ok_or(Error::NotFound("QR ticket"))?;
         if t.status != TicketStatus::Unbound || t.consumed_at.is_some() || t.expires_at <= now {
-            return Err(Error::conflict("this QR ticket was not scanned by an unbound account, or has expired"));
+            return Err(Error::conflict(Reason::State, "this QR ticket was not scanned by an unbound account, or has expired"));
         }
-        let key = t.chat_identity.ok_or_else(|| Error::conflict("this QR ticket has not been scanned"))?;
+        let key = t.chat_identity.ok_or_else(|| Error::conflict(Reason::State, "this QR ticket has not been scanned"))?;
         if !self.repo.consume_chat_ticket(ticket, TicketStatus::Unbound, now).await? {
-            return Err(Error::conflict("this QR ticket was already used"));
+            return Err(Error::conflict(Reason::State, "this QR ticket was already used"));
         }
         let audit = audit(now, client, "user.chat_bind", user, None);
         self.repo.bind_chat_identity(user.id, &key, now, audit).await?;
@@ -486,7 +492,7 @@ impl IdentityService {
         match self.repo.create_platform_admin("admin", "Platform administrator", &hash, now, audit).await {
             Ok(_) => Ok(Some(password)),
             // Another instance won the race, or an `admin` user exists without the role.
-            Err(Error::Conflict(_)) => Ok(None),
+            Err(Error::Conflict(..)) => Ok(None),
             Err(e) => Err(e),
         }
     }

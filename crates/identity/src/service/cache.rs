@@ -16,6 +16,7 @@ pub struct SessionCache {
 impl SessionCache {
     const MAX_ENTRIES: usize = 100_000;
 
+    /// An empty cache serving each principal for at most `ttl`.
     pub fn new(ttl: std::time::Duration) -> Self {
         SessionCache { ttl, map: Mutex::new(HashMap::new()) }
     }

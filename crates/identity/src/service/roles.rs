@@ -1,5 +1,6 @@
 //! Roles: named sets of permission strings. Built-in roles come with the schema; parties add
 //! custom roles within their scope, never granting more than the creator holds.
+use atrium_kernel::Reason;
 use atrium_kernel::permission::is_known_permission;
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, Id, Page, PageRequest, Party, PartyType, Result};
 use std::sync::Arc;
@@ -29,7 +30,7 @@ fn check_permissions(actor: &Actor, perms: &[String]) -> Result<Vec<String>> {
         }
         // Wildcards are covered only by an equal or wider wildcard (see permission_matches).
         if !actor.permissions.allows(p) {
-            return Err(Error::forbidden(format!("cannot grant {p}, which you do not hold")));
+            return Err(Error::forbidden(Reason::Escalation, format!("cannot grant {p}, which you do not hold")));
         }
         if !out.iter().any(|o| o == p) {
             out.push(p.to_owned());
@@ -39,18 +40,24 @@ fn check_permissions(actor: &Actor, perms: &[String]) -> Result<Vec<String>> {
 }
 
 impl RoleService {
+    /// A service over role storage, the session cache shared with the login service, and a clock.
     pub fn new(repo: Arc<dyn RoleRepo>, sessions: Arc<SessionCache>, clock: Arc<dyn Clock>) -> Self {
         RoleService { repo, sessions, clock }
     }
 
+    /// One page of the roles the caller sees: the built-in roles it can hand out and the custom
+    /// roles of its party.
     pub async fn list(&self, actor: &Actor, page: PageRequest) -> Result<Page<Role>> {
         self.repo.list_roles(actor.party, page).await
     }
 
+    /// A role the caller sees; `NotFound` for any other.
     pub async fn get(&self, actor: &Actor, id: Id) -> Result<Role> {
         self.repo.get_role(actor.party, id).await?.ok_or(Error::NotFound("role"))
     }
 
+    /// Creates a custom role of the caller's party, granting nothing the caller lacks; a built-in
+    /// role's code or one its party already has is refused.
     pub async fn create(&self, actor: &Actor, input: NewRole) -> Result<Role> {
         if !input.code.as_str().bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
             return Err(Error::invalid("code", "may contain only letters, digits and underscores"));
@@ -92,7 +99,7 @@ impl RoleService {
 
     fn editable(&self, actor: &Actor, role: &Role) -> Result<()> {
         if role.builtin {
-            return Err(Error::conflict("built-in roles cannot be changed"));
+            return Err(Error::conflict(Reason::BuiltIn, "built-in roles cannot be changed"));
         }
         let owns = match actor.party {
             Party::Platform => true,
@@ -100,11 +107,13 @@ impl RoleService {
             Party::Tenant { tenant_id, .. } => role.owner_tenant_id == Some(tenant_id),
         };
         if !owns {
-            return Err(Error::forbidden("only the owner of a custom role can change it"));
+            return Err(Error::forbidden(Reason::PartyNotAllowed, "only the owner of a custom role can change it"));
         }
         Ok(())
     }
 
+    /// Changes a custom role of the caller's party; its holders' cached sessions are dropped, so the
+    /// change applies at their next request. Built-in roles cannot change.
     pub async fn update(&self, actor: &Actor, id: Id, patch: RolePatch) -> Result<Role> {
         let before = self.get(actor, id).await?;
         self.editable(actor, &before)?;
@@ -125,6 +134,7 @@ impl RoleService {
         Ok(saved)
     }
 
+    /// Deletes a custom role of the caller's party that no user holds (`Conflict` otherwise).
     pub async fn delete(&self, actor: &Actor, id: Id) -> Result<()> {
         let before = self.get(actor, id).await?;
         self.editable(actor, &before)?;

@@ -1,4 +1,5 @@
 //! User administration: the users of the caller's scope, their roles and status.
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, Id, Page, Party, Result, Timestamp};
 use std::sync::Arc;
@@ -29,6 +30,8 @@ fn audit_json(u: &UserWithRoles) -> serde_json::Value {
 }
 
 impl UserService {
+    /// A service over user storage, the rate counters (user creations per caller and hour), the
+    /// password hasher, the session cache shared with the login service, and a clock.
     pub fn new(
         repo: Arc<dyn UserRepo>,
         buckets: Arc<dyn RateBucketRepo>,
@@ -62,10 +65,12 @@ impl UserService {
         Ok(())
     }
 
+    /// One page of the users in the caller's scope that match `query`.
     pub async fn list(&self, actor: &Actor, query: UserQuery) -> Result<Page<UserWithRoles>> {
         self.repo.list_users(actor.party, query).await
     }
 
+    /// A user in the caller's scope with its roles; `NotFound` for any other.
     pub async fn get(&self, actor: &Actor, id: Id) -> Result<UserWithRoles> {
         self.repo.get_user(actor.party, id).await?.ok_or(Error::NotFound("user"))
     }
@@ -105,7 +110,7 @@ impl UserService {
                 return Err(Error::invalid("role_ids", format!("role {} is not for a {} user", role.code, party.party_type().as_str())));
             }
             if !actor.permissions.covers_all(role.permissions.iter().map(String::as_str)) {
-                return Err(Error::forbidden(format!("cannot grant role {}: it holds permissions you lack", role.code)));
+                return Err(Error::forbidden(Reason::Escalation, format!("cannot grant role {}: it holds permissions you lack", role.code)));
             }
         }
         roles.sort_by_key(|r| r.id);
@@ -119,11 +124,14 @@ impl UserService {
     /// A caller may manage only users whose permissions it holds itself.
     fn check_outranks(&self, actor: &Actor, target: &UserWithRoles) -> Result<()> {
         if !actor.permissions.covers_all(target.permissions.iter().map(String::as_str)) {
-            return Err(Error::forbidden("this user holds permissions you lack"));
+            return Err(Error::forbidden(Reason::Escalation, "this user holds permissions you lack"));
         }
         Ok(())
     }
 
+    /// Creates a user in the caller's party (or one in its scope), with a checked username and
+    /// password and roles that grant nothing the caller lacks. A taken username, phone or e-mail is a
+    /// `Conflict`; a caller of a pending tenant may not create users.
     pub async fn create(&self, actor: &Actor, input: NewUser) -> Result<UserWithRoles> {
         actor.require_active_party("create users")?;
         self.spend_create_budget(actor, self.clock.now()).await?;
@@ -152,18 +160,20 @@ impl UserService {
         let audit = AuditRecord::by(actor, now, "user.create", "user", None).owned_by_party(party).change(None, Some(&audit_json(&user)));
         let (username, phone, email) = (user.user.username.clone(), user.user.phone.clone(), user.user.email.clone());
         match self.repo.insert_user(user, hash, audit).await {
-            Err(Error::Conflict(why)) => {
+            Err(Error::Conflict(reason, why)) => {
                 // A 409 tells the caller a value exists somewhere: keep a trace of who asked.
                 let refusal = AuditRecord::by(actor, now, "user.create_conflict", "user", None)
                     .owned_by_party(actor.party)
                     .with_after(serde_json::json!({"username": username, "phone": phone, "email": email, "reason": why}));
                 self.repo.record_refusal(refusal).await?;
-                Err(Error::Conflict(why))
+                Err(Error::Conflict(reason, why))
             }
             other => other,
         }
     }
 
+    /// Changes a user in the caller's scope whose permissions the caller holds. A new password or
+    /// a disabled status ends the user's sessions; the caller may not change its own status.
     pub async fn update(&self, actor: &Actor, id: Id, patch: UserPatch) -> Result<UserWithRoles> {
         let before = self.get(actor, id).await?;
         self.check_outranks(actor, &before)?;
@@ -182,7 +192,7 @@ impl UserService {
             && s != before.user.status
         {
             if id == actor.user_id {
-                return Err(Error::conflict("you cannot change your own status"));
+                return Err(Error::conflict(Reason::SelfAction, "you cannot change your own status"));
             }
             after.user.status = s;
             write.revoke_sessions = s == UserStatus::Disabled;
@@ -213,9 +223,11 @@ impl UserService {
         Ok(saved)
     }
 
+    /// Deletes a user in the caller's scope (not the caller itself), its sessions, and the API tokens
+    /// it issued.
     pub async fn delete(&self, actor: &Actor, id: Id) -> Result<()> {
         if id == actor.user_id {
-            return Err(Error::conflict("you cannot delete your own user"));
+            return Err(Error::conflict(Reason::SelfAction, "you cannot delete your own user"));
         }
         let before = self.get(actor, id).await?;
         self.check_outranks(actor, &before)?;

@@ -6,11 +6,17 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DeductionKind {
+    /// Children's education (子女教育).
     ChildrenEducation,
+    /// Care of infants under three (3岁以下婴幼儿照护).
     InfantCare,
+    /// Support of elderly parents (赡养老人).
     ElderlySupport,
+    /// The employee's own continuing education (继续教育).
     ContinuingEducation,
+    /// Interest on a first-home loan (住房贷款利息).
     HousingLoan,
+    /// Housing rent (住房租金).
     HousingRent,
 }
 
@@ -42,18 +48,22 @@ impl SpecialDeduction {
         Ok(SpecialDeduction { kind, monthly_amount, from, to })
     }
 
+    /// Which deduction this is.
     pub fn kind(&self) -> DeductionKind {
         self.kind
     }
 
+    /// The amount deducted in each month it covers.
     pub fn monthly_amount(&self) -> Money {
         self.monthly_amount
     }
 
+    /// The first month it covers.
     pub fn from(&self) -> Period {
         self.from
     }
 
+    /// The last month it covers; `None` while it runs on.
     pub fn to(&self) -> Option<Period> {
         self.to
     }

@@ -20,8 +20,11 @@ pub struct PayrollPolicy {
     pub hf_base_cap: Money,
     /// Added to the medical contribution every month (Beijing: 3 yuan).
     pub medical_fixed: Money,
+    /// The employee's pension insurance rate on the social-insurance base (Beijing: 8 %).
     pub pension_rate: Rate,
+    /// The employee's medical insurance rate on the social-insurance base (Beijing: 2 %).
     pub medical_rate: Rate,
+    /// The employee's unemployment insurance rate on the social-insurance base (Beijing: 0.5 %).
     pub unemployment_rate: Rate,
     /// Four-eyes approval: the user who approves a sheet must not be the one who calculated
     /// it. On unless the tenant's partner or the platform turns it off (the tenant may not).

@@ -17,6 +17,7 @@ pub const PPM: i64 = 1_000_000;
 pub struct Rate(u32);
 
 impl Rate {
+    /// A rate of 0 (the contribution is not paid).
     pub const ZERO: Rate = Rate(0);
 
     /// Only for the crate's own constants, whose values are known to be in range.
@@ -62,6 +63,7 @@ impl Rate {
         self.0
     }
 
+    /// The rate as a decimal number, e.g. 0.08 for 8 % (for display and files).
     pub fn as_decimal(self) -> Decimal {
         Decimal::new(i64::from(self.0), 6).normalize()
     }
@@ -93,9 +95,12 @@ impl From<Rate> for String {
 pub struct HousingFundRate(Rate);
 
 impl HousingFundRate {
+    /// The lowest housing-fund rate allowed: 5 %.
     pub const MIN: HousingFundRate = HousingFundRate(Rate::from_ppm_const(50_000));
+    /// The highest housing-fund rate allowed: 12 %.
     pub const MAX: HousingFundRate = HousingFundRate(Rate::from_ppm_const(120_000));
 
+    /// The rate, if it is between 5 % and 12 % inclusive; the error says the range otherwise.
     pub fn new(rate: Rate) -> Result<HousingFundRate, String> {
         if (Self::MIN.0..=Self::MAX.0).contains(&rate) { Ok(HousingFundRate(rate)) } else { Err("must be between 0.05 and 0.12".into()) }
     }
@@ -110,6 +115,7 @@ impl HousingFundRate {
         HousingFundRate::parse(raw).map_err(|m| Error::invalid(field, m))
     }
 
+    /// The rate as a plain [`Rate`].
     pub const fn rate(self) -> Rate {
         self.0
     }

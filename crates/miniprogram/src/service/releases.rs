@@ -19,6 +19,7 @@ use crate::config::ReleaseSettings;
 use crate::lifecycle::{AuditStatus, AuthorizationStatus, ReleaseKind, ReleaseStatus, UploadStatus, check_release};
 use crate::model::*;
 use crate::ports::{CodeUploader, MiniProgramPlatform, PackageInspector, PlatformError, PlatformResult, ReleaseRepo, UploaderError};
+use atrium_kernel::Reason;
 use atrium_kernel::secret::{hash_secret, random_token};
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, JobStore, NewJob, Page, Party, Result, Secret, StrEnum};
 use serde_json::json;
@@ -67,12 +68,18 @@ const UPLOAD_MARKER: &str = "atrium upload task ";
 /// - no answer, or no verify ticket yet → 502.
 pub fn release_platform_error(e: PlatformError) -> Error {
     match e {
-        PlatformError::Refused { errcode: REVOKED, errmsg } => Error::Forbidden(format!(
-            "the mini-program's authorisation to the platform was revoked (errcode {REVOKED}: {errmsg}); its admin must authorise it again"
-        )),
-        PlatformError::Refused { errcode: NOT_GRANTED, errmsg } => Error::Forbidden(format!(
-            "the mini-program has not granted the platform the permission this needs (errcode {NOT_GRANTED}: {errmsg}); its admin must authorise it again with code management (development management) granted"
-        )),
+        PlatformError::Refused { errcode: REVOKED, errmsg } => Error::Forbidden(
+            Reason::MiniprogramAuthorization,
+            format!(
+                "the mini-program's authorisation to the platform was revoked (errcode {REVOKED}: {errmsg}); its admin must authorise it again"
+            ),
+        ),
+        PlatformError::Refused { errcode: NOT_GRANTED, errmsg } => Error::Forbidden(
+            Reason::MiniprogramAuthorization,
+            format!(
+                "the mini-program has not granted the platform the permission this needs (errcode {NOT_GRANTED}: {errmsg}); its admin must authorise it again with code management (development management) granted"
+            ),
+        ),
         PlatformError::Refused { errcode, errmsg } if QUOTA_CODES.contains(&errcode) => Error::RateLimited {
             message: format!("the platform's quota for this is used up (errcode {errcode}: {errmsg})"),
             retry_after_secs: QUOTA_RETRY_SECS,
@@ -81,7 +88,7 @@ pub fn release_platform_error(e: PlatformError) -> Error {
             if let Some((_, field)) = FIELD_CODES.iter().find(|(code, _)| *code == errcode) {
                 Error::Invalid(vec![FieldError::new(*field, format!("errcode {errcode}: {errmsg}"))])
             } else if CONFLICT_CODES.contains(&errcode) {
-                Error::Blocked(vec![FieldError::new("platform", format!("errcode {errcode}: {errmsg}"))])
+                Error::Blocked(Reason::State, vec![FieldError::new("platform", format!("errcode {errcode}: {errmsg}"))])
             } else {
                 Error::PlatformRefused { errcode, errmsg }
             }
@@ -138,6 +145,9 @@ impl From<UploaderError> for StepError {
     }
 }
 
+/// The mini-program release use cases over their ports: a tenant's authorisation, template and
+/// package uploads, audits, releases and rollbacks, the platform's pushed events, and the jobs
+/// that run uploads and poll audits.
 pub struct ReleaseService {
     repo: Arc<dyn ReleaseRepo>,
     platform: Arc<dyn MiniProgramPlatform>,
@@ -165,6 +175,8 @@ impl Drop for Submitting<'_> {
 }
 
 impl ReleaseService {
+    /// A service over its storage, the platform, package inspection, the uploader, the job queue,
+    /// a clock and its settings.
     pub fn new(
         repo: Arc<dyn ReleaseRepo>,
         platform: Arc<dyn MiniProgramPlatform>,
@@ -217,7 +229,7 @@ impl ReleaseService {
 
     /// The tenant's authorisation, if it is authorised; 409 naming `authorization` otherwise.
     async fn authorized(&self, tenant_id: Id) -> Result<Authorization> {
-        let blocked = |m: &str| Error::Blocked(vec![FieldError::new("authorization", m)]);
+        let blocked = |m: &str| Error::blocked(Reason::MiniprogramAuthorization, "authorization", m);
         match self.repo.get_authorization(tenant_id).await? {
             Some(a) if a.status == AuthorizationStatus::Authorized => Ok(a),
             Some(_) => Err(blocked("the mini-program's authorisation was revoked; its admin must authorise it again")),
@@ -253,8 +265,8 @@ impl ReleaseService {
                 e @ (Error::Upstream(_)
                 | Error::PlatformRefused { .. }
                 | Error::RateLimited { .. }
-                | Error::Blocked(_)
-                | Error::Forbidden(_)),
+                | Error::Blocked(..)
+                | Error::Forbidden(..)),
             ) => {
                 log::warn!("no authorisation link for tenant {}: {e}", tenant.id);
                 None
@@ -357,8 +369,8 @@ impl ReleaseService {
         };
         let audit = self.audit_record(tenant_id, by, "miniprogram_authorization.authorize", before.as_ref(), &authorization).await?;
         match self.repo.save_authorization(authorization, audit).await {
-            Err(Error::Conflict(_)) => {
-                Err(Error::Blocked(vec![FieldError::new("authorizer_appid", "this mini-program is already authorised for another tenant")]))
+            Err(Error::Conflict(..)) => {
+                Err(Error::blocked(Reason::Duplicate, "authorizer_appid", "this mini-program is already authorised for another tenant"))
             }
             other => other.map(Ok),
         }
@@ -481,7 +493,9 @@ impl ReleaseService {
                                 Ok(after) if after.status != before => EventOutcome::Applied,
                                 Ok(_) => EventOutcome::Stale,
                                 // Revoked meanwhile, or refused: nothing to learn; acknowledged.
-                                Err(e @ (Error::Blocked(_) | Error::Forbidden(_) | Error::PlatformRefused { .. } | Error::Invalid(_))) => {
+                                Err(
+                                    e @ (Error::Blocked(..) | Error::Forbidden(..) | Error::PlatformRefused { .. } | Error::Invalid(_)),
+                                ) => {
                                     log::warn!("audit event for tenant {}: asking the platform failed: {e}", a.tenant_id);
                                     EventOutcome::Stale
                                 }
@@ -524,7 +538,7 @@ impl ReleaseService {
             // Unavailable: not accepted, so the platform pushes it again.
             Ok(Err(e)) => Err(release_platform_error(e)),
             // Another tenant holds the mini-program: acknowledged, logged.
-            Err(e @ Error::Blocked(_)) => {
+            Err(e @ Error::Blocked(..)) => {
                 log::warn!("authorisation event for {appid}: {e}");
                 Ok(EventOutcome::Stale)
             }
@@ -595,7 +609,7 @@ impl ReleaseService {
             updated_at: now,
         };
         let stored = match self.repo.insert_upload_task(task).await {
-            Err(Error::Conflict(_)) => return Err(version_used(&version)),
+            Err(Error::Conflict(..)) => return Err(version_used(&version)),
             other => other?,
         };
         let job = NewJob {
@@ -795,24 +809,30 @@ impl ReleaseService {
             .upload_task(actor.party, input.upload_task_id)
             .await?
             .ok_or_else(|| Error::no_such("upload_task_id", "no such upload task"))?;
-        let blocked = |m: String| Error::Blocked(vec![FieldError::new("upload_task_id", m)]);
+        let blocked = |reason: Reason, m: String| Error::blocked(reason, "upload_task_id", m);
         if upload.status != UploadStatus::Uploaded {
-            return Err(blocked(format!("the upload is {}; only an uploaded version can be submitted", upload.status.as_str())));
+            return Err(blocked(
+                Reason::State,
+                format!("the upload is {}; only an uploaded version can be submitted", upload.status.as_str()),
+            ));
         }
         if let Some(latest) = self.repo.latest_uploaded(upload.tenant_id).await?.filter(|l| l.id != upload.id) {
-            return Err(blocked(format!(
-                "version {} was uploaded after this one, and the platform audits the latest upload",
-                latest.version
-            )));
+            return Err(blocked(
+                Reason::Superseded,
+                format!("version {} was uploaded after this one, and the platform audits the latest upload", latest.version),
+            ));
         }
         // From here to the audit task's insert, one submission per tenant at a time: the
         // platform runs one audit per mini-program, and a second submission sent beside the
         // first would leave it auditing code we have no task for.
-        let _submitting = self
-            .start_submission(upload.tenant_id)
-            .ok_or_else(|| blocked("another audit submission of the tenant is on its way to the platform (errcode 85009)".into()))?;
+        let _submitting = self.start_submission(upload.tenant_id).ok_or_else(|| {
+            blocked(Reason::AuditRunning, "another audit submission of the tenant is on its way to the platform (errcode 85009)".into())
+        })?;
         if let Some(running) = self.repo.running_audit(upload.tenant_id).await? {
-            return Err(blocked(format!("audit task {} of version {} is still running (errcode 85009)", running.id, running.version)));
+            return Err(blocked(
+                Reason::AuditRunning,
+                format!("audit task {} of version {} is still running (errcode 85009)", running.id, running.version),
+            ));
         }
         let access = self.access(upload.tenant_id).await?;
         let submission = AuditSubmission {
@@ -842,7 +862,9 @@ impl ReleaseService {
             updated_at: now,
         };
         let stored = match self.repo.insert_audit_task(task).await {
-            Err(Error::Conflict(_)) => return Err(blocked("another audit of the tenant is running (errcode 85009)".into())),
+            Err(Error::Conflict(..)) => {
+                return Err(blocked(Reason::AuditRunning, "another audit of the tenant is running (errcode 85009)".into()));
+            }
             other => other?,
         };
         log::info!("audit task {} (auditid {auditid}) of tenant {} submitted", stored.id, stored.tenant_id);
@@ -947,7 +969,7 @@ impl ReleaseService {
                 return Ok(task);
             }
         }
-        Err(Error::conflict("the audit task kept changing while it was being updated; try again"))
+        Err(Error::conflict(Reason::TryAgain, "the audit task kept changing while it was being updated; try again"))
     }
 
     /// `GET /miniprogram/audit-tasks`.
@@ -1091,5 +1113,5 @@ fn upload_marker(task: &UploadTask) -> String {
 }
 
 fn version_used(version: &str) -> Error {
-    Error::Blocked(vec![FieldError::new("version", format!("{version} was used before by this tenant; pick a new version"))])
+    Error::blocked(Reason::Duplicate, "version", format!("{version} was used before by this tenant; pick a new version"))
 }

@@ -2,6 +2,7 @@
 //! Storage is a mock whose answers come from one in-memory state, with conditional writes as
 //! the store does them, so a test can look at what was written; the platform and the uploader
 //! are plain mocks, so a call a test does not expect fails it.
+use atrium_kernel::Reason;
 use crate::api::*;
 use crate::config::ReleaseSettings;
 use crate::lifecycle::{AuditStatus, AuthorizationStatus, ReleaseKind, ReleaseStatus, UploadStatus};
@@ -162,7 +163,7 @@ fn repo(s: &Shared) -> MockReleaseRepo {
     r.expect_save_authorization().returning(move |a, _audit| {
         let mut s = lock(&st);
         if s.authorization.as_ref().is_some_and(|b| b.tenant_id != a.tenant_id && b.authorizer_appid == a.authorizer_appid) {
-            return Err(Error::conflict("appid taken"));
+            return Err(Error::conflict(Reason::Duplicate, "appid taken"));
         }
         s.authorization = Some(a.clone());
         s.saved_authorizations.push(a.clone());
@@ -219,7 +220,7 @@ fn repo(s: &Shared) -> MockReleaseRepo {
     r.expect_insert_upload_task().returning(move |mut t| {
         let mut s = lock(&st);
         if s.uploads.iter().any(|u| u.tenant_id == t.tenant_id && u.version == t.version) {
-            return Err(Error::conflict("version taken"));
+            return Err(Error::conflict(Reason::Duplicate, "version taken"));
         }
         t.id = 100 + s.uploads.len() as Id;
         s.uploads.push(t.clone());
@@ -259,7 +260,7 @@ fn repo(s: &Shared) -> MockReleaseRepo {
     r.expect_insert_audit_task().returning(move |mut t| {
         let mut s = lock(&st);
         if s.audits.iter().any(|a| a.tenant_id == t.tenant_id && a.status.is_running()) {
-            return Err(Error::conflict("audit running"));
+            return Err(Error::conflict(Reason::State, "audit running"));
         }
         t.id = 200 + s.audits.len() as Id;
         s.audits.push(t.clone());
@@ -349,7 +350,7 @@ fn package_upload(v: &str) -> PackageUpload {
 
 fn field_of(e: &Error) -> Option<&str> {
     match e {
-        Error::Invalid(f) | Error::Blocked(f) => f.first().map(|f| f.field.as_str()),
+        Error::Invalid(f) | Error::Blocked(_, f) => f.first().map(|f| f.field.as_str()),
         Error::NoSuch(f) => Some(f.field.as_str()),
         _ => None,
     }
@@ -360,16 +361,16 @@ fn field_of(e: &Error) -> Option<&str> {
 #[test]
 fn platform_errcodes_map_to_the_contracts_statuses_never_a_500() {
     assert!(
-        matches!(release_platform_error(refused(85009)), Error::Blocked(ref f) if f[0].field == "platform" && f[0].message.contains("85009"))
+        matches!(release_platform_error(refused(85009)), Error::Blocked(_, ref f) if f[0].field == "platform" && f[0].message.contains("85009"))
     );
     for conflict in [85082, 87011, 85019, 85020, 85086] {
-        assert!(matches!(release_platform_error(refused(conflict)), Error::Blocked(_)), "{conflict}");
+        assert!(matches!(release_platform_error(refused(conflict)), Error::Blocked(..)), "{conflict}");
     }
     for quota in [85085, 87013] {
         assert!(matches!(release_platform_error(refused(quota)), Error::RateLimited { .. }), "{quota}");
     }
     for grant in [61003, 61007] {
-        assert!(matches!(release_platform_error(refused(grant)), Error::Forbidden(ref m) if m.contains(&grant.to_string())), "{grant}");
+        assert!(matches!(release_platform_error(refused(grant)), Error::Forbidden(_, ref m) if m.contains(&grant.to_string())), "{grant}");
     }
     assert!(
         matches!(release_platform_error(refused(85013)), Error::Invalid(ref f) if f[0].field == "ext_json" && f[0].message.contains("85013"))
@@ -516,7 +517,7 @@ async fn a_mini_program_authorised_by_another_tenant_is_refused() {
         .await
         .unwrap_err();
     assert_eq!(field_of(&err), Some("authorizer_appid"));
-    assert!(matches!(err, Error::Blocked(_)));
+    assert!(matches!(err, Error::Blocked(..)));
     assert_eq!(lock(&s).authorization.as_ref().map(|a| a.tenant_id), Some(OTHER_TENANT));
 }
 
@@ -567,7 +568,7 @@ async fn a_version_used_before_is_a_409_naming_version_and_records_nothing() {
     let svc = service(&s, doubles());
 
     let err = svc.upload_template(&tenant_actor(), template_upload("1.0.0")).await.unwrap_err();
-    assert!(matches!(err, Error::Blocked(_)) && field_of(&err) == Some("version"), "{err:?}");
+    assert!(matches!(err, Error::Blocked(..)) && field_of(&err) == Some("version"), "{err:?}");
     let err = svc.upload_package(&tenant_actor(), package_upload("1.0.0")).await.unwrap_err();
     assert_eq!(field_of(&err), Some("version"));
 
@@ -581,7 +582,7 @@ async fn without_an_authorisation_nothing_is_uploaded() {
         let s = state();
         lock(&s).authorization = auth.clone();
         let err = service(&s, doubles()).upload_template(&tenant_actor(), template_upload("1.0.0")).await.unwrap_err();
-        assert!(matches!(err, Error::Blocked(_)) && field_of(&err) == Some("authorization"), "{auth:?}: {err:?}");
+        assert!(matches!(err, Error::Blocked(..)) && field_of(&err) == Some("authorization"), "{auth:?}: {err:?}");
         assert!(lock(&s).uploads.is_empty());
     }
 }
@@ -904,7 +905,7 @@ async fn only_the_latest_uploaded_version_can_be_submitted() {
     let svc = service(&s, doubles());
     for id in [100, 102] {
         let err = svc.submit_audit(&tenant_actor(), submit(id)).await.unwrap_err();
-        assert!(matches!(err, Error::Blocked(_)) && field_of(&err) == Some("upload_task_id"), "{id}: {err:?}");
+        assert!(matches!(err, Error::Blocked(..)) && field_of(&err) == Some("upload_task_id"), "{id}: {err:?}");
     }
     let err = svc.submit_audit(&other_tenant_actor(), submit(101)).await.unwrap_err();
     assert!(matches!(err, Error::NoSuch(_)), "{err:?}");
@@ -917,7 +918,7 @@ async fn a_second_audit_while_one_runs_is_a_409_without_asking_the_platform() {
     lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Uploaded, template_source()));
     lock(&s).audits.push(audit(200, 99, AuditStatus::Delayed));
     let err = service(&s, doubles()).submit_audit(&tenant_actor(), submit(100)).await.unwrap_err();
-    assert!(matches!(err, Error::Blocked(ref f) if f[0].message.contains("85009")), "{err:?}");
+    assert!(matches!(err, Error::Blocked(_, ref f) if f[0].message.contains("85009")), "{err:?}");
     assert_eq!(lock(&s).audits.len(), 1);
 }
 
@@ -933,7 +934,7 @@ async fn a_submission_beside_one_on_its_way_to_the_platform_is_a_409_without_ask
     let on_its_way = svc.start_submission(TENANT).unwrap();
     assert!(svc.start_submission(TENANT).is_none());
     let err = svc.submit_audit(&tenant_actor(), submit(100)).await.unwrap_err();
-    assert!(matches!(err, Error::Blocked(ref f) if f[0].field == "upload_task_id" && f[0].message.contains("85009")), "{err:?}");
+    assert!(matches!(err, Error::Blocked(_, ref f) if f[0].field == "upload_task_id" && f[0].message.contains("85009")), "{err:?}");
     assert!(lock(&s).audits.is_empty());
     // Another tenant's submissions are not held up.
     drop(svc.start_submission(OTHER_TENANT).unwrap());
@@ -943,7 +944,7 @@ async fn a_submission_beside_one_on_its_way_to_the_platform_is_a_409_without_ask
     assert_eq!(lock(&s).audits.len(), 1);
     // Done: the next one is refused by the running audit, and the tenant is free again.
     let again = svc.submit_audit(&tenant_actor(), submit(100)).await.unwrap_err();
-    assert!(matches!(again, Error::Blocked(ref f) if f[0].message.contains("still running")), "{again:?}");
+    assert!(matches!(again, Error::Blocked(_, ref f) if f[0].message.contains("still running")), "{again:?}");
     assert!(svc.start_submission(TENANT).is_some());
 }
 
@@ -956,7 +957,7 @@ async fn the_platforms_85009_and_quota_refusals_are_409_and_429() {
         d.platform.expect_submit_audit().returning(move |_, _| Err(refused(code)));
         let err = service(&s, d).submit_audit(&tenant_actor(), submit(100)).await.unwrap_err();
         match check {
-            "409" => assert!(matches!(err, Error::Blocked(_)), "{err:?}"),
+            "409" => assert!(matches!(err, Error::Blocked(..)), "{err:?}"),
             _ => assert!(matches!(err, Error::RateLimited { .. }), "{err:?}"),
         }
         assert!(lock(&s).audits.is_empty());
@@ -1104,7 +1105,7 @@ async fn an_audit_that_has_not_passed_cannot_be_published() {
         let s = state();
         lock(&s).audits.push(audit(200, 100, status));
         let err = service(&s, doubles()).publish(&tenant_actor(), publish(PublishMode::Full, None)).await.unwrap_err();
-        assert!(matches!(err, Error::Blocked(_)), "{status:?}: {err:?}");
+        assert!(matches!(err, Error::Blocked(..)), "{status:?}: {err:?}");
         assert!(lock(&s).releases.is_empty());
     }
 }
@@ -1135,13 +1136,13 @@ async fn a_gray_release_rises_and_a_full_one_completes_it() {
     }
     for lower in [5, 10] {
         let err = svc.publish(&tenant_actor(), publish(PublishMode::Gray, Some(lower))).await.unwrap_err();
-        assert!(matches!(err, Error::Blocked(_)) && field_of(&err) == Some("gray_percentage"), "{lower}: {err:?}");
+        assert!(matches!(err, Error::Blocked(..)) && field_of(&err) == Some("gray_percentage"), "{lower}: {err:?}");
     }
     svc.publish(&tenant_actor(), publish(PublishMode::Gray, Some(40))).await.unwrap();
     let full = svc.publish(&tenant_actor(), publish(PublishMode::Full, None)).await.unwrap();
     assert_eq!(full.kind, ReleaseKind::Full);
     let err = svc.publish(&tenant_actor(), publish(PublishMode::Full, None)).await.unwrap_err();
-    assert!(matches!(err, Error::Blocked(_)), "{err:?}");
+    assert!(matches!(err, Error::Blocked(..)), "{err:?}");
 
     let st = lock(&s);
     let recorded: Vec<_> = st.releases.iter().map(|r| (r.kind, r.gray_percentage, r.status)).collect();
@@ -1163,7 +1164,7 @@ async fn a_refused_release_is_recorded_with_its_errcode() {
     let mut d = doubles();
     d.platform.expect_gray_release().withf(|_, p| *p == 20).times(1).returning(|_, _| Err(refused(85082)));
     let err = service(&s, d).publish(&tenant_actor(), publish(PublishMode::Gray, Some(20))).await.unwrap_err();
-    assert!(matches!(err, Error::Blocked(ref f) if f[0].message.contains("85082")), "{err:?}");
+    assert!(matches!(err, Error::Blocked(_, ref f) if f[0].message.contains("85082")), "{err:?}");
     let st = lock(&s);
     assert_eq!(
         (st.releases[0].status, st.releases[0].errcode, st.releases[0].gray_percentage),
@@ -1178,7 +1179,7 @@ async fn a_rollback_during_a_gray_release_is_a_409_and_recorded() {
     let mut d = doubles();
     d.platform.expect_revert_release().withf(|_, v| *v == Some(3)).returning(|_, _| Err(refused(87011)));
     let err = service(&s, d).rollback(&tenant_actor(), RollbackRequest { tenant_id: None, app_version: Some(3) }).await.unwrap_err();
-    assert!(matches!(err, Error::Blocked(_)), "{err:?}");
+    assert!(matches!(err, Error::Blocked(..)), "{err:?}");
     let st = lock(&s);
     assert_eq!((st.releases[0].kind, st.releases[0].errcode), (ReleaseKind::Rollback, Some(87011)));
 }

@@ -16,6 +16,7 @@ pub type PaymentReference = Text<64>;
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", schema(as = OrderItemInput, example = json!({"name": "Coffee beans 500 g", "quantity": 2, "unit_price": 4400})))]
 pub struct ItemInput {
+    /// What is sold, shown to the payer; 1–128 characters.
     pub name: Name,
     /// At least 1.
     #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1_000_000))]
@@ -33,7 +34,7 @@ pub struct ItemInput {
 pub struct NewOrder {
     /// The order's tenant. Platform and partner callers must name it (400 without, 404 if out
     /// of their scope); a tenant caller may leave it out for its own.
-    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id, minimum = 1))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
     /// 1–127 bytes; the pay platform shows it to the payer.
     pub subject: Subject,
@@ -58,12 +59,15 @@ pub enum PayOrder {
     /// A JSAPI payment in the tenant's mini-program: answers what `wx.requestPayment` needs.
     /// Paying again while the order is `paying` answers the same payment.
     WechatJsapi {
-        /// The payer; the order's own openid when absent (400 if it has none).
+        /// The payer; the order's own openid when absent (409 `payer_openid_missing` if it has none).
         openid: Option<Openid>,
     },
     /// A payment outside the platform (bank transfer, cash): the order is `paid` at once,
     /// recording who recorded it and `reference`.
-    Offline { reference: PaymentReference },
+    Offline {
+        /// What identifies the payment: a bank transfer's number, a receipt number.
+        reference: PaymentReference,
+    },
 }
 
 #[cfg(feature = "openapi")]
@@ -85,7 +89,7 @@ impl utoipa::PartialSchema for PayOrder {
                     "properties": {
                         "method": {"type": "string", "enum": ["wechat_jsapi"]},
                         "openid": {
-                            "description": "The payer; the order's own openid when absent (400 if it has none)",
+                            "description": "The payer; the order's own openid when absent (409 `payer_openid_missing` if it has none)",
                             "oneOf": [openid, {"type": "null"}],
                         },
                     },
@@ -126,12 +130,17 @@ pub struct NewRefund {
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct OrderListParams {
+    /// 1-based page number; default 1.
     pub page: Option<i64>,
+    /// Orders per page; default 20, at most 100.
     pub page_size: Option<i64>,
     /// Matches the order number or the subject.
     pub keyword: Option<String>,
+    /// Only orders in this status.
     pub status: Option<OrderStatus>,
+    /// Only this tenant's orders (platform and partner users).
     pub tenant_id: Option<i64>,
+    /// Only orders of this partner's tenants (platform users).
     pub partner_id: Option<i64>,
     /// RFC 3339; orders created at or after.
     pub created_from: Option<DateTime<Utc>>,
@@ -168,7 +177,9 @@ impl TryFrom<OrderListParams> for OrderQuery {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OrderItemView {
+    /// What is sold.
     pub name: String,
+    /// How many.
     pub quantity: i64,
     /// Fen.
     pub unit_price: Money,
@@ -178,11 +189,13 @@ pub struct OrderItemView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PaymentView {
+    /// `wechat_jsapi` (the pay platform) or `offline`.
     pub method: PaymentMethod,
     /// The pay platform's order number; null for an offline payment.
     pub out_trade_no: Option<String>,
     /// The pay platform's transaction id, once paid.
     pub transaction_id: Option<String>,
+    /// When the payment was confirmed; null until paid.
     pub paid_at: Option<DateTime<Utc>>,
     /// An offline payment's reference.
     pub reference: Option<String>,
@@ -194,12 +207,17 @@ pub struct PaymentView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = OrderRefund))]
 pub struct RefundView {
+    /// The refund's id.
     pub id: Id,
+    /// Our refund number at the pay platform, unique per tenant.
     pub out_refund_no: String,
     /// Fen.
     pub amount: Money,
+    /// `processing` until the pay platform settles it, then `succeeded`, `failed` or `closed`.
     pub status: RefundStatus,
+    /// The reason given, shown to the payer.
     pub reason: Option<String>,
+    /// When it was requested.
     pub created_at: DateTime<Utc>,
 }
 
@@ -207,10 +225,15 @@ pub struct RefundView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OrderView {
+    /// The order's id.
     pub id: Id,
+    /// The order's number, unique per tenant; also its number at the pay platform.
     pub order_no: String,
+    /// The tenant selling.
     pub tenant_id: Id,
+    /// The tenant's partner.
     pub partner_id: Option<Id>,
+    /// What the order is for, shown to the payer.
     pub subject: String,
     /// Fen.
     pub amount: Money,
@@ -218,8 +241,11 @@ pub struct OrderView {
     pub paid_amount: Money,
     /// Fen: the sum of the succeeded refunds.
     pub refunded_amount: Money,
+    /// Where the order is in its lifecycle.
     pub status: OrderStatus,
+    /// Its lines, in the order given.
     pub items: Vec<OrderItemView>,
+    /// The payer's openid in the tenant's mini-program, when known.
     pub openid: Option<String>,
     /// Null until a payment is started.
     pub payment: Option<PaymentView>,
@@ -228,9 +254,13 @@ pub struct OrderView {
     pub discrepancy: Option<String>,
     /// Oldest first.
     pub refunds: Vec<RefundView>,
+    /// When an unpaid order is closed.
     pub expires_at: DateTime<Utc>,
+    /// The user who created it.
     pub created_by: Option<Id>,
+    /// When it was created.
     pub created_at: DateTime<Utc>,
+    /// When it last changed.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -295,6 +325,7 @@ impl From<Order> for OrderView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OrderPayView {
+    /// The order after the request.
     pub order: OrderView,
     /// For `wechat_jsapi`: what the mini-program passes to `wx.requestPayment`; null for an
     /// offline payment.
@@ -305,7 +336,9 @@ pub struct OrderPayView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OrderRefundView {
+    /// The order after the request.
     pub order: OrderView,
+    /// The refund asked for (`processing` until the pay platform settles it).
     pub refund: RefundView,
 }
 

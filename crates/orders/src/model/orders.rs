@@ -7,26 +7,33 @@ pub use atrium_kernel::PaymentMethod;
 /// What the scope check and the audit trail need of an order's tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OrderTenant {
+    /// The tenant's id.
     pub id: Id,
+    /// The tenant's partner, if it has one.
     pub partner_id: Option<Id>,
 }
 
 /// One line of an order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderItem {
+    /// What is sold, as the payer sees it.
     pub name: String,
+    /// How many, at least 1.
     pub quantity: i64,
+    /// The price of one.
     pub unit_price: Money,
 }
 
 /// How an order was paid, once a payment was started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Payment {
+    /// On the pay platform (`wechat_jsapi`) or offline.
     pub method: PaymentMethod,
     /// The platform's order number (the order's `order_no`); none for an offline payment.
     pub out_trade_no: Option<String>,
     /// The platform's transaction id, once paid.
     pub transaction_id: Option<String>,
+    /// When the payment was confirmed; `None` while it is started and not paid.
     pub paid_at: Option<Timestamp>,
     /// What identifies an offline payment (a bank reference, a receipt number).
     pub reference: Option<String>,
@@ -37,17 +44,25 @@ pub struct Payment {
 /// A refund of (part of) a paid order: the ledger's record, as orders show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refund {
+    /// The ledger's id of the refund.
     pub id: Id,
+    /// The order refunded.
     pub order_id: Id,
+    /// The order's tenant.
     pub tenant_id: Id,
     /// Our number for the platform: one number, one refund. Unique per tenant.
     pub out_refund_no: String,
+    /// How much is refunded.
     pub amount: Money,
+    /// Processing until the platform settles it, then succeeded, failed or closed.
     pub status: RefundStatus,
+    /// The reason given, shown to the payer.
     pub reason: Option<String>,
     /// When the refund reached a final status.
     pub settled_at: Option<Timestamp>,
+    /// When it was requested.
     pub created_at: Timestamp,
+    /// When its status last changed.
     pub updated_at: Timestamp,
 }
 
@@ -58,9 +73,11 @@ pub struct Order {
     pub id: Id,
     /// Unique per tenant, 6–32 of `[0-9A-Za-z_-]`: also the platform's `out_trade_no`.
     pub order_no: String,
+    /// The tenant selling.
     pub tenant_id: Id,
     /// The tenant's partner, as stored with the tenant.
     pub partner_id: Option<Id>,
+    /// What the order is for, shown to the payer.
     pub subject: String,
     /// What the payer is asked to pay.
     pub amount: Money,
@@ -68,10 +85,13 @@ pub struct Order {
     pub paid_amount: Money,
     /// The sum of the succeeded refunds.
     pub refunded_amount: Money,
+    /// Where the order is in its lifecycle.
     pub status: OrderStatus,
+    /// Its lines, in the order given.
     pub items: Vec<OrderItem>,
     /// The payer's openid in the tenant's mini-program, when known.
     pub openid: Option<String>,
+    /// How it is paid; `None` before a payment was started.
     pub payment: Option<Payment>,
     /// What the platform reported that does not match the order (another amount or
     /// currency): the order is not paid until a person resolves it.
@@ -80,8 +100,11 @@ pub struct Order {
     pub refunds: Vec<Refund>,
     /// After this an unpaid order is closed.
     pub expires_at: Timestamp,
+    /// The user who created it; `None` when the system did.
     pub created_by: Option<Id>,
+    /// When it was created.
     pub created_at: Timestamp,
+    /// When it last changed.
     pub updated_at: Timestamp,
 }
 
@@ -106,9 +129,13 @@ impl Order {
 /// stored order still says the same (see [`crate::OrderRepo::update_order`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OrderState {
+    /// The status read.
     pub status: OrderStatus,
+    /// The paid amount read.
     pub paid_amount: Money,
+    /// The refunded amount read.
     pub refunded_amount: Money,
+    /// Whether a discrepancy was recorded.
     pub discrepancy: bool,
 }
 
@@ -117,8 +144,11 @@ pub struct OrderState {
 pub struct OrderQuery {
     /// Paging, sort and `keyword` (a case-insensitive substring of `order_no` or `subject`).
     pub list: ListQuery<OrderSort>,
+    /// Only orders in this status.
     pub status: Option<OrderStatus>,
+    /// Only this tenant's orders.
     pub tenant_id: Option<Id>,
+    /// Only orders of this partner's tenants.
     pub partner_id: Option<Id>,
     /// Created at or after.
     pub created_from: Option<Timestamp>,
@@ -130,8 +160,12 @@ pub struct OrderQuery {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantNames)]
 #[strum(serialize_all = "snake_case")]
 pub enum OrderSort {
+    /// By id, which is creation order (the default, newest first).
     Id,
+    /// By creation time.
     CreatedAt,
+    /// By the amount to pay.
     Amount,
+    /// By when an unpaid order expires.
     ExpiresAt,
 }

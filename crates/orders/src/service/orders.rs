@@ -14,6 +14,7 @@ use crate::lifecycle::{OrderAction, OrderStatus};
 use crate::model::*;
 use crate::ports::{Charge, LedgerPayment, OfflineCharge, OrderLedger, OrderMoney, OrderRepo, PaymentState, RefundCharge};
 use crate::text::Openid;
+use atrium_kernel::Reason;
 use atrium_kernel::failpoint;
 use atrium_kernel::secret::nonce;
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Party, RefundStatus, RequestKey, Result, Timestamp};
@@ -40,6 +41,9 @@ pub enum EventOutcome {
     Unknown,
 }
 
+/// The orders' use cases over their ports: create, read and list orders, pay and refund them
+/// through the ledger, bring them up to what the ledger holds ([`sync`](Self::sync)) and
+/// close the expired ones ([`expire_due`](Self::expire_due)).
 pub struct OrderService {
     repo: Arc<dyn OrderRepo>,
     ledger: Arc<dyn OrderLedger>,
@@ -48,12 +52,41 @@ pub struct OrderService {
 }
 
 impl OrderService {
+    /// A service over its storage, the ledger, a clock and its settings.
     pub fn new(repo: Arc<dyn OrderRepo>, ledger: Arc<dyn OrderLedger>, clock: Arc<dyn Clock>, settings: OrderSettings) -> Self {
         OrderService { repo, ledger, clock, settings }
     }
 
     /// `POST /orders`: a `pending` order of the caller's tenant (or one in its scope), its
     /// amount given or the sum of its items.
+    ///
+    /// With the ports doubled (the `mock` feature):
+    ///
+    /// ```
+    /// use atrium_kernel::{Actor, Money, Party, SystemClock};
+    /// use atrium_orders::{MockOrderLedger, MockOrderRepo, NewOrder, OrderService, OrderSettings, OrderStatus, OrderTenant, Subject};
+    /// use std::sync::Arc;
+    ///
+    /// let mut repo = MockOrderRepo::new();
+    /// repo.expect_tenant().returning(|_, id| Ok(Some(OrderTenant { id, partner_id: None })));
+    /// repo.expect_insert_order().returning(|order, _audit| Ok(atrium_orders::Order { id: 1, ..order }));
+    /// // Creating an order never reaches the ledger.
+    /// let service = OrderService::new(Arc::new(repo), Arc::new(MockOrderLedger::new()), Arc::new(SystemClock), OrderSettings::default());
+    ///
+    /// let clerk = Actor::new(42, "session", Party::Tenant { tenant_id: 7, partner_id: None }, ["order:create"]);
+    /// let input = NewOrder {
+    ///     tenant_id: None,
+    ///     subject: Subject::parse("Coffee beans")?,
+    ///     amount: Some(Money::from_yuan(88)),
+    ///     items: None,
+    ///     openid: None,
+    ///     expires_in: None,
+    /// };
+    /// let order = tokio::runtime::Runtime::new()?.block_on(service.create(&clerk, input))?;
+    /// assert_eq!((order.id, order.tenant_id, order.status), (1, 7, OrderStatus::Pending));
+    /// assert_eq!(order.amount, Money::from_fen(8_800));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn create(&self, actor: &Actor, input: NewOrder) -> Result<OrderView> {
         let tenant_id = actor.party.tenant_for_new(input.tenant_id)?;
         let mut errors = Vec::new();
@@ -93,11 +126,11 @@ impl OrderService {
             match self.repo.insert_order(order.clone(), audit).await {
                 Ok(stored) => return Ok(stored.into()),
                 // The drawn number is taken: draw again.
-                Err(Error::Conflict(why)) => last = Some(why),
+                Err(Error::Conflict(_, why)) => last = Some(why),
                 Err(e) => return Err(e),
             }
         }
-        Err(Error::Conflict(last.unwrap_or_else(|| "no free order number was found; try again".into())))
+        Err(Error::Conflict(Reason::TryAgain, last.unwrap_or_else(|| "no free order number was found; try again".into())))
     }
 
     /// `GET /orders/{id}`; 404 for an order out of scope.
@@ -129,10 +162,12 @@ impl OrderService {
                 let openid = match (openid, &order.openid) {
                     (Some(o), _) => o.into_string(),
                     (None, Some(o)) => o.clone(),
-                    (None, None) => return Err(Error::invalid("openid", "is required: the order has no payer's openid")),
+                    (None, None) => {
+                        return Err(Error::blocked(Reason::PayerOpenidMissing, "openid", "is required: the order has no payer's openid"));
+                    }
                 };
                 if order.status == OrderStatus::Paying && order.openid.as_deref() != Some(openid.as_str()) {
-                    return Err(Error::conflict("the order is being paid by another payer"));
+                    return Err(Error::conflict(Reason::OtherPayer, "the order is being paid by another payer"));
                 }
                 let charge = Charge {
                     order_id: order.id,
@@ -192,7 +227,11 @@ impl OrderService {
         }
         order.status.after(OrderAction::Refund)?;
         if amount > order.paid_amount {
-            return Err(Error::invalid("amount", format!("must not exceed the order's paid amount, {} fen", order.paid_amount.fen())));
+            return Err(Error::blocked(
+                Reason::RefundExceedsPaid,
+                "amount",
+                format!("must not exceed the order's paid amount, {} fen", order.paid_amount.fen()),
+            ));
         }
         let suffix = key.map(|k| k.number(REFUND_NO_SUFFIX)).unwrap_or_else(|| nonce(REFUND_NO_SUFFIX));
         let out_refund_no = format!("{}R{suffix}", order.order_no);
@@ -284,7 +323,7 @@ impl OrderService {
             }
             // Someone else moved the order meanwhile: read both again.
         }
-        Err(Error::conflict("the order kept changing while it was being synced; try again"))
+        Err(Error::conflict(Reason::TryAgain, "the order kept changing while it was being synced; try again"))
     }
 
     /// The ledger's answer to a call for `order`. After an error that leaves the ledger's
@@ -427,8 +466,9 @@ pub(crate) fn project(order: &Order, money: &OrderMoney, now: Timestamp) -> Resu
     let action = match &ledger.state {
         PaymentState::Paid { transaction_id, paid_at } => {
             let succeeded = money.refunds.iter().filter(|r| r.status == RefundStatus::Succeeded).map(|r| r.amount);
-            let refunded = Money::checked_sum(succeeded)
-                .map_err(|_| Error::conflict(format!("the ledger's refunds of order {} do not add up to an amount", order.id)))?;
+            let refunded = Money::checked_sum(succeeded).map_err(|_| {
+                Error::conflict(Reason::Discrepancy, format!("the ledger's refunds of order {} do not add up to an amount", order.id))
+            })?;
             next.paid_amount = ledger.amount;
             next.refunded_amount = refunded;
             next.status = OrderStatus::Paid.with_refunded(ledger.amount, refunded);
@@ -482,7 +522,10 @@ fn payment_of(payment: &LedgerPayment, transaction_id: Option<String>, paid_at: 
 /// 409 for an unpaid order past its expiry (the expiry job closes it soon).
 fn check_not_expired(order: &Order, now: Timestamp) -> Result<()> {
     if order.expires_at <= now {
-        return Err(Error::conflict(format!("the order expired at {}; create a new one", order.expires_at.to_rfc3339())));
+        return Err(Error::conflict(
+            Reason::OrderExpired,
+            format!("the order expired at {}; create a new one", order.expires_at.to_rfc3339()),
+        ));
     }
     Ok(())
 }

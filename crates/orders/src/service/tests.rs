@@ -3,6 +3,7 @@
 //! the state read, refunds read from the ledger), so races can be tested here; the ledger is
 //! a small in-memory fake that keeps each order's money, records every call, and can be told
 //! to fail or to let something happen just before it answers.
+use atrium_kernel::Reason;
 use crate::config::OrderSettings;
 use crate::lifecycle::OrderStatus;
 use crate::model::*;
@@ -180,7 +181,7 @@ fn pay_params(prepay_id: &str) -> PayParams {
 /// The fields an error names.
 fn fields_of(e: &Error) -> Vec<String> {
     match e {
-        Error::Invalid(fields) | Error::Blocked(fields) => fields.iter().map(|f| f.field.clone()).collect(),
+        Error::Invalid(fields) | Error::Blocked(_, fields) => fields.iter().map(|f| f.field.clone()).collect(),
         Error::NoSuch(f) => vec![f.field.clone()],
         _ => vec![],
     }
@@ -246,7 +247,7 @@ impl Db {
         repo.expect_insert_order().returning(move |order, mut audit| {
             let mut orders = orders.lock().unwrap();
             if orders.iter().any(|o| o.tenant_id == order.tenant_id && o.order_no == order.order_no) {
-                return Err(Error::conflict("order no already exists"));
+                return Err(Error::conflict(Reason::Duplicate, "order no already exists"));
             }
             let stored = Order { id: 100 + orders.len() as Id, partner_id: partner_of(order.tenant_id), ..order };
             orders.push(stored.clone());
@@ -420,10 +421,10 @@ impl OrderLedger for Ledger {
             }
             Some(p) if p.state == PaymentState::Unpaid && p.method == PaymentMethod::WechatJsapi => {
                 if p.openid.as_deref() != Some(charge.openid.as_str()) {
-                    return Err(Error::conflict("the order is being paid by another payer"));
+                    return Err(Error::conflict(Reason::OtherPayer, "the order is being paid by another payer"));
                 }
             }
-            Some(_) => return Err(Error::conflict("the order's payment is no longer open")),
+            Some(_) => return Err(Error::conflict(Reason::State, "the order's payment is no longer open")),
         }
         Ok(pay_params(&format!("wx_prepay_{}", charge.out_trade_no)))
     }
@@ -433,7 +434,7 @@ impl OrderLedger for Ledger {
         let mut money = self.money.lock().unwrap();
         let entry = money.entry((tenant_id, charge.order_id)).or_default();
         if entry.payment.as_ref().is_some_and(|p| matches!(p.state, PaymentState::Paid { .. })) {
-            return Err(Error::conflict("the order is already paid"));
+            return Err(Error::conflict(Reason::AlreadyPaid, "the order is already paid"));
         }
         entry.payment = Some(LedgerPayment {
             method: PaymentMethod::Offline,
@@ -452,7 +453,7 @@ impl OrderLedger for Ledger {
         let mut money = self.money.lock().unwrap();
         let entry = money.entry((tenant_id, refund.order_id)).or_default();
         let Some(payment) = entry.payment.as_ref().filter(|p| matches!(p.state, PaymentState::Paid { .. })) else {
-            return Err(Error::conflict("the order's payment is not paid"));
+            return Err(Error::conflict(Reason::State, "the order's payment is not paid"));
         };
         if let Some(same) = entry.refunds.iter().find(|r| r.out_refund_no == refund.out_refund_no) {
             return Ok(same.clone());
@@ -460,7 +461,7 @@ impl OrderLedger for Ledger {
         let held = Money::checked_sum(entry.refunds.iter().filter(|r| r.status.holds_amount()).map(|r| r.amount)).expect("small sums");
         let left = payment.amount.checked_sub(held).expect("small sums");
         if refund.amount > left {
-            return Err(Error::conflict(format!("only {} fen are left to refund", left.fen())));
+            return Err(Error::conflict(Reason::RefundExceedsPaid, format!("only {} fen are left to refund", left.fen())));
         }
         let offline = payment.method == PaymentMethod::Offline;
         let stored = Refund {

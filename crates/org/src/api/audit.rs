@@ -10,12 +10,15 @@ use crate::model::AuditQuery;
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct AuditListParams {
+    /// 1-based page number; default 1.
     pub page: Option<i64>,
+    /// Entries per page; default 20, at most 100.
     pub page_size: Option<i64>,
     /// Entries by this user.
     pub actor_id: Option<i64>,
     /// `user`, `partner`, `tenant`, `employee`, `role`, `session`, …
     pub target_type: Option<String>,
+    /// Entries about this record (with `target_type`).
     pub target_id: Option<i64>,
     /// e.g. `tenant.update`.
     pub action: Option<String>,

@@ -3,6 +3,7 @@ use atrium_kernel::payroll::PayrollPolicy;
 use atrium_kernel::{Id, ListQuery, Timestamp};
 use serde::{Deserialize, Serialize};
 
+/// Whether a tenant's users may log in and act.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
@@ -10,26 +11,39 @@ use serde::{Deserialize, Serialize};
 pub enum TenantStatus {
     /// Registered by itself; waits for a platform or partner admin to activate it.
     Pending,
+    /// Its users may log in and act.
     Active,
+    /// Its users, and its API tokens, are shut out; its records are kept.
     Disabled,
 }
 
+/// A tenant (enterprise): its identity, contact and payroll policy.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Tenant {
+    /// The tenant's id.
     pub id: Id,
+    /// The partner that brought it; null for a tenant of the platform's own.
     pub partner_id: Option<Id>,
+    /// The enterprise's name.
     pub name: String,
     /// Unified social credit code (GB 32100).
     pub credit_code: Option<String>,
+    /// The contact person's name.
     pub contact_name: Option<String>,
+    /// The contact phone number.
     pub phone: Option<String>,
+    /// The contact e-mail address.
     pub email: Option<String>,
+    /// `pending`, `active` or `disabled`.
     pub status: TenantStatus,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    /// The payroll policy its sheets are calculated with: contribution bases and rates, and
+    /// four-eyes approval.
     pub payroll_policy: PayrollPolicy,
+    /// When it was created.
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: Timestamp,
+    /// When it last changed.
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub updated_at: Timestamp,
 }
@@ -54,10 +68,14 @@ impl Tenant {
     }
 }
 
+/// A list of tenants, as handed to the repository. Every filter narrows the caller's scope.
 #[derive(Debug, Clone, Default)]
 pub struct TenantQuery {
+    /// Paging, sort and keyword (name, credit code, contact name or phone).
     pub list: ListQuery<TenantSort>,
+    /// Only tenants in this status.
     pub status: Option<TenantStatus>,
+    /// Only this partner's tenants.
     pub partner_id: Option<Id>,
 }
 
@@ -65,7 +83,10 @@ pub struct TenantQuery {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantNames)]
 #[strum(serialize_all = "snake_case")]
 pub enum TenantSort {
+    /// By id, which is creation order (the default, newest first).
     Id,
+    /// By creation time.
     CreatedAt,
+    /// By name.
     Name,
 }

@@ -43,15 +43,20 @@ pub fn visible_to(actor: &Actor, mut entry: AuditEntry) -> AuditEntry {
     entry
 }
 
+/// Reads the audit trail, scoped to the caller, each entry's values shown only to callers who
+/// may read its target.
 pub struct AuditService {
     repo: Arc<dyn AuditRepo>,
 }
 
 impl AuditService {
+    /// A service over audit storage.
     pub fn new(repo: Arc<dyn AuditRepo>) -> Self {
         AuditService { repo }
     }
 
+    /// One page of the entries the caller may read that match `query`, newest first, each as
+    /// [`visible_to`] the caller.
     pub async fn list(&self, actor: &Actor, query: AuditQuery) -> Result<Page<AuditEntry>> {
         Ok(self.repo.list_audit(actor.party, query).await?.map(|entry| visible_to(actor, entry)))
     }

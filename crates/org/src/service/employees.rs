@@ -10,6 +10,8 @@ use crate::api::{EmployeePatch, NewEmployee};
 use crate::model::{Employee, EmployeeQuery, EmployeeStatus};
 use crate::ports::EmployeeRepo;
 
+/// The employee use cases, scoped to the caller: an employee belongs to one tenant, and only
+/// callers who see that tenant see it.
 pub struct EmployeeService {
     repo: Arc<dyn EmployeeRepo>,
     clock: Arc<dyn Clock>,
@@ -21,18 +23,24 @@ fn input_amount(field: &str, m: Money) -> Result<Money> {
 }
 
 impl EmployeeService {
+    /// A service over employee storage and a clock.
     pub fn new(repo: Arc<dyn EmployeeRepo>, clock: Arc<dyn Clock>) -> Self {
         EmployeeService { repo, clock }
     }
 
+    /// One page of the employees in the caller's scope that match `query`.
     pub async fn list(&self, actor: &Actor, query: EmployeeQuery) -> Result<Page<Employee>> {
         self.repo.list_employees(actor.party, query).await
     }
 
+    /// An employee in the caller's scope, its numbers in full (mask them for a view with
+    /// [`EmployeeView::of`](crate::EmployeeView::of)); `NotFound` for any other.
     pub async fn get(&self, actor: &Actor, id: Id) -> Result<Employee> {
         self.repo.get_employee(actor.party, id).await?.ok_or(Error::NotFound("employee"))
     }
 
+    /// Creates an employee of the caller's tenant (or the one it names, in its scope). A duplicate
+    /// employee number or id card number in the tenant is a `Conflict`.
     pub async fn create(&self, actor: &Actor, input: NewEmployee) -> Result<Employee> {
         let tenant_id = actor.party.tenant_for_new(input.tenant_id)?;
         let partner_id = self.repo.tenant_partner(actor.party, tenant_id).await.map_err(|e| match e {
@@ -68,6 +76,7 @@ impl EmployeeService {
         self.repo.insert_employee(employee, audit).await
     }
 
+    /// Changes an employee in the caller's scope; it stays with its tenant.
     pub async fn update(&self, actor: &Actor, id: Id, p: EmployeePatch) -> Result<Employee> {
         let before = self.get(actor, id).await?;
         let mut a = before.clone();
@@ -99,6 +108,8 @@ impl EmployeeService {
         self.repo.update_employee(a, audit).await
     }
 
+    /// Deletes an employee in the caller's scope: a `Conflict` while payroll refers to it (set it
+    /// `left` instead).
     pub async fn delete(&self, actor: &Actor, id: Id) -> Result<()> {
         let before = self.get(actor, id).await?;
         let audit = AuditRecord::by(actor, self.clock.now(), "employee.delete", "employee", Some(id))

@@ -1,5 +1,6 @@
 //! Tenants (enterprises): created under the caller's partner; only the platform moves one to
 //! another partner, and a tenant never changes its own status.
+use atrium_kernel::Reason;
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, Id, Label, Name, Page, Party, Result};
 use std::sync::Arc;
 
@@ -8,6 +9,8 @@ use crate::api::{NewTenant, TenantPatch};
 use crate::model::{Tenant, TenantQuery, TenantStatus};
 use crate::ports::{AccessChanged, TenantRepo};
 
+/// The tenant use cases, scoped to the caller: platform users manage every tenant, partner users
+/// their own tenants, tenant users read and edit their own tenant (not its status or partner).
 pub struct TenantService {
     repo: Arc<dyn TenantRepo>,
     access: Arc<dyn AccessChanged>,
@@ -22,18 +25,21 @@ fn partner_in_scope(scope: Party, requested: Option<Id>) -> Result<Option<Id>> {
         (Party::Partner { partner_id }, None) => Ok(Some(partner_id)),
         (Party::Partner { partner_id }, Some(r)) if r == partner_id => Ok(Some(r)),
         (Party::Partner { .. }, Some(_)) => Err(Error::no_such("partner_id", "no such partner")),
-        (Party::Tenant { .. }, _) => Err(Error::forbidden("tenant users cannot act for a partner")),
+        (Party::Tenant { .. }, _) => Err(Error::forbidden(Reason::PartyNotAllowed, "tenant users cannot act for a partner")),
     }
 }
 
 impl TenantService {
+    /// A service over tenant storage, the session caches to tell of access changes, and a clock.
     pub fn new(repo: Arc<dyn TenantRepo>, access: Arc<dyn AccessChanged>, clock: Arc<dyn Clock>) -> Self {
         TenantService { repo, access, clock }
     }
+    /// One page of the tenants in the caller's scope that match `query`.
     pub async fn list(&self, actor: &Actor, query: TenantQuery) -> Result<Page<Tenant>> {
         self.repo.list_tenants(actor.party, query).await
     }
 
+    /// A tenant in the caller's scope; `NotFound` for any other.
     pub async fn get(&self, actor: &Actor, id: Id) -> Result<Tenant> {
         self.repo.get_tenant(actor.party, id).await?.ok_or(Error::NotFound("tenant"))
     }
@@ -48,6 +54,8 @@ impl TenantService {
         Ok(partner)
     }
 
+    /// Creates a tenant, under the caller's own partner for a partner user; tenant users may not
+    /// (`Forbidden`). An invalid payroll policy is `Invalid`; a used credit code a `Conflict`.
     pub async fn create(&self, actor: &Actor, input: NewTenant) -> Result<Tenant> {
         let partner_id = self.check_partner(actor, input.partner_id).await?;
         let policy = input.payroll_policy.unwrap_or_default();
@@ -68,6 +76,9 @@ impl TenantService {
         self.repo.insert_tenant(tenant, audit).await
     }
 
+    /// Changes a tenant in the caller's scope. Only platform users move it to another partner, and a
+    /// tenant never changes its own status; a change of status or partner ends its users' cached
+    /// sessions at once.
     pub async fn update(&self, actor: &Actor, id: Id, patch: TenantPatch) -> Result<Tenant> {
         let before = self.get(actor, id).await?;
         let is_tenant_user = matches!(actor.party, Party::Tenant { .. });
@@ -76,7 +87,7 @@ impl TenantService {
             && p != before.partner_id
         {
             if actor.party != Party::Platform {
-                return Err(Error::forbidden("only platform users can move a tenant to another partner"));
+                return Err(Error::forbidden(Reason::PartyNotAllowed, "only platform users can move a tenant to another partner"));
             }
             after.partner_id = self.check_partner(actor, p).await?;
         }
@@ -84,7 +95,7 @@ impl TenantService {
             && s != before.status
         {
             if is_tenant_user {
-                return Err(Error::forbidden("a tenant cannot change its own status"));
+                return Err(Error::forbidden(Reason::PartyNotAllowed, "a tenant cannot change its own status"));
             }
             after.status = s;
         }
@@ -96,7 +107,7 @@ impl TenantService {
         if let Some(policy) = patch.payroll_policy {
             // Four-eyes binds the tenant's own users, so they may turn it on but not off.
             if is_tenant_user && before.payroll_policy.four_eyes && !policy.four_eyes {
-                return Err(Error::forbidden("only the tenant's partner or the platform can turn off four-eyes approval"));
+                return Err(Error::forbidden(Reason::PartyNotAllowed, "only the tenant's partner or the platform can turn off four-eyes approval"));
             }
             policy.validate()?;
             after.payroll_policy = policy;
@@ -114,10 +125,12 @@ impl TenantService {
         Ok(saved)
     }
 
+    /// Deletes a tenant (platform and partner users): a `Conflict` while employees or users belong to
+    /// it, unless `cascade`, which removes them too and ends those users' sessions.
     pub async fn delete(&self, actor: &Actor, id: Id, cascade: bool) -> Result<()> {
         let before = self.get(actor, id).await?;
         if matches!(actor.party, Party::Tenant { .. }) {
-            return Err(Error::forbidden("a tenant cannot delete itself"));
+            return Err(Error::forbidden(Reason::PartyNotAllowed, "a tenant cannot delete itself"));
         }
         let audit = AuditRecord::by(actor, self.clock.now(), "tenant.delete", "tenant", Some(id))
             .owned_by(before.partner_id, Some(id))

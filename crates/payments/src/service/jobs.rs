@@ -25,10 +25,16 @@ use atrium_kernel::{Error, Id, Job, JobHandler, JobOutcome, NewJob, Result, Time
 use chrono::{Duration, NaiveDate, NaiveTime};
 use serde::{Deserialize, Serialize};
 
+/// The job that settles a transaction at its expiry (queried, closed if still unpaid).
 pub const SETTLE_TRANSACTION: &str = "payment.settle_transaction";
+/// The job that queries a refund until the platform settles it.
 pub const SETTLE_REFUND: &str = "payment.settle_refund";
+/// The daily job that queues a reconciliation for each tenant with activity the day before.
 pub const RECONCILE_DAY: &str = "payment.reconcile_day";
+/// The job that reconciles one tenant's day against the platform's trade bill.
 pub const RECONCILE: &str = "payment.reconcile";
+/// The periodic job that queues settle jobs for what is past its deadline and still open
+/// (a lost settle job).
 pub const SWEEP: &str = "payment.sweep";
 
 /// How often the sweep runs, and how long past its deadline something must be to be swept.

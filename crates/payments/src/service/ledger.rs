@@ -12,6 +12,7 @@
 //! A transaction that pays an order is paid, refunded and closed through the order only: the
 //! payment routes answer 409 naming the order, and no other transaction may take an order's
 //! number.
+use atrium_kernel::Reason;
 use super::payments::{PaymentService, platform_error};
 use crate::api::*;
 use crate::lifecycle::TradeState;
@@ -77,7 +78,7 @@ impl PaymentService {
     pub async fn charge_order(&self, tenant_id: Id, charge: OrderCharge) -> Result<PayParams> {
         let now = self.clock.now();
         if charge.expires_at <= now {
-            return Err(Error::conflict("the order has expired; create a new one"));
+            return Err(Error::conflict(Reason::OrderExpired, "the order has expired; create a new one"));
         }
         let wanted = Transaction {
             order_id: Some(charge.order_id),
@@ -97,19 +98,19 @@ impl PaymentService {
             Some(existing) => {
                 if existing.order_id != wanted.order_id {
                     return Err(belongs_to_order(&existing).unwrap_or_else(|| {
-                        Error::conflict(format!("out_trade_no {no} is a transaction of the payment routes, not this order's"))
+                        Error::conflict(Reason::WrongRoute, format!("out_trade_no {no} is a transaction of the payment routes, not this order's"))
                     }));
                 }
                 if existing.method == PaymentMethod::Offline || existing.is_paid() {
-                    return Err(Error::conflict(format!("out_trade_no {no} is already paid")));
+                    return Err(Error::conflict(Reason::AlreadyPaid, format!("out_trade_no {no} is already paid")));
                 }
                 if existing.discrepancy.is_some() {
-                    return Err(Error::conflict(format!(
+                    return Err(Error::conflict(Reason::Discrepancy, format!(
                         "out_trade_no {no} has a payment discrepancy to resolve first; see the transaction"
                     )));
                 }
                 if existing.trade_state.is_closed() {
-                    return Err(Error::conflict(format!("out_trade_no {no} is closed; a new payment needs a new number")));
+                    return Err(Error::conflict(Reason::State, format!("out_trade_no {no} is closed; a new payment needs a new number")));
                 }
                 let same = existing.description == wanted.description
                     && existing.amount == wanted.amount
@@ -117,8 +118,8 @@ impl PaymentService {
                     && existing.attach == wanted.attach;
                 if !same {
                     return Err(match existing.order_id {
-                        Some(_) if existing.openid != wanted.openid => Error::conflict("the order is being paid by another payer"),
-                        _ => Error::conflict(format!("out_trade_no {no} was already used for a different order")),
+                        Some(_) if existing.openid != wanted.openid => Error::conflict(Reason::OtherPayer, "the order is being paid by another payer"),
+                        _ => Error::conflict(Reason::Duplicate, format!("out_trade_no {no} was already used for a different order")),
                     });
                 }
                 if let Some(prepay_id) = existing.prepay_id.clone() {
@@ -163,7 +164,7 @@ impl PaymentService {
             // Closed while it was being placed: what was placed must not be payable.
             let closed = self.close_transaction(&stored).await?;
             if !closed.is_paid() {
-                return Err(Error::conflict(format!("out_trade_no {no} was closed while it was being placed")));
+                return Err(Error::conflict(Reason::State, format!("out_trade_no {no} was closed while it was being placed")));
             }
         }
         let prepay_id = stored.prepay_id.clone().unwrap_or(prepay_id);
@@ -182,30 +183,30 @@ impl PaymentService {
                 return if tx.reference.as_deref() == Some(charge.reference.as_str()) {
                     Ok(())
                 } else {
-                    Err(Error::conflict("the order is already paid offline"))
+                    Err(Error::conflict(Reason::AlreadyPaid, "the order is already paid offline"))
                 };
             }
             if tx.is_paid() {
-                return Err(Error::conflict("the order is already paid on the pay platform"));
+                return Err(Error::conflict(Reason::AlreadyPaid, "the order is already paid on the pay platform"));
             }
             if tx.discrepancy.is_some() {
-                return Err(Error::conflict("the order's platform payment has a discrepancy to resolve first"));
+                return Err(Error::conflict(Reason::Discrepancy, "the order's platform payment has a discrepancy to resolve first"));
             }
             if !tx.trade_state.is_closed() {
                 // A platform order still being placed by a request in flight could be placed
                 // after a close that found nothing to close: wait until no request can be.
                 if tx.prepay_id.is_none() && self.clock.now() < tx.created_at + PLACING_WINDOW {
-                    return Err(Error::conflict(format!(
+                    return Err(Error::conflict(Reason::TryAgain, format!(
                         "a platform payment of this order is being started; try again in {} seconds, or pay online",
                         PLACING_WINDOW.num_seconds()
                     )));
                 }
                 let closed = self.close_transaction(&tx).await?;
                 if closed.is_paid() {
-                    return Err(Error::conflict("the order was paid on the pay platform meanwhile"));
+                    return Err(Error::conflict(Reason::AlreadyPaid, "the order was paid on the pay platform meanwhile"));
                 }
                 if !closed.trade_state.is_closed() {
-                    return Err(Error::conflict("the order's platform payment could not be closed; try again"));
+                    return Err(Error::conflict(Reason::TryAgain, "the order's platform payment could not be closed; try again"));
                 }
             }
         }
@@ -225,7 +226,7 @@ impl PaymentService {
         let effects = Effects { jobs: self.order_event(&tx).into_iter().collect(), audit: charge.audit };
         match self.repo.insert_transaction(tx, effects).await {
             Ok(_) => Ok(()),
-            Err(Error::Conflict(_)) => Err(Error::conflict("the order is already being paid another way; reload it")),
+            Err(Error::Conflict(..)) => Err(Error::conflict(Reason::State, "the order is already being paid another way; reload it")),
             Err(e) => Err(e),
         }
     }
@@ -255,7 +256,7 @@ impl PaymentService {
             return Err(e);
         }
         if tx.is_paid() {
-            return Err(Error::conflict("the transaction is paid; refund it instead"));
+            return Err(Error::conflict(Reason::AlreadyPaid, "the transaction is paid; refund it instead"));
         }
         if tx.trade_state.is_closed() {
             // Already closed: answered as it stands, without asking the platform again.
@@ -263,10 +264,10 @@ impl PaymentService {
         }
         let tx = self.close_transaction(&tx).await?;
         if tx.is_paid() {
-            return Err(Error::conflict("the transaction was paid meanwhile; refund it instead"));
+            return Err(Error::conflict(Reason::AlreadyPaid, "the transaction was paid meanwhile; refund it instead"));
         }
         if !tx.trade_state.is_closed() {
-            return Err(Error::conflict("the transaction could not be closed; try again"));
+            return Err(Error::conflict(Reason::TryAgain, "the transaction could not be closed; try again"));
         }
         Ok(CloseView { out_trade_no, trade_state: tx.trade_state })
     }
@@ -331,7 +332,7 @@ impl PaymentService {
     pub async fn refund_order(&self, tenant_id: Id, refund: OrderRefund) -> Result<Refund> {
         let tx = match self.repo.order_transaction(tenant_id, refund.order_id).await? {
             Some(tx) if tx.is_paid() => tx,
-            _ => return Err(Error::conflict("the order's payment is not paid; nothing can be refunded")),
+            _ => return Err(Error::conflict(Reason::State, "the order's payment is not paid; nothing can be refunded")),
         };
         self.refund_transaction(&tx, refund.out_refund_no, refund.amount, refund.reason, refund.audit).await
     }
@@ -382,7 +383,7 @@ impl PaymentService {
             RefundReservation::Reserved(r) => r,
             RefundReservation::Existing(r) => {
                 if r.out_trade_no != tx.out_trade_no || r.amount != amount {
-                    return Err(Error::conflict(format!("out_refund_no {out_refund_no} already names a different refund")));
+                    return Err(Error::conflict(Reason::Duplicate, format!("out_refund_no {out_refund_no} already names a different refund")));
                 }
                 if r.status.is_final() || r.refund_id.is_some() || offline {
                     return Ok(r);
@@ -440,7 +441,7 @@ impl PaymentService {
 /// 409 naming the order a transaction pays, if it pays one.
 fn belongs_to_order(tx: &Transaction) -> Option<Error> {
     tx.order_id.map(|order_id| {
-        Error::conflict(format!(
+        Error::conflict(Reason::WrongRoute, format!(
             "out_trade_no {} belongs to order {order_id}; pay, refund and close it through /api/v1/orders/{order_id}",
             tx.out_trade_no
         ))
@@ -450,10 +451,10 @@ fn belongs_to_order(tx: &Transaction) -> Option<Error> {
 /// A refusal of the refund rule as the caller sees it (409).
 fn refusal(why: RefundRefusal) -> Error {
     match why {
-        RefundRefusal::NotPaid => Error::conflict("only a paid transaction can be refunded"),
-        RefundRefusal::WindowClosed { days } => Error::conflict(format!("refunds are possible for {days} days after the payment")),
-        RefundRefusal::TooManyRefunds { max } => Error::conflict(format!("this payment already has {max} refunds, the most allowed")),
-        RefundRefusal::ExceedsPaid { refundable } => Error::conflict(format!("only {} fen are left to refund", refundable.fen())),
+        RefundRefusal::NotPaid => Error::conflict(Reason::State, "only a paid transaction can be refunded"),
+        RefundRefusal::WindowClosed { days } => Error::conflict(Reason::RefundWindowClosed, format!("refunds are possible for {days} days after the payment")),
+        RefundRefusal::TooManyRefunds { max } => Error::conflict(Reason::TooManyRefunds, format!("this payment already has {max} refunds, the most allowed")),
+        RefundRefusal::ExceedsPaid { refundable } => Error::conflict(Reason::RefundExceedsPaid, format!("only {} fen are left to refund", refundable.fen())),
     }
 }
 

@@ -5,6 +5,7 @@
 //! Records only move forward (see `lifecycle`): every write of a transaction or refund is a
 //! conditional update against the state it was read in, retried after a lost race, so a
 //! notification, a query and a close racing each other settle on the furthest state.
+use atrium_kernel::Reason;
 use crate::api::*;
 use crate::config::PaymentSettings;
 use crate::model::*;
@@ -33,16 +34,19 @@ pub fn platform_error(e: PayPlatformError) -> Error {
         PayPlatformError::Refused { status, code, message }
             if matches!(status, 403 | 409 | 429) || CONFLICT_CODES.contains(&code.as_str()) =>
         {
-            Error::Blocked(vec![FieldError::new("pay_platform", format!("{code}: {message}"))])
+            Error::Blocked(Reason::PlatformState, vec![FieldError::new("pay_platform", format!("{code}: {message}"))])
         }
         PayPlatformError::Refused { code, message, .. } => {
             Error::Invalid(vec![FieldError::new("pay_platform", format!("{code}: {message}"))])
         }
         PayPlatformError::Unavailable(m) => Error::Upstream(format!("the pay platform is unavailable: {m}")),
-        PayPlatformError::Credentials(m) => Error::Conflict(format!("the payment configuration cannot be used: {m}")),
+        PayPlatformError::Credentials(m) => Error::Conflict(Reason::PaymentsNotReady, format!("the payment configuration cannot be used: {m}")),
     }
 }
 
+/// The ledger's use cases over its ports: the merchant configuration, transactions and
+/// refunds (its own routes' and orders'), notifications, reconciliation and the jobs that settle
+/// what the platform has not told us yet.
 pub struct PaymentService {
     pub(super) repo: Arc<dyn PaymentRepo>,
     pub(super) platform: Arc<dyn PayPlatform>,
@@ -53,6 +57,8 @@ pub struct PaymentService {
 }
 
 impl PaymentService {
+    /// A service over its storage, the pay platform, key inspection, the job queue, a clock and
+    /// its settings.
     pub fn new(
         repo: Arc<dyn PaymentRepo>,
         platform: Arc<dyn PayPlatform>,
@@ -88,14 +94,14 @@ impl PaymentService {
     pub(super) async fn account(&self, tenant_id: Id, enabled: bool) -> Result<MerchantAccount> {
         let config = match self.repo.get_config(tenant_id).await? {
             Some(config) => config,
-            None if enabled => return Err(Error::conflict("payments are not configured for this tenant")),
+            None if enabled => return Err(Error::conflict(Reason::PaymentsNotReady, "payments are not configured for this tenant")),
             None => return Err(Error::NotFound("payment configuration")),
         };
         if enabled && !config.enabled {
-            return Err(Error::conflict("payments are disabled for this tenant"));
+            return Err(Error::conflict(Reason::PaymentsNotReady, "payments are disabled for this tenant"));
         }
         config.account().ok_or_else(|| {
-            Error::conflict(format!("the payment configuration is incomplete: {} missing", config.missing_parts().join(", ")))
+            Error::conflict(Reason::PaymentsNotReady, format!("the payment configuration is incomplete: {} missing", config.missing_parts().join(", ")))
         })
     }
 
@@ -143,7 +149,7 @@ impl PaymentService {
             let missing = config.missing_parts();
             if !missing.is_empty() {
                 // The stored configuration, not the request, is short of keys: 409.
-                return Err(Error::Blocked(vec![atrium_kernel::FieldError::new(
+                return Err(Error::Blocked(Reason::PaymentsNotReady, vec![atrium_kernel::FieldError::new(
                     "enabled",
                     format!("the configuration is incomplete: {} missing", missing.join(", ")),
                 )]));
@@ -474,11 +480,11 @@ impl PaymentService {
                 Ok(true) => return Ok(tx),
                 Ok(false) => {}
                 // Its order got another live payment meanwhile: the next round sees it.
-                Err(Error::Conflict(_)) if tx.order_id.is_some() && tx.trade_state != before.trade_state => {}
+                Err(Error::Conflict(..)) if tx.order_id.is_some() && tx.trade_state != before.trade_state => {}
                 Err(e) => return Err(e),
             }
         }
-        Err(Error::conflict("the transaction kept changing while it was being updated; try again"))
+        Err(Error::conflict(Reason::TryAgain, "the transaction kept changing while it was being updated; try again"))
     }
 
     /// A closed platform payment of an order that the platform now reports paid, while the
@@ -523,7 +529,7 @@ impl PaymentService {
                 return Ok(refund);
             }
         }
-        Err(Error::conflict("the refund kept changing while it was being updated; try again"))
+        Err(Error::conflict(Reason::TryAgain, "the refund kept changing while it was being updated; try again"))
     }
 
     /// The event that tells orders the money of `tx`'s order changed, if it pays one.
@@ -545,6 +551,7 @@ pub const ORDER_CHANGED: &str = "ledger.order_changed";
 /// The payload of an [`ORDER_CHANGED`] event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OrderChanged {
+    /// The order whose money changed.
     pub order_id: Id,
 }
 

@@ -5,6 +5,7 @@
 //! refund rule run against [`Ledger`], an in-memory ledger keeping the store's contract
 //! (unique numbers, one live transaction per order, the refund rule under the lock,
 //! conditional writes) and recording the [`Effects`] of every write.
+use atrium_kernel::Reason;
 use crate::api::*;
 use crate::config::PaymentSettings;
 use crate::lifecycle::TradeState;
@@ -314,7 +315,7 @@ fn close_request() -> CloseRequest {
 
 fn field_of(e: &Error) -> Vec<String> {
     match e {
-        Error::Invalid(fields) | Error::Blocked(fields) => fields.iter().map(|f| f.field.clone()).collect(),
+        Error::Invalid(fields) | Error::Blocked(_, fields) => fields.iter().map(|f| f.field.clone()).collect(),
         _ => vec![],
     }
 }
@@ -485,10 +486,10 @@ impl Ledger {
         repo.expect_insert_transaction().times(times).returning(move |t, effects| {
             let mut books = books.lock().unwrap();
             if books.txs.iter().any(|s| s.out_trade_no == t.out_trade_no) {
-                return Err(Error::conflict("out_trade_no taken"));
+                return Err(Error::conflict(Reason::Duplicate, "out_trade_no taken"));
             }
             if t.order_id.is_some() && books.txs.iter().any(|s| s.order_id == t.order_id && !s.trade_state.is_closed()) {
-                return Err(Error::conflict("the order has a live transaction"));
+                return Err(Error::conflict(Reason::Duplicate, "the order has a live transaction"));
             }
             let stored = Transaction { id: 100 + books.txs.len() as Id, ..t };
             books.written.push(Written { op: "insert_transaction", no: stored.out_trade_no.clone(), effects });

@@ -37,10 +37,12 @@ impl Calculator {
         Ok(Calculator { policy, period })
     }
 
+    /// The validated policy.
     pub fn policy(&self) -> &PayrollPolicy {
         &self.policy
     }
 
+    /// The month being calculated.
     pub fn period(&self) -> Period {
         self.period
     }

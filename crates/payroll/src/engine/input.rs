@@ -16,8 +16,10 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "snake_case")]
 pub enum SheetKind {
+    /// A month's regular pay: salary, contributions and tax.
     #[default]
     Regular,
+    /// Something extra for a month whose regular sheet is approved or sent.
     Supplementary,
 }
 
@@ -33,8 +35,11 @@ pub enum SheetKind {
 pub struct EmployeeMonth<'a> {
     /// Regular, or supplementary (no base salary, leave deduction or contributions).
     pub kind: SheetKind,
+    /// The monthly base salary (zero on a supplementary month).
     pub base_salary: Money,
+    /// Allowances, taxed with the salary.
     pub allowance: Money,
+    /// Overtime pay, taxed with the salary.
     pub overtime: Money,
     /// A bonus paid with this month's salary and taxed with it.
     pub bonus: Money,
@@ -51,6 +56,7 @@ pub struct EmployeeMonth<'a> {
     pub tax_free_income: Money,
     /// Social-insurance and housing-fund base before clamping; `None` means the base salary.
     pub si_base: Option<Money>,
+    /// The employee's housing-fund rate, 5–12 %.
     pub housing_fund_rate: HousingFundRate,
     /// `None` means employed here since before this tax year.
     pub hire_date: Option<NaiveDate>,

@@ -18,12 +18,16 @@ pub struct CalculatedLine {
     /// Housing-fund base after clamping to the policy's floor and cap.
     #[serde(deserialize_with = "Money::deserialize_computed")]
     pub hf_base: Money,
+    /// The employee's pension insurance: the social-insurance base × the pension rate.
     #[serde(deserialize_with = "Money::deserialize_computed")]
     pub pension: Money,
+    /// The employee's medical insurance: the base × the medical rate, plus the fixed amount.
     #[serde(deserialize_with = "Money::deserialize_computed")]
     pub medical: Money,
+    /// The employee's unemployment insurance: the base × the unemployment rate.
     #[serde(deserialize_with = "Money::deserialize_computed")]
     pub unemployment: Money,
+    /// The employee's housing fund: the housing-fund base × the employee's rate.
     #[serde(deserialize_with = "Money::deserialize_computed")]
     pub housing_fund: Money,
     /// Pension + medical + unemployment + housing fund.
@@ -42,8 +46,11 @@ pub struct CalculatedLine {
     /// Special additional deductions for every month employed this year through this month.
     #[serde(deserialize_with = "Money::deserialize_computed")]
     pub cumulative_special_deduction: Money,
+    /// This tax year's taxable income through this month: gross and earlier gross, less tax-free
+    /// income, basic deductions, contributions, special and other deductions; never negative.
     #[serde(deserialize_with = "Money::deserialize_computed")]
     pub cumulative_taxable: Money,
+    /// Tax on `cumulative_taxable` by the annual withholding table.
     #[serde(deserialize_with = "Money::deserialize_computed")]
     pub cumulative_tax: Money,
     /// Tax withheld this month: cumulative tax − tax withheld earlier, never negative.
@@ -55,6 +62,8 @@ pub struct CalculatedLine {
     /// Echoed from the input.
     #[serde(deserialize_with = "Money::deserialize_computed")]
     pub annual_bonus: Money,
+    /// The annual bonus's separate tax: the bonus × the rate of the monthly-table band of a twelfth
+    /// of it, less that band's quick deduction.
     #[serde(deserialize_with = "Money::deserialize_computed")]
     pub annual_bonus_tax: Money,
     /// Gross − contributions − tax − after-tax deduction + annual bonus − annual bonus tax.
@@ -72,6 +81,7 @@ pub struct YearToDate {
     /// Sum of earlier gross.
     #[serde(deserialize_with = "Money::deserialize_computed")]
     pub gross: Money,
+    /// Sum of earlier tax-free income.
     #[serde(deserialize_with = "Money::deserialize_computed")]
     pub tax_free_income: Money,
     /// Employee social insurance + housing fund.
@@ -89,6 +99,7 @@ pub struct YearToDate {
 }
 
 impl YearToDate {
+    /// No earlier months: the year to date of January, or of a new hire's first month.
     pub const ZERO: YearToDate = YearToDate {
         gross: Money::ZERO,
         tax_free_income: Money::ZERO,

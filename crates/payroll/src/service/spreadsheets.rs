@@ -10,6 +10,7 @@ use crate::files::{
 };
 use crate::lifecycle::{SheetAction, SheetStatus};
 use crate::model::*;
+use atrium_kernel::Reason;
 use atrium_kernel::permission::EMPLOYEE_READ_SENSITIVE;
 use atrium_kernel::{Actor, AuditRecord, Error, FieldError, Id, Money, Result, StrEnum};
 use serde_json::json;
@@ -21,7 +22,7 @@ const MAX_IMPORT_COLUMNS: usize = 64;
 /// A writer's failure as the caller sees it; `cell` names an unencodable cell's field.
 fn write_error(e: WriteError, cell: impl FnOnce(Option<usize>, usize) -> FieldError) -> Error {
     match e {
-        WriteError::Unencodable { row, column } => Error::Blocked(vec![cell(row, column)]),
+        WriteError::Unencodable { row, column } => Error::Blocked(Reason::SheetItems, vec![cell(row, column)]),
         WriteError::Failed(cause) => Error::internal(format!("cannot write a spreadsheet: {cause}")),
     }
 }
@@ -89,19 +90,19 @@ impl PayrollService {
         let encoding = TextEncoding::parse("encoding", params.encoding.as_deref())?;
         let sheet = self.sheet(actor, id).await?;
         if !matches!(sheet.status, SheetStatus::Approved | SheetStatus::Sent) {
-            return Err(Error::conflict(format!(
-                "a bank file pays an approved sheet, and this sheet is {}; approve it first",
-                sheet.status.as_str()
-            )));
+            return Err(Error::conflict(
+                Reason::State,
+                format!("a bank file pays an approved sheet, and this sheet is {}; approve it first", sheet.status.as_str()),
+            ));
         }
         let tenant = self.tenant(actor, sheet.tenant_id).await?;
         let items = self.repo.sheet_items(id).await?;
         let paid = bank::paid(&items);
         let ids: Vec<Id> = paid.iter().map(|(_, item, _)| item.employee_id).collect();
         let accounts = if ids.is_empty() { HashMap::new() } else { self.files.accounts.bank_accounts(sheet.tenant_id, ids).await? };
-        let table = bank::bank_table(&sheet, &items, &accounts).map_err(Error::Blocked)?;
+        let table = bank::bank_table(&sheet, &items, &accounts).map_err(|errors| Error::Blocked(Reason::SheetItems, errors))?;
         let total = Money::checked_sum(paid.iter().map(|(_, _, m)| *m))
-            .map_err(|_| Error::conflict("the bank file's total is too large to write; split the sheet"))?;
+            .map_err(|_| Error::conflict(Reason::TotalTooLarge, "the bank file's total is too large to write; split the sheet"))?;
         let lines = table.rows.len();
         let output = OutputFormat::Csv { encoding, bom: false };
         let bytes = self.files.writer.write(table, output).await.map_err(|e| {

@@ -1,4 +1,5 @@
 //! [`RoleRepo`]: built-in and custom roles, scoped to the caller's party.
+use atrium_kernel::Reason;
 use super::IdentityStore;
 use super::users::parse_permissions;
 use crate::audit_log::{audit_created, write_audit};
@@ -123,7 +124,7 @@ impl RoleRepo for IdentityStore {
                     .returning(roles::id)
                     .get_result(conn)
                     .map_err(|e| match db_error(e) {
-                        Error::Conflict(_) => Error::conflict("a role with this code already exists"),
+                        Error::Conflict(..) => Error::conflict(Reason::Duplicate, "a role with this code already exists"),
                         other => other,
                     })?;
                 audit_created(conn, audit, id)?;
@@ -153,7 +154,7 @@ impl RoleRepo for IdentityStore {
             .write(move |conn| {
                 let holders: i64 = user_roles::table.filter(user_roles::role_id.eq(id)).count().get_result(conn).map_err(db_error)?;
                 if holders > 0 {
-                    return Err(Error::conflict(format!("{holders} user(s) hold this role; take it from them first")));
+                    return Err(Error::conflict(Reason::InUse, format!("{holders} user(s) hold this role; take it from them first")));
                 }
                 let n = diesel::delete(roles::table.find(id).filter(roles::builtin.eq(false))).execute(conn).map_err(db_error)?;
                 if n == 0 {

@@ -1,4 +1,5 @@
 //! [`ChatTicketRepo`]: QR login tickets and the messaging-platform identities bound to users.
+use atrium_kernel::Reason;
 use super::{IdentityStore, UserFilter, load_user};
 use crate::audit_log::write_audit;
 use crate::error::db_error;
@@ -118,7 +119,7 @@ impl ChatTicketRepo for IdentityStore {
                     .set((users::chat_identity.eq(Some(key)), users::updated_at.eq(to_db(at))))
                     .execute(conn)
                     .map_err(|e| match db_error(e) {
-                        Error::Conflict(_) => Error::conflict("this messaging-platform account is bound to another user"),
+                        Error::Conflict(..) => Error::conflict(Reason::Duplicate, "this messaging-platform account is bound to another user"),
                         other => other,
                     })?;
                 write_audit(conn, &audit)

@@ -1,6 +1,7 @@
 //! [`OrderRepo`]: orders with their items, and — read from the ledger's tables, never written
 //! here — their refunds. What an order knows of its money is written by conditional updates
 //! against what was read, so an older view of the ledger never overwrites a newer one.
+use atrium_kernel::Reason;
 use super::OrdersStore;
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{DbConn, MultiBackend};
@@ -266,12 +267,12 @@ impl OrderRepo for OrdersStore {
                     .get_result(conn)
                     .map_err(db_error)?;
                 if taken > 0 {
-                    return Err(Error::conflict(format!("order_no {} is a payment transaction's number", order.order_no)));
+                    return Err(Error::conflict(Reason::WrongRoute, format!("order_no {} is a payment transaction's number", order.order_no)));
                 }
                 let id: i64 =
                     diesel::insert_into(orders::table).values(order_row(&order)).returning(orders::id).get_result(conn).map_err(|e| {
                         match db_error(e) {
-                            Error::Conflict(_) => Error::conflict(format!("order_no {} is already used", order.order_no)),
+                            Error::Conflict(..) => Error::conflict(Reason::Duplicate, format!("order_no {} is already used", order.order_no)),
                             other => other,
                         }
                     })?;

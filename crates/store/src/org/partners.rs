@@ -1,3 +1,4 @@
+use atrium_kernel::Reason;
 use super::{OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
 use crate::db::DbConn;
 use crate::error::db_error;
@@ -147,7 +148,7 @@ impl PartnerRepo for OrgStore {
                     users::table.filter(users::partner_id.eq(id)).select(users::id).load(conn).map_err(db_error)?;
                 let projects = crate::docs::party_project_count(conn, PartyType::Partner, id)?;
                 if !cascade && (!tenant_ids.is_empty() || !partner_users.is_empty() || projects > 0) {
-                    return Err(Error::conflict(format!(
+                    return Err(Error::conflict(Reason::InUse, format!(
                         "the partner still has {} tenant(s), {} user(s) and {projects} document project(s); \
                          delete them first or pass cascade=true",
                         tenant_ids.len(),

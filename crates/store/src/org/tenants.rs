@@ -1,3 +1,4 @@
+use atrium_kernel::Reason;
 use super::{OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
@@ -131,7 +132,7 @@ pub(crate) fn delete_cascade(conn: &mut DbConn, tenant_id: Id, at: Timestamp) ->
     diesel::delete(employees::table.filter(employees::tenant_id.eq(tenant_id))).execute(conn).map_err(db_error)?;
     diesel::delete(roles::table.filter(roles::owner_tenant_id.eq(tenant_id))).execute(conn).map_err(db_error)?;
     diesel::delete(tenants::table.find(tenant_id)).execute(conn).map_err(|e| match db_error(e) {
-        Error::Conflict(_) => Error::conflict("the tenant has payroll or order records and cannot be deleted"),
+        Error::Conflict(..) => Error::conflict(Reason::InUse, "the tenant has payroll or order records and cannot be deleted"),
         other => other,
     })?;
     Ok(user_ids)
@@ -230,7 +231,7 @@ impl TenantRepo for OrgStore {
                 let users: i64 = users::table.filter(users::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
                 let projects = crate::docs::party_project_count(conn, PartyType::Tenant, id)?;
                 if !cascade && (employees > 0 || users > 0 || projects > 0) {
-                    return Err(Error::conflict(format!(
+                    return Err(Error::conflict(Reason::InUse, format!(
                         "the tenant still has {employees} employee(s), {users} user(s) and {projects} document project(s); \
                          delete them first or pass cascade=true"
                     )));

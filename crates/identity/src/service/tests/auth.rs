@@ -181,7 +181,7 @@ async fn a_user_of_a_disabled_tenant_cannot_log_in_and_is_told_why() {
 
     let err = svc.login_password("alice", "right-password", &client()).await.unwrap_err();
 
-    assert!(matches!(err, Error::Forbidden(ref m) if m.contains("tenant") && m.contains("disabled")), "{err:?}");
+    assert!(matches!(err, Error::Forbidden(_, ref m) if m.contains("tenant") && m.contains("disabled")), "{err:?}");
 }
 
 #[tokio::test]

@@ -1,4 +1,5 @@
 //! User administration against mocked ports.
+use atrium_kernel::Reason;
 use super::{actor, admin_clock, admin_now, role};
 use crate::api::{NewUser, UserPatch};
 use crate::model::{Principal, SessionRecord, User, UserStatus, UserWithRoles};
@@ -66,7 +67,7 @@ async fn nobody_grants_a_role_holding_permissions_they_lack() {
 
     let err = svc.create(&actor(Party::Tenant { tenant_id: 3, partner_id: None }, &["user:*"]), new_user(vec![5])).await.unwrap_err();
 
-    assert!(matches!(err, Error::Forbidden(_)));
+    assert!(matches!(err, Error::Forbidden(..)));
 }
 
 #[tokio::test]
@@ -117,7 +118,7 @@ async fn deleting_yourself_is_refused_before_anything_is_read() {
 
     let err = svc.delete(&actor(Party::Platform, &["*"]), 10).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(_)));
+    assert!(matches!(err, Error::Conflict(..)));
 }
 
 #[tokio::test]
@@ -157,14 +158,14 @@ async fn a_tenant_awaiting_activation_cannot_create_users() {
 
     let err = svc.create(&pending, new_user(vec![])).await.unwrap_err();
 
-    assert!(matches!(err, Error::Forbidden(ref m) if m.contains("activation")), "{err:?}");
+    assert!(matches!(err, Error::Forbidden(_, ref m) if m.contains("activation")), "{err:?}");
 }
 
 #[tokio::test]
 async fn a_taken_value_is_a_conflict_that_leaves_an_audit_trace() {
     let mut repo = MockUserRepo::new();
     repo.expect_roles_by_ids().returning(|_, _| Ok(vec![]));
-    repo.expect_insert_user().times(1).returning(|_, _, _| Err(Error::conflict("this username is taken")));
+    repo.expect_insert_user().times(1).returning(|_, _, _| Err(Error::conflict(Reason::Duplicate, "this username is taken")));
     repo.expect_record_refusal()
         .withf(|a| {
             a.action == "user.create_conflict"
@@ -180,7 +181,7 @@ async fn a_taken_value_is_a_conflict_that_leaves_an_audit_trace() {
 
     let err = svc.create(&actor(Party::Tenant { tenant_id: 3, partner_id: None }, &["user:*"]), new_user(vec![])).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert!(matches!(err, Error::Conflict(..)), "{err:?}");
 }
 
 #[tokio::test]

@@ -1,4 +1,5 @@
 //! Creating, reading and listing orders: the amount and items rule, expiry, scope.
+use atrium_kernel::Reason;
 use super::*;
 use crate::api::{ItemInput, NewOrder, OrderListParams};
 use crate::text::{Openid, Subject};
@@ -155,7 +156,7 @@ async fn a_taken_order_number_is_drawn_again() {
     repo.expect_insert_order().times(2).returning(move |o, _| {
         let mut seen = seen.lock().unwrap();
         seen.push(o.order_no.clone());
-        if seen.len() == 1 { Err(Error::conflict("order no already exists")) } else { Ok(Order { id: 7, ..o }) }
+        if seen.len() == 1 { Err(Error::conflict(Reason::Duplicate, "order no already exists")) } else { Ok(Order { id: 7, ..o }) }
     });
     let svc = OrderService::new(Arc::new(repo), Arc::new(Ledger::default()), Arc::new(FixedClock::new(now())), OrderSettings::default());
 

@@ -1,5 +1,6 @@
 //! Paying orders through the ledger: on the pay platform (a charge, resumed when asked again;
 //! the payer's openid) and offline; the ledger's refusals.
+use atrium_kernel::Reason;
 use super::*;
 use crate::api::{PayOrder, PaymentReference};
 use crate::text::Openid;
@@ -84,6 +85,7 @@ async fn the_openid_comes_from_the_request_or_the_order() {
     let given = svc.pay(&tenant_actor(), 2, jsapi(Some("o-bob"))).await.unwrap();
 
     assert_eq!(fields_of(&missing), ["openid"]);
+    assert_eq!(missing.reason(), atrium_kernel::Reason::PayerOpenidMissing, "the order's state refuses it, not the input: {missing:?}");
     assert_eq!(db.order(1).status, OrderStatus::Pending);
     assert_eq!(given.order.openid.as_deref(), Some("o-bob"), "the payer is remembered, as the ledger has it");
     assert!(matches!(&ledger.actions()[..], [Call::Charge(_, c)] if c.openid == "o-bob" && c.order_id == 2));
@@ -96,7 +98,7 @@ async fn another_payer_cannot_take_over_a_payment_in_progress() {
 
     let err = svc(&db, &ledger).pay(&tenant_actor(), 1, jsapi(Some("o-eve"))).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains("another payer")), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("another payer")), "{err:?}");
     assert!(ledger.calls().is_empty());
 }
 
@@ -104,11 +106,11 @@ async fn another_payer_cannot_take_over_a_payment_in_progress() {
 async fn a_ledger_conflict_on_pay_is_answered_unchanged_and_writes_nothing() {
     let db = Db::with(vec![order(1, OrderStatus::Pending)]);
     let ledger = Ledger::default();
-    ledger.fail("charge", || Error::conflict("payments are disabled for this tenant"));
+    ledger.fail("charge", || Error::conflict(Reason::PaymentsNotReady, "payments are disabled for this tenant"));
 
     let err = svc(&db, &ledger).pay(&tenant_actor(), 1, jsapi(None)).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m == "payments are disabled for this tenant"), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m == "payments are disabled for this tenant"), "{err:?}");
     assert_eq!(db.order(1).status, OrderStatus::Pending);
     assert!(db.audits().is_empty());
     assert_eq!(db.writes(), 0);
@@ -155,8 +157,8 @@ async fn only_a_pending_or_paying_order_can_be_paid() {
         let online = svc.pay(&tenant_actor(), 1, jsapi(None)).await.unwrap_err();
         let cash = svc.pay(&tenant_actor(), 1, offline("CASH-1")).await.unwrap_err();
 
-        assert!(matches!(online, Error::Conflict(_)), "{status:?}: {online:?}");
-        assert!(matches!(cash, Error::Conflict(_)), "{status:?}: {cash:?}");
+        assert!(matches!(online, Error::Conflict(..)), "{status:?}: {online:?}");
+        assert!(matches!(cash, Error::Conflict(..)), "{status:?}: {cash:?}");
         assert_eq!(db.order(1).status, status);
         assert!(ledger.calls().is_empty(), "{status:?}: the ledger is never asked");
     }
@@ -171,8 +173,8 @@ async fn an_expired_order_cannot_be_paid() {
     let online = svc.pay(&tenant_actor(), 1, jsapi(None)).await.unwrap_err();
     let cash = svc.pay(&tenant_actor(), 1, offline("CASH-1")).await.unwrap_err();
 
-    assert!(matches!(online, Error::Conflict(ref m) if m.contains("expired")), "{online:?}");
-    assert!(matches!(cash, Error::Conflict(ref m) if m.contains("expired")), "{cash:?}");
+    assert!(matches!(online, Error::Conflict(_, ref m) if m.contains("expired")), "{online:?}");
+    assert!(matches!(cash, Error::Conflict(_, ref m) if m.contains("expired")), "{cash:?}");
     assert!(ledger.calls().is_empty());
 }
 
@@ -240,6 +242,6 @@ async fn an_offline_payment_the_ledger_refuses_because_the_platform_payment_won_
 
     let err = svc(&db, &ledger).pay(&tenant_actor(), 1, offline("CASH-7")).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains("already paid")), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("already paid")), "{err:?}");
     assert_eq!(db.order(1).status, OrderStatus::Paying, "the ledger's event records the payment that won");
 }

@@ -129,7 +129,7 @@ fn refunds_that_overflow_are_an_error_not_a_wrong_figure() {
 
     let err = project(&o, &money(Some(online_paid(&o)), vec![huge.clone(), huge]), now()).unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert!(matches!(err, Error::Conflict(..)), "{err:?}");
 }
 
 #[tokio::test]
@@ -251,7 +251,7 @@ async fn an_order_that_keeps_changing_is_a_conflict_after_three_attempts() {
 
     let err = svc(&db, &ledger).sync(TENANT, 1).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert!(matches!(err, Error::Conflict(..)), "{err:?}");
     assert_eq!(db.writes(), 3);
     assert!(db.audits().is_empty());
 }

@@ -15,5 +15,5 @@ async fn only_platform_users_create_partners() {
 
     let err = svc.create(&actor(Party::Partner { partner_id: 1 }, &["*"]), input).await.unwrap_err();
 
-    assert!(matches!(err, Error::Forbidden(_)));
+    assert!(matches!(err, Error::Forbidden(..)));
 }

@@ -172,7 +172,7 @@ async fn charging_an_order_of_a_tenant_without_payments_configured_is_409_and_st
     let err = svc.charge_order(TENANT, charge()).await.unwrap_err();
 
     // The order is there; the tenant's state stops it (a 404 would say the order is not).
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains("not configured")), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("not configured")), "{err:?}");
 }
 
 #[tokio::test]
@@ -187,7 +187,7 @@ async fn an_order_being_paid_by_another_payer_is_409_without_asking_the_platform
 
     let err = svc.charge_order(TENANT, OrderCharge { openid: "o-bob".into(), ..charge() }).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains("another payer")), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("another payer")), "{err:?}");
 }
 
 // --- charge_order_offline ------------------------------------------------------------------------
@@ -241,7 +241,7 @@ async fn an_offline_payment_while_the_platform_order_may_still_be_placed_is_409_
     let err = svc.charge_order_offline(TENANT, offline_charge("BANK-20260401-1")).await.unwrap_err();
 
     // Assert: a close now could come before the order reaches the platform, and leave it payable.
-    assert!(matches!(&err, Error::Conflict(m) if m.contains("being started")), "{err:?}");
+    assert!(matches!(&err, Error::Conflict(_, m) if m.contains("being started")), "{err:?}");
     assert_eq!(ledger.tx(ORDER_NO).map(|t| t.trade_state), Some(TradeState::NotPay));
     assert!(ledger.writes().is_empty());
 }
@@ -291,7 +291,7 @@ async fn an_offline_payment_of_an_order_paid_on_the_platform_meanwhile_is_409_an
 
     let err = svc.charge_order_offline(TENANT, offline_charge("BANK-20260401-1")).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains("paid on the pay platform meanwhile")), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("paid on the pay platform meanwhile")), "{err:?}");
     let stored = ledger.tx(ORDER_NO).unwrap();
     assert!(stored.is_paid());
     assert_eq!(stored.transaction_id.as_deref(), Some("4200000001"));
@@ -314,7 +314,7 @@ async fn a_retried_offline_payment_with_the_same_reference_is_ok_without_a_secon
     let other = svc.charge_order_offline(TENANT, offline_charge("BANK-20260401-2")).await.unwrap_err();
 
     assert_eq!(ledger.txs().len(), 1);
-    assert!(matches!(other, Error::Conflict(ref m) if m.contains("already paid offline")), "{other:?}");
+    assert!(matches!(other, Error::Conflict(_, ref m) if m.contains("already paid offline")), "{other:?}");
 }
 
 // --- refund_order --------------------------------------------------------------------------------
@@ -394,7 +394,7 @@ async fn refunding_an_order_whose_payment_is_not_paid_is_409_and_reserves_nothin
 
         let err = svc.refund_order(TENANT, order_refund("OR1", 400)).await.unwrap_err();
 
-        assert!(matches!(err, Error::Conflict(ref m) if m.contains("not paid")), "{state:?}: {err:?}");
+        assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("not paid")), "{state:?}: {err:?}");
     }
 }
 

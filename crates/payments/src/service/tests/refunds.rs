@@ -71,7 +71,7 @@ async fn only_a_paid_transaction_can_be_refunded() {
 
         let err = svc.refund(&tenant_actor(), refund_request(100, None), None).await.unwrap_err();
 
-        assert!(matches!(err, Error::Conflict(ref m) if m.contains("only a paid transaction")), "{err:?}");
+        assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("only a paid transaction")), "{err:?}");
         assert_eq!(ledger.refunds(), [], "nothing reserved");
     }
 }
@@ -103,7 +103,7 @@ async fn a_refund_larger_than_remaining_amount_is_rejected() {
 
     let err = svc.refund(&tenant_actor(), refund_request(300, None), None).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains("only 200 fen")), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("only 200 fen")), "{err:?}");
     assert_eq!(ledger.refunds().len(), 2, "nothing reserved");
 }
 
@@ -119,7 +119,7 @@ async fn the_fifty_first_refund_is_rejected() {
 
     let err = svc.refund(&tenant_actor(), refund_request(1, None), None).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains("50 refunds")), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("50 refunds")), "{err:?}");
     assert_eq!(ledger.refunds().len(), 50, "nothing reserved");
 }
 
@@ -135,7 +135,7 @@ async fn no_refund_more_than_a_year_after_the_payment() {
 
     let err = svc.refund(&tenant_actor(), refund_request(100, None), None).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains("365 days")), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("365 days")), "{err:?}");
     assert_eq!(ledger.refunds(), [], "nothing reserved");
 }
 
@@ -161,7 +161,7 @@ async fn a_refund_the_platform_refuses_gives_its_amount_back() {
 
     let err = svc.refund(&tenant_actor(), refund_request(300, Some("R1")), None).await.unwrap_err();
 
-    assert!(matches!(err, Error::Blocked(ref f) if f[0].field == "pay_platform" && f[0].message.starts_with("NOT_ENOUGH")), "{err:?}");
+    assert!(matches!(err, Error::Blocked(_, ref f) if f[0].field == "pay_platform" && f[0].message.starts_with("NOT_ENOUGH")), "{err:?}");
 }
 
 #[tokio::test]
@@ -196,7 +196,7 @@ async fn a_refund_number_again_is_the_same_refund_and_never_a_different_one() {
     let other = svc.refund(&tenant_actor(), refund_request(200, Some("R1")), None).await.unwrap_err();
 
     assert_eq!((same.status, same.refund_id.as_deref()), (RefundStatus::Succeeded, Some("5000")));
-    assert!(matches!(other, Error::Conflict(ref m) if m.contains("different refund")), "{other:?}");
+    assert!(matches!(other, Error::Conflict(_, ref m) if m.contains("different refund")), "{other:?}");
 }
 
 #[tokio::test]
@@ -240,7 +240,7 @@ async fn refunding_an_orders_transaction_through_the_payment_routes_is_409_namin
 
     let err = svc.refund(&tenant_actor(), refund_request(300, Some("R1")), None).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains(&format!("belongs to order {ORDER}"))), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains(&format!("belongs to order {ORDER}"))), "{err:?}");
     assert_eq!(ledger.refunds(), [], "nothing reserved");
 }
 

@@ -83,7 +83,7 @@ async fn a_paid_or_closed_number_is_never_reused_and_a_number_names_one_order() 
 
         let err = svc.unified_order(&tenant_actor(), input, None).await.unwrap_err();
 
-        assert!(matches!(err, Error::Conflict(ref m) if m.contains(expect)), "{state:?}: {err:?}");
+        assert!(matches!(err, Error::Conflict(_, ref m) if m.contains(expect)), "{state:?}: {err:?}");
     }
 }
 
@@ -114,8 +114,8 @@ async fn a_unified_order_needs_an_enabled_configuration_a_positive_amount_and_a_
         .await
         .unwrap_err();
 
-    assert!(matches!(off, Error::Conflict(ref m) if m.contains("disabled")), "{off:?}");
-    assert!(matches!(none, Error::Conflict(ref m) if m.contains("not configured")), "a state of the tenant, not a 404: {none:?}");
+    assert!(matches!(off, Error::Conflict(_, ref m) if m.contains("disabled")), "{off:?}");
+    assert!(matches!(none, Error::Conflict(_, ref m) if m.contains("not configured")), "a state of the tenant, not a 404: {none:?}");
     assert_eq!(field_of(&zero), ["amount"]);
     assert_eq!(field_of(&past), ["time_expire"]);
     assert_eq!(field_of(&far), ["time_expire"]);
@@ -232,7 +232,7 @@ async fn closing_a_paid_transaction_is_409_without_asking_the_platform() {
 
         let err = svc.close(&tenant_actor(), close_request()).await.unwrap_err();
 
-        assert!(matches!(err, Error::Conflict(ref m) if m.contains("paid")), "{err:?}");
+        assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("paid")), "{err:?}");
     }
 }
 
@@ -275,7 +275,7 @@ async fn a_close_the_platform_refuses_as_paid_records_the_payment_and_is_409() {
 
     let err = svc.close(&tenant_actor(), close_request()).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains("paid meanwhile")), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("paid meanwhile")), "{err:?}");
     assert_eq!(cell.lock().unwrap().trade_state, TradeState::Success);
 }
 
@@ -295,7 +295,7 @@ async fn a_unified_order_with_the_number_of_an_orders_transaction_is_409_naming_
     // The same details as the order's transaction: only the order stands in the way.
     let err = svc.unified_order(&tenant_actor(), order_request(Some(ORDER_NO)), None).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains(&format!("belongs to order {ORDER}"))), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains(&format!("belongs to order {ORDER}"))), "{err:?}");
     assert_eq!(ledger.written(), []);
 }
 
@@ -311,7 +311,7 @@ async fn closing_an_orders_transaction_through_the_payment_routes_is_409_naming_
 
     let err = svc.close(&tenant_actor(), close_request()).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains(&format!("belongs to order {ORDER}"))), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains(&format!("belongs to order {ORDER}"))), "{err:?}");
     assert_eq!(ledger.tx("T0000001").map(|t| t.trade_state), Some(TradeState::NotPay));
 }
 

@@ -31,7 +31,7 @@ fn account(name: &str, no: &str) -> PayeeAccount {
 
 fn fields(err: &Error) -> Vec<String> {
     match err {
-        Error::Invalid(f) | Error::Blocked(f) => f.iter().map(|f| f.field.clone()).collect(),
+        Error::Invalid(f) | Error::Blocked(_, f) => f.iter().map(|f| f.field.clone()).collect(),
         other => panic!("expected field errors, got {other:?}"),
     }
 }
@@ -128,7 +128,7 @@ async fn a_bank_file_needs_the_sensitive_permission_before_anything_is_read() {
     repo.expect_get_sheet().never();
     repo.expect_record_audit().never();
     let err = service(repo, MockPayslipNotifier::new()).bank_file(&actor(9), 1, BankFileParams::default()).await.unwrap_err();
-    assert!(matches!(err, Error::Forbidden(ref m) if m.contains("employee:read_sensitive")), "{err:?}");
+    assert!(matches!(err, Error::Forbidden(_, ref m) if m.contains("employee:read_sensitive")), "{err:?}");
 }
 
 #[tokio::test]
@@ -139,7 +139,7 @@ async fn a_bank_file_is_for_approved_or_sent_sheets_only() {
         repo.expect_record_audit().never();
         let err =
             service(repo, MockPayslipNotifier::new()).bank_file(&reader_of_sensitive(9), 1, BankFileParams::default()).await.unwrap_err();
-        assert!(matches!(err, Error::Conflict(ref m) if m.contains(status.as_str())), "{err:?}");
+        assert!(matches!(err, Error::Conflict(_, ref m) if m.contains(status.as_str())), "{err:?}");
     }
     let err = service(MockPayrollRepo::new(), MockPayslipNotifier::new())
         .bank_file(&reader_of_sensitive(9), 1, BankFileParams { format: Some("xlsx".into()), encoding: None })
@@ -170,9 +170,9 @@ async fn a_bank_file_names_every_employee_without_an_account_and_writes_nothing(
 
     let err = svc.bank_file(&reader_of_sensitive(9), 1, BankFileParams::default()).await.unwrap_err();
 
-    assert!(matches!(err, Error::Blocked(_)), "409: {err:?}");
+    assert!(matches!(err, Error::Blocked(..)), "409: {err:?}");
     assert_eq!(fields(&err), ["items[1].bank_account", "items[2].bank_account"]);
-    let Error::Blocked(errors) = err else { unreachable!() };
+    let Error::Blocked(_, errors) = err else { unreachable!() };
     assert!(errors[0].message.starts_with("E200 (E-200) has no bank account"), "{errors:?}");
 }
 
@@ -235,7 +235,7 @@ async fn a_name_gbk_cannot_write_is_a_409_naming_the_item() {
     let err = svc.bank_file(&reader_of_sensitive(9), 1, BankFileParams { format: None, encoding: Some("gbk".into()) }).await.unwrap_err();
 
     // Line 0 of the file is the sheet's item 1 (item 0 pays nothing).
-    assert!(matches!(err, Error::Blocked(_)), "{err:?}");
+    assert!(matches!(err, Error::Blocked(..)), "{err:?}");
     assert_eq!(fields(&err), ["items[1].employee_name"]);
 }
 
@@ -323,7 +323,7 @@ async fn an_import_into_an_approved_sheet_is_a_conflict_and_reads_no_file() {
     reader.expect_read().never();
     let svc = with_files(repo, MockPayslipNotifier::new(), MockPayeeAccounts::new(), MockSheetWriter::new(), reader);
     let err = svc.import(&actor(9), 1, b"file".to_vec()).await.unwrap_err();
-    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert!(matches!(err, Error::Conflict(..)), "{err:?}");
 }
 
 #[tokio::test]

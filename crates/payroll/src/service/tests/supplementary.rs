@@ -25,7 +25,7 @@ fn with_bonus(mut item: SheetItem, yuan: i64) -> SheetItem {
 
 fn fields(err: &Error) -> Vec<String> {
     match err {
-        Error::Invalid(f) | Error::Blocked(f) => f.iter().map(|f| f.field.clone()).collect(),
+        Error::Invalid(f) | Error::Blocked(_, f) => f.iter().map(|f| f.field.clone()).collect(),
         other => panic!("expected field errors, got {other:?}"),
     }
 }
@@ -46,9 +46,9 @@ async fn a_supplementary_sheet_needs_its_periods_regular_sheet_approved_and_says
     let none = svc.create(&actor(1), new_supplementary(Some(vec![pays(100, |_| {})]))).await.unwrap_err();
     let calculated = svc.create(&actor(1), new_supplementary(Some(vec![pays(100, |_| {})]))).await.unwrap_err();
 
-    assert!(matches!(none, Error::Conflict(ref m) if m.contains("no regular sheet for 2026-01")), "{none:?}");
+    assert!(matches!(none, Error::Conflict(_, ref m) if m.contains("no regular sheet for 2026-01")), "{none:?}");
     assert!(
-        matches!(calculated, Error::Conflict(ref m) if m.contains("(id 31) is calculated") && m.contains("approve it first")),
+        matches!(calculated, Error::Conflict(_, ref m) if m.contains("(id 31) is calculated") && m.contains("approve it first")),
         "{calculated:?}"
     );
 }
@@ -186,7 +186,7 @@ async fn a_second_separately_taxed_bonus_in_a_year_blocks_the_calculation_naming
 
     assert_eq!(fields(&err), ["items[1].annual_bonus"]);
     assert!(
-        matches!(err, Error::Blocked(ref f) if f[0].message.contains("sheet 44") && f[0].message.contains("once a tax year")),
+        matches!(err, Error::Blocked(_, ref f) if f[0].message.contains("sheet 44") && f[0].message.contains("once a tax year")),
         "{err:?}"
     );
 }
@@ -200,7 +200,7 @@ async fn approving_a_sheet_whose_year_to_date_changed_since_its_calculation_asks
 
     let err = service(repo, MockPayslipNotifier::new()).approve(&actor(2), 1).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains("recalculate")), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("recalculate")), "{err:?}");
 }
 
 #[tokio::test]
@@ -212,7 +212,7 @@ async fn a_sheet_calculated_before_bases_were_recorded_is_recalculated_before_ap
 
     let err = service(repo, MockPayslipNotifier::new()).approve(&actor(2), 1).await.unwrap_err();
 
-    assert!(matches!(err, Error::Conflict(ref m) if m.contains("recalculate")), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("recalculate")), "{err:?}");
 }
 
 #[tokio::test]
@@ -226,7 +226,7 @@ async fn approving_a_second_separately_taxed_bonus_is_blocked_naming_the_item() 
     let err = service(repo, MockPayslipNotifier::new()).approve(&actor(2), 1).await.unwrap_err();
 
     assert_eq!(fields(&err), ["items[2].annual_bonus"]);
-    assert!(matches!(err, Error::Blocked(ref f) if f[0].message.contains("E300") && f[0].message.contains("sheet 51")), "{err:?}");
+    assert!(matches!(err, Error::Blocked(_, ref f) if f[0].message.contains("E300") && f[0].message.contains("sheet 51")), "{err:?}");
 }
 
 #[tokio::test]
