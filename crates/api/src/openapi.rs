@@ -74,7 +74,7 @@ impl Modify for BearerAuth {
     }
 }
 
-/// The document as served: the derived one with the [`contract`] applied. It is JSON, not
+/// The document as served: the derived one with the `contract` applied. It is JSON, not
 /// utoipa's model, because the model has no room for some of what JSON Schema says (`not`).
 /// Built once per process (every worker's app serves the same one).
 pub fn document() -> serde_json::Value {

@@ -1,10 +1,10 @@
-use atrium_kernel::Reason;
 use crate::api::{CreateDocumentRequest, CreateTokenRequest};
 use crate::config::DocsConfig;
 use crate::model::*;
 use crate::ports::DocsRepo;
 use crate::token;
 use crate::tree::build_tree;
+use atrium_kernel::Reason;
 use atrium_kernel::{Clock, Error, Id, Page, PageRequest, Party, PartyType, Result, Timestamp};
 use std::sync::Arc;
 

@@ -275,7 +275,11 @@ impl Actor {
 
     /// `Forbidden` unless the actor holds `permission`.
     pub fn require(&self, permission: &str) -> Result<(), Error> {
-        if self.permissions.allows(permission) { Ok(()) } else { Err(Error::Forbidden(Reason::MissingPermission, format!("missing permission {permission}"))) }
+        if self.permissions.allows(permission) {
+            Ok(())
+        } else {
+            Err(Error::Forbidden(Reason::MissingPermission, format!("missing permission {permission}")))
+        }
     }
 
     /// `Forbidden` while the caller's tenant awaits activation (for operations that grow it).

@@ -21,8 +21,8 @@ mod paging;
 pub mod pay;
 pub mod payroll;
 mod period;
-mod reason;
 pub mod permission;
+mod reason;
 pub mod secret;
 mod text;
 

@@ -400,7 +400,7 @@ impl Db {
     /// if it returns `Err` (or panics).
     ///
     /// On SQLite, which has one write lock per database, the writes of this process take
-    /// turns, first come first served, on one thread of their own ([`SqliteWriter`]), which
+    /// turns, first come first served, on one thread of their own (`SqliteWriter`), which
     /// holds the lock (`BEGIN IMMEDIATE`) for them: no write of this process meets another
     /// holding it, and a waiting write holds no thread, no pooled connection and no lock.
     /// (Left to SQLite, concurrent writers wait in its busy handler, which sleeps up to 100 ms

@@ -1,6 +1,6 @@
 //! The one place where driver errors become domain errors.
-use atrium_kernel::Reason;
 use atrium_kernel::Error;
+use atrium_kernel::Reason;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 
 /// Maps a Diesel error: unique violations become `Conflict`, a missing row `NotFound`,

@@ -1,7 +1,6 @@
 //! [`PaymentRepo`]: payment configurations (secrets encrypted), transactions, refunds and the
 //! notifications already processed. A refund reservation is one write transaction holding the
 //! transaction's row lock, so concurrent refunds never together exceed what was paid.
-use atrium_kernel::Reason;
 use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, first_for_update, on_backend};
@@ -12,6 +11,7 @@ use crate::org::tenants::in_scope;
 use crate::schema::{orders, payment_configs, payment_notifications, payment_refunds, payment_transactions};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Party, Result, Timestamp};
 use atrium_payments::{
@@ -325,10 +325,10 @@ fn insert_transaction(conn: &mut DbConn, tx: Transaction, effects: &Effects) -> 
         .optional()
         .map_err(db_error)?;
     if let Some(order_id) = owner.filter(|id| Some(*id) != tx.order_id) {
-        return Err(Error::conflict(Reason::WrongRoute, format!(
-            "out_trade_no {} is the number of order {order_id}; pay it through /api/v1/orders/{order_id}/pay",
-            tx.out_trade_no
-        )));
+        return Err(Error::conflict(
+            Reason::WrongRoute,
+            format!("out_trade_no {} is the number of order {order_id}; pay it through /api/v1/orders/{order_id}/pay", tx.out_trade_no),
+        ));
     }
     if let Some(order_id) = tx.order_id {
         let live: i64 = payment_transactions::table
@@ -347,9 +347,10 @@ fn insert_transaction(conn: &mut DbConn, tx: Transaction, effects: &Effects) -> 
         diesel::insert_into(payment_transactions::table).values(tx_row(&tx)).returning(payment_transactions::id).get_result(conn).map_err(
             |e| match db_error(e) {
                 Error::Conflict(..) => match tx.order_id {
-                    Some(order_id) => {
-                        Error::conflict(Reason::Duplicate, format!("order {order_id} already has a payment, or out_trade_no {} is used", tx.out_trade_no))
-                    }
+                    Some(order_id) => Error::conflict(
+                        Reason::Duplicate,
+                        format!("order {order_id} already has a payment, or out_trade_no {} is used", tx.out_trade_no),
+                    ),
                     None => Error::conflict(Reason::Duplicate, format!("out_trade_no {} is already used", tx.out_trade_no)),
                 },
                 other => other,

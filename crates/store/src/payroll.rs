@@ -7,7 +7,6 @@
 mod files;
 mod year;
 
-use atrium_kernel::Reason;
 use crate::audit_log::{audit_created, write_audit};
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, MultiBackend};
@@ -17,6 +16,7 @@ use crate::org::{like_pattern, lower, nothing, page, parse_enum, searchable, tot
 use crate::schema::{employees, payroll_items, payroll_sheets};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::payroll::HousingFundRate;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Period, Result, SortOrder};
@@ -546,9 +546,10 @@ impl PayrollRepo for PayrollStore {
                     .returning(payroll_sheets::id)
                     .get_result(conn)
                     .map_err(|e| match db_error(e) {
-                        Error::Conflict(..) => {
-                            Error::conflict(Reason::Duplicate, format!("the tenant already has a regular payroll sheet for {}", sheet.period))
-                        }
+                        Error::Conflict(..) => Error::conflict(
+                            Reason::Duplicate,
+                            format!("the tenant already has a regular payroll sheet for {}", sheet.period),
+                        ),
                         other => other,
                     })?;
                 insert_items(conn, id, &items)?;

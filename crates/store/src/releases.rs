@@ -8,7 +8,6 @@
 //! are conditional writes against the state read, so racing writers never move a record back.
 //! Packages are files in the store's package directory named `<sha256>.zip`, moved there off
 //! the async workers.
-use atrium_kernel::Reason;
 use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, MultiBackend, on_backend};
@@ -21,6 +20,7 @@ use crate::schema::{
 };
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Page, Party, Result, SortOrder, Timestamp};
 use atrium_miniprogram::{

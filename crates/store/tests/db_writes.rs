@@ -3,8 +3,8 @@
 //! lock held by another and none waits in its busy handler), a read does not wait for a write
 //! in progress, and a write that panics is rolled back without stopping the ones after it.
 #![allow(clippy::unwrap_used)]
-use atrium_kernel::Reason;
 use atrium_kernel::Error;
+use atrium_kernel::Reason;
 use atrium_store::{Backend, Db, db_error, store_test};
 use diesel::RunQueryDsl;
 use diesel::connection::SimpleConnection;

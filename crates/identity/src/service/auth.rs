@@ -1,10 +1,10 @@
-use atrium_kernel::Reason;
 use super::SessionCache;
 use crate::config::IdentityConfig;
 use crate::model::*;
 use crate::password::Password;
 use crate::ports::*;
 use crate::token::{AccessClaims, TokenKeys, hash_code, hash_secret, random_token};
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::secret::constant_time_eq;
 use atrium_kernel::{AuditRecord, Clock, ContactTarget, Error, Id, Result, Text, Timestamp};

@@ -110,7 +110,10 @@ impl UserService {
                 return Err(Error::invalid("role_ids", format!("role {} is not for a {} user", role.code, party.party_type().as_str())));
             }
             if !actor.permissions.covers_all(role.permissions.iter().map(String::as_str)) {
-                return Err(Error::forbidden(Reason::Escalation, format!("cannot grant role {}: it holds permissions you lack", role.code)));
+                return Err(Error::forbidden(
+                    Reason::Escalation,
+                    format!("cannot grant role {}: it holds permissions you lack", role.code),
+                ));
             }
         }
         roles.sort_by_key(|r| r.id);

@@ -2,7 +2,6 @@
 //! Storage is a mock whose answers come from one in-memory state, with conditional writes as
 //! the store does them, so a test can look at what was written; the platform and the uploader
 //! are plain mocks, so a call a test does not expect fails it.
-use atrium_kernel::Reason;
 use crate::api::*;
 use crate::config::ReleaseSettings;
 use crate::lifecycle::{AuditStatus, AuthorizationStatus, ReleaseKind, ReleaseStatus, UploadStatus};
@@ -10,6 +9,7 @@ use crate::model::*;
 use crate::package::{PackageError, PackageInfo};
 use crate::ports::{MockCodeUploader, MockMiniProgramPlatform, MockPackageInspector, MockReleaseRepo, PlatformError, UploaderError};
 use crate::service::{AUDIT_POLL_JOB, ReleaseService, UPLOAD_JOB, release_platform_error};
+use atrium_kernel::Reason;
 use atrium_kernel::jobs::MockJobStore;
 use atrium_kernel::{Actor, Error, FixedClock, Id, JobHandler, JobOutcome, NewJob, Page, Party, Secret, Timestamp};
 use chrono::{Duration, TimeZone, Utc};

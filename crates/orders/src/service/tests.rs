@@ -3,13 +3,13 @@
 //! the state read, refunds read from the ledger), so races can be tested here; the ledger is
 //! a small in-memory fake that keeps each order's money, records every call, and can be told
 //! to fail or to let something happen just before it answers.
-use atrium_kernel::Reason;
 use crate::config::OrderSettings;
 use crate::lifecycle::OrderStatus;
 use crate::model::*;
 use crate::ports::*;
 use crate::service::OrderService;
 use async_trait::async_trait;
+use atrium_kernel::Reason;
 use atrium_kernel::{Actor, AuditRecord, Error, FixedClock, Id, Money, Page, Party, PayParams, RefundStatus, Result, Timestamp};
 use chrono::{Duration, TimeZone, Utc};
 use std::collections::HashMap;

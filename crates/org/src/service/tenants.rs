@@ -107,7 +107,10 @@ impl TenantService {
         if let Some(policy) = patch.payroll_policy {
             // Four-eyes binds the tenant's own users, so they may turn it on but not off.
             if is_tenant_user && before.payroll_policy.four_eyes && !policy.four_eyes {
-                return Err(Error::forbidden(Reason::PartyNotAllowed, "only the tenant's partner or the platform can turn off four-eyes approval"));
+                return Err(Error::forbidden(
+                    Reason::PartyNotAllowed,
+                    "only the tenant's partner or the platform can turn off four-eyes approval",
+                ));
             }
             policy.validate()?;
             after.payroll_policy = policy;

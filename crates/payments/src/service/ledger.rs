@@ -12,12 +12,12 @@
 //! A transaction that pays an order is paid, refunded and closed through the order only: the
 //! payment routes answer 409 naming the order, and no other transaction may take an order's
 //! number.
-use atrium_kernel::Reason;
 use super::payments::{PaymentService, platform_error};
 use crate::api::*;
 use crate::lifecycle::TradeState;
 use crate::model::*;
 use crate::ports::PayPlatformError;
+use atrium_kernel::Reason;
 use atrium_kernel::failpoint;
 use atrium_kernel::secret::nonce;
 use atrium_kernel::{Actor, AuditRecord, Error, Id, Money, PayParams, PaymentMethod, RefundStatus, RequestKey, Result};
@@ -98,16 +98,20 @@ impl PaymentService {
             Some(existing) => {
                 if existing.order_id != wanted.order_id {
                     return Err(belongs_to_order(&existing).unwrap_or_else(|| {
-                        Error::conflict(Reason::WrongRoute, format!("out_trade_no {no} is a transaction of the payment routes, not this order's"))
+                        Error::conflict(
+                            Reason::WrongRoute,
+                            format!("out_trade_no {no} is a transaction of the payment routes, not this order's"),
+                        )
                     }));
                 }
                 if existing.method == PaymentMethod::Offline || existing.is_paid() {
                     return Err(Error::conflict(Reason::AlreadyPaid, format!("out_trade_no {no} is already paid")));
                 }
                 if existing.discrepancy.is_some() {
-                    return Err(Error::conflict(Reason::Discrepancy, format!(
-                        "out_trade_no {no} has a payment discrepancy to resolve first; see the transaction"
-                    )));
+                    return Err(Error::conflict(
+                        Reason::Discrepancy,
+                        format!("out_trade_no {no} has a payment discrepancy to resolve first; see the transaction"),
+                    ));
                 }
                 if existing.trade_state.is_closed() {
                     return Err(Error::conflict(Reason::State, format!("out_trade_no {no} is closed; a new payment needs a new number")));
@@ -118,7 +122,9 @@ impl PaymentService {
                     && existing.attach == wanted.attach;
                 if !same {
                     return Err(match existing.order_id {
-                        Some(_) if existing.openid != wanted.openid => Error::conflict(Reason::OtherPayer, "the order is being paid by another payer"),
+                        Some(_) if existing.openid != wanted.openid => {
+                            Error::conflict(Reason::OtherPayer, "the order is being paid by another payer")
+                        }
                         _ => Error::conflict(Reason::Duplicate, format!("out_trade_no {no} was already used for a different order")),
                     });
                 }
@@ -196,10 +202,13 @@ impl PaymentService {
                 // A platform order still being placed by a request in flight could be placed
                 // after a close that found nothing to close: wait until no request can be.
                 if tx.prepay_id.is_none() && self.clock.now() < tx.created_at + PLACING_WINDOW {
-                    return Err(Error::conflict(Reason::TryAgain, format!(
-                        "a platform payment of this order is being started; try again in {} seconds, or pay online",
-                        PLACING_WINDOW.num_seconds()
-                    )));
+                    return Err(Error::conflict(
+                        Reason::TryAgain,
+                        format!(
+                            "a platform payment of this order is being started; try again in {} seconds, or pay online",
+                            PLACING_WINDOW.num_seconds()
+                        ),
+                    ));
                 }
                 let closed = self.close_transaction(&tx).await?;
                 if closed.is_paid() {
@@ -383,7 +392,10 @@ impl PaymentService {
             RefundReservation::Reserved(r) => r,
             RefundReservation::Existing(r) => {
                 if r.out_trade_no != tx.out_trade_no || r.amount != amount {
-                    return Err(Error::conflict(Reason::Duplicate, format!("out_refund_no {out_refund_no} already names a different refund")));
+                    return Err(Error::conflict(
+                        Reason::Duplicate,
+                        format!("out_refund_no {out_refund_no} already names a different refund"),
+                    ));
                 }
                 if r.status.is_final() || r.refund_id.is_some() || offline {
                     return Ok(r);
@@ -441,10 +453,13 @@ impl PaymentService {
 /// 409 naming the order a transaction pays, if it pays one.
 fn belongs_to_order(tx: &Transaction) -> Option<Error> {
     tx.order_id.map(|order_id| {
-        Error::conflict(Reason::WrongRoute, format!(
-            "out_trade_no {} belongs to order {order_id}; pay, refund and close it through /api/v1/orders/{order_id}",
-            tx.out_trade_no
-        ))
+        Error::conflict(
+            Reason::WrongRoute,
+            format!(
+                "out_trade_no {} belongs to order {order_id}; pay, refund and close it through /api/v1/orders/{order_id}",
+                tx.out_trade_no
+            ),
+        )
     })
 }
 
@@ -452,9 +467,15 @@ fn belongs_to_order(tx: &Transaction) -> Option<Error> {
 fn refusal(why: RefundRefusal) -> Error {
     match why {
         RefundRefusal::NotPaid => Error::conflict(Reason::State, "only a paid transaction can be refunded"),
-        RefundRefusal::WindowClosed { days } => Error::conflict(Reason::RefundWindowClosed, format!("refunds are possible for {days} days after the payment")),
-        RefundRefusal::TooManyRefunds { max } => Error::conflict(Reason::TooManyRefunds, format!("this payment already has {max} refunds, the most allowed")),
-        RefundRefusal::ExceedsPaid { refundable } => Error::conflict(Reason::RefundExceedsPaid, format!("only {} fen are left to refund", refundable.fen())),
+        RefundRefusal::WindowClosed { days } => {
+            Error::conflict(Reason::RefundWindowClosed, format!("refunds are possible for {days} days after the payment"))
+        }
+        RefundRefusal::TooManyRefunds { max } => {
+            Error::conflict(Reason::TooManyRefunds, format!("this payment already has {max} refunds, the most allowed"))
+        }
+        RefundRefusal::ExceedsPaid { refundable } => {
+            Error::conflict(Reason::RefundExceedsPaid, format!("only {} fen are left to refund", refundable.fen()))
+        }
     }
 }
 

@@ -5,11 +5,11 @@
 //! Records only move forward (see `lifecycle`): every write of a transaction or refund is a
 //! conditional update against the state it was read in, retried after a lost race, so a
 //! notification, a query and a close racing each other settle on the furthest state.
-use atrium_kernel::Reason;
 use crate::api::*;
 use crate::config::PaymentSettings;
 use crate::model::*;
 use crate::ports::{MerchantKeys, PayPlatform, PayPlatformError, PaymentRepo};
+use atrium_kernel::Reason;
 use atrium_kernel::failpoint;
 use atrium_kernel::secret::nonce;
 use atrium_kernel::{
@@ -40,7 +40,9 @@ pub fn platform_error(e: PayPlatformError) -> Error {
             Error::Invalid(vec![FieldError::new("pay_platform", format!("{code}: {message}"))])
         }
         PayPlatformError::Unavailable(m) => Error::Upstream(format!("the pay platform is unavailable: {m}")),
-        PayPlatformError::Credentials(m) => Error::Conflict(Reason::PaymentsNotReady, format!("the payment configuration cannot be used: {m}")),
+        PayPlatformError::Credentials(m) => {
+            Error::Conflict(Reason::PaymentsNotReady, format!("the payment configuration cannot be used: {m}"))
+        }
     }
 }
 
@@ -101,7 +103,10 @@ impl PaymentService {
             return Err(Error::conflict(Reason::PaymentsNotReady, "payments are disabled for this tenant"));
         }
         config.account().ok_or_else(|| {
-            Error::conflict(Reason::PaymentsNotReady, format!("the payment configuration is incomplete: {} missing", config.missing_parts().join(", ")))
+            Error::conflict(
+                Reason::PaymentsNotReady,
+                format!("the payment configuration is incomplete: {} missing", config.missing_parts().join(", ")),
+            )
         })
     }
 
@@ -149,10 +154,13 @@ impl PaymentService {
             let missing = config.missing_parts();
             if !missing.is_empty() {
                 // The stored configuration, not the request, is short of keys: 409.
-                return Err(Error::Blocked(Reason::PaymentsNotReady, vec![atrium_kernel::FieldError::new(
-                    "enabled",
-                    format!("the configuration is incomplete: {} missing", missing.join(", ")),
-                )]));
+                return Err(Error::Blocked(
+                    Reason::PaymentsNotReady,
+                    vec![atrium_kernel::FieldError::new(
+                        "enabled",
+                        format!("the configuration is incomplete: {} missing", missing.join(", ")),
+                    )],
+                ));
             }
         }
         config.updated_at = now;

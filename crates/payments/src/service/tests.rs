@@ -5,7 +5,6 @@
 //! refund rule run against [`Ledger`], an in-memory ledger keeping the store's contract
 //! (unique numbers, one live transaction per order, the refund rule under the lock,
 //! conditional writes) and recording the [`Effects`] of every write.
-use atrium_kernel::Reason;
 use crate::api::*;
 use crate::config::PaymentSettings;
 use crate::lifecycle::TradeState;
@@ -15,6 +14,7 @@ use crate::ports::{MockMerchantKeys, MockPayPlatform, MockPaymentRepo, PayPlatfo
 use crate::service::{
     MAX_ATTEMPTS, ORDER_CHANGED, PaymentService, RECONCILE, RECONCILE_DAY, SETTLE_REFUND, SETTLE_TRANSACTION, platform_error,
 };
+use atrium_kernel::Reason;
 use atrium_kernel::jobs::MockJobStore;
 use atrium_kernel::{
     Actor, AuditRecord, Error, FixedClock, Id, IdempotencyKey, Job, JobHandler, JobOutcome, Money, NewJob, Openid, Party, PayParams,

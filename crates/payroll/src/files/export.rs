@@ -1,8 +1,8 @@
 //! A sheet's export: one row per item with every input and computed column (named as the
 //! item's fields in the API), and a totals row adding up each money column.
-use atrium_kernel::Reason;
 use super::{Cell, Column, ColumnKind, Table};
 use crate::model::{Sheet, SheetItem};
+use atrium_kernel::Reason;
 use atrium_kernel::{Error, Money, StrEnum};
 
 /// The export's columns, in order.
@@ -86,10 +86,9 @@ pub(crate) fn sheet_table(sheet: &Sheet, items: &[SheetItem]) -> Result<Table, E
         let mut sum: Option<Money> = None;
         for r in &rows {
             if let Cell::Money(m) = r[c] {
-                let next = sum
-                    .unwrap_or(Money::ZERO)
-                    .checked_add(m)
-                    .map_err(|_| Error::conflict(Reason::TotalTooLarge, format!("the sheet's total of {name} is too large to write; split the sheet")))?;
+                let next = sum.unwrap_or(Money::ZERO).checked_add(m).map_err(|_| {
+                    Error::conflict(Reason::TotalTooLarge, format!("the sheet's total of {name} is too large to write; split the sheet"))
+                })?;
                 sum = Some(next);
             }
         }

@@ -1,5 +1,4 @@
 //! [`RoleRepo`]: built-in and custom roles, scoped to the caller's party.
-use atrium_kernel::Reason;
 use super::IdentityStore;
 use super::users::parse_permissions;
 use crate::audit_log::{audit_created, write_audit};
@@ -10,6 +9,7 @@ use crate::schema::{roles, tenants, user_roles};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_identity::{Role, RoleRepo};
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Page, PageRequest, Party, PartyType, Result};
 use chrono::NaiveDateTime;

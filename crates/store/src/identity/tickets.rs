@@ -1,5 +1,4 @@
 //! [`ChatTicketRepo`]: QR login tickets and the messaging-platform identities bound to users.
-use atrium_kernel::Reason;
 use super::{IdentityStore, UserFilter, load_user};
 use crate::audit_log::write_audit;
 use crate::error::db_error;
@@ -7,6 +6,7 @@ use crate::schema::{chat_tickets, users};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_identity::{ChatTicket, ChatTicketRepo, TicketStatus, UserCredentials};
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Result, Timestamp};
 use chrono::NaiveDateTime;
@@ -119,7 +119,9 @@ impl ChatTicketRepo for IdentityStore {
                     .set((users::chat_identity.eq(Some(key)), users::updated_at.eq(to_db(at))))
                     .execute(conn)
                     .map_err(|e| match db_error(e) {
-                        Error::Conflict(..) => Error::conflict(Reason::Duplicate, "this messaging-platform account is bound to another user"),
+                        Error::Conflict(..) => {
+                            Error::conflict(Reason::Duplicate, "this messaging-platform account is bound to another user")
+                        }
                         other => other,
                     })?;
                 write_audit(conn, &audit)

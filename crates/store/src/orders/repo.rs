@@ -1,7 +1,6 @@
 //! [`OrderRepo`]: orders with their items, and — read from the ledger's tables, never written
 //! here — their refunds. What an order knows of its money is written by conditional updates
 //! against what was read, so an older view of the ledger never overwrites a newer one.
-use atrium_kernel::Reason;
 use super::OrdersStore;
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{DbConn, MultiBackend};
@@ -10,6 +9,7 @@ use crate::org::{like_pattern, lower, nothing, page, parse_enum, searchable, tot
 use crate::schema::{order_items, orders, payment_refunds, payment_transactions, tenants};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, SortOrder, Timestamp};
 use atrium_orders::{
@@ -267,12 +267,17 @@ impl OrderRepo for OrdersStore {
                     .get_result(conn)
                     .map_err(db_error)?;
                 if taken > 0 {
-                    return Err(Error::conflict(Reason::WrongRoute, format!("order_no {} is a payment transaction's number", order.order_no)));
+                    return Err(Error::conflict(
+                        Reason::WrongRoute,
+                        format!("order_no {} is a payment transaction's number", order.order_no),
+                    ));
                 }
                 let id: i64 =
                     diesel::insert_into(orders::table).values(order_row(&order)).returning(orders::id).get_result(conn).map_err(|e| {
                         match db_error(e) {
-                            Error::Conflict(..) => Error::conflict(Reason::Duplicate, format!("order_no {} is already used", order.order_no)),
+                            Error::Conflict(..) => {
+                                Error::conflict(Reason::Duplicate, format!("order_no {} is already used", order.order_no))
+                            }
                             other => other,
                         }
                     })?;

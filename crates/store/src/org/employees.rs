@@ -1,4 +1,3 @@
-use atrium_kernel::Reason;
 use super::tenants::ids_of_partner;
 use super::{OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
 use crate::crypto::FieldCipher;
@@ -7,6 +6,7 @@ use crate::error::db_error;
 use crate::schema::{employees, tenants};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::payroll::HousingFundRate;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, SortOrder};
@@ -226,11 +226,15 @@ fn record<'a>(cipher: &FieldCipher, e: &'a Employee) -> Result<Record<'a>> {
 
 fn conflict_message(e: diesel::result::Error) -> Error {
     match db_error(e) {
-        Error::Conflict(_, m) if m.contains("id card") => Error::conflict(Reason::Duplicate, "another employee of this tenant has this id card number"),
+        Error::Conflict(_, m) if m.contains("id card") => {
+            Error::conflict(Reason::Duplicate, "another employee of this tenant has this id card number")
+        }
         Error::Conflict(_, m) if m.contains("employee no") || m.contains("employee_no") => {
             Error::conflict(Reason::Duplicate, "another employee of this tenant has this employee number")
         }
-        Error::Conflict(..) => Error::conflict(Reason::Duplicate, "another employee of this tenant has this employee number or id card number"),
+        Error::Conflict(..) => {
+            Error::conflict(Reason::Duplicate, "another employee of this tenant has this employee number or id card number")
+        }
         other => other,
     }
 }
@@ -309,7 +313,9 @@ impl EmployeeRepo for OrgStore {
         self.db
             .write(move |conn| {
                 let n = diesel::delete(employees::table.find(id)).execute(conn).map_err(|e| match db_error(e) {
-                    Error::Conflict(..) => Error::conflict(Reason::InUse, "payroll records refer to this employee; set its status to left instead"),
+                    Error::Conflict(..) => {
+                        Error::conflict(Reason::InUse, "payroll records refer to this employee; set its status to left instead")
+                    }
                     other => other,
                 })?;
                 if n == 0 {

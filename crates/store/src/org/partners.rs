@@ -1,10 +1,10 @@
-use atrium_kernel::Reason;
 use super::{OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
 use crate::db::DbConn;
 use crate::error::db_error;
 use crate::schema::{partners, tenants, users};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Page, Party, PartyType, Result, SortOrder};
 use atrium_org::{Partner, PartnerQuery, PartnerRepo, PartnerSort, PartnerStatus};
@@ -148,12 +148,15 @@ impl PartnerRepo for OrgStore {
                     users::table.filter(users::partner_id.eq(id)).select(users::id).load(conn).map_err(db_error)?;
                 let projects = crate::docs::party_project_count(conn, PartyType::Partner, id)?;
                 if !cascade && (!tenant_ids.is_empty() || !partner_users.is_empty() || projects > 0) {
-                    return Err(Error::conflict(Reason::InUse, format!(
-                        "the partner still has {} tenant(s), {} user(s) and {projects} document project(s); \
+                    return Err(Error::conflict(
+                        Reason::InUse,
+                        format!(
+                            "the partner still has {} tenant(s), {} user(s) and {projects} document project(s); \
                          delete them first or pass cascade=true",
-                        tenant_ids.len(),
-                        partner_users.len()
-                    )));
+                            tenant_ids.len(),
+                            partner_users.len()
+                        ),
+                    ));
                 }
                 let mut removed = Vec::new();
                 for t in tenant_ids {

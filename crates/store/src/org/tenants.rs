@@ -1,10 +1,10 @@
-use atrium_kernel::Reason;
 use super::{OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::schema::{employees, partners, roles, tenants, users};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
+use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::payroll::PayrollPolicy;
 use atrium_kernel::{AuditRecord, Error, Id, Page, Party, PartyType, Result, SortOrder, Timestamp};
@@ -231,10 +231,13 @@ impl TenantRepo for OrgStore {
                 let users: i64 = users::table.filter(users::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
                 let projects = crate::docs::party_project_count(conn, PartyType::Tenant, id)?;
                 if !cascade && (employees > 0 || users > 0 || projects > 0) {
-                    return Err(Error::conflict(Reason::InUse, format!(
-                        "the tenant still has {employees} employee(s), {users} user(s) and {projects} document project(s); \
+                    return Err(Error::conflict(
+                        Reason::InUse,
+                        format!(
+                            "the tenant still has {employees} employee(s), {users} user(s) and {projects} document project(s); \
                          delete them first or pass cascade=true"
-                    )));
+                        ),
+                    ));
                 }
                 if tenants::table.find(id).count().get_result::<i64>(conn).map_err(db_error)? == 0 {
                     return Err(Error::NotFound("tenant"));

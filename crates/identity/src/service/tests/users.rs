@@ -1,10 +1,10 @@
 //! User administration against mocked ports.
-use atrium_kernel::Reason;
 use super::{actor, admin_clock, admin_now, role};
 use crate::api::{NewUser, UserPatch};
 use crate::model::{Principal, SessionRecord, User, UserStatus, UserWithRoles};
 use crate::ports::{MockPasswordHasher, MockRateBucketRepo, MockUserRepo};
 use crate::service::{SessionCache, UserService};
+use atrium_kernel::Reason;
 use atrium_kernel::{Actor, Error, Id, Name, Party, PartyStanding, PartyType, PermissionSet};
 use std::sync::Arc;
 

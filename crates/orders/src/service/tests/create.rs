@@ -1,9 +1,9 @@
 //! Creating, reading and listing orders: the amount and items rule, expiry, scope.
-use atrium_kernel::Reason;
 use super::*;
 use crate::api::{ItemInput, NewOrder, OrderListParams};
 use crate::text::{Openid, Subject};
 use atrium_kernel::Name;
+use atrium_kernel::Reason;
 
 fn new_order(amount: Option<i64>, items: Option<Vec<(i64, i64)>>) -> NewOrder {
     NewOrder {

@@ -1,9 +1,9 @@
 //! Paying orders through the ledger: on the pay platform (a charge, resumed when asked again;
 //! the payer's openid) and offline; the ledger's refusals.
-use atrium_kernel::Reason;
 use super::*;
 use crate::api::{PayOrder, PaymentReference};
 use crate::text::Openid;
+use atrium_kernel::Reason;
 use strum::VariantArray;
 
 fn jsapi(openid: Option<&str>) -> PayOrder {
