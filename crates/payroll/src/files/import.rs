@@ -83,15 +83,24 @@ fn not_text(cell_ref: &str, what: &str, expected: &str) -> String {
     format!("{cell_ref}: {what} is not {expected}")
 }
 
-/// The rows of `sheet` as item inputs of a sheet of `kind`, or every error found (the header's
-/// first: with a header that names no `employee_no` column the rows are not read). A file of
-/// more than `max_rows` rows below its header (the tenant's number of employees) is refused
-/// whole.
+/// The rows of `sheet` as item inputs of a sheet of `kind`, or every error found; see
+/// [`read_rows`].
+#[cfg(test)]
 pub(crate) fn parse_rows(sheet: &ReadSheet, kind: SheetKind, max_rows: usize) -> Result<Vec<ImportRow>, Errors> {
+    let (rows, errors) = read_rows(sheet, kind, max_rows);
+    if errors.is_empty() { Ok(rows) } else { Err(errors) }
+}
+
+/// The rows of `sheet` as item inputs of a sheet of `kind`, and every error found. The
+/// header's errors come first: with a header that names no `employee_no` column, no rows are
+/// read. Rows that name an employee are returned even when a cell of theirs is wrong, so the
+/// caller can check their employees too and report every error at once. A file of more than
+/// `max_rows` rows below its header (the tenant's number of employees) is refused whole.
+pub(crate) fn read_rows(sheet: &ReadSheet, kind: SheetKind, max_rows: usize) -> (Vec<ImportRow>, Errors) {
     let mut errors = Errors::default();
     let Some((header, rows)) = sheet.rows.split_first() else {
         errors.push("file", "is empty: it has no header row (employee_no and the amounts)");
-        return Err(errors);
+        return (Vec::new(), errors);
     };
     let known = IMPORT_COLUMNS.join(", ");
     // Column index → its name, for the columns the header names.
@@ -132,15 +141,15 @@ pub(crate) fn parse_rows(sheet: &ReadSheet, kind: SheetKind, max_rows: usize) ->
     }
     if !seen.contains_key("employee_no") {
         errors.push("columns.employee_no", "is required: the header row must name the column of employee numbers (employee_no)");
-        return Err(errors);
+        return (Vec::new(), errors);
     }
     if rows.is_empty() {
         errors.push("file", "has no rows below its header");
-        return Err(errors);
+        return (Vec::new(), errors);
     }
     if rows.len() > max_rows {
         errors.push("file", too_many_rows(max_rows));
-        return Err(errors);
+        return (Vec::new(), errors);
     }
 
     let mut out = Vec::with_capacity(rows.len());
@@ -217,7 +226,7 @@ pub(crate) fn parse_rows(sheet: &ReadSheet, kind: SheetKind, max_rows: usize) ->
         }
         out.push(ImportRow { row: n, employee_no: no, employee_name, adjustments });
     }
-    if errors.is_empty() { Ok(out) } else { Err(errors) }
+    (out, errors)
 }
 
 /// The message of a file with more rows than the tenant has employees.

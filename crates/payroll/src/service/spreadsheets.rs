@@ -4,7 +4,7 @@
 //! errors by row and column. Every download is in the audit trail.
 use super::{PayrollService, audit_json, new_item};
 use crate::api::{BankFileParams, ExportParams, TemplateParams};
-use crate::files::import::{Errors, ImportRow, parse_rows, too_many_rows};
+use crate::files::import::{Errors, ImportRow, read_rows, too_many_rows};
 use crate::files::{
     FileFormat, OutputFormat, ReadError, ReadLimits, ReadSheet, SheetFile, Table, TextEncoding, WriteError, bank, export, import,
 };
@@ -158,8 +158,12 @@ impl PayrollService {
         let employees = usize::try_from(self.repo.employee_count(before.tenant_id).await?).unwrap_or(0);
         let limits = ReadLimits { max_rows: employees.saturating_add(1), max_columns: MAX_IMPORT_COLUMNS };
         let read: ReadSheet = self.files.reader.read(file, limits).await.map_err(|e| read_error(e, employees))?;
-        let rows = parse_rows(&read, before.kind, employees).map_err(|e| Error::Invalid(e.into_list()))?;
-        let items = self.imported_items(before.tenant_id, &rows).await?;
+        // Every error at once: the cells', then the employees' of the rows that name one.
+        let (rows, mut errors) = read_rows(&read, before.kind, employees);
+        let items = self.imported_items(before.tenant_id, &rows, &mut errors).await?;
+        if !errors.is_empty() {
+            return Err(Error::Invalid(errors.into_list()));
+        }
 
         let mut merged = self.repo.sheet_items(id).await?;
         let (mut replaced, mut added) = (0usize, 0usize);
@@ -200,13 +204,15 @@ impl PayrollService {
         self.detail(saved).await
     }
 
-    /// The items the rows make, each for the tenant's employee its number names; errors name
+    /// The items the rows make, each for the tenant's employee its number names; `errors` gets
     /// unknown numbers and names that are not the employee's.
-    async fn imported_items(&self, tenant_id: Id, rows: &[ImportRow]) -> Result<Vec<SheetItem>> {
+    async fn imported_items(&self, tenant_id: Id, rows: &[ImportRow], errors: &mut Errors) -> Result<Vec<SheetItem>> {
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
         let numbers: Vec<String> = rows.iter().map(|r| r.employee_no.clone()).collect::<HashSet<_>>().into_iter().collect();
         let found = self.repo.employees_by_no(tenant_id, numbers).await?;
         let by_no: HashMap<&str, &PayrollEmployee> = found.iter().filter_map(|e| e.employee_no.as_deref().map(|no| (no, e))).collect();
-        let mut errors = Errors::default();
         let mut items = Vec::with_capacity(rows.len());
         for r in rows {
             let Some(e) = by_no.get(r.employee_no.as_str()) else {
@@ -224,6 +230,6 @@ impl PayrollService {
             }
             items.push(new_item(e, r.adjustments));
         }
-        if errors.is_empty() { Ok(items) } else { Err(Error::Invalid(errors.into_list())) }
+        Ok(items)
     }
 }

@@ -335,11 +335,13 @@ async fn an_import_lists_every_error_by_row_and_column_and_changes_nothing() {
         (Err(ReadError::TooManyRows), vec!["file"]),
         (Ok(read_sheet(&[&["employee", "bonus"], &["A1", "1"]])), vec!["columns.employee", "columns.employee_no"]),
         (Ok(read_sheet(&[&["employee_no", "bonus", "tip"], &["A1", "1", "2"]])), vec!["columns.tip"]),
-        // Unknown numbers and a name that is not the employee's are found once the rows parse.
+        // Unknown numbers and a name that is not the employee's.
         (
             Ok(read_sheet(&[&["employee_no", "employee_name"], &["A9", ""], &["A2", "张三"], &["A1", "张三"]])),
             vec!["rows[2].employee_no", "rows[3].employee_name"],
         ),
+        // Every error at once: a bad cell, and an unknown number on another row.
+        (Ok(read_sheet(&[&["employee_no", "bonus"], &["A1", "1.005"], &["A9", "1"]])), vec!["rows[2].bonus", "rows[3].employee_no"]),
         (Ok(read_sheet(&[&["employee_no", "bonus"], &["A1", "1"], &["A1", "2"]])), vec!["rows[3].employee_no"]),
         (Ok(read_sheet(&[&["employee_no", "bonus"], &["A1", "1.005"], &["A2", "-1"]])), vec!["rows[2].bonus", "rows[3].bonus"]),
         (Ok(read_sheet(&[&["employee_no"], &["A1"], &["A2"], &["A3"], &["A4"]])), vec!["file"]),
@@ -362,6 +364,8 @@ async fn a_supplementary_sheet_refuses_an_imported_leave_deduction() {
     repo.expect_get_sheet().returning(|_, _| Ok(Some(Sheet { kind: SheetKind::Supplementary, ..sheet(SheetStatus::Draft) })));
     repo.expect_tenant().returning(|_, _| Ok(Some(tenant(true))));
     repo.expect_employee_count().returning(|_| Ok(3));
+    // Both numbers are the tenant's employees: the leave deduction is the one error.
+    repo.expect_employees_by_no().returning(|_, _| Ok(vec![numbered(employee(100), "A1", "张三"), numbered(employee(200), "A2", "李四")]));
     repo.expect_update_sheet().never();
     let reader = reader_answering(read_sheet(&[&["employee_no", "leave_deduction"], &["A1", "0"], &["A2", "100"]]));
     let svc = with_files(repo, MockPayslipNotifier::new(), MockPayeeAccounts::new(), MockSheetWriter::new(), reader);
