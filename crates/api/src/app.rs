@@ -1,4 +1,3 @@
-use crate::error::ErrorData;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
@@ -16,7 +15,7 @@ use std::sync::Arc;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::envelope::respond;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorData};
 use crate::extract::{JsonLimit, TrustProxy};
 use crate::metrics::{Metrics, MetricsAccess};
 use crate::request_id::RequestId;

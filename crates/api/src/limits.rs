@@ -2,7 +2,6 @@
 //! request is answered 408 and the connection closed. (A slow head is actix's client request
 //! timeout; a body over the limit is refused from its `Content-Length` by the extractors before
 //! anything is read, and the connection closed rather than drained.)
-use crate::error::ErrorData;
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::error::PayloadError;
@@ -22,6 +21,7 @@ use std::time::Duration;
 
 use crate::app::AppState;
 use crate::envelope::respond;
+use crate::error::ErrorData;
 
 /// A request body cut off at a deadline: past it the stream ends in an error and `fired` is set.
 struct Deadline {

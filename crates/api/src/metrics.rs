@@ -2,7 +2,6 @@
 //! 1.0): requests by route template and status with latency histograms, the database pool,
 //! background job runners by name and job queues and failures by job kind, and outbound
 //! platform calls by endpoint and errcode. Each running server has its own registry.
-use crate::error::ErrorData;
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
@@ -21,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::app::AppState;
 use crate::envelope::respond;
+use crate::error::ErrorData;
 
 /// The route label of a request that matched no route (never the raw path: the label set
 /// must stay small whatever clients send).
