@@ -42,7 +42,12 @@ pub struct AppState {
     pub docs: Arc<DocsService>,
     pub payments: Arc<atrium_payments::PaymentService>,
     pub orders: Arc<atrium_orders::OrderService>,
-    pub releases: Arc<atrium_miniprogram::ReleaseService>,
+    /// A tenant's authorisation of its mini-program to our third-party platform: the
+    /// authorisation view, its link and callback.
+    pub release_authorization: Arc<atrium_miniprogram::AuthorizationService>,
+    /// The mini-program release pipeline: uploads, audits, releases, rollbacks, and the
+    /// events the platform pushes.
+    pub releases: Arc<atrium_miniprogram::PipelineService>,
     /// Where package uploads are streamed before the release service keeps them (best on
     /// the file system of the package directory, so keeping one is a rename).
     pub package_incoming: std::path::PathBuf,

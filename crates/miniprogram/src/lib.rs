@@ -12,15 +12,23 @@
 //!   percentages 1–100 that only rise, nothing after a full release).
 //! - [`package`]: what a code package is (a zip of a project with `project.config.json` and
 //!   `app.json`, no entry outside it, no zip bomb), checked and unpacked as a stream from disk.
-//! - Ports: [`ReleaseRepo`] (release storage), [`MiniProgramPlatform`] (the third-party
-//!   platform: authorisation, templates, code management, pushed events), [`CodeUploader`]
-//!   (uploads a package) and [`PackageInspector`] (runs [`package::inspect`] off the async
-//!   workers).
-//! - `config`: [`ReleaseSettings`]; `service`: [`ReleaseService`], the use cases and jobs.
+//! - Ports: [`AuthorizationRepo`] (authorisations, authorisation attempts, the verify ticket,
+//!   the events already processed, the tenants in a caller's scope), [`ReleaseTaskRepo`]
+//!   (upload, audit and release tasks), [`PackageStore`] (kept code packages by content hash;
+//!   the store keeps them in a shared directory, and another adapter may keep them elsewhere),
+//!   [`MiniProgramPlatform`] (the third-party platform: authorisation, templates, code
+//!   management, pushed events), [`CodeUploader`] (uploads a package) and
+//!   [`PackageInspector`] (runs [`package::inspect`] off the async workers).
+//! - `config`: [`ReleaseSettings`]. `service`: [`AuthorizationService`] (a tenant's
+//!   authorisation, its link and callback, the authorisation events and verify tickets,
+//!   revocation, and what a call for the tenant's mini-program needs) and [`PipelineService`]
+//!   (uploads, audits, releases, rollbacks, versions, the experience QR code, the audit
+//!   results pushed, and the upload and audit-poll jobs), which acts on a tenant's
+//!   mini-program through the first.
 //!
-//! Features: `mock` for mockall doubles of the ports (`MockReleaseRepo`,
-//! `MockMiniProgramPlatform`, `MockCodeUploader`, `MockPackageInspector`); `openapi` for the
-//! schemas of the request and view types.
+//! Features: `mock` for mockall doubles of the ports (`MockAuthorizationRepo`,
+//! `MockReleaseTaskRepo`, `MockPackageStore`, `MockMiniProgramPlatform`, `MockCodeUploader`,
+//! `MockPackageInspector`); `openapi` for the schemas of the request and view types.
 
 #![warn(missing_docs)]
 

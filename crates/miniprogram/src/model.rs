@@ -199,6 +199,16 @@ pub struct AuditState {
     pub release: ReleaseState,
 }
 
+/// An audit task to write back over the state it was read in (see
+/// [`ReleaseTaskRepo::update_audit_task`](crate::ReleaseTaskRepo::update_audit_task)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditUpdate {
+    /// The task as it is to be stored.
+    pub task: AuditTask,
+    /// Its status and release state as they were read; the write applies only over these.
+    pub read: AuditState,
+}
+
 /// How to release a passed audit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReleaseMode {
@@ -245,10 +255,64 @@ pub struct StoredPackage {
     pub size: u64,
     /// The project directory inside the zip (see `PackageInfo::project_root`).
     pub project_root: String,
-    /// Where the zip is kept, readable by the uploader.
+    /// Where the zip can be read on this machine: the kept file, for a store that keeps
+    /// packages in a directory; for a package opened from another store, its local copy.
     pub path: PathBuf,
     /// When it was first stored.
     pub created_at: Timestamp,
+}
+
+/// A kept package opened for reading ([`PackageStore::open`](crate::PackageStore::open)):
+/// its record, whose `path` is a local file of its content for as long as the handle lives.
+///
+/// A store that keeps packages in a directory on this machine hands out the kept file itself
+/// ([`PackageFile::kept`]). One that keeps them elsewhere (a database, an object store) writes a
+/// local copy and gives the handle what removes it ([`PackageFile::copy`]), which runs when the
+/// handle is dropped.
+pub struct PackageFile {
+    package: StoredPackage,
+    cleanup: Option<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl PackageFile {
+    /// The kept file itself, at `package.path`: nothing to remove afterwards.
+    pub fn kept(package: StoredPackage) -> Self {
+        PackageFile { package, cleanup: None }
+    }
+
+    /// A local copy at `package.path`; `cleanup` removes it when the handle is dropped.
+    pub fn copy(package: StoredPackage, cleanup: impl FnOnce() + Send + Sync + 'static) -> Self {
+        PackageFile { package, cleanup: Some(Box::new(cleanup)) }
+    }
+
+    /// The package's record; its `path` is the local file.
+    pub fn package(&self) -> &StoredPackage {
+        &self.package
+    }
+
+    /// The local file of the package's content.
+    pub fn path(&self) -> &std::path::Path {
+        &self.package.path
+    }
+
+    /// The package's content, opened for reading.
+    pub fn reader(&self) -> std::io::Result<std::fs::File> {
+        std::fs::File::open(&self.package.path)
+    }
+}
+
+impl std::fmt::Debug for PackageFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackageFile").field("package", &self.package).field("copy", &self.cleanup.is_some()).finish()
+    }
+}
+
+impl Drop for PackageFile {
+    fn drop(&mut self) {
+        if let Some(cleanup) = self.cleanup.take() {
+            cleanup();
+        }
+    }
 }
 
 /// Filters of the upload task list.

@@ -1,6 +1,7 @@
-//! The mini-program domain's ports: release storage ([`ReleaseRepo`]), the third-party
-//! platform ([`MiniProgramPlatform`]), the package uploader ([`CodeUploader`]) and the
-//! package inspector ([`PackageInspector`]).
+//! The mini-program domain's ports: what lets us act for a tenant's mini-program
+//! ([`AuthorizationRepo`]), the release pipeline's tasks ([`ReleaseTaskRepo`]), kept code
+//! packages ([`PackageStore`]), the third-party platform ([`MiniProgramPlatform`]), the package
+//! uploader ([`CodeUploader`]) and the package inspector ([`PackageInspector`]).
 use crate::lifecycle::UploadStatus;
 use crate::model::*;
 use crate::package::{PackageError, PackageInfo, PackageLimits};
@@ -8,14 +9,15 @@ use async_trait::async_trait;
 use atrium_kernel::{AuditRecord, Id, Page, Party, Result, Secret, Timestamp};
 use std::path::PathBuf;
 
-/// Storage of authorisations, the verify ticket, kept packages, upload, audit and release
-/// tasks and seen events.
+/// Storage of what lets us act for a tenant's mini-program: the tenants in a caller's scope,
+/// the tenants' authorisations and the attempts that lead to them, the platform's verify
+/// ticket, and the pushed events already processed.
 ///
 /// The store encrypts [`Secret`] fields at rest (the refresh token, the verify ticket) and
 /// decrypts them on read. Every write that must be atomic is one method here.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
-pub trait ReleaseRepo: Send + Sync + 'static {
+pub trait AuthorizationRepo: Send + Sync + 'static {
     /// The tenant if it is in `scope`; `None` otherwise.
     async fn tenant(&self, scope: Party, tenant_id: Id) -> Result<Option<ReleaseTenant>>;
 
@@ -46,14 +48,16 @@ pub trait ReleaseRepo: Send + Sync + 'static {
     async fn event_seen(&self, event_id: String) -> Result<bool>;
     /// Records that `event_id` was processed. MUST be idempotent.
     async fn record_event(&self, event_id: String, kind: String, at: Timestamp) -> Result<()>;
+}
 
-    /// Takes the checked package file at `file` into keeping, named by `info.sha256`, and
-    /// records it (moving the file; the same hash twice keeps one copy and drops the second
-    /// file). Returns where it is kept.
-    async fn keep_package(&self, tenant_id: Id, info: PackageInfo, file: PathBuf) -> Result<StoredPackage>;
-    /// The kept package with this SHA-256, if any.
-    async fn package(&self, sha256: String) -> Result<Option<StoredPackage>>;
-
+/// Storage of the release pipeline's tasks: the upload tasks (with the versions they use),
+/// the audit tasks (with the one running per tenant) and the release tasks.
+///
+/// Task changes are conditional writes against the state read, so racing writers never move
+/// a record back; every write that must be atomic is one method here.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait ReleaseTaskRepo: Send + Sync + 'static {
     /// Stores a new upload task and returns it with its id. MUST return `Conflict` when the
     /// tenant already has a task with this `version` (a unique index on
     /// `(tenant_id, version)`).
@@ -89,6 +93,40 @@ pub trait ReleaseRepo: Send + Sync + 'static {
 
     /// Stores a release task and returns it with its id.
     async fn insert_release_task(&self, task: ReleaseTask) -> Result<ReleaseTask>;
+    /// Records a release the platform carried out, in one transaction: writes `audit` as
+    /// [`update_audit_task`](Self::update_audit_task) does (only over the state it was read
+    /// in) and stores `task`. Returns the stored release task, or `None` when the audit task
+    /// changed since it was read; then nothing is written.
+    async fn record_release(&self, task: ReleaseTask, audit: AuditUpdate) -> Result<Option<ReleaseTask>>;
+}
+
+/// Where kept code packages live, each under its content hash (SHA-256, lower-case hex): a
+/// record of it (size, project root, first uploader and time) and its content.
+///
+/// The adapter decides where the content is: the default keeps one file per package in a
+/// directory every instance shares (`ATRIUM_PACKAGE_DIR`); one keeping packages in the
+/// database or an object store fits the same port, as the content is reached only through
+/// [`put`](Self::put) and [`open`](Self::open). The same content uploaded twice, by any
+/// tenants, is kept once.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait PackageStore: Send + Sync + 'static {
+    /// Takes the checked package file at `file` into keeping under `info.sha256` and records
+    /// it, the first keeping naming `tenant_id`. The file is consumed: moved into keeping, or
+    /// removed when the same content is kept already (whose first record is kept too).
+    /// Returns the kept package.
+    async fn put(&self, tenant_id: Id, info: PackageInfo, file: PathBuf) -> Result<StoredPackage>;
+    /// The record of the kept package with this SHA-256, if any.
+    async fn get(&self, sha256: String) -> Result<Option<StoredPackage>>;
+    /// Whether the package with this SHA-256 is kept: its record and its content.
+    async fn exists(&self, sha256: String) -> Result<bool>;
+    /// The kept package opened for reading: its record and a local file of its content,
+    /// readable while the handle lives; `None` when no package with this SHA-256 is
+    /// recorded.
+    async fn open(&self, sha256: String) -> Result<Option<PackageFile>>;
+    /// Removes the package with this SHA-256, its record and its content; returns whether it
+    /// was kept. MUST return `Conflict` while an upload task refers to it.
+    async fn delete(&self, sha256: String) -> Result<bool>;
 }
 
 /// Why a call to the mini-program platform failed. Messages never carry a token or secret.

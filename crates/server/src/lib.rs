@@ -15,7 +15,7 @@ use atrium_api::{AppState, Metrics};
 use atrium_docs::{DocsConfig, DocsService};
 use atrium_identity::{ChatLoginProvider, CodeSender, IdentityConfig, IdentityService, RoleService, UserService};
 use atrium_kernel::{Clock, IdempotencyStore, JobStore, SystemClock};
-use atrium_miniprogram::{CodeUploader, MiniProgramPlatform, ReleaseService, ReleaseSettings};
+use atrium_miniprogram::{AuthorizationService, CodeUploader, MiniProgramPlatform, PipelinePorts, PipelineService, ReleaseSettings};
 use atrium_orders::{OrderService, OrderSettings};
 use atrium_org::{AccessChanged, AuditService, EmployeeService, PartnerService, TenantService};
 use atrium_payments::{PaymentService, PaymentSettings};
@@ -25,8 +25,8 @@ use atrium_sandbox::{
     SandboxUploader,
 };
 use atrium_store::{
-    Db, DbIdempotencyStore, DbJobStore, DocsStore, FieldCipher, IdentityStore, OrdersStore, OrgStore, PaymentStore, PayrollStore,
-    ReleaseStore,
+    Db, DbIdempotencyStore, DbJobStore, DocsStore, FieldCipher, IdentityStore, OrdersStore, OrgStore, PackageDir, PaymentStore,
+    PayrollStore, ReleaseStore,
 };
 use atrium_wechat::{AccessTokens, CallRecorder, MiniProgramState, SubscribeMessages, WechatAppConfig, WechatPayslips};
 use atrium_wechat::{BlockingPackageInspector, MiniprogramCi, MiniprogramCiConfig, WechatOpen, WechatOpenConfig};
@@ -290,15 +290,16 @@ pub fn payment_service(
 /// the configured credentials, or generated ones), the real one when
 /// `ATRIUM_WECHAT_COMPONENT_*` is set, otherwise none (every call says so). Packages are kept
 /// in the package directory and uploaded by `miniprogram-ci` (the sandbox's upload endpoint
-/// in dev).
-pub fn release_service(
+/// in dev). The pipeline acts through the authorisation service it holds
+/// ([`PipelineService::authorization`]).
+pub fn release_pipeline(
     config: &Config,
     db: &Db,
     public_url: &str,
     sandbox: Option<&Sandbox>,
     calls: Option<Arc<dyn CallRecorder>>,
     jobs: Arc<dyn JobStore>,
-) -> anyhow::Result<Arc<ReleaseService>> {
+) -> anyhow::Result<Arc<PipelineService>> {
     let open = |c: WechatOpenConfig| -> anyhow::Result<Arc<dyn MiniProgramPlatform>> {
         let open = WechatOpen::new(c)?;
         Ok(Arc::new(match &calls {
@@ -357,15 +358,19 @@ pub fn release_service(
         }
         (Platform::Sandbox, None) => anyhow::bail!("the sandbox platform needs the sandbox"),
     };
-    Ok(Arc::new(ReleaseService::new(
-        Arc::new(ReleaseStore::new(db.clone(), FieldCipher::new(&config.master_key), config.package_dir.clone())),
+    let store = Arc::new(ReleaseStore::new(db.clone(), FieldCipher::new(&config.master_key)));
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let settings = ReleaseSettings::new(public_url);
+    let authorization = Arc::new(AuthorizationService::new(store.clone(), platform.clone(), clock.clone(), settings.clone()));
+    let ports = PipelinePorts {
+        tasks: store,
+        packages: Arc::new(PackageDir::new(db.clone(), config.package_dir.clone())),
         platform,
-        Arc::new(BlockingPackageInspector),
+        inspector: Arc::new(BlockingPackageInspector),
         uploader,
         jobs,
-        Arc::new(SystemClock),
-        ReleaseSettings::new(public_url),
-    )))
+    };
+    Ok(Arc::new(PipelineService::new(authorization, ports, clock, settings)))
 }
 
 /// The document service over `db` (also used by the `docs` CLI commands).
@@ -376,9 +381,9 @@ pub fn docs_service(db: &Db) -> Arc<DocsService> {
 /// Once the server answers, the sandbox plays the third-party platform's part: a verify
 /// ticket now and every 10 minutes, and authorisation links for `control/authorize
 /// {tenant_id}` as a platform admin would get them.
-fn sandbox_platform_running(sb: &Sandbox, releases: Arc<ReleaseService>) {
+fn sandbox_platform_running(sb: &Sandbox, authorizations: Arc<AuthorizationService>) {
     sb.resolve_tenant_links(Arc::new(move |tenant_id| {
-        let releases = releases.clone();
+        let authorizations = authorizations.clone();
         Box::pin(async move {
             // The sandbox's stand-in for a platform administrator (no user of ours).
             let actor = atrium_kernel::Actor::new(
@@ -387,7 +392,7 @@ fn sandbox_platform_running(sb: &Sandbox, releases: Arc<ReleaseService>) {
                 atrium_kernel::Party::Platform,
                 [atrium_kernel::permission::MINIPROGRAM_PUBLISH.name],
             );
-            match releases.authorization(&actor, Some(tenant_id)).await {
+            match authorizations.authorization(&actor, Some(tenant_id)).await {
                 Ok(view) => view.authorize_url,
                 Err(e) => {
                     log::warn!("sandbox: no authorisation link for tenant {tenant_id}: {e}");
@@ -460,7 +465,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             ..OrderSettings::default()
         },
     ));
-    let releases = release_service(&config, &db, &public_url, sandbox.as_ref(), Some(calls.clone()), job_store.clone())?;
+    let releases = release_pipeline(&config, &db, &public_url, sandbox.as_ref(), Some(calls.clone()), job_store.clone())?;
     let incoming = config.package_dir.join("incoming");
     tokio::task::spawn_blocking({
         let incoming = incoming.clone();
@@ -511,6 +516,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         docs: docs.clone(),
         payments,
         orders,
+        release_authorization: releases.authorization().clone(),
         releases: releases.clone(),
         package_incoming: incoming,
         idempotency,
@@ -546,7 +552,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let handle = server.handle();
     let server = tokio::spawn(server);
     if let Some(sb) = &sandbox {
-        sandbox_platform_running(sb, releases);
+        sandbox_platform_running(sb, releases.authorization().clone());
     }
     log::info!("atrium listening on http://{addr} ({} profile, metrics {})", config.profile.as_str(), config.metrics);
     Ok(Running {

@@ -12,9 +12,10 @@
 //! - [`PayrollStore`] (`PayrollRepo`) and [`DocsStore`] (`DocsRepo`);
 //! - [`PaymentStore`] (`payments`): the ledger's `PaymentRepo`, with the merchant key and
 //!   APIv3 key encrypted at rest;
-//! - [`ReleaseStore`] (`releases`): `ReleaseRepo` (authorisations with their refresh tokens
-//!   and the verify ticket encrypted, kept code packages as files named by their hash,
-//!   upload, audit and release tasks);
+//! - [`ReleaseStore`] (`releases/`, one file per port): `AuthorizationRepo` (authorisations
+//!   with their refresh tokens and the verify ticket encrypted) and `ReleaseTaskRepo` (upload,
+//!   audit and release tasks); [`PackageDir`]: `PackageStore`, kept code packages as files in
+//!   one directory, named by their hash;
 //! - [`OrdersStore`] (`orders/`, one file per port): `OrderRepo`, orders with their items and
 //!   refunds;
 //! - the kernel's shared ports: [`DbIdempotencyStore`] (`IdempotencyStore`, the records of
@@ -55,4 +56,4 @@ pub use orders::OrdersStore;
 pub use org::OrgStore;
 pub use payments::PaymentStore;
 pub use payroll::PayrollStore;
-pub use releases::ReleaseStore;
+pub use releases::{PackageDir, ReleaseStore};

@@ -4,7 +4,7 @@ use atrium_kernel::{AuditRecord, Error, ListQuery, Page, Party, Timestamp};
 use atrium_miniprogram::*;
 use atrium_org::*;
 use atrium_store::schema::{audit_logs, mp_authorizations, mp_packages, mp_release_tasks, mp_upload_tasks, mp_verify_ticket};
-use atrium_store::{Db, FieldCipher, OrgStore, ReleaseStore, store_test};
+use atrium_store::{Db, FieldCipher, OrgStore, PackageDir, ReleaseStore, store_test};
 use chrono::{Duration, NaiveDateTime, TimeZone, Utc};
 use diesel::prelude::*;
 use sha2::{Digest, Sha256};
@@ -48,6 +48,7 @@ impl Drop for TempDir {
 
 struct Fixture {
     repo: ReleaseStore,
+    packages: PackageDir,
     partner: i64,
     tenant: i64,
     /// A second tenant of the same partner.
@@ -86,7 +87,8 @@ async fn fixture(db: &Db) -> Fixture {
     let kept = TempDir::new("kept");
     let package_dir = kept.0.join("packages");
     Fixture {
-        repo: ReleaseStore::new(db.clone(), FieldCipher::new(&[9u8; 32]), package_dir.clone()),
+        repo: ReleaseStore::new(db.clone(), FieldCipher::new(&[9u8; 32])),
+        packages: PackageDir::new(db.clone(), package_dir.clone()),
         partner: partners[0],
         tenant: tenants[0],
         sibling: tenants[1],
@@ -459,7 +461,7 @@ store_test!(a_kept_package_is_moved_under_its_hash_and_found_again, |db| {
     let f = fixture(&db).await;
     let (file, info) = package_file(&f, "upload-1.zip", b"PK\x03\x04 first package");
 
-    let kept = f.repo.keep_package(f.tenant, info.clone(), file.clone()).await.unwrap();
+    let kept = f.packages.put(f.tenant, info.clone(), file.clone()).await.unwrap();
 
     let name = format!("{}.zip", info.sha256);
     assert_eq!(kept.sha256, info.sha256);
@@ -469,18 +471,18 @@ store_test!(a_kept_package_is_moved_under_its_hash_and_found_again, |db| {
     assert!(!file.exists(), "the upload was moved, not copied");
     assert_eq!(std::fs::read(&kept.path).unwrap(), b"PK\x03\x04 first package");
     assert_eq!(files_in(&f.package_dir), vec![name]);
-    assert_eq!(f.repo.package(info.sha256.clone()).await.unwrap(), Some(kept));
-    assert_eq!(f.repo.package("0".repeat(64)).await.unwrap(), None);
+    assert_eq!(f.packages.get(info.sha256.clone()).await.unwrap(), Some(kept));
+    assert_eq!(f.packages.get("0".repeat(64)).await.unwrap(), None);
 });
 
 store_test!(the_same_package_twice_is_kept_once_and_the_second_file_is_removed, |db| {
     let f = fixture(&db).await;
     let bytes = b"PK\x03\x04 shared package";
     let (first_file, info) = package_file(&f, "upload-1.zip", bytes);
-    let first = f.repo.keep_package(f.tenant, info.clone(), first_file).await.unwrap();
+    let first = f.packages.put(f.tenant, info.clone(), first_file).await.unwrap();
     let (second_file, _) = package_file(&f, "upload-2.zip", bytes);
 
-    let second = f.repo.keep_package(f.other, info.clone(), second_file.clone()).await.unwrap();
+    let second = f.packages.put(f.other, info.clone(), second_file.clone()).await.unwrap();
 
     assert_eq!(second, first, "the first keeping's record, time included");
     assert!(!second_file.exists(), "the second copy was dropped");
@@ -492,20 +494,20 @@ store_test!(the_same_package_twice_is_kept_once_and_the_second_file_is_removed, 
 
     // Another package is another file.
     let (third_file, third) = package_file(&f, "upload-3.zip", b"PK\x03\x04 another package");
-    f.repo.keep_package(f.tenant, third.clone(), third_file).await.unwrap();
+    f.packages.put(f.tenant, third.clone(), third_file).await.unwrap();
     assert_eq!(files_in(&f.package_dir).len(), 2);
-    assert!(f.repo.package(third.sha256).await.unwrap().is_some());
+    assert!(f.packages.get(third.sha256).await.unwrap().is_some());
 });
 
 store_test!(a_kept_file_that_went_missing_is_replaced_by_the_next_upload_of_it, |db| {
     let f = fixture(&db).await;
     let bytes = b"PK\x03\x04 package";
     let (file, info) = package_file(&f, "upload-1.zip", bytes);
-    let kept = f.repo.keep_package(f.tenant, info.clone(), file).await.unwrap();
+    let kept = f.packages.put(f.tenant, info.clone(), file).await.unwrap();
     std::fs::remove_file(&kept.path).unwrap();
     let (again, _) = package_file(&f, "upload-2.zip", bytes);
 
-    assert_eq!(f.repo.keep_package(f.sibling, info, again.clone()).await.unwrap(), kept);
+    assert_eq!(f.packages.put(f.sibling, info, again.clone()).await.unwrap(), kept);
 
     assert_eq!(std::fs::read(&kept.path).unwrap(), bytes);
     assert!(!again.exists());
@@ -544,11 +546,63 @@ store_test!(a_package_from_another_file_system_is_copied_and_its_file_removed, |
     let file = elsewhere.join(format!("atrium-test-{}-{}.zip", std::process::id(), Utc::now().timestamp_micros()));
     std::fs::write(&file, bytes).unwrap();
 
-    let kept = f.repo.keep_package(f.tenant, package_info(bytes), file.clone()).await.unwrap();
+    let kept = f.packages.put(f.tenant, package_info(bytes), file.clone()).await.unwrap();
 
     assert!(!file.exists(), "the source was removed after the copy");
     assert_eq!(std::fs::read(&kept.path).unwrap(), bytes);
     assert_eq!(files_in(&f.package_dir), vec![format!("{}.zip", kept.sha256)], "no partial file left behind");
+});
+
+store_test!(a_kept_package_opens_as_its_file_and_is_deleted_with_it, |db| {
+    let f = fixture(&db).await;
+    let bytes = b"PK\x03\x04 package to open";
+    let (file, info) = package_file(&f, "upload-1.zip", bytes);
+    assert!(!f.packages.exists(info.sha256.clone()).await.unwrap());
+    let kept = f.packages.put(f.tenant, info.clone(), file).await.unwrap();
+
+    assert!(f.packages.exists(info.sha256.clone()).await.unwrap());
+    let opened = f.packages.open(info.sha256.clone()).await.unwrap().unwrap();
+    assert_eq!(opened.package(), &kept);
+    assert_eq!(opened.path(), kept.path.as_path());
+    let mut content = Vec::new();
+    std::io::Read::read_to_end(&mut opened.reader().unwrap(), &mut content).unwrap();
+    assert_eq!(content, bytes);
+    drop(opened);
+    assert!(kept.path.exists(), "the kept file is not a copy to remove");
+    assert!(f.packages.open("0".repeat(64)).await.unwrap().is_none());
+
+    assert!(f.packages.delete(info.sha256.clone()).await.unwrap());
+
+    assert!(!kept.path.exists());
+    assert_eq!(files_in(&f.package_dir), Vec::<String>::new());
+    assert_eq!(f.packages.get(info.sha256.clone()).await.unwrap(), None);
+    assert!(!f.packages.exists(info.sha256.clone()).await.unwrap());
+    assert!(!f.packages.delete(info.sha256).await.unwrap(), "deleted once");
+});
+
+store_test!(a_package_whose_file_went_missing_is_not_kept, |db| {
+    let f = fixture(&db).await;
+    let (file, info) = package_file(&f, "upload-1.zip", b"PK\x03\x04 package");
+    let kept = f.packages.put(f.tenant, info.clone(), file).await.unwrap();
+    std::fs::remove_file(&kept.path).unwrap();
+
+    assert!(!f.packages.exists(info.sha256.clone()).await.unwrap());
+    assert_eq!(f.packages.get(info.sha256).await.unwrap(), Some(kept), "the record stays until the next keeping or a delete");
+});
+
+store_test!(a_package_an_upload_task_refers_to_is_not_deleted, |db| {
+    let f = fixture(&db).await;
+    let (file, info) = package_file(&f, "upload-1.zip", b"PK\x03\x04 package in use");
+    let kept = f.packages.put(f.tenant, info.clone(), file).await.unwrap();
+    let source = UploadSource::Package { sha256: kept.sha256.clone(), size: kept.size };
+    f.repo.insert_upload_task(upload(f.tenant, "1.0.0", source)).await.unwrap();
+
+    let err = f.packages.delete(info.sha256.clone()).await.unwrap_err();
+
+    assert!(matches!(err, Error::Conflict(..)), "{err:?}");
+    assert_eq!(f.packages.get(info.sha256.clone()).await.unwrap(), Some(kept.clone()));
+    assert!(f.packages.exists(info.sha256).await.unwrap());
+    assert_eq!(std::fs::read(&kept.path).unwrap(), b"PK\x03\x04 package in use");
 });
 
 // --- upload tasks ----------------------------------------------------------------------------
@@ -556,7 +610,7 @@ store_test!(a_package_from_another_file_system_is_copied_and_its_file_removed, |
 store_test!(an_upload_task_round_trips_with_either_source, |db| {
     let f = fixture(&db).await;
     let (file, info) = package_file(&f, "upload.zip", b"PK\x03\x04 package");
-    let kept = f.repo.keep_package(f.tenant, info, file).await.unwrap();
+    let kept = f.packages.put(f.tenant, info, file).await.unwrap();
 
     let from_template = f.repo.insert_upload_task(upload(f.tenant, "1.0.0", template(7))).await.unwrap();
     let package = UploadSource::Package { sha256: kept.sha256.clone(), size: kept.size };
@@ -1055,4 +1109,70 @@ store_test!(a_release_task_is_stored_with_its_id_whether_or_not_it_succeeded, |d
         ),
     ];
     assert_eq!(rows, expected);
+});
+
+fn gray_release(f: &Fixture, audit: &AuditTask, percentage: u8, at_minute: i64) -> ReleaseTask {
+    ReleaseTask {
+        id: 0,
+        tenant_id: f.tenant,
+        audit_task_id: Some(audit.id),
+        kind: ReleaseKind::Gray,
+        version: Some(audit.version.clone()),
+        gray_percentage: Some(percentage),
+        status: ReleaseStatus::Succeeded,
+        errcode: None,
+        errmsg: None,
+        created_by: 42,
+        created_at: at(at_minute),
+    }
+}
+
+fn release_ids(db: &Db) -> Vec<i64> {
+    let mut conn = db.conn().unwrap();
+    mp_release_tasks::table.order(mp_release_tasks::id.asc()).select(mp_release_tasks::id).load(&mut *conn).unwrap()
+}
+
+store_test!(a_release_is_recorded_with_its_audits_release_state_in_one_write, |db| {
+    let f = fixture(&db).await;
+    let passed = audited(&f, f.tenant, "1.0.0", AuditStatus::Passed, at(1)).await;
+    let gray_30 = AuditTask { release: ReleaseState { gray_percentage: Some(30), released_at: None }, updated_at: at(2), ..passed.clone() };
+    let task = gray_release(&f, &passed, 30, 2);
+
+    let stored = f.repo.record_release(task.clone(), AuditUpdate { task: gray_30.clone(), read: passed.state() }).await.unwrap().unwrap();
+
+    assert!(stored.id > 0);
+    assert_eq!(stored, ReleaseTask { id: stored.id, ..task });
+    assert_eq!(release_ids(&db), vec![stored.id]);
+    assert_eq!(f.repo.audit_task(Party::Platform, passed.id).await.unwrap(), Some(gray_30));
+});
+
+store_test!(a_release_over_an_audit_that_changed_since_it_was_read_writes_nothing, |db| {
+    let f = fixture(&db).await;
+    let passed = audited(&f, f.tenant, "1.0.0", AuditStatus::Passed, at(1)).await;
+    let gray_20 = AuditTask { release: ReleaseState { gray_percentage: Some(20), released_at: None }, updated_at: at(2), ..passed.clone() };
+    assert!(f.repo.update_audit_task(gray_20.clone(), passed.state()).await.unwrap());
+    // Read before the 20 % step.
+    let gray_30 = AuditTask { release: ReleaseState { gray_percentage: Some(30), released_at: None }, updated_at: at(3), ..passed.clone() };
+
+    let recorded =
+        f.repo.record_release(gray_release(&f, &passed, 30, 3), AuditUpdate { task: gray_30, read: passed.state() }).await.unwrap();
+
+    assert_eq!(recorded, None);
+    assert_eq!(release_ids(&db), Vec::<i64>::new());
+    assert_eq!(f.repo.audit_task(Party::Platform, passed.id).await.unwrap(), Some(gray_20));
+});
+
+store_test!(a_release_that_cannot_be_stored_leaves_its_audit_as_it_was, |db| {
+    let f = fixture(&db).await;
+    let passed = audited(&f, f.tenant, "1.0.0", AuditStatus::Passed, at(1)).await;
+    let full = AuditTask { release: ReleaseState { gray_percentage: None, released_at: Some(at(2)) }, updated_at: at(2), ..passed.clone() };
+    // A release task naming no tenant fails its insert after the audit's update.
+    let orphan =
+        ReleaseTask { tenant_id: f.other + 1000, kind: ReleaseKind::Full, gray_percentage: None, ..gray_release(&f, &passed, 1, 2) };
+
+    let err = f.repo.record_release(orphan, AuditUpdate { task: full, read: passed.state() }).await.unwrap_err();
+
+    assert!(matches!(err, Error::Conflict(..)), "{err:?}");
+    assert_eq!(release_ids(&db), Vec::<i64>::new());
+    assert_eq!(f.repo.audit_task(Party::Platform, passed.id).await.unwrap(), Some(passed));
 });

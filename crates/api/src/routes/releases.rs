@@ -64,7 +64,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     security(("bearer" = ["miniprogram:read"])),
     responses((status = 200, body = AuthorizationView), (status = 404, description = "The tenant is not yours")))]
 pub async fn authorization(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<TenantParams>) -> ApiResult {
-    ok(state.releases.authorization(&auth.actor, q.into_inner().tenant_id).await?)
+    ok(state.release_authorization.authorization(&auth.actor, q.into_inner().tenant_id).await?)
 }
 
 /// Where the platform's authorisation page sends the admin back. No token: the single-use
@@ -75,7 +75,7 @@ pub async fn authorization(state: web::Data<AppState>, auth: Authorized<Miniprog
         (status = 409, description = "The mini-program is authorised for another tenant"),
         (status = 502, description = "The platform failed or refused the code")))]
 pub async fn authorization_callback(state: web::Data<AppState>, q: web::Query<AuthorizationCallback>) -> ApiResult {
-    ok(state.releases.finish_authorization(q.into_inner()).await?)
+    ok(state.release_authorization.finish_authorization(q.into_inner()).await?)
 }
 
 /// Upload code, recorded as a task that runs as a job (`queued` → `running` → `uploaded` |

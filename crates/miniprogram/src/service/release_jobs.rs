@@ -1,7 +1,7 @@
 //! The release jobs, run from the durable job queue:
 //!
 //! - `miniprogram.upload` is queued with each upload task and runs it
-//!   ([`ReleaseService::run_upload`]). While the platform or the uploader is unavailable it
+//!   ([`PipelineService::run_upload`]). While the platform or the uploader is unavailable it
 //!   runs again on [`UPLOAD_BACKOFF`]; the task itself fails after the configured attempts.
 //! - `miniprogram.audit_poll` is queued with each audit, due the configured time after the
 //!   submission (30 minutes by default). While the audit still runs it asks the platform again
@@ -10,7 +10,7 @@
 //!
 //! Both are idempotent: a finished task is left alone, and every write is conditional on the
 //! state it was read in.
-use super::releases::{AUDIT_POLL_JOB, ReleaseService, UPLOAD_JOB};
+use super::pipeline::{AUDIT_POLL_JOB, PipelineService, UPLOAD_JOB};
 use atrium_kernel::jobs::backoff;
 use atrium_kernel::{Error, Id, Job, JobHandler, JobOutcome};
 use chrono::Duration;
@@ -38,7 +38,7 @@ fn parse<T: for<'de> Deserialize<'de>>(job: &Job) -> Result<T, JobOutcome> {
     serde_json::from_value(job.payload.clone()).map_err(|e| JobOutcome::Failed(format!("unreadable {} payload: {e}", job.kind)))
 }
 
-impl ReleaseService {
+impl PipelineService {
     async fn upload_job(&self, job: &Job) -> JobOutcome {
         let id = match parse::<UploadPayload>(job) {
             Ok(p) => p.upload_task_id,
@@ -74,7 +74,7 @@ impl ReleaseService {
 }
 
 #[async_trait::async_trait]
-impl JobHandler for ReleaseService {
+impl JobHandler for PipelineService {
     fn kinds(&self) -> Vec<String> {
         [UPLOAD_JOB, AUDIT_POLL_JOB].map(String::from).to_vec()
     }

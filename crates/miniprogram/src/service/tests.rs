@@ -1,20 +1,26 @@
-//! The release use cases against mocked storage, platform, inspector, uploader and job queue.
-//! Storage is a mock whose answers come from one in-memory state, with conditional writes as
-//! the store does them, so a test can look at what was written; the platform and the uploader
-//! are plain mocks, so a call a test does not expect fails it.
+//! The release use cases against mocked storage, platform, inspector, uploader and job queue,
+//! one file per service. Storage is three mocks (authorisations, tasks, packages) whose
+//! answers come from one in-memory state, with conditional writes as the store does them, so a
+//! test can look at what was written; the platform and the uploader are plain mocks, so a call
+//! a test does not expect fails it.
 use crate::api::*;
 use crate::config::ReleaseSettings;
-use crate::lifecycle::{AuditStatus, AuthorizationStatus, ReleaseKind, ReleaseStatus, UploadStatus};
+use crate::lifecycle::{AuditStatus, AuthorizationStatus, UploadStatus};
 use crate::model::*;
-use crate::package::{PackageError, PackageInfo};
-use crate::ports::{MockCodeUploader, MockMiniProgramPlatform, MockPackageInspector, MockReleaseRepo, PlatformError, UploaderError};
-use crate::service::{AUDIT_POLL_JOB, ReleaseService, UPLOAD_JOB, release_platform_error};
+use crate::ports::{
+    AuthorizationRepo, MiniProgramPlatform, MockAuthorizationRepo, MockCodeUploader, MockMiniProgramPlatform, MockPackageInspector,
+    MockPackageStore, MockReleaseTaskRepo, PlatformError,
+};
+use crate::service::{AuthorizationService, PipelinePorts, PipelineService};
 use atrium_kernel::Reason;
 use atrium_kernel::jobs::MockJobStore;
-use atrium_kernel::{Actor, Error, FixedClock, Id, JobHandler, JobOutcome, NewJob, Page, Party, Secret, Timestamp};
+use atrium_kernel::{Actor, Error, FixedClock, Id, NewJob, Page, Party, Secret, Timestamp};
 use chrono::{Duration, TimeZone, Utc};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+
+mod authorization;
+mod pipeline;
 
 const TENANT: Id = 3;
 const OTHER_TENANT: Id = 4;
@@ -148,9 +154,9 @@ fn sees(scope: Party, tenant_id: Id) -> bool {
     scope.sees_tenant(tenant_id, if tenant_id == TENANT { Some(PARTNER) } else { None })
 }
 
-/// A repository answering from `s`.
-fn repo(s: &Shared) -> MockReleaseRepo {
-    let mut r = MockReleaseRepo::new();
+/// Authorisation storage answering from `s`.
+fn authorization_repo(s: &Shared) -> MockAuthorizationRepo {
+    let mut r = MockAuthorizationRepo::new();
     r.expect_tenant().returning(|scope, id| {
         Ok(([TENANT, OTHER_TENANT].contains(&id) && sees(scope, id))
             .then_some(ReleaseTenant { id, partner_id: (id == TENANT).then_some(PARTNER) }))
@@ -201,21 +207,12 @@ fn repo(s: &Shared) -> MockReleaseRepo {
         lock(&st).events.push(id);
         Ok(())
     });
-    let st = s.clone();
-    r.expect_keep_package().returning(move |_, info, file| {
-        let kept = StoredPackage {
-            sha256: info.sha256.clone(),
-            size: info.size,
-            project_root: info.project_root,
-            path: PathBuf::from("/kept").join(format!("{}.zip", info.sha256)),
-            created_at: now(),
-        };
-        assert_eq!(file, PathBuf::from("/tmp/upload-1.zip"));
-        lock(&st).packages.push(kept.clone());
-        Ok(kept)
-    });
-    let st = s.clone();
-    r.expect_package().returning(move |sha| Ok(lock(&st).packages.iter().find(|p| p.sha256 == sha).cloned()));
+    r
+}
+
+/// Task storage answering from `s`.
+fn task_repo(s: &Shared) -> MockReleaseTaskRepo {
+    let mut r = MockReleaseTaskRepo::new();
     let st = s.clone();
     r.expect_insert_upload_task().returning(move |mut t| {
         let mut s = lock(&st);
@@ -295,6 +292,41 @@ fn repo(s: &Shared) -> MockReleaseRepo {
         s.releases.push(t.clone());
         Ok(t)
     });
+    let st = s.clone();
+    r.expect_record_release().returning(move |mut t, update| {
+        let mut s = lock(&st);
+        let Some(stored) = s.audits.iter_mut().find(|a| a.id == update.task.id) else { return Ok(None) };
+        if stored.state() != update.read {
+            return Ok(None);
+        }
+        *stored = update.task;
+        t.id = 300 + s.releases.len() as Id;
+        s.releases.push(t.clone());
+        Ok(Some(t))
+    });
+    r
+}
+
+/// Kept packages answering from `s`.
+fn package_store(s: &Shared) -> MockPackageStore {
+    let mut r = MockPackageStore::new();
+    let st = s.clone();
+    r.expect_put().returning(move |_, info, file| {
+        let kept = StoredPackage {
+            sha256: info.sha256.clone(),
+            size: info.size,
+            project_root: info.project_root,
+            path: PathBuf::from("/kept").join(format!("{}.zip", info.sha256)),
+            created_at: now(),
+        };
+        assert_eq!(file, PathBuf::from("/tmp/upload-1.zip"));
+        lock(&st).packages.push(kept.clone());
+        Ok(kept)
+    });
+    let st = s.clone();
+    r.expect_get().returning(move |sha| Ok(lock(&st).packages.iter().find(|p| p.sha256 == sha).cloned()));
+    let st = s.clone();
+    r.expect_open().returning(move |sha| Ok(lock(&st).packages.iter().find(|p| p.sha256 == sha).cloned().map(PackageFile::kept)));
     r
 }
 
@@ -319,16 +351,35 @@ fn doubles() -> Doubles {
     Doubles { platform: MockMiniProgramPlatform::new(), inspector: MockPackageInspector::new(), uploader: MockCodeUploader::new() }
 }
 
-fn service(s: &Shared, d: Doubles) -> ReleaseService {
-    ReleaseService::new(
-        Arc::new(repo(s)),
-        Arc::new(d.platform),
-        Arc::new(d.inspector),
-        Arc::new(d.uploader),
-        Arc::new(jobs(s)),
-        Arc::new(FixedClock::new(now())),
-        ReleaseSettings::new("https://atrium.example.com"),
-    )
+fn settings() -> ReleaseSettings {
+    ReleaseSettings::new("https://atrium.example.com")
+}
+
+/// The authorisation service over storage answering from `s`.
+fn authorizations(s: &Shared, d: Doubles) -> AuthorizationService {
+    AuthorizationService::new(Arc::new(authorization_repo(s)), Arc::new(d.platform), Arc::new(FixedClock::new(now())), settings())
+}
+
+/// The pipeline over storage answering from `s`, acting through an authorisation service
+/// over the same state and platform.
+fn pipeline(s: &Shared, d: Doubles) -> PipelineService {
+    pipeline_over(Arc::new(authorization_repo(s)), s, d, settings())
+}
+
+/// The pipeline with authorisation storage of the test's own, the rest answering from `s`.
+fn pipeline_over(authorizations: Arc<dyn AuthorizationRepo>, s: &Shared, d: Doubles, settings: ReleaseSettings) -> PipelineService {
+    let platform: Arc<dyn MiniProgramPlatform> = Arc::new(d.platform);
+    let clock = Arc::new(FixedClock::new(now()));
+    let authorization = Arc::new(AuthorizationService::new(authorizations, platform.clone(), clock.clone(), settings.clone()));
+    let ports = PipelinePorts {
+        tasks: Arc::new(task_repo(s)),
+        packages: Arc::new(package_store(s)),
+        platform,
+        inspector: Arc::new(d.inspector),
+        uploader: Arc::new(d.uploader),
+        jobs: Arc::new(jobs(s)),
+    };
+    PipelineService::new(authorization, ports, clock, settings)
 }
 
 fn version(v: &str) -> Version {
@@ -356,896 +407,12 @@ fn field_of(e: &Error) -> Option<&str> {
     }
 }
 
-// --- errcodes -----------------------------------------------------------------------------
-
-#[test]
-fn platform_errcodes_map_to_the_contracts_statuses_never_a_500() {
-    assert!(
-        matches!(release_platform_error(refused(85009)), Error::Blocked(_, ref f) if f[0].field == "platform" && f[0].message.contains("85009"))
-    );
-    for conflict in [85082, 87011, 85019, 85020, 85086] {
-        assert!(matches!(release_platform_error(refused(conflict)), Error::Blocked(..)), "{conflict}");
-    }
-    for quota in [85085, 87013] {
-        assert!(matches!(release_platform_error(refused(quota)), Error::RateLimited { .. }), "{quota}");
-    }
-    for grant in [61003, 61007] {
-        assert!(matches!(release_platform_error(refused(grant)), Error::Forbidden(_, ref m) if m.contains(&grant.to_string())), "{grant}");
-    }
-    assert!(
-        matches!(release_platform_error(refused(85013)), Error::Invalid(ref f) if f[0].field == "ext_json" && f[0].message.contains("85013"))
-    );
-    assert!(matches!(release_platform_error(refused(85081)), Error::Invalid(ref f) if f[0].field == "gray_percentage"));
-    assert!(matches!(
-        release_platform_error(refused(40164)),
-        Error::PlatformRefused { errcode: 40164, ref errmsg } if errmsg.contains("refused rid")
-    ));
-    assert!(matches!(release_platform_error(PlatformError::Unavailable("timed out".into())), Error::Upstream(_)));
-    assert!(matches!(release_platform_error(PlatformError::NoTicket), Error::Upstream(_)));
-}
-
-// --- authorisation ------------------------------------------------------------------------
-
-#[tokio::test]
-async fn the_authorization_view_carries_a_link_whose_state_is_kept_hashed() {
-    let s = state();
-    let mut d = doubles();
-    d.platform
-        .expect_pre_auth_code()
-        .withf(|t| t.expose() == "ticket-1")
-        .returning(|_| Ok(PreAuthCode { code: "preauth-1".into(), expires_in_secs: 1800 }));
-    d.platform
-        .expect_authorize_url()
-        .withf(|code, redirect| {
-            code == "preauth-1" && redirect.starts_with("https://atrium.example.com/api/v1/miniprogram/authorization/callback?state=")
-        })
-        .times(1)
-        .returning(|code, redirect| format!("https://mp.example/login?pre_auth_code={code}&redirect_uri={redirect}"));
-
-    let view = service(&s, d).authorization(&tenant_actor(), None).await.unwrap();
-
-    assert_eq!(view.status, AuthorizationStatus::Authorized);
-    assert_eq!(view.authorizer_appid.as_deref(), Some(APPID));
-    let url = view.authorize_url.unwrap();
-    let state = url.split("state=").nth(1).unwrap();
-    let attempts = &lock(&s).attempts;
-    assert_eq!(attempts.len(), 1);
-    assert_eq!(attempts[0].state_hash, atrium_kernel::secret::hash_secret(state));
-    assert_ne!(attempts[0].state_hash, state);
-    assert_eq!(attempts[0].expires_at, now() + Duration::minutes(30));
-    assert_eq!(attempts[0].tenant_id, TENANT);
-}
-
-#[tokio::test]
-async fn before_the_first_verify_ticket_the_view_has_no_link() {
-    let s = state();
-    lock(&s).ticket = None;
-    let view = service(&s, doubles()).authorization(&tenant_actor(), None).await.unwrap();
-    assert_eq!(view.authorize_url, None);
-    assert!(lock(&s).attempts.is_empty());
-}
-
-#[tokio::test]
-async fn a_reader_who_may_not_authorise_sees_the_authorisation_without_a_link() {
-    let s = state();
-    let reader = Actor::new(12, "s", Party::Tenant { tenant_id: TENANT, partner_id: Some(PARTNER) }, ["miniprogram:read"]);
-    // The platform double expects no call: no pre-auth code is made for a reader.
-    let view = service(&s, doubles()).authorization(&reader, None).await.unwrap();
-    assert_eq!((view.status, view.authorize_url), (AuthorizationStatus::Authorized, None));
-    assert!(lock(&s).attempts.is_empty());
-}
-
-#[tokio::test]
-async fn another_partners_tenant_is_not_found() {
-    let s = state();
-    let partner = Actor::new(5, "s", Party::Partner { partner_id: 77 }, ["miniprogram:*"]);
-    let err = service(&s, doubles()).authorization(&partner, Some(TENANT)).await.unwrap_err();
-    assert!(matches!(err, Error::NoSuch(ref f) if f.field == "tenant_id"), "{err:?}");
-}
-
-fn attempt(state: &str, expires_at: Timestamp) -> AuthorizationAttempt {
-    AuthorizationAttempt {
-        state_hash: atrium_kernel::secret::hash_secret(state),
-        tenant_id: TENANT,
-        pre_auth_code: "preauth-1".into(),
-        created_by: 10,
-        created_at: now() - Duration::minutes(1),
-        expires_at,
-    }
-}
-
-#[tokio::test]
-async fn the_callback_stores_what_the_code_grants_once() {
-    let s = state();
-    lock(&s).authorization = None;
-    lock(&s).attempts.push(attempt("st-1", now() + Duration::minutes(10)));
-    let mut d = doubles();
-    d.platform.expect_query_auth().withf(|_, code| code.expose() == "auth-code-1").times(1).returning(|_, _| {
-        Ok(AuthorizationGrant { authorizer_appid: APPID.into(), refresh_token: Secret::new("refresh-new"), func_info: vec![18] })
-    });
-    d.platform
-        .expect_authorizer_profile()
-        .withf(|ticket, appid| ticket.expose() == "ticket-1" && appid == APPID)
-        .times(1)
-        .returning(|_, _| Ok(AuthorizerProfile { nickname: Some("Shop".into()), user_name: Some(GH.into()) }));
-    let svc = service(&s, d);
-    let callback = |state: &str| AuthorizationCallback { auth_code: "auth-code-1".into(), expires_in: Some(3600), state: state.into() };
-
-    let view = svc.finish_authorization(callback("st-1")).await.unwrap();
-
-    assert_eq!(view.status, AuthorizationStatus::Authorized);
-    let stored = lock(&s).authorization.clone().unwrap();
-    assert_eq!((stored.tenant_id, stored.authorizer_appid.as_str(), stored.refresh_token.expose()), (TENANT, APPID, "refresh-new"));
-    assert_eq!(stored.user_name.as_deref(), Some(GH));
-    // The state is used up.
-    let again = svc.finish_authorization(callback("st-1")).await.unwrap_err();
-    assert_eq!(field_of(&again), Some("state"));
-}
-
-#[tokio::test]
-async fn an_expired_or_unknown_state_changes_nothing() {
-    let s = state();
-    lock(&s).attempts.push(attempt("old", now() - Duration::seconds(1)));
-    let svc = service(&s, doubles());
-    for st in ["old", "never-issued"] {
-        let err = svc
-            .finish_authorization(AuthorizationCallback { auth_code: "c".into(), expires_in: None, state: st.into() })
-            .await
-            .unwrap_err();
-        assert_eq!(field_of(&err), Some("state"), "{st}");
-    }
-    assert!(lock(&s).saved_authorizations.is_empty());
-}
-
-#[tokio::test]
-async fn a_mini_program_authorised_by_another_tenant_is_refused() {
-    let s = state();
-    {
-        let mut st = lock(&s);
-        st.authorization = Some(Authorization { tenant_id: OTHER_TENANT, ..authorization(AuthorizationStatus::Authorized) });
-        st.attempts.push(attempt("st-2", now() + Duration::minutes(10)));
-    }
-    let mut d = doubles();
-    d.platform
-        .expect_query_auth()
-        .withf(|_, code| code.expose() == "c")
-        .times(1)
-        .returning(|_, _| Ok(AuthorizationGrant { authorizer_appid: APPID.into(), refresh_token: Secret::new("r"), func_info: vec![] }));
-    d.platform.expect_authorizer_profile().returning(|_, _| Err(PlatformError::Unavailable("down".into())));
-    let err = service(&s, d)
-        .finish_authorization(AuthorizationCallback { auth_code: "c".into(), expires_in: None, state: "st-2".into() })
-        .await
-        .unwrap_err();
-    assert_eq!(field_of(&err), Some("authorizer_appid"));
-    assert!(matches!(err, Error::Blocked(..)));
-    assert_eq!(lock(&s).authorization.as_ref().map(|a| a.tenant_id), Some(OTHER_TENANT));
-}
-
-#[tokio::test]
-async fn a_code_the_authorized_event_used_first_answers_what_the_event_stored() {
-    let s = state();
-    {
-        let mut st = lock(&s);
-        // Stored by the event after the link was made.
-        st.authorization = Some(Authorization { updated_at: now(), ..authorization(AuthorizationStatus::Authorized) });
-        st.attempts.push(attempt("st-3", now() + Duration::minutes(10)));
-        st.attempts
-            .push(AuthorizationAttempt { created_at: now() + Duration::seconds(1), ..attempt("st-4", now() + Duration::minutes(10)) });
-    }
-    let mut d = doubles();
-    d.platform.expect_query_auth().withf(|_, code| code.expose() == "used").times(2).returning(|_, _| Err(refused(61009)));
-    let svc = service(&s, d);
-    let callback = |state: &str| AuthorizationCallback { auth_code: "used".into(), expires_in: None, state: state.into() };
-
-    let view = svc.finish_authorization(callback("st-3")).await.unwrap();
-    assert_eq!((view.status, view.authorizer_appid.as_deref()), (AuthorizationStatus::Authorized, Some(APPID)));
-    assert!(lock(&s).saved_authorizations.is_empty());
-
-    // A link made after the last authorisation was stored gets the platform's refusal.
-    let err = svc.finish_authorization(callback("st-4")).await.unwrap_err();
-    assert!(matches!(err, Error::PlatformRefused { errcode: 61009, .. }), "{err:?}");
-}
-// --- uploads ------------------------------------------------------------------------------
-
-#[tokio::test]
-async fn a_template_upload_is_recorded_queued_and_its_job_queued() {
-    let s = state();
-    let view = service(&s, doubles()).upload_template(&tenant_actor(), template_upload("1.0.0")).await.unwrap();
-
-    assert_eq!((view.status, view.kind, view.template_id), (UploadStatus::Queued, UploadKind::Template, Some(1)));
-    let st = lock(&s);
-    assert_eq!(st.uploads.len(), 1);
-    assert_eq!(st.jobs.len(), 1);
-    assert_eq!(st.jobs[0].kind, UPLOAD_JOB);
-    assert_eq!(st.jobs[0].payload, serde_json::json!({"upload_task_id": view.id}));
-    assert_eq!(st.jobs[0].run_at, now());
-}
-
-#[tokio::test]
-async fn a_version_used_before_is_a_409_naming_version_and_records_nothing() {
-    let s = state();
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Failed, template_source()));
-    let svc = service(&s, doubles());
-
-    let err = svc.upload_template(&tenant_actor(), template_upload("1.0.0")).await.unwrap_err();
-    assert!(matches!(err, Error::Blocked(..)) && field_of(&err) == Some("version"), "{err:?}");
-    let err = svc.upload_package(&tenant_actor(), package_upload("1.0.0")).await.unwrap_err();
-    assert_eq!(field_of(&err), Some("version"));
-
-    let st = lock(&s);
-    assert_eq!((st.uploads.len(), st.jobs.len(), st.packages.len()), (1, 0, 0));
-}
-
-#[tokio::test]
-async fn without_an_authorisation_nothing_is_uploaded() {
-    for auth in [None, Some(authorization(AuthorizationStatus::Revoked))] {
-        let s = state();
-        lock(&s).authorization = auth.clone();
-        let err = service(&s, doubles()).upload_template(&tenant_actor(), template_upload("1.0.0")).await.unwrap_err();
-        assert!(matches!(err, Error::Blocked(..)) && field_of(&err) == Some("authorization"), "{auth:?}: {err:?}");
-        assert!(lock(&s).uploads.is_empty());
-    }
-}
-
-#[tokio::test]
-async fn a_bad_package_is_refused_with_its_reason_and_nothing_is_kept() {
-    let cases = [
-        (PackageError::NotZip, "package"),
-        (PackageError::Missing("app.json"), "package"),
-        (PackageError::UnsafeEntry("../evil.js".into()), "package"),
-        (PackageError::Bomb { size: 1000, budget: 1_048_576 }, "package"),
-    ];
-    for (refusal, field) in cases {
-        let s = state();
-        let mut d = doubles();
-        let r = refusal.clone();
-        d.inspector.expect_inspect().times(1).returning(move |_, _| Err(r.clone()));
-        let err = service(&s, d).upload_package(&tenant_actor(), package_upload("1.0.0")).await.unwrap_err();
-        assert!(matches!(err, Error::Invalid(_)) && field_of(&err) == Some(field), "{refusal:?}: {err:?}");
-        assert!(err.to_string().contains(&refusal.to_string()), "{err}");
-        let st = lock(&s);
-        assert_eq!((st.uploads.len(), st.packages.len(), st.jobs.len()), (0, 0, 0), "{refusal:?}");
-    }
-}
-
-#[tokio::test]
-async fn a_package_over_the_limit_is_a_413() {
-    let s = state();
-    let mut d = doubles();
-    d.inspector.expect_inspect().returning(|_, l| Err(PackageError::TooLarge { size: l.max_size + 1, max: l.max_size }));
-    let err = service(&s, d).upload_package(&tenant_actor(), package_upload("1.0.0")).await.unwrap_err();
-    assert!(matches!(err, Error::TooLarge(_)), "{err:?}");
-    assert!(lock(&s).packages.is_empty());
-}
-
-fn checked() -> PackageInfo {
-    PackageInfo { sha256: "ab".repeat(32), size: 2048, unpacked_size: 8192, entries: 3, project_root: String::new() }
-}
-
-#[tokio::test]
-async fn a_good_package_is_kept_by_its_hash_and_queued() {
-    let s = state();
-    let mut d = doubles();
-    d.inspector
-        .expect_inspect()
-        .withf(|file, limits| file == &PathBuf::from("/tmp/upload-1.zip") && limits.max_size == 20 * 1024 * 1024)
-        .returning(|_, _| Ok(checked()));
-    let view = service(&s, d).upload_package(&tenant_actor(), package_upload("1.0.0")).await.unwrap();
-    assert_eq!(view.kind, UploadKind::Package);
-    assert_eq!(view.package_sha256.as_deref(), Some("ab".repeat(32).as_str()));
-    let st = lock(&s);
-    assert_eq!((st.packages.len(), st.uploads.len(), st.jobs.len()), (1, 1, 1));
-}
-
-#[tokio::test]
-async fn a_template_upload_job_commits_the_ext_json_as_a_string() {
-    let s = state();
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source()));
-    let mut d = doubles();
-    library(&mut d.platform, vec![]);
-    d.platform
-        .expect_commit()
-        .withf(|access, c| {
-            access.authorizer_appid == APPID
-                && access.refresh_token.expose() == "refresh-1"
-                && c.template_id == 1
-                && c.ext_json == r#"{"ext":{"shop":"Ann"}}"#
-                && c.user_version == "1.0.0"
-        })
-        .times(1)
-        .returning(|_, _| Ok(()));
-
-    let view = service(&s, d).run_upload(100, 1).await.unwrap();
-
-    assert_eq!(view.status, UploadStatus::Uploaded);
-    let stored = lock(&s).uploads[0].clone();
-    assert_eq!((stored.status, stored.started_at, stored.finished_at), (UploadStatus::Uploaded, Some(now()), Some(now())));
-}
-
-#[tokio::test]
-async fn a_finished_upload_is_not_run_again() {
-    let s = state();
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Uploaded, template_source()));
-    let view = service(&s, doubles()).run_upload(100, 1).await.unwrap();
-    assert_eq!(view.status, UploadStatus::Uploaded);
-}
-
-fn kept_package() -> StoredPackage {
-    StoredPackage {
-        sha256: "ab".repeat(32),
-        size: 2048,
-        project_root: String::new(),
-        path: PathBuf::from("/kept/ab.zip"),
-        created_at: now(),
-    }
-}
-
-#[tokio::test]
-async fn a_package_upload_job_uploads_adds_the_draft_to_the_library_and_commits_it() {
-    let s = state();
-    lock(&s).packages.push(kept_package());
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, package_source()));
-    let mut d = doubles();
-    d.uploader
-        .expect_upload()
-        .withf(|job| job.package.path == Path::new("/kept/ab.zip") && job.version == "1.0.0" && job.description == "atrium upload task 100")
-        .times(1)
-        .returning(|_| Ok(UploadReport { package_sizes: vec![("__FULL__".into(), 1024)] }));
-    d.platform.expect_template_drafts().returning(|_| {
-        let draft =
-            |id, desc: &str, time| TemplateDraft { draft_id: id, user_version: "1.0.0".into(), user_desc: desc.into(), create_time: time };
-        // Another tenant's draft of the same version, and an older one of this task.
-        Ok(vec![draft(7, "atrium upload task 99", 50), draft(8, "atrium upload task 100", 40), draft(9, "atrium upload task 100", 60)])
-    });
-    d.platform.expect_add_to_template().withf(|_, draft| *draft == 9).times(1).returning(|_, _| Ok(()));
-    d.platform.expect_templates().returning(|_| {
-        Ok(vec![
-            Template { template_id: 30, user_version: "1.0.0".into(), user_desc: "atrium upload task 99".into(), create_time: 70 },
-            Template { template_id: 31, user_version: "1.0.0".into(), user_desc: "atrium upload task 100".into(), create_time: 71 },
-        ])
-    });
-    d.platform
-        .expect_commit()
-        .withf(|_, c| c.template_id == 31 && c.ext_json == format!(r#"{{"extAppid":"{APPID}","extEnable":true}}"#))
-        .times(1)
-        .returning(|_, _| Ok(()));
-
-    let view = service(&s, d).run_upload(100, 1).await.unwrap();
-
-    assert_eq!((view.status, view.template_id), (UploadStatus::Uploaded, Some(31)));
-}
-
-#[tokio::test]
-async fn an_unavailable_uploader_leaves_the_task_running_for_a_retry_until_the_last_attempt() {
-    let s = state();
-    lock(&s).packages.push(kept_package());
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, package_source()));
-    let mut d = doubles();
-    d.uploader.expect_upload().times(3).returning(|_| Err(UploaderError::TimedOut(600)));
-    let svc = service(&s, d);
-
-    for attempt in 1..3 {
-        let err = svc.run_upload(100, attempt).await.unwrap_err();
-        assert!(matches!(err, Error::Upstream(_)), "{err:?}");
-        assert_eq!(lock(&s).uploads[0].status, UploadStatus::Running);
-    }
-    let view = svc.run_upload(100, 3).await.unwrap();
-
-    assert_eq!(view.status, UploadStatus::Failed);
-    assert!(view.error.as_deref().unwrap_or_default().contains("3 attempts"), "{:?}", view.error);
-}
-
-#[tokio::test]
-async fn a_refused_commit_fails_the_task_with_the_errcode() {
-    let s = state();
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source()));
-    let mut d = doubles();
-    library(&mut d.platform, vec![]);
-    d.platform.expect_commit().times(1).returning(|_, _| Err(refused(85013)));
-    let view = service(&s, d).run_upload(100, 1).await.unwrap();
-    assert_eq!((view.status, view.errcode), (UploadStatus::Failed, Some(85013)));
-    assert!(view.error.as_deref().unwrap_or_default().contains("85013"), "{:?}", view.error);
-}
-
-#[tokio::test]
-async fn a_rejected_upload_fails_the_task_with_the_uploaders_code() {
-    let s = state();
-    lock(&s).packages.push(kept_package());
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, package_source()));
-    let mut d = doubles();
-    d.uploader.expect_upload().returning(|_| Err(UploaderError::Rejected { code: Some(-10008), message: "invalid ip".into() }));
-    let view = service(&s, d).run_upload(100, 1).await.unwrap();
-    assert_eq!((view.status, view.errcode), (UploadStatus::Failed, Some(-10008)));
-}
-
-#[tokio::test]
-async fn a_revoked_authorisation_found_by_a_commit_is_recorded() {
-    let s = state();
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source()));
-    let mut d = doubles();
-    library(&mut d.platform, vec![]);
-    d.platform.expect_commit().times(1).returning(|_, _| Err(refused(61003)));
-    let view = service(&s, d).run_upload(100, 1).await.unwrap();
-    assert_eq!((view.status, view.errcode), (UploadStatus::Failed, Some(61003)));
-    assert_eq!(lock(&s).authorization.as_ref().map(|a| a.status), Some(AuthorizationStatus::Revoked));
-}
-
-/// Upload task `id` of the other tenant, made from a package: its template is that tenant's.
-fn other_tenants_upload(id: Id) -> UploadTask {
-    UploadTask { tenant_id: OTHER_TENANT, template_id: Some(31), ..upload(id, "7.0.0", UploadStatus::Uploaded, package_source()) }
-}
-
-#[tokio::test]
-async fn a_template_made_from_another_tenants_package_is_refused_exactly_like_one_not_in_the_library() {
-    let s = state();
-    {
-        let mut st = lock(&s);
-        st.uploads.push(other_tenants_upload(90));
-        // Template 31, another tenant's; 77, in no library; 32, whose marker names no task of
-        // ours; 33, whose marker names no task at all.
-        for (id, template) in [(100, 31), (101, 77), (102, 32), (103, 33)] {
-            st.uploads.push(upload(id, &format!("1.0.{id}"), UploadStatus::Queued, template_source_of(template)));
-        }
-    }
-    let mut d = doubles();
-    library(
-        &mut d.platform,
-        vec![
-            library_template(31, "atrium upload task 90"),
-            library_template(32, "atrium upload task 999"),
-            library_template(33, "atrium upload task ninety"),
-        ],
-    );
-    // Nothing reaches the tenant's mini-program.
-    d.platform.expect_commit().never();
-    let svc = service(&s, d);
-
-    let mut answers = Vec::new();
-    for id in [100, 101, 102, 103] {
-        let view = svc.run_upload(id, 1).await.unwrap();
-        assert_eq!((view.status, view.errcode), (UploadStatus::Failed, Some(85014)), "task {id}: {view:?}");
-        answers.push((view.status, view.errcode, view.error.clone()));
-    }
-    assert!(answers.iter().all(|a| *a == answers[0]), "the same answer whoever's the template is, or whether it is: {answers:?}");
-    assert_eq!(answers[0].2.as_deref(), Some("the template is not in the template library (errcode 85014)"));
-    let st = lock(&s);
-    assert!(st.uploads.iter().filter(|u| u.id >= 100).all(|u| u.status == UploadStatus::Failed && u.finished_at == Some(now())));
-    assert_eq!(st.uploads[0].status, UploadStatus::Uploaded, "the other tenant's task is untouched");
-}
-
-#[tokio::test]
-async fn a_template_the_platform_added_or_made_from_the_tenants_own_package_is_committed() {
-    let s = state();
-    {
-        let mut st = lock(&s);
-        st.uploads.push(upload(95, "0.9.0", UploadStatus::Uploaded, package_source()));
-        st.uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source_of(2)));
-        st.uploads.push(upload(101, "1.0.1", UploadStatus::Queued, template_source_of(35)));
-    }
-    let mut d = doubles();
-    library(&mut d.platform, vec![library_template(35, "atrium upload task 95")]);
-    let mut order = mockall::Sequence::new();
-    for (template, version) in [(2, "1.0.0"), (35, "1.0.1")] {
-        d.platform
-            .expect_commit()
-            .withf(move |a, c| a.authorizer_appid == APPID && c.template_id == template && c.user_version == version)
-            .times(1)
-            .in_sequence(&mut order)
-            .returning(|_, _| Ok(()));
-    }
-    let svc = service(&s, d);
-
-    assert_eq!(svc.run_upload(100, 1).await.unwrap().template_id, Some(2));
-    let own = svc.run_upload(101, 1).await.unwrap();
-    assert_eq!((own.status, own.template_id, own.errcode), (UploadStatus::Uploaded, Some(35), None));
-}
-
-#[tokio::test]
-async fn a_library_the_platform_cannot_list_now_leaves_the_template_upload_for_a_retry_uncommitted() {
-    let s = state();
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source()));
-    let mut d = doubles();
-    d.platform.expect_templates().times(1).returning(|_| Err(PlatformError::Unavailable("time-out".into())));
-    d.platform.expect_commit().never();
-
-    let err = service(&s, d).run_upload(100, 1).await.unwrap_err();
-
-    assert!(matches!(err, Error::Upstream(_)), "{err:?}");
-    assert_eq!(lock(&s).uploads[0].status, UploadStatus::Running);
-}
-
-#[tokio::test]
-async fn upload_tasks_are_listed_within_the_callers_scope() {
-    let s = state();
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source()));
-    let svc = service(&s, doubles());
-    assert_eq!(svc.list_upload_tasks(&tenant_actor(), UploadTaskListParams::default()).await.unwrap().total, 1);
-    assert_eq!(svc.list_upload_tasks(&other_tenant_actor(), UploadTaskListParams::default()).await.unwrap().total, 0);
-    let bad = UploadTaskListParams { sort: Some("version".into()), ..Default::default() };
-    assert_eq!(field_of(&svc.list_upload_tasks(&tenant_actor(), bad).await.unwrap_err()), Some("sort"));
-}
-
-// --- audits -------------------------------------------------------------------------------
-
-fn submit(upload_task_id: Id) -> AuditSubmit {
-    AuditSubmit { upload_task_id, version_desc: Some(description("Shop page")), item_list: None, privacy_api_not_use: Some(true) }
-}
-
-#[tokio::test]
-async fn an_uploaded_version_is_submitted_and_its_poll_queued() {
-    let s = state();
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Uploaded, template_source()));
-    let mut d = doubles();
-    d.platform
-        .expect_submit_audit()
-        .withf(|access, sub| {
-            access.authorizer_appid == APPID && sub.version_desc.as_deref() == Some("Shop page") && sub.privacy_api_not_use == Some(true)
-        })
-        .times(1)
-        .returning(|_, _| Ok(1234));
-
-    let view = service(&s, d).submit_audit(&tenant_actor(), submit(100)).await.unwrap();
-
-    assert_eq!((view.status, view.auditid, view.upload_task_id), (AuditStatus::Auditing, 1234, 100));
-    let st = lock(&s);
-    assert_eq!(st.jobs.len(), 1);
-    assert_eq!(st.jobs[0].kind, AUDIT_POLL_JOB);
-    assert_eq!(st.jobs[0].run_at, now() + Duration::minutes(30));
-}
-
-#[tokio::test]
-async fn only_the_latest_uploaded_version_can_be_submitted() {
-    let s = state();
-    {
-        let mut st = lock(&s);
-        st.uploads.push(upload(100, "1.0.0", UploadStatus::Uploaded, template_source()));
-        st.uploads.push(upload(101, "1.0.1", UploadStatus::Uploaded, template_source()));
-        st.uploads.push(upload(102, "1.0.2", UploadStatus::Running, template_source()));
-    }
-    let svc = service(&s, doubles());
-    for id in [100, 102] {
-        let err = svc.submit_audit(&tenant_actor(), submit(id)).await.unwrap_err();
-        assert!(matches!(err, Error::Blocked(..)) && field_of(&err) == Some("upload_task_id"), "{id}: {err:?}");
-    }
-    let err = svc.submit_audit(&other_tenant_actor(), submit(101)).await.unwrap_err();
-    assert!(matches!(err, Error::NoSuch(_)), "{err:?}");
-    assert!(lock(&s).audits.is_empty());
-}
-
-#[tokio::test]
-async fn a_second_audit_while_one_runs_is_a_409_without_asking_the_platform() {
-    let s = state();
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Uploaded, template_source()));
-    lock(&s).audits.push(audit(200, 99, AuditStatus::Delayed));
-    let err = service(&s, doubles()).submit_audit(&tenant_actor(), submit(100)).await.unwrap_err();
-    assert!(matches!(err, Error::Blocked(_, ref f) if f[0].message.contains("85009")), "{err:?}");
-    assert_eq!(lock(&s).audits.len(), 1);
-}
-
-#[tokio::test]
-async fn a_submission_beside_one_on_its_way_to_the_platform_is_a_409_without_asking_it() {
-    let s = state();
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Uploaded, template_source()));
-    let mut d = doubles();
-    d.platform.expect_submit_audit().times(1).returning(|_, _| Ok(1234));
-    let svc = service(&s, d);
-
-    // Another request of the tenant is between its checks and the record of its audit.
-    let on_its_way = svc.start_submission(TENANT).unwrap();
-    assert!(svc.start_submission(TENANT).is_none());
-    let err = svc.submit_audit(&tenant_actor(), submit(100)).await.unwrap_err();
-    assert!(matches!(err, Error::Blocked(_, ref f) if f[0].field == "upload_task_id" && f[0].message.contains("85009")), "{err:?}");
-    assert!(lock(&s).audits.is_empty());
-    // Another tenant's submissions are not held up.
-    drop(svc.start_submission(OTHER_TENANT).unwrap());
-
-    drop(on_its_way);
-    svc.submit_audit(&tenant_actor(), submit(100)).await.unwrap();
-    assert_eq!(lock(&s).audits.len(), 1);
-    // Done: the next one is refused by the running audit, and the tenant is free again.
-    let again = svc.submit_audit(&tenant_actor(), submit(100)).await.unwrap_err();
-    assert!(matches!(again, Error::Blocked(_, ref f) if f[0].message.contains("still running")), "{again:?}");
-    assert!(svc.start_submission(TENANT).is_some());
-}
-
-#[tokio::test]
-async fn the_platforms_85009_and_quota_refusals_are_409_and_429() {
-    for (code, check) in [(85009, "409"), (85085, "429")] {
-        let s = state();
-        lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Uploaded, template_source()));
-        let mut d = doubles();
-        d.platform.expect_submit_audit().returning(move |_, _| Err(refused(code)));
-        let err = service(&s, d).submit_audit(&tenant_actor(), submit(100)).await.unwrap_err();
-        match check {
-            "409" => assert!(matches!(err, Error::Blocked(..)), "{err:?}"),
-            _ => assert!(matches!(err, Error::RateLimited { .. }), "{err:?}"),
-        }
-        assert!(lock(&s).audits.is_empty());
-    }
-}
-
-#[tokio::test]
-async fn asking_for_a_running_audit_keeps_the_platforms_decision() {
-    let s = state();
-    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
-    let mut d = doubles();
-    d.platform.expect_audit_status().withf(|_, id| *id == 1234).times(1).returning(|_, _| {
-        Ok(PlatformAudit {
-            status: AuditStatus::Rejected,
-            reason: Some("missing privacy policy".into()),
-            screenshots: vec!["m1".into(), "m2".into()],
-            at: None,
-        })
-    });
-    let svc = service(&s, d);
-    let params = AuditStatusParams { audit_task_id: None, tenant_id: None };
-
-    let view = svc.audit_status(&tenant_actor(), params.clone()).await.unwrap();
-    assert_eq!(view.status, AuditStatus::Rejected);
-    assert_eq!(view.screenshots, ["m1", "m2"]);
-    assert_eq!(view.decided_at, Some(now()));
-    // Decided: the platform is not asked again.
-    assert_eq!(svc.audit_status(&tenant_actor(), params).await.unwrap().status, AuditStatus::Rejected);
-}
-
-fn job(kind: &str, payload: serde_json::Value, attempts: i32) -> atrium_kernel::Job {
-    atrium_kernel::Job { id: 1, kind: kind.into(), tenant_id: Some(TENANT), payload, attempts, run_at: now() }
-}
-
-fn poll_job(attempts: i32) -> atrium_kernel::Job {
-    job(AUDIT_POLL_JOB, serde_json::json!({"audit_task_id": 200}), attempts)
-}
-
-#[tokio::test]
-async fn a_poll_of_a_still_running_audit_runs_again_after_the_poll_interval_and_queues_nothing() {
-    let s = state();
-    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
-    let mut d = doubles();
-    d.platform
-        .expect_audit_status()
-        .withf(|access, id| access.authorizer_appid == APPID && *id == 1234)
-        .times(1)
-        .returning(|_, _| Ok(PlatformAudit { status: AuditStatus::Delayed, reason: Some("busy".into()), screenshots: vec![], at: None }));
-
-    let outcome = service(&s, d).run(&poll_job(1)).await;
-
-    assert_eq!(outcome, JobOutcome::Retry { at: now() + Duration::minutes(30), reason: "the audit is still delayed".into() });
-    assert_eq!(lock(&s).audits[0].status, AuditStatus::Delayed);
-    assert!(lock(&s).jobs.is_empty(), "the job itself runs again; no second poll is queued");
-}
-
-#[tokio::test]
-async fn a_poll_that_finds_the_decision_keeps_it_and_is_done() {
-    let s = state();
-    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
-    let mut d = doubles();
-    d.platform.expect_audit_status().withf(|_, id| *id == 1234).times(1).returning(|_, _| {
-        Ok(PlatformAudit {
-            status: AuditStatus::Rejected,
-            reason: Some("no privacy policy".into()),
-            screenshots: vec!["m1".into()],
-            at: None,
-        })
-    });
-    let svc = service(&s, d);
-
-    assert_eq!(svc.run(&poll_job(3)).await, JobOutcome::Done);
-    let stored = lock(&s).audits[0].clone();
-    assert_eq!(
-        (stored.status, stored.reason.as_deref(), stored.decided_at),
-        (AuditStatus::Rejected, Some("no privacy policy"), Some(now()))
-    );
-    // Run again (a crashed runner's job): the decided audit is not asked about again.
-    assert_eq!(svc.run(&poll_job(4)).await, JobOutcome::Done);
-}
-
-#[tokio::test]
-async fn a_poll_the_platform_cannot_answer_is_retried_and_given_up_after_two_weeks() {
-    let s = state();
-    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
-    let mut d = doubles();
-    d.platform.expect_audit_status().returning(|_, _| Err(PlatformError::Unavailable("time-out".into())));
-    let svc = service(&s, d);
-
-    assert!(matches!(svc.run(&poll_job(1)).await, JobOutcome::Retry { at, .. } if at == now() + Duration::minutes(30)));
-    assert!(matches!(svc.run(&poll_job(crate::service::AUDIT_POLL_MAX)).await, JobOutcome::Failed(ref why) if why.contains("given up")));
-    assert_eq!(lock(&s).audits[0].status, AuditStatus::Auditing, "nothing was made up");
-}
-
-#[tokio::test]
-async fn an_upload_job_runs_its_task_and_is_done() {
-    let s = state();
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, template_source()));
-    let mut d = doubles();
-    library(&mut d.platform, vec![]);
-    d.platform.expect_commit().withf(|_, c| c.template_id == 1 && c.user_version == "1.0.0").times(1).returning(|_, _| Ok(()));
-
-    let outcome = service(&s, d).run(&job(UPLOAD_JOB, serde_json::json!({"upload_task_id": 100}), 1)).await;
-
-    assert_eq!(outcome, JobOutcome::Done);
-    assert_eq!(lock(&s).uploads[0].status, UploadStatus::Uploaded);
-}
-
-#[tokio::test]
-async fn an_upload_job_the_uploader_cannot_serve_now_backs_off_and_the_last_attempt_fails_the_task() {
-    let s = state();
-    lock(&s).packages.push(kept_package());
-    lock(&s).uploads.push(upload(100, "1.0.0", UploadStatus::Queued, package_source()));
-    let mut d = doubles();
-    d.uploader.expect_upload().times(3).returning(|_| Err(UploaderError::Failed("connection refused".into())));
-    let svc = service(&s, d);
-    let upload_job = |attempts| job(UPLOAD_JOB, serde_json::json!({"upload_task_id": 100}), attempts);
-
-    assert!(matches!(svc.run(&upload_job(1)).await, JobOutcome::Retry { at, .. } if at == now() + Duration::minutes(1)));
-    assert!(matches!(svc.run(&upload_job(2)).await, JobOutcome::Retry { at, .. } if at == now() + Duration::minutes(5)));
-    assert_eq!(svc.run(&upload_job(3)).await, JobOutcome::Done);
-    assert_eq!(lock(&s).uploads[0].status, UploadStatus::Failed);
-}
-
-#[tokio::test]
-async fn a_job_for_a_task_that_does_not_exist_or_with_a_bad_payload_fails_for_good() {
-    let s = state();
-    let svc = service(&s, doubles());
-    assert!(matches!(svc.run(&job(UPLOAD_JOB, serde_json::json!({"upload_task_id": 999}), 1)).await, JobOutcome::Failed(_)));
-    assert!(matches!(svc.run(&job(AUDIT_POLL_JOB, serde_json::json!({"audit_task_id": 999}), 1)).await, JobOutcome::Failed(_)));
-    assert!(matches!(svc.run(&job(UPLOAD_JOB, serde_json::json!({"id": "x"}), 1)).await, JobOutcome::Failed(_)));
-    assert!(matches!(svc.run(&job("payment.settle_refund", serde_json::json!({}), 1)).await, JobOutcome::Failed(_)));
-    assert_eq!(svc.kinds(), [UPLOAD_JOB, AUDIT_POLL_JOB]);
-}
-
-// --- releases -----------------------------------------------------------------------------
-
-fn publish(mode: PublishMode, gray_percentage: Option<i64>) -> PublishRequest {
-    PublishRequest { audit_task_id: 200, mode, gray_percentage }
-}
-
-#[tokio::test]
-async fn an_audit_that_has_not_passed_cannot_be_published() {
-    for status in [AuditStatus::Auditing, AuditStatus::Rejected, AuditStatus::Delayed] {
-        let s = state();
-        lock(&s).audits.push(audit(200, 100, status));
-        let err = service(&s, doubles()).publish(&tenant_actor(), publish(PublishMode::Full, None)).await.unwrap_err();
-        assert!(matches!(err, Error::Blocked(..)), "{status:?}: {err:?}");
-        assert!(lock(&s).releases.is_empty());
-    }
-}
-
-#[tokio::test]
-async fn a_gray_release_rises_and_a_full_one_completes_it() {
-    let s = state();
-    lock(&s).audits.push(audit(200, 100, AuditStatus::Passed));
-    let mut d = doubles();
-    // 10 %, then 40 %, then everyone, in that order; the refused steps never reach the platform.
-    let mut order = mockall::Sequence::new();
-    for pct in [10, 40] {
-        d.platform
-            .expect_gray_release()
-            .withf(move |access, p| access.authorizer_appid == APPID && *p == pct)
-            .times(1)
-            .in_sequence(&mut order)
-            .returning(|_, _| Ok(()));
-    }
-    d.platform.expect_release().withf(|access| access.authorizer_appid == APPID).times(1).in_sequence(&mut order).returning(|_| Ok(()));
-    let svc = service(&s, d);
-
-    let first = svc.publish(&tenant_actor(), publish(PublishMode::Gray, Some(10))).await.unwrap();
-    assert_eq!((first.kind, first.gray_percentage, first.status), (ReleaseKind::Gray, Some(10), ReleaseStatus::Succeeded));
-    for bad in [Some(0), Some(101)] {
-        let err = svc.publish(&tenant_actor(), publish(PublishMode::Gray, bad)).await.unwrap_err();
-        assert!(matches!(err, Error::Invalid(_)), "{bad:?}: {err:?}");
-    }
-    for lower in [5, 10] {
-        let err = svc.publish(&tenant_actor(), publish(PublishMode::Gray, Some(lower))).await.unwrap_err();
-        assert!(matches!(err, Error::Blocked(..)) && field_of(&err) == Some("gray_percentage"), "{lower}: {err:?}");
-    }
-    svc.publish(&tenant_actor(), publish(PublishMode::Gray, Some(40))).await.unwrap();
-    let full = svc.publish(&tenant_actor(), publish(PublishMode::Full, None)).await.unwrap();
-    assert_eq!(full.kind, ReleaseKind::Full);
-    let err = svc.publish(&tenant_actor(), publish(PublishMode::Full, None)).await.unwrap_err();
-    assert!(matches!(err, Error::Blocked(..)), "{err:?}");
-
-    let st = lock(&s);
-    let recorded: Vec<_> = st.releases.iter().map(|r| (r.kind, r.gray_percentage, r.status)).collect();
-    assert_eq!(
-        recorded,
-        [
-            (ReleaseKind::Gray, Some(10), ReleaseStatus::Succeeded),
-            (ReleaseKind::Gray, Some(40), ReleaseStatus::Succeeded),
-            (ReleaseKind::Full, None, ReleaseStatus::Succeeded)
-        ]
-    );
-    assert_eq!(st.audits[0].release, ReleaseState { gray_percentage: Some(40), released_at: Some(now()) });
-}
-
-#[tokio::test]
-async fn a_refused_release_is_recorded_with_its_errcode() {
-    let s = state();
-    lock(&s).audits.push(audit(200, 100, AuditStatus::Passed));
-    let mut d = doubles();
-    d.platform.expect_gray_release().withf(|_, p| *p == 20).times(1).returning(|_, _| Err(refused(85082)));
-    let err = service(&s, d).publish(&tenant_actor(), publish(PublishMode::Gray, Some(20))).await.unwrap_err();
-    assert!(matches!(err, Error::Blocked(_, ref f) if f[0].message.contains("85082")), "{err:?}");
-    let st = lock(&s);
-    assert_eq!(
-        (st.releases[0].status, st.releases[0].errcode, st.releases[0].gray_percentage),
-        (ReleaseStatus::Failed, Some(85082), Some(20))
-    );
-    assert_eq!(st.audits[0].release, ReleaseState::default());
-}
-
-#[tokio::test]
-async fn a_rollback_during_a_gray_release_is_a_409_and_recorded() {
-    let s = state();
-    let mut d = doubles();
-    d.platform.expect_revert_release().withf(|_, v| *v == Some(3)).returning(|_, _| Err(refused(87011)));
-    let err = service(&s, d).rollback(&tenant_actor(), RollbackRequest { tenant_id: None, app_version: Some(3) }).await.unwrap_err();
-    assert!(matches!(err, Error::Blocked(..)), "{err:?}");
-    let st = lock(&s);
-    assert_eq!((st.releases[0].kind, st.releases[0].errcode), (ReleaseKind::Rollback, Some(87011)));
-}
-
-#[tokio::test]
-async fn the_versions_view_tolerates_a_mini_program_without_a_live_version() {
-    let s = state();
-    let mut d = doubles();
-    d.platform.expect_version_info().returning(|_| Ok(VersionInfo::default()));
-    d.platform.expect_gray_plan().returning(|_| Err(refused(85079)));
-    d.platform.expect_history_versions().returning(|_| Err(refused(85079)));
-    let view = service(&s, d).versions(&tenant_actor(), None).await.unwrap();
-    assert_eq!((view.release, view.gray_plan, view.history.len()), (None, None, 0));
-}
-
-#[tokio::test]
-async fn the_experience_qr_passes_the_page_and_returns_the_image() {
-    let s = state();
-    let mut d = doubles();
-    d.platform
-        .expect_experience_qr()
-        .withf(|_, path| path.as_deref() == Some("pages/index/index?from=qr"))
-        .returning(|_, _| Ok(vec![0xFF, 0xD8, 0xFF]));
-    let params = ExperienceQrParams { tenant_id: None, path: Some(PagePath::parse("pages/index/index?from=qr").unwrap()) };
-    assert_eq!(service(&s, d).experience_qr(&tenant_actor(), params).await.unwrap(), [0xFF, 0xD8, 0xFF]);
-}
-
-// --- pushed events ------------------------------------------------------------------------
-
 fn request() -> EventRequest {
     EventRequest { timestamp: "1775016000".into(), nonce: "n".into(), msg_signature: "sig".into(), body: b"<xml/>".to_vec() }
 }
 
 fn event(id: &str, kind: EventKind) -> PlatformEvent {
     PlatformEvent { id: id.into(), created_at: now(), kind }
-}
-
-#[tokio::test]
-async fn a_verify_ticket_is_kept_once_and_an_older_one_never_replaces_it() {
-    let s = state();
-    let mut d = doubles();
-    d.platform.expect_open_event().returning(|_, r| {
-        let kind = EventKind::VerifyTicket { ticket: Secret::new(format!("ticket-{}", r.nonce)) };
-        let at = if r.nonce == "old" { now() - Duration::hours(1) } else { now() };
-        Ok(PlatformEvent { id: format!("e-{}", r.nonce), created_at: at, kind })
-    });
-    let svc = service(&s, d);
-    let push = |nonce: &str| EventRequest { nonce: nonce.into(), ..request() };
-
-    assert_eq!(svc.receive_event(EventUrl::Component, None, push("new")).await.unwrap(), EventOutcome::Applied);
-    assert_eq!(svc.receive_event(EventUrl::Component, None, push("new")).await.unwrap(), EventOutcome::Duplicate);
-    assert_eq!(svc.receive_event(EventUrl::Component, None, push("old")).await.unwrap(), EventOutcome::Stale);
-    assert_eq!(lock(&s).ticket.as_ref().map(|t| t.ticket.expose().to_owned()).as_deref(), Some("ticket-new"));
-}
-
-#[tokio::test]
-async fn a_push_that_does_not_verify_changes_nothing() {
-    for refusal in [EventError::BadSignature, EventError::ForeignAppid] {
-        let s = state();
-        let mut d = doubles();
-        let r = refusal.clone();
-        d.platform.expect_open_event().returning(move |_, _| Err(r.clone()));
-        let got = service(&s, d).receive_event(EventUrl::Component, None, request()).await.unwrap_err();
-        assert_eq!(got, refusal);
-        assert!(lock(&s).events.is_empty());
-    }
 }
 
 fn audit_event(to_user: &str, status: AuditStatus) -> PlatformEvent {
@@ -1256,140 +423,4 @@ fn audit_event(to_user: &str, status: AuditStatus) -> PlatformEvent {
             result: PlatformAudit { status, reason: None, screenshots: vec![], at: Some(now() - Duration::minutes(1)) },
         },
     )
-}
-
-#[tokio::test]
-async fn an_audit_event_makes_the_running_audit_ask_the_platform_once() {
-    let s = state();
-    let running = audit(200, 100, AuditStatus::Auditing);
-    let auditid = running.auditid;
-    lock(&s).audits.push(running);
-    let mut d = doubles();
-    d.platform.expect_open_event().withf(|url, _| *url == EventUrl::Message).returning(|_, _| Ok(audit_event(GH, AuditStatus::Passed)));
-    d.platform.expect_audit_status().withf(move |_, id| *id == auditid).times(1).returning(|_, _| {
-        Ok(PlatformAudit { status: AuditStatus::Passed, reason: None, screenshots: vec![], at: Some(now() - Duration::minutes(2)) })
-    });
-    let svc = service(&s, d);
-
-    assert_eq!(svc.receive_event(EventUrl::Message, Some(APPID), request()).await.unwrap(), EventOutcome::Applied);
-    assert_eq!(svc.receive_event(EventUrl::Message, Some(APPID), request()).await.unwrap(), EventOutcome::Duplicate);
-    let st = lock(&s);
-    // What the platform answered for the running audit's id, not what the event said.
-    assert_eq!((st.audits[0].status, st.audits[0].decided_at), (AuditStatus::Passed, Some(now() - Duration::minutes(2))));
-}
-
-#[tokio::test]
-async fn a_late_event_about_an_earlier_audit_does_not_decide_the_running_one() {
-    let s = state();
-    lock(&s).audits.push(AuditTask {
-        status: AuditStatus::Rejected,
-        decided_at: Some(now() - Duration::hours(3)),
-        ..audit(199, 99, AuditStatus::Auditing)
-    });
-    lock(&s).audits.push(AuditTask { auditid: 5678, ..audit(200, 100, AuditStatus::Auditing) });
-    let mut d = doubles();
-    // A rejection of the previous audit, delivered late.
-    d.platform.expect_open_event().returning(|_, _| Ok(audit_event(GH, AuditStatus::Rejected)));
-    // The platform is asked about the running audit, not the earlier one.
-    d.platform
-        .expect_audit_status()
-        .withf(|_, id| *id == 5678)
-        .times(1)
-        .returning(|_, _| Ok(PlatformAudit { status: AuditStatus::Auditing, reason: None, screenshots: vec![], at: None }));
-    let outcome = service(&s, d).receive_event(EventUrl::Message, Some(APPID), request()).await.unwrap();
-    assert_eq!(outcome, EventOutcome::Stale);
-    assert_eq!(lock(&s).audits[1].status, AuditStatus::Auditing);
-}
-
-#[tokio::test]
-async fn an_audit_event_the_platform_cannot_confirm_now_is_not_accepted() {
-    let s = state();
-    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
-    let mut d = doubles();
-    d.platform.expect_open_event().returning(|_, _| Ok(audit_event(GH, AuditStatus::Passed)));
-    d.platform.expect_audit_status().withf(|_, id| *id == 1234).times(1).returning(|_, _| Err(PlatformError::Unavailable("down".into())));
-    let svc = service(&s, d);
-    assert_eq!(svc.receive_event(EventUrl::Message, Some(APPID), request()).await.unwrap_err(), EventError::Unavailable);
-    assert_eq!(lock(&s).audits[0].status, AuditStatus::Auditing);
-    // Not recorded as seen: the platform's retry is processed.
-    assert!(lock(&s).events.is_empty());
-}
-
-#[tokio::test]
-async fn a_message_for_a_mini_program_not_authorised_here_or_addressed_elsewhere_is_refused() {
-    let s = state();
-    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
-    let mut d = doubles();
-    d.platform
-        .expect_open_event()
-        .returning(|_, r| Ok(audit_event(if r.nonce == "gh" { "gh_someone_else" } else { GH }, AuditStatus::Passed)));
-    let svc = service(&s, d);
-
-    let unknown = svc.receive_event(EventUrl::Message, Some("wx_stranger"), request()).await.unwrap_err();
-    assert_eq!(unknown, EventError::ForeignAppid);
-    let elsewhere = svc.receive_event(EventUrl::Message, Some(APPID), EventRequest { nonce: "gh".into(), ..request() }).await.unwrap_err();
-    assert_eq!(elsewhere, EventError::ForeignAppid);
-    assert_eq!(lock(&s).audits[0].status, AuditStatus::Auditing);
-}
-
-#[tokio::test]
-async fn an_unauthorized_event_revokes_the_tenants_authorisation() {
-    let s = state();
-    let mut d = doubles();
-    d.platform.expect_open_event().returning(|_, _| Ok(event("u1", EventKind::Unauthorized { authorizer_appid: APPID.into() })));
-    let outcome = service(&s, d).receive_event(EventUrl::Component, None, request()).await.unwrap();
-    assert_eq!(outcome, EventOutcome::Applied);
-    let a = lock(&s).authorization.clone().unwrap();
-    assert_eq!((a.status, a.revoked_at), (AuthorizationStatus::Revoked, Some(now())));
-}
-
-#[tokio::test]
-async fn an_authorized_event_finds_the_tenant_by_its_pre_auth_code() {
-    let s = state();
-    lock(&s).authorization = None;
-    lock(&s).attempts.push(attempt("st-9", now() + Duration::minutes(10)));
-    let mut d = doubles();
-    d.platform.expect_open_event().returning(|_, _| {
-        Ok(event(
-            "a1",
-            EventKind::Authorized {
-                authorizer_appid: APPID.into(),
-                authorization_code: Secret::new("code-9"),
-                pre_auth_code: Some("preauth-1".into()),
-                update: false,
-            },
-        ))
-    });
-    // The code the event carries is the one exchanged.
-    d.platform.expect_query_auth().withf(|_, code| code.expose() == "code-9").times(1).returning(|_, _| {
-        Ok(AuthorizationGrant { authorizer_appid: APPID.into(), refresh_token: Secret::new("refresh-9"), func_info: vec![18] })
-    });
-    d.platform.expect_authorizer_profile().withf(|_, appid| appid == APPID).times(1).returning(|_, _| Ok(AuthorizerProfile::default()));
-
-    let outcome = service(&s, d).receive_event(EventUrl::Component, None, request()).await.unwrap();
-
-    assert_eq!(outcome, EventOutcome::Applied);
-    assert_eq!(
-        lock(&s).authorization.as_ref().map(|a| (a.tenant_id, a.refresh_token.expose().to_owned())),
-        Some((TENANT, "refresh-9".into()))
-    );
-}
-
-#[tokio::test]
-async fn an_event_whose_effect_cannot_be_stored_is_not_accepted() {
-    let s = state();
-    let mut repo = MockReleaseRepo::new();
-    repo.expect_event_seen().returning(|_| Err(Error::internal("database down")));
-    let mut platform = MockMiniProgramPlatform::new();
-    platform.expect_open_event().returning(|_, _| Ok(event("t1", EventKind::VerifyTicket { ticket: Secret::new("t") })));
-    let svc = ReleaseService::new(
-        Arc::new(repo),
-        Arc::new(platform),
-        Arc::new(MockPackageInspector::new()),
-        Arc::new(MockCodeUploader::new()),
-        Arc::new(jobs(&s)),
-        Arc::new(FixedClock::new(now())),
-        ReleaseSettings::new("https://a.example"),
-    );
-    assert_eq!(svc.receive_event(EventUrl::Component, None, request()).await.unwrap_err(), EventError::Unavailable);
 }
