@@ -74,7 +74,7 @@ pub type PagePath = ByteText<1024, true>;
 #[cfg_attr(feature = "openapi", schema(example = json!({"tenant_id": 1, "template_id": 1, "ext_json": {"extAppid": "wx8888888888888888", "ext": {"shop": "Ann's"}}, "version": "1.0.0", "description": "First release"})))]
 pub struct TemplateUpload {
     /// Platform and partner callers must name it; a tenant caller may leave it out.
-    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
     /// The template of the platform's library to commit (`GET /miniprogram/templates`).
     #[cfg_attr(feature = "openapi", schema(minimum = 0))]
@@ -110,7 +110,8 @@ pub struct PackageUpload {
 #[schema(example = json!({"tenant_id": 1, "version": "1.0.1", "description": "Adds the shop page"}))]
 pub struct PackageUploadForm {
     /// Platform and partner callers must name it; a tenant caller may leave it out.
-    #[schema(required = true, value_type = Id, minimum = 1)]
+    // A form part is text: never null, only absent.
+    #[schema(value_type = i64, required = false, minimum = 1)]
     pub tenant_id: Option<Id>,
     /// A zip of the mini-program project: `project.config.json` and `app.json` at its root
     /// (or in one top directory), nothing outside it; at most 20 MiB (413 above).
@@ -150,7 +151,7 @@ pub struct AuditStatusParams {
     pub audit_task_id: Option<Id>,
     /// Whose latest audit, without `audit_task_id` (with it, the task's tenant). Required for
     /// platform and partner callers without `audit_task_id`; a tenant caller's own otherwise.
-    #[cfg_attr(feature = "openapi", param(required = true, value_type = Id, minimum = 1))]
+    #[cfg_attr(feature = "openapi", param(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
 }
 
@@ -203,7 +204,7 @@ impl PublishRequest {
 #[cfg_attr(feature = "openapi", schema(example = json!({"tenant_id": 1})))]
 pub struct RollbackRequest {
     /// The tenant whose mini-program to roll back; required for platform and partner callers.
-    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
     /// A version of `GET /miniprogram/versions`' history; the previous version when absent.
     #[cfg_attr(feature = "openapi", schema(minimum = 1))]
@@ -230,7 +231,7 @@ pub struct AuthorizationCallback {
 #[serde(deny_unknown_fields)]
 pub struct ExperienceQrParams {
     /// Required for platform and partner callers; a tenant caller's own tenant otherwise.
-    #[cfg_attr(feature = "openapi", param(required = true, value_type = Id, minimum = 1))]
+    #[cfg_attr(feature = "openapi", param(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
     /// The page the QR code opens, e.g. `pages/index/index?from=qr`.
     #[cfg_attr(feature = "openapi", param(inline, value_type = Option<PagePath>))]

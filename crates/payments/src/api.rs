@@ -83,7 +83,7 @@ atrium_kernel::string_schemas!(
 pub struct PaymentConfigPut {
     /// The tenant whose merchant account this acts on. Platform and partner callers must name
     /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
-    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
     /// The merchant id (商户号): 8–10 digits.
     pub mchid: Mchid,
@@ -132,7 +132,7 @@ impl fmt::Debug for KeyUpload {
 pub struct UnifiedOrderRequest {
     /// The tenant whose merchant account this acts on. Platform and partner callers must name
     /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
-    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
     /// 1–127 bytes.
     pub description: Description,
@@ -157,7 +157,7 @@ pub struct UnifiedOrderRequest {
 pub struct QueryRequest {
     /// The tenant whose merchant account this acts on. Platform and partner callers must name
     /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
-    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
     /// The transaction to query, by our number.
     pub out_trade_no: OutTradeNo,
@@ -171,7 +171,7 @@ pub struct QueryRequest {
 pub struct CloseRequest {
     /// The tenant whose merchant account this acts on. Platform and partner callers must name
     /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
-    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
     /// The unpaid transaction to close, by our number.
     pub out_trade_no: OutTradeNo,
@@ -185,7 +185,7 @@ pub struct CloseRequest {
 pub struct RefundRequest {
     /// The tenant whose merchant account this acts on. Platform and partner callers must name
     /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
-    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
     /// The paid transaction to refund, by our number.
     pub out_trade_no: OutTradeNo,
@@ -222,7 +222,7 @@ impl NotifyFailure {
 #[serde(deny_unknown_fields)]
 pub struct PaymentTestRequest {
     /// Required for platform and partner callers; a tenant caller's own tenant otherwise.
-    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
 }
 
@@ -234,7 +234,8 @@ pub struct PaymentTestRequest {
 #[schema(example = json!({"tenant_id": 1, "platform_public_key_id": "PUB_KEY_ID_0114232134912410000000000000000000"}))]
 pub struct KeyUploadForm {
     /// Required for platform and partner callers.
-    #[schema(required = true, value_type = Id)]
+    // A form part is text: never null, only absent.
+    #[schema(value_type = i64, required = false, minimum = 1)]
     pub tenant_id: Option<Id>,
     /// The merchant private key, PEM (RSA ≥ 2048 bits, PKCS#8 or PKCS#1).
     pub private_key: Option<String>,
@@ -253,7 +254,7 @@ pub struct KeyUploadForm {
 #[serde(deny_unknown_fields)]
 pub struct ReconciliationParams {
     /// The tenant to reconcile; required for platform and partner callers.
-    #[cfg_attr(feature = "openapi", param(required = true, value_type = Id, minimum = 1))]
+    #[cfg_attr(feature = "openapi", param(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
     /// The day of the trade bill (China Standard Time), `YYYY-MM-DD`.
     pub date: NaiveDate,

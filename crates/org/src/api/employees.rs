@@ -24,7 +24,7 @@ pub type OpenId = Text<128>;
 pub struct NewEmployee {
     /// The employee's tenant. Platform and partner callers must name it (400 without, 404 if
     /// out of their scope); a tenant caller may leave it out for its own.
-    #[cfg_attr(feature = "openapi", schema(required = true, value_type = Id, minimum = 1))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
     /// The employee's full name, up to 128 characters.
     pub name: Name,
