@@ -196,15 +196,22 @@ e2e!(metrics_count_requests_by_route_template_and_show_the_pool_and_jobs, |app| 
 
 // Each runner by its name, each job kind by its kind: never one label for both.
 e2e!(metrics_label_job_runners_by_name_and_jobs_by_kind, |app| {
-    let kinds =
-        ["payment.settle_transaction", "payment.sweep", "ledger.order_changed", "order.expire", "miniprogram.upload", "idempotency.purge"];
+    let kinds = [
+        "payment.settle_transaction",
+        "payment.sweep",
+        "ledger.order_changed",
+        "order.expire",
+        "miniprogram.upload",
+        "idempotency.purge",
+        "miniprogram.purge",
+    ];
     let text = atrium_e2e::pay::eventually(10, "the series of every job kind", async || {
         let text = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
         let all = kinds.iter().all(|k| sample(&text, &format!(r#"atrium_jobs_failed_total{{kind="{k}"}}"#)).is_some());
         if all { Ok(text) } else { Err(text) }
     })
     .await;
-    for runner in ["payments", "ledger", "orders", "releases", "idempotency"] {
+    for runner in ["payments", "ledger", "orders", "releases", "idempotency", "release_purge"] {
         assert_eq!(sample(&text, &format!(r#"atrium_job_runners{{runner="{runner}"}}"#)), Some(1.0), "{text}");
         assert!(!text.contains(&format!(r#"kind="{runner}""#)), "the runner {runner} is labelled as a job kind: {text}");
     }

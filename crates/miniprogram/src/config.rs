@@ -37,6 +37,26 @@ impl ReleaseSettings {
     }
 }
 
+/// How long records that only serve a short while are kept before the periodic purge removes
+/// them ([`AuthorizationService::purge_records`](crate::AuthorizationService::purge_records)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordRetention {
+    /// An authorisation attempt is kept this long past its expiry (it is of no use once
+    /// expired; the time left is for an operator looking into a failed link).
+    pub attempts_after_expiry: chrono::Duration,
+    /// The id of a processed pushed event is kept this long after it arrived, so a push the
+    /// platform retries is still recognised; far longer than the platform's retries last
+    /// (minutes).
+    pub event_ids: chrono::Duration,
+}
+
+impl Default for RecordRetention {
+    /// Attempts kept a day past their expiry, event ids seven days.
+    fn default() -> Self {
+        RecordRetention { attempts_after_expiry: chrono::Duration::days(1), event_ids: chrono::Duration::days(7) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

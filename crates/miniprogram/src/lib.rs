@@ -42,7 +42,7 @@ mod service;
 
 pub use api::*;
 pub use atrium_kernel::{ByteText, Secret};
-pub use config::ReleaseSettings;
+pub use config::{RecordRetention, ReleaseSettings};
 pub use lifecycle::{AuditStatus, AuthorizationStatus, ReleaseKind, ReleaseStatus, UploadStatus, check_release};
 pub use model::*;
 pub use package::{PackageError, PackageInfo, PackageLimits};

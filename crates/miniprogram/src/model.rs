@@ -61,6 +61,23 @@ pub struct AuthorizationAttempt {
     pub expires_at: Timestamp,
 }
 
+/// How many records one purge of authorisation records removed
+/// ([`AuthorizationRepo::purge_authorization_records`](crate::AuthorizationRepo::purge_authorization_records)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PurgedRecords {
+    /// Authorisation attempts removed, all expired before the purge's cut-off.
+    pub attempts: u64,
+    /// Ids of processed pushed events removed, all recorded before the purge's cut-off.
+    pub events: u64,
+}
+
+impl PurgedRecords {
+    /// Whether nothing was removed.
+    pub fn is_empty(&self) -> bool {
+        self.attempts == 0 && self.events == 0
+    }
+}
+
 /// The newest `component_verify_ticket` the platform pushed; the component token is derived
 /// from it. Encrypted at rest.
 #[derive(Debug, Clone, PartialEq, Eq)]

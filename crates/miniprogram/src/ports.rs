@@ -48,6 +48,19 @@ pub trait AuthorizationRepo: Send + Sync + 'static {
     async fn event_seen(&self, event_id: String) -> Result<bool>;
     /// Records that `event_id` was processed. MUST be idempotent.
     async fn record_event(&self, event_id: String, kind: String, at: Timestamp) -> Result<()>;
+
+    /// Deletes at most `batch` authorisation attempts that expired before
+    /// `attempts_expired_before` and at most `batch` processed event ids recorded before
+    /// `events_before`, and returns how many of each went. Each delete is bounded so no call
+    /// holds the database for long; a caller repeats it while a full batch comes back. Rows
+    /// another caller removed first are simply not counted, so purges running at once on
+    /// several instances are safe, and a second purge with the same cut-offs removes nothing.
+    async fn purge_authorization_records(
+        &self,
+        attempts_expired_before: Timestamp,
+        events_before: Timestamp,
+        batch: u32,
+    ) -> Result<PurgedRecords>;
 }
 
 /// Storage of the release pipeline's tasks: the upload tasks (with the versions they use),

@@ -117,6 +117,10 @@ pub struct Config {
     /// How long an `Idempotency-Key` stays "in progress" before another request may take it
     /// over (its first request's instance died); longer than any request can take.
     pub idempotency_stale_secs: i64,
+    /// How often the purge of expired authorisation attempts and old event ids runs.
+    pub release_purge_secs: i64,
+    /// How long the release records that only serve a short while are kept.
+    pub record_retention: atrium_miniprogram::RecordRetention,
     /// Our third-party platform for mini-program releases, if configured.
     pub component: Option<ComponentCredentials>,
     /// Where the third-party platform's authorisation page lives (with `Platform::Wechat`).
@@ -298,6 +302,12 @@ struct EnvVars {
     order_min_expires_in: i64,
     #[arg(long, env = "ATRIUM_IDEMPOTENCY_STALE_SECS", default_value_t = 60, value_parser = number::<i64>(Some(5), Some(86_400)))]
     idempotency_stale_secs: i64,
+    #[arg(long, env = "ATRIUM_RELEASE_PURGE_SECS", default_value_t = 3600, value_parser = number::<i64>(Some(1), Some(86_400)))]
+    release_purge_secs: i64,
+    #[arg(long, env = "ATRIUM_AUTHORIZATION_ATTEMPT_RETENTION_DAYS", default_value_t = 1, value_parser = number::<i64>(Some(0), Some(365)))]
+    authorization_attempt_retention_days: i64,
+    #[arg(long, env = "ATRIUM_EVENT_ID_RETENTION_DAYS", default_value_t = 7, value_parser = number::<i64>(Some(1), Some(365)))]
+    event_id_retention_days: i64,
 }
 
 impl EnvVars {
@@ -523,6 +533,11 @@ impl Config {
             order_default_expires_in: env.order_default_expires_in,
             order_min_expires_in: env.order_min_expires_in,
             idempotency_stale_secs: env.idempotency_stale_secs,
+            release_purge_secs: env.release_purge_secs,
+            record_retention: atrium_miniprogram::RecordRetention {
+                attempts_after_expiry: chrono::Duration::days(env.authorization_attempt_retention_days),
+                event_ids: chrono::Duration::days(env.event_id_retention_days),
+            },
             component,
             mp_base: env.wechat_mp_base.trim_end_matches('/').to_owned(),
             ci_command: env.wechat_ci_command,
@@ -968,6 +983,11 @@ mod tests {
             ("ATRIUM_ORDER_DEFAULT_EXPIRES_IN", "0", "between 1 and 604800"),
             ("ATRIUM_ORDER_MIN_EXPIRES_IN", "604801", "between 1 and 604800"),
             ("ATRIUM_IDEMPOTENCY_STALE_SECS", "4", "between 5 and 86400"),
+            ("ATRIUM_RELEASE_PURGE_SECS", "0", "between 1 and 86400"),
+            ("ATRIUM_AUTHORIZATION_ATTEMPT_RETENTION_DAYS", "-1", "between 0 and 365"),
+            ("ATRIUM_AUTHORIZATION_ATTEMPT_RETENTION_DAYS", "366", "between 0 and 365"),
+            ("ATRIUM_EVENT_ID_RETENTION_DAYS", "0", "between 1 and 365"),
+            ("ATRIUM_EVENT_ID_RETENTION_DAYS", "a week", "between 1 and 365"),
         ] {
             let err = Config::from_vars(vars(&[("ATRIUM_JWT_SECRET", JWT), ("ATRIUM_MASTER_KEY", KEY), (name, value)])).err();
             let shown = err.map(|e| e.to_string()).unwrap_or_else(|| panic!("{name}={value} was accepted"));
@@ -975,6 +995,30 @@ mod tests {
             assert!(shown.contains(words) && shown.ends_with(&format!(", not {value}")), "{name}={value}: {shown}");
             assert!(!shown.contains("..") && !shown.contains("is not in"), "{name}={value} speaks Rust: {shown}");
         }
+    }
+
+    #[test]
+    fn release_records_are_purged_hourly_and_kept_a_day_and_a_week_unless_set() {
+        let base = [("ATRIUM_JWT_SECRET", JWT), ("ATRIUM_MASTER_KEY", KEY)];
+        let c = Config::from_vars(vars(&base)).unwrap();
+        assert_eq!(c.release_purge_secs, 3600);
+        assert_eq!(c.record_retention, atrium_miniprogram::RecordRetention::default());
+        assert_eq!(
+            (c.record_retention.attempts_after_expiry, c.record_retention.event_ids),
+            (chrono::Duration::days(1), chrono::Duration::days(7))
+        );
+
+        let set = [
+            ("ATRIUM_RELEASE_PURGE_SECS", "60"),
+            ("ATRIUM_AUTHORIZATION_ATTEMPT_RETENTION_DAYS", "0"),
+            ("ATRIUM_EVENT_ID_RETENTION_DAYS", "30"),
+        ];
+        let c = Config::from_vars(vars(&[&base[..], &set[..]].concat())).unwrap();
+        assert_eq!(c.release_purge_secs, 60);
+        assert_eq!(
+            c.record_retention,
+            atrium_miniprogram::RecordRetention { attempts_after_expiry: chrono::Duration::zero(), event_ids: chrono::Duration::days(30) }
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! (`atrium_job_runners{runner}`), its jobs by their kind (`atrium_jobs_queued{kind}`, …).
 use atrium_api::Metrics;
 use atrium_kernel::{IdempotencyStore, Job, JobHandler, JobOutcome, JobStore};
+use atrium_miniprogram::{AuthorizationService, RecordRetention};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -233,6 +234,52 @@ impl JobHandler for IdempotencyPurge {
     }
 }
 
+/// `miniprogram.purge`: removes authorisation attempts past their expiry and ids of processed
+/// pushed events past their retention, every `every_secs` (an hour by default), a batch at a
+/// time. Runs on one instance per period (the period is its key); were two to run at once,
+/// each row would still go once.
+pub struct ReleasePurge {
+    pub authorizations: Arc<AuthorizationService>,
+    pub jobs: Arc<dyn JobStore>,
+    pub every_secs: i64,
+    pub retention: RecordRetention,
+}
+
+pub const RELEASE_PURGE: &str = "miniprogram.purge";
+/// Rows of each kind one delete removes at most.
+const RELEASE_PURGE_BATCH: u32 = 500;
+
+impl ReleasePurge {
+    /// Queues the next purge (once across instances: its time is its key).
+    pub async fn schedule(&self) -> atrium_kernel::Result<()> {
+        atrium_kernel::jobs::schedule_every(self.jobs.as_ref(), RELEASE_PURGE, self.every_secs, chrono::Utc::now()).await
+    }
+}
+
+#[async_trait::async_trait]
+impl JobHandler for ReleasePurge {
+    fn kinds(&self) -> Vec<String> {
+        vec![RELEASE_PURGE.into()]
+    }
+
+    async fn run(&self, _job: &Job) -> JobOutcome {
+        let now = chrono::Utc::now();
+        match self.authorizations.purge_records(self.retention, RELEASE_PURGE_BATCH).await {
+            Ok(n) if n.is_empty() => {}
+            Ok(n) => log::info!(
+                "purged {} expired authorisation attempts and {} processed event ids of the mini-program platform",
+                n.attempts,
+                n.events
+            ),
+            Err(e) => return JobOutcome::Retry { at: now + chrono::Duration::minutes(5), reason: e.to_string() },
+        }
+        match self.schedule().await {
+            Ok(()) => JobOutcome::Done,
+            Err(e) => JobOutcome::Retry { at: now + chrono::Duration::minutes(5), reason: e.to_string() },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,5 +386,61 @@ mod tests {
         let text = jobs.metrics.render();
         assert!(text.contains("atrium_jobs_failed_total{kind=\"refund.settle\"} 1"), "{text}");
         assert!(text.contains("atrium_job_runners{runner=\"refunds\"} 0"), "{text}");
+    }
+
+    /// The purge job, queued on an empty SQLite database every second, removes the expired
+    /// attempts and old event ids it finds there and leaves the rest.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_release_purge_runs_on_its_schedule_and_removes_only_what_is_past_its_retention() {
+        use atrium_miniprogram::{AuthorizationAttempt, AuthorizationRepo, ReleaseSettings};
+        use atrium_org::{Tenant, TenantRepo};
+        use atrium_store::{DbJobStore, FieldCipher, OrgStore, ReleaseStore, testing::TestDatabase};
+
+        let tdb = TestDatabase::sqlite();
+        let db = tdb.open();
+        let now = chrono::Utc::now();
+        let org = OrgStore::new(db.clone(), FieldCipher::new(&[9u8; 32]));
+        let audit = atrium_kernel::AuditRecord::system(now, "tenant.create", "tenant", None);
+        let tenant = org.insert_tenant(Tenant::draft(None, "T", now), audit).await.unwrap().id;
+        let store = Arc::new(ReleaseStore::new(db.clone(), FieldCipher::new(&[9u8; 32])));
+        for (state, expires_at) in [("expired", now - chrono::Duration::days(2)), ("live", now + chrono::Duration::minutes(30))] {
+            let attempt = AuthorizationAttempt {
+                state_hash: state.into(),
+                tenant_id: tenant,
+                pre_auth_code: format!("code-{state}"),
+                created_by: 1,
+                created_at: now - chrono::Duration::days(3),
+                expires_at,
+            };
+            store.insert_authorization_attempt(attempt).await.unwrap();
+        }
+        store.record_event("old".into(), "component_verify_ticket".into(), now - chrono::Duration::days(8)).await.unwrap();
+        store.record_event("recent".into(), "component_verify_ticket".into(), now - chrono::Duration::minutes(5)).await.unwrap();
+
+        let clock: Arc<dyn atrium_kernel::Clock> = Arc::new(atrium_kernel::SystemClock);
+        let authorizations = Arc::new(AuthorizationService::new(
+            store.clone(),
+            Arc::new(crate::adapters::UnconfiguredPlatform),
+            clock,
+            ReleaseSettings::new("http://127.0.0.1"),
+        ));
+        let job_store: Arc<dyn JobStore> = Arc::new(DbJobStore::new(db.clone()));
+        let purge =
+            Arc::new(ReleasePurge { authorizations, jobs: job_store.clone(), every_secs: 1, retention: RecordRetention::default() });
+        purge.schedule().await.unwrap();
+        let jobs = jobs();
+        jobs.run_queue("release_purge", job_store, purge, Duration::from_millis(10));
+
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while store.authorization_attempt_by_code("code-expired".into()).await.unwrap().is_some()
+            || store.event_seen("old".into()).await.unwrap()
+        {
+            assert!(tokio::time::Instant::now() < deadline, "the purge did not run");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        jobs.stop_claiming();
+        assert!(jobs.wait(Duration::from_secs(5)).await);
+        assert!(store.authorization_attempt_by_code("code-live".into()).await.unwrap().is_some());
+        assert!(store.event_seen("recent".into()).await.unwrap());
     }
 }

@@ -485,6 +485,14 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         jobs.run_queue("orders", job_store.clone(), expiry, poll);
         jobs.run_queue("ledger", job_store.clone(), Arc::new(order_ledger::LedgerEvents { orders: orders.clone() }), poll);
         jobs.run_queue("releases", job_store.clone(), releases.clone(), poll);
+        let release_purge = Arc::new(jobs::ReleasePurge {
+            authorizations: releases.authorization().clone(),
+            jobs: job_store.clone(),
+            every_secs: config.release_purge_secs,
+            retention: config.record_retention,
+        });
+        at_start("scheduling the release records purge", wait, || async { Ok(release_purge.schedule().await?) }).await?;
+        jobs.run_queue("release_purge", job_store.clone(), release_purge, poll);
     }
     let state = web::Data::new(AppState {
         identity: identity.clone(),

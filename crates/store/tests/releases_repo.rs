@@ -455,6 +455,97 @@ store_test!(an_event_is_seen_once_recorded_and_recording_it_again_is_no_error, |
     assert!(!f.repo.event_seen("another".into()).await.unwrap());
 });
 
+// --- purging ---------------------------------------------------------------------------------
+
+/// The state hashes of the attempts left, sorted.
+fn attempts_left(db: &Db) -> Vec<String> {
+    use atrium_store::schema::mp_authorization_attempts::dsl::*;
+    let mut conn = db.conn().unwrap();
+    mp_authorization_attempts.select(state_hash).order(state_hash).load(&mut conn).unwrap()
+}
+
+/// The event ids left, sorted.
+fn events_left(db: &Db) -> Vec<String> {
+    use atrium_store::schema::mp_events::dsl::*;
+    let mut conn = db.conn().unwrap();
+    mp_events.select(event_id).order(event_id).load(&mut conn).unwrap()
+}
+
+store_test!(a_purge_removes_expired_attempts_and_old_event_ids_a_bounded_batch_at_a_time, |db| {
+    let f = fixture(&db).await;
+    // Attempts that expired at minutes -30..-26, one expiring exactly at the cut-off (kept:
+    // only those expired before it go) and two still running.
+    for (i, minute) in [-30, -29, -28, -27, -26, 0, 5, 60].into_iter().enumerate() {
+        let a = AuthorizationAttempt { expires_at: at(minute), ..attempt(f.tenant, &format!("state-{i}"), &format!("code-{i}")) };
+        f.repo.insert_authorization_attempt(a).await.unwrap();
+    }
+    // Events recorded at minutes -20..-16 (old) and one at the cut-off and one after (recent).
+    for (i, minute) in [-20, -19, -18, -17, -16, 0, 1].into_iter().enumerate() {
+        f.repo.record_event(format!("event-{i}"), "component_verify_ticket".into(), at(minute)).await.unwrap();
+    }
+
+    // Each call removes at most a batch of each.
+    let first = f.repo.purge_authorization_records(at(0), at(0), 2).await.unwrap();
+    assert_eq!(first, PurgedRecords { attempts: 2, events: 2 });
+    assert_eq!((attempts_left(&db).len(), events_left(&db).len()), (6, 5));
+    let second = f.repo.purge_authorization_records(at(0), at(0), 2).await.unwrap();
+    assert_eq!(second, PurgedRecords { attempts: 2, events: 2 });
+    let third = f.repo.purge_authorization_records(at(0), at(0), 2).await.unwrap();
+    assert_eq!(third, PurgedRecords { attempts: 1, events: 1 });
+
+    // What was live or recent stays, and is still found.
+    assert_eq!(attempts_left(&db), vec!["state-5", "state-6", "state-7"]);
+    assert_eq!(events_left(&db), vec!["event-5", "event-6"]);
+    assert_eq!(f.repo.take_authorization_attempt("state-6".into()).await.unwrap().map(|a| a.pre_auth_code), Some("code-6".into()));
+    assert!(f.repo.authorization_attempt_by_code("code-7".into()).await.unwrap().is_some());
+    assert!(f.repo.authorization_attempt_by_code("code-0".into()).await.unwrap().is_none());
+    for (id, seen) in [("event-5", true), ("event-6", true), ("event-0", false), ("event-4", false)] {
+        assert_eq!(f.repo.event_seen(id.into()).await.unwrap(), seen, "{id}");
+    }
+
+    // A second purge with the same cut-offs finds nothing.
+    assert_eq!(f.repo.purge_authorization_records(at(0), at(0), 2).await.unwrap(), PurgedRecords::default());
+    assert_eq!(f.repo.purge_authorization_records(at(0), at(0), 500).await.unwrap(), PurgedRecords::default());
+});
+
+store_test!(the_two_cut_offs_are_independent_and_purges_racing_remove_each_row_once, |db| {
+    let f = fixture(&db).await;
+    for i in 0..30 {
+        let a = AuthorizationAttempt { expires_at: at(-60), ..attempt(f.tenant, &format!("state-{i:02}"), &format!("code-{i:02}")) };
+        f.repo.insert_authorization_attempt(a).await.unwrap();
+        f.repo.record_event(format!("event-{i:02}"), "unauthorized".into(), at(-60)).await.unwrap();
+    }
+    // Event ids are kept longer than attempts: a cut-off before they arrived leaves them all.
+    let attempts_only = f.repo.purge_authorization_records(at(0), at(-61), 10).await.unwrap();
+    assert_eq!(attempts_only, PurgedRecords { attempts: 10, events: 0 });
+
+    // Several instances purging at once: every row goes, and goes once.
+    let repo = Arc::new(f.repo.clone());
+    let mut tasks = vec![];
+    for _ in 0..4 {
+        let repo = repo.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut total = PurgedRecords::default();
+            loop {
+                let n = repo.purge_authorization_records(at(0), at(0), 3).await.unwrap();
+                if n.is_empty() {
+                    return total;
+                }
+                total.attempts += n.attempts;
+                total.events += n.events;
+            }
+        }));
+    }
+    let mut total = PurgedRecords::default();
+    for t in tasks {
+        let n = t.await.unwrap();
+        total.attempts += n.attempts;
+        total.events += n.events;
+    }
+    assert_eq!(total, PurgedRecords { attempts: 20, events: 30 });
+    assert!(attempts_left(&db).is_empty() && events_left(&db).is_empty());
+});
+
 // --- packages --------------------------------------------------------------------------------
 
 store_test!(a_kept_package_is_moved_under_its_hash_and_found_again, |db| {

@@ -9,7 +9,7 @@
 //! and whatever else acts on tenants' mini-programs, goes through it.
 use super::platform::{CODE_USED, REVOKED, TaskRef, logged, release_platform_error};
 use crate::api::*;
-use crate::config::ReleaseSettings;
+use crate::config::{RecordRetention, ReleaseSettings};
 use crate::lifecycle::AuthorizationStatus;
 use crate::model::*;
 use crate::ports::{AuthorizationRepo, MiniProgramPlatform, PlatformError, PlatformResult};
@@ -329,6 +329,29 @@ impl AuthorizationService {
         };
         self.record_event(event.id, name).await?;
         Ok(outcome)
+    }
+
+    // --- housekeeping ----------------------------------------------------------------------
+
+    /// Removes what is no longer needed, `batch` rows of each kind per delete until less than
+    /// a full batch comes back: authorisation attempts that expired more than
+    /// `retention.attempts_after_expiry` ago, and ids of pushed events that arrived more than
+    /// `retention.event_ids` ago. Returns how many of each went. The cut-offs are fixed when
+    /// it starts, so it ends however fast new records arrive; running it twice, or on several
+    /// instances at once, removes each row once.
+    pub async fn purge_records(&self, retention: RecordRetention, batch: u32) -> Result<PurgedRecords> {
+        let now = self.clock.now();
+        let (attempts_before, events_before) = (now - retention.attempts_after_expiry, now - retention.event_ids);
+        let batch = batch.max(1);
+        let mut total = PurgedRecords::default();
+        loop {
+            let n = self.repo.purge_authorization_records(attempts_before, events_before, batch).await?;
+            total.attempts += n.attempts;
+            total.events += n.events;
+            if n.attempts < u64::from(batch) && n.events < u64::from(batch) {
+                return Ok(total);
+            }
+        }
     }
 
     /// Whether the pushed event `event_id` was processed already.

@@ -4,7 +4,7 @@
 //! test can look at what was written; the platform and the uploader are plain mocks, so a call
 //! a test does not expect fails it.
 use crate::api::*;
-use crate::config::ReleaseSettings;
+use crate::config::{RecordRetention, ReleaseSettings};
 use crate::lifecycle::{AuditStatus, AuthorizationStatus, UploadStatus};
 use crate::model::*;
 use crate::ports::{

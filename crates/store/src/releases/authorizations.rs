@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Party, Result, Timestamp};
 use atrium_miniprogram::{
-    Authorization, AuthorizationAttempt, AuthorizationRepo, AuthorizationStatus, ReleaseTenant, Secret, VerifyTicket,
+    Authorization, AuthorizationAttempt, AuthorizationRepo, AuthorizationStatus, PurgedRecords, ReleaseTenant, Secret, VerifyTicket,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -265,6 +265,47 @@ impl AuthorizationRepo for ReleaseStore {
                     .execute(c))
                 .map_err(db_error)?;
                 Ok(())
+            })
+            .await
+    }
+
+    async fn purge_authorization_records(
+        &self,
+        attempts_expired_before: Timestamp,
+        events_before: Timestamp,
+        batch: u32,
+    ) -> Result<PurgedRecords> {
+        let (attempts_before, events_before, limit) = (to_db(attempts_expired_before), to_db(events_before), i64::from(batch));
+        self.db
+            .write(move |conn| {
+                // Each delete takes at most `limit` rows, by primary key, found through the
+                // index on the time (and the time checked again, in the delete itself); rows
+                // another purge removed in between are just not counted.
+                let expired: Vec<String> = mp_authorization_attempts::table
+                    .filter(mp_authorization_attempts::expires_at.lt(attempts_before))
+                    .select(mp_authorization_attempts::state_hash)
+                    .limit(limit)
+                    .load(conn)
+                    .map_err(db_error)?;
+                let attempts = diesel::delete(
+                    mp_authorization_attempts::table
+                        .filter(mp_authorization_attempts::state_hash.eq_any(&expired))
+                        .filter(mp_authorization_attempts::expires_at.lt(attempts_before)),
+                )
+                .execute(conn)
+                .map_err(db_error)?;
+                let old: Vec<String> = mp_events::table
+                    .filter(mp_events::received_at.lt(events_before))
+                    .select(mp_events::event_id)
+                    .limit(limit)
+                    .load(conn)
+                    .map_err(db_error)?;
+                let events = diesel::delete(
+                    mp_events::table.filter(mp_events::event_id.eq_any(&old)).filter(mp_events::received_at.lt(events_before)),
+                )
+                .execute(conn)
+                .map_err(db_error)?;
+                Ok(PurgedRecords { attempts: attempts as u64, events: events as u64 })
             })
             .await
     }

@@ -269,3 +269,43 @@ async fn an_event_whose_effect_cannot_be_stored_is_not_accepted() {
     let svc = pipeline_over(Arc::new(repo), &s, d, ReleaseSettings::new("https://a.example"));
     assert_eq!(svc.receive_event(EventUrl::Component, None, request()).await.unwrap_err(), EventError::Unavailable);
 }
+
+// --- housekeeping ---------------------------------------------------------------------------
+
+/// The service over `repo` alone (nothing else is called).
+fn purging(repo: MockAuthorizationRepo) -> AuthorizationService {
+    AuthorizationService::new(Arc::new(repo), Arc::new(MockMiniProgramPlatform::new()), Arc::new(FixedClock::new(now())), settings())
+}
+
+#[tokio::test]
+async fn a_purge_cuts_off_by_the_retention_and_repeats_while_a_batch_comes_back_full() {
+    let mut repo = MockAuthorizationRepo::new();
+    // Five expired attempts and two old event ids, taken two at a time.
+    let left = Arc::new(Mutex::new((5u64, 2u64)));
+    repo.expect_purge_authorization_records()
+        .withf(|attempts, events, batch| (*attempts, *events, *batch) == (now() - Duration::hours(2), now() - Duration::days(3), 2))
+        .times(3)
+        .returning(move |_, _, batch| {
+            let mut left = left.lock().unwrap();
+            let n = PurgedRecords { attempts: left.0.min(u64::from(batch)), events: left.1.min(u64::from(batch)) };
+            *left = (left.0 - n.attempts, left.1 - n.events);
+            Ok(n)
+        });
+    let retention = RecordRetention { attempts_after_expiry: Duration::hours(2), event_ids: Duration::days(3) };
+
+    let purged = purging(repo).purge_records(retention, 2).await.unwrap();
+
+    assert_eq!(purged, PurgedRecords { attempts: 5, events: 2 });
+}
+
+#[tokio::test]
+async fn a_purge_with_nothing_to_remove_asks_once_and_an_unavailable_store_is_an_error() {
+    let mut repo = MockAuthorizationRepo::new();
+    repo.expect_purge_authorization_records().times(1).returning(|_, _, _| Ok(PurgedRecords::default()));
+    let purged = purging(repo).purge_records(RecordRetention::default(), 500).await.unwrap();
+    assert!(purged.is_empty(), "{purged:?}");
+
+    let mut repo = MockAuthorizationRepo::new();
+    repo.expect_purge_authorization_records().times(1).returning(|_, _, _| Err(Error::internal("database down")));
+    assert!(purging(repo).purge_records(RecordRetention::default(), 500).await.is_err());
+}

@@ -1,0 +1,2 @@
+DROP INDEX mp_events_received_idx;
+DROP INDEX mp_authorization_attempts_expires_idx;
