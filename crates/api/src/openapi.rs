@@ -397,7 +397,7 @@ fn operation(path: &str, op: &mut serde_json::Value) {
     }
     let secured =
         op.get("security").and_then(|s| s.as_array()).is_some_and(|s| s.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
-    let docs_interface = path.starts_with("/api/docs");
+    let docs_interface = crate::docs_interface::serves(path);
     // A body may name records too (`tenant_id`, `role_ids`, `parent`): 404 naming the field.
     let names_records = has_path_param || (secured && op.contains_key("requestBody"));
     let operation_id = op.get("operationId").and_then(|i| i.as_str()).unwrap_or_default().to_owned();

@@ -12,7 +12,7 @@
 //!   most one full release; nothing after the full release.
 use crate::model::{ReleaseMode, ReleaseState};
 use atrium_kernel::Reason;
-use atrium_kernel::{Error, FieldError};
+use atrium_kernel::Error;
 use serde::{Deserialize, Serialize};
 
 /// Whether a tenant's mini-program is authorised to our third-party platform.
@@ -171,12 +171,10 @@ pub fn check_release(audit: AuditStatus, released: &ReleaseState, mode: ReleaseM
             return Err(Error::invalid("gray_percentage", "must be between 1 and 100"));
         }
         if let Some(current) = released.gray_percentage.filter(|current| percentage <= *current) {
-            return Err(Error::Blocked(
+            return Err(Error::blocked(
                 Reason::GrayNotRising,
-                vec![FieldError::new(
-                    "gray_percentage",
-                    format!("a gray release may only rise; it is at {current} %, so ask for more than that"),
-                )],
+                "gray_percentage",
+                format!("a gray release may only rise; it is at {current} %, so ask for more than that"),
             ));
         }
     }

@@ -54,7 +54,7 @@ pub fn release_platform_error(e: PlatformError) -> Error {
             if let Some((_, field)) = FIELD_CODES.iter().find(|(code, _)| *code == errcode) {
                 Error::Invalid(vec![FieldError::new(*field, format!("errcode {errcode}: {errmsg}"))])
             } else if CONFLICT_CODES.contains(&errcode) {
-                Error::Blocked(Reason::State, vec![FieldError::new("platform", format!("errcode {errcode}: {errmsg}"))])
+                Error::blocked(Reason::State, "platform", format!("errcode {errcode}: {errmsg}"))
             } else {
                 Error::PlatformRefused { errcode, errmsg }
             }

@@ -34,7 +34,7 @@ pub fn platform_error(e: PayPlatformError) -> Error {
         PayPlatformError::Refused { status, code, message }
             if matches!(status, 403 | 409 | 429) || CONFLICT_CODES.contains(&code.as_str()) =>
         {
-            Error::Blocked(Reason::PlatformState, vec![FieldError::new("pay_platform", format!("{code}: {message}"))])
+            Error::blocked(Reason::PlatformState, "pay_platform", format!("{code}: {message}"))
         }
         PayPlatformError::Refused { code, message, .. } => {
             Error::Invalid(vec![FieldError::new("pay_platform", format!("{code}: {message}"))])
@@ -154,12 +154,10 @@ impl PaymentService {
             let missing = config.missing_parts();
             if !missing.is_empty() {
                 // The stored configuration, not the request, is short of keys: 409.
-                return Err(Error::Blocked(
+                return Err(Error::blocked(
                     Reason::PaymentsNotReady,
-                    vec![atrium_kernel::FieldError::new(
-                        "enabled",
-                        format!("the configuration is incomplete: {} missing", missing.join(", ")),
-                    )],
+                    "enabled",
+                    format!("the configuration is incomplete: {} missing", missing.join(", ")),
                 ));
             }
         }
