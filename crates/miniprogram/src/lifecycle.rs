@@ -11,8 +11,8 @@
 //! - Release of a passed audit: any number of gray steps whose percentage only rises, then at
 //!   most one full release; nothing after the full release.
 use crate::model::{ReleaseMode, ReleaseState};
-use atrium_kernel::Reason;
 use atrium_kernel::Error;
+use atrium_kernel::Reason;
 use serde::{Deserialize, Serialize};
 
 /// Whether a tenant's mini-program is authorised to our third-party platform.
