@@ -48,6 +48,10 @@ pub struct AppState {
     /// The mini-program release pipeline: uploads, audits, releases, rollbacks, and the
     /// events the platform pushes.
     pub releases: Arc<atrium_miniprogram::PipelineService>,
+    /// Before a release: domains, privacy settings, the audit quota and the pre-flight check.
+    pub release_preflight: Arc<atrium_miniprogram::PreflightService>,
+    /// Release campaigns: one template version to many tenants' mini-programs, in waves.
+    pub campaigns: Arc<atrium_miniprogram::CampaignService>,
     /// Where package uploads are streamed before the release service keeps them (best on
     /// the file system of the package directory, so keeping one is a rename).
     pub package_incoming: std::path::PathBuf,

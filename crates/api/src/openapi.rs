@@ -2,7 +2,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    audit, auth, doc_admin, docs, employees, health, orders, partners, payments, payroll, releases, roles, tenants, users,
+    audit, auth, campaigns, doc_admin, docs, employees, health, orders, partners, payments, payroll, releases, roles, tenants, users,
 };
 
 /// The OpenAPI document served at `/api/v1/openapi.json`.
@@ -31,7 +31,11 @@ use crate::routes::{
         orders::list, orders::get, orders::create, orders::pay, orders::refund,
         releases::authorization, releases::authorization_callback, releases::upload, releases::upload_tasks, releases::upload_task,
         releases::submit_audit, releases::audit_status, releases::audit_tasks, releases::publish, releases::rollback,
-        releases::versions, releases::experience_qr, releases::component_events, releases::component_messages,
+        releases::versions, releases::experience_qr, releases::audit_quota, releases::speedup_audit, releases::undo_audit,
+        releases::domains, releases::put_domains, releases::privacy, releases::put_privacy, releases::preflight,
+        campaigns::create_campaign, campaigns::list_campaigns, campaigns::campaign, campaigns::campaign_tenants,
+        campaigns::start_campaign, campaigns::pause_campaign, campaigns::resume_campaign, campaigns::advance_campaign,
+        campaigns::cancel_campaign, campaigns::retry_campaign, releases::component_events, releases::component_messages,
     ),
     modifiers(&BearerAuth),
     tags(

@@ -84,6 +84,8 @@ pub enum Reason {
     Superseded,
     /// 409: a gray release may only rise.
     GrayNotRising,
+    /// 409: the tenant is in another release campaign that is running or paused.
+    TenantInCampaign,
     /// 409: items of the sheet block it (`data.errors` names them): an item that cannot be
     /// calculated, an employee without a bank account, a cell a file cannot hold.
     SheetItems,

@@ -575,3 +575,119 @@ mod tests {
         assert_eq!(none.status, AuthorizationStatus::None);
     }
 }
+
+/// `PUT /miniprogram/domains`: replaces the mini-program's server and web-view domains. Each
+/// list holds `https://` host names (`wss://` also for `wsrequestdomain`), with no IP address,
+/// port or path; a list left out is set empty.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"tenant_id": 1, "requestdomain": ["https://api.example.com"], "wsrequestdomain": ["wss://ws.example.com"], "uploaddomain": ["https://upload.example.com"], "downloaddomain": ["https://cdn.example.com"], "webviewdomain": ["https://www.example.com"]})))]
+pub struct DomainsInput {
+    /// Platform and partner callers must name it; a tenant caller may leave it out.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
+    pub tenant_id: Option<Id>,
+    /// Hosts `wx.request` may call.
+    #[serde(default)]
+    pub requestdomain: Vec<String>,
+    /// Hosts `wx.connectSocket` may open.
+    #[serde(default)]
+    pub wsrequestdomain: Vec<String>,
+    /// Hosts `wx.uploadFile` may post to.
+    #[serde(default)]
+    pub uploaddomain: Vec<String>,
+    /// Hosts `wx.downloadFile` may fetch from.
+    #[serde(default)]
+    pub downloaddomain: Vec<String>,
+    /// Hosts the `web-view` component may open.
+    #[serde(default)]
+    pub webviewdomain: Vec<String>,
+}
+
+impl DomainsInput {
+    /// The domains, without the tenant.
+    pub fn domains(&self) -> ServerDomains {
+        ServerDomains {
+            requestdomain: self.requestdomain.clone(),
+            wsrequestdomain: self.wsrequestdomain.clone(),
+            uploaddomain: self.uploaddomain.clone(),
+            downloaddomain: self.downloaddomain.clone(),
+            webviewdomain: self.webviewdomain.clone(),
+        }
+    }
+}
+
+/// A tenant's mini-program's server and web-view domains, as the platform has them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DomainsView {
+    /// The tenant.
+    pub tenant_id: Id,
+    /// The domains.
+    #[serde(flatten)]
+    pub domains: ServerDomains,
+}
+
+/// `PUT /miniprogram/privacy`: replaces the mini-program's privacy settings.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"tenant_id": 1, "owner_setting": {"contact_email": "privacy@example.com", "notice_method": "A notice in the mini-program"}, "setting_list": [{"privacy_key": "PhoneNumber", "privacy_text": "to confirm orders"}]})))]
+pub struct PrivacyInput {
+    /// Platform and partner callers must name it; a tenant caller may leave it out.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
+    pub tenant_id: Option<Id>,
+    /// The privacy contact (at least one of e-mail, phone, Weixin or QQ) and how users are
+    /// told of changes.
+    pub owner_setting: PrivacyOwner,
+    /// The user data the mini-program collects, and what for (keys unique).
+    #[serde(default)]
+    pub setting_list: Vec<PrivacyItem>,
+}
+
+/// A tenant's mini-program's privacy settings, as the platform has them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PrivacyView {
+    /// The tenant.
+    pub tenant_id: Id,
+    /// The settings.
+    #[serde(flatten)]
+    pub settings: PrivacySettings,
+}
+
+/// `POST /miniprogram/audit/speedup` and `/audit/undo`: the running audit to act on.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"audit_task_id": 1})))]
+pub struct AuditTaskRef {
+    /// The audit task (`GET /miniprogram/audit-tasks`).
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    pub audit_task_id: Id,
+}
+
+/// One check of a mini-program's readiness for a release.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PreflightCheck {
+    /// `authorized`, `code_management`, `domains`, `privacy`, `category` or `audit_quota`.
+    pub name: String,
+    /// Whether it passed.
+    pub ok: bool,
+    /// What was found, and what to do when it failed.
+    pub detail: String,
+}
+
+/// `GET /miniprogram/preflight`: whether a tenant's mini-program is ready for a release. A
+/// failing check is an answer, not an error: `ok` is false and the check says why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PreflightView {
+    /// The tenant.
+    pub tenant_id: Id,
+    /// Whether every check passed.
+    pub ok: bool,
+    /// The checks, in the order they were made.
+    pub checks: Vec<PreflightCheck>,
+}

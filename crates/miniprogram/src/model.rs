@@ -646,3 +646,100 @@ pub enum EventOutcome {
     /// An event we do not act on.
     Ignored,
 }
+
+/// A mini-program's server domains (`/wxa/modify_domain`) and web-view domains
+/// (`/wxa/setwebviewdomain`): each list holds `https://` host names (`wss://` too for
+/// sockets), with no IP address, port or path. A third-party release does not carry them over,
+/// so they are set on each mini-program before its first release.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ServerDomains {
+    /// Hosts `wx.request` may call.
+    #[serde(default)]
+    pub requestdomain: Vec<String>,
+    /// Hosts `wx.connectSocket` may open.
+    #[serde(default)]
+    pub wsrequestdomain: Vec<String>,
+    /// Hosts `wx.uploadFile` may post to.
+    #[serde(default)]
+    pub uploaddomain: Vec<String>,
+    /// Hosts `wx.downloadFile` may fetch from.
+    #[serde(default)]
+    pub downloaddomain: Vec<String>,
+    /// Hosts the `web-view` component may open.
+    #[serde(default)]
+    pub webviewdomain: Vec<String>,
+}
+
+/// Who answers users' privacy questions, and how they are told of changes
+/// (`owner_setting` of `setprivacysetting`). At least one contact is required.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PrivacyOwner {
+    /// A contact e-mail address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contact_email: Option<String>,
+    /// A contact phone number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contact_phone: Option<String>,
+    /// A contact Weixin id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contact_weixin: Option<String>,
+    /// A contact QQ number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contact_qq: Option<String>,
+    /// How users are told of changes to the privacy notice.
+    pub notice_method: String,
+}
+
+/// One kind of user data the mini-program collects, and what for.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PrivacyItem {
+    /// The platform's key for the data, e.g. `UserInfo`, `Location`, `PhoneNumber`.
+    pub privacy_key: String,
+    /// What the mini-program uses it for.
+    pub privacy_text: String,
+}
+
+/// A mini-program's privacy settings (`setprivacysetting` / `getprivacysetting`, `privacy_ver`
+/// 2), which the platform requires before an audit.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PrivacySettings {
+    /// The privacy contact.
+    pub owner_setting: PrivacyOwner,
+    /// The user data collected.
+    #[serde(default)]
+    pub setting_list: Vec<PrivacyItem>,
+}
+
+/// The audit quota shared by every mini-program of the third-party platform
+/// (`/wxa/queryquota`): each submitted audit spends one unit of `rest`, even if it is rejected
+/// or withdrawn; a speed-up spends one of `speedup_rest`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AuditQuota {
+    /// Audits that may still be submitted this month.
+    pub rest: i64,
+    /// Audits allowed per month.
+    pub limit: i64,
+    /// Speed-ups left.
+    pub speedup_rest: i64,
+    /// Speed-ups allowed.
+    pub speedup_limit: i64,
+}
+
+/// A service category set on the mini-program (`/wxa/get_category`); an audit needs one.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Category {
+    /// The first-level category's id.
+    pub first_id: i64,
+    /// The first-level category's name.
+    pub first_class: String,
+    /// The second-level category's id.
+    pub second_id: i64,
+    /// The second-level category's name.
+    pub second_class: String,
+}

@@ -2,6 +2,7 @@
 //! ([`AuthorizationRepo`]), the release pipeline's tasks ([`ReleaseTaskRepo`]), kept code
 //! packages ([`PackageStore`]), the third-party platform ([`MiniProgramPlatform`]), the package
 //! uploader ([`CodeUploader`]) and the package inspector ([`PackageInspector`]).
+use crate::campaign::{Campaign, CampaignTenant, CampaignTenantStatus};
 use crate::lifecycle::UploadStatus;
 use crate::model::*;
 use crate::package::{PackageError, PackageInfo, PackageLimits};
@@ -25,6 +26,15 @@ pub trait AuthorizationRepo: Send + Sync + 'static {
     async fn get_authorization(&self, tenant_id: Id) -> Result<Option<Authorization>>;
     /// The authorisation of the mini-program `authorizer_appid`, whichever tenant holds it.
     async fn authorization_by_appid(&self, authorizer_appid: String) -> Result<Option<Authorization>>;
+    /// Up to `limit` authorised mini-programs of tenants in `scope` (of partner `partner_id`
+    /// too, when given), by tenant id from `after_tenant_id` on (exclusive).
+    async fn authorized_in_scope(
+        &self,
+        scope: Party,
+        partner_id: Option<Id>,
+        after_tenant_id: Id,
+        limit: u32,
+    ) -> Result<Vec<Authorization>>;
     /// Inserts or replaces the tenant's authorisation (one per tenant) with its audit record,
     /// in one transaction. MUST return `Conflict` when another tenant's authorisation holds
     /// the same `authorizer_appid` (a unique index).
@@ -142,6 +152,52 @@ pub trait PackageStore: Send + Sync + 'static {
     async fn delete(&self, sha256: String) -> Result<bool>;
 }
 
+/// Storage of release campaigns and their tenants. Every write of a campaign or of a tenant's
+/// progress is conditional on the revision it read (`false` when it changed since), so
+/// instances working on one campaign never both take a step.
+///
+/// While a campaign is running or paused its tenants are *active*: a tenant is active in one
+/// campaign at most, which the store enforces (a unique index), so two campaigns naming one
+/// tenant cannot both start, even at the same moment on two instances.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait CampaignRepo: Send + Sync + 'static {
+    /// Stores a new campaign and its tenants (all `pending`, in no wave) in one transaction,
+    /// with its audit record. `Conflict` (`tenant_in_campaign`) naming the first tenant that
+    /// is active in another campaign.
+    async fn insert_campaign(&self, campaign: Campaign, tenants: Vec<CampaignTenant>, audit: AuditRecord) -> Result<Campaign>;
+    /// The campaign, if the scope sees it: the platform sees every campaign, a partner its
+    /// own, a tenant none.
+    async fn campaign(&self, scope: Party, id: Id) -> Result<Option<Campaign>>;
+    /// The campaigns the scope sees.
+    async fn list_campaigns(&self, scope: Party, query: crate::campaign::CampaignQuery) -> Result<Page<Campaign>>;
+    /// Writes the campaign if its revision is still `read_revision` (storing
+    /// `read_revision + 1`), with `audit` when given; its tenants become active when it is
+    /// running or paused and inactive otherwise, in the same transaction. `Conflict`
+    /// (`tenant_in_campaign`) when one of its tenants is active in another campaign.
+    async fn update_campaign(&self, campaign: Campaign, read_revision: i64, audit: Option<AuditRecord>) -> Result<bool>;
+    /// A page of the campaign's tenants.
+    async fn campaign_tenants(&self, campaign_id: Id, query: crate::campaign::CampaignTenantQuery) -> Result<Page<CampaignTenant>>;
+    /// Every tenant of one wave of the campaign, by tenant id.
+    async fn wave_tenants(&self, campaign_id: Id, wave: u32) -> Result<Vec<CampaignTenant>>;
+    /// Puts up to `limit` tenants of the campaign that are in no wave yet (by tenant id) into
+    /// `wave`; returns how many.
+    async fn assign_wave(&self, campaign_id: Id, wave: u32, limit: u32) -> Result<u32>;
+    /// Writes the tenant's progress if its revision is still `read_revision` (storing
+    /// `read_revision + 1`).
+    async fn update_campaign_tenant(&self, tenant: CampaignTenant, read_revision: i64) -> Result<bool>;
+    /// How many of the campaign's tenants are in each status (statuses with none left out),
+    /// of one wave when given.
+    async fn campaign_counts(&self, campaign_id: Id, wave: Option<u32>) -> Result<Vec<(CampaignTenantStatus, u32)>>;
+    /// Sets the campaign's retryable tenants (`failed`, `rejected`, `preflight_failed`) of
+    /// waves up to `up_to_wave` — only those in `tenant_ids` when given — back to `pending`,
+    /// their reason, errcode and attempts cleared; returns how many.
+    async fn retry_tenants(&self, campaign_id: Id, up_to_wave: u32, tenant_ids: Option<Vec<Id>>, at: Timestamp) -> Result<u32>;
+    /// Marks the campaign's tenants that have not started (`pending`) `skipped`; returns how
+    /// many.
+    async fn skip_pending(&self, campaign_id: Id, at: Timestamp) -> Result<u32>;
+}
+
 /// Why a call to the mini-program platform failed. Messages never carry a token or secret.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlatformError {
@@ -224,6 +280,26 @@ pub trait MiniProgramPlatform: Send + Sync + 'static {
     async fn version_info(&self, access: &AuthorizerAccess) -> PlatformResult<VersionInfo>;
     /// The trial version's QR code, a JPEG, opening `path` when given.
     async fn experience_qr(&self, access: &AuthorizerAccess, path: Option<String>) -> PlatformResult<Vec<u8>>;
+
+    /// The server and web-view domains set on the mini-program (`modify_domain` and
+    /// `setwebviewdomain` with `action: "get"`).
+    async fn domains(&self, access: &AuthorizerAccess) -> PlatformResult<ServerDomains>;
+    /// Replaces the server and web-view domains (`action: "set"`).
+    async fn set_domains(&self, access: &AuthorizerAccess, domains: &ServerDomains) -> PlatformResult<()>;
+    /// The privacy settings (`getprivacysetting`, `privacy_ver` 2); empty when none are set.
+    async fn privacy(&self, access: &AuthorizerAccess) -> PlatformResult<PrivacySettings>;
+    /// Replaces the privacy settings (`setprivacysetting`, `privacy_ver` 2).
+    async fn set_privacy(&self, access: &AuthorizerAccess, settings: &PrivacySettings) -> PlatformResult<()>;
+    /// The service categories set on the mini-program (`get_category`).
+    async fn categories(&self, access: &AuthorizerAccess) -> PlatformResult<Vec<Category>>;
+    /// The third-party platform's audit quota (`queryquota`), asked with any authorised
+    /// mini-program's token: the quota is the platform's, not the mini-program's.
+    async fn audit_quota(&self, access: &AuthorizerAccess) -> PlatformResult<AuditQuota>;
+    /// Asks the reviewers to hurry the audit `auditid` (`speedupaudit`; spends a speed-up).
+    async fn speedup_audit(&self, access: &AuthorizerAccess, auditid: i64) -> PlatformResult<()>;
+    /// Withdraws the mini-program's running audit (`undocodeaudit`; the quota unit is not
+    /// given back).
+    async fn undo_audit(&self, access: &AuthorizerAccess) -> PlatformResult<()>;
 
     /// Verifies a push's `msg_signature`, decrypts it, checks that it is addressed to our
     /// component, and reads it.

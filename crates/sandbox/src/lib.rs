@@ -130,6 +130,21 @@
 //!   (`?path=`; the JPEG [`EXPERIENCE_QR_JPEG`] as `image/jpeg`, or JSON). The rules and their
 //!   errcodes (85009, 85086, 85019/85020, 85081/85082, 87011/87012, …) are listed in
 //!   `open/code.rs`.
+//! * Settings and quota, `?access_token=<authorizer token>` (the same 61003/61007 checks; rules
+//!   in `open/settings.rs`): `POST /wxa/modify_domain {action: "get" | "set" | "add" |
+//!   "delete", requestdomain, wsrequestdomain, uploaddomain, downloaddomain}` and `POST
+//!   /wxa/setwebviewdomain {action, webviewdomain}` → the lists (an entry other than `https://`
+//!   and a host name, `wss://` too for sockets, 85017; over 200 entries in a list, 100 web-view
+//!   domains, 85016; another action 40097); `POST /cgi-bin/component/getprivacysetting
+//!   {privacy_ver: 2}` → `{owner_setting, setting_list, …}` and `setprivacysetting {privacy_ver:
+//!   2, owner_setting, setting_list}`, with the authorizer token despite their path (another
+//!   `privacy_ver`, no contact or `notice_method`, a bad item: 40097); `GET /wxa/get_category`
+//!   (a new mini-program has one category, 工具 > 效率); `GET /wxa/queryquota` → `{rest, limit,
+//!   speedup_rest, speedup_limit}`, the component's quota (100 audits and 10 speed-ups to start
+//!   with): each accepted `submit_audit` spends one `rest` (none left: 85085, nothing spent);
+//!   `POST /wxa/speedupaudit {auditid}` spends a speed-up (not a running audit of the
+//!   mini-program 85021, none left 87013); `GET /wxa/undocodeaudit` withdraws the running audit,
+//!   `get_auditstatus` then says 3 (none running 85012), and gives no quota back.
 //! * `POST /ci/upload?appid=&version=&desc=` with a zip body: what [`SandboxUploader`] (the
 //!   domain's `CodeUploader` in sandbox mode) sends instead of running `miniprogram-ci`. Read
 //!   as it arrives, at most 20 MiB (85044); not a zip 47001; another appid than the
@@ -169,8 +184,31 @@
 //!   ([`Sandbox::component_pushes`]); `GET {prefix}/control/miniprogram?appid=` — a
 //!   mini-program's code state ([`Sandbox::miniprogram`]); `GET {prefix}/control/ci-uploads`
 //!   ([`Sandbox::ci_uploads`]).
-//! * `control/fail` takes every path above (see [`INJECTABLE_PATHS`]); `control/expire-tokens`
-//!   expires component and authorizer tokens too.
+//! * `POST {prefix}/control/quota` — `{"rest", "limit"?, "speedup_rest"?, "speedup_limit"?}`,
+//!   each 0 to 1,000,000, a rest not above its limit (a limit not given stays, or rises to the
+//!   rest) → the quota `{rest, limit, speedup_rest, speedup_limit}`
+//!   ([`Sandbox::set_audit_quota`]).
+//! * `POST {prefix}/control/audit-policy` — `{"result": "passed" | "rejected" | "delayed" |
+//!   "manual", "after_ms"?: 0, "reject_appids"?: ["wx…"], "reason"?}` → the [`AuditPolicy`]
+//!   now in force, every field given: from then on each new audit is decided by the platform
+//!   itself `after_ms` (at most a day) after its submit, its event pushed as `control/audit`
+//!   with `"push": true` pushes it; the mini-programs of `reject_appids` are rejected (with
+//!   `reason`) whatever `result` says; `manual`, the default, leaves the others to
+//!   `control/audit`. An audit decided or withdrawn before its time is left as it is
+//!   ([`Sandbox::set_audit_policy`]).
+//! * `POST {prefix}/control/authorize-many` — `{"tenant_ids": [..]}`, 1 to 5,000 positive ids,
+//!   each once: authorises each tenant in turn as `control/authorize` with `tenant_id` does, its
+//!   mini-program being [`tenant_appid`] (`wxsandbox` and the id on nine digits) →
+//!   [`AuthorizeManyReport`] `{"authorized": [{tenant_id, authorizer_appid}], "failed":
+//!   [{tenant_id, reason}]}`, a tenant failing when it has no link or Atrium neither answered
+//!   its callback with 2xx nor took the event; without the server's resolver 400
+//!   ([`Sandbox::authorize_many`]).
+//! * `control/fail` takes every path above but the settings and quota calls (see
+//!   [`INJECTABLE_PATHS`]); `control/expire-tokens` expires component and authorizer tokens
+//!   too.
+//!
+//! [`Sandbox::configure_settings_controls`] mounts `control/quota`, `control/audit-policy` and
+//! `control/authorize-many`.
 
 mod mp;
 mod open;
@@ -180,9 +218,11 @@ mod platform;
 
 pub use mp::{INJECTABLE_PATHS, SubscribeRecord, TemplateValue};
 pub use open::{
-    ATRIUM_EVENTS_PATH, ATRIUM_MESSAGES_PATH, AuditDecision, AuditReport, AuditResult, AuditView, AuthorizeReport, AuthorizeRequest,
-    BoxFuture, CODE_MANAGEMENT_FUNC, CiUpload, CommittedView, ComponentConfig, ComponentPush, DEFAULT_FUNC_INFO, EXPERIENCE_QR_JPEG,
-    GrayView, MiniProgramSnapshot, PushAttempt, SandboxUploader, TenantLinkResolver, UnauthorizeReport, VersionView,
+    ATRIUM_EVENTS_PATH, ATRIUM_MESSAGES_PATH, AuditDecision, AuditPolicy, AuditReport, AuditResult, AuditView, AuthorizeManyReport,
+    AuthorizeReport, AuthorizeRequest, AuthorizedTenant, BoxFuture, CODE_MANAGEMENT_FUNC, CategoryView, CiUpload, CommittedView,
+    ComponentConfig, ComponentPush, DEFAULT_FUNC_INFO, DomainsView, EXPERIENCE_QR_JPEG, FailedTenant, GrayView, MAX_AUTHORIZE_MANY,
+    MiniProgramSnapshot, PlatformQuota, PolicyResult, PrivacyItemView, PrivacyOwnerView, PrivacyView, PushAttempt, QuotaRequest,
+    SandboxUploader, TenantLinkResolver, UnauthorizeReport, VersionView, tenant_appid,
 };
 pub use outbox::{OutboxMessage, SandboxOutbox};
 pub use pay::{

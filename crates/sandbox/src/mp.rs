@@ -14,7 +14,7 @@ use crate::platform::{Sandbox, bad_control, errcode_body, random_hex};
 
 /// Platform paths (under `{prefix}/api`) whose answers [`Sandbox::fail_next`] can replace
 /// with an error: the mini-program's, the third-party platform's and the package upload.
-pub const INJECTABLE_PATHS: [&str; 21] = [
+pub const INJECTABLE_PATHS: [&str; 29] = [
     TOKEN_PATH,
     SEND_PATH,
     open::COMPONENT_TOKEN_PATH,
@@ -36,6 +36,14 @@ pub const INJECTABLE_PATHS: [&str; 21] = [
     open::VERSION_INFO_PATH,
     open::QRCODE_PATH,
     open::CI_UPLOAD_PATH,
+    open::MODIFY_DOMAIN_PATH,
+    open::WEBVIEW_DOMAIN_PATH,
+    open::GET_PRIVACY_PATH,
+    open::SET_PRIVACY_PATH,
+    open::CATEGORY_PATH,
+    open::QUOTA_PATH,
+    open::SPEEDUP_PATH,
+    open::UNDO_PATH,
 ];
 const TOKEN_PATH: &str = "/cgi-bin/token";
 const SEND_PATH: &str = "/cgi-bin/message/subscribe/send";

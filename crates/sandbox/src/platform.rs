@@ -114,6 +114,7 @@ impl Sandbox {
             .route("/control/miniprogram", web::get().to(open::control_miniprogram))
             .route("/control/ci-uploads", web::get().to(open::control_ci_uploads))
             .service(web::scope("/pay").default_service(web::to(pay::entry)));
+        self.configure_settings_controls(cfg);
     }
 
     /// Plays a scan: issues a code for `openid`/`unionid` and returns the redirect URL.

@@ -6,6 +6,7 @@ use atrium_api::HealthProbe;
 use atrium_identity::{CodePurpose, CodeSender, PasswordHasher};
 use atrium_kernel::StrEnum;
 use atrium_kernel::{ContactTarget, Error, Result};
+use atrium_miniprogram as mp;
 use atrium_payroll::TextSender;
 use atrium_sandbox::SandboxOutbox;
 use atrium_store::Db;
@@ -250,6 +251,30 @@ impl atrium_miniprogram::MiniProgramPlatform for UnconfiguredPlatform {
         _: &atrium_miniprogram::AuthorizerAccess,
         _: Option<String>,
     ) -> atrium_miniprogram::PlatformResult<Vec<u8>> {
+        no_platform()
+    }
+    async fn domains(&self, _: &mp::AuthorizerAccess) -> mp::PlatformResult<mp::ServerDomains> {
+        no_platform()
+    }
+    async fn set_domains(&self, _: &mp::AuthorizerAccess, _: &mp::ServerDomains) -> mp::PlatformResult<()> {
+        no_platform()
+    }
+    async fn privacy(&self, _: &mp::AuthorizerAccess) -> mp::PlatformResult<mp::PrivacySettings> {
+        no_platform()
+    }
+    async fn set_privacy(&self, _: &mp::AuthorizerAccess, _: &mp::PrivacySettings) -> mp::PlatformResult<()> {
+        no_platform()
+    }
+    async fn categories(&self, _: &mp::AuthorizerAccess) -> mp::PlatformResult<Vec<mp::Category>> {
+        no_platform()
+    }
+    async fn audit_quota(&self, _: &mp::AuthorizerAccess) -> mp::PlatformResult<mp::AuditQuota> {
+        no_platform()
+    }
+    async fn speedup_audit(&self, _: &mp::AuthorizerAccess, _: i64) -> mp::PlatformResult<()> {
+        no_platform()
+    }
+    async fn undo_audit(&self, _: &mp::AuthorizerAccess) -> mp::PlatformResult<()> {
         no_platform()
     }
     fn open_event(

@@ -24,6 +24,16 @@ impl Profile {
     }
 }
 
+/// Where kept code packages live (`ATRIUM_PACKAGE_STORE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PackageStoreKind {
+    /// As files in `ATRIUM_PACKAGE_DIR`, which every instance running jobs must share (the
+    /// default, for a single machine).
+    Directory,
+    /// In the database, content included: instances share packages without a shared disk.
+    Database,
+}
+
 /// Which messaging platform the adapters talk to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Platform {
@@ -108,6 +118,10 @@ pub struct Config {
     pub jobs: bool,
     /// How long a job runner with nothing due waits before looking again.
     pub job_poll_ms: u64,
+    /// Tenant steps of one release campaign at once.
+    pub campaign_parallelism: usize,
+    /// Between two ticks of a running release campaign.
+    pub campaign_tick_ms: u64,
     /// How often the sweep closing expired orders runs.
     pub order_sweep_secs: i64,
     /// How long an order can be paid when its creator sets no `expires_in`.
@@ -133,6 +147,8 @@ pub struct Config {
     pub ci_timeout_secs: u64,
     /// Where uploaded packages are kept (shared by every instance).
     pub package_dir: PathBuf,
+    /// Whether kept packages are files in `package_dir` or rows in the database.
+    pub package_store: PackageStoreKind,
 }
 
 impl std::fmt::Debug for Config {
@@ -247,6 +263,8 @@ struct EnvVars {
     wechat_ci_timeout_secs: u64,
     #[arg(long, env = "ATRIUM_PACKAGE_DIR")]
     package_dir: Option<PathBuf>,
+    #[arg(long, env = "ATRIUM_PACKAGE_STORE", value_enum, default_value = "directory")]
+    package_store: PackageStoreKind,
     #[arg(long, env = "ATRIUM_BCRYPT_COST", default_value_t = 10, value_parser = number::<u32>(Some(4), Some(31)))]
     bcrypt_cost: u32,
     #[arg(long, env = "ATRIUM_DB_POOL_SIZE", default_value_t = 16, value_parser = number::<u32>(Some(1), None))]
@@ -294,6 +312,10 @@ struct EnvVars {
     jobs: bool,
     #[arg(long, env = "ATRIUM_JOB_POLL_MS", default_value_t = 1000, value_parser = number::<u64>(Some(10), Some(60_000)))]
     job_poll_ms: u64,
+    #[arg(long, env = "ATRIUM_CAMPAIGN_PARALLELISM", default_value_t = 8, value_parser = number::<usize>(Some(1), Some(256)))]
+    campaign_parallelism: usize,
+    #[arg(long, env = "ATRIUM_CAMPAIGN_TICK_MS", default_value_t = 2000, value_parser = number::<u64>(Some(10), Some(600_000)))]
+    campaign_tick_ms: u64,
     #[arg(long, env = "ATRIUM_ORDER_SWEEP_SECS", default_value_t = 60, value_parser = number::<i64>(Some(1), Some(3600)))]
     order_sweep_secs: i64,
     #[arg(long, env = "ATRIUM_ORDER_DEFAULT_EXPIRES_IN", default_value_t = 1800, value_parser = number::<i64>(Some(1), Some(604_800)))]
@@ -529,6 +551,8 @@ impl Config {
             metrics,
             jobs: env.jobs,
             job_poll_ms: env.job_poll_ms,
+            campaign_parallelism: env.campaign_parallelism,
+            campaign_tick_ms: env.campaign_tick_ms,
             order_sweep_secs: env.order_sweep_secs,
             order_default_expires_in: env.order_default_expires_in,
             order_min_expires_in: env.order_min_expires_in,
@@ -544,6 +568,7 @@ impl Config {
             ci_key_file: env.wechat_ci_key_file,
             ci_timeout_secs: env.wechat_ci_timeout_secs,
             package_dir,
+            package_store: env.package_store,
         };
         config.validate()?;
         Ok(config)
@@ -842,6 +867,17 @@ mod tests {
     }
 
     #[test]
+    fn packages_are_kept_in_the_directory_unless_the_database_is_chosen() {
+        assert_eq!(Config::from_vars(vars(&with_secrets(&[]))).unwrap().package_store, PackageStoreKind::Directory);
+        for (value, kind) in [("directory", PackageStoreKind::Directory), ("database", PackageStoreKind::Database)] {
+            let config = Config::from_vars(vars(&with_secrets(&[("ATRIUM_PACKAGE_STORE", value)]))).unwrap();
+            assert_eq!(config.package_store, kind, "{value}");
+        }
+        let err = Config::from_vars(vars(&with_secrets(&[("ATRIUM_PACKAGE_STORE", "disk")]))).err().unwrap().to_string();
+        assert!(err.contains("ATRIUM_PACKAGE_STORE") && err.contains("disk"), "{err}");
+    }
+
+    #[test]
     fn prod_refuses_the_sandbox() {
         let err = Config::from_vars(vars(&[
             ("ATRIUM_PROFILE", "prod"),
@@ -958,6 +994,7 @@ mod tests {
             ("ATRIUM_PLATFORM", "carrier-pigeon"),
             ("ATRIUM_DB_POOL_SIZE", "many"),
             ("ATRIUM_METRICS", "sometimes"),
+            ("ATRIUM_PACKAGE_STORE", "s3"),
         ] {
             let err = Config::from_vars(vars(&[("ATRIUM_JWT_SECRET", JWT), ("ATRIUM_MASTER_KEY", KEY), (name, value)])).err();
             let shown = err.map(|e| e.to_string()).unwrap_or_else(|| panic!("{name}={value} was accepted"));
@@ -979,6 +1016,8 @@ mod tests {
             ("ATRIUM_CLIENT_REQUEST_TIMEOUT_MS", "50", "of at least 100"),
             ("ATRIUM_CLIENT_BODY_TIMEOUT_MS", "50", "of at least 100"),
             ("ATRIUM_JOB_POLL_MS", "5", "between 10 and 60000"),
+            ("ATRIUM_CAMPAIGN_PARALLELISM", "0", "between 1 and 256"),
+            ("ATRIUM_CAMPAIGN_TICK_MS", "5", "between 10 and 600000"),
             ("ATRIUM_ORDER_SWEEP_SECS", "0", "between 1 and 3600"),
             ("ATRIUM_ORDER_DEFAULT_EXPIRES_IN", "0", "between 1 and 604800"),
             ("ATRIUM_ORDER_MIN_EXPIRES_IN", "604801", "between 1 and 604800"),

@@ -364,7 +364,12 @@ pub fn release_pipeline(
     let authorization = Arc::new(AuthorizationService::new(store.clone(), platform.clone(), clock.clone(), settings.clone()));
     let ports = PipelinePorts {
         tasks: store,
-        packages: Arc::new(PackageDir::new(db.clone(), config.package_dir.clone())),
+        packages: match config.package_store {
+            crate::config::PackageStoreKind::Directory => Arc::new(PackageDir::new(db.clone(), config.package_dir.clone())),
+            crate::config::PackageStoreKind::Database => {
+                Arc::new(atrium_store::PackageDb::new(db.clone(), config.package_dir.join("opened")))
+            }
+        },
         platform,
         inspector: Arc::new(BlockingPackageInspector),
         uploader,
@@ -466,6 +471,20 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         },
     ));
     let releases = release_pipeline(&config, &db, &public_url, sandbox.as_ref(), Some(calls.clone()), job_store.clone())?;
+    let preflight =
+        Arc::new(atrium_miniprogram::PreflightService::new(releases.authorization().clone(), releases.platform().clone(), clock.clone()));
+    let campaigns = Arc::new(atrium_miniprogram::CampaignService::new(
+        Arc::new(atrium_store::CampaignStore::new(db.clone())),
+        releases.clone(),
+        preflight.clone(),
+        job_store.clone(),
+        clock.clone(),
+        atrium_miniprogram::CampaignSettings {
+            parallelism: config.campaign_parallelism,
+            tick: chrono::Duration::milliseconds(i64::try_from(config.campaign_tick_ms).unwrap_or(i64::MAX)),
+            ..atrium_miniprogram::CampaignSettings::default()
+        },
+    ));
     let incoming = config.package_dir.join("incoming");
     tokio::task::spawn_blocking({
         let incoming = incoming.clone();
@@ -485,6 +504,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         jobs.run_queue("orders", job_store.clone(), expiry, poll);
         jobs.run_queue("ledger", job_store.clone(), Arc::new(order_ledger::LedgerEvents { orders: orders.clone() }), poll);
         jobs.run_queue("releases", job_store.clone(), releases.clone(), poll);
+        jobs.run_queue("campaigns", job_store.clone(), campaigns.clone(), poll);
         let release_purge = Arc::new(jobs::ReleasePurge {
             authorizations: releases.authorization().clone(),
             jobs: job_store.clone(),
@@ -526,6 +546,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         orders,
         release_authorization: releases.authorization().clone(),
         releases: releases.clone(),
+        release_preflight: preflight,
+        campaigns,
         package_incoming: incoming,
         idempotency,
         idempotency_stale_secs: config.idempotency_stale_secs,

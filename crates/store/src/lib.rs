@@ -15,7 +15,10 @@
 //! - [`ReleaseStore`] (`releases/`, one file per port): `AuthorizationRepo` (authorisations
 //!   with their refresh tokens and the verify ticket encrypted) and `ReleaseTaskRepo` (upload,
 //!   audit and release tasks); [`PackageDir`]: `PackageStore`, kept code packages as files in
-//!   one directory, named by their hash;
+//!   one directory, named by their hash; [`PackageDb`]: `PackageStore` with the packages'
+//!   content in the database, for instances without a shared disk;
+//! - [`CampaignStore`] (`releases/campaigns`): `CampaignRepo`, release campaigns and their
+//!   tenants;
 //! - [`OrdersStore`] (`orders/`, one file per port): `OrderRepo`, orders with their items and
 //!   refunds;
 //! - the kernel's shared ports: [`DbIdempotencyStore`] (`IdempotencyStore`, the records of
@@ -56,4 +59,4 @@ pub use orders::OrdersStore;
 pub use org::OrgStore;
 pub use payments::PaymentStore;
 pub use payroll::PayrollStore;
-pub use releases::{PackageDir, ReleaseStore};
+pub use releases::{CampaignStore, PackageDb, PackageDir, ReleaseStore};

@@ -542,6 +542,13 @@ diesel::table! {
 }
 
 diesel::table! {
+    mp_package_contents (sha256) {
+        sha256 -> Text,
+        content -> Binary,
+    }
+}
+
+diesel::table! {
     mp_upload_tasks (id) {
         id -> BigInt,
         tenant_id -> BigInt,
@@ -606,6 +613,7 @@ diesel::joinable!(mp_audit_tasks -> tenants (tenant_id));
 diesel::joinable!(mp_release_tasks -> tenants (tenant_id));
 diesel::joinable!(mp_audit_tasks -> mp_upload_tasks (upload_task_id));
 diesel::joinable!(mp_release_tasks -> mp_audit_tasks (audit_task_id));
+diesel::joinable!(mp_package_contents -> mp_packages (sha256));
 diesel::allow_tables_to_appear_in_same_query!(
     mp_authorizations,
     mp_authorization_attempts,
@@ -613,5 +621,62 @@ diesel::allow_tables_to_appear_in_same_query!(
     mp_audit_tasks,
     mp_release_tasks,
     mp_packages,
+    mp_package_contents,
     tenants
 );
+
+// ----- release campaigns (migration 2026-12-01-000100_release_campaigns) --------------------
+
+diesel::table! {
+    mp_campaigns (id) {
+        id -> BigInt,
+        name -> Text,
+        partner_id -> Nullable<BigInt>,
+        status -> Text,
+        template_id -> BigInt,
+        version -> Text,
+        description -> Text,
+        version_desc -> Nullable<Text>,
+        ext_json -> Text,
+        waves -> Text,
+        current_wave -> Nullable<Integer>,
+        auto_advance -> Bool,
+        max_rejections -> Integer,
+        domains -> Nullable<Text>,
+        privacy -> Nullable<Text>,
+        paused_reason -> Nullable<Text>,
+        tenant_total -> Integer,
+        created_by -> BigInt,
+        created_at -> Timestamp,
+        started_at -> Nullable<Timestamp>,
+        finished_at -> Nullable<Timestamp>,
+        revision -> BigInt,
+    }
+}
+
+diesel::table! {
+    mp_campaign_tenants (campaign_id, tenant_id) {
+        campaign_id -> BigInt,
+        tenant_id -> BigInt,
+        authorizer_appid -> Nullable<Text>,
+        wave -> Nullable<Integer>,
+        status -> Text,
+        upload_task_id -> Nullable<BigInt>,
+        audit_task_id -> Nullable<BigInt>,
+        release_task_id -> Nullable<BigInt>,
+        reason -> Nullable<Text>,
+        errcode -> Nullable<BigInt>,
+        attempts -> Integer,
+        next_at -> Nullable<Timestamp>,
+        updated_at -> Timestamp,
+        revision -> BigInt,
+        active -> Bool,
+    }
+}
+
+diesel::joinable!(mp_campaigns -> partners (partner_id));
+diesel::joinable!(mp_campaign_tenants -> mp_campaigns (campaign_id));
+diesel::joinable!(mp_campaign_tenants -> tenants (tenant_id));
+diesel::allow_tables_to_appear_in_same_query!(mp_campaigns, mp_campaign_tenants, tenants);
+diesel::allow_tables_to_appear_in_same_query!(mp_campaigns, partners);
+diesel::allow_tables_to_appear_in_same_query!(mp_campaign_tenants, partners);

@@ -1,10 +1,14 @@
 //! The third-party platform client against a small stub of the platform on loopback: token
 //! caching and refreshing, the one retry on a stale token, which calls are retried, the QR
-//! image against a JSON error, and that no token or secret leaks into errors or metrics.
+//! image against a JSON error, that no token or secret leaks into errors or metrics, and the
+//! wire format of the settings calls (domains, privacy, categories, quota, speed-up, undo).
 #![allow(clippy::unwrap_used)]
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
-use atrium_miniprogram::{AuditStatus, AuditSubmission, AuthorizerAccess, CodeCommit, MiniProgramPlatform, PlatformError, Secret};
+use atrium_miniprogram::{
+    AuditQuota, AuditStatus, AuditSubmission, AuthorizerAccess, Category, CodeCommit, MiniProgramPlatform, PlatformError, PrivacyItem,
+    PrivacyOwner, PrivacySettings, Secret, ServerDomains,
+};
 use atrium_wechat::{CallRecorder, WechatOpen, WechatOpenConfig};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -70,6 +74,35 @@ async fn handle(req: HttpRequest, body: web::Bytes, stub: Shared) -> HttpRespons
             s.component_tokens += 1;
             ok(json!({"component_access_token": format!("ctoken-{}", s.component_tokens), "expires_in": 7200}))
         }
+        // Mini-program calls despite their path: they take the authorizer token.
+        "/cgi-bin/component/getprivacysetting" | "/cgi-bin/component/setprivacysetting"
+            if !token.starts_with("atoken-") || s.revoked_tokens.contains(&token) =>
+        {
+            refused(40001, &format!("invalid credential, access_token is invalid or not latest: {token} rid: 4"))
+        }
+        "/cgi-bin/component/getprivacysetting" if json_body["privacy_ver"] == 2 => ok(json!({
+            "errcode": 0,
+            "errmsg": "ok",
+            "code_exist": 1,
+            "privacy_list": ["UserInfo", "Location"],
+            "setting_list": [
+                {"privacy_key": "UserInfo", "privacy_text": "登录", "privacy_label": "用户信息（微信昵称、头像）"},
+                {"privacy_key": "Location", "privacy_text": "附近门店"},
+            ],
+            "update_time": 1700000000,
+            "owner_setting": {
+                "contact_email": "dpo@example.com",
+                "contact_phone": "",
+                "contact_qq": "",
+                "contact_weixin": "shop_ann",
+                "store_expire_timestamp": "",
+                "ext_file_media_id": "",
+                "notice_method": "弹窗",
+            },
+            "privacy_desc": {"privacy_desc_list": [{"privacy_key": "UserInfo", "privacy_desc": "用户信息（微信昵称、头像）"}]},
+        })),
+        "/cgi-bin/component/setprivacysetting" if json_body["privacy_ver"] == 2 => ok(json!({"errcode": 0, "errmsg": "ok"})),
+        "/cgi-bin/component/getprivacysetting" | "/cgi-bin/component/setprivacysetting" => refused(40097, "invalid args"),
         p if p.starts_with("/cgi-bin/component/") && token != component_token => {
             refused(40001, &format!("invalid credential, access_token is invalid or not latest: {token} rid: 1"))
         }
@@ -134,6 +167,36 @@ async fn handle(req: HttpRequest, body: web::Bytes, stub: Shared) -> HttpRespons
             "release_info": {"release_time": 1690000000, "release_version": "1.0.0", "release_desc": "live"},
         })),
         "/wxa/getversioninfo" => refused(44002, "empty post data"),
+        "/wxa/modify_domain" => match json_body["action"].as_str() {
+            Some("get") => ok(json!({
+                "errcode": 0,
+                "errmsg": "ok",
+                "requestdomain": ["https://api.example.com"],
+                "wsrequestdomain": ["wss://ws.example.com"],
+                "uploaddomain": [],
+                "downloaddomain": null,
+                "udpdomain": [],
+                "tcpdomain": [],
+            })),
+            Some("set") if json_body["requestdomain"].as_array().is_some_and(|l| l.iter().any(|d| d == "https://bad domain")) => {
+                refused(85017, "no domain to modify after filtered, please confirm the domain has been set in miniprogram or open")
+            }
+            Some("set") => ok(json!({"errcode": 0, "errmsg": "ok"})),
+            _ => refused(40097, "invalid args"),
+        },
+        "/wxa/setwebviewdomain" => match json_body["action"].as_str() {
+            Some("get") => ok(json!({"errcode": 0, "errmsg": "ok", "webviewdomain": ["https://h5.example.com"]})),
+            Some("set") => ok(json!({"errcode": 0, "errmsg": "ok"})),
+            _ => refused(40097, "invalid args"),
+        },
+        "/wxa/get_category" => ok(json!({"errcode": 0, "errmsg": "ok", "category_list": [
+            {"first_class": "工具", "second_class": "效率", "first_id": 287, "second_id": 612},
+            {"first_class": "教育", "second_class": "在线教育", "third_class": "课程", "first_id": 8, "second_id": 9, "third_id": 10, "audit_status": 3},
+        ]})),
+        "/wxa/queryquota" => ok(json!({"errcode": 0, "errmsg": "ok", "rest": 8, "limit": 10, "speedup_rest": 1, "speedup_limit": 3})),
+        "/wxa/speedupaudit" if json_body["auditid"] == 1234567 => ok(json!({"errcode": 0, "errmsg": "ok"})),
+        "/wxa/speedupaudit" => refused(85021, "status not allowed"),
+        "/wxa/undocodeaudit" if body.is_empty() => refused(87013, "undo quota reached, try again next month"),
         "/wxa/get_qrcode" if query.get("path").map(String::as_str) == Some("pages/missing") => refused(40097, "invalid args"),
         "/wxa/get_qrcode" => HttpResponse::Ok().content_type("image/jpeg").body(JPEG.to_vec()),
         _ => refused(40066, "invalid url"),
@@ -384,5 +447,146 @@ async fn the_qr_code_is_the_image_and_a_json_answer_is_the_error() {
     assert_eq!(image, JPEG);
     assert!(path_sent.contains("path=pages%2Findex%2Findex%3Fa%3D1%26b%3D2"), "{path_sent}");
     assert_eq!(err.errcode(), Some(40097));
+    platform.stop().await;
+}
+
+fn sent(platform: &Platform, path: &str) -> (Value, String) {
+    let s = platform.stub.lock().unwrap();
+    let body = s.bodies.get(path).map(|b| serde_json::from_str(b).unwrap_or(Value::Null)).unwrap_or(Value::Null);
+    (body, s.queries.get(path).cloned().unwrap_or_default())
+}
+
+#[tokio::test]
+async fn domains_are_read_from_both_calls_and_set_with_both() {
+    let platform = Platform::start().await;
+    let client = platform.client(Arc::default());
+
+    let domains = client.domains(&access()).await.unwrap();
+
+    assert_eq!(
+        domains,
+        ServerDomains {
+            requestdomain: vec!["https://api.example.com".into()],
+            wsrequestdomain: vec!["wss://ws.example.com".into()],
+            uploaddomain: Vec::new(),
+            downloaddomain: Vec::new(),
+            webviewdomain: vec!["https://h5.example.com".into()],
+        }
+    );
+    let (server, query) = sent(&platform, "/wxa/modify_domain");
+    assert_eq!(server, json!({"action": "get"}));
+    assert!(query.starts_with("access_token=atoken-1"), "{query}");
+    assert_eq!(sent(&platform, "/wxa/setwebviewdomain").0, json!({"action": "get"}));
+
+    let wanted = ServerDomains {
+        requestdomain: vec!["https://api.example.com".into(), "https://pay.example.com".into()],
+        wsrequestdomain: Vec::new(),
+        uploaddomain: vec!["https://up.example.com".into()],
+        downloaddomain: vec!["https://cdn.example.com".into()],
+        webviewdomain: vec!["https://h5.example.com".into()],
+    };
+    client.set_domains(&access(), &wanted).await.unwrap();
+    assert_eq!(
+        sent(&platform, "/wxa/modify_domain").0,
+        json!({
+            "action": "set",
+            "requestdomain": ["https://api.example.com", "https://pay.example.com"],
+            "wsrequestdomain": [],
+            "uploaddomain": ["https://up.example.com"],
+            "downloaddomain": ["https://cdn.example.com"],
+        })
+    );
+    assert_eq!(sent(&platform, "/wxa/setwebviewdomain").0, json!({"action": "set", "webviewdomain": ["https://h5.example.com"]}));
+
+    // A refused entry is the platform's refusal, and the web-view domains are left alone.
+    let webview_calls = platform.hits("/wxa/setwebviewdomain");
+    let bad = ServerDomains { requestdomain: vec!["https://bad domain".into()], ..wanted };
+    let err = client.set_domains(&access(), &bad).await.unwrap_err();
+    assert!(matches!(err, PlatformError::Refused { errcode: 85017, ref errmsg } if errmsg.contains("no domain to modify")), "{err:?}");
+    assert_eq!(platform.hits("/wxa/setwebviewdomain"), webview_calls);
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn privacy_settings_are_read_without_empty_contacts_and_written_back_in_the_platforms_shape() {
+    let platform = Platform::start().await;
+    let client = platform.client(Arc::default());
+
+    let settings = client.privacy(&access()).await.unwrap();
+
+    let expected = PrivacySettings {
+        owner_setting: PrivacyOwner {
+            contact_email: Some("dpo@example.com".into()),
+            contact_phone: None,
+            contact_weixin: Some("shop_ann".into()),
+            contact_qq: None,
+            notice_method: "弹窗".into(),
+        },
+        setting_list: vec![
+            PrivacyItem { privacy_key: "UserInfo".into(), privacy_text: "登录".into() },
+            PrivacyItem { privacy_key: "Location".into(), privacy_text: "附近门店".into() },
+        ],
+    };
+    assert_eq!(settings, expected);
+    let (body, query) = sent(&platform, "/cgi-bin/component/getprivacysetting");
+    assert_eq!(body, json!({"privacy_ver": 2}));
+    assert!(query.starts_with("access_token=atoken-1"), "the authorizer token, not the component's: {query}");
+
+    client.set_privacy(&access(), &settings).await.unwrap();
+    assert_eq!(
+        sent(&platform, "/cgi-bin/component/setprivacysetting").0,
+        json!({
+            "privacy_ver": 2,
+            "owner_setting": {"contact_email": "dpo@example.com", "contact_weixin": "shop_ann", "notice_method": "弹窗"},
+            "setting_list": [
+                {"privacy_key": "UserInfo", "privacy_text": "登录"},
+                {"privacy_key": "Location", "privacy_text": "附近门店"},
+            ],
+        })
+    );
+
+    // A stale authorizer token on these paths is refreshed and the call retried once, too.
+    platform.stub.lock().unwrap().revoked_tokens.push("atoken-1".into());
+    assert_eq!(client.privacy(&access()).await.unwrap(), expected);
+    assert_eq!(platform.hits("/cgi-bin/component/getprivacysetting"), 3);
+    assert_eq!(platform.stub.lock().unwrap().authorizer_tokens, 2);
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn categories_quota_speed_up_and_undo_speak_the_platforms_format() {
+    let platform = Platform::start().await;
+    let client = platform.client(Arc::default());
+
+    let categories = client.categories(&access()).await.unwrap();
+    let quota = client.audit_quota(&access()).await.unwrap();
+    client.speedup_audit(&access(), 1234567).await.unwrap();
+    let (speedup, _) = sent(&platform, "/wxa/speedupaudit");
+    let unknown = client.speedup_audit(&access(), 1).await.unwrap_err();
+    let undo = client.undo_audit(&access()).await.unwrap_err();
+
+    assert_eq!(
+        categories,
+        [
+            Category { first_id: 287, first_class: "工具".into(), second_id: 612, second_class: "效率".into() },
+            Category { first_id: 8, first_class: "教育".into(), second_id: 9, second_class: "在线教育".into() },
+        ]
+    );
+    assert_eq!(quota, AuditQuota { rest: 8, limit: 10, speedup_rest: 1, speedup_limit: 3 });
+    assert_eq!(speedup, json!({"auditid": 1234567}));
+    assert_eq!(unknown.errcode(), Some(85021));
+    assert!(matches!(undo, PlatformError::Refused { errcode: 87013, ref errmsg } if errmsg.contains("undo quota")), "{undo:?}");
+    assert!(sent(&platform, "/wxa/undocodeaudit").1.starts_with("access_token=atoken-1"));
+
+    // A speed-up or a withdrawal that may have arrived is not sent again.
+    {
+        let mut s = platform.stub.lock().unwrap();
+        s.fail_first.insert("/wxa/undocodeaudit".into(), 1);
+        s.fail_first.insert("/wxa/speedupaudit".into(), 1);
+    }
+    let (undo_calls, speedup_calls) = (platform.hits("/wxa/undocodeaudit"), platform.hits("/wxa/speedupaudit"));
+    assert!(matches!(client.undo_audit(&access()).await, Err(PlatformError::Unavailable(_))));
+    assert!(matches!(client.speedup_audit(&access(), 1234567).await, Err(PlatformError::Unavailable(_))));
+    assert_eq!((platform.hits("/wxa/undocodeaudit"), platform.hits("/wxa/speedupaudit")), (undo_calls + 1, speedup_calls + 1));
     platform.stop().await;
 }

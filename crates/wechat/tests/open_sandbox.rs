@@ -2,15 +2,16 @@
 //! as the server mounts it (`/sandbox`: API base `…/sandbox/api`, page base `…/sandbox/mp`),
 //! with a small receiver on the same test server playing Atrium's event URLs and its
 //! authorisation callback. Pushes are verified and decrypted with the client's own
-//! `open_event`; the package upload goes through `SandboxUploader`.
+//! `open_event`; the package upload goes through `SandboxUploader`. The settings calls
+//! (domains, privacy, categories), the audit quota and the audit policy are played too.
 #![allow(clippy::unwrap_used)]
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use atrium_miniprogram::{
-    AuditStatus, AuditSubmission, AuthorizerAccess, CodeCommit, CodeUploader, EventKind, EventRequest, EventUrl, MiniProgramPlatform,
-    PlatformError, Secret, StoredPackage, UploadJob,
+    AuditQuota, AuditStatus, AuditSubmission, AuthorizerAccess, Category, CodeCommit, CodeUploader, EventKind, EventRequest, EventUrl,
+    MiniProgramPlatform, PlatformError, PrivacyItem, PrivacyOwner, PrivacySettings, Secret, ServerDomains, StoredPackage, UploadJob,
 };
-use atrium_sandbox::{EXPERIENCE_QR_JPEG, SANDBOX_TEMPLATE_DEV_APPID, Sandbox, SandboxUploader};
+use atrium_sandbox::{AuditPolicy, EXPERIENCE_QR_JPEG, PolicyResult, QuotaRequest, SANDBOX_TEMPLATE_DEV_APPID, Sandbox, SandboxUploader};
 use atrium_wechat::{WechatOpen, WechatOpenConfig};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -457,5 +458,97 @@ async fn an_uploaded_package_becomes_a_draft_then_a_template_to_commit() {
     env.client.commit(&access, &commit_of(template.template_id, "2.0.0")).await.unwrap();
     assert_eq!(refused(env.client.commit(&access, &commit_of(77, "2.0.1")).await), 85014);
     assert_eq!(env.sandbox.miniprogram("wx_tenant_a").unwrap().committed.unwrap().template_id, 3);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn domains_privacy_and_categories_round_trip_through_the_sandbox() {
+    let env = Env::start().await;
+    let (access, _) = env.authorised("wx_tenant_a").await;
+    let client = &env.client;
+
+    assert_eq!(client.domains(&access).await.unwrap(), ServerDomains::default());
+    let wanted = ServerDomains {
+        requestdomain: vec!["https://api.example.com".into(), "https://pay.example.com".into()],
+        wsrequestdomain: vec!["wss://ws.example.com".into()],
+        uploaddomain: Vec::new(),
+        downloaddomain: vec!["https://cdn.example.com".into()],
+        webviewdomain: vec!["https://h5.example.com".into()],
+    };
+    client.set_domains(&access, &wanted).await.unwrap();
+    assert_eq!(client.domains(&access).await.unwrap(), wanted);
+    let bad = ServerDomains { requestdomain: vec!["http://api.example.com".into()], ..wanted.clone() };
+    assert_eq!(refused(client.set_domains(&access, &bad).await), 85017);
+    assert_eq!(client.domains(&access).await.unwrap(), wanted, "a refused set changes nothing");
+
+    assert_eq!(client.privacy(&access).await.unwrap(), PrivacySettings::default(), "nothing set yet");
+    let settings = PrivacySettings {
+        owner_setting: PrivacyOwner { contact_email: Some("dpo@example.com".into()), notice_method: "弹窗".into(), ..Default::default() },
+        setting_list: vec![
+            PrivacyItem { privacy_key: "UserInfo".into(), privacy_text: "登录".into() },
+            PrivacyItem { privacy_key: "Location".into(), privacy_text: "附近门店".into() },
+        ],
+    };
+    client.set_privacy(&access, &settings).await.unwrap();
+    assert_eq!(client.privacy(&access).await.unwrap(), settings);
+    let no_contact =
+        PrivacySettings { owner_setting: PrivacyOwner { notice_method: "弹窗".into(), ..Default::default() }, setting_list: Vec::new() };
+    assert_eq!(refused(client.set_privacy(&access, &no_contact).await), 40097);
+
+    assert_eq!(
+        client.categories(&access).await.unwrap(),
+        [Category { first_id: 1, first_class: "工具".into(), second_id: 2, second_class: "效率".into() }]
+    );
+    let snapshot = env.sandbox.miniprogram("wx_tenant_a").unwrap();
+    assert_eq!(snapshot.domains.webviewdomain, ["https://h5.example.com"]);
+    assert_eq!(snapshot.privacy.unwrap().setting_list.len(), 2);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn the_audit_quota_is_spent_by_submits_and_speed_ups_and_not_given_back_by_a_withdrawal() {
+    let env = Env::start().await;
+    let (access, _) = env.authorised("wx_tenant_a").await;
+    let client = &env.client;
+    env.sandbox.set_audit_quota(QuotaRequest { rest: 1, speedup_rest: Some(1), ..Default::default() }).unwrap();
+
+    client.commit(&access, &commit("1.0.0")).await.unwrap();
+    let auditid = client.submit_audit(&access, &submission()).await.unwrap();
+    assert_eq!(client.audit_quota(&access).await.unwrap(), AuditQuota { rest: 0, limit: 100, speedup_rest: 1, speedup_limit: 10 });
+    assert_eq!(refused(client.speedup_audit(&access, auditid + 1).await), 85021);
+    client.speedup_audit(&access, auditid).await.unwrap();
+    assert_eq!(refused(client.speedup_audit(&access, auditid).await), 87013);
+
+    client.undo_audit(&access).await.unwrap();
+    assert_eq!(client.audit_status(&access, auditid).await.unwrap().status, AuditStatus::Withdrawn);
+    assert_eq!(refused(client.undo_audit(&access).await), 85012);
+    assert_eq!(refused(client.submit_audit(&access, &submission()).await), 85085);
+    assert_eq!(client.audit_quota(&access).await.unwrap(), AuditQuota { rest: 0, limit: 100, speedup_rest: 0, speedup_limit: 10 });
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn the_audit_policy_decides_a_new_audit_and_pushes_its_event() {
+    let env = Env::start().await;
+    let (access, user_name) = env.authorised("wx_tenant_a").await;
+    let policy = AuditPolicy { result: PolicyResult::Passed, after_ms: 30, ..Default::default() };
+    env.sandbox.set_audit_policy(policy).unwrap();
+    let pushes_before = env.events().len();
+
+    env.client.commit(&access, &commit("1.0.0")).await.unwrap();
+    let auditid = env.client.submit_audit(&access, &submission()).await.unwrap();
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while env.events().len() == pushes_before {
+        assert!(std::time::Instant::now() < deadline, "no audit event arrived");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    match env.last_event() {
+        (Some(appid), EventKind::Audit { to_user, result }) => {
+            assert_eq!((appid.as_str(), to_user.as_str(), result.status), ("wx_tenant_a", user_name.as_str(), AuditStatus::Passed));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(env.client.audit_status(&access, auditid).await.unwrap().status, AuditStatus::Passed);
     env.stop().await;
 }

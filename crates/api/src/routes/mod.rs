@@ -1,6 +1,7 @@
 //! Route handlers, one module per resource.
 pub mod audit;
 pub mod auth;
+pub mod campaigns;
 pub mod doc_admin;
 pub mod docs;
 pub mod employees;
@@ -53,6 +54,7 @@ pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
     payments::configure(cfg);
     orders::configure(cfg);
     releases::configure(cfg);
+    campaigns::configure(cfg);
     roles::configure(cfg);
     audit::configure(cfg);
 }

@@ -7,9 +7,10 @@ use actix_web::http::header;
 use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, web};
 use atrium_kernel::{Error, Id};
 use atrium_miniprogram::{
-    AuditStatusParams, AuditSubmit, AuditTaskListParams, AuditTaskView, AuthorizationCallback, AuthorizationView, EventError, EventRequest,
-    EventUrl, ExperienceQrParams, PackageUpload, PublishRequest, ReleaseTaskView, RollbackRequest, TemplateUpload, UploadTaskListParams,
-    UploadTaskView, Version, VersionDescription, VersionsView,
+    AuditQuota, AuditStatusParams, AuditSubmit, AuditTaskListParams, AuditTaskRef, AuditTaskView, AuthorizationCallback, AuthorizationView,
+    DomainsInput, DomainsView, EventError, EventRequest, EventUrl, ExperienceQrParams, PackageUpload, PreflightView, PrivacyInput,
+    PrivacyView, PublishRequest, ReleaseTaskView, RollbackRequest, TemplateUpload, UploadTaskListParams, UploadTaskView, Version,
+    VersionDescription, VersionsView,
 };
 use futures_util::StreamExt;
 use serde::Deserialize;
@@ -49,6 +50,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/miniprogram/audit/submit").route(web::post().to(submit_audit)))
         .service(web::resource("/miniprogram/audit/status").route(web::get().to(audit_status)))
         .service(web::resource("/miniprogram/audit-tasks").route(web::get().to(audit_tasks)))
+        .service(web::resource("/miniprogram/audit/quota").route(web::get().to(audit_quota)))
+        .service(web::resource("/miniprogram/audit/speedup").route(web::post().to(speedup_audit)))
+        .service(web::resource("/miniprogram/audit/undo").route(web::post().to(undo_audit)))
+        .service(web::resource("/miniprogram/domains").route(web::get().to(domains)).route(web::put().to(put_domains)))
+        .service(web::resource("/miniprogram/privacy").route(web::get().to(privacy)).route(web::put().to(put_privacy)))
+        .service(web::resource("/miniprogram/preflight").route(web::get().to(preflight)))
         .service(web::resource("/miniprogram/publish").route(web::post().to(publish)))
         .service(web::resource("/miniprogram/rollback").route(web::post().to(rollback)))
         .service(web::resource("/miniprogram/versions").route(web::get().to(versions)))
@@ -133,6 +140,93 @@ pub async fn upload_task(state: web::Data<AppState>, auth: Authorized<Miniprogra
         (status = 429, description = "The platform's audit quota is used up"), (status = 502)))]
 pub async fn submit_audit(state: web::Data<AppState>, auth: Authorized<MiniprogramAudit>, body: JsonBody<AuditSubmit>) -> ApiResult {
     ok(state.releases.submit_audit(&auth.actor, body.value).await?)
+}
+
+/// `?tenant_id=`, optional: whose mini-program's token asks the platform.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaParams {
+    /// Whose mini-program asks (a tenant caller's own); without it, any authorised
+    /// mini-program in the caller's scope. The quota is the platform's either way.
+    #[param(value_type = Option<i64>, minimum = 1)]
+    pub tenant_id: Option<Id>,
+}
+
+/// The third-party platform's audit quota, asked now (`queryquota`): shared by every
+/// mini-program, one unit spent by each submitted audit, rejected or withdrawn ones too.
+#[utoipa::path(get, path = "/api/v1/miniprogram/audit/quota", tag = "miniprogram", params(QuotaParams),
+    security(("bearer" = ["miniprogram:read"])),
+    responses((status = 200, body = AuditQuota), (status = 409, description = "No mini-program in the caller's scope is authorised"),
+        (status = 502)))]
+pub async fn audit_quota(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<QuotaParams>) -> ApiResult {
+    ok(state.release_preflight.audit_quota(&auth.actor, q.into_inner().tenant_id).await?)
+}
+
+/// Ask the reviewers to hurry a running audit (`speedupaudit`; spends one of the platform's
+/// speed-ups).
+#[utoipa::path(post, path = "/api/v1/miniprogram/audit/speedup", tag = "miniprogram", request_body = AuditTaskRef,
+    security(("bearer" = ["miniprogram:publish"])),
+    responses((status = 200, body = AuditTaskView), (status = 404), (status = 409, description = "The audit is decided"),
+        (status = 429, description = "No speed-up is left"), (status = 502)))]
+pub async fn speedup_audit(state: web::Data<AppState>, auth: Authorized<MiniprogramPublish>, body: JsonBody<AuditTaskRef>) -> ApiResult {
+    ok(state.releases.speedup_audit(&auth.actor, body.value).await?)
+}
+
+/// Withdraw a running audit (`undocodeaudit`): the task becomes `withdrawn`. The platform
+/// does not give the audit's quota unit back.
+#[utoipa::path(post, path = "/api/v1/miniprogram/audit/undo", tag = "miniprogram", request_body = AuditTaskRef,
+    security(("bearer" = ["miniprogram:publish"])),
+    responses((status = 200, body = AuditTaskView), (status = 404), (status = 409, description = "The audit is decided"),
+        (status = 429, description = "The platform's quota of withdrawals is used up"), (status = 502)))]
+pub async fn undo_audit(state: web::Data<AppState>, auth: Authorized<MiniprogramPublish>, body: JsonBody<AuditTaskRef>) -> ApiResult {
+    ok(state.releases.undo_audit(&auth.actor, body.value).await?)
+}
+
+/// The mini-program's server and web-view domains, as the platform has them.
+#[utoipa::path(get, path = "/api/v1/miniprogram/domains", tag = "miniprogram", params(TenantParams),
+    security(("bearer" = ["miniprogram:read"])),
+    responses((status = 200, body = DomainsView), (status = 404), (status = 409, description = "The mini-program is not authorised"), (status = 502)))]
+pub async fn domains(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<TenantParams>) -> ApiResult {
+    ok(state.release_preflight.domains(&auth.actor, q.into_inner().tenant_id).await?)
+}
+
+/// Replace the mini-program's server and web-view domains (`modify_domain`,
+/// `setwebviewdomain`), which a third-party release does not carry over. Every entry is an
+/// `https://` host name (`wss://` too for sockets): no IP address, port or path; 400 names
+/// each bad one.
+#[utoipa::path(put, path = "/api/v1/miniprogram/domains", tag = "miniprogram", request_body = DomainsInput,
+    security(("bearer" = ["miniprogram:publish"])),
+    responses((status = 200, body = DomainsView), (status = 404), (status = 409, description = "The mini-program is not authorised"), (status = 502)))]
+pub async fn put_domains(state: web::Data<AppState>, auth: Authorized<MiniprogramPublish>, body: JsonBody<DomainsInput>) -> ApiResult {
+    ok(state.release_preflight.set_domains(&auth.actor, body.value).await?)
+}
+
+/// The mini-program's privacy settings, as the platform has them.
+#[utoipa::path(get, path = "/api/v1/miniprogram/privacy", tag = "miniprogram", params(TenantParams),
+    security(("bearer" = ["miniprogram:read"])),
+    responses((status = 200, body = PrivacyView), (status = 404), (status = 409, description = "The mini-program is not authorised"), (status = 502)))]
+pub async fn privacy(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<TenantParams>) -> ApiResult {
+    ok(state.release_preflight.privacy(&auth.actor, q.into_inner().tenant_id).await?)
+}
+
+/// Replace the mini-program's privacy settings (`setprivacysetting`, version 2), which the
+/// platform requires before an audit.
+#[utoipa::path(put, path = "/api/v1/miniprogram/privacy", tag = "miniprogram", request_body = PrivacyInput,
+    security(("bearer" = ["miniprogram:publish"])),
+    responses((status = 200, body = PrivacyView), (status = 404), (status = 409, description = "The mini-program is not authorised"), (status = 502)))]
+pub async fn put_privacy(state: web::Data<AppState>, auth: Authorized<MiniprogramPublish>, body: JsonBody<PrivacyInput>) -> ApiResult {
+    ok(state.release_preflight.set_privacy(&auth.actor, body.value).await?)
+}
+
+/// Whether the mini-program is ready for a release: authorised, code management granted,
+/// server domains set, privacy settings set, a category set, audit quota left. A failing check
+/// is 200 with `ok: false`, the check saying why.
+#[utoipa::path(get, path = "/api/v1/miniprogram/preflight", tag = "miniprogram", params(TenantParams),
+    security(("bearer" = ["miniprogram:read"])),
+    responses((status = 200, body = PreflightView), (status = 404)))]
+pub async fn preflight(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<TenantParams>) -> ApiResult {
+    ok(state.release_preflight.preflight(&auth.actor, q.into_inner().tenant_id).await?)
 }
 
 /// Ask the platform for an audit's state (the tenant's latest without `audit_task_id`), save

@@ -51,6 +51,23 @@ impl AuthorizationService {
         self.repo.tenant(actor.party, id).await?.ok_or_else(|| Error::no_such("tenant_id", "no such tenant"))
     }
 
+    /// Up to `limit` authorised mini-programs in the caller's scope (of partner `partner_id`
+    /// too, when given), by tenant id after `after_tenant_id`.
+    pub async fn authorized_in_scope(
+        &self,
+        actor: &Actor,
+        partner_id: Option<Id>,
+        after_tenant_id: Id,
+        limit: u32,
+    ) -> Result<Vec<Authorization>> {
+        self.repo.authorized_in_scope(actor.party, partner_id, after_tenant_id, limit).await
+    }
+
+    /// What a call with authorisation `a` needs (see [`AuthorizationService::access`]).
+    pub async fn access_of(&self, a: Authorization) -> Result<AuthorizerAccess> {
+        Ok(AuthorizerAccess { verify_ticket: self.ticket().await?, authorizer_appid: a.authorizer_appid, refresh_token: a.refresh_token })
+    }
+
     /// A failed platform call for the tenant as a domain error (see
     /// [`release_platform_error`]); a revoked authorisation (61003) is recorded first.
     pub async fn failed(&self, tenant_id: Id, e: PlatformError) -> Error {

@@ -236,6 +236,11 @@ impl PipelineService {
         Ok(self.tasks.upload_task(actor.party, id).await?.ok_or(Error::NotFound("upload task"))?.into())
     }
 
+    /// One audit task as recorded, without asking the platform.
+    pub async fn audit_task(&self, actor: &Actor, id: Id) -> Result<AuditTaskView> {
+        Ok(self.tasks.audit_task(actor.party, id).await?.ok_or(Error::NotFound("audit task"))?.into())
+    }
+
     /// `GET /miniprogram/upload-tasks`.
     pub async fn list_upload_tasks(&self, actor: &Actor, params: UploadTaskListParams) -> Result<Page<UploadTaskView>> {
         let query = UploadTaskQuery::try_from(params)?;
@@ -535,8 +540,55 @@ impl PipelineService {
         Ok(self.refresh_audit(&task).await?.into())
     }
 
+    /// A running audit task of the caller's scope: 404 naming `audit_task_id` when there is
+    /// none, 409 when it is decided.
+    async fn running_task(&self, actor: &Actor, id: Id) -> Result<AuditTask> {
+        let task = self.tasks.audit_task(actor.party, id).await?.ok_or_else(|| Error::no_such("audit_task_id", "no such audit task"))?;
+        if !task.status.is_running() {
+            return Err(Error::blocked(
+                Reason::State,
+                "audit_task_id",
+                format!("the audit is {}; only a running audit can be sped up or withdrawn", task.status.as_str()),
+            ));
+        }
+        Ok(task)
+    }
+
+    /// `POST /miniprogram/audit/speedup`: asks the reviewers to hurry a running audit
+    /// (`speedupaudit`; spends one of the platform's speed-ups, 429 when none is left).
+    pub async fn speedup_audit(&self, actor: &Actor, input: AuditTaskRef) -> Result<AuditTaskView> {
+        let task = self.running_task(actor, input.audit_task_id).await?;
+        let access = self.authorization.access(task.tenant_id).await?;
+        let r = self.platform.speedup_audit(&access, task.auditid).await;
+        if let Err(e) = logged(task.tenant_id, "speedupaudit", TaskRef::Audit(task.id), r) {
+            return Err(self.authorization.failed(task.tenant_id, e).await);
+        }
+        log::info!("audit task {} of tenant {}: speed-up asked by user {}", task.id, task.tenant_id, actor.user_id);
+        Ok(task.into())
+    }
+
+    /// `POST /miniprogram/audit/undo`: withdraws a running audit (`undocodeaudit`); the task
+    /// becomes `withdrawn`. The platform does not give the audit's quota unit back.
+    pub async fn undo_audit(&self, actor: &Actor, input: AuditTaskRef) -> Result<AuditTaskView> {
+        let task = self.running_task(actor, input.audit_task_id).await?;
+        let access = self.authorization.access(task.tenant_id).await?;
+        let r = self.platform.undo_audit(&access).await;
+        if let Err(e) = logged(task.tenant_id, "undocodeaudit", TaskRef::Audit(task.id), r) {
+            return Err(self.authorization.failed(task.tenant_id, e).await);
+        }
+        let withdrawn = PlatformAudit { status: AuditStatus::Withdrawn, reason: None, screenshots: Vec::new(), at: None };
+        let saved = self.apply_audit_report(task.id, &withdrawn).await?;
+        log::info!("audit task {} of tenant {} withdrawn by user {}", task.id, task.tenant_id, actor.user_id);
+        Ok(saved.into())
+    }
+
     pub(super) fn clock(&self) -> &dyn Clock {
         self.clock.as_ref()
+    }
+
+    /// The third-party platform the pipeline calls.
+    pub fn platform(&self) -> &Arc<dyn MiniProgramPlatform> {
+        &self.platform
     }
 
     /// How code releases behave (package limits, poll interval).

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 mod authorization;
 mod pipeline;
+mod preflight;
 
 const TENANT: Id = 3;
 const OTHER_TENANT: Id = 4;
@@ -163,6 +164,16 @@ fn authorization_repo(s: &Shared) -> MockAuthorizationRepo {
     });
     let st = s.clone();
     r.expect_get_authorization().returning(move |t| Ok(lock(&st).authorization.clone().filter(|a| a.tenant_id == t)));
+    let st = s.clone();
+    r.expect_authorized_in_scope().returning(move |scope, partner, after, limit| {
+        let a = lock(&st).authorization.clone().filter(|a| {
+            a.status == AuthorizationStatus::Authorized
+                && a.tenant_id > after
+                && sees(scope, a.tenant_id)
+                && partner.is_none_or(|p| p == PARTNER && a.tenant_id == TENANT)
+        });
+        Ok(a.into_iter().take(limit as usize).collect())
+    });
     let st = s.clone();
     r.expect_authorization_by_appid().returning(move |appid| Ok(lock(&st).authorization.clone().filter(|a| a.authorizer_appid == appid)));
     let st = s.clone();

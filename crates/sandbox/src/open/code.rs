@@ -5,7 +5,11 @@
 //!
 //! - `commit`: the template must be in the library (85014), `ext_json` a JSON object in a
 //!   string (85013);
-//! - `submit_audit`: nothing committed → 85086; an audit still running → 85009;
+//! - `submit_audit`: nothing committed → 85086; an audit still running → 85009; the
+//!   component's audit quota spent → 85085 (see `settings.rs`); an accepted audit is decided
+//!   by the audit policy when it is not `manual` (`control/audit-policy`);
+//! - `speedupaudit` and `undocodeaudit` (withdrawn: status 3), and the settings calls
+//!   (domains, privacy, categories, quota) are in `settings.rs`;
 //! - `release` and `grayrelease` take the newest audit: none, or already released → 85019;
 //!   not passed → 85020; a gray percentage outside 1–100 → 85081, not above the running
 //!   plan's → 85082;
@@ -19,6 +23,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 
+use super::settings::{self, CategoryView, DomainsView, PlatformQuota, PrivacyView, Settings};
 use super::{CODE_MANAGEMENT_FUNC, OpenState, Reply, err, ok, text};
 
 const KEEP_DRAFTS: usize = 1_000;
@@ -105,15 +110,18 @@ pub(crate) enum AuditState {
     Delayed,
     Passed,
     Rejected,
+    /// Withdrawn by `undocodeaudit`.
+    Withdrawn,
 }
 
 impl AuditState {
-    /// `get_auditstatus`'s code: 0 passed, 1 rejected, 2 auditing, 4 delayed.
+    /// `get_auditstatus`'s code: 0 passed, 1 rejected, 2 auditing, 3 withdrawn, 4 delayed.
     fn code(self) -> i64 {
         match self {
             AuditState::Passed => 0,
             AuditState::Rejected => 1,
             AuditState::Auditing => 2,
+            AuditState::Withdrawn => 3,
             AuditState::Delayed => 4,
         }
     }
@@ -124,10 +132,11 @@ impl AuditState {
             AuditState::Rejected => "rejected",
             AuditState::Auditing => "auditing",
             AuditState::Delayed => "delayed",
+            AuditState::Withdrawn => "withdrawn",
         }
     }
 
-    fn running(self) -> bool {
+    pub(crate) fn running(self) -> bool {
         matches!(self, AuditState::Auditing | AuditState::Delayed)
     }
 }
@@ -203,6 +212,8 @@ pub(crate) struct Authorizer {
     /// False once the admin revoked it.
     pub(crate) authorized: bool,
     pub(crate) code: CodeState,
+    /// Domains, privacy settings, categories.
+    pub(crate) settings: Settings,
 }
 
 impl Authorizer {
@@ -215,6 +226,7 @@ impl Authorizer {
             func_info: Vec::new(),
             authorized: false,
             code: CodeState::default(),
+            settings: Settings::default(),
         }
     }
 }
@@ -233,7 +245,7 @@ pub struct CommittedView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AuditView {
     pub auditid: i64,
-    /// `auditing`, `delayed`, `passed` or `rejected`.
+    /// `auditing`, `delayed`, `passed`, `rejected` or `withdrawn`.
     pub status: String,
     pub reason: Option<String>,
     pub screenshots: Vec<String>,
@@ -277,6 +289,12 @@ pub struct MiniProgramSnapshot {
     pub gray: Option<GrayView>,
     /// Newest first.
     pub history: Vec<VersionView>,
+    /// Server and web-view domains.
+    pub domains: DomainsView,
+    /// The privacy settings, once set.
+    pub privacy: Option<PrivacyView>,
+    /// The service categories.
+    pub categories: Vec<CategoryView>,
 }
 
 fn version_view(v: &Live) -> VersionView {
@@ -321,6 +339,9 @@ impl Authorizer {
                 auditid: g.auditid,
             }),
             history: code.history.iter().map(version_view).collect(),
+            domains: self.settings.domains.clone(),
+            privacy: self.settings.privacy.clone(),
+            categories: self.settings.categories.clone(),
         }
     }
 }
@@ -396,7 +417,7 @@ impl OpenState {
 
     /// Code management of mini-program `appid`, called with its authorizer token.
     pub(super) fn code_call(&mut self, appid: &str, path: &str, query: &HashMap<String, String>, body: &Value) -> Reply {
-        let OpenState { authorizers, library, next_auditid, next_app_version, .. } = self;
+        let OpenState { authorizers, library, next_auditid, next_app_version, quota, policy, scheduled, .. } = self;
         let Some(a) = authorizers.get_mut(appid).filter(|a| a.authorized) else { return err(61003).into() };
         if !a.func_info.contains(&CODE_MANAGEMENT_FUNC) {
             return err(61007).into();
@@ -405,7 +426,21 @@ impl OpenState {
         let code = &mut a.code;
         let answer = match path {
             super::COMMIT_PATH => commit(code, library, body, now),
-            super::SUBMIT_PATH => submit(code, body, now, next_auditid),
+            super::SUBMIT_PATH => {
+                let answer = submit(code, body, now, next_auditid, quota);
+                if let Some(decision) = answer.get("auditid").and_then(Value::as_i64).and_then(|id| policy.decision_for(appid, id)) {
+                    scheduled.push(decision);
+                }
+                answer
+            }
+            super::SPEEDUP_PATH => speedup(code, body, quota),
+            super::UNDO_PATH => undo(code, now),
+            super::QUOTA_PATH => quota.json(),
+            super::MODIFY_DOMAIN_PATH => settings::modify_domain(&mut a.settings.domains, body),
+            super::WEBVIEW_DOMAIN_PATH => settings::webview_domain(&mut a.settings.domains, body),
+            super::GET_PRIVACY_PATH => settings::get_privacy(&a.settings, code.committed.is_some(), body),
+            super::SET_PRIVACY_PATH => settings::set_privacy(&mut a.settings, body),
+            super::CATEGORY_PATH => settings::categories(&a.settings),
             super::AUDIT_STATUS_PATH => audit_status(code, body),
             super::RELEASE_PATH => match code.releasable() {
                 Ok(i) => {
@@ -483,7 +518,7 @@ fn commit(code: &mut CodeState, library: &Library, body: &Value, now: i64) -> Va
     ok(json!({}))
 }
 
-fn submit(code: &mut CodeState, body: &Value, now: i64, next_auditid: &mut i64) -> Value {
+fn submit(code: &mut CodeState, body: &Value, now: i64, next_auditid: &mut i64, quota: &mut PlatformQuota) -> Value {
     let well_formed = opt_text(body, "version_desc").is_ok_and(|d| d.is_none_or(|d| d.chars().count() <= 200))
         && match body.get("item_list") {
             None | Some(Value::Null) => true,
@@ -498,6 +533,10 @@ fn submit(code: &mut CodeState, body: &Value, now: i64, next_auditid: &mut i64) 
         return err(85009);
     }
     let Some(version) = code.committed.clone() else { return err(85086) };
+    if quota.rest <= 0 {
+        return err(85085);
+    }
+    quota.rest -= 1;
     if code.audits.len() >= KEEP_AUDITS {
         code.audits.remove(0);
     }
@@ -514,6 +553,30 @@ fn submit(code: &mut CodeState, body: &Value, now: i64, next_auditid: &mut i64) 
         released: false,
     });
     ok(json!({"auditid": auditid}))
+}
+
+/// `speedupaudit`: the audit must be the mini-program's and running (85021); spends a
+/// speed-up (none left: 87013).
+fn speedup(code: &CodeState, body: &Value, quota: &mut PlatformQuota) -> Value {
+    let Some(auditid) = body.get("auditid").and_then(Value::as_i64) else { return err(47001) };
+    if !code.audits.iter().any(|a| a.auditid == auditid && a.status.running()) {
+        return err(85021);
+    }
+    if quota.speedup_rest <= 0 {
+        return err(87013);
+    }
+    quota.speedup_rest -= 1;
+    ok(json!({}))
+}
+
+/// `undocodeaudit`: withdraws the running audit (none: 85012); the quota unit it spent is
+/// not given back.
+fn undo(code: &mut CodeState, now: i64) -> Value {
+    let Some(audit) = code.audits.iter_mut().rev().find(|a| a.status.running()) else { return err(85012) };
+    audit.status = AuditState::Withdrawn;
+    audit.reason = None;
+    audit.decided_at = Some(now);
+    ok(json!({}))
 }
 
 fn audit_status(code: &CodeState, body: &Value) -> Value {
@@ -819,6 +882,61 @@ mod tests {
         assert_eq!(code(&commit_v(&mut s, "1.0.0")), 61007);
         s.authorizers.get_mut("wx1").unwrap().authorized = false;
         assert_eq!(code(&commit_v(&mut s, "1.0.0")), 61003);
+    }
+
+    #[test]
+    fn each_accepted_audit_spends_the_quota_and_a_withdrawal_gives_nothing_back() {
+        let mut s = state_with("wx1");
+        s.quota = PlatformQuota { rest: 2, limit: 10, speedup_rest: 1, speedup_limit: 3 };
+        assert_eq!(code(&call(&mut s, super::super::SUBMIT_PATH, json!({}))), 85086);
+        assert_eq!(s.quota.rest, 2, "a refused submit spends nothing");
+        commit_v(&mut s, "1.0.0");
+        let first = submit_v(&mut s);
+        assert_eq!(code(&call(&mut s, super::super::SUBMIT_PATH, json!({}))), 85009);
+        let quota = call(&mut s, super::super::QUOTA_PATH, Value::Null);
+        assert_eq!((quota["rest"].as_i64(), quota["limit"].as_i64(), quota["speedup_rest"].as_i64()), (Some(1), Some(10), Some(1)));
+
+        assert_eq!(code(&call(&mut s, super::super::SPEEDUP_PATH, json!({"auditid": 1}))), 85021);
+        assert_eq!(code(&call(&mut s, super::super::SPEEDUP_PATH, json!({}))), 47001);
+        assert_eq!(code(&call(&mut s, super::super::SPEEDUP_PATH, json!({"auditid": first}))), 0);
+        assert_eq!(code(&call(&mut s, super::super::SPEEDUP_PATH, json!({"auditid": first}))), 87013, "no speed-up left");
+        assert_eq!(s.quota.speedup_rest, 0);
+
+        assert_eq!(code(&call(&mut s, super::super::UNDO_PATH, Value::Null)), 0);
+        assert_eq!(call(&mut s, super::super::AUDIT_STATUS_PATH, json!({"auditid": first}))["status"], 3);
+        assert_eq!(code(&call(&mut s, super::super::UNDO_PATH, Value::Null)), 85012, "nothing running");
+        assert_eq!(code(&call(&mut s, super::super::SPEEDUP_PATH, json!({"auditid": first}))), 85021, "withdrawn");
+        assert_eq!(code(&call(&mut s, super::super::RELEASE_PATH, json!({}))), 85020);
+        assert_eq!(s.quota.rest, 1, "the withdrawal gave nothing back");
+
+        let second = submit_v(&mut s);
+        assert!(second > first);
+        assert_eq!(s.quota.rest, 0);
+        decide(&mut s, AuditState::Rejected);
+        assert_eq!(code(&call(&mut s, super::super::SUBMIT_PATH, json!({}))), 85085);
+        assert_eq!((s.quota.rest, s.authorizers["wx1"].code.audits.len()), (0, 2), "refused at 0: nothing spent, no audit");
+        let snap = s.authorizers["wx1"].snapshot();
+        assert_eq!(snap.audits[0].status, "withdrawn");
+    }
+
+    #[test]
+    fn settings_calls_answer_per_mini_program() {
+        let mut s = state_with("wx1");
+        let set = json!({"action": "set", "requestdomain": ["https://api.example.com"]});
+        assert_eq!(code(&call(&mut s, super::super::MODIFY_DOMAIN_PATH, set)), 0);
+        let web = json!({"action": "set", "webviewdomain": ["https://h5.example.com"]});
+        assert_eq!(code(&call(&mut s, super::super::WEBVIEW_DOMAIN_PATH, web)), 0);
+        let privacy = json!({"privacy_ver": 2, "owner_setting": {"contact_phone": "13800000000", "notice_method": "弹窗"}});
+        assert_eq!(code(&call(&mut s, super::super::SET_PRIVACY_PATH, privacy)), 0);
+        let got = call(&mut s, super::super::GET_PRIVACY_PATH, json!({"privacy_ver": 2}));
+        assert_eq!((got["owner_setting"]["contact_phone"].as_str(), got["code_exist"].as_i64()), (Some("13800000000"), Some(0)));
+        assert_eq!(call(&mut s, super::super::CATEGORY_PATH, Value::Null)["category_list"][0]["second_class"], "效率");
+        let snap = s.authorizers["wx1"].snapshot();
+        assert_eq!((snap.domains.requestdomain.len(), snap.domains.webviewdomain.len()), (1, 1));
+        assert_eq!(snap.privacy.map(|p| p.owner_setting.notice_method).as_deref(), Some("弹窗"));
+        assert_eq!(snap.categories.len(), 1);
+        s.authorizers.get_mut("wx1").unwrap().func_info = vec![17];
+        assert_eq!(code(&call(&mut s, super::super::CATEGORY_PATH, Value::Null)), 61007);
     }
 
     #[test]

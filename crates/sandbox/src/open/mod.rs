@@ -1,23 +1,29 @@
 //! The third-party platform (component) on the same wire: the component token from a verify
 //! ticket the sandbox pushed, pre-auth codes and the authorisation page, authorisation codes
 //! and authorizer tokens, the template library, code management per mini-program (commit,
-//! audit, release, gray release, rollback, versions, the experience QR code), the upload
-//! endpoint standing in for `miniprogram-ci`, and encrypted pushes to Atrium's event URLs.
-//! What the platform's people do (an admin scanning the page, the reviewers deciding an
-//! audit) is played by control calls.
+//! audit, release, gray release, rollback, versions, the experience QR code), each
+//! mini-program's settings (domains, privacy settings, categories) and the component's audit
+//! quota, the upload endpoint standing in for `miniprogram-ci`, and encrypted pushes to
+//! Atrium's event URLs. What the platform's people do (an admin scanning the page, the
+//! reviewers deciding an audit) is played by control calls, or by the audit policy.
 
 mod code;
 mod control;
 mod crypt;
 mod push;
+mod settings;
 mod upload;
 
 pub use code::{AuditView, CommittedView, GrayView, MiniProgramSnapshot, VersionView};
-pub use control::{AuditDecision, AuditReport, AuditResult, AuthorizeReport, AuthorizeRequest, UnauthorizeReport};
+pub use control::{
+    AuditDecision, AuditPolicy, AuditReport, AuditResult, AuthorizeManyReport, AuthorizeReport, AuthorizeRequest, AuthorizedTenant,
+    FailedTenant, MAX_AUTHORIZE_MANY, PolicyResult, UnauthorizeReport, tenant_appid,
+};
 pub(crate) use control::{
     control_audit, control_authorize, control_ci_uploads, control_events, control_miniprogram, control_unauthorize, control_verify_ticket,
 };
 pub use push::{ComponentPush, PushAttempt};
+pub use settings::{CategoryView, DomainsView, PlatformQuota, PrivacyItemView, PrivacyOwnerView, PrivacyView, QuotaRequest};
 pub(crate) use upload::ci_upload;
 pub use upload::{CiUpload, SandboxUploader};
 
@@ -74,6 +80,14 @@ pub(crate) const REVERT_PATH: &str = "/wxa/revertcoderelease";
 pub(crate) const VERSION_INFO_PATH: &str = "/wxa/getversioninfo";
 pub(crate) const QRCODE_PATH: &str = "/wxa/get_qrcode";
 pub(crate) const CI_UPLOAD_PATH: &str = "/ci/upload";
+pub(crate) const MODIFY_DOMAIN_PATH: &str = "/wxa/modify_domain";
+pub(crate) const WEBVIEW_DOMAIN_PATH: &str = "/wxa/setwebviewdomain";
+pub(crate) const GET_PRIVACY_PATH: &str = "/cgi-bin/component/getprivacysetting";
+pub(crate) const SET_PRIVACY_PATH: &str = "/cgi-bin/component/setprivacysetting";
+pub(crate) const CATEGORY_PATH: &str = "/wxa/get_category";
+pub(crate) const QUOTA_PATH: &str = "/wxa/queryquota";
+pub(crate) const SPEEDUP_PATH: &str = "/wxa/speedupaudit";
+pub(crate) const UNDO_PATH: &str = "/wxa/undocodeaudit";
 
 /// Every platform path of the component and the method it takes.
 const ENDPOINTS: [(&str, &str); 18] = [
@@ -96,6 +110,23 @@ const ENDPOINTS: [(&str, &str); 18] = [
     (VERSION_INFO_PATH, "POST"),
     (QRCODE_PATH, "GET"),
 ];
+
+/// The settings and quota calls of a mini-program and the method each takes. They are not in
+/// `INJECTABLE_PATHS` (yet), so `control/fail` does not take them.
+const SETTINGS_ENDPOINTS: [(&str, &str); 8] = [
+    (MODIFY_DOMAIN_PATH, "POST"),
+    (WEBVIEW_DOMAIN_PATH, "POST"),
+    (GET_PRIVACY_PATH, "POST"),
+    (SET_PRIVACY_PATH, "POST"),
+    (CATEGORY_PATH, "GET"),
+    (QUOTA_PATH, "GET"),
+    (SPEEDUP_PATH, "POST"),
+    (UNDO_PATH, "GET"),
+];
+
+/// Paths under `/cgi-bin/component/` that belong to a mini-program: they take its authorizer
+/// token as `access_token`, not the component token.
+const AUTHORIZER_COMPONENT_PATHS: [&str; 2] = [GET_PRIVACY_PATH, SET_PRIVACY_PATH];
 
 /// Lifetime of component and authorizer tokens, as on the platform.
 const TOKEN_EXPIRES_IN: u64 = 7200;
@@ -137,17 +168,22 @@ pub(crate) fn errmsg(code: i64) -> &'static str {
         85012 => "invalid audit id",
         85013 => "invalid ext_json",
         85014 => "template_id not exist",
+        85016 => "domain count exceeds the limit",
+        85017 => "no domain to modify or invalid domain",
         85019 => "no audit version to release",
         85020 => "audit status does not allow release",
+        85021 => "audit status does not allow it",
         85044 => "code package exceeds the size limit",
         85064 => "draft not found",
         85065 => "template library is full",
         85079 => "miniprogram has no online release",
         85081 => "invalid gray percentage",
         85082 => "gray percentage must be higher than the current one",
+        85085 => "submit audit reach limit",
         85086 => "must commit code first",
         87011 => "current version is in gray release, can not revert",
         87012 => "no version to revert to",
+        87013 => "quota used up",
         _ => "injected error",
     }
 }
@@ -354,6 +390,12 @@ pub(crate) struct OpenState {
     pub(crate) pushes: push::PushState,
     uploads: VecDeque<CiUpload>,
     resolver: Option<TenantLinkResolver>,
+    /// The component's audit quota, shared by its mini-programs.
+    quota: settings::PlatformQuota,
+    /// How new audits are decided.
+    policy: control::AuditPolicy,
+    /// Decisions the policy made under the lock, to be scheduled once it is released.
+    scheduled: Vec<control::ScheduledDecision>,
 }
 
 impl Default for OpenState {
@@ -372,6 +414,9 @@ impl Default for OpenState {
             pushes: push::PushState::default(),
             uploads: VecDeque::new(),
             resolver: None,
+            quota: settings::PlatformQuota::default(),
+            policy: control::AuditPolicy::default(),
+            scheduled: Vec::new(),
         }
     }
 }
@@ -423,7 +468,9 @@ fn parse_body(body: &[u8]) -> Result<Value, i64> {
 impl OpenState {
     /// One platform call of the component (`path` relative to the API base).
     fn call(&mut self, path: &str, method: &str, query: &HashMap<String, String>, raw: &[u8]) -> Reply {
-        let Some((_, wanted)) = ENDPOINTS.iter().find(|(p, _)| *p == path) else { return err(40066).into() };
+        let Some((_, wanted)) = ENDPOINTS.iter().chain(SETTINGS_ENDPOINTS.iter()).find(|(p, _)| *p == path) else {
+            return err(40066).into();
+        };
         if !method.eq_ignore_ascii_case(wanted) {
             return err(if *wanted == "GET" { 43001 } else { 43002 }).into();
         }
@@ -439,7 +486,7 @@ impl OpenState {
         if path == COMPONENT_TOKEN_PATH {
             return self.component_token(&body, now).into();
         }
-        if path.starts_with("/cgi-bin/component/") {
+        if path.starts_with("/cgi-bin/component/") && !AUTHORIZER_COMPONENT_PATHS.contains(&path) {
             if let Err(code) = self.component_tokens.check(query.get("component_access_token"), now) {
                 return err(code).into();
             }
@@ -677,13 +724,20 @@ impl Sandbox {
     }
 
     /// A component call (`path` relative to `{prefix}/api`), as the HTTP entry makes it.
+    /// Decisions the audit policy made during the call are scheduled once the lock is
+    /// released.
     pub(crate) fn open_call(&self, path: &str, method: &str, query: &str, body: &[u8]) -> Reply {
         let query: HashMap<String, String> = url::form_urlencoded::parse(query.as_bytes()).into_owned().collect();
-        let mut state = self.lock();
-        if let Some(code) = state.mp.injected(path) {
-            return err(code).into();
-        }
-        state.open.call(path, method, &query, body)
+        let (reply, due) = {
+            let mut state = self.lock();
+            if let Some(code) = state.mp.injected(path) {
+                return err(code).into();
+            }
+            let reply = state.open.call(path, method, &query, body);
+            (reply, std::mem::take(&mut state.open.scheduled))
+        };
+        self.schedule_decisions(due);
+        reply
     }
 }
 

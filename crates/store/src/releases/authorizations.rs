@@ -125,6 +125,41 @@ impl AuthorizationRepo for ReleaseStore {
             .await
     }
 
+    async fn authorized_in_scope(
+        &self,
+        scope: Party,
+        partner_id: Option<Id>,
+        after_tenant_id: Id,
+        limit: u32,
+    ) -> Result<Vec<Authorization>> {
+        let cipher = self.cipher.clone();
+        self.db
+            .run(move |conn| {
+                use crate::schema::tenants;
+                let mut q = mp_authorizations::table
+                    .inner_join(tenants::table.on(tenants::id.eq(mp_authorizations::tenant_id)))
+                    .filter(mp_authorizations::status.eq(AuthorizationStatus::Authorized.as_str()))
+                    .filter(mp_authorizations::tenant_id.gt(after_tenant_id))
+                    .into_boxed();
+                match scope {
+                    Party::Platform => {}
+                    Party::Partner { partner_id } => q = q.filter(tenants::partner_id.eq(partner_id)),
+                    Party::Tenant { tenant_id, .. } => q = q.filter(tenants::id.eq(tenant_id)),
+                }
+                if let Some(p) = partner_id {
+                    q = q.filter(tenants::partner_id.eq(p));
+                }
+                let rows: Vec<AuthorizationRow> = q
+                    .order(mp_authorizations::tenant_id)
+                    .limit(i64::from(limit))
+                    .select(AuthorizationRow::as_select())
+                    .load(conn)
+                    .map_err(db_error)?;
+                rows.into_iter().map(|r| authorization_from_row(r, &cipher)).collect()
+            })
+            .await
+    }
+
     async fn authorization_by_appid(&self, authorizer_appid: String) -> Result<Option<Authorization>> {
         let cipher = self.cipher.clone();
         self.db

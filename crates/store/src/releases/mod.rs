@@ -3,8 +3,9 @@
 //! authorisations with their refresh tokens encrypted, authorisation attempts, the verify ticket
 //! encrypted, pushed events already processed) and
 //! [`ReleaseTaskRepo`](atrium_miniprogram::ReleaseTaskRepo) (`tasks`: upload, audit and release
-//! tasks) on [`ReleaseStore`]; and [`PackageStore`](atrium_miniprogram::PackageStore)
-//! (`packages`) on [`PackageDir`], which keeps each package as a file in one directory.
+//! tasks) on [`ReleaseStore`]; and [`PackageStore`](atrium_miniprogram::PackageStore) on
+//! [`PackageDir`] (`packages`), which keeps each package as a file in one directory, and on
+//! [`PackageDb`] (`package_db`), which keeps its content in the database.
 //!
 //! The rules the ports state are kept by the database, so they hold across instances: the app
 //! id is unique across tenants, a version once per tenant, and a partial unique index lets a
@@ -19,9 +20,13 @@ use atrium_kernel::{Error, Result};
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 
 mod authorizations;
+mod campaigns;
+mod package_db;
 mod packages;
 mod tasks;
 
+pub use campaigns::CampaignStore;
+pub use package_db::PackageDb;
 pub use packages::PackageDir;
 
 /// The code-release repositories over the database; implements `AuthorizationRepo` and

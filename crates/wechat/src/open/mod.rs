@@ -9,9 +9,10 @@
 //!   exactly once.
 //! - Time-outs, failed connections, HTTP 5xx and errcode -1 (busy) are retried a bounded
 //!   number of times with a short back-off, but only for calls that are safe to repeat (reads,
-//!   token fetches, commits); a call that acts (submit, release, revert, add to the library) is
-//!   retried only when the connection failed before anything was sent. Any other errcode is
-//!   returned as the platform's refusal.
+//!   token fetches, commits, setting the domains or the privacy settings, which replace them
+//!   whole); a call that acts (submit, speed-up, withdrawal, release, revert, add to the
+//!   library) is retried only when the connection failed before anything was sent. Any other
+//!   errcode is returned as the platform's refusal.
 //! - Pushes are verified and decrypted by [`crypt`] and read by [`events`].
 //!
 //! Tokens, the component secret, the EncodingAESKey and refresh tokens never appear in an
@@ -26,9 +27,9 @@ use crate::CallRecorder;
 use crate::token::{error_chain, redact, refresh_after};
 use async_trait::async_trait;
 use atrium_miniprogram::{
-    AuditStatus, AuditSubmission, AuthorizationGrant, AuthorizerAccess, AuthorizerProfile, CodeCommit, EventError, EventRequest, EventUrl,
-    GrayPlan, MiniProgramPlatform, PlatformAudit, PlatformError, PlatformEvent, PlatformResult, PreAuthCode, Secret, Template,
-    TemplateDraft, VersionInfo, VersionRecord,
+    AuditQuota, AuditStatus, AuditSubmission, AuthorizationGrant, AuthorizerAccess, AuthorizerProfile, Category, CodeCommit, EventError,
+    EventRequest, EventUrl, GrayPlan, MiniProgramPlatform, PlatformAudit, PlatformError, PlatformEvent, PlatformResult, PreAuthCode,
+    PrivacyItem, PrivacyOwner, PrivacySettings, Secret, ServerDomains, Template, TemplateDraft, VersionInfo, VersionRecord,
 };
 use crypt::MessageCrypt;
 use reqwest::Method;
@@ -355,6 +356,110 @@ struct ExpInfo {
     exp_version: String,
     #[serde(default)]
     exp_desc: String,
+}
+
+/// `modify_domain` with `action: "get"`. A list the platform leaves out or sends as `null` is
+/// empty.
+#[derive(Deserialize)]
+struct ServerDomainAnswer {
+    #[serde(default)]
+    requestdomain: Option<Vec<String>>,
+    #[serde(default)]
+    wsrequestdomain: Option<Vec<String>>,
+    #[serde(default)]
+    uploaddomain: Option<Vec<String>>,
+    #[serde(default)]
+    downloaddomain: Option<Vec<String>>,
+}
+
+/// `setwebviewdomain` with `action: "get"`.
+#[derive(Deserialize)]
+struct WebviewDomainAnswer {
+    #[serde(default)]
+    webviewdomain: Option<Vec<String>>,
+}
+
+/// `getprivacysetting`: besides these, the answer carries `privacy_list`, `update_time`,
+/// `privacy_desc`, `code_exist`, `sdk_privacy_info_list`…, which are not read.
+#[derive(Deserialize)]
+struct PrivacyAnswer {
+    #[serde(default)]
+    owner_setting: Option<OwnerSetting>,
+    #[serde(default)]
+    setting_list: Option<Vec<PrivacyEntry>>,
+}
+
+/// The platform writes an unset contact as an empty string.
+#[derive(Deserialize, Default)]
+struct OwnerSetting {
+    #[serde(default)]
+    contact_email: Option<String>,
+    #[serde(default)]
+    contact_phone: Option<String>,
+    #[serde(default)]
+    contact_weixin: Option<String>,
+    #[serde(default)]
+    contact_qq: Option<String>,
+    #[serde(default)]
+    notice_method: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct PrivacyEntry {
+    privacy_key: String,
+    #[serde(default)]
+    privacy_text: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct CategoryAnswer {
+    #[serde(default)]
+    category_list: Option<Vec<CategoryItem>>,
+}
+
+/// One category; a third level (`third_class`, `third_id`), when present, is not read.
+#[derive(Deserialize)]
+struct CategoryItem {
+    first_id: i64,
+    #[serde(default)]
+    first_class: String,
+    second_id: i64,
+    #[serde(default)]
+    second_class: String,
+}
+
+#[derive(Deserialize)]
+struct QuotaAnswer {
+    rest: i64,
+    limit: i64,
+    #[serde(default)]
+    speedup_rest: i64,
+    #[serde(default)]
+    speedup_limit: i64,
+}
+
+/// A text the platform may send empty for "not set".
+fn non_empty(value: Option<String>) -> Option<String> {
+    value.filter(|v| !v.trim().is_empty())
+}
+
+/// The body of `setprivacysetting`: unset (or empty) contacts are left out.
+fn privacy_body(settings: &PrivacySettings) -> Value {
+    let owner = &settings.owner_setting;
+    let mut owner_setting = json!({"notice_method": owner.notice_method});
+    for (key, value) in [
+        ("contact_email", &owner.contact_email),
+        ("contact_phone", &owner.contact_phone),
+        ("contact_weixin", &owner.contact_weixin),
+        ("contact_qq", &owner.contact_qq),
+    ] {
+        if let Some(v) = value.as_deref().filter(|v| !v.trim().is_empty()) {
+            owner_setting[key] = json!(v);
+        }
+    }
+    let setting_list: Vec<Value> =
+        settings.setting_list.iter().map(|i| json!({"privacy_key": i.privacy_key, "privacy_text": i.privacy_text})).collect();
+    json!({"privacy_ver": 2, "owner_setting": owner_setting, "setting_list": setting_list})
 }
 
 /// The screenshot list of an audit answer: media ids joined by `|`.
@@ -798,6 +903,90 @@ impl MiniProgramPlatform for WechatOpen {
         }
     }
 
+    async fn domains(&self, access: &AuthorizerAccess) -> PlatformResult<ServerDomains> {
+        let server: ServerDomainAnswer =
+            parse(self.authorizer_json(access, Call::post("/wxa/modify_domain", json!({"action": "get"}))).await?, "domain list")?;
+        let webview: WebviewDomainAnswer = parse(
+            self.authorizer_json(access, Call::post("/wxa/setwebviewdomain", json!({"action": "get"}))).await?,
+            "web-view domain list",
+        )?;
+        Ok(ServerDomains {
+            requestdomain: server.requestdomain.unwrap_or_default(),
+            wsrequestdomain: server.wsrequestdomain.unwrap_or_default(),
+            uploaddomain: server.uploaddomain.unwrap_or_default(),
+            downloaddomain: server.downloaddomain.unwrap_or_default(),
+            webviewdomain: webview.webviewdomain.unwrap_or_default(),
+        })
+    }
+
+    async fn set_domains(&self, access: &AuthorizerAccess, domains: &ServerDomains) -> PlatformResult<()> {
+        // Both calls replace a whole list, so sending one again is harmless.
+        let server = json!({
+            "action": "set",
+            "requestdomain": domains.requestdomain,
+            "wsrequestdomain": domains.wsrequestdomain,
+            "uploaddomain": domains.uploaddomain,
+            "downloaddomain": domains.downloaddomain,
+        });
+        self.authorizer_json(access, Call::post("/wxa/modify_domain", server)).await?;
+        let webview = json!({"action": "set", "webviewdomain": domains.webviewdomain});
+        self.authorizer_json(access, Call::post("/wxa/setwebviewdomain", webview)).await.map(|_| ())
+    }
+
+    async fn privacy(&self, access: &AuthorizerAccess) -> PlatformResult<PrivacySettings> {
+        // A mini-program's call despite its path: it takes the authorizer token.
+        let call = Call::post("/cgi-bin/component/getprivacysetting", json!({"privacy_ver": 2}));
+        let answer: PrivacyAnswer = parse(self.authorizer_json(access, call).await?, "privacy settings")?;
+        let owner = answer.owner_setting.unwrap_or_default();
+        Ok(PrivacySettings {
+            owner_setting: PrivacyOwner {
+                contact_email: non_empty(owner.contact_email),
+                contact_phone: non_empty(owner.contact_phone),
+                contact_weixin: non_empty(owner.contact_weixin),
+                contact_qq: non_empty(owner.contact_qq),
+                notice_method: owner.notice_method.unwrap_or_default(),
+            },
+            setting_list: answer
+                .setting_list
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|i| !i.privacy_key.is_empty())
+                .map(|i| PrivacyItem { privacy_key: i.privacy_key, privacy_text: i.privacy_text.unwrap_or_default() })
+                .collect(),
+        })
+    }
+
+    async fn set_privacy(&self, access: &AuthorizerAccess, settings: &PrivacySettings) -> PlatformResult<()> {
+        let call = Call::post("/cgi-bin/component/setprivacysetting", privacy_body(settings));
+        self.authorizer_json(access, call).await.map(|_| ())
+    }
+
+    async fn categories(&self, access: &AuthorizerAccess) -> PlatformResult<Vec<Category>> {
+        let answer: CategoryAnswer = parse(self.authorizer_json(access, Call::get("/wxa/get_category")).await?, "category list")?;
+        Ok(answer
+            .category_list
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| Category { first_id: c.first_id, first_class: c.first_class, second_id: c.second_id, second_class: c.second_class })
+            .collect())
+    }
+
+    async fn audit_quota(&self, access: &AuthorizerAccess) -> PlatformResult<AuditQuota> {
+        let answer: QuotaAnswer = parse(self.authorizer_json(access, Call::get("/wxa/queryquota")).await?, "audit quota")?;
+        Ok(AuditQuota { rest: answer.rest, limit: answer.limit, speedup_rest: answer.speedup_rest, speedup_limit: answer.speedup_limit })
+    }
+
+    async fn speedup_audit(&self, access: &AuthorizerAccess, auditid: i64) -> PlatformResult<()> {
+        // Spends a speed-up: not sent again once it may have arrived.
+        let call = Call::post("/wxa/speedupaudit", json!({"auditid": auditid})).acting();
+        self.authorizer_json(access, call).await.map(|_| ())
+    }
+
+    async fn undo_audit(&self, access: &AuthorizerAccess) -> PlatformResult<()> {
+        // Spends one of the few withdrawals allowed (87013 when none is left).
+        self.authorizer_json(access, Call::get("/wxa/undocodeaudit").acting()).await.map(|_| ())
+    }
+
     fn open_event(&self, url: EventUrl, request: &EventRequest) -> Result<PlatformEvent, EventError> {
         events::open_event(&self.crypt, url, request)
     }
@@ -857,6 +1046,29 @@ mod tests {
     fn a_bad_encoding_aes_key_is_refused_at_construction() {
         let config = WechatOpenConfig::new("a", "b", "wx_c", "s", "t", "too-short");
         assert!(WechatOpen::new(config).is_err());
+    }
+
+    #[test]
+    fn privacy_settings_leave_unset_contacts_out() {
+        let settings = PrivacySettings {
+            owner_setting: PrivacyOwner {
+                contact_email: Some("dpo@example.com".into()),
+                contact_phone: Some(" ".into()),
+                contact_weixin: None,
+                contact_qq: None,
+                notice_method: "弹窗".into(),
+            },
+            setting_list: vec![PrivacyItem { privacy_key: "UserInfo".into(), privacy_text: "登录".into() }],
+        };
+        assert_eq!(
+            privacy_body(&settings),
+            json!({
+                "privacy_ver": 2,
+                "owner_setting": {"contact_email": "dpo@example.com", "notice_method": "弹窗"},
+                "setting_list": [{"privacy_key": "UserInfo", "privacy_text": "登录"}],
+            })
+        );
+        assert_eq!(non_empty(Some(String::new())), None);
     }
 
     #[test]

@@ -273,6 +273,27 @@ store_test!(an_authorization_round_trips_with_its_refresh_token_encrypted_at_res
     assert_eq!(audits, vec![("authorize".to_owned(), Some(f.tenant), Some(f.partner))]);
 });
 
+store_test!(authorised_mini_programs_are_listed_in_scope_by_tenant_a_page_at_a_time, |db| {
+    let f = fixture(&db).await;
+    for (tenant, appid) in [(f.tenant, "wxa1"), (f.sibling, "wxa2"), (f.other, "wxa3")] {
+        f.repo.save_authorization(authorization(tenant, appid), authorization_audit(tenant, "authorize")).await.unwrap();
+    }
+    let revoked = Authorization { status: AuthorizationStatus::Revoked, revoked_at: Some(t0()), ..authorization(f.sibling, "wxa2") };
+    f.repo.save_authorization(revoked, authorization_audit(f.sibling, "revoke")).await.unwrap();
+    let tenants = |list: Vec<Authorization>| list.into_iter().map(|a| a.tenant_id).collect::<Vec<_>>();
+
+    assert_eq!(tenants(f.repo.authorized_in_scope(Party::Platform, None, 0, 10).await.unwrap()), [f.tenant, f.other]);
+    assert_eq!(tenants(f.repo.authorized_in_scope(Party::Platform, None, 0, 1).await.unwrap()), [f.tenant]);
+    assert_eq!(tenants(f.repo.authorized_in_scope(Party::Platform, None, f.tenant, 10).await.unwrap()), [f.other]);
+    assert_eq!(tenants(f.repo.authorized_in_scope(Party::Platform, Some(f.other_partner), 0, 10).await.unwrap()), [f.other]);
+    let partner = Party::Partner { partner_id: f.partner };
+    assert_eq!(tenants(f.repo.authorized_in_scope(partner, None, 0, 10).await.unwrap()), [f.tenant]);
+    assert_eq!(tenants(f.repo.authorized_in_scope(partner, Some(f.other_partner), 0, 10).await.unwrap()), Vec::<i64>::new());
+    let tenant = Party::Tenant { tenant_id: f.other, partner_id: Some(f.other_partner) };
+    let mine = f.repo.authorized_in_scope(tenant, None, 0, 10).await.unwrap();
+    assert_eq!(mine, vec![authorization(f.other, "wxa3")], "the refresh token is decrypted");
+});
+
 store_test!(a_second_save_replaces_the_tenants_authorization_and_may_change_its_app, |db| {
     let f = fixture(&db).await;
     f.repo.save_authorization(authorization(f.tenant, "wxa1"), authorization_audit(f.tenant, "authorize")).await.unwrap();

@@ -12,14 +12,14 @@ use std::io::Write;
 use std::time::Duration;
 
 /// The tenant's mini-program.
-const APPID: &str = "wx_e2e_shop_one";
+pub(super) const APPID: &str = "wx_e2e_shop_one";
 /// Another tenant's mini-program.
-const OTHER_APPID: &str = "wx_e2e_shop_two";
+pub(super) const OTHER_APPID: &str = "wx_e2e_shop_two";
 const AUDIT_POLL_JOB: &str = "miniprogram.audit_poll";
 
 // ---- The tenant, its authorisation and its uploads ----
 
-async fn new_tenant(app: &TestApp, admin: &str, name: &str) -> i64 {
+pub(super) async fn new_tenant(app: &TestApp, admin: &str, name: &str) -> i64 {
     app.create("/api/v1/tenants", json!({"name": name}), admin).await["id"].as_i64().unwrap()
 }
 
@@ -29,7 +29,7 @@ async fn authorization(app: &TestApp, token: &str, tenant: i64) -> Resp {
 
 /// Waits for the sandbox's first verify ticket to have arrived: until the authorisation link
 /// appears (asking the sandbox for another ticket if it is slow).
-async fn link_ready(app: &TestApp, token: &str, tenant: i64) {
+pub(super) async fn link_ready(app: &TestApp, token: &str, tenant: i64) {
     for i in 0..100 {
         let r = authorization(app, token, tenant).await;
         r.expect(200);
@@ -46,7 +46,7 @@ async fn link_ready(app: &TestApp, token: &str, tenant: i64) {
 
 /// The mini-program's admin authorises `appid` for `tenant` on the platform's page (the
 /// sandbox follows the redirect to our callback); returns the sandbox's report.
-async fn authorise(app: &TestApp, token: &str, tenant: i64, appid: &str) -> Value {
+pub(super) async fn authorise(app: &TestApp, token: &str, tenant: i64, appid: &str) -> Value {
     link_ready(app, token, tenant).await;
     let r = app.post("/sandbox/control/authorize", json!({"tenant_id": tenant, "authorizer_appid": appid}), None).await;
     assert_eq!(r.status, 200, "{}", r.body);
@@ -117,7 +117,7 @@ async fn finished_upload(app: &TestApp, token: &str, id: i64) -> Value {
 }
 
 /// A template upload of `version`, run to `uploaded`; returns the task's id.
-async fn uploaded_template(app: &TestApp, token: &str, tenant: i64, version: &str) -> i64 {
+pub(super) async fn uploaded_template(app: &TestApp, token: &str, tenant: i64, version: &str) -> i64 {
     let r = template_upload(app, token, Some(tenant), version).await;
     r.expect(200);
     let id = r.data()["id"].as_i64().unwrap();
@@ -126,12 +126,12 @@ async fn uploaded_template(app: &TestApp, token: &str, tenant: i64, version: &st
     id
 }
 
-async fn submit(app: &TestApp, token: &str, upload: i64) -> Resp {
+pub(super) async fn submit(app: &TestApp, token: &str, upload: i64) -> Resp {
     app.post("/api/v1/miniprogram/audit/submit", json!({"upload_task_id": upload}), Some(token)).await
 }
 
 /// An uploaded template version submitted for audit: the audit task's id.
-async fn running_audit(app: &TestApp, token: &str, tenant: i64, version: &str) -> i64 {
+pub(super) async fn running_audit(app: &TestApp, token: &str, tenant: i64, version: &str) -> i64 {
     let upload = uploaded_template(app, token, tenant, version).await;
     let s = submit(app, token, upload).await;
     s.expect(200);
@@ -210,7 +210,7 @@ async fn fail_next(app: &TestApp, path: &str, errcode: i64, times: u32) {
 }
 
 /// The mini-program as the platform holds it.
-async fn platform_view(app: &TestApp, appid: &str) -> Value {
+pub(super) async fn platform_view(app: &TestApp, appid: &str) -> Value {
     let r = app.get(&format!("/sandbox/control/miniprogram?appid={appid}"), None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     r.body
@@ -222,7 +222,7 @@ async fn ci_uploads(app: &TestApp) -> Vec<Value> {
 
 /// A 409 whose `data.errors` names `field`; returns its messages.
 #[track_caller]
-fn expect_blocked(r: &Resp, field: &str) -> String {
+pub(super) fn expect_blocked(r: &Resp, field: &str) -> String {
     r.expect(409);
     let errors = r.body["data"]["errors"].as_array().unwrap_or_else(|| panic!("no data.errors in {}", r.body));
     let named: Vec<&str> = errors.iter().filter(|e| e["field"] == field).filter_map(|e| e["message"].as_str()).collect();
@@ -314,7 +314,7 @@ async fn deliver(app: &TestApp, url: &str, push: &Value, msg_signature: &str) ->
 // ---- Jobs ----
 
 /// The value of a counter series in a metrics text (0 when absent).
-fn counter(metrics: &str, series: &str) -> u64 {
+pub(super) fn counter(metrics: &str, series: &str) -> u64 {
     metrics.lines().find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok())).unwrap_or(0)
 }
 

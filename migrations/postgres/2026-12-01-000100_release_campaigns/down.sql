@@ -1,0 +1,2 @@
+DROP TABLE mp_campaign_tenants;
+DROP TABLE mp_campaigns;

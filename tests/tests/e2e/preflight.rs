@@ -1,0 +1,155 @@
+//! Before a release, over HTTP on SQLite and PostgreSQL with the sandbox playing the
+//! platform: a mini-program's server domains and privacy settings (checked, then sent), the
+//! platform's audit quota, an audit sped up and withdrawn, and the pre-flight check that
+//! names what is missing. Tenants see and set their own only.
+#![allow(clippy::unwrap_used)]
+use super::releases::{APPID, OTHER_APPID, authorise, expect_blocked, new_tenant, running_audit, submit, uploaded_template};
+use atrium_e2e::serde_json::{Value, json};
+use atrium_e2e::{Resp, TestApp, e2e};
+
+async fn preflight(app: &TestApp, token: &str, tenant: i64) -> Value {
+    let r = app.get(&format!("/api/v1/miniprogram/preflight?tenant_id={tenant}"), Some(token)).await;
+    r.expect(200);
+    r.data().clone()
+}
+
+/// The names of the checks that passed (`ok`) or failed.
+fn checks(view: &Value, ok: bool) -> Vec<String> {
+    view["checks"].as_array().unwrap().iter().filter(|c| c["ok"] == ok).map(|c| c["name"].as_str().unwrap().to_owned()).collect()
+}
+
+async fn quota(app: &TestApp, token: &str) -> Value {
+    let r = app.get("/api/v1/miniprogram/audit/quota", Some(token)).await;
+    r.expect(200);
+    r.data().clone()
+}
+
+async fn set_quota(app: &TestApp, rest: i64) {
+    let r = app.post("/sandbox/control/quota", json!({"rest": rest}), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+fn privacy() -> Value {
+    json!({
+        "owner_setting": {"contact_email": "privacy@example.com", "notice_method": "A notice in the mini-program"},
+        "setting_list": [{"privacy_key": "PhoneNumber", "privacy_text": "to confirm orders"}]
+    })
+}
+
+fn domains() -> Value {
+    json!({"requestdomain": ["https://api.example.com"], "wsrequestdomain": ["wss://ws.example.com"], "webviewdomain": ["https://www.example.com"]})
+}
+
+fn with_tenant(mut body: Value, tenant: i64) -> Value {
+    body["tenant_id"] = json!(tenant);
+    body
+}
+
+e2e!(domains_and_privacy_are_checked_set_and_then_pass_the_preflight, |app| {
+    let admin = app.admin_token().await;
+    let tenant = new_tenant(app, &admin, "Shop").await;
+
+    // Not authorised: every check fails, as an answer, not an error.
+    let view = preflight(app, &admin, tenant).await;
+    assert_eq!(view["ok"], false);
+    assert_eq!(checks(&view, true), Vec::<String>::new());
+    app.get(&format!("/api/v1/miniprogram/domains?tenant_id={tenant}"), Some(&admin)).await.expect_reason(409, "miniprogram_authorization");
+
+    authorise(app, &admin, tenant, APPID).await;
+    let view = preflight(app, &admin, tenant).await;
+    assert_eq!(view["ok"], false, "{view}");
+    assert_eq!(checks(&view, true), ["authorized", "code_management", "category", "audit_quota"], "{view}");
+    assert_eq!(checks(&view, false), ["domains", "privacy"], "{view}");
+
+    // Bad domains: each named, nothing sent.
+    let bad = json!({"tenant_id": tenant, "requestdomain": ["https://api.example.com", "http://plain.example.com", "https://10.1.2.3"], "uploaddomain": ["https://up.example.com:8443/x"]});
+    let r = app.put("/api/v1/miniprogram/domains", bad, Some(&admin)).await;
+    r.expect_field_error("requestdomain[1]").expect_field_error("requestdomain[2]").expect_field_error("uploaddomain[0]");
+    let now = app.get(&format!("/api/v1/miniprogram/domains?tenant_id={tenant}"), Some(&admin)).await;
+    now.expect(200);
+    assert_eq!(now.data()["requestdomain"], json!([]), "{}", now.body);
+
+    let r = app.put("/api/v1/miniprogram/domains", with_tenant(domains(), tenant), Some(&admin)).await;
+    r.expect(200);
+    let now = app.get(&format!("/api/v1/miniprogram/domains?tenant_id={tenant}"), Some(&admin)).await;
+    now.expect(200);
+    for list in ["requestdomain", "wsrequestdomain", "webviewdomain"] {
+        assert_eq!(now.data()[list], domains()[list], "{list}: {}", now.body);
+    }
+    assert_eq!(now.data()["uploaddomain"], json!([]));
+
+    // Privacy: a contact is required; then set and read back.
+    let no_contact = json!({"tenant_id": tenant, "owner_setting": {"notice_method": "x"}, "setting_list": []});
+    app.put("/api/v1/miniprogram/privacy", no_contact, Some(&admin)).await.expect_field_error("owner_setting");
+    app.put("/api/v1/miniprogram/privacy", with_tenant(privacy(), tenant), Some(&admin)).await.expect(200);
+    let now = app.get(&format!("/api/v1/miniprogram/privacy?tenant_id={tenant}"), Some(&admin)).await;
+    now.expect(200);
+    assert_eq!(now.data()["owner_setting"]["contact_email"], "privacy@example.com");
+    assert_eq!(now.data()["setting_list"], privacy()["setting_list"]);
+
+    let view = preflight(app, &admin, tenant).await;
+    assert_eq!(view["ok"], true, "{view}");
+});
+
+e2e!(the_quota_is_spent_by_each_audit_and_undo_does_not_give_it_back, vars = [("ATRIUM_JOB_POLL_MS", "50")], |app| {
+    let admin = app.admin_token().await;
+    let tenant = new_tenant(app, &admin, "Shop").await;
+    let other = new_tenant(app, &admin, "Other").await;
+    // The platform caller asks with any authorised mini-program; none yet.
+    app.get("/api/v1/miniprogram/audit/quota", Some(&admin)).await.expect_reason(409, "miniprogram_authorization");
+    authorise(app, &admin, tenant, APPID).await;
+    authorise(app, &admin, other, OTHER_APPID).await;
+
+    set_quota(app, 1).await;
+    assert_eq!(quota(app, &admin).await["rest"], 1);
+    let audit = running_audit(app, &admin, tenant, "1.0.0").await;
+    assert_eq!(quota(app, &admin).await["rest"], 0, "the submit spent one");
+    let view = preflight(app, &admin, other).await;
+    assert_eq!(checks(&view, false), ["domains", "privacy", "audit_quota"], "{view}");
+
+    // The other tenant's submit meets the used-up quota: 429, nothing recorded.
+    let upload = uploaded_template(app, &admin, other, "1.0.0").await;
+    let r = submit(app, &admin, upload).await;
+    r.expect(429);
+
+    // A speed-up of the running audit; then it is withdrawn, and the quota stays at 0.
+    let r = app.post("/api/v1/miniprogram/audit/speedup", json!({"audit_task_id": audit}), Some(&admin)).await;
+    r.expect(200);
+    assert_eq!(r.data()["status"], "auditing");
+    let r = app.post("/api/v1/miniprogram/audit/undo", json!({"audit_task_id": audit}), Some(&admin)).await;
+    r.expect(200);
+    assert_eq!(r.data()["status"], "withdrawn");
+    assert_eq!(quota(app, &admin).await["rest"], 0);
+    // A decided audit is neither sped up nor withdrawn again.
+    let again = app.post("/api/v1/miniprogram/audit/undo", json!({"audit_task_id": audit}), Some(&admin)).await;
+    assert!(expect_blocked(&again, "audit_task_id").contains("withdrawn"), "{}", again.body);
+    let again = app.post("/api/v1/miniprogram/audit/speedup", json!({"audit_task_id": audit}), Some(&admin)).await;
+    expect_blocked(&again, "audit_task_id");
+    // Nothing runs on the platform any more: the reviewers have nothing to decide.
+    let r = app.post("/sandbox/control/audit", json!({"authorizer_appid": APPID, "result": "passed"}), None).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+});
+
+e2e!(a_tenant_sets_and_reads_only_its_own_settings, |app| {
+    let org = app.org().await;
+    authorise(app, &org.admin, org.t1, APPID).await;
+    authorise(app, &org.admin, org.t2, OTHER_APPID).await;
+
+    // Tenant 1's admin, without naming its tenant.
+    let r: Resp = app.put("/api/v1/miniprogram/domains", domains(), Some(&org.t1_admin)).await;
+    r.expect(200);
+    assert_eq!(r.data()["tenant_id"], org.t1);
+    app.put("/api/v1/miniprogram/privacy", privacy(), Some(&org.t1_admin)).await.expect(200);
+    assert_eq!(app.get("/api/v1/miniprogram/preflight", Some(&org.t1_admin)).await.data()["tenant_id"], org.t1);
+
+    // Another tenant's admin and another partner's admin reach none of it.
+    for token in [&org.t2_admin, &org.p2_admin] {
+        for path in ["domains", "privacy", "preflight"] {
+            app.get(&format!("/api/v1/miniprogram/{path}?tenant_id={}", org.t1), Some(token)).await.expect_no_such("tenant_id");
+        }
+        app.put("/api/v1/miniprogram/domains", with_tenant(domains(), org.t1), Some(token)).await.expect_no_such("tenant_id");
+        app.put("/api/v1/miniprogram/privacy", with_tenant(privacy(), org.t1), Some(token)).await.expect_no_such("tenant_id");
+    }
+    // A payroll clerk holds no mini-program permission.
+    app.put("/api/v1/miniprogram/domains", with_tenant(domains(), org.t1), Some(&org.t1_clerk)).await.expect(403);
+});
