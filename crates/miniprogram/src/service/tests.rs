@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 mod authorization;
+mod campaigns;
 mod pipeline;
 mod preflight;
 
