@@ -251,6 +251,16 @@ UNSTATEABLE = [
     # Between two fields: a supplementary sheet (`kind`) lists its items and carries no base
     # salary, leave deduction or contributions in them.
     (r"items(\[\d+\]\.(base_salary|leave_deduction|si_base))?", r"supplementary sheet"),
+    # A release campaign's tenants are chosen one way of three (a `oneOf` over `required`), and
+    # the tenants in scope with an authorised mini-program are the server's state.
+    (r"tenants", r"^(name exactly one of all, partner_id or tenant_ids|no tenant in your scope with an authorised mini-program matches)$"),
+    # A wave is sized by a percentage or a count, one of two fields; percentages of all the
+    # tenants rise from wave to wave (a comparison between an array's items).
+    (r"waves\[\d+\]", r"^give exactly one of percent or count$"),
+    (r"waves\[\d+\]\.percent", r"must rise"),
+    # At least one of four contact fields; privacy keys unique by one property of the objects.
+    (r"(privacy\.)?owner_setting", r"^needs at least one of"),
+    (r"(privacy\.)?setting_list\[\d+\]\.privacy_key", r"is listed twice$"),
 ]
 
 

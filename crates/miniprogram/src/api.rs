@@ -589,18 +589,23 @@ pub struct DomainsInput {
     pub tenant_id: Option<Id>,
     /// Hosts `wx.request` may call.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::https_hosts))]
     pub requestdomain: Vec<String>,
     /// Hosts `wx.connectSocket` may open.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::socket_hosts))]
     pub wsrequestdomain: Vec<String>,
     /// Hosts `wx.uploadFile` may post to.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::https_hosts))]
     pub uploaddomain: Vec<String>,
     /// Hosts `wx.downloadFile` may fetch from.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::https_hosts))]
     pub downloaddomain: Vec<String>,
     /// Hosts the `web-view` component may open.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::https_hosts))]
     pub webviewdomain: Vec<String>,
 }
 
@@ -642,6 +647,7 @@ pub struct PrivacyInput {
     pub owner_setting: PrivacyOwner,
     /// The user data the mini-program collects, and what for (keys unique).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_items = 100))]
     pub setting_list: Vec<PrivacyItem>,
 }
 

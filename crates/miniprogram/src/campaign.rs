@@ -147,7 +147,6 @@ pub enum WaveSize {
 
 /// How a wave releases a passed audit: `"full"` or `{"gray": 1..100}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum WaveRelease {
     /// To every user.
@@ -160,6 +159,22 @@ pub enum WaveRelease {
         gray: u8,
     },
 }
+
+// Written out: the derive renders an untagged struct variant as if it were tagged.
+atrium_kernel::string_schemas!(
+    WaveRelease => atrium_kernel::schema::schema_from_json(serde_json::json!({
+        "description": "How a wave releases a passed audit: `\"full\"` or `{\"gray\": 1..100}`.",
+        "oneOf": [
+            {"type": "string", "enum": ["full"], "description": "To every user."},
+            {
+                "type": "object",
+                "description": "To this percentage of users.",
+                "properties": {"gray": {"type": "integer", "minimum": 1, "maximum": 100}},
+                "required": ["gray"],
+            },
+        ],
+    }))
+);
 
 impl WaveRelease {
     /// As the pipeline's release mode.
@@ -180,7 +195,7 @@ pub struct WaveInput {
     #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100))]
     pub percent: Option<i64>,
     /// This many tenants (at least one).
-    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100000))]
     pub count: Option<i64>,
     /// `"full"` or `{"gray": 1..100}`.
     pub release: WaveRelease,
@@ -224,14 +239,33 @@ impl Wave {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TenantSelection {
-    /// Every tenant in the caller's scope whose mini-program is authorised.
+    /// Every tenant in the caller's scope whose mini-program is authorised (`true` only).
+    #[cfg_attr(feature = "openapi", schema(schema_with = only_true))]
     pub all: Option<bool>,
     /// Every tenant of this partner whose mini-program is authorised.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
     pub partner_id: Option<Id>,
-    /// These tenants (each in the caller's scope).
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<i64>>))]
+    /// These tenants (each in the caller's scope, named once).
+    #[cfg_attr(feature = "openapi", schema(schema_with = tenant_id_list))]
     pub tenant_ids: Option<Vec<Id>>,
+}
+
+/// `true`, or null (left out).
+#[cfg(feature = "openapi")]
+fn only_true() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    atrium_kernel::schema::schema_from_json(serde_json::json!({"type": ["boolean", "null"], "enum": [true, null]}))
+}
+
+/// 1 to [`MAX_CAMPAIGN_TENANTS`] distinct tenant ids, or null (left out).
+#[cfg(feature = "openapi")]
+fn tenant_id_list() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    atrium_kernel::schema::schema_from_json(serde_json::json!({
+        "type": ["array", "null"],
+        "minItems": 1,
+        "maxItems": MAX_CAMPAIGN_TENANTS,
+        "uniqueItems": true,
+        "items": {"type": "integer", "format": "int64", "minimum": 1},
+    }))
 }
 
 /// The selection, checked: exactly one way of choosing.
@@ -495,7 +529,7 @@ pub struct CampaignQuery {
 #[cfg_attr(feature = "openapi", schema(example = json!({"name": "Spring release", "template_id": 1, "version": "2.0.0", "description": "Spring release", "ext_json": {"extAppid": "{authorizer_appid}", "ext": {"tenant": "{tenant_id}"}}, "tenants": {"all": true}, "waves": [{"count": 5, "release": {"gray": 10}}, {"percent": 100, "release": "full"}], "auto_advance": true, "max_rejections": 1})))]
 pub struct NewCampaign {
     /// A name for people, 1–100 characters.
-    pub name: String,
+    pub name: atrium_kernel::Text<100>,
     /// The template of the platform's library each tenant's upload commits.
     #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub template_id: i64,
@@ -512,12 +546,13 @@ pub struct NewCampaign {
     /// Which tenants: `{"all": true}`, `{"partner_id": n}` or `{"tenant_ids": [..]}`.
     pub tenants: TenantSelection,
     /// The waves; default 5 % (at least one tenant), then the rest, both in full.
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 20))]
     pub waves: Option<Vec<WaveInput>>,
     /// Whether the next wave starts by itself once the current one is settled; default
     /// false (`advance` starts it).
     pub auto_advance: Option<bool>,
     /// Rejections a wave may have before the campaign pauses; default 1.
-    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 100000))]
     pub max_rejections: Option<i64>,
     /// Server domains each tenant gets in its pre-flight.
     pub domains: Option<ServerDomains>,
@@ -711,7 +746,7 @@ impl TryFrom<CampaignTenantListParams> for CampaignTenantQuery {
 pub struct CampaignRetry {
     /// Only these tenants; default every failed, rejected and pre-flight-failed tenant of the
     /// started waves.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<i64>>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<i64>>, min_items = 1, max_items = 100000))]
     pub tenant_ids: Option<Vec<Id>>,
 }
 

@@ -39,6 +39,8 @@ mod lifecycle;
 mod model;
 pub mod package;
 mod ports;
+#[cfg(feature = "openapi")]
+mod schemas;
 mod service;
 
 pub use api::*;

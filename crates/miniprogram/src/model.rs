@@ -656,18 +656,23 @@ pub enum EventOutcome {
 pub struct ServerDomains {
     /// Hosts `wx.request` may call.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::https_hosts))]
     pub requestdomain: Vec<String>,
     /// Hosts `wx.connectSocket` may open.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::socket_hosts))]
     pub wsrequestdomain: Vec<String>,
     /// Hosts `wx.uploadFile` may post to.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::https_hosts))]
     pub uploaddomain: Vec<String>,
     /// Hosts `wx.downloadFile` may fetch from.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::https_hosts))]
     pub downloaddomain: Vec<String>,
     /// Hosts the `web-view` component may open.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::https_hosts))]
     pub webviewdomain: Vec<String>,
 }
 
@@ -678,17 +683,22 @@ pub struct ServerDomains {
 pub struct PrivacyOwner {
     /// A contact e-mail address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::email))]
     pub contact_email: Option<String>,
     /// A contact phone number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::phone))]
     pub contact_phone: Option<String>,
     /// A contact Weixin id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::short_text))]
     pub contact_weixin: Option<String>,
     /// A contact QQ number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::qq))]
     pub contact_qq: Option<String>,
     /// How users are told of changes to the privacy notice.
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::short_text))]
     pub notice_method: String,
 }
 
@@ -697,8 +707,10 @@ pub struct PrivacyOwner {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PrivacyItem {
     /// The platform's key for the data, e.g. `UserInfo`, `Location`, `PhoneNumber`.
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_]{1,64}$"))]
     pub privacy_key: String,
     /// What the mini-program uses it for.
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::short_text))]
     pub privacy_text: String,
 }
 
@@ -709,8 +721,9 @@ pub struct PrivacyItem {
 pub struct PrivacySettings {
     /// The privacy contact.
     pub owner_setting: PrivacyOwner,
-    /// The user data collected.
+    /// The user data collected (keys unique).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_items = 100))]
     pub setting_list: Vec<PrivacyItem>,
 }
 

@@ -250,7 +250,10 @@ e2e!(bad_campaigns_are_refused_and_change_nothing, vars = [("ATRIUM_JOB_POLL_MS"
     body.as_object_mut().unwrap().remove("waves");
     body["domains"] = json!({"requestdomain": ["http://plain.example.com"]});
     create(app, &org.admin, body).await.expect_field_error("domains.requestdomain[0]");
-    // A template that does not exist fails each tenant's upload (85014), not the create.
+    // A template that is not in the library.
+    let mut body = campaign_body(list(), json!([{"percent": 100, "release": "full"}]));
+    body["template_id"] = json!(999);
+    create(app, &org.admin, body).await.expect_no_such("template_id");
     // Tenants out of scope: a partner names another partner's tenant.
     let body = campaign_body(json!({"tenant_ids": [org.t2]}), json!([{"percent": 100, "release": "full"}]));
     create(app, &org.p1_admin, body).await.expect_no_such("tenants.tenant_ids[0]");

@@ -33,7 +33,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 #[utoipa::path(post, path = "/api/v1/miniprogram/campaigns", tag = "miniprogram", request_body = NewCampaign,
     security(("bearer" = ["miniprogram:publish"])),
     responses((status = 200, body = CampaignView), (status = 403, description = "A tenant caller"),
-        (status = 404, description = "A tenant or partner that is not yours"),
+        (status = 404, description = "A template not in the library, or a tenant or partner that is not yours"),
         (status = 409, description = "A tenant is in another running or paused campaign")))]
 pub async fn create_campaign(state: web::Data<AppState>, auth: Authorized<MiniprogramPublish>, body: JsonBody<NewCampaign>) -> ApiResult {
     ok(state.campaigns.create(&auth.actor, body.value).await?)

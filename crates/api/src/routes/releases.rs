@@ -157,7 +157,8 @@ pub struct QuotaParams {
 /// mini-program, one unit spent by each submitted audit, rejected or withdrawn ones too.
 #[utoipa::path(get, path = "/api/v1/miniprogram/audit/quota", tag = "miniprogram", params(QuotaParams),
     security(("bearer" = ["miniprogram:read"])),
-    responses((status = 200, body = AuditQuota), (status = 409, description = "No mini-program in the caller's scope is authorised"),
+    responses((status = 200, body = AuditQuota), (status = 404, description = "The tenant is not yours"),
+        (status = 409, description = "No mini-program in the caller's scope is authorised"),
         (status = 502)))]
 pub async fn audit_quota(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<QuotaParams>) -> ApiResult {
     ok(state.release_preflight.audit_quota(&auth.actor, q.into_inner().tenant_id).await?)

@@ -86,7 +86,7 @@ impl AuthorizationService {
     }
 
     /// The newest verify ticket; 502 until the platform has pushed one.
-    async fn ticket(&self) -> Result<Secret> {
+    pub(crate) async fn ticket(&self) -> Result<Secret> {
         match self.repo.verify_ticket().await? {
             Some(t) => Ok(t.ticket),
             None => Err(release_platform_error(PlatformError::NoTicket)),

@@ -138,10 +138,7 @@ impl CampaignService {
                 return Err(Error::forbidden(Reason::PartyNotAllowed, "campaigns are run by the platform or a partner, not by a tenant"));
             }
         };
-        let name = input.name.trim();
-        if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
-            return Err(Error::invalid("name", "must be 1 to 100 characters, without control characters"));
-        }
+        let name = input.name.into_string();
         let selection = input.tenants.check()?;
         let waves = plan_waves(input.waves.as_deref())?;
         let max_rejections = match input.max_rejections {
@@ -160,6 +157,9 @@ impl CampaignService {
         if let Some(p) = &input.privacy {
             super::preflight::check_privacy(p).map_err(|e| prefixed(e, "privacy"))?;
         }
+        if !self.pipeline.library_template(input.template_id).await? {
+            return Err(Error::no_such("template_id", "no such template in the platform's template library"));
+        }
         let tenants = self.select(actor, &selection).await?;
         if tenants.is_empty() {
             return Err(Error::invalid("tenants", "no tenant in your scope with an authorised mini-program matches"));
@@ -167,7 +167,7 @@ impl CampaignService {
         let now = self.clock.now();
         let campaign = Campaign {
             id: 0,
-            name: name.to_owned(),
+            name,
             partner_id,
             status: CampaignStatus::Draft,
             template_id: input.template_id,
@@ -407,14 +407,20 @@ impl CampaignService {
         if c.status == CampaignStatus::Cancelled {
             return Err(state("the campaign is cancelled".into()));
         }
-        // The campaign runs again first (its tenants become active, which may be refused
-        // when one joined another campaign since), then its tenants are retried: a refusal
-        // leaves the tenants as they were. Retrying none leaves a rerun campaign to finish at
-        // its next tick.
+        // A paused campaign's tenants are retried first, then it runs again: running first,
+        // a tick could see the rejections still there and pause it again. A completed
+        // campaign runs again first (its tenants become active again, which may be refused
+        // when one has joined another campaign since; then nothing changes), then its tenants
+        // are retried; retrying none leaves it to complete again at its next tick.
+        let from_completed = c.status == CampaignStatus::Completed;
+        let mut again = 0;
+        if !from_completed {
+            again = self.repo.retry_tenants(c.id, current, input.tenant_ids.clone(), self.clock.now()).await?;
+        }
         let c = self
             .change(actor, id, "retry", |c, _| {
-                let rerun = matches!(c.paused_reason, Some(PauseReason::Rejections | PauseReason::Failures))
-                    || c.status == CampaignStatus::Completed;
+                let paused_by_rule = matches!(c.paused_reason, Some(PauseReason::Rejections | PauseReason::Failures));
+                let rerun = (paused_by_rule && again > 0) || c.status == CampaignStatus::Completed;
                 if rerun {
                     c.status = CampaignStatus::Running;
                     c.paused_reason = None;
@@ -426,7 +432,9 @@ impl CampaignService {
                 Ok(())
             })
             .await?;
-        let again = self.repo.retry_tenants(c.id, current, input.tenant_ids, self.clock.now()).await?;
+        if from_completed {
+            again = self.repo.retry_tenants(c.id, current, input.tenant_ids, self.clock.now()).await?;
+        }
         log::info!("campaign {}: {again} tenant(s) retried by user {}", c.id, actor.user_id);
         if c.status == CampaignStatus::Running {
             self.wake(c.id).await;

@@ -586,6 +586,17 @@ impl PipelineService {
         self.clock.as_ref()
     }
 
+    /// Whether `template_id` is a template of the platform's library that any tenant may
+    /// commit (not one made from a tenant's package). A platform failure is a domain error.
+    pub async fn library_template(&self, template_id: i64) -> Result<bool> {
+        let ticket = self.authorization.ticket().await?;
+        let r = self.platform.templates(&ticket).await;
+        match logged(0, "gettemplatelist", TaskRef::None, r) {
+            Ok(templates) => Ok(templates.iter().any(|t| t.template_id == template_id && !t.user_desc.starts_with(UPLOAD_MARKER))),
+            Err(e) => Err(super::release_platform_error(e)),
+        }
+    }
+
     /// The third-party platform the pipeline calls.
     pub fn platform(&self) -> &Arc<dyn MiniProgramPlatform> {
         &self.platform

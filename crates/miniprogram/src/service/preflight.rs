@@ -6,7 +6,7 @@ use super::platform::{TaskRef, logged};
 use crate::api::*;
 use crate::model::*;
 use crate::ports::{MiniProgramPlatform, PlatformError};
-use atrium_kernel::{Actor, Clock, Error, FieldError, Id, Party, Reason, Result, Timestamp};
+use atrium_kernel::{Actor, Clock, Error, FieldError, Id, Party, Reason, Result, Text, Timestamp};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,11 +16,13 @@ pub const QUOTA_CACHE: Duration = Duration::from_secs(60);
 /// audits and releases need.
 pub const CODE_MANAGEMENT: i64 = 18;
 /// At most this many entries in one domain list.
-const MAX_DOMAINS: usize = 100;
+pub const MAX_DOMAINS: usize = 100;
+/// The longest domain entry, scheme included: `https://` and a 253-character host.
+pub const MAX_DOMAIN_CHARS: usize = 261;
 /// At most this many kinds of user data in the privacy settings.
 const MAX_PRIVACY_ITEMS: usize = 100;
 /// The longest privacy text, contact or notice method, in characters.
-const MAX_PRIVACY_TEXT: usize = 200;
+pub const MAX_PRIVACY_TEXT: usize = 200;
 
 /// Domains, privacy settings, the audit quota and the pre-flight check of a tenant's
 /// mini-program, acting through the [`AuthorizationService`]. Every platform call is logged
@@ -257,9 +259,7 @@ impl PreflightService {
 }
 
 fn has_contact(owner: &PrivacyOwner) -> bool {
-    [&owner.contact_email, &owner.contact_phone, &owner.contact_weixin, &owner.contact_qq]
-        .iter()
-        .any(|c| c.as_deref().is_some_and(|c| !c.trim().is_empty()))
+    [&owner.contact_email, &owner.contact_phone, &owner.contact_weixin, &owner.contact_qq].iter().any(|c| c.is_some())
 }
 
 /// Checks every domain list; 400 naming each bad entry (`requestdomain[1]`).
@@ -288,15 +288,17 @@ pub fn check_domains(d: &ServerDomains) -> Result<()> {
     if errors.is_empty() { Ok(()) } else { Err(Error::Invalid(errors)) }
 }
 
-/// One domain entry: `https://` (or `wss://` for sockets) and a host name, lower case, with
-/// at least two labels, no IP address, port, path, query or user.
+/// One domain entry: `https://` (or `wss://` for sockets) and a host name, at most
+/// [`MAX_DOMAIN_CHARS`] in all: labels of lower-case letters, digits and inner hyphens (1–63
+/// characters), at least two, the last starting with a letter (so no IP address); no port,
+/// path, query or user.
 fn check_domain(entry: &str, ws: bool) -> std::result::Result<(), String> {
     let host = entry
         .strip_prefix("https://")
         .or_else(|| if ws { entry.strip_prefix("wss://") } else { None })
         .ok_or_else(|| if ws { "must start with https:// or wss://".to_owned() } else { "must start with https://".to_owned() })?;
-    if host.is_empty() || host.len() > 253 {
-        return Err("must name a host of 1 to 253 characters".into());
+    if host.is_empty() || entry.chars().count() > MAX_DOMAIN_CHARS {
+        return Err(format!("must name a host, in at most {MAX_DOMAIN_CHARS} characters with the scheme"));
     }
     if let Some(bad) = host.chars().find(|c| matches!(c, ':' | '/' | '?' | '#' | '@')) {
         return Err(format!("must be a host name only, without {bad:?} (no port, path, query or user)"));
@@ -312,11 +314,11 @@ fn check_domain(entry: &str, ws: bool) -> std::result::Result<(), String> {
             && !label.starts_with('-')
             && !label.ends_with('-');
         if !fine {
-            return Err(format!("{label:?} is not a host name label (lower-case letters, digits and inner hyphens)"));
+            return Err(format!("{label:?} is not a host name label (1 to 63 lower-case letters, digits and inner hyphens)"));
         }
     }
-    if labels.last().is_some_and(|tld| tld.chars().all(|c| c.is_ascii_digit())) {
-        return Err("must be a host name, not an IP address".into());
+    if !labels.last().is_some_and(|tld| tld.starts_with(|c: char| c.is_ascii_lowercase())) {
+        return Err("must be a host name whose last label starts with a letter, not an IP address".into());
     }
     Ok(())
 }
@@ -328,40 +330,31 @@ pub fn check_privacy(p: &PrivacySettings) -> Result<()> {
     if !has_contact(o) {
         errors.push(FieldError::new("owner_setting", "needs at least one of contact_email, contact_phone, contact_weixin or contact_qq"));
     }
-    let fields = [
-        ("owner_setting.contact_email", o.contact_email.as_deref()),
-        ("owner_setting.contact_phone", o.contact_phone.as_deref()),
-        ("owner_setting.contact_weixin", o.contact_weixin.as_deref()),
-        ("owner_setting.contact_qq", o.contact_qq.as_deref()),
+    let contacts: [(&str, Option<&str>, fn(&str) -> bool, &str); 4] = [
+        ("owner_setting.contact_email", o.contact_email.as_deref(), is_email, "must be an e-mail address"),
+        (
+            "owner_setting.contact_phone",
+            o.contact_phone.as_deref(),
+            |v| v.chars().all(|c| c.is_ascii_digit() || c == '+' || c == '-'),
+            "must be digits, with + and - allowed",
+        ),
+        (
+            "owner_setting.contact_weixin",
+            o.contact_weixin.as_deref(),
+            |v| Text::<MAX_PRIVACY_TEXT>::parse(v).is_ok(),
+            "must be text without control or invisible characters",
+        ),
+        ("owner_setting.contact_qq", o.contact_qq.as_deref(), |v| v.chars().all(|c| c.is_ascii_digit()), "must be digits"),
     ];
-    for (name, value) in fields {
-        if let Some(v) = value
-            && let Err(m) = check_text(v)
-        {
-            errors.push(FieldError::new(name, m));
+    for (name, value, fine, what) in contacts {
+        let Some(v) = value else { continue };
+        if v.is_empty() || v.chars().count() > MAX_PRIVACY_TEXT {
+            errors.push(FieldError::new(name, format!("must be 1 to {MAX_PRIVACY_TEXT} characters; leave it out when there is none")));
+        } else if !fine(v) {
+            errors.push(FieldError::new(name, what));
         }
     }
-    if let Some(email) = o.contact_email.as_deref()
-        && !email.is_empty()
-        && !email.split_once('@').is_some_and(|(user, host)| !user.is_empty() && host.contains('.'))
-    {
-        errors.push(FieldError::new("owner_setting.contact_email", "must be an e-mail address"));
-    }
-    if let Some(phone) = o.contact_phone.as_deref()
-        && !phone.is_empty()
-        && !phone.chars().all(|c| c.is_ascii_digit() || c == '-' || c == '+')
-    {
-        errors.push(FieldError::new("owner_setting.contact_phone", "must be digits, with + and - allowed"));
-    }
-    if let Some(qq) = o.contact_qq.as_deref()
-        && !qq.is_empty()
-        && !qq.chars().all(|c| c.is_ascii_digit())
-    {
-        errors.push(FieldError::new("owner_setting.contact_qq", "must be digits"));
-    }
-    if let Err(m) =
-        check_text(&o.notice_method).and_then(|()| if o.notice_method.trim().is_empty() { Err("must not be empty".into()) } else { Ok(()) })
-    {
+    if let Err(m) = Text::<MAX_PRIVACY_TEXT>::parse(&o.notice_method) {
         errors.push(FieldError::new("owner_setting.notice_method", m));
     }
     if p.setting_list.len() > MAX_PRIVACY_ITEMS {
@@ -374,9 +367,7 @@ pub fn check_privacy(p: &PrivacySettings) -> Result<()> {
             } else if p.setting_list[..i].iter().any(|other| &other.privacy_key == key) {
                 errors.push(FieldError::new(format!("setting_list[{i}].privacy_key"), format!("{key} is listed twice")));
             }
-            if let Err(m) = check_text(&item.privacy_text)
-                .and_then(|()| if item.privacy_text.trim().is_empty() { Err("must not be empty".into()) } else { Ok(()) })
-            {
+            if let Err(m) = Text::<MAX_PRIVACY_TEXT>::parse(&item.privacy_text) {
                 errors.push(FieldError::new(format!("setting_list[{i}].privacy_text"), m));
             }
         }
@@ -384,14 +375,10 @@ pub fn check_privacy(p: &PrivacySettings) -> Result<()> {
     if errors.is_empty() { Ok(()) } else { Err(Error::Invalid(errors)) }
 }
 
-fn check_text(v: &str) -> std::result::Result<(), String> {
-    if v.chars().count() > MAX_PRIVACY_TEXT {
-        return Err(format!("must be at most {MAX_PRIVACY_TEXT} characters"));
-    }
-    if v.chars().any(char::is_control) {
-        return Err("must not contain control characters".into());
-    }
-    Ok(())
+/// An e-mail address as the privacy settings take it: something, `@`, and a host with a dot,
+/// without control characters.
+fn is_email(v: &str) -> bool {
+    !v.chars().any(char::is_control) && v.split_once('@').is_some_and(|(user, host)| !user.is_empty() && host.contains('.'))
 }
 
 #[cfg(test)]
@@ -408,6 +395,7 @@ mod tests {
             "https://",
             "https://localhost",
             "https://10.0.0.1",
+            "https://example.1a",
             "https://api.example.com:8443",
             "https://api.example.com/v1",
             "https://API.example.com",

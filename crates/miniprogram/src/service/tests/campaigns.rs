@@ -90,7 +90,8 @@ fn platform_actor() -> Actor {
 }
 
 /// The campaign service over `c`, and a pipeline and pre-flight over `s`, sharing `d`'s platform.
-fn campaigns(s: &Shared, c: &SharedCampaigns, d: Doubles) -> CampaignService {
+fn campaigns(s: &Shared, c: &SharedCampaigns, mut d: Doubles) -> CampaignService {
+    library(&mut d.platform, vec![]);
     let pipeline = Arc::new(pipeline(s, d));
     let preflight =
         Arc::new(PreflightService::new(pipeline.authorization().clone(), pipeline.platform().clone(), Arc::new(FixedClock::new(now()))));
@@ -106,7 +107,7 @@ fn campaigns(s: &Shared, c: &SharedCampaigns, d: Doubles) -> CampaignService {
 
 fn new_campaign(tenants: TenantSelection) -> NewCampaign {
     NewCampaign {
-        name: "Spring".into(),
+        name: atrium_kernel::Text::parse("Spring").unwrap(),
         template_id: 1,
         version: version("2.0.0"),
         description: description("Spring"),
@@ -145,6 +146,16 @@ async fn a_tenant_caller_runs_no_campaign_and_nothing_is_stored() {
     let (s, c) = (state(), SharedCampaigns::default());
     let e = campaigns(&s, &c, doubles()).create(&tenant_actor(), new_campaign(only(TENANT))).await.unwrap_err();
     assert_eq!(e.reason(), Reason::PartyNotAllowed);
+    assert!(held(&c).campaigns.is_empty());
+}
+
+#[tokio::test]
+async fn a_template_not_in_the_library_is_a_404_naming_it() {
+    let (s, c) = (state(), SharedCampaigns::default());
+    let mut input = new_campaign(only(TENANT));
+    input.template_id = 99;
+    let e = campaigns(&s, &c, doubles()).create(&platform_actor(), input).await.unwrap_err();
+    assert_eq!(field_of(&e), Some("template_id"), "{e:?}");
     assert!(held(&c).campaigns.is_empty());
 }
 
