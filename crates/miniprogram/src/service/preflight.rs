@@ -330,7 +330,7 @@ pub fn check_privacy(p: &PrivacySettings) -> Result<()> {
     if !has_contact(o) {
         errors.push(FieldError::new("owner_setting", "needs at least one of contact_email, contact_phone, contact_weixin or contact_qq"));
     }
-    let contacts: [(&str, Option<&str>, fn(&str) -> bool, &str); 4] = [
+    let contacts: [Contact; 4] = [
         ("owner_setting.contact_email", o.contact_email.as_deref(), is_email, "must be an e-mail address"),
         (
             "owner_setting.contact_phone",
@@ -374,6 +374,10 @@ pub fn check_privacy(p: &PrivacySettings) -> Result<()> {
     }
     if errors.is_empty() { Ok(()) } else { Err(Error::Invalid(errors)) }
 }
+
+/// A contact field of the privacy settings: its name, its value, its check and what the
+/// check wants.
+type Contact<'a> = (&'static str, Option<&'a str>, fn(&str) -> bool, &'static str);
 
 /// An e-mail address as the privacy settings take it: something, `@`, and a host with a dot,
 /// without control characters.
