@@ -239,8 +239,8 @@ impl Wave {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TenantSelection {
-    /// Every tenant in the caller's scope whose mini-program is authorised (`true` only).
-    #[cfg_attr(feature = "openapi", schema(schema_with = only_true))]
+    /// `true`: every tenant in the caller's scope whose mini-program is authorised (`false`
+    /// is the same as leaving it out).
     pub all: Option<bool>,
     /// Every tenant of this partner whose mini-program is authorised.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
@@ -248,12 +248,6 @@ pub struct TenantSelection {
     /// These tenants (each in the caller's scope, named once).
     #[cfg_attr(feature = "openapi", schema(schema_with = tenant_id_list))]
     pub tenant_ids: Option<Vec<Id>>,
-}
-
-/// `true`, or null (left out).
-#[cfg(feature = "openapi")]
-fn only_true() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-    atrium_kernel::schema::schema_from_json(serde_json::json!({"type": ["boolean", "null"], "enum": [true, null]}))
 }
 
 /// 1 to [`MAX_CAMPAIGN_TENANTS`] distinct tenant ids, or null (left out).
@@ -280,15 +274,16 @@ pub enum Selection {
 }
 
 impl TenantSelection {
-    /// Checks the selection: exactly one of the three, `all` true, a tenant list of 1 to
-    /// [`MAX_CAMPAIGN_TENANTS`] ids, each ≥ 1 and named once.
+    /// Checks the selection: exactly one of the three (`all` counts when true), a tenant list
+    /// of 1 to [`MAX_CAMPAIGN_TENANTS`] ids, each ≥ 1 and named once.
     pub fn check(&self) -> Result<Selection, Error> {
-        let chosen = [self.all.is_some(), self.partner_id.is_some(), self.tenant_ids.is_some()].iter().filter(|c| **c).count();
+        let all = self.all == Some(true);
+        let chosen = [all, self.partner_id.is_some(), self.tenant_ids.is_some()].iter().filter(|c| **c).count();
         if chosen != 1 {
             return Err(Error::invalid("tenants", "name exactly one of all, partner_id or tenant_ids"));
         }
-        if let Some(all) = self.all {
-            return if all { Ok(Selection::All) } else { Err(Error::invalid("tenants.all", "must be true when given")) };
+        if all {
+            return Ok(Selection::All);
         }
         if let Some(p) = self.partner_id {
             return if p >= 1 { Ok(Selection::Partner(p)) } else { Err(Error::invalid("tenants.partner_id", "must be at least 1")) };
@@ -816,7 +811,8 @@ mod tests {
         assert_eq!(sel(None, None, Some(vec![2, 1])).check().unwrap(), Selection::Tenants(vec![2, 1]));
         assert!(sel(None, None, None).check().is_err());
         assert!(sel(Some(true), Some(3), None).check().is_err());
-        assert!(sel(Some(false), None, None).check().is_err());
+        assert!(sel(Some(false), None, None).check().is_err(), "false is no choice");
+        assert_eq!(sel(Some(false), Some(3), None).check().unwrap(), Selection::Partner(3));
         assert!(sel(None, None, Some(vec![])).check().is_err());
         let Err(Error::Invalid(errors)) = sel(None, None, Some(vec![1, 0, 1])).check() else { panic!() };
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
