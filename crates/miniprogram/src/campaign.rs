@@ -146,7 +146,7 @@ pub enum WaveSize {
 }
 
 /// How a wave releases a passed audit: `"full"` or `{"gray": 1..100}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaveRelease {
     /// To every user.
@@ -158,6 +158,26 @@ pub enum WaveRelease {
         /// The percentage of users.
         gray: u8,
     },
+}
+
+/// Read by hand: `"full"`, or an object whose `gray` is a whole number (other members are
+/// ignored, as for any object of the API); the range is checked with the waves.
+impl<'de> Deserialize<'de> for WaveRelease {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let wrong = || D::Error::custom("must be \"full\" or {\"gray\": 1 to 100}");
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(s) if s == "full" => Ok(WaveRelease::Full),
+            serde_json::Value::Object(m) => {
+                let whole = |g: &serde_json::Value| {
+                    g.as_u64().or_else(|| g.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=255.0).contains(f)).map(|f| f as u64))
+                };
+                let gray = m.get("gray").and_then(whole).and_then(|g| u8::try_from(g).ok()).ok_or_else(wrong)?;
+                Ok(WaveRelease::Gray { gray })
+            }
+            _ => Err(wrong()),
+        }
+    }
 }
 
 // Written out: the derive renders an untagged struct variant as if it were tagged.
@@ -801,6 +821,12 @@ mod tests {
         assert_eq!(gray, WaveRelease::Gray { gray: 10 });
         assert_eq!(serde_json::to_string(&gray).unwrap(), r#"{"gray":10}"#);
         assert!(serde_json::from_str::<WaveRelease>(r#""gray""#).is_err());
+        for also in [r#"{"gray": 10, "note": {}}"#, r#"{"gray": 10.0}"#] {
+            assert_eq!(serde_json::from_str::<WaveRelease>(also).unwrap(), WaveRelease::Gray { gray: 10 }, "{also}");
+        }
+        for bad in [r#"{"gray": 300}"#, r#"{"gray": 1.5}"#, r#"{"gray": "10"}"#, r#"{}"#, "10"] {
+            assert!(serde_json::from_str::<WaveRelease>(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
