@@ -70,6 +70,8 @@ const CODE_LABELS: &[&str] = &[
     "0",
     "transport",
     "http_5xx",
+    "http_408",
+    "http_429",
     "bad_signature", // ours
     "-1",
     "40001",

@@ -566,6 +566,12 @@ impl WechatOpen {
         if status.is_server_error() {
             return Attempt::Retry { why: format!("HTTP {}", status.as_u16()), code: "http_5xx", sent: true };
         }
+        // 408 (a kept-alive connection closed for idleness as the pool reused it) and 429: the
+        // request was not taken, so even an acting call may be sent again.
+        if status.as_u16() == 408 || status.as_u16() == 429 {
+            let code = if status.as_u16() == 408 { "http_408" } else { "http_429" };
+            return Attempt::Retry { why: format!("HTTP {}", status.as_u16()), code, sent: false };
+        }
         if !status.is_success() {
             return Attempt::Done(Err(PlatformError::Unavailable(format!("the platform answered HTTP {}", status.as_u16()))));
         }

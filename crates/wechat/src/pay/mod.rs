@@ -227,6 +227,11 @@ impl WechatPay {
         if status >= 500 {
             return Ok(Attempt::Retry { why: format!("the pay platform answered HTTP {status}"), code: "http_5xx".into() });
         }
+        // 408: the request was not taken (a server closing a kept-alive connection the pool
+        // reused at that moment answers it, unsigned); 429: not taken yet. Neither is a refusal.
+        if status == 408 || status == 429 {
+            return Ok(Attempt::Retry { why: format!("the pay platform answered HTTP {status}"), code: format!("http_{status}") });
+        }
         Ok(Attempt::Answer { status, headers, body })
     }
 

@@ -34,6 +34,8 @@ struct Stub {
     commit_always_expired: bool,
     /// Answers to send with HTTP 503 before the real one, per path.
     fail_first: HashMap<String, usize>,
+    /// Answers to send with HTTP 408 (request not taken) before the real one, per path.
+    not_taken_first: HashMap<String, usize>,
     bodies: HashMap<String, String>,
     queries: HashMap<String, String>,
 }
@@ -60,6 +62,10 @@ async fn handle(req: HttpRequest, body: web::Bytes, stub: Shared) -> HttpRespons
     if let Some(left) = s.fail_first.get_mut(&path).filter(|n| **n > 0) {
         *left -= 1;
         return HttpResponse::ServiceUnavailable().body("busy");
+    }
+    if let Some(left) = s.not_taken_first.get_mut(&path).filter(|n| **n > 0) {
+        *left -= 1;
+        return HttpResponse::RequestTimeout().finish();
     }
     let component_token = format!("ctoken-{}", s.component_tokens);
     let token = query.get("access_token").or_else(|| query.get("component_access_token")).cloned().unwrap_or_default();
@@ -377,6 +383,18 @@ async fn reads_are_retried_on_5xx_and_acting_calls_are_not() {
     assert_eq!(platform.hits("/wxa/get_auditstatus"), 3);
     assert!(matches!(release, PlatformError::Unavailable(_)), "{release:?}");
     assert_eq!(platform.hits("/wxa/release"), 1, "a release that may have happened is not sent again");
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn an_acting_call_the_platform_did_not_take_408_is_sent_again() {
+    let platform = Platform::start().await;
+    let client = platform.client(Arc::default());
+    platform.stub.lock().unwrap().not_taken_first.insert("/wxa/release".into(), 1);
+
+    client.release(&access()).await.unwrap();
+
+    assert_eq!(platform.hits("/wxa/release"), 2);
     platform.stop().await;
 }
 

@@ -129,6 +129,9 @@ async fn handle(req: HttpRequest, body: web::Bytes, stub: web::Data<Stub>) -> Ht
                 .insert_header(("Wechatpay-Serial", PLATFORM_KEY_ID))
                 .finish()
         }
+        // A connection closed for idleness answers 408, unsigned and with no body; then busy.
+        ("POST", "/v3/refund/domestic/refunds") if body.contains("R_NOT_TAKEN") && hits == 1 => HttpResponse::RequestTimeout().finish(),
+        ("POST", "/v3/refund/domestic/refunds") if body.contains("R_NOT_TAKEN") && hits == 2 => HttpResponse::TooManyRequests().finish(),
         ("POST", "/v3/refund/domestic/refunds") if body.contains("R_REFUSED") => {
             stub.answer(400, r#"{"code":"PARAM_ERROR","message":"invalid out_refund_no"}"#)
         }
@@ -263,6 +266,27 @@ async fn a_5xx_is_retried_until_the_platform_answers() {
     assert_eq!((tx.trade_state, tx.payer_total), (TradeState::Success, Some(Money::from_fen(900))));
     assert_eq!(platform.hits("/v3/pay/transactions/out-trade-no/T_FLAKY"), 3);
     assert_eq!(recorder.codes(), ["http_5xx", "http_5xx", "0"]);
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn a_408_or_429_is_not_a_refusal_and_is_retried() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+    let refund = RefundOrder {
+        out_trade_no: "T1".into(),
+        out_refund_no: "R_NOT_TAKEN".into(),
+        reason: None,
+        amount: Money::from_fen(300),
+        total: Money::from_fen(1000),
+        notify_url: "https://atrium.example.com/n".into(),
+    };
+
+    let answer = platform.client(recorder.clone()).refund(&account(), &refund).await.unwrap();
+
+    assert_eq!(answer.status, RefundStatus::Processing);
+    assert_eq!(platform.hits("/v3/refund/domestic/refunds"), 3);
+    assert_eq!(recorder.codes(), ["http_408", "http_429", "0"]);
     platform.stop().await;
 }
 
