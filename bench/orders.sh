@@ -17,6 +17,7 @@ rm -f "$OUT"/orders-bench.db* "$OUT/bench.secrets.json"
 build_release
 atrium_cli "$DB" migrate >/dev/null
 atrium_cli "$DB" seed --tenants "$TENANTS" --employees-per-tenant 0 --orders-per-tenant "$PER_TENANT"
+case "$DB" in postgres*) psql -q "$DB" -c "VACUUM ANALYZE" ;; esac
 start_server "$DB" ATRIUM_BCRYPT_COST=10
 trap stop_server EXIT
 ADMIN=$(login admin "$ADMIN_PASSWORD")

@@ -40,6 +40,9 @@ median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[in
 printf 'calculate %s items: runs %s ms, median %s ms\n' "$ITEMS" "$sorted" "$median" | tee "$OUT/payroll-summary.txt"
 curl -sf "$BASE/api/v1/payroll-sheets/$FEB" -H "authorization: Bearer $ADMIN" | jq -c '.data | {status, totals}'
 
+# FILES=0: the calculation only (bench/all.sh's 100,000-line run).
+[ "${FILES:-1}" = 0 ] && exit 0
+
 # ---- Files (issue 23): export and import of the 10,000-line sheet ----
 # Memory: the server's VmHWM (peak resident set) over each step, reset to the current resident
 # set before it (`echo 5 > /proc/PID/clear_refs`, Linux 4.0+), next to VmRSS before the step.

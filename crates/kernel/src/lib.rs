@@ -35,7 +35,7 @@ pub use idempotency::{Claim, IdempotencyKey, IdempotencyStore, RequestKey};
 pub use jobs::{Job, JobHandler, JobOutcome, JobStore, NewJob};
 pub use money::{Money, Overflow};
 pub use named::StrEnum;
-pub use paging::{ListQuery, Page, PageRequest, SortKey, SortOrder};
+pub use paging::{COUNT_AHEAD, ListQuery, Page, PageRequest, SortKey, SortOrder};
 pub use pay::{PayParams, PaymentMethod, RefundStatus};
 pub use period::Period;
 pub use reason::Reason;

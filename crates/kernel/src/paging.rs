@@ -106,29 +106,50 @@ pub fn sort_schema<S: SortKey>() -> utoipa::openapi::RefOr<utoipa::openapi::sche
         .into()
 }
 
-/// One page of a list: `{"items":[...],"total":N,"page":1,"page_size":20}`.
+/// One page of a list:
+/// `{"items":[...],"total":N,"total_exact":true,"page":1,"page_size":20}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Page<T> {
     /// The records on this page.
     pub items: Vec<T>,
-    /// How many records the whole list holds, on every page.
+    /// How many records the whole list holds, on every page; when `total_exact` is false, how
+    /// many it holds at least.
     pub total: i64,
+    /// Whether `total` is the exact count. A long list is counted only up to
+    /// [`COUNT_AHEAD`] records past the end of the page asked for: past that bound `total` is
+    /// the bound and this is false (the list holds more; later pages still work).
+    pub total_exact: bool,
     /// This page's 1-based number.
     pub page: u32,
     /// The page size asked for (the last page may hold fewer records).
     pub page_size: u32,
 }
 
+/// How many records past the end of the page asked for a list's total is counted exactly: a
+/// count costs what the page costs, not what the table holds.
+pub const COUNT_AHEAD: i64 = 1000;
+
 impl<T> Page<T> {
-    /// The page `req` asked for, holding `items` of a list of `total` records.
+    /// The page `req` asked for, holding `items` of a list of exactly `total` records.
     pub fn new(items: Vec<T>, total: i64, req: PageRequest) -> Self {
-        Page { items, total, page: req.page(), page_size: req.page_size() }
+        Page { items, total, total_exact: true, page: req.page(), page_size: req.page_size() }
+    }
+
+    /// The page `req` asked for, of a list of at least `total` records (more were not counted).
+    pub fn at_least(items: Vec<T>, total: i64, req: PageRequest) -> Self {
+        Page { total_exact: false, ..Page::new(items, total, req) }
     }
 
     /// The same page with each record converted by `f` (a model to its view, say).
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
-        Page { items: self.items.into_iter().map(f).collect(), total: self.total, page: self.page, page_size: self.page_size }
+        Page {
+            items: self.items.into_iter().map(f).collect(),
+            total: self.total,
+            total_exact: self.total_exact,
+            page: self.page,
+            page_size: self.page_size,
+        }
     }
 }
 

@@ -54,6 +54,14 @@ pub fn seed_org(db: &Db, tenants: i64, per_tenant: i64) -> Result<(i64, i64), Er
 }
 
 /// Refreshes the planner's statistics after a bulk insert.
+/// `ANALYZE table` on PostgreSQL, inside the seeding transaction (SQLite plans these without).
+fn fresh_statistics(conn: &mut DbConn, table: &str) -> Result<(), Error> {
+    if let DbConn::Pg(_) = conn {
+        diesel::sql_query(format!("ANALYZE {table}")).execute(conn).map_err(db_error)?;
+    }
+    Ok(())
+}
+
 fn analyze(db: &Db) -> Result<(), Error> {
     db.write_blocking(|conn| diesel::sql_query("ANALYZE").execute(conn).map(drop).map_err(db_error))
 }
@@ -67,6 +75,7 @@ fn analyze(db: &Db) -> Result<(), Error> {
 pub fn seed_orders(db: &Db, first: i64, last: i64, per_tenant: i64) -> Result<i64, Error> {
     let added = db.write_blocking(move |conn| {
         let before = count(conn, "orders")?;
+        let newer_than = max_id(conn, "orders")?;
         let (series, created, ts) = match conn {
             DbConn::Pg(_) => (
                 format!(
@@ -100,11 +109,14 @@ pub fn seed_orders(db: &Db, first: i64, last: i64, per_tenant: i64) -> Result<i6
         ))
         .execute(conn)
         .map_err(db_error)?;
-        let range = format!("o.tenant_id BETWEEN {first} AND {last} AND o.order_no LIKE 'SEED%'");
+        // PostgreSQL plans the statements below by the tables' statistics: without a fresh look
+        // at the orders just added it expects one, and joins them to their payments badly.
+        fresh_statistics(conn, "orders")?;
+        // The orders this call added (ids past the largest before it): their lines and money.
+        let range = format!("o.id > {newer_than} AND o.tenant_id BETWEEN {first} AND {last}");
         diesel::sql_query(format!(
             "INSERT INTO order_items (tenant_id, order_id, line_no, name, quantity, unit_price) \
-             SELECT o.tenant_id, o.id, 1, 'Seed item', 1, o.amount FROM orders o WHERE {range} \
-               AND NOT EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = o.id)"
+             SELECT o.tenant_id, o.id, 1, 'Seed item', 1, o.amount FROM orders o WHERE {range}"
         ))
         .execute(conn)
         .map_err(db_error)?;
@@ -115,19 +127,19 @@ pub fn seed_orders(db: &Db, first: i64, last: i64, per_tenant: i64) -> Result<i6
                                                success_time, expires_at, created_at, updated_at, order_id, method, reference) \
              SELECT o.tenant_id, o.order_no || '-offline', o.subject, o.paid_amount, '', 'SUCCESS', o.paid_amount, \
                     o.paid_at, o.paid_at, o.paid_at, o.paid_at, o.id, 'offline', o.pay_reference \
-             FROM orders o WHERE {range} AND o.pay_method = 'offline' \
-               AND NOT EXISTS (SELECT 1 FROM payment_transactions t WHERE t.tenant_id = o.tenant_id AND t.order_id = o.id)"
+             FROM orders o WHERE {range} AND o.pay_method = 'offline'"
         ))
         .execute(conn)
         .map_err(db_error)?;
+        fresh_statistics(conn, "order_items")?;
+        fresh_statistics(conn, "payment_transactions")?;
         diesel::sql_query(format!(
             "INSERT INTO payment_refunds (tenant_id, payment_id, out_trade_no, out_refund_no, amount, status, reason, succeeded_at, \
                                           created_at, updated_at, order_id) \
              SELECT o.tenant_id, t.id, t.out_trade_no, 'R' || o.order_no, 500, 'succeeded', 'seed', o.created_at, o.created_at, \
                     o.created_at, o.id \
              FROM orders o JOIN payment_transactions t ON t.tenant_id = o.tenant_id AND t.order_id = o.id \
-             WHERE {range} AND o.status = 'partially_refunded' \
-               AND NOT EXISTS (SELECT 1 FROM payment_refunds r WHERE r.tenant_id = o.tenant_id AND r.order_id = o.id)"
+             WHERE {range} AND o.status = 'partially_refunded'"
         ))
         .execute(conn)
         .map_err(db_error)?;

@@ -286,7 +286,7 @@ impl CampaignService {
         for c in page.items {
             items.push(self.view(c).await?);
         }
-        Ok(Page { items, total: page.total, page: page.page, page_size: page.page_size })
+        Ok(Page { items, total: page.total, total_exact: page.total_exact, page: page.page, page_size: page.page_size })
     }
 
     /// `GET /miniprogram/campaigns/{id}/tenants`.

@@ -4,7 +4,6 @@ use super::users::parse_permissions;
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
-use crate::org::page;
 use crate::schema::{roles, tenants, user_roles};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
@@ -97,7 +96,7 @@ impl RoleRepo for IdentityStore {
                     .limit(req.limit())
                     .load(conn)
                     .map_err(db_error)?;
-                Ok(page(rows.into_iter().map(from_row).collect::<Result<_>>()?, total, req))
+                Ok(Page::new(rows.into_iter().map(from_row).collect::<Result<_>>()?, total, req))
             })
             .await
     }

@@ -1,5 +1,5 @@
 use super::tenants::ids_of_partner;
-use super::{OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
+use super::{Counted, OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, up_to, write_audit};
 use crate::crypto::FieldCipher;
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
@@ -15,6 +15,9 @@ use chrono::{NaiveDate, NaiveDateTime};
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Nullable, Text};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = employees)]
@@ -96,9 +99,99 @@ fn fts5_phrase(keyword: &str) -> String {
     format!("\"{}\"", keyword.replace('"', "\"\""))
 }
 
-/// `fts`: the connection is SQLite, whose `employees_search` trigram index answers keywords.
-/// On PostgreSQL the LIKE below is served by the pg_trgm indexes where installed.
-fn filtered<'a>(scope: Party, q: &'a EmployeeQuery, fts: bool) -> employees::BoxedQuery<'a, MultiBackend> {
+/// How long a trigram's count of employees is trusted, and how many counts are kept.
+const TRIGRAM_COUNTS_FOR: Duration = Duration::from_secs(600);
+const TRIGRAM_COUNTS_KEPT: usize = 4096;
+
+/// How many employees hold each trigram of SQLite's search index, as its `employees_search_vocab`
+/// tells, kept for [`TRIGRAM_COUNTS_FOR`]. A phrase query over the trigram index reads the whole
+/// list of every trigram of the keyword, and a trigram like `wor` of `worker 999` is held by
+/// nearly every row; a keyword across tenants is therefore looked up by its rarest trigram and
+/// those rows compared in full. Counting a trigram reads its list once; the count is kept so
+/// the next keyword with it does not.
+#[derive(Default)]
+pub(crate) struct TrigramCounts {
+    seen: Mutex<HashMap<String, (i64, Instant)>>,
+}
+
+#[derive(QueryableByName)]
+struct VocabRow {
+    #[diesel(sql_type = BigInt)]
+    doc: i64,
+}
+
+impl TrigramCounts {
+    fn seen(&self) -> std::sync::MutexGuard<'_, HashMap<String, (i64, Instant)>> {
+        self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The trigram of `keyword` (at least [`TRIGRAM`] characters) the fewest employees hold.
+    fn rarest(&self, conn: &mut DbConn, keyword: &str) -> Result<String> {
+        let chars: Vec<char> = keyword.chars().collect();
+        let mut rarest: Option<(i64, String)> = None;
+        for window in chars.windows(TRIGRAM) {
+            let trigram: String = window.iter().collect();
+            let held_by = self.held_by(conn, &trigram)?;
+            if rarest.as_ref().is_none_or(|(n, _)| held_by < *n) {
+                rarest = Some((held_by, trigram));
+            }
+        }
+        Ok(rarest.map_or_else(|| keyword.to_owned(), |(_, trigram)| trigram))
+    }
+
+    fn held_by(&self, conn: &mut DbConn, trigram: &str) -> Result<i64> {
+        if let Some((n, at)) = self.seen().get(trigram)
+            && at.elapsed() < TRIGRAM_COUNTS_FOR
+        {
+            return Ok(*n);
+        }
+        // The index folds case as the keyword already is; a trigram it does not hold counts 0.
+        let row: Option<VocabRow> = diesel::sql_query("SELECT doc FROM employees_search_vocab WHERE term = ?")
+            .bind::<Text, _>(trigram)
+            .get_result(conn)
+            .optional()
+            .map_err(db_error)?;
+        let n = row.map_or(0, |r| r.doc);
+        let mut seen = self.seen();
+        if seen.len() >= TRIGRAM_COUNTS_KEPT {
+            seen.retain(|_, (_, at)| at.elapsed() < TRIGRAM_COUNTS_FOR);
+            if seen.len() >= TRIGRAM_COUNTS_KEPT {
+                seen.clear();
+            }
+        }
+        seen.insert(trigram.to_owned(), (n, Instant::now()));
+        Ok(n)
+    }
+}
+
+/// Whether the list reads one tenant's employees only.
+fn one_tenant(scope: Party, q: &EmployeeQuery) -> bool {
+    matches!(scope, Party::Tenant { .. }) || q.tenant_id.is_some()
+}
+
+diesel::define_sql_function! {
+    /// PostgreSQL's `strpos(text, substring)`: the 1-based position of `substring`, 0 if absent.
+    fn strpos(x: Nullable<Text>, substring: Text) -> Nullable<diesel::sql_types::Integer>;
+}
+
+/// How a list's keyword is compared on this connection.
+#[derive(Clone, Copy)]
+enum Search<'a> {
+    /// PostgreSQL across tenants: `lower(column) LIKE`, which its pg_trgm indexes serve.
+    Lower,
+    /// PostgreSQL inside one tenant: `strpos(lower(column), keyword) > 0`, the same substring
+    /// test in a form the trigram indexes do not serve, so the plan reads the tenant's index
+    /// (which holds the compared fields) instead of intersecting trigram lists of every tenant.
+    Position,
+    /// SQLite: its LIKE ignores ASCII case and its `lower()` folds only ASCII, so `column LIKE`
+    /// is the same comparison without a function call per row.
+    Plain,
+    /// SQLite across tenants: the rows the trigram index holds this trigram of the keyword for
+    /// (its rarest), compared as `Plain`.
+    Trigram(&'a str),
+}
+
+fn filtered<'a>(scope: Party, q: &'a EmployeeQuery, search: Search<'a>) -> employees::BoxedQuery<'a, MultiBackend> {
     let mut query = scoped(scope);
     if let Some(s) = q.status {
         query = query.filter(employees::status.eq(s.as_str()));
@@ -112,28 +205,61 @@ fn filtered<'a>(scope: Party, q: &'a EmployeeQuery, fts: bool) -> employees::Box
     if let Some(d) = &q.department {
         query = query.filter(employees::department.eq(d));
     }
-    // Within one tenant a LIKE over its rows is cheaper than intersecting trigram lists that
-    // may span every tenant; across tenants the index saves a scan of the whole table.
-    let one_tenant = matches!(scope, Party::Tenant { .. }) || q.tenant_id.is_some();
-    if q.list.keyword.as_deref().is_some_and(|k| !searchable(k)) {
-        query = query.filter(nothing());
-    } else if let Some(k) = q.list.keyword.as_ref().filter(|k| fts && !one_tenant && k.chars().count() >= TRIGRAM) {
-        query = query.filter(
-            sql::<Bool>("employees.id IN (SELECT rowid FROM employees_search WHERE employees_search MATCH ")
-                .bind::<Text, _>(fts5_phrase(k))
-                .sql(")"),
+    let Some(k) = q.list.keyword.as_ref() else { return query };
+    if !searchable(k) {
+        return query.filter(nothing());
+    }
+    if let Search::Position = search {
+        let k = k.clone();
+        return query.filter(
+            strpos(lower(employees::name.nullable()), k.clone()).gt(0).or(strpos(employees::phone, k.clone()).gt(0)).or(strpos(
+                lower(employees::employee_no),
+                k,
+            )
+            .gt(0)),
         );
-    } else if let Some(k) = &q.list.keyword {
-        let p = like_pattern(k);
-        query = query.filter(
+    }
+    let p = like_pattern(k);
+    match search {
+        Search::Lower => query.filter(
             lower(employees::name.nullable()).like(p.clone()).escape('\\').or(employees::phone.like(p.clone()).escape('\\')).or(lower(
                 employees::employee_no,
             )
             .like(p)
             .escape('\\')),
-        );
+        ),
+        Search::Plain | Search::Trigram(_) | Search::Position => {
+            if let Search::Trigram(t) = search {
+                query = query.filter(
+                    sql::<Bool>("employees.id IN (SELECT rowid FROM employees_search WHERE employees_search MATCH ")
+                        .bind::<Text, _>(fts5_phrase(t))
+                        .sql(")"),
+                );
+            }
+            query.filter(
+                employees::name
+                    .nullable()
+                    .like(p.clone())
+                    .escape('\\')
+                    .or(employees::phone.like(p.clone()).escape('\\'))
+                    .or(employees::employee_no.like(p).escape('\\')),
+            )
+        }
     }
-    query
+}
+
+/// `query` in the list's order (the id breaks ties).
+fn ordered<'a>(query: employees::BoxedQuery<'a, MultiBackend>, sort: (EmployeeSort, SortOrder)) -> employees::BoxedQuery<'a, MultiBackend> {
+    match sort {
+        (EmployeeSort::Name, SortOrder::Asc) => query.order((employees::name.asc(), employees::id.asc())),
+        (EmployeeSort::Name, SortOrder::Desc) => query.order((employees::name.desc(), employees::id.desc())),
+        (EmployeeSort::EmployeeNo, SortOrder::Asc) => query.order((employees::employee_no.asc(), employees::id.asc())),
+        (EmployeeSort::EmployeeNo, SortOrder::Desc) => query.order((employees::employee_no.desc(), employees::id.desc())),
+        (EmployeeSort::HireDate, SortOrder::Asc) => query.order((employees::hire_date.asc(), employees::id.asc())),
+        (EmployeeSort::HireDate, SortOrder::Desc) => query.order((employees::hire_date.desc(), employees::id.desc())),
+        (EmployeeSort::Id | EmployeeSort::CreatedAt, SortOrder::Asc) => query.order(employees::id.asc()),
+        (EmployeeSort::Id | EmployeeSort::CreatedAt, SortOrder::Desc) => query.order(employees::id.desc()),
+    }
 }
 
 /// The total of a list that narrows only by tenant (scope, `tenant_id`, `partner_id`): the sum of
@@ -243,24 +369,51 @@ fn conflict_message(e: diesel::result::Error) -> Error {
 impl EmployeeRepo for OrgStore {
     async fn list_employees(&self, scope: Party, q: EmployeeQuery) -> Result<Page<Employee>> {
         let cipher = self.cipher.clone();
+        let trigrams = self.trigrams.clone();
         self.db
             .run(move |conn| {
-                let fts = matches!(conn, DbConn::Sqlite(_));
-                let mut query = filtered(scope, &q, fts).select(Row::as_select());
-                query = match q.list.sort.unwrap_or((EmployeeSort::Id, SortOrder::Desc)) {
-                    (EmployeeSort::Name, SortOrder::Asc) => query.order((employees::name.asc(), employees::id.asc())),
-                    (EmployeeSort::Name, SortOrder::Desc) => query.order((employees::name.desc(), employees::id.desc())),
-                    (EmployeeSort::EmployeeNo, SortOrder::Asc) => query.order((employees::employee_no.asc(), employees::id.asc())),
-                    (EmployeeSort::EmployeeNo, SortOrder::Desc) => query.order((employees::employee_no.desc(), employees::id.desc())),
-                    (EmployeeSort::HireDate, SortOrder::Asc) => query.order((employees::hire_date.asc(), employees::id.asc())),
-                    (EmployeeSort::HireDate, SortOrder::Desc) => query.order((employees::hire_date.desc(), employees::id.desc())),
-                    (EmployeeSort::Id | EmployeeSort::CreatedAt, SortOrder::Asc) => query.order(employees::id.asc()),
-                    (EmployeeSort::Id | EmployeeSort::CreatedAt, SortOrder::Desc) => query.order(employees::id.desc()),
+                let trigram = match (&*conn, q.list.keyword.as_deref()) {
+                    // Within one tenant comparing its rows (read from an index holding the
+                    // compared fields) is cheaper than a trigram's rows across every tenant.
+                    (DbConn::Sqlite(_), Some(k)) if searchable(k) && k.chars().count() >= TRIGRAM && !one_tenant(scope, &q) => {
+                        Some(trigrams.rarest(conn, k)?)
+                    }
+                    _ => None,
                 };
-                let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
-                let total = total(q.list.page, rows.len(), || match counted_total(conn, scope, &q)? {
-                    Some(total) => Ok(total),
-                    None => filtered(scope, &q, fts).count().get_result(conn).map_err(db_error),
+                let search = match (&*conn, trigram.as_deref()) {
+                    (DbConn::Sqlite(_), Some(t)) => Search::Trigram(t),
+                    (DbConn::Sqlite(_), None) => Search::Plain,
+                    (DbConn::Pg(_), _) if one_tenant(scope, &q) => Search::Position,
+                    (DbConn::Pg(_), _) => Search::Lower,
+                };
+                let sort = q.list.sort.unwrap_or((EmployeeSort::Id, SortOrder::Desc));
+                let (offset, limit) = (q.list.page.offset(), q.list.page.limit());
+                let rows: Vec<Row> = if q.list.keyword.is_some() {
+                    // A keyword is compared on every row of the scope: the page's ids first,
+                    // from the index that holds the compared fields (an index-only scan on
+                    // PostgreSQL), then only those rows, so the rows passed over are not read.
+                    let ids: Vec<i64> = ordered(filtered(scope, &q, search), sort)
+                        .select(employees::id)
+                        .offset(offset)
+                        .limit(limit)
+                        .load(conn)
+                        .map_err(db_error)?;
+                    let mut rows: Vec<Row> =
+                        employees::table.filter(employees::id.eq_any(&ids)).select(Row::as_select()).load(conn).map_err(db_error)?;
+                    let at: HashMap<i64, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+                    rows.sort_by_key(|r| at.get(&r.id).copied().unwrap_or(usize::MAX));
+                    rows
+                } else {
+                    ordered(filtered(scope, &q, search), sort)
+                        .select(Row::as_select())
+                        .offset(offset)
+                        .limit(limit)
+                        .load(conn)
+                        .map_err(db_error)?
+                };
+                let total = total(q.list.page, rows.len(), |n| match counted_total(conn, scope, &q)? {
+                    Some(total) => Ok(Counted::Exact(total)),
+                    None => up_to(filtered(scope, &q, search).select(employees::id).limit(n).load(conn)),
                 })?;
                 Ok(page(rows.into_iter().map(|r| from_row(&cipher, r)).collect::<Result<_>>()?, total, q.list.page))
             })

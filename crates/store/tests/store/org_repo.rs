@@ -277,17 +277,26 @@ store_test!(keyword_search_finds_substrings_of_name_phone_and_number_and_follows
         e.phone = Some(phone.into());
         ids.push(s.insert_employee(e, audit("employee.create", "employee")).await.unwrap().id);
     }
-    let find = |k: &str| {
+    // Across tenants (the trigram indexes) and inside the tenant (its rows compared directly):
+    // the same answer, in the same order.
+    let find_sorted = |k: &str, sort: Option<(EmployeeSort, atrium_kernel::SortOrder)>| {
         let s = s.clone();
         let k = k.to_lowercase();
         async move {
-            let mut q = EmployeeQuery::default();
-            q.list.keyword = Some(k);
-            let page = s.list_employees(Party::Platform, q).await.unwrap();
-            assert_eq!(page.total as usize, page.items.len());
-            page.items.into_iter().map(|e| e.employee_no.unwrap()).collect::<Vec<_>>()
+            let mut found = vec![];
+            for scope in [Party::Platform, Party::Tenant { tenant_id: t, partner_id: None }] {
+                let mut q = EmployeeQuery::default();
+                q.list.keyword = Some(k.clone());
+                q.list.sort = sort;
+                let page = s.list_employees(scope, q).await.unwrap();
+                assert_eq!(page.total as usize, page.items.len());
+                found.push(page.items.into_iter().map(|e| e.employee_no.unwrap()).collect::<Vec<_>>());
+            }
+            assert_eq!(found[0], found[1], "{k}: across tenants and inside the tenant");
+            found.swap_remove(0)
         }
     };
+    let find = |k: &str| find_sorted(k, None);
 
     assert_eq!(find("sanfeng").await, vec!["E-100"]); // case-insensitive, mid-word
     assert_eq!(find("0002222").await, vec!["E-200"]); // phone digits
@@ -297,6 +306,10 @@ store_test!(keyword_search_finds_substrings_of_name_phone_and_number_and_follows
     assert_eq!(find("50%").await, vec!["X_9"]); // so are LIKE wildcards
     assert!(find("x%9").await.is_empty());
     assert!(find("nobody here").await.is_empty());
+    // Every phone holds "+86": the page keeps the order asked for.
+    assert_eq!(find("+86").await, vec!["X_9", "E-200", "E-100"]); // newest first
+    let by_name = find_sorted("+86", Some((EmployeeSort::Name, atrium_kernel::SortOrder::Asc))).await;
+    assert_eq!(by_name, vec!["X_9", "E-100", "E-200"]); // O"Brien, Zhang SanFeng, 李小龙
 
     // The index follows updates and deletes.
     let mut renamed = s.get_employee(Party::Platform, ids[0]).await.unwrap().unwrap();
@@ -387,4 +400,35 @@ store_test!(keywords_are_literal_text_on_every_list_and_never_a_database_error, 
     assert_eq!(find("5%_").await, 1);
     assert_eq!(find("near(y").await, 0);
     assert_eq!(find("\u{0}near").await, 0);
+});
+
+// A list's total is counted no further than COUNT_AHEAD records past the end of the page: past
+// that bound it is the bound, marked inexact. A page that is not full ends the list (exact), and
+// totals kept by the tenants' counters stay exact however long the list.
+store_test!(list_totals_are_counted_up_to_a_bound_past_the_page, |db| {
+    let s = store(&db);
+    atrium_store::seed::seed_org(&db, 2, 700).unwrap();
+    let query = |status: Option<EmployeeStatus>, page: i64, size: i64| {
+        let mut q = EmployeeQuery { status, ..EmployeeQuery::default() };
+        q.list.page = atrium_kernel::PageRequest::new(Some(page), Some(size)).unwrap();
+        q
+    };
+    let active = Some(EmployeeStatus::Active);
+    let bound = |page: i64, size: i64| (page - 1) * size + size + atrium_kernel::COUNT_AHEAD;
+
+    // Counted through the filter: 1,400 records, more than the bound of page 1 of size 10.
+    let first = s.list_employees(Party::Platform, query(active, 1, 10)).await.unwrap();
+    assert_eq!((first.items.len(), first.total, first.total_exact), (10, bound(1, 10), false));
+    // Page 5 of size 100 reaches past the list's end within its bound: exact.
+    let far = s.list_employees(Party::Platform, query(active, 5, 100)).await.unwrap();
+    assert_eq!((far.items.len(), far.total, far.total_exact), (100, 1400, true));
+    // The last, partly filled page ends the list: exact, with no count.
+    let last = s.list_employees(Party::Platform, query(active, 47, 30)).await.unwrap();
+    assert_eq!((last.items.len(), last.total, last.total_exact), (20, 1400, true));
+    // A page past the end is empty, and counts the list within its bound: exact.
+    let beyond = s.list_employees(Party::Platform, query(active, 48, 30)).await.unwrap();
+    assert_eq!((beyond.items.len(), beyond.total, beyond.total_exact), (0, 1400, true));
+    // The counters answer a list filtered only by scope: exact, past any bound.
+    let all = s.list_employees(Party::Platform, query(None, 1, 10)).await.unwrap();
+    assert_eq!((all.total, all.total_exact), (1400, true));
 });

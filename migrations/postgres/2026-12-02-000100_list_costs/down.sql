@@ -1,0 +1,2 @@
+DROP INDEX employees_tenant_idx;
+CREATE INDEX employees_tenant_idx ON employees(tenant_id, id);

@@ -1,0 +1,3 @@
+DROP TABLE employees_search_vocab;
+DROP INDEX employees_tenant_idx;
+CREATE INDEX employees_tenant_idx ON employees(tenant_id, id);
