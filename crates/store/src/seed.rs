@@ -131,7 +131,6 @@ pub fn seed_orders(db: &Db, first: i64, last: i64, per_tenant: i64) -> Result<i6
         ))
         .execute(conn)
         .map_err(db_error)?;
-        fresh_statistics(conn, "order_items")?;
         fresh_statistics(conn, "payment_transactions")?;
         diesel::sql_query(format!(
             "INSERT INTO payment_refunds (tenant_id, payment_id, out_trade_no, out_refund_no, amount, status, reason, succeeded_at, \

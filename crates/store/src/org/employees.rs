@@ -209,17 +209,15 @@ fn filtered<'a>(scope: Party, q: &'a EmployeeQuery, search: Search<'a>) -> emplo
     if !searchable(k) {
         return query.filter(nothing());
     }
-    if let Search::Position = search {
-        let k = k.clone();
-        return query.filter(
-            strpos(lower(employees::name.nullable()), k.clone()).gt(0).or(strpos(employees::phone, k.clone()).gt(0)).or(strpos(
-                lower(employees::employee_no),
-                k,
-            )
-            .gt(0)),
-        );
-    }
     let p = like_pattern(k);
+    let plain_like = |p: String| {
+        employees::name
+            .nullable()
+            .like(p.clone())
+            .escape('\\')
+            .or(employees::phone.like(p.clone()).escape('\\'))
+            .or(employees::employee_no.like(p).escape('\\'))
+    };
     match search {
         Search::Lower => query.filter(
             lower(employees::name.nullable()).like(p.clone()).escape('\\').or(employees::phone.like(p.clone()).escape('\\')).or(lower(
@@ -228,23 +226,21 @@ fn filtered<'a>(scope: Party, q: &'a EmployeeQuery, search: Search<'a>) -> emplo
             .like(p)
             .escape('\\')),
         ),
-        Search::Plain | Search::Trigram(_) | Search::Position => {
-            if let Search::Trigram(t) = search {
-                query = query.filter(
-                    sql::<Bool>("employees.id IN (SELECT rowid FROM employees_search WHERE employees_search MATCH ")
-                        .bind::<Text, _>(fts5_phrase(t))
-                        .sql(")"),
-                );
-            }
-            query.filter(
-                employees::name
-                    .nullable()
-                    .like(p.clone())
-                    .escape('\\')
-                    .or(employees::phone.like(p.clone()).escape('\\'))
-                    .or(employees::employee_no.like(p).escape('\\')),
+        Search::Position => query.filter(
+            strpos(lower(employees::name.nullable()), k.clone()).gt(0).or(strpos(employees::phone, k.clone()).gt(0)).or(strpos(
+                lower(employees::employee_no),
+                k.clone(),
             )
-        }
+            .gt(0)),
+        ),
+        Search::Plain => query.filter(plain_like(p)),
+        Search::Trigram(t) => query
+            .filter(
+                sql::<Bool>("employees.id IN (SELECT rowid FROM employees_search WHERE employees_search MATCH ")
+                    .bind::<Text, _>(fts5_phrase(t))
+                    .sql(")"),
+            )
+            .filter(plain_like(p)),
     }
 }
 
