@@ -92,7 +92,6 @@ pub fn configure(
         .app_data(
             web::PathConfig::default().error_handler(|_, req| interface_error(req, ApiError(atrium_kernel::Error::NotFound("record")))),
         )
-        .app_data(web::QueryConfig::default().error_handler(|err, req| interface_error(req, ApiError::bad_request(query_error(&err)))))
         .app_data(web::PayloadConfig::new(json_limit.0))
         .wrap(from_fn(limits::body_timeout))
         .wrap(ErrorHandlers::new().default_handler(envelope_framework_error))
@@ -126,24 +125,8 @@ pub fn configure(
         .default_service(web::to(no_route))
 }
 
-/// A query-string error in the caller's terms: which parameter, and what it should be.
-fn query_error(err: &actix_web::error::QueryPayloadError) -> String {
-    let raw = match err {
-        actix_web::error::QueryPayloadError::Deserialize(e) => e.to_string(),
-        other => other.to_string(),
-    };
-    let raw = raw.strip_prefix("Query deserialize error: ").unwrap_or(&raw).to_owned();
-    if raw.starts_with("unknown field") || raw.starts_with("missing field") {
-        return format!("invalid query parameter: {}", raw.split(", expected").next().unwrap_or(&raw));
-    }
-    if raw.contains("invalid digit") || raw.contains("number too large") || raw.contains("cannot parse integer") {
-        return "invalid query parameter: a numeric parameter is not an integer".to_owned();
-    }
-    format!("invalid query parameter: {}", crate::extract::caller_terms(&raw))
-}
-
 /// An extractor's refusal in the envelope of the interface the request is on.
-fn interface_error(req: &HttpRequest, error: ApiError) -> actix_web::Error {
+pub(crate) fn interface_error(req: &HttpRequest, error: ApiError) -> actix_web::Error {
     if crate::docs_interface::serves(req.path()) { crate::DocsError(error).into() } else { error.into() }
 }
 

@@ -131,9 +131,7 @@ impl<T: DeserializeOwned + 'static> FromRequest for DocsQuery<T> {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         std::future::ready(
-            web::Query::<T>::from_query(req.query_string())
-                .map(|q| DocsQuery(q.into_inner()))
-                .map_err(|e| DocsError::from(Error::BadRequest(format!("invalid query parameter: {e}")))),
+            crate::query::from_query(req.query_string()).map(DocsQuery).map_err(|message| DocsError::from(Error::BadRequest(message))),
         )
     }
 }

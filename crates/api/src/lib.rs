@@ -17,6 +17,7 @@ mod idempotency;
 mod limits;
 pub mod metrics;
 mod openapi;
+mod query;
 mod reasons;
 mod request_id;
 pub mod routes;

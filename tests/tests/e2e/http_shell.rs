@@ -69,6 +69,24 @@ e2e!(a_bad_query_parameter_is_an_envelope_400, |app| {
     r.expect(400);
 });
 
+// The document types numeric parameters as JSON Schema `integer`, which `2.0` and `2e0` are;
+// clients that format every number as a float send them. A fraction is refused by name.
+e2e!(an_integer_query_parameter_may_be_written_as_a_number_without_a_fraction, |app| {
+    let org = app.org().await;
+    let plain = app.get(&format!("/api/v1/employees?tenant_id={}&page=1&page_size=20", org.t1), Some(&org.admin)).await;
+    let floats = app.get(&format!("/api/v1/employees?tenant_id={}.0&page=1.0&page_size=2e1", org.t1), Some(&org.admin)).await;
+    plain.expect(200);
+    floats.expect(200);
+    assert_eq!(floats.body, plain.body);
+
+    let half = app.get(&format!("/api/v1/employees?tenant_id={}.5", org.t1), Some(&org.admin)).await;
+    half.expect_reason(400, "invalid_input");
+    assert_eq!(half.body["message"], "invalid query parameter: `tenant_id` must be an integer");
+    let huge = app.get("/api/v1/employees?page=1e30", Some(&org.admin)).await;
+    huge.expect_reason(400, "invalid_input");
+    assert_eq!(huge.body["message"], "invalid query parameter: `page` is out of range");
+});
+
 e2e!(every_response_carries_a_request_id_and_echoes_the_clients, |app| {
     let generated = app.get("/healthz", None).await;
     let echoed = app.send(app.client.get(app.url("/api/v1/nope")).header("x-request-id", "trace-123")).await;

@@ -1,4 +1,5 @@
 //! `/api/v1/auth/*`: logins, tokens, codes, registration, password reset and QR login.
+use crate::query::Query;
 use actix_web::{HttpRequest, web};
 use atrium_identity::api::{
     CallbackQuery, ChatBindRequest, ChatQrResponse, LoginMethod, LoginRequest, MeResponse, MyParty, RefreshRequest, RegisterRequest,
@@ -113,14 +114,14 @@ pub async fn chat_qr(state: web::Data<AppState>) -> ApiResult {
 /// account bound to no user) or `expired`.
 #[utoipa::path(get, path = "/api/v1/auth/chat-qr/status", tag = "auth", params(TicketQuery),
     responses((status = 200, body = TicketStatusResponse), (status = 404)))]
-pub async fn chat_qr_status(state: web::Data<AppState>, q: web::Query<TicketQuery>) -> ApiResult {
+pub async fn chat_qr_status(state: web::Data<AppState>, q: Query<TicketQuery>) -> ApiResult {
     ok(TicketStatusResponse { status: state.identity.chat_qr_status(&q.ticket).await? })
 }
 
 /// Where the messaging platform sends the scanner after a scan.
 #[utoipa::path(get, path = "/api/v1/auth/chat-qr/callback", tag = "auth", params(CallbackQuery),
     responses((status = 200, body = TicketStatusResponse), (status = 401, description = "Invalid code"), (status = 404, description = "No such QR ticket"), (status = 409, description = "Ticket already scanned or expired")))]
-pub async fn chat_qr_callback(state: web::Data<AppState>, q: web::Query<CallbackQuery>) -> ApiResult {
+pub async fn chat_qr_callback(state: web::Data<AppState>, q: Query<CallbackQuery>) -> ApiResult {
     ok(TicketStatusResponse { status: state.identity.chat_qr_callback(&q.code, &q.state).await? })
 }
 

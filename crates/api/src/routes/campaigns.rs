@@ -1,5 +1,6 @@
 //! `/api/v1/miniprogram/campaigns`: release campaigns, one template version shipped to many
 //! tenants' mini-programs in waves (platform and partner callers).
+use crate::query::Query;
 use actix_web::web;
 use atrium_miniprogram::campaign::{
     CampaignListParams, CampaignRetry, CampaignTenantListParams, CampaignTenantView, CampaignView, NewCampaign,
@@ -42,7 +43,7 @@ pub async fn create_campaign(state: web::Data<AppState>, auth: Authorized<Minipr
 /// List campaigns.
 #[utoipa::path(get, path = "/api/v1/miniprogram/campaigns", tag = "miniprogram", params(CampaignListParams),
     security(("bearer" = ["miniprogram:read"])), responses((status = 200, body = inline(atrium_kernel::Page<CampaignView>))))]
-pub async fn list_campaigns(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<CampaignListParams>) -> ApiResult {
+pub async fn list_campaigns(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: Query<CampaignListParams>) -> ApiResult {
     ok(state.campaigns.list(&auth.actor, q.into_inner()).await?)
 }
 
@@ -62,7 +63,7 @@ pub async fn campaign_tenants(
     state: web::Data<AppState>,
     auth: Authorized<MiniprogramRead>,
     id: web::Path<i64>,
-    q: web::Query<CampaignTenantListParams>,
+    q: Query<CampaignTenantListParams>,
 ) -> ApiResult {
     ok(state.campaigns.tenants(&auth.actor, id.into_inner(), q.into_inner()).await?)
 }

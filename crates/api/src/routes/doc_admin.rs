@@ -1,6 +1,7 @@
 //! `/api/v1/doc-projects` and `/api/v1/doc-tokens`: managing the document interface's
 //! projects and API tokens. Reads need `doc:read`, changes `doc:manage`; everything is
 //! scoped to the caller's own party.
+use crate::query::Query;
 use actix_web::web;
 use atrium_docs::{CreateProjectRequest, CreateTokenRequest, IssuedTokenView, PageQuery, ProjectView, TokenView};
 use atrium_kernel::Page;
@@ -23,7 +24,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// The caller's party's projects, oldest first.
 #[utoipa::path(get, path = "/api/v1/doc-projects", tag = "doc-admin", params(PageQuery), security(("bearer" = ["doc:read"])),
     responses((status = 200, body = Page<ProjectView>), (status = 400), (status = 401), (status = 403, description = "Missing doc:read")))]
-pub async fn list_projects(state: web::Data<AppState>, auth: Authorized<DocRead>, q: web::Query<PageQuery>) -> ApiResult {
+pub async fn list_projects(state: web::Data<AppState>, auth: Authorized<DocRead>, q: Query<PageQuery>) -> ApiResult {
     ok(state.docs.list_projects(auth.actor.party, q.request()?).await?.map(ProjectView::from))
 }
 
@@ -44,7 +45,7 @@ pub async fn get_project(state: web::Data<AppState>, auth: Authorized<DocRead>, 
 /// The caller's party's API tokens, oldest first. Token values are never listed.
 #[utoipa::path(get, path = "/api/v1/doc-tokens", tag = "doc-admin", params(PageQuery), security(("bearer" = ["doc:read"])),
     responses((status = 200, body = Page<TokenView>), (status = 400), (status = 401), (status = 403, description = "Missing doc:read")))]
-pub async fn list_tokens(state: web::Data<AppState>, auth: Authorized<DocRead>, q: web::Query<PageQuery>) -> ApiResult {
+pub async fn list_tokens(state: web::Data<AppState>, auth: Authorized<DocRead>, q: Query<PageQuery>) -> ApiResult {
     let now = state.docs.now();
     ok(state.docs.list_tokens(auth.actor.party, q.request()?).await?.map(|t| TokenView::new(t, now)))
 }

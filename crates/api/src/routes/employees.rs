@@ -1,5 +1,6 @@
 //! `/api/v1/employees`: employees, scoped to the caller's party. Id card and bank account
 //! numbers are masked unless the caller holds `employee:read_sensitive`.
+use crate::query::Query;
 use actix_web::web;
 use atrium_org::{EmployeeListParams, EmployeePatch, EmployeeQuery, EmployeeView, NewEmployee};
 use atrium_payroll::{TaxYearParams, TaxYearView};
@@ -28,7 +29,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// List employees.
 #[utoipa::path(get, path = "/api/v1/employees", tag = "employees", params(EmployeeListParams), security(("bearer" = ["employee:read"])),
     responses((status = 200, body = inline(atrium_kernel::Page<EmployeeView>)), (status = 401), (status = 403)))]
-pub async fn list(state: web::Data<AppState>, auth: Authorized<EmployeeRead>, q: web::Query<EmployeeListParams>) -> ApiResult {
+pub async fn list(state: web::Data<AppState>, auth: Authorized<EmployeeRead>, q: Query<EmployeeListParams>) -> ApiResult {
     let query = EmployeeQuery::try_from(q.into_inner())?;
     let actor = &auth.actor;
     ok(state.employees.list(actor, query).await?.map(|e| EmployeeView::of(e, actor)))
@@ -80,12 +81,7 @@ pub async fn delete(state: web::Data<AppState>, auth: Authorized<EmployeeDelete>
     security(("bearer" = ["payroll:read"])),
     responses((status = 200, body = TaxYearView), (status = 400, description = "`year` is missing, not a number or outside 2000–2100"),
         (status = 403, description = "Without `payroll:read` or without `employee:read`"), (status = 404)))]
-pub async fn tax_year(
-    state: web::Data<AppState>,
-    auth: Authorized<PayrollRead>,
-    id: web::Path<i64>,
-    q: web::Query<TaxYearParams>,
-) -> ApiResult {
+pub async fn tax_year(state: web::Data<AppState>, auth: Authorized<PayrollRead>, id: web::Path<i64>, q: Query<TaxYearParams>) -> ApiResult {
     auth.actor.require(perm::EMPLOYEE_READ.name)?;
     let year = q.year()?;
     ok(TaxYearView::from(state.payroll.tax_year(&auth.actor, id.into_inner(), year).await?))

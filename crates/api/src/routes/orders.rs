@@ -1,6 +1,7 @@
 //! `/api/v1/orders`: a tenant's orders, scoped to the caller's party, paid on the pay platform
 //! (through the tenant's mini-program) or offline, and refunded. Create, pay and refund take
 //! an `Idempotency-Key`.
+use crate::query::Query;
 use actix_web::{HttpRequest, HttpResponse, web};
 use atrium_orders::{NewOrder, NewRefund, OrderListParams, OrderPayView, OrderQuery, OrderRefundView, OrderView, PayOrder};
 
@@ -24,7 +25,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// List orders.
 #[utoipa::path(get, path = "/api/v1/orders", tag = "orders", params(OrderListParams), security(("bearer" = ["order:read"])),
     responses((status = 200, body = inline(atrium_kernel::Page<OrderView>)), (status = 401), (status = 403)))]
-pub async fn list(state: web::Data<AppState>, auth: Authorized<OrderRead>, q: web::Query<OrderListParams>) -> ApiResult {
+pub async fn list(state: web::Data<AppState>, auth: Authorized<OrderRead>, q: Query<OrderListParams>) -> ApiResult {
     let query = OrderQuery::try_from(q.into_inner())?;
     ok(state.orders.list(&auth.actor, query).await?)
 }

@@ -1,4 +1,5 @@
 //! `/api/v1/partners`: partners (agents), scoped to the caller's party.
+use crate::query::Query;
 use actix_web::web;
 use atrium_org::{NewPartner, Partner, PartnerListParams, PartnerPatch, PartnerQuery};
 
@@ -24,7 +25,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// List partners.
 #[utoipa::path(get, path = "/api/v1/partners", tag = "partners", params(PartnerListParams), security(("bearer" = ["agent:read"])),
     responses((status = 200, body = inline(atrium_kernel::Page<Partner>)), (status = 401), (status = 403)))]
-pub async fn list(state: web::Data<AppState>, auth: Authorized<AgentRead>, q: web::Query<PartnerListParams>) -> ApiResult {
+pub async fn list(state: web::Data<AppState>, auth: Authorized<AgentRead>, q: Query<PartnerListParams>) -> ApiResult {
     ok(state.partners.list(&auth.actor, PartnerQuery::try_from(q.into_inner())?).await?)
 }
 
@@ -52,12 +53,7 @@ pub async fn update(state: web::Data<AppState>, auth: Authorized<AgentUpdate>, i
 /// Delete a partner. 409 while it has tenants or users, unless `cascade=true`.
 #[utoipa::path(delete, path = "/api/v1/partners/{id}", tag = "partners", params(IdPath, DeleteParams), security(("bearer" = ["agent:delete"])),
     responses((status = 200), (status = 404), (status = 409)))]
-pub async fn delete(
-    state: web::Data<AppState>,
-    auth: Authorized<AgentDelete>,
-    id: web::Path<i64>,
-    q: web::Query<DeleteParams>,
-) -> ApiResult {
+pub async fn delete(state: web::Data<AppState>, auth: Authorized<AgentDelete>, id: web::Path<i64>, q: Query<DeleteParams>) -> ApiResult {
     state.partners.delete(&auth.actor, id.into_inner(), q.cascade.unwrap_or(false)).await?;
     ok(serde_json::json!({}))
 }

@@ -1,6 +1,7 @@
 //! `/api/v1/miniprogram/payment/*`: a tenant's merchant account on the pay platform, its
 //! payment transactions and refunds, the platform's notifications and reconciliation.
 //! Unified order and refund take an `Idempotency-Key`.
+use crate::query::Query;
 use actix_multipart::Multipart;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -48,7 +49,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 #[utoipa::path(get, path = "/api/v1/miniprogram/payment/config", tag = "payments", params(TenantParams),
     security(("bearer" = ["miniprogram:payment"])),
     responses((status = 200, body = PaymentConfigView), (status = 404, description = "No configuration yet, or the tenant is not yours")))]
-pub async fn get_config(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, q: web::Query<TenantParams>) -> ApiResult {
+pub async fn get_config(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, q: Query<TenantParams>) -> ApiResult {
     ok(state.payments.get_config(&auth.actor, q.into_inner().tenant_id).await?)
 }
 
@@ -135,7 +136,7 @@ pub async fn close(state: web::Data<AppState>, auth: Authorized<PaymentClose>, b
 #[utoipa::path(get, path = "/api/v1/miniprogram/payment/reconciliation", tag = "payments", params(ReconciliationParams),
     security(("bearer" = ["payment:query"])),
     responses((status = 200, body = ReconciliationView), (status = 404, description = "No payment configuration, or the tenant is not yours"), (status = 502)))]
-pub async fn reconciliation(state: web::Data<AppState>, auth: Authorized<PaymentQuery>, q: web::Query<ReconciliationParams>) -> ApiResult {
+pub async fn reconciliation(state: web::Data<AppState>, auth: Authorized<PaymentQuery>, q: Query<ReconciliationParams>) -> ApiResult {
     let q = q.into_inner();
     ok(state.payments.reconcile(&auth.actor, q.tenant_id, q.date).await?)
 }

@@ -3,6 +3,7 @@
 //! Sheets as spreadsheet files: the export, the bank file, the import template (binary
 //! answers with a `Content-Disposition` file name), and the import (`multipart/form-data`,
 //! the file in memory up to `MAX_IMPORT_BYTES`, 413 above).
+use crate::query::Query;
 use actix_multipart::Multipart;
 use actix_web::http::header;
 use actix_web::middleware::from_fn;
@@ -54,7 +55,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// List payroll sheets (without items).
 #[utoipa::path(get, path = "/api/v1/payroll-sheets", tag = "payroll", params(SheetListParams), security(("bearer" = ["payroll:read"])),
     responses((status = 200, body = inline(atrium_kernel::Page<SheetView>)), (status = 400), (status = 401), (status = 403)))]
-pub async fn list(state: web::Data<AppState>, auth: Authorized<PayrollRead>, q: web::Query<SheetListParams>) -> ApiResult {
+pub async fn list(state: web::Data<AppState>, auth: Authorized<PayrollRead>, q: Query<SheetListParams>) -> ApiResult {
     let query = SheetQuery::try_from(q.into_inner())?;
     ok(state.payroll.list(&auth.actor, query).await?.map(SheetView::from))
 }
@@ -136,7 +137,7 @@ pub async fn export(
     state: web::Data<AppState>,
     auth: Authorized<PayrollRead>,
     id: web::Path<i64>,
-    q: web::Query<ExportParams>,
+    q: Query<ExportParams>,
 ) -> Result<HttpResponse, ApiError> {
     Ok(file(state.payroll.export(&auth.actor, id.into_inner(), q.into_inner()).await?))
 }
@@ -160,7 +161,7 @@ pub async fn bank_file(
     state: web::Data<AppState>,
     auth: Authorized<PayrollRead>,
     id: web::Path<i64>,
-    q: web::Query<BankFileParams>,
+    q: Query<BankFileParams>,
 ) -> Result<HttpResponse, ApiError> {
     Ok(file(state.payroll.bank_file(&auth.actor, id.into_inner(), q.into_inner()).await?))
 }
@@ -179,7 +180,7 @@ pub async fn bank_file(
 pub async fn import_template(
     state: web::Data<AppState>,
     _auth: Authorized<PayrollRead>,
-    q: web::Query<TemplateParams>,
+    q: Query<TemplateParams>,
 ) -> Result<HttpResponse, ApiError> {
     Ok(file(state.payroll.import_template(q.into_inner()).await?))
 }

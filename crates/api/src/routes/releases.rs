@@ -2,6 +2,7 @@
 //! third-party platform, code uploads (a template, or a package streamed to disk), audits,
 //! releases and rollbacks, the console's extras, and the two URLs the platform pushes its
 //! encrypted events to.
+use crate::query::Query;
 use actix_multipart::Multipart;
 use actix_web::http::header;
 use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, web};
@@ -70,7 +71,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 #[utoipa::path(get, path = "/api/v1/miniprogram/authorization", tag = "miniprogram", params(TenantParams),
     security(("bearer" = ["miniprogram:read"])),
     responses((status = 200, body = AuthorizationView), (status = 404, description = "The tenant is not yours")))]
-pub async fn authorization(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<TenantParams>) -> ApiResult {
+pub async fn authorization(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: Query<TenantParams>) -> ApiResult {
     ok(state.release_authorization.authorization(&auth.actor, q.into_inner().tenant_id).await?)
 }
 
@@ -81,7 +82,7 @@ pub async fn authorization(state: web::Data<AppState>, auth: Authorized<Miniprog
     responses((status = 200, body = AuthorizationView), (status = 404, description = "The link's state is unknown, used or expired"),
         (status = 409, description = "The mini-program is authorised for another tenant"),
         (status = 502, description = "The platform failed or refused the code")))]
-pub async fn authorization_callback(state: web::Data<AppState>, q: web::Query<AuthorizationCallback>) -> ApiResult {
+pub async fn authorization_callback(state: web::Data<AppState>, q: Query<AuthorizationCallback>) -> ApiResult {
     ok(state.release_authorization.finish_authorization(q.into_inner()).await?)
 }
 
@@ -121,7 +122,7 @@ pub async fn upload(req: HttpRequest, state: web::Data<AppState>, auth: Authoriz
 /// List upload tasks.
 #[utoipa::path(get, path = "/api/v1/miniprogram/upload-tasks", tag = "miniprogram", params(UploadTaskListParams),
     security(("bearer" = ["miniprogram:read"])), responses((status = 200, body = inline(atrium_kernel::Page<UploadTaskView>))))]
-pub async fn upload_tasks(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<UploadTaskListParams>) -> ApiResult {
+pub async fn upload_tasks(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: Query<UploadTaskListParams>) -> ApiResult {
     ok(state.releases.list_upload_tasks(&auth.actor, q.into_inner()).await?)
 }
 
@@ -160,7 +161,7 @@ pub struct QuotaParams {
     responses((status = 200, body = AuditQuota), (status = 404, description = "The tenant is not yours"),
         (status = 409, description = "No mini-program in the caller's scope is authorised"),
         (status = 502)))]
-pub async fn audit_quota(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<QuotaParams>) -> ApiResult {
+pub async fn audit_quota(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: Query<QuotaParams>) -> ApiResult {
     ok(state.release_preflight.audit_quota(&auth.actor, q.into_inner().tenant_id).await?)
 }
 
@@ -188,7 +189,7 @@ pub async fn undo_audit(state: web::Data<AppState>, auth: Authorized<Miniprogram
 #[utoipa::path(get, path = "/api/v1/miniprogram/domains", tag = "miniprogram", params(TenantParams),
     security(("bearer" = ["miniprogram:read"])),
     responses((status = 200, body = DomainsView), (status = 404), (status = 409, description = "The mini-program is not authorised"), (status = 502)))]
-pub async fn domains(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<TenantParams>) -> ApiResult {
+pub async fn domains(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: Query<TenantParams>) -> ApiResult {
     ok(state.release_preflight.domains(&auth.actor, q.into_inner().tenant_id).await?)
 }
 
@@ -207,7 +208,7 @@ pub async fn put_domains(state: web::Data<AppState>, auth: Authorized<Miniprogra
 #[utoipa::path(get, path = "/api/v1/miniprogram/privacy", tag = "miniprogram", params(TenantParams),
     security(("bearer" = ["miniprogram:read"])),
     responses((status = 200, body = PrivacyView), (status = 404), (status = 409, description = "The mini-program is not authorised"), (status = 502)))]
-pub async fn privacy(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<TenantParams>) -> ApiResult {
+pub async fn privacy(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: Query<TenantParams>) -> ApiResult {
     ok(state.release_preflight.privacy(&auth.actor, q.into_inner().tenant_id).await?)
 }
 
@@ -226,7 +227,7 @@ pub async fn put_privacy(state: web::Data<AppState>, auth: Authorized<Miniprogra
 #[utoipa::path(get, path = "/api/v1/miniprogram/preflight", tag = "miniprogram", params(TenantParams),
     security(("bearer" = ["miniprogram:read"])),
     responses((status = 200, body = PreflightView), (status = 404)))]
-pub async fn preflight(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<TenantParams>) -> ApiResult {
+pub async fn preflight(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: Query<TenantParams>) -> ApiResult {
     ok(state.release_preflight.preflight(&auth.actor, q.into_inner().tenant_id).await?)
 }
 
@@ -235,14 +236,14 @@ pub async fn preflight(state: web::Data<AppState>, auth: Authorized<MiniprogramR
 #[utoipa::path(get, path = "/api/v1/miniprogram/audit/status", tag = "miniprogram", params(AuditStatusParams),
     security(("bearer" = ["miniprogram:read"])),
     responses((status = 200, body = AuditTaskView), (status = 404), (status = 409, description = "The tenant's authorisation was revoked"), (status = 502)))]
-pub async fn audit_status(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<AuditStatusParams>) -> ApiResult {
+pub async fn audit_status(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: Query<AuditStatusParams>) -> ApiResult {
     ok(state.releases.audit_status(&auth.actor, q.into_inner()).await?)
 }
 
 /// List audit tasks.
 #[utoipa::path(get, path = "/api/v1/miniprogram/audit-tasks", tag = "miniprogram", params(AuditTaskListParams),
     security(("bearer" = ["miniprogram:read"])), responses((status = 200, body = inline(atrium_kernel::Page<AuditTaskView>))))]
-pub async fn audit_tasks(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<AuditTaskListParams>) -> ApiResult {
+pub async fn audit_tasks(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: Query<AuditTaskListParams>) -> ApiResult {
     ok(state.releases.list_audit_tasks(&auth.actor, q.into_inner()).await?)
 }
 
@@ -268,7 +269,7 @@ pub async fn rollback(state: web::Data<AppState>, auth: Authorized<MiniprogramPu
 #[utoipa::path(get, path = "/api/v1/miniprogram/versions", tag = "miniprogram", params(TenantParams),
     security(("bearer" = ["miniprogram:read"])),
     responses((status = 200, body = VersionsView), (status = 404), (status = 409, description = "The tenant has not authorised its mini-program"), (status = 502)))]
-pub async fn versions(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: web::Query<TenantParams>) -> ApiResult {
+pub async fn versions(state: web::Data<AppState>, auth: Authorized<MiniprogramRead>, q: Query<TenantParams>) -> ApiResult {
     ok(state.releases.versions(&auth.actor, q.into_inner().tenant_id).await?)
 }
 
@@ -285,7 +286,7 @@ pub struct Jpeg(#[allow(dead_code)] Vec<u8>);
 pub async fn experience_qr(
     state: web::Data<AppState>,
     auth: Authorized<MiniprogramRead>,
-    q: web::Query<ExperienceQrParams>,
+    q: Query<ExperienceQrParams>,
 ) -> Result<HttpResponse, ApiError> {
     let image = state.releases.experience_qr(&auth.actor, q.into_inner()).await?;
     Ok(HttpResponse::Ok().content_type("image/jpeg").body(image))
@@ -335,7 +336,7 @@ pub struct EventParams {
         (status = 401, description = "The msg_signature does not verify, or the message is not addressed to this platform"),
         (status = 404, description = "No third-party platform is configured"),
         (status = 413, description = "Larger than 64 KiB")))]
-pub async fn component_events(state: web::Data<AppState>, q: web::Query<EventParams>, body: web::Bytes) -> Result<HttpResponse, ApiError> {
+pub async fn component_events(state: web::Data<AppState>, q: Query<EventParams>, body: web::Bytes) -> Result<HttpResponse, ApiError> {
     receive(&state, EventUrl::Component, None, q.into_inner(), body).await
 }
 
@@ -352,7 +353,7 @@ pub async fn component_events(state: web::Data<AppState>, q: web::Query<EventPar
 pub async fn component_messages(
     state: web::Data<AppState>,
     appid: web::Path<String>,
-    q: web::Query<EventParams>,
+    q: Query<EventParams>,
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
     receive(&state, EventUrl::Message, Some(appid.as_str()), q.into_inner(), body).await

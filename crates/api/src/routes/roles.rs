@@ -1,4 +1,5 @@
 //! `/api/v1/roles`: built-in and custom roles, and the permission catalogue.
+use crate::query::Query;
 use actix_web::web;
 use atrium_identity::Role;
 use atrium_identity::api::{NewRole, PermissionInfo, RoleListParams, RolePatch};
@@ -22,7 +23,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// Roles the caller can see and hand out.
 #[utoipa::path(get, path = "/api/v1/roles", tag = "roles", params(RoleListParams), security(("bearer" = ["role:read"])),
     responses((status = 200, body = inline(atrium_kernel::Page<Role>)), (status = 403)))]
-pub async fn list(state: web::Data<AppState>, auth: Authorized<RoleRead>, q: web::Query<RoleListParams>) -> ApiResult {
+pub async fn list(state: web::Data<AppState>, auth: Authorized<RoleRead>, q: Query<RoleListParams>) -> ApiResult {
     ok(state.roles.list(&auth.actor, PageRequest::new(q.page, q.page_size)?).await?)
 }
 

@@ -1,4 +1,5 @@
 //! `/api/v1/tenants`: tenants (enterprises), scoped to the caller's party.
+use crate::query::Query;
 use actix_web::web;
 use atrium_org::{NewTenant, Tenant, TenantListParams, TenantPatch, TenantQuery};
 
@@ -24,7 +25,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// List tenants.
 #[utoipa::path(get, path = "/api/v1/tenants", tag = "tenants", params(TenantListParams), security(("bearer" = ["tenant:read"])),
     responses((status = 200, body = inline(atrium_kernel::Page<Tenant>)), (status = 401), (status = 403)))]
-pub async fn list(state: web::Data<AppState>, auth: Authorized<TenantRead>, q: web::Query<TenantListParams>) -> ApiResult {
+pub async fn list(state: web::Data<AppState>, auth: Authorized<TenantRead>, q: Query<TenantListParams>) -> ApiResult {
     ok(state.tenants.list(&auth.actor, TenantQuery::try_from(q.into_inner())?).await?)
 }
 
@@ -53,12 +54,7 @@ pub async fn update(state: web::Data<AppState>, auth: Authorized<TenantUpdate>, 
 /// Delete a tenant. 409 while it has employees or users, unless `cascade=true`.
 #[utoipa::path(delete, path = "/api/v1/tenants/{id}", tag = "tenants", params(IdPath, DeleteParams), security(("bearer" = ["tenant:delete"])),
     responses((status = 200), (status = 404), (status = 409)))]
-pub async fn delete(
-    state: web::Data<AppState>,
-    auth: Authorized<TenantDelete>,
-    id: web::Path<i64>,
-    q: web::Query<DeleteParams>,
-) -> ApiResult {
+pub async fn delete(state: web::Data<AppState>, auth: Authorized<TenantDelete>, id: web::Path<i64>, q: Query<DeleteParams>) -> ApiResult {
     state.tenants.delete(&auth.actor, id.into_inner(), q.cascade.unwrap_or(false)).await?;
     ok(serde_json::json!({}))
 }

@@ -1,4 +1,5 @@
 //! `/api/v1/users`: users of the caller's scope, their roles and status.
+use crate::query::Query;
 use actix_web::web;
 use atrium_identity::UserQuery;
 use atrium_identity::api::{ManagedUserView, NewUser, UserListParams, UserPatch};
@@ -20,7 +21,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// List users.
 #[utoipa::path(get, path = "/api/v1/users", tag = "users", params(UserListParams), security(("bearer" = ["user:read"])),
     responses((status = 200, body = inline(atrium_kernel::Page<ManagedUserView>)), (status = 401), (status = 403)))]
-pub async fn list(state: web::Data<AppState>, auth: Authorized<UserRead>, q: web::Query<UserListParams>) -> ApiResult {
+pub async fn list(state: web::Data<AppState>, auth: Authorized<UserRead>, q: Query<UserListParams>) -> ApiResult {
     ok(state.users.list(&auth.actor, UserQuery::try_from(q.into_inner())?).await?.map(ManagedUserView::from))
 }
 
