@@ -57,3 +57,28 @@ wrk_run() {
   non2xx=$(awk '/Non-2xx/ {print $4}' "$OUT/$name.wrk")
   printf '%-28s %10s req/s   p99 %8s ms   non-2xx %s\n' "$name" "$rps" "$p99" "${non2xx:-0}"
 }
+
+# PERF=1: perf_start NAME ... perf_stop samples the server (perf record, DWARF call graphs)
+# between the two, and writes $OUT/NAME.perf.txt: the functions with the most samples of
+# their own, then with their callees (`perf report --children`). Nothing happens without PERF.
+perf_start() {
+  [ -n "${PERF:-}" ] || return 0
+  command -v perf >/dev/null || { echo "installing perf (Debian package linux-perf)"; apt-get install -y -qq linux-perf >/dev/null; }
+  PERF_NAME=$1
+  perf record -q -F "${PERF_FREQ:-999}" --call-graph dwarf,32768 -p "$SERVER_PID" -o "$OUT/$PERF_NAME.perf.data" 2>/dev/null &
+  PERF_PID=$!
+  sleep 0.5 # perf attaches to the running process before the measured requests start
+}
+
+perf_stop() {
+  [ -n "${PERF:-}" ] || return 0
+  kill -INT "$PERF_PID"; wait "$PERF_PID" 2>/dev/null || true
+  local data="$OUT/$PERF_NAME.perf.data"
+  {
+    echo "== self (perf report --no-children)"
+    perf report -i "$data" --no-children --stdio --percent-limit 1.5 -g none 2>/dev/null | grep -v -e '^#' -e '^$' || true
+    echo "== with callees, our own functions (perf report --children)"
+    perf report -i "$data" --children --stdio --percent-limit 2 -g none 2>/dev/null | grep -v -e '^#' -e '^$' -e 'inlined)' | grep 'atrium_' || true
+  } > "$OUT/$PERF_NAME.perf.txt"
+  echo "perf: $OUT/$PERF_NAME.perf.txt"
+}

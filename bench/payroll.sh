@@ -4,6 +4,7 @@
 # Issue 23: then the same sheet's export (xlsx, csv) and an import of 10,000 rows (csv, xlsx):
 # time per request and the server's peak resident memory during each step.
 #   bench/payroll.sh            (SQLite)      DB=postgres://…/db bench/payroll.sh   (PostgreSQL, empty db)
+# PERF=1: also profile the calculations (bench/lib.sh perf_start).
 # The engine alone: cargo bench -p atrium-payroll; the file adapter alone: cargo bench -p atrium-tabular
 source "$(dirname "$0")/lib.sh"
 need_wrk
@@ -31,10 +32,12 @@ t1=$(date +%s.%N)
 ITEMS=$(api GET "/api/v1/payroll-sheets/$FEB" | jq '.data.items | length')
 echo "backend: ${DB%%:*}; sheet $FEB with $ITEMS items; create took $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", (b - a) * 1000}') ms"
 times=()
+perf_start payroll-calculate
 for i in $(seq 1 "$RUNS"); do
   ms=$(curl -sf -o /dev/null -w '%{time_total}' -X POST "$BASE/api/v1/payroll-sheets/$FEB/calculate" -H "authorization: Bearer $ADMIN")
   times+=("$(awk -v s="$ms" 'BEGIN {printf "%.0f", s * 1000}')")
 done
+perf_stop
 sorted=$(printf '%s\n' "${times[@]}" | sort -n | tr '\n' ' ')
 median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
 printf 'calculate %s items: runs %s ms, median %s ms\n' "$ITEMS" "$sorted" "$median" | tee "$OUT/payroll-summary.txt"

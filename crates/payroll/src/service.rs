@@ -281,10 +281,18 @@ impl PayrollService {
             ),
             other => other,
         })?;
-        let mut items = self.repo.sheet_items(id).await?;
-        let employees = self.employees_by_id(before.tenant_id, items.iter().map(|i| i.employee_id).collect()).await?;
-        let ytd = self.repo.year_to_date(before.tenant_id, before.period, before.kind).await?;
-        let taken = self.bonuses_taken(&before, &items, &[SheetStatus::Calculated, SheetStatus::Approved, SheetStatus::Sent]).await?;
+        // The year to date does not depend on the items: read it while the items are read.
+        let ((mut items, employees, taken), ytd) = futures_util::future::try_join(
+            async {
+                let items = self.repo.sheet_items(id).await?;
+                let employees = self.employees_by_id(before.tenant_id, items.iter().map(|i| i.employee_id).collect()).await?;
+                let taken =
+                    self.bonuses_taken(&before, &items, &[SheetStatus::Calculated, SheetStatus::Approved, SheetStatus::Sent]).await?;
+                Ok::<_, Error>((items, employees, taken))
+            },
+            self.repo.year_to_date(before.tenant_id, before.period, before.kind),
+        )
+        .await?;
         let supplementary = before.kind == SheetKind::Supplementary;
 
         let mut lines: Vec<(Id, CalculatedLine)> = Vec::with_capacity(items.len());

@@ -309,9 +309,8 @@ fn insert_items(conn: &mut DbConn, sheet_id: Id, items: &[SheetItem]) -> Result<
 
 /// Writes calculated lines; `Conflict` if an item is no longer on the sheet. Each backend its
 /// fastest way: PostgreSQL one `UPDATE … FROM unnest(…)` over arrays (eleven parameters
-/// whatever the count), SQLite one prepared `UPDATE` run per line (in process, a statement
-/// costs microseconds, while preparing a multi-row one with thousands of parameters costs
-/// milliseconds).
+/// whatever the count), SQLite one `UPDATE … FROM json_each(…)` over a JSON array (two
+/// parameters: a statement with thousands of them costs milliseconds to prepare).
 fn update_lines(conn: &mut DbConn, sheet_id: Id, lines: &[(Id, CalculatedLine)]) -> Result<()> {
     let changed_meanwhile = || Error::conflict(Reason::TryAgain, "the payroll sheet's items changed meanwhile; reload it and try again");
     let json = |l: &CalculatedLine| serde_json::to_string(l).map_err(|e| Error::Internal(e.into()));
@@ -346,25 +345,44 @@ fn update_lines(conn: &mut DbConn, sheet_id: Id, lines: &[(Id, CalculatedLine)])
             }
         }
         DbConn::Sqlite(c) => {
-            use payroll_items::dsl as i;
-            for (item_id, l) in lines {
-                let n = diesel::update(i::payroll_items.filter(i::id.eq(*item_id)).filter(i::sheet_id.eq(sheet_id)))
-                    .set((
-                        i::gross.eq(l.gross.fen()),
-                        i::tax_free_income.eq(l.tax_free_income.fen()),
-                        i::contributions.eq(l.contributions.fen()),
-                        i::special_deduction.eq(l.special_deduction.fen()),
-                        i::other_deduction.eq(l.other_deduction.fen()),
-                        i::tax.eq(l.tax.fen()),
-                        i::annual_bonus_tax.eq(l.annual_bonus_tax.fen()),
-                        i::net_pay.eq(l.net_pay.fen()),
-                        i::line.eq(json(l)?),
-                    ))
-                    .execute(c)
-                    .map_err(db_error)?;
-                if n != 1 {
-                    return Err(changed_meanwhile());
-                }
+            // One statement over a JSON array of the lines. Diesel prepares every UPDATE
+            // afresh (it caches no UPDATE), and preparing one per line cost more than the
+            // updates themselves. The `+` keeps the planner off the sheet's index: it reads the
+            // array and finds each item by its id, not each item's line in the array.
+            let rows = lines
+                .iter()
+                .map(|(id, l)| {
+                    Ok(serde_json::json!([
+                        id,
+                        l.gross.fen(),
+                        l.tax_free_income.fen(),
+                        l.contributions.fen(),
+                        l.special_deduction.fen(),
+                        l.other_deduction.fen(),
+                        l.tax.fen(),
+                        l.annual_bonus_tax.fen(),
+                        l.net_pay.fen(),
+                        json(l)?
+                    ]))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let rows = serde_json::to_string(&rows).map_err(|e| Error::Internal(e.into()))?;
+            let n = diesel::sql_query(
+                "UPDATE payroll_items SET gross = v.gross, tax_free_income = v.tax_free_income, contributions = v.contributions, \
+                 special_deduction = v.special_deduction, other_deduction = v.other_deduction, tax = v.tax, \
+                 annual_bonus_tax = v.annual_bonus_tax, net_pay = v.net_pay, line = v.line \
+                 FROM (SELECT value ->> 0 AS id, value ->> 1 AS gross, value ->> 2 AS tax_free_income, value ->> 3 AS contributions, \
+                              value ->> 4 AS special_deduction, value ->> 5 AS other_deduction, value ->> 6 AS tax, \
+                              value ->> 7 AS annual_bonus_tax, value ->> 8 AS net_pay, value ->> 9 AS line \
+                       FROM json_each(?)) AS v \
+                 WHERE payroll_items.id = v.id AND +payroll_items.sheet_id = ?",
+            )
+            .bind::<Text, _>(rows)
+            .bind::<BigInt, _>(sheet_id)
+            .execute(c)
+            .map_err(db_error)?;
+            if n != lines.len() {
+                return Err(changed_meanwhile());
             }
         }
     }
@@ -463,8 +481,11 @@ impl PayrollRepo for PayrollStore {
                 let rows: Vec<EmployeeRow> = match ids {
                     None => base.filter(employees::status.eq("active")).order(employees::id.asc()).load(conn).map_err(db_error)?,
                     Some(ids) => {
+                        // PostgreSQL takes the ids as one array parameter; SQLite's `IN (?, …)`
+                        // costs its parse per parameter, so it reads them in chunks.
+                        let chunk = if matches!(conn, DbConn::Pg(_)) { ids.len().max(1) } else { 500 };
                         let mut rows = Vec::with_capacity(ids.len());
-                        for chunk in ids.chunks(500) {
+                        for chunk in ids.chunks(chunk) {
                             rows.extend(base.filter(employees::id.eq_any(chunk)).load::<EmployeeRow>(conn).map_err(db_error)?);
                         }
                         rows
