@@ -59,7 +59,8 @@ wrk_run() {
 }
 
 # PERF=1: perf_start NAME ... perf_stop samples the server (perf record, DWARF call graphs)
-# between the two, and writes $OUT/NAME.perf.txt: the functions with the most samples of
+# between the two (the figures of a profiled run are not for comparing: perf costs the
+# server time), and writes $OUT/NAME.perf.txt: the functions with the most samples of
 # their own, then with their callees (`perf report --children`). Nothing happens without PERF.
 perf_start() {
   [ -n "${PERF:-}" ] || return 0
@@ -80,5 +81,5 @@ perf_stop() {
     echo "== with callees, our own functions (perf report --children)"
     perf report -i "$data" --children --stdio --percent-limit 2 -g none 2>/dev/null | grep -v -e '^#' -e '^$' -e 'inlined)' | grep 'atrium_' || true
   } > "$OUT/$PERF_NAME.perf.txt"
-  echo "perf: $OUT/$PERF_NAME.perf.txt"
+  echo "perf: $OUT/$PERF_NAME.perf.txt" >&2
 }

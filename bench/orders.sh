@@ -39,7 +39,9 @@ echo "backend: ${DB%%:*}; $TENANTS tenants x $PER_TENANT orders; wrk -t2 -c$CONN
   run tenant_list_keyword "$BASE/api/v1/orders?keyword=seed%20order%2099" "$TENANT"
   run platform_list_filtered "$BASE/api/v1/orders?status=paid&tenant_id=$T&page=3" "$ADMIN"
   run platform_list_status "$BASE/api/v1/orders?status=closed&page=2" "$ADMIN"
+  perf_start orders-create
   BODY="$CREATE_BODY" TOKEN="$TENANT" wrk_run create_idempotent "$BASE/api/v1/orders" \
     -t2 -c"$CONNS" -d"$DURATION" -s "$LUA/idempotent_post.lua"
+  perf_stop
 } | tee "$OUT/orders-summary.txt"
 awk '/^healthz/ {h=$2} {printf "%-28s %5.1f %% of healthz\n", $1, 100*$2/h}' "$OUT/orders-summary.txt"

@@ -59,8 +59,10 @@ ORDER_BODY="{\"tenant_id\":$TID,\"description\":\"Bench order\",\"amount\":100,\
 echo "backend: ${DB%%:*}; wrk -t2 -d$DURATION; unified-order -c$ORDER_CONNS, notifications -c$NOTIFY_CONNS ($NOTIFICATIONS distinct)"
 {
   wrk_run healthz "$BASE/healthz" -t2 -c"$NOTIFY_CONNS" -d"$DURATION"
+  perf_start unified-order
   BODY="$ORDER_BODY" TOKEN="$ADMIN" wrk_run unified_order "$BASE/api/v1/miniprogram/payment/unified-order" \
     -t2 -c"$ORDER_CONNS" -d"$DURATION" -s "$LUA/post_json.lua"
+  perf_stop
   NOTIFICATIONS_FILE="$OUT/notifications.tsv" wrk_run notification "$BASE/api/v1/miniprogram/payment/notify/$TID" \
     -t2 -c"$NOTIFY_CONNS" -d"$DURATION" -s "$LUA/notifications.lua"
 } | tee "$OUT/payments-summary.txt"
