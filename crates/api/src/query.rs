@@ -200,7 +200,8 @@ mod tests {
 
     #[test]
     fn an_integer_is_any_number_without_a_fraction() {
-        for (text, want) in [("67", 67), ("67.0", 67), ("67.", 67), ("6.7e1", 67), ("6.70E%2B1", 67), ("670e-1", 67), ("%2B67", 67), ("0.0", 0)]
+        for (text, want) in
+            [("67", 67), ("67.0", 67), ("67.", 67), ("6.7e1", 67), ("6.70E%2B1", 67), ("670e-1", 67), ("%2B67", 67), ("0.0", 0)]
         {
             assert_eq!(parse(&format!("tenant_id={text}")).map(|p| p.tenant_id), Ok(Some(want)), "{text}");
         }
