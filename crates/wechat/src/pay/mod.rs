@@ -61,34 +61,58 @@ pub struct WechatPay {
     http: reqwest::Client,
     config: WechatPayConfig,
     recorder: Option<Arc<dyn CallRecorder>>,
-    signers: Signers,
+    signers: Kept<MerchantSigner>,
+    verifiers: Kept<PlatformVerifier>,
 }
 
-/// Merchant keys read once, by the SHA-256 of their PEM (a rotated key is a new entry; the
-/// PEM itself is not kept here). Reading a key, and the RSA blinding OpenSSL sets up on a
-/// key's first signature, cost as much as the signature: half of an unified order's CPU
-/// when every call read the key afresh.
-#[derive(Default)]
-struct Signers(std::sync::Mutex<std::collections::HashMap<[u8; 32], Arc<MerchantSigner>>>);
+/// Keys read once, by the SHA-256 of their PEM (a rotated key is a new entry; the PEM itself
+/// is not kept here). Reading a private key, and the RSA blinding OpenSSL sets up on a key's
+/// first signature, cost as much as the signature: half of an unified order's CPU when every
+/// call read the merchant's key afresh. The platform's public keys are kept the same way.
+struct Kept<T>(std::sync::Mutex<std::collections::HashMap<[u8; 32], Arc<T>>>);
 
-/// Distinct merchant keys kept at most; past that the cache starts again.
-const MAX_SIGNERS: usize = 1024;
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Kept(std::sync::Mutex::default())
+    }
+}
 
-impl Signers {
-    fn get(&self, account: &MerchantAccount) -> PayResult<Arc<MerchantSigner>> {
-        let pem = account.private_key.expose();
-        let id = openssl::sha::sha256(pem.as_bytes());
-        if let Some(signer) = self.0.lock().ok().and_then(|kept| kept.get(&id).cloned()) {
-            return Ok(signer);
+/// Distinct keys (or sets of platform keys) kept at most; past that the cache starts again.
+const MAX_KEPT: usize = 1024;
+
+impl<T> Kept<T> {
+    fn get_or_read(&self, id: [u8; 32], read: impl FnOnce() -> Result<T, String>) -> PayResult<Arc<T>> {
+        if let Some(kept) = self.0.lock().ok().and_then(|kept| kept.get(&id).cloned()) {
+            return Ok(kept);
         }
-        let signer = Arc::new(MerchantSigner::from_pem(pem).map_err(PayPlatformError::Credentials)?);
+        let read = Arc::new(read().map_err(PayPlatformError::Credentials)?);
         if let Ok(mut kept) = self.0.lock() {
-            if kept.len() >= MAX_SIGNERS {
+            if kept.len() >= MAX_KEPT {
                 kept.clear();
             }
-            kept.insert(id, Arc::clone(&signer));
+            kept.insert(id, Arc::clone(&read));
         }
-        Ok(signer)
+        Ok(read)
+    }
+}
+
+impl Kept<MerchantSigner> {
+    fn get(&self, account: &MerchantAccount) -> PayResult<Arc<MerchantSigner>> {
+        let pem = account.private_key.expose();
+        self.get_or_read(openssl::sha::sha256(pem.as_bytes()), || MerchantSigner::from_pem(pem))
+    }
+}
+
+impl Kept<PlatformVerifier> {
+    fn get(&self, account: &MerchantAccount) -> PayResult<Arc<PlatformVerifier>> {
+        let mut id = openssl::sha::Sha256::new();
+        for key in &account.platform_keys {
+            for part in [key.id.as_bytes(), key.pem.as_bytes()] {
+                id.update(&part.len().to_le_bytes());
+                id.update(part);
+            }
+        }
+        self.get_or_read(id.finish(), || PlatformVerifier::new(&account.platform_keys))
     }
 }
 
@@ -151,7 +175,7 @@ fn parse<T: DeserializeOwned>(body: &[u8], what: &str) -> PayResult<T> {
 impl WechatPay {
     pub fn new(config: WechatPayConfig) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder().timeout(config.timeout).connect_timeout(config.timeout).build()?;
-        Ok(WechatPay { http, config, recorder: None, signers: Signers::default() })
+        Ok(WechatPay { http, config, recorder: None, signers: Kept::default(), verifiers: Kept::default() })
     }
 
     /// Reports every call to `recorder`: the endpoint template, then `0`, the platform's
@@ -285,9 +309,9 @@ impl WechatPay {
         Err(PayPlatformError::Refused { status, code, message: error.message })
     }
 
-    fn credentials(&self, account: &MerchantAccount) -> PayResult<(Arc<MerchantSigner>, PlatformVerifier)> {
+    fn credentials(&self, account: &MerchantAccount) -> PayResult<(Arc<MerchantSigner>, Arc<PlatformVerifier>)> {
         let signer = self.signers.get(account)?;
-        let verifier = PlatformVerifier::new(&account.platform_keys).map_err(PayPlatformError::Credentials)?;
+        let verifier = self.verifiers.get(account)?;
         Ok((signer, verifier))
     }
 
@@ -412,7 +436,11 @@ impl PayPlatform for WechatPay {
         request: &NotificationRequest,
         now: Timestamp,
     ) -> Result<PayEvent, NotificationError> {
-        notify::open_notification(account, request, now.timestamp())
+        let verifier = self.verifiers.get(account).map_err(|e| match e {
+            PayPlatformError::Credentials(why) => notify::not_configured(account, &why),
+            other => notify::not_configured(account, &other.to_string()),
+        })?;
+        notify::open_with(&verifier, account, request, now.timestamp())
     }
 }
 
@@ -439,7 +467,7 @@ mod tests {
 
     #[test]
     fn a_merchant_key_is_read_once_and_a_rotated_key_is_read_anew() {
-        let signers = Signers::default();
+        let signers = Kept::<MerchantSigner>::default();
         let pem = include_str!("../../tests/fixtures/pay/merchant_key.pem").to_owned();
         let rotated = openssl::rsa::Rsa::generate(2048).and_then(|k| k.private_key_to_pem()).map(String::from_utf8).unwrap().unwrap();
 
@@ -454,6 +482,25 @@ mod tests {
         assert_eq!(first.sign("message").unwrap(), MerchantSigner::from_pem(&pem).unwrap().sign("message").unwrap());
         assert!(matches!(broken, Err(PayPlatformError::Credentials(_))), "an unreadable key is still refused, and not kept");
         assert_eq!(signers.0.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_platform_keys_are_read_once_per_set() {
+        let verifiers = Kept::<PlatformVerifier>::default();
+        let public = include_str!("../../tests/fixtures/pay/platform_public.pem").to_owned();
+        let key = |id: &str, pem: &str| atrium_payments::PlatformKey { id: id.into(), pem: pem.into() };
+        let with = |keys: Vec<atrium_payments::PlatformKey>| MerchantAccount { platform_keys: keys, ..account_with(String::new()) };
+
+        let first = verifiers.get(&with(vec![key("PUB_KEY_ID_1", &public)])).unwrap();
+        let again = verifiers.get(&with(vec![key("PUB_KEY_ID_1", &public)])).unwrap();
+        let renamed = verifiers.get(&with(vec![key("PUB_KEY_ID_2", &public)])).unwrap();
+        let two = verifiers.get(&with(vec![key("PUB_KEY_ID_1", &public), key("PUB_KEY_ID_2", &public)])).unwrap();
+        let broken = verifiers.get(&with(vec![key("PUB_KEY_ID_1", "not a key")]));
+
+        assert!(Arc::ptr_eq(&first, &again), "the same keys are read once");
+        assert!(!Arc::ptr_eq(&first, &renamed) && !Arc::ptr_eq(&first, &two), "another set of keys is read anew");
+        assert!(matches!(broken, Err(PayPlatformError::Credentials(_))), "an unreadable key is still refused, and not kept");
+        assert_eq!(verifiers.0.lock().unwrap().len(), 3);
     }
 
     #[test]

@@ -48,10 +48,23 @@ pub fn decrypt_resource(
 
 /// Verifies, decrypts and parses a notification for `account` at `now`.
 pub fn open_notification(account: &MerchantAccount, request: &NotificationRequest, now: i64) -> Result<PayEvent, NotificationError> {
-    let verifier = PlatformVerifier::new(&account.platform_keys).map_err(|e| {
-        log::error!("payment notification for merchant {}: {e}", account.mchid);
-        NotificationError::NotConfigured
-    })?;
+    let verifier = PlatformVerifier::new(&account.platform_keys).map_err(|e| not_configured(account, &e))?;
+    open_with(&verifier, account, request, now)
+}
+
+/// The platform keys of `account` are unreadable: an operator's matter, logged as such.
+pub(crate) fn not_configured(account: &MerchantAccount, why: &str) -> NotificationError {
+    log::error!("payment notification for merchant {}: {why}", account.mchid);
+    NotificationError::NotConfigured
+}
+
+/// As [`open_notification`], with the account's platform keys already read.
+pub(crate) fn open_with(
+    verifier: &PlatformVerifier,
+    account: &MerchantAccount,
+    request: &NotificationRequest,
+    now: i64,
+) -> Result<PayEvent, NotificationError> {
     let headers = SignedHeaders {
         timestamp: request.timestamp.clone(),
         nonce: request.nonce.clone(),
