@@ -66,9 +66,11 @@ perf_start() {
   [ -n "${PERF:-}" ] || return 0
   command -v perf >/dev/null || { echo "installing perf (Debian package linux-perf)"; apt-get install -y -qq linux-perf >/dev/null; }
   PERF_NAME=$1
+  rm -f "$OUT/$PERF_NAME.perf.data"
   perf record -q -F "${PERF_FREQ:-999}" --call-graph dwarf,32768 -p "$SERVER_PID" -o "$OUT/$PERF_NAME.perf.data" 2>/dev/null &
   PERF_PID=$!
-  sleep 0.5 # perf attaches to the running process before the measured requests start
+  # The measured requests start once perf has attached: it has written its file's header.
+  for _ in $(seq 1 50); do [ -s "$OUT/$PERF_NAME.perf.data" ] && break; sleep 0.1; done
 }
 
 perf_stop() {
