@@ -121,17 +121,3 @@ impl<T: DeserializeOwned + 'static> FromRequest for DocsJson<T> {
         Box::pin(async move { fut.await.map(|j| DocsJson(j.0)).map_err(DocsError::from) })
     }
 }
-
-/// Query parameters, with the document interface's errors.
-pub struct DocsQuery<T>(pub T);
-
-impl<T: DeserializeOwned + 'static> FromRequest for DocsQuery<T> {
-    type Error = DocsError;
-    type Future = std::future::Ready<Result<Self, DocsError>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        std::future::ready(
-            crate::query::from_query(req.query_string()).map(DocsQuery).map_err(|message| DocsError::from(Error::BadRequest(message))),
-        )
-    }
-}

@@ -15,7 +15,7 @@ use std::str::FromStr;
 use crate::error::ApiError;
 
 /// Query parameters (`?page=2&status=paid`), refused with a 400 in the envelope of the
-/// interface the request is on, naming the parameter at fault.
+/// interface the request is on (the main or the document interface), naming the parameter.
 #[derive(Debug)]
 pub struct Query<T>(pub T);
 
@@ -45,7 +45,7 @@ impl<T: DeserializeOwned> FromRequest for Query<T> {
 }
 
 /// Parses a query string (without the `?`) into `T`; the error is the message for the caller.
-pub fn from_query<T: DeserializeOwned>(query: &str) -> Result<T, String> {
+fn from_query<T: DeserializeOwned>(query: &str) -> Result<T, String> {
     let pairs = url::form_urlencoded::parse(query.as_bytes()).map(|(key, value)| (key.clone(), Value { key, value }));
     T::deserialize(MapDeserializer::<_, de::value::Error>::new(pairs)).map_err(|e| message(&e.to_string()))
 }

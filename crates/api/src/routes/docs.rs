@@ -5,8 +5,9 @@ use actix_web::{HttpResponse, web};
 use atrium_docs::{CreateDocumentRequest, CreatedDocument, DocumentTreeView, DocumentView, TreeQuery};
 
 use crate::app::AppState;
-use crate::docs_interface::{DocsError, DocsJson, DocsQuery, DocsToken, docs_ok};
+use crate::docs_interface::{DocsError, DocsJson, DocsToken, docs_ok};
 use crate::extract::JsonLimit;
+use crate::query::Query;
 
 /// Room for the other fields and JSON escaping beside the largest allowed content.
 const BODY_SLACK: usize = 64 * 1024;
@@ -56,6 +57,6 @@ pub async fn get_document(state: web::Data<AppState>, token: DocsToken, id: web:
 #[utoipa::path(get, path = "/api/docs/", tag = "docs", params(TreeQuery), security(("docs_token" = [])),
     responses((status = 200, description = "Envelope code 0", body = DocumentTreeView), (status = 400), (status = 401), (status = 403),
               (status = 404)))]
-pub async fn document_tree(state: web::Data<AppState>, token: DocsToken, q: DocsQuery<TreeQuery>) -> DocsResult {
+pub async fn document_tree(state: web::Data<AppState>, token: DocsToken, q: Query<TreeQuery>) -> DocsResult {
     docs_ok(DocumentTreeView::from(state.docs.document_tree(&token.0, q.0.project).await?))
 }

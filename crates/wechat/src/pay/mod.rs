@@ -81,11 +81,12 @@ impl<T> Default for Kept<T> {
 const MAX_KEPT: usize = 1024;
 
 impl<T> Kept<T> {
-    fn get_or_read(&self, id: [u8; 32], read: impl FnOnce() -> Result<T, String>) -> PayResult<Arc<T>> {
+    /// What `read` gives for `id`, read once; its error (why the key is unusable) is not kept.
+    fn get_or_read(&self, id: [u8; 32], read: impl FnOnce() -> Result<T, String>) -> Result<Arc<T>, String> {
         if let Some(kept) = self.0.lock().ok().and_then(|kept| kept.get(&id).cloned()) {
             return Ok(kept);
         }
-        let read = Arc::new(read().map_err(PayPlatformError::Credentials)?);
+        let read = Arc::new(read()?);
         if let Ok(mut kept) = self.0.lock() {
             if kept.len() >= MAX_KEPT {
                 kept.clear();
@@ -97,14 +98,14 @@ impl<T> Kept<T> {
 }
 
 impl Kept<MerchantSigner> {
-    fn get(&self, account: &MerchantAccount) -> PayResult<Arc<MerchantSigner>> {
+    fn get(&self, account: &MerchantAccount) -> Result<Arc<MerchantSigner>, String> {
         let pem = account.private_key.expose();
         self.get_or_read(openssl::sha::sha256(pem.as_bytes()), || MerchantSigner::from_pem(pem))
     }
 }
 
 impl Kept<PlatformVerifier> {
-    fn get(&self, account: &MerchantAccount) -> PayResult<Arc<PlatformVerifier>> {
+    fn get(&self, account: &MerchantAccount) -> Result<Arc<PlatformVerifier>, String> {
         let mut id = openssl::sha::Sha256::new();
         for key in &account.platform_keys {
             for part in [key.id.as_bytes(), key.pem.as_bytes()] {
@@ -310,8 +311,8 @@ impl WechatPay {
     }
 
     fn credentials(&self, account: &MerchantAccount) -> PayResult<(Arc<MerchantSigner>, Arc<PlatformVerifier>)> {
-        let signer = self.signers.get(account)?;
-        let verifier = self.verifiers.get(account)?;
+        let signer = self.signers.get(account).map_err(PayPlatformError::Credentials)?;
+        let verifier = self.verifiers.get(account).map_err(PayPlatformError::Credentials)?;
         Ok((signer, verifier))
     }
 
@@ -367,7 +368,7 @@ impl PayPlatform for WechatPay {
     }
 
     fn pay_params(&self, account: &MerchantAccount, prepay_id: &str) -> PayResult<PayParams> {
-        let signer = self.signers.get(account)?;
+        let signer = self.signers.get(account).map_err(PayPlatformError::Credentials)?;
         let time_stamp = chrono::Utc::now().timestamp().to_string();
         let nonce_str = nonce();
         let package = format!("prepay_id={prepay_id}");
@@ -436,10 +437,7 @@ impl PayPlatform for WechatPay {
         request: &NotificationRequest,
         now: Timestamp,
     ) -> Result<PayEvent, NotificationError> {
-        let verifier = self.verifiers.get(account).map_err(|e| match e {
-            PayPlatformError::Credentials(why) => notify::not_configured(account, &why),
-            other => notify::not_configured(account, &other.to_string()),
-        })?;
+        let verifier = self.verifiers.get(account).map_err(|why| notify::not_configured(account, &why))?;
         notify::open_with(&verifier, account, request, now.timestamp())
     }
 }
@@ -480,7 +478,7 @@ mod tests {
         assert!(!Arc::ptr_eq(&first, &other), "a rotated key is a key of its own");
         assert_ne!(first.sign("message").unwrap(), other.sign("message").unwrap());
         assert_eq!(first.sign("message").unwrap(), MerchantSigner::from_pem(&pem).unwrap().sign("message").unwrap());
-        assert!(matches!(broken, Err(PayPlatformError::Credentials(_))), "an unreadable key is still refused, and not kept");
+        assert_eq!(broken.err().as_deref(), Some("the merchant private key is not a readable PEM key"), "still refused, and not kept");
         assert_eq!(signers.0.lock().unwrap().len(), 2);
     }
 
@@ -499,7 +497,11 @@ mod tests {
 
         assert!(Arc::ptr_eq(&first, &again), "the same keys are read once");
         assert!(!Arc::ptr_eq(&first, &renamed) && !Arc::ptr_eq(&first, &two), "another set of keys is read anew");
-        assert!(matches!(broken, Err(PayPlatformError::Credentials(_))), "an unreadable key is still refused, and not kept");
+        assert_eq!(
+            broken.err().as_deref(),
+            Some("platform key PUB_KEY_ID_1 is not a readable PEM key or certificate"),
+            "still refused, and not kept"
+        );
         assert_eq!(verifiers.0.lock().unwrap().len(), 3);
     }
 
