@@ -21,6 +21,66 @@ pub struct AccessClaims {
     pub exp: i64,
 }
 
+/// HS256 for `jsonwebtoken`, computed with the `hmac` and `sha2` crates. The crate's own
+/// RustCrypto provider would also compile RSA, ECDSA and EdDSA, which no token here uses; this
+/// one refuses every other algorithm and key.
+mod hs256 {
+    use hmac::{Hmac, Mac};
+    use jsonwebtoken::crypto::{CryptoProvider, JwtSigner, JwtVerifier, KeyUtils};
+    use jsonwebtoken::errors::{ErrorKind, Result};
+    use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, EncodingKey};
+    use sha2::Sha256;
+
+    pub(super) static PROVIDER: CryptoProvider =
+        CryptoProvider { signer_factory: signer, verifier_factory: verifier, key_utils: KeyUtils::new_unimplemented() };
+
+    struct Hs256(Hmac<Sha256>);
+
+    fn hs256(alg: &Algorithm, family: AlgorithmFamily, key: Result<&[u8]>) -> Result<Hs256> {
+        if *alg != Algorithm::HS256 || family != AlgorithmFamily::Hmac {
+            return Err(ErrorKind::InvalidAlgorithm.into());
+        }
+        Ok(Hs256(Hmac::new_from_slice(key?).map_err(|_| ErrorKind::InvalidKeyFormat)?))
+    }
+
+    fn signer(alg: &Algorithm, key: &EncodingKey) -> Result<Box<dyn JwtSigner>> {
+        Ok(Box::new(hs256(alg, key.family(), Ok(key.as_bytes()))?))
+    }
+
+    fn verifier(alg: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtVerifier>> {
+        Ok(Box::new(hs256(alg, key.family(), key.try_get_as_bytes())?))
+    }
+
+    impl signature::Signer<Vec<u8>> for Hs256 {
+        fn try_sign(&self, msg: &[u8]) -> std::result::Result<Vec<u8>, signature::Error> {
+            let mut mac = self.0.clone();
+            mac.update(msg);
+            Ok(mac.finalize().into_bytes().to_vec())
+        }
+    }
+
+    impl signature::Verifier<Vec<u8>> for Hs256 {
+        /// In constant time (`verify_slice`).
+        fn verify(&self, msg: &[u8], sig: &Vec<u8>) -> std::result::Result<(), signature::Error> {
+            let mut mac = self.0.clone();
+            mac.update(msg);
+            mac.verify_slice(sig).map_err(|_| signature::Error::new())
+        }
+    }
+
+    impl JwtSigner for Hs256 {
+        fn algorithm(&self) -> Algorithm {
+            Algorithm::HS256
+        }
+    }
+
+    impl JwtVerifier for Hs256 {
+        fn algorithm(&self) -> Algorithm {
+            Algorithm::HS256
+        }
+    }
+}
+
 /// Signs and verifies access tokens: HS256 only, issuer and audience checked.
 pub(crate) struct TokenKeys {
     encoding: EncodingKey,
@@ -33,6 +93,9 @@ impl TokenKeys {
     const LEEWAY_SECS: i64 = 5;
 
     pub(crate) fn new(secret: &[u8], issuer: &str, audience: &str) -> Self {
+        // The process's provider for `jsonwebtoken`; once installed (by this or by an embedding
+        // program), installing again changes nothing.
+        let _ = hs256::PROVIDER.install_default();
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_issuer(&[issuer]);
         validation.set_audience(&[audience]);
@@ -117,6 +180,22 @@ mod tests {
         let body = serde_json::to_string(&claims(60)).unwrap();
         let token = format!("{}.{}.", b64(r#"{"alg":"none","typ":"JWT"}"#), b64(&body));
         assert!(keys().verify(&token, chrono::Utc::now().timestamp()).is_err());
+    }
+
+    #[test]
+    fn a_token_of_another_hmac_algorithm_is_rejected() {
+        let k = keys();
+        let key = EncodingKey::from_secret(b"0123456789abcdef0123456789abcdef");
+        // The provider refuses to sign it at all; one made elsewhere does not verify.
+        assert!(jsonwebtoken::encode(&Header::new(Algorithm::HS512), &claims(60), &key).is_err());
+        let token = k.sign(&claims(60)).unwrap();
+        let (head, rest) = token.split_once('.').unwrap();
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let header = String::from_utf8(b64.decode(head).unwrap()).unwrap().replace("HS256", "HS512");
+        let forged = format!("{}.{rest}", b64.encode(header));
+        assert!(k.verify(&forged, chrono::Utc::now().timestamp()).is_err());
+        assert!(k.verify(&token, chrono::Utc::now().timestamp()).is_ok());
     }
 
     #[test]
