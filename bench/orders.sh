@@ -35,7 +35,9 @@ echo "backend: ${DB%%:*}; $TENANTS tenants x $PER_TENANT orders; wrk -t2 -c$CONN
 {
   wrk_run healthz "$BASE/healthz" -t2 -c"$CONNS" -d"$DURATION"
   run order_detail "$BASE/api/v1/orders/$ORDER" "$TENANT"
+  perf_start orders-list
   run tenant_list_filtered "$BASE/api/v1/orders?status=paid&created_from=2026-01-01T05:00:00Z&sort=-created_at&page=2" "$TENANT"
+  perf_stop
   run tenant_list_keyword "$BASE/api/v1/orders?keyword=seed%20order%2099" "$TENANT"
   run platform_list_filtered "$BASE/api/v1/orders?status=paid&tenant_id=$T&page=3" "$ADMIN"
   run platform_list_status "$BASE/api/v1/orders?status=closed&page=2" "$ADMIN"

@@ -39,7 +39,9 @@ echo "backend: ${DB%%:*}; $TENANTS tenants x $PER_TENANT employees; wrk -t2 -c$C
   run platform_list_page1 "$BASE/api/v1/employees" "$ADMIN"
   run platform_list_page500 "$BASE/api/v1/employees?page=500" "$ADMIN"
   run platform_list_tenant_filter "$BASE/api/v1/employees?tenant_id=$T&page=3" "$ADMIN"
+  perf_start employees-platform-keyword
   run platform_list_keyword "$BASE/api/v1/employees?keyword=worker%20999" "$ADMIN"
+  perf_stop
 } | tee "$OUT/org-summary.txt"
 printf '%-28s %10s s\n' "seed_employees" "$seed_s" | tee -a "$OUT/org-summary.txt"
 awk '/^healthz/ {h=$2} /req\/s/ {printf "%-28s %5.1f %% of healthz\n", $1, 100*$2/h}' "$OUT/org-summary.txt"

@@ -17,6 +17,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Queryable, Selectable)]
@@ -102,9 +103,12 @@ fn fts5_phrase(keyword: &str) -> String {
 /// How long a trigram's count of employees is trusted, and how many counts are kept.
 const TRIGRAM_COUNTS_FOR: Duration = Duration::from_secs(600);
 const TRIGRAM_COUNTS_KEPT: usize = 4096;
+/// A trigram's employees are counted up to this many; a trigram held by more is common, and
+/// which of two common trigrams is commoner does not matter.
+const TRIGRAM_COUNT_CAP: i64 = 20_000;
 
-/// How many employees hold each trigram of SQLite's search index, as its `employees_search_vocab`
-/// tells, kept for [`TRIGRAM_COUNTS_FOR`]. A phrase query over the trigram index reads the whole
+/// How many employees hold each trigram of SQLite's search index (up to [`TRIGRAM_COUNT_CAP`]),
+/// kept for [`TRIGRAM_COUNTS_FOR`]. A phrase query over the trigram index reads the whole
 /// list of every trigram of the keyword, and a trigram like `wor` of `worker 999` is held by
 /// nearly every row; a keyword across tenants is therefore looked up by its rarest trigram and
 /// those rows compared in full. Counting a trigram reads its list once; the count is kept so
@@ -145,13 +149,16 @@ impl TrigramCounts {
         {
             return Ok(*n);
         }
-        // The index folds case as the keyword already is; a trigram it does not hold counts 0.
-        let row: Option<VocabRow> = diesel::sql_query("SELECT doc FROM employees_search_vocab WHERE term = ?")
-            .bind::<Text, _>(trigram)
-            .get_result(conn)
-            .optional()
-            .map_err(db_error)?;
-        let n = row.map_or(0, |r| r.doc);
+        // The index folds case as the keyword does. Counting stops at the cap: past it a
+        // trigram is common, however common, and reading on would only cost time (the first
+        // search of `worker …` once read all million rows of `wor`).
+        let n =
+            diesel::sql_query("SELECT count(*) AS doc FROM (SELECT rowid FROM employees_search WHERE employees_search MATCH ? LIMIT ?)")
+                .bind::<Text, _>(fts5_phrase(trigram))
+                .bind::<BigInt, _>(TRIGRAM_COUNT_CAP)
+                .get_result::<VocabRow>(conn)
+                .map_err(db_error)?
+                .doc;
         let mut seen = self.seen();
         if seen.len() >= TRIGRAM_COUNTS_KEPT {
             seen.retain(|_, (_, at)| at.elapsed() < TRIGRAM_COUNTS_FOR);
@@ -161,6 +168,83 @@ impl TrigramCounts {
         }
         seen.insert(trigram.to_owned(), (n, Instant::now()));
         Ok(n)
+    }
+}
+
+/// How long the total of a keyword search across tenants is kept, and how many are kept.
+const SEARCH_TOTALS_FOR: Duration = Duration::from_secs(5);
+const SEARCH_TOTALS_KEPT: usize = 1024;
+
+/// The totals of keyword searches across tenants, kept for [`SEARCH_TOTALS_FOR`]. Counting such
+/// a search compares every employee whose fields hold the keyword's rarest trigram (thousands,
+/// for a common name), where its page compares only as many as the page needs; so the pages of
+/// one search share its count for a few seconds instead of counting again for each. A write of
+/// this process to employees or tenants drops every kept total; another instance's writes show
+/// in a total within those seconds (its page's records are always read fresh).
+#[derive(Default)]
+pub(crate) struct SearchTotals {
+    kept: Mutex<HashMap<String, KeptTotal>>,
+    writes: AtomicU64,
+}
+
+struct KeptTotal {
+    /// Records found, looking at no more than `limit`.
+    found: i64,
+    limit: i64,
+    at: Instant,
+    /// [`SearchTotals::writes`] when the count began.
+    writes: u64,
+}
+
+impl SearchTotals {
+    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<String, KeptTotal>> {
+        self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn key(scope: Party, q: &EmployeeQuery) -> String {
+        format!("{scope:?}|{:?}|{:?}|{:?}|{:?}|{:?}", q.status, q.tenant_id, q.partner_id, q.department, q.list.keyword)
+    }
+
+    /// The records a count with `limit` would find, if a kept count tells.
+    fn get(&self, key: &str, limit: i64) -> Option<i64> {
+        let kept = self.kept();
+        let k = kept.get(key)?;
+        if k.at.elapsed() >= SEARCH_TOTALS_FOR || k.writes != self.writes.load(Ordering::Acquire) {
+            return None;
+        }
+        // A count that stopped short of its limit found the whole list; one that reached it
+        // tells only about limits up to its own.
+        (k.found < k.limit || limit <= k.limit).then_some(k.found.min(limit))
+    }
+
+    fn put(&self, key: String, found: i64, limit: i64, writes: u64) {
+        let mut kept = self.kept();
+        if kept.len() >= SEARCH_TOTALS_KEPT {
+            kept.retain(|_, k| k.at.elapsed() < SEARCH_TOTALS_FOR);
+            if kept.len() >= SEARCH_TOTALS_KEPT {
+                kept.clear();
+            }
+        }
+        kept.insert(key, KeptTotal { found, limit, at: Instant::now(), writes });
+    }
+
+    /// Counts `limit` records at most with `count`, or answers from a kept count.
+    fn up_to(&self, scope: Party, q: &EmployeeQuery, limit: i64, count: impl FnOnce() -> Result<Counted>) -> Result<Counted> {
+        let key = Self::key(scope, q);
+        if let Some(found) = self.get(&key, limit) {
+            return Ok(Counted::UpTo(found));
+        }
+        let writes = self.writes.load(Ordering::Acquire);
+        let counted = count()?;
+        if let Counted::UpTo(found) = counted {
+            self.put(key, found, limit, writes);
+        }
+        Ok(counted)
+    }
+
+    /// Employees or tenants changed: no kept total holds.
+    pub(crate) fn wrote(&self) {
+        self.writes.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -242,6 +326,66 @@ fn filtered<'a>(scope: Party, q: &'a EmployeeQuery, search: Search<'a>) -> emplo
             )
             .filter(plain_like(p)),
     }
+}
+
+#[derive(QueryableByName)]
+struct IdRow {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+}
+
+/// SQLite, a keyword across tenants, in id order (`order`; none for a count): the ids of the
+/// employees the trigram index holds `trigram` for and whose fields contain `keyword`. The
+/// index is read in its rowid order, which is the id order, and each of its rows joined to its
+/// employee (`CROSS JOIN` keeps the index the outer loop), so a page reads only as far as its
+/// last match and a count only as far as its limit, not every employee holding the trigram.
+#[allow(clippy::too_many_arguments)]
+fn trigram_ids(
+    c: &mut diesel::sqlite::SqliteConnection,
+    scope: Party,
+    q: &EmployeeQuery,
+    keyword: &str,
+    trigram: &str,
+    order: Option<SortOrder>,
+    offset: i64,
+    limit: i64,
+) -> QueryResult<Vec<i64>> {
+    let p = like_pattern(keyword);
+    let mut query = diesel::sql_query(
+        "SELECT employees.id AS id FROM employees_search CROSS JOIN employees ON employees.id = employees_search.rowid \
+         WHERE employees_search MATCH ? \
+         AND (employees.name LIKE ? ESCAPE '\\' OR employees.phone LIKE ? ESCAPE '\\' OR employees.employee_no LIKE ? ESCAPE '\\')",
+    )
+    .into_boxed::<diesel::sqlite::Sqlite>()
+    .bind::<Text, _>(fts5_phrase(trigram))
+    .bind::<Text, _>(p.clone())
+    .bind::<Text, _>(p.clone())
+    .bind::<Text, _>(p);
+    let of_partner = " AND employees.tenant_id IN (SELECT id FROM tenants WHERE partner_id = ?)";
+    match scope {
+        Party::Platform => {}
+        Party::Partner { partner_id } => query = query.sql(of_partner).bind::<BigInt, _>(partner_id),
+        Party::Tenant { tenant_id, .. } => query = query.sql(" AND employees.tenant_id = ?").bind::<BigInt, _>(tenant_id),
+    }
+    if let Some(t) = q.tenant_id {
+        query = query.sql(" AND employees.tenant_id = ?").bind::<BigInt, _>(t);
+    }
+    if let Some(p) = q.partner_id {
+        query = query.sql(of_partner).bind::<BigInt, _>(p);
+    }
+    if let Some(s) = q.status {
+        query = query.sql(" AND employees.status = ?").bind::<Text, _>(s.as_str());
+    }
+    if let Some(d) = &q.department {
+        query = query.sql(" AND employees.department = ?").bind::<Text, _>(d.clone());
+    }
+    query = match order {
+        Some(SortOrder::Desc) => query.sql(" ORDER BY employees_search.rowid DESC"),
+        Some(SortOrder::Asc) => query.sql(" ORDER BY employees_search.rowid ASC"),
+        None => query,
+    };
+    let rows: Vec<IdRow> = query.sql(" LIMIT ? OFFSET ?").bind::<BigInt, _>(limit).bind::<BigInt, _>(offset).load(c)?;
+    Ok(rows.into_iter().map(|r| r.id).collect())
 }
 
 /// `query` in the list's order (the id breaks ties).
@@ -366,6 +510,7 @@ impl EmployeeRepo for OrgStore {
     async fn list_employees(&self, scope: Party, q: EmployeeQuery) -> Result<Page<Employee>> {
         let cipher = self.cipher.clone();
         let trigrams = self.trigrams.clone();
+        let totals = self.search_totals.clone();
         self.db
             .run(move |conn| {
                 let trigram = match (&*conn, q.list.keyword.as_deref()) {
@@ -384,16 +529,22 @@ impl EmployeeRepo for OrgStore {
                 };
                 let sort = q.list.sort.unwrap_or((EmployeeSort::Id, SortOrder::Desc));
                 let (offset, limit) = (q.list.page.offset(), q.list.page.limit());
+                // A keyword's trigram in id order: read from the trigram index as it runs.
+                let streamed = match (search, sort, q.list.keyword.as_deref()) {
+                    (Search::Trigram(t), (EmployeeSort::Id | EmployeeSort::CreatedAt, order), Some(k)) => Some((k, t, order)),
+                    _ => None,
+                };
                 let rows: Vec<Row> = if q.list.keyword.is_some() {
                     // A keyword is compared on every row of the scope: the page's ids first,
                     // from the index that holds the compared fields (an index-only scan on
                     // PostgreSQL), then only those rows, so the rows passed over are not read.
-                    let ids: Vec<i64> = ordered(filtered(scope, &q, search), sort)
-                        .select(employees::id)
-                        .offset(offset)
-                        .limit(limit)
-                        .load(conn)
-                        .map_err(db_error)?;
+                    let ids: Vec<i64> = match (&mut *conn, streamed) {
+                        (DbConn::Sqlite(c), Some((k, t, order))) => trigram_ids(c, scope, &q, k, t, Some(order), offset, limit),
+                        (conn, _) => {
+                            ordered(filtered(scope, &q, search), sort).select(employees::id).offset(offset).limit(limit).load(conn)
+                        }
+                    }
+                    .map_err(db_error)?;
                     let mut rows: Vec<Row> =
                         employees::table.filter(employees::id.eq_any(&ids)).select(Row::as_select()).load(conn).map_err(db_error)?;
                     let at: HashMap<i64, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
@@ -409,7 +560,15 @@ impl EmployeeRepo for OrgStore {
                 };
                 let total = total(q.list.page, rows.len(), |n| match counted_total(conn, scope, &q)? {
                     Some(total) => Ok(Counted::Exact(total)),
-                    None => up_to(filtered(scope, &q, search).select(employees::id).limit(n).load(conn)),
+                    None => {
+                        let mut count = || {
+                            up_to(match (&mut *conn, streamed) {
+                                (DbConn::Sqlite(c), Some((k, t, _))) => trigram_ids(c, scope, &q, k, t, None, 0, n),
+                                (conn, _) => filtered(scope, &q, search).select(employees::id).limit(n).load(conn),
+                            })
+                        };
+                        if q.list.keyword.is_some() && !one_tenant(scope, &q) { totals.up_to(scope, &q, n, count) } else { count() }
+                    }
                 })?;
                 Ok(page(rows.into_iter().map(|r| from_row(&cipher, r)).collect::<Result<_>>()?, total, q.list.page))
             })
@@ -427,7 +586,8 @@ impl EmployeeRepo for OrgStore {
 
     async fn insert_employee(&self, e: Employee, audit: AuditRecord) -> Result<Employee> {
         let cipher = self.cipher.clone();
-        self.db
+        let written = self
+            .db
             .write(move |conn| {
                 let id: i64 = diesel::insert_into(employees::table)
                     .values(record(&cipher, &e)?)
@@ -437,12 +597,16 @@ impl EmployeeRepo for OrgStore {
                 audit_created(conn, audit, id)?;
                 Ok(Employee { id, ..e })
             })
-            .await
+            .await;
+        // After the commit: a count begun before it is not kept as current.
+        self.search_totals.wrote();
+        written
     }
 
     async fn update_employee(&self, e: Employee, audit: AuditRecord) -> Result<Employee> {
         let cipher = self.cipher.clone();
-        self.db
+        let written = self
+            .db
             .write(move |conn| {
                 // The tenant and creation time never change; the record carries them unchanged.
                 let n = diesel::update(employees::table.find(e.id).filter(employees::tenant_id.eq(e.tenant_id)))
@@ -455,11 +619,15 @@ impl EmployeeRepo for OrgStore {
                 write_audit(conn, &audit)?;
                 Ok(e)
             })
-            .await
+            .await;
+        // After the commit: a count begun before it is not kept as current.
+        self.search_totals.wrote();
+        written
     }
 
     async fn delete_employee(&self, id: Id, audit: AuditRecord) -> Result<()> {
-        self.db
+        let written = self
+            .db
             .write(move |conn| {
                 let n = diesel::delete(employees::table.find(id)).execute(conn).map_err(|e| match db_error(e) {
                     Error::Conflict(..) => {
@@ -472,13 +640,36 @@ impl EmployeeRepo for OrgStore {
                 }
                 write_audit(conn, &audit)
             })
-            .await
+            .await;
+        // After the commit: a count begun before it is not kept as current.
+        self.search_totals.wrote();
+        written
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::fts5_phrase;
+    use super::{SearchTotals, fts5_phrase};
+
+    #[test]
+    fn a_kept_total_answers_the_limits_it_tells_about_until_a_write() {
+        let totals = SearchTotals::default();
+        let writes = totals.writes.load(super::Ordering::Acquire);
+        // Page 1 of 20 counted to its limit of 1,021 and found 1,000: the whole list.
+        totals.put("a".into(), 1_000, 1_021, writes);
+        assert_eq!(totals.get("a", 1_041), Some(1_000)); // page 2's limit
+        assert_eq!(totals.get("a", 41), Some(41)); // a smaller limit is reached
+        assert_eq!(totals.get("b", 41), None);
+        // A count that reached its limit tells nothing of a larger one.
+        totals.put("c".into(), 1_021, 1_021, writes);
+        assert_eq!(totals.get("c", 1_021), Some(1_021));
+        assert_eq!(totals.get("c", 1_041), None);
+        // A count begun before a write is not current after it.
+        totals.wrote();
+        assert_eq!(totals.get("a", 1_041), None);
+        totals.put("d".into(), 5, 41, writes);
+        assert_eq!(totals.get("d", 41), None);
+    }
 
     #[test]
     fn an_fts5_phrase_is_quoted_with_inner_quotes_doubled() {

@@ -17,11 +17,12 @@ pub struct OrgStore {
     db: Db,
     cipher: FieldCipher,
     trigrams: std::sync::Arc<employees::TrigramCounts>,
+    search_totals: std::sync::Arc<employees::SearchTotals>,
 }
 
 impl OrgStore {
     pub fn new(db: Db, cipher: FieldCipher) -> Self {
-        OrgStore { db, cipher, trigrams: Default::default() }
+        OrgStore { db, cipher, trigrams: Default::default(), search_totals: Default::default() }
     }
 }
 

@@ -212,7 +212,8 @@ impl TenantRepo for OrgStore {
     }
 
     async fn update_tenant(&self, t: Tenant, audit: AuditRecord) -> Result<Tenant> {
-        self.db
+        let written = self
+            .db
             .write(move |conn| {
                 let n = diesel::update(tenants::table.find(t.id)).set(changes(&t)?).execute(conn).map_err(db_error)?;
                 if n == 0 {
@@ -221,11 +222,15 @@ impl TenantRepo for OrgStore {
                 write_audit(conn, &audit)?;
                 Ok(t)
             })
-            .await
+            .await;
+        // A tenant that moves between partners, or goes, changes searches across tenants.
+        self.search_totals.wrote();
+        written
     }
 
     async fn delete_tenant(&self, id: Id, cascade: bool, audit: AuditRecord) -> Result<Vec<Id>> {
-        self.db
+        let written = self
+            .db
             .write(move |conn| {
                 let employees: i64 = employees::table.filter(employees::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
                 let users: i64 = users::table.filter(users::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
@@ -246,6 +251,9 @@ impl TenantRepo for OrgStore {
                 write_audit(conn, &audit)?;
                 Ok(removed)
             })
-            .await
+            .await;
+        // A tenant that moves between partners, or goes, changes searches across tenants.
+        self.search_totals.wrote();
+        written
     }
 }

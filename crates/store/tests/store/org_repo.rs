@@ -322,6 +322,82 @@ store_test!(keyword_search_finds_substrings_of_name_phone_and_number_and_follows
     assert!(find("0002222").await.is_empty());
 });
 
+store_test!(a_keyword_across_tenants_pages_in_id_order_with_filters_and_counts_each_search_once, |db| {
+    use atrium_kernel::{PageRequest, SortOrder};
+    let s = store(&db);
+    let p = partner(&s).await;
+    let t1 = s.insert_tenant(tenant(Some(p)), audit("tenant.create", "tenant")).await.unwrap().id;
+    let t2 = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap().id;
+    // (id, tenant, status, department, employee number)
+    let mut all = vec![];
+    for i in 0..60 {
+        let mut e = employee(if i % 2 == 0 { t1 } else { t2 }, &format!("N{i:03}"));
+        e.id_card_no = None;
+        e.status = if i % 4 == 0 { EmployeeStatus::Left } else { EmployeeStatus::Active };
+        e.department = (i % 3 == 0).then(|| "Sales".to_owned());
+        let e = s.insert_employee(e, audit("employee.create", "employee")).await.unwrap();
+        all.push(e);
+    }
+    type Filter = fn(&Employee) -> bool;
+    type Narrow = fn(&mut EmployeeQuery);
+    let cases: Vec<(Party, &str, Filter, Narrow)> = vec![
+        (Party::Platform, "worker n0", |_| true, |_| {}),
+        (Party::Platform, "n01", |_| true, |_| {}),
+        (Party::Platform, "worker n0", |e| e.status == EmployeeStatus::Active, |q| q.status = Some(EmployeeStatus::Active)),
+        (Party::Platform, "worker n0", |e| e.department.as_deref() == Some("Sales"), |q| q.department = Some("Sales".into())),
+        (Party::Partner { partner_id: p }, "worker n0", |_| true, |_| {}),
+        (Party::Platform, "worker n0", |_| true, |_| {}),
+    ];
+    for (n, (scope, keyword, keep, narrow)) in cases.into_iter().enumerate() {
+        // The last case narrows by partner_id as a platform user.
+        let of_partner = n == 5 || matches!(scope, Party::Partner { .. });
+        let mut want: Vec<i64> = all
+            .iter()
+            .filter(|e| e.employee_no.as_deref().unwrap().to_lowercase().contains(&keyword.replace("worker ", "")))
+            .filter(|e| keep(e) && (!of_partner || e.tenant_id == t1))
+            .map(|e| e.id)
+            .collect();
+        want.sort_unstable_by(|a, b| b.cmp(a));
+        for order in [SortOrder::Desc, SortOrder::Asc] {
+            let mut got = vec![];
+            for page in 1..=(want.len() / 7 + 2) {
+                let mut q = EmployeeQuery::default();
+                narrow(&mut q);
+                if n == 5 {
+                    q.partner_id = Some(p);
+                }
+                q.list.keyword = Some(keyword.into());
+                q.list.sort = Some((EmployeeSort::Id, order));
+                q.list.page = PageRequest::new(Some(page as i64), Some(7)).unwrap();
+                let found = s.list_employees(scope, q).await.unwrap();
+                assert_eq!((found.total, found.total_exact), (want.len() as i64, true), "case {n}, page {page}");
+                got.extend(found.items.iter().map(|e| e.id));
+            }
+            let mut expected = want.clone();
+            if order == SortOrder::Asc {
+                expected.reverse();
+            }
+            assert_eq!(got, expected, "case {n}, {order:?}");
+        }
+    }
+
+    // A search's count is shared by its pages, and a write through the store shows at once.
+    let page_one = |s: OrgStore| async move {
+        let mut q = EmployeeQuery::default();
+        q.list.keyword = Some("worker n0".into());
+        q.list.page = PageRequest::new(Some(1), Some(7)).unwrap();
+        s.list_employees(Party::Platform, q).await.unwrap()
+    };
+    assert_eq!(page_one(s.clone()).await.total, 60);
+    let mut e = employee(t2, "N060");
+    e.id_card_no = None;
+    let added = s.insert_employee(e, audit("employee.create", "employee")).await.unwrap();
+    let now = page_one(s.clone()).await;
+    assert_eq!((now.total, now.items[0].id), (61, added.id));
+    s.delete_employee(added.id, audit("employee.delete", "employee")).await.unwrap();
+    assert_eq!(page_one(s.clone()).await.total, 60);
+});
+
 store_test!(keywords_are_literal_text_on_every_list_and_never_a_database_error, |db| {
     let s = store(&db);
     let accounts = atrium_store::IdentityStore::new(db.clone());
