@@ -107,15 +107,51 @@ const TRIGRAM_COUNTS_KEPT: usize = 4096;
 /// which of two common trigrams is commoner does not matter.
 const TRIGRAM_COUNT_CAP: i64 = 20_000;
 
+/// Values kept under a key for `ttl`, at most `max` of them: past that the expired go, and if
+/// none has, all.
+struct Expiring<V> {
+    entries: Mutex<HashMap<String, (V, Instant)>>,
+    ttl: Duration,
+    max: usize,
+}
+
+impl<V: Clone> Expiring<V> {
+    fn new(ttl: Duration, max: usize) -> Self {
+        Expiring { entries: Mutex::default(), ttl, max }
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, (V, Instant)>> {
+        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn get(&self, key: &str) -> Option<V> {
+        self.entries().get(key).filter(|(_, at)| at.elapsed() < self.ttl).map(|(v, _)| v.clone())
+    }
+
+    fn put(&self, key: String, value: V) {
+        let mut entries = self.entries();
+        if entries.len() >= self.max {
+            entries.retain(|_, (_, at)| at.elapsed() < self.ttl);
+            if entries.len() >= self.max {
+                entries.clear();
+            }
+        }
+        entries.insert(key, (value, Instant::now()));
+    }
+}
+
 /// How many employees hold each trigram of SQLite's search index (up to [`TRIGRAM_COUNT_CAP`]),
 /// kept for [`TRIGRAM_COUNTS_FOR`]. A phrase query over the trigram index reads the whole
 /// list of every trigram of the keyword, and a trigram like `wor` of `worker 999` is held by
 /// nearly every row; a keyword across tenants is therefore looked up by its rarest trigram and
 /// those rows compared in full. Counting a trigram reads its list once; the count is kept so
 /// the next keyword with it does not.
-#[derive(Default)]
-pub(crate) struct TrigramCounts {
-    seen: Mutex<HashMap<String, (i64, Instant)>>,
+pub(crate) struct TrigramCounts(Expiring<i64>);
+
+impl Default for TrigramCounts {
+    fn default() -> Self {
+        TrigramCounts(Expiring::new(TRIGRAM_COUNTS_FOR, TRIGRAM_COUNTS_KEPT))
+    }
 }
 
 #[derive(QueryableByName)]
@@ -125,10 +161,6 @@ struct VocabRow {
 }
 
 impl TrigramCounts {
-    fn seen(&self) -> std::sync::MutexGuard<'_, HashMap<String, (i64, Instant)>> {
-        self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// The trigram of `keyword` (at least [`TRIGRAM`] characters) the fewest employees hold.
     fn rarest(&self, conn: &mut DbConn, keyword: &str) -> Result<String> {
         let chars: Vec<char> = keyword.chars().collect();
@@ -144,10 +176,8 @@ impl TrigramCounts {
     }
 
     fn held_by(&self, conn: &mut DbConn, trigram: &str) -> Result<i64> {
-        if let Some((n, at)) = self.seen().get(trigram)
-            && at.elapsed() < TRIGRAM_COUNTS_FOR
-        {
-            return Ok(*n);
+        if let Some(n) = self.0.get(trigram) {
+            return Ok(n);
         }
         // The index folds case as the keyword does. Counting stops at the cap: past it a
         // trigram is common, however common, and reading on would only cost time (the first
@@ -159,14 +189,7 @@ impl TrigramCounts {
                 .get_result::<VocabRow>(conn)
                 .map_err(db_error)?
                 .doc;
-        let mut seen = self.seen();
-        if seen.len() >= TRIGRAM_COUNTS_KEPT {
-            seen.retain(|_, (_, at)| at.elapsed() < TRIGRAM_COUNTS_FOR);
-            if seen.len() >= TRIGRAM_COUNTS_KEPT {
-                seen.clear();
-            }
-        }
-        seen.insert(trigram.to_owned(), (n, Instant::now()));
+        self.0.put(trigram.to_owned(), n);
         Ok(n)
     }
 }
@@ -181,35 +204,35 @@ const SEARCH_TOTALS_KEPT: usize = 1024;
 /// one search share its count for a few seconds instead of counting again for each. A write of
 /// this process to employees or tenants drops every kept total; another instance's writes show
 /// in a total within those seconds (its page's records are always read fresh).
-#[derive(Default)]
 pub(crate) struct SearchTotals {
-    kept: Mutex<HashMap<String, KeptTotal>>,
+    kept: Expiring<KeptTotal>,
     writes: AtomicU64,
 }
 
+impl Default for SearchTotals {
+    fn default() -> Self {
+        SearchTotals { kept: Expiring::new(SEARCH_TOTALS_FOR, SEARCH_TOTALS_KEPT), writes: AtomicU64::new(0) }
+    }
+}
+
+#[derive(Clone, Copy)]
 struct KeptTotal {
     /// Records found, looking at no more than `limit`.
     found: i64,
     limit: i64,
-    at: Instant,
     /// [`SearchTotals::writes`] when the count began.
     writes: u64,
 }
 
 impl SearchTotals {
-    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<String, KeptTotal>> {
-        self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     fn key(scope: Party, q: &EmployeeQuery) -> String {
         format!("{scope:?}|{:?}|{:?}|{:?}|{:?}|{:?}", q.status, q.tenant_id, q.partner_id, q.department, q.list.keyword)
     }
 
     /// The records a count with `limit` would find, if a kept count tells.
     fn get(&self, key: &str, limit: i64) -> Option<i64> {
-        let kept = self.kept();
-        let k = kept.get(key)?;
-        if k.at.elapsed() >= SEARCH_TOTALS_FOR || k.writes != self.writes.load(Ordering::Acquire) {
+        let k = self.kept.get(key)?;
+        if k.writes != self.writes.load(Ordering::Acquire) {
             return None;
         }
         // A count that stopped short of its limit found the whole list; one that reached it
@@ -218,14 +241,7 @@ impl SearchTotals {
     }
 
     fn put(&self, key: String, found: i64, limit: i64, writes: u64) {
-        let mut kept = self.kept();
-        if kept.len() >= SEARCH_TOTALS_KEPT {
-            kept.retain(|_, k| k.at.elapsed() < SEARCH_TOTALS_FOR);
-            if kept.len() >= SEARCH_TOTALS_KEPT {
-                kept.clear();
-            }
-        }
-        kept.insert(key, KeptTotal { found, limit, at: Instant::now(), writes });
+        self.kept.put(key, KeptTotal { found, limit, writes });
     }
 
     /// Counts `limit` records at most with `count`, or answers from a kept count.
@@ -586,64 +602,49 @@ impl EmployeeRepo for OrgStore {
 
     async fn insert_employee(&self, e: Employee, audit: AuditRecord) -> Result<Employee> {
         let cipher = self.cipher.clone();
-        let written = self
-            .db
-            .write(move |conn| {
-                let id: i64 = diesel::insert_into(employees::table)
-                    .values(record(&cipher, &e)?)
-                    .returning(employees::id)
-                    .get_result(conn)
-                    .map_err(conflict_message)?;
-                audit_created(conn, audit, id)?;
-                Ok(Employee { id, ..e })
-            })
-            .await;
-        // After the commit: a count begun before it is not kept as current.
-        self.search_totals.wrote();
-        written
+        self.write_searched(move |conn| {
+            let id: i64 = diesel::insert_into(employees::table)
+                .values(record(&cipher, &e)?)
+                .returning(employees::id)
+                .get_result(conn)
+                .map_err(conflict_message)?;
+            audit_created(conn, audit, id)?;
+            Ok(Employee { id, ..e })
+        })
+        .await
     }
 
     async fn update_employee(&self, e: Employee, audit: AuditRecord) -> Result<Employee> {
         let cipher = self.cipher.clone();
-        let written = self
-            .db
-            .write(move |conn| {
-                // The tenant and creation time never change; the record carries them unchanged.
-                let n = diesel::update(employees::table.find(e.id).filter(employees::tenant_id.eq(e.tenant_id)))
-                    .set(record(&cipher, &e)?)
-                    .execute(conn)
-                    .map_err(conflict_message)?;
-                if n == 0 {
-                    return Err(Error::NotFound("employee"));
-                }
-                write_audit(conn, &audit)?;
-                Ok(e)
-            })
-            .await;
-        // After the commit: a count begun before it is not kept as current.
-        self.search_totals.wrote();
-        written
+        self.write_searched(move |conn| {
+            // The tenant and creation time never change; the record carries them unchanged.
+            let n = diesel::update(employees::table.find(e.id).filter(employees::tenant_id.eq(e.tenant_id)))
+                .set(record(&cipher, &e)?)
+                .execute(conn)
+                .map_err(conflict_message)?;
+            if n == 0 {
+                return Err(Error::NotFound("employee"));
+            }
+            write_audit(conn, &audit)?;
+            Ok(e)
+        })
+        .await
     }
 
     async fn delete_employee(&self, id: Id, audit: AuditRecord) -> Result<()> {
-        let written = self
-            .db
-            .write(move |conn| {
-                let n = diesel::delete(employees::table.find(id)).execute(conn).map_err(|e| match db_error(e) {
-                    Error::Conflict(..) => {
-                        Error::conflict(Reason::InUse, "payroll records refer to this employee; set its status to left instead")
-                    }
-                    other => other,
-                })?;
-                if n == 0 {
-                    return Err(Error::NotFound("employee"));
+        self.write_searched(move |conn| {
+            let n = diesel::delete(employees::table.find(id)).execute(conn).map_err(|e| match db_error(e) {
+                Error::Conflict(..) => {
+                    Error::conflict(Reason::InUse, "payroll records refer to this employee; set its status to left instead")
                 }
-                write_audit(conn, &audit)
-            })
-            .await;
-        // After the commit: a count begun before it is not kept as current.
-        self.search_totals.wrote();
-        written
+                other => other,
+            })?;
+            if n == 0 {
+                return Err(Error::NotFound("employee"));
+            }
+            write_audit(conn, &audit)
+        })
+        .await
     }
 }
 

@@ -2,7 +2,7 @@
 //! trail. Each write stores its audit record in the same transaction.
 pub(crate) use crate::audit_log::{audit_created, write_audit};
 use crate::crypto::FieldCipher;
-use crate::db::Db;
+use crate::db::{Db, DbConn};
 use crate::error::db_error;
 use atrium_kernel::{COUNT_AHEAD, Page, PageRequest, Result};
 
@@ -23,6 +23,19 @@ pub struct OrgStore {
 impl OrgStore {
     pub fn new(db: Db, cipher: FieldCipher) -> Self {
         OrgStore { db, cipher, trigrams: Default::default(), search_totals: Default::default() }
+    }
+
+    /// A write that may change what a keyword search across tenants finds (an employee, a
+    /// tenant's partner): the kept search totals are dropped once it has committed, so a count
+    /// begun before it is not kept as current.
+    async fn write_searched<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConn) -> Result<T> + Send + 'static,
+    {
+        let written = self.db.write(f).await;
+        self.search_totals.wrote();
+        written
     }
 }
 

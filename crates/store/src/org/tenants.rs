@@ -212,48 +212,38 @@ impl TenantRepo for OrgStore {
     }
 
     async fn update_tenant(&self, t: Tenant, audit: AuditRecord) -> Result<Tenant> {
-        let written = self
-            .db
-            .write(move |conn| {
-                let n = diesel::update(tenants::table.find(t.id)).set(changes(&t)?).execute(conn).map_err(db_error)?;
-                if n == 0 {
-                    return Err(Error::NotFound("tenant"));
-                }
-                write_audit(conn, &audit)?;
-                Ok(t)
-            })
-            .await;
-        // A tenant that moves between partners, or goes, changes searches across tenants.
-        self.search_totals.wrote();
-        written
+        self.write_searched(move |conn| {
+            let n = diesel::update(tenants::table.find(t.id)).set(changes(&t)?).execute(conn).map_err(db_error)?;
+            if n == 0 {
+                return Err(Error::NotFound("tenant"));
+            }
+            write_audit(conn, &audit)?;
+            Ok(t)
+        })
+        .await
     }
 
     async fn delete_tenant(&self, id: Id, cascade: bool, audit: AuditRecord) -> Result<Vec<Id>> {
-        let written = self
-            .db
-            .write(move |conn| {
-                let employees: i64 = employees::table.filter(employees::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
-                let users: i64 = users::table.filter(users::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
-                let projects = crate::docs::party_project_count(conn, PartyType::Tenant, id)?;
-                if !cascade && (employees > 0 || users > 0 || projects > 0) {
-                    return Err(Error::conflict(
-                        Reason::InUse,
-                        format!(
-                            "the tenant still has {employees} employee(s), {users} user(s) and {projects} document project(s); \
+        self.write_searched(move |conn| {
+            let employees: i64 = employees::table.filter(employees::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
+            let users: i64 = users::table.filter(users::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
+            let projects = crate::docs::party_project_count(conn, PartyType::Tenant, id)?;
+            if !cascade && (employees > 0 || users > 0 || projects > 0) {
+                return Err(Error::conflict(
+                    Reason::InUse,
+                    format!(
+                        "the tenant still has {employees} employee(s), {users} user(s) and {projects} document project(s); \
                          delete them first or pass cascade=true"
-                        ),
-                    ));
-                }
-                if tenants::table.find(id).count().get_result::<i64>(conn).map_err(db_error)? == 0 {
-                    return Err(Error::NotFound("tenant"));
-                }
-                let removed = delete_cascade(conn, id, audit.at)?;
-                write_audit(conn, &audit)?;
-                Ok(removed)
-            })
-            .await;
-        // A tenant that moves between partners, or goes, changes searches across tenants.
-        self.search_totals.wrote();
-        written
+                    ),
+                ));
+            }
+            if tenants::table.find(id).count().get_result::<i64>(conn).map_err(db_error)? == 0 {
+                return Err(Error::NotFound("tenant"));
+            }
+            let removed = delete_cascade(conn, id, audit.at)?;
+            write_audit(conn, &audit)?;
+            Ok(removed)
+        })
+        .await
     }
 }
