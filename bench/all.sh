@@ -50,7 +50,7 @@ result() {
 : > "$RESULTS.tmp"
 for backend in $BACKENDS; do
   if [ "$backend" = postgres ] && [ -z "$PG_DIR" ]; then
-    eval "$("$ROOT/scripts/pg-throwaway.sh" start)"
+    eval "$(PG_PARENT=/tmp "$ROOT/scripts/pg-throwaway.sh" start)"
     PG_BASE=${ATRIUM_TEST_PG_URL%/*}
   fi
   for bench in $BENCHES; do

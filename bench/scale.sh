@@ -102,7 +102,7 @@ machine_ticks() { awk '/^cpu / {busy = $2 + $3 + $4 + $7 + $8; print busy, busy 
 
 # ---- PostgreSQL: a fresh database in a throwaway cluster, or in the one PG_URL names.
 if [ -z "${PG_URL:-}" ]; then
-  eval "$("$ROOT/scripts/pg-throwaway.sh" start)"
+  eval "$(PG_PARENT=/tmp "$ROOT/scripts/pg-throwaway.sh" start)"
   PG_STARTED=1
   PG_URL=$ATRIUM_TEST_PG_URL
   PG_DATA=$PG_DIR/data

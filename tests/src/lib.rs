@@ -193,7 +193,7 @@ impl TestApp {
         let running = atrium_server::start(config).await.expect("server starts");
         let base = format!("http://{}", running.addr);
         let admin_password = running.bootstrap_password.clone().unwrap_or_default();
-        let client = reqwest::Client::builder().build().expect("client");
+        let client = atrium_wechat::http::client_builder().expect("TLS context").build().expect("client");
         TestApp { base, client, admin_password, running, db }
     }
 

@@ -231,6 +231,16 @@ pub use pay::{
 };
 pub use platform::Sandbox;
 
+/// An HTTP client over one TLS context for the whole process. A context loads the system's CA
+/// bundle, which takes milliseconds with OpenSSL 3.0, and the tests start hundreds of sandboxes.
+pub(crate) fn http_client() -> reqwest::Client {
+    static SHARED: std::sync::OnceLock<Option<native_tls::TlsConnector>> = std::sync::OnceLock::new();
+    match SHARED.get_or_init(|| native_tls::TlsConnector::new().ok()) {
+        Some(tls) => reqwest::Client::builder().tls_backend_preconfigured(tls.clone()).build().unwrap_or_default(),
+        None => reqwest::Client::new(),
+    }
+}
+
 /// The website-login app the sandbox knows by default.
 pub const SANDBOX_LOGIN_APPID: &str = "wx_sandbox_login";
 /// The secret of [`SANDBOX_LOGIN_APPID`].

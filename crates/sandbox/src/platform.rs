@@ -60,7 +60,7 @@ impl Sandbox {
         Sandbox {
             state: Arc::new(Mutex::new(state)),
             outbox: SandboxOutbox::default(),
-            http: reqwest::Client::new(),
+            http: crate::http_client(),
             pay_keys: Arc::new(OnceLock::new()),
         }
     }

@@ -68,24 +68,29 @@ impl TestDatabase {
         TestDatabase { url: format!("sqlite://{}", path.display()), cleanup: Cleanup::File(path) }
     }
 
-    /// A new PostgreSQL database on [`pg_admin_url`]'s server, or `None` when there is none.
+    /// A new, migrated PostgreSQL database on [`pg_admin_url`]'s server, or `None` when there
+    /// is none. It is a copy of a template migrated once per server and set of migrations
+    /// (see [`pg_template`]), which is much quicker than migrating each test's database.
     pub fn postgres() -> Option<TestDatabase> {
-        let admin_url = pg_admin_url()?.to_owned();
+        let admin_url = pg_admin_url()?;
+        let template = pg_template(admin_url);
+        Some(Self::create_pg(admin_url, Some(&template)))
+    }
+
+    /// A new PostgreSQL database that was never migrated (for tests of migrating itself), or
+    /// `None` when there is no server.
+    pub fn postgres_empty() -> Option<TestDatabase> {
+        Some(Self::create_pg(pg_admin_url()?, None))
+    }
+
+    fn create_pg(admin_url: &str, template: Option<&str>) -> TestDatabase {
         let name = format!("atrium_t_{}_{}", std::process::id(), unique());
-        let mut conn = diesel::pg::PgConnection::establish(&admin_url)
-            .unwrap_or_else(|e| panic!("the test PostgreSQL server {} is unusable: {e}", crate::redact_url(&admin_url)));
-        diesel::sql_query(format!("CREATE DATABASE {name}"))
+        let mut conn = pg_admin(admin_url);
+        let copy = template.map(|t| format!(" TEMPLATE {t}")).unwrap_or_default();
+        diesel::sql_query(format!("CREATE DATABASE {name}{copy}"))
             .execute(&mut conn)
             .unwrap_or_else(|e| panic!("cannot create test database: {e}"));
-        let url = match admin_url.rfind('/') {
-            Some(i) if admin_url[..i].contains("://") && i > admin_url.find("://").unwrap_or(0) + 2 => {
-                let (base, rest) = admin_url.split_at(i);
-                let query = rest.find('?').map(|q| &rest[q..]).unwrap_or("");
-                format!("{base}/{name}{query}")
-            }
-            _ => format!("{admin_url}/{name}"),
-        };
-        Some(TestDatabase { url, cleanup: Cleanup::Postgres { admin_url, name } })
+        TestDatabase { url: database_url(admin_url, &name), cleanup: Cleanup::Postgres { admin_url: admin_url.to_owned(), name } }
     }
 
     /// Connects and migrates.
@@ -112,6 +117,82 @@ impl Drop for TestDatabase {
             }
         }
     }
+}
+
+fn pg_admin(admin_url: &str) -> diesel::pg::PgConnection {
+    diesel::pg::PgConnection::establish(admin_url)
+        .unwrap_or_else(|e| panic!("the test PostgreSQL server {} is unusable: {e}", crate::redact_url(admin_url)))
+}
+
+/// `admin_url` with its database replaced by `name` (its query string kept).
+fn database_url(admin_url: &str, name: &str) -> String {
+    match admin_url.rfind('/') {
+        Some(i) if admin_url[..i].contains("://") && i > admin_url.find("://").unwrap_or(0) + 2 => {
+            let (base, rest) = admin_url.split_at(i);
+            let query = rest.find('?').map(|q| &rest[q..]).unwrap_or("");
+            format!("{base}/{name}{query}")
+        }
+        _ => format!("{admin_url}/{name}"),
+    }
+}
+
+/// The migrated database every [`TestDatabase::postgres`] copies, made once per server and
+/// set of migrations: its name carries a hash of the PostgreSQL migrations, so a changed
+/// migration makes a new one. Test processes may share a server (CI's, a developer's), so it
+/// is built under an advisory lock, under a temporary name, and renamed only once migrated:
+/// a process killed half-way leaves nothing another would copy.
+fn pg_template(admin_url: &str) -> String {
+    static TEMPLATE: OnceLock<String> = OnceLock::new();
+    TEMPLATE
+        .get_or_init(|| {
+            let name = format!("atrium_template_{:016x}", postgres_migrations_hash());
+            let building = format!("{name}_building");
+            let mut conn = pg_admin(admin_url);
+            let run = |conn: &mut diesel::pg::PgConnection, sql: &str| {
+                diesel::sql_query(sql).execute(conn).unwrap_or_else(|e| panic!("test template database: {sql}: {e}"))
+            };
+            run(&mut conn, "SELECT pg_advisory_lock(7266870901)");
+            let exists = diesel::sql_query("SELECT 1 AS one FROM pg_database WHERE datname = $1")
+                .bind::<diesel::sql_types::Text, _>(&name)
+                .execute(&mut conn)
+                .unwrap_or_else(|e| panic!("test template database: {e}"))
+                > 0;
+            if !exists {
+                run(&mut conn, &format!("DROP DATABASE IF EXISTS {building} WITH (FORCE)"));
+                run(&mut conn, &format!("CREATE DATABASE {building}"));
+                {
+                    let db = Db::connect(&database_url(admin_url, &building), 1).expect("test template database opens");
+                    db.migrate().expect("migrations apply to the test template database");
+                }
+                // The pool's connections are closed by now; a template must have none.
+                run(&mut conn, &format!("ALTER DATABASE {building} RENAME TO {name}"));
+            }
+            run(&mut conn, "SELECT pg_advisory_unlock(7266870901)");
+            name
+        })
+        .clone()
+}
+
+/// A hash of the PostgreSQL migrations' files as this source tree has them (names and
+/// contents, in order).
+fn postgres_migrations_hash() -> u64 {
+    use std::hash::{Hash, Hasher};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/postgres");
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.clone()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() { dirs.push(path) } else { files.push(path) }
+        }
+    }
+    files.sort();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for f in files {
+        f.strip_prefix(&dir).unwrap_or(&f).hash(&mut h);
+        std::fs::read(&f).unwrap_or_default().hash(&mut h);
+    }
+    h.finish()
 }
 
 fn unique() -> String {
@@ -170,7 +251,7 @@ mod throwaway {
             return Err("initdb cannot run as root and there is no postgres user to run it as".into());
         }
         remove_stale_clusters(&bin, root);
-        let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}-{}", std::process::id(), unique()));
+        let dir = cluster_parent().join(format!("{DIR_PREFIX}{}-{}", std::process::id(), unique()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         // Watch before anything can fail, so the directory goes whatever happens next.
         watch_until_exit(&bin, &dir, root)?;
@@ -277,9 +358,19 @@ mod throwaway {
             .map_err(|e| format!("cannot start the cluster's watcher: {e}"))
     }
 
+    /// Where clusters live: in memory (`/dev/shm`) when it can be written, as every test
+    /// creates and drops a database and on a disk that file work costs about 120 ms each even
+    /// with fsync off; the temp directory otherwise.
+    fn cluster_parent() -> PathBuf {
+        let shm = Path::new("/dev/shm");
+        let writable = shm.is_dir() && std::fs::metadata(shm).map(|m| !m.permissions().readonly()).unwrap_or(false);
+        if writable { shm.to_path_buf() } else { std::env::temp_dir() }
+    }
+
     /// Clusters left by test processes that are gone (killed before their watcher ran).
     fn remove_stale_clusters(bin: &Path, root: bool) {
-        for entry in std::fs::read_dir(std::env::temp_dir()).into_iter().flatten().flatten() {
+        let parents = [cluster_parent(), std::env::temp_dir()];
+        for entry in parents.iter().flat_map(|p| std::fs::read_dir(p).into_iter().flatten().flatten()) {
             let name = entry.file_name();
             let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)).and_then(|r| r.split('-').next()) else {
                 continue;

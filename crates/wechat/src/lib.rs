@@ -24,6 +24,7 @@
 //! reported to a [`CallRecorder`] (endpoint and errcode, for metrics).
 
 pub mod ci;
+pub mod http;
 pub mod open;
 pub mod pay;
 mod payslips;
@@ -199,7 +200,7 @@ pub struct WechatLogin {
 
 impl WechatLogin {
     pub fn new(config: WechatLoginConfig) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).connect_timeout(Duration::from_secs(5)).build()?;
+        let http = http::client_builder()?.timeout(Duration::from_secs(10)).connect_timeout(Duration::from_secs(5)).build()?;
         Ok(WechatLogin { http, config, recorder: None })
     }
 

@@ -67,7 +67,7 @@ pub(crate) fn refresh_after(expires_in: u64) -> Duration {
 impl AccessTokens {
     /// A cache for `config`'s app; nothing is fetched until the first call.
     pub fn new(config: WechatAppConfig) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).connect_timeout(Duration::from_secs(5)).build()?;
+        let http = crate::http::client_builder()?.timeout(Duration::from_secs(10)).connect_timeout(Duration::from_secs(5)).build()?;
         Ok(AccessTokens { http, config, cached: Mutex::new(None), recorder: None })
     }
 

@@ -202,7 +202,7 @@ impl SandboxUploader {
     /// as template-development mini-program `appid` (the sandbox's is
     /// [`crate::SANDBOX_TEMPLATE_DEV_APPID`]); 10 minutes per upload.
     pub fn new(api_base: impl Into<String>, appid: impl Into<String>) -> Self {
-        SandboxUploader { http: reqwest::Client::new(), api_base: api_base.into(), appid: appid.into(), timeout: Duration::from_secs(600) }
+        SandboxUploader { http: crate::http_client(), api_base: api_base.into(), appid: appid.into(), timeout: Duration::from_secs(600) }
     }
 
     /// The limit of one upload, sending and answer included.

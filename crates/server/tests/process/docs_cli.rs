@@ -124,7 +124,7 @@ fn a_command_says_which_database_it_opened() {
 /// refused, and is left without tables.
 #[test]
 fn a_postgres_database_never_migrated_is_refused_and_left_empty() {
-    let Some(db) = atrium_store::testing::TestDatabase::postgres() else {
+    let Some(db) = atrium_store::testing::TestDatabase::postgres_empty() else {
         atrium_store::testing::skip_postgres("a_postgres_database_never_migrated_is_refused_and_left_empty");
         return;
     };

@@ -96,7 +96,7 @@ async fn an_upgrade_moves_every_orders_money_into_the_ledger_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgrade_moves_every_orders_money_into_the_ledger_on_postgres() {
-    let Some(db) = TestDatabase::postgres() else {
+    let Some(db) = TestDatabase::postgres_empty() else {
         skip_postgres(module_path!());
         return;
     };

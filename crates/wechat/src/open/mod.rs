@@ -472,7 +472,7 @@ impl WechatOpen {
     /// cannot be built.
     pub fn new(config: WechatOpenConfig) -> anyhow::Result<Self> {
         let crypt = MessageCrypt::new(config.token.clone(), &config.encoding_aes_key, config.component_appid.clone())?;
-        let http = reqwest::Client::builder().timeout(config.timeout).connect_timeout(config.timeout).build()?;
+        let http = crate::http::client_builder()?.timeout(config.timeout).connect_timeout(config.timeout).build()?;
         Ok(WechatOpen {
             http,
             config,

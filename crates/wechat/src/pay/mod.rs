@@ -175,7 +175,7 @@ fn parse<T: DeserializeOwned>(body: &[u8], what: &str) -> PayResult<T> {
 
 impl WechatPay {
     pub fn new(config: WechatPayConfig) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder().timeout(config.timeout).connect_timeout(config.timeout).build()?;
+        let http = crate::http::client_builder()?.timeout(config.timeout).connect_timeout(config.timeout).build()?;
         Ok(WechatPay { http, config, recorder: None, signers: Kept::default(), verifiers: Kept::default() })
     }
 
