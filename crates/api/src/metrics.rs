@@ -67,6 +67,7 @@ pub struct DbPoolStats {
     pub checkouts: u64,
     pub wait_time: Duration,
     pub timeouts: u64,
+    pub liveness_checks: u64,
 }
 
 // Every label value comes from a closed set, whatever clients or platforms send: the method
@@ -164,6 +165,7 @@ pub struct Metrics {
     pool_checkouts: Counter,
     pool_wait_seconds: Counter<f64, AtomicU64>,
     pool_timeouts: Counter,
+    pool_liveness_checks: Counter,
     jobs_queued: Family<JobLabels, Gauge>,
     jobs_failed: Family<JobLabels, Counter>,
     jobs_completed: Family<JobLabels, Counter>,
@@ -190,6 +192,7 @@ impl Metrics {
             pool_checkouts: Counter::default(),
             pool_wait_seconds: Counter::default(),
             pool_timeouts: Counter::default(),
+            pool_liveness_checks: Counter::default(),
             jobs_queued: Family::default(),
             jobs_failed: Family::default(),
             jobs_completed: Family::default(),
@@ -215,6 +218,11 @@ impl Metrics {
             "atrium_db_pool_timeouts",
             "Callers that got no database connection within ATRIUM_DB_TIMEOUT_MS (each answered 503)",
             m.pool_timeouts.clone(),
+        );
+        r.register(
+            "atrium_db_pool_liveness_checks",
+            "Checkouts that asked the database whether an idle connection was still there (PostgreSQL)",
+            m.pool_liveness_checks.clone(),
         );
         r.register("atrium_jobs_queued", "Background jobs due to run, by job kind", Declared(m.jobs_queued.clone()));
         r.register("atrium_jobs_failed", "Background jobs that failed for good, by job kind", Declared(m.jobs_failed.clone()));
@@ -310,6 +318,7 @@ impl Metrics {
             self.pool_wait_seconds.inc_by(waited);
         }
         self.pool_timeouts.inc_by(s.timeouts.saturating_sub(self.pool_timeouts.get()));
+        self.pool_liveness_checks.inc_by(s.liveness_checks.saturating_sub(self.pool_liveness_checks.get()));
     }
 }
 
@@ -396,12 +405,14 @@ mod tests {
             checkouts: 10,
             wait_time: Duration::from_millis(1500),
             timeouts: 1,
+            liveness_checks: 3,
         });
         m.render();
         let text = m.render();
         assert!(text.contains("atrium_db_pool_connections{state=\"in_use\"} 2"), "{text}");
         assert!(text.contains("atrium_db_pool_checkouts_total 10"), "{text}");
         assert!(text.contains("atrium_db_pool_timeouts_total 1"), "{text}");
+        assert!(text.contains("atrium_db_pool_liveness_checks_total 3"), "{text}");
         assert!(text.contains("atrium_db_pool_wait_seconds_total 1.5"), "{text}");
     }
 

@@ -135,6 +135,7 @@ pub fn pool_stats(db: &Db) -> atrium_api::DbPoolStats {
         checkouts: s.checkouts,
         wait_time: s.wait_time,
         timeouts: s.timeouts,
+        liveness_checks: s.liveness_checks,
     }
 }
 

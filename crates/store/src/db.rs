@@ -113,9 +113,9 @@ const WAL_AUTOCHECKPOINT_PAGES: u32 = 10_000;
 #[derive(Debug)]
 struct SqlitePragmas;
 
-impl CustomizeConnection<DbConn, diesel::r2d2::Error> for SqlitePragmas {
-    fn on_acquire(&self, conn: &mut DbConn) -> Result<(), diesel::r2d2::Error> {
-        if let DbConn::Sqlite(c) = conn {
+impl CustomizeConnection<PoolConn, diesel::r2d2::Error> for SqlitePragmas {
+    fn on_acquire(&self, conn: &mut PoolConn) -> Result<(), diesel::r2d2::Error> {
+        if let DbConn::Sqlite(c) = &mut conn.conn {
             c.batch_execute(&format!(
                 "PRAGMA busy_timeout = {}; PRAGMA foreign_keys = ON; \
                  PRAGMA synchronous = NORMAL; PRAGMA cache_size = -16000; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 268435456; \
@@ -136,26 +136,81 @@ impl CustomizeConnection<DbConn, diesel::r2d2::Error> for SqlitePragmas {
 pub struct DbManager {
     url: String,
     backend: Backend,
+    counters: Arc<PoolCounters>,
 }
 
 impl ManageConnection for DbManager {
-    type Connection = DbConn;
+    type Connection = PoolConn;
     type Error = diesel::r2d2::Error;
 
-    fn connect(&self) -> Result<DbConn, Self::Error> {
+    fn connect(&self) -> Result<PoolConn, Self::Error> {
         match self.backend {
             Backend::Postgres => diesel::pg::PgConnection::establish(&self.url).map(DbConn::Pg),
             Backend::Sqlite => diesel::sqlite::SqliteConnection::establish(&self.url).map(DbConn::Sqlite),
         }
+        .map(|conn| PoolConn { conn, proven: None })
         .map_err(diesel::r2d2::Error::ConnectionError)
     }
 
-    fn is_valid(&self, conn: &mut DbConn) -> Result<(), Self::Error> {
-        conn.ping().map_err(diesel::r2d2::Error::QueryError)
+    /// Asks the server (a round trip) unless the connection was [proven](PoolConn::proven)
+    /// within [`PROVEN_FOR`].
+    fn is_valid(&self, conn: &mut PoolConn) -> Result<(), Self::Error> {
+        if conn.proven.is_some_and(|at| at.elapsed() < PROVEN_FOR) {
+            return Ok(());
+        }
+        self.counters.liveness_checks.fetch_add(1, Ordering::Relaxed);
+        conn.conn.ping().map_err(diesel::r2d2::Error::QueryError)
     }
 
-    fn has_broken(&self, conn: &mut DbConn) -> bool {
-        std::thread::panicking() || conn.is_broken()
+    fn has_broken(&self, conn: &mut PoolConn) -> bool {
+        std::thread::panicking() || conn.conn.is_broken()
+    }
+}
+
+/// How long after a connection last did a request's work without an error it is handed out
+/// again without asking the server whether it is still there. Under load every connection is
+/// reused well within it, so checkouts cost no round trip; one idle for longer (a server may
+/// have restarted meanwhile) is asked first.
+const PROVEN_FOR: Duration = Duration::from_secs(1);
+
+/// A pooled connection, and when it last finished a request's work without an error.
+///
+/// On PostgreSQL a checkout asks the server whether the connection is alive (`SELECT 1`),
+/// since a server may restart under a pool; that round trip was about an eighth of an order
+/// create's work. A connection that has just worked needs no asking: [`Db::run`] marks it
+/// proven when its work succeeds, and unproven when it fails, so a connection whose server
+/// went away is asked (and replaced) at its next checkout.
+pub struct PoolConn {
+    conn: DbConn,
+    proven: Option<Instant>,
+}
+
+/// A connection checked out by [`Db::conn`], returned to the pool when dropped.
+struct Checkout(PooledConnection<DbManager>);
+
+impl std::ops::Deref for Checkout {
+    type Target = DbConn;
+    fn deref(&self) -> &DbConn {
+        &self.0.conn
+    }
+}
+
+impl std::ops::DerefMut for Checkout {
+    fn deref_mut(&mut self) -> &mut DbConn {
+        &mut self.0.conn
+    }
+}
+
+impl std::ops::Deref for PoolConn {
+    type Target = DbConn;
+    fn deref(&self) -> &DbConn {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for PoolConn {
+    fn deref_mut(&mut self) -> &mut DbConn {
+        &mut self.conn
     }
 }
 
@@ -179,6 +234,8 @@ struct PoolCounters {
     waiting: AtomicU64,
     /// Writes in [`SqliteWriter`]'s queue now.
     queued_writes: AtomicU64,
+    /// Checkouts that asked the server whether the connection is alive (see [`PoolConn`]).
+    liveness_checks: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -212,6 +269,9 @@ pub struct PoolStats {
     pub wait_time: Duration,
     /// Callers that got no connection within the checkout timeout (each answered 503).
     pub timeouts: u64,
+    /// Checkouts that asked the server whether their connection was still there: those of
+    /// connections idle for a while, or whose last work failed (PostgreSQL only).
+    pub liveness_checks: u64,
 }
 
 impl PoolStats {
@@ -266,8 +326,8 @@ impl Db {
                     .with_context(|| format!("cannot connect to PostgreSQL at {}", redact_url(url)))?;
             }
         }
-        let manager = DbManager { url: conn_url.clone(), backend };
         let counters = Arc::new(PoolCounters::default());
+        let manager = DbManager { url: conn_url.clone(), backend, counters: counters.clone() };
         let pool = Pool::builder()
             // A local SQLite file cannot drop a connection; testing each checkout would cost a
             // statement per request. PostgreSQL connections are tested, as a server may restart.
@@ -282,7 +342,7 @@ impl Db {
             .context("cannot build the connection pool")?;
         let writer = match backend {
             Backend::Sqlite => {
-                let checkpoints = DbManager { url: conn_url, backend };
+                let checkpoints = DbManager { url: conn_url, backend, counters: counters.clone() };
                 Some(Arc::new(SqliteWriter::start(pool.clone(), counters.clone(), checkpoints)?))
             }
             Backend::Postgres => None,
@@ -378,6 +438,7 @@ impl Db {
             checkouts: c.checkouts.load(Ordering::Relaxed),
             wait_time: Duration::from_micros(c.wait_micros.load(Ordering::Relaxed)),
             timeouts: c.timeouts.load(Ordering::Relaxed),
+            liveness_checks: c.liveness_checks.load(Ordering::Relaxed),
         }
     }
 
@@ -390,7 +451,9 @@ impl Db {
         let db = self.clone();
         tokio::task::spawn_blocking(move || {
             let mut conn = db.checkout()?;
-            f(&mut conn)
+            let done = f(&mut conn);
+            conn.proven = done.is_ok().then(Instant::now);
+            done
         })
         .await
         .map_err(|e| Error::Internal(anyhow::anyhow!("database task failed: {e}")))?
@@ -435,8 +498,8 @@ impl Db {
     /// A connection for synchronous callers (CLI, benches, tests). On SQLite, a write through
     /// it does not take its turn with [`write`](Self::write)'s and may wait for their lock
     /// (up to the busy timeout): write with [`write_blocking`](Self::write_blocking).
-    pub fn conn(&self) -> Result<PooledConnection<DbManager>, Error> {
-        self.checkout()
+    pub fn conn(&self) -> Result<impl std::ops::DerefMut<Target = DbConn>, Error> {
+        Ok(Checkout(self.checkout()?))
     }
 
     /// Whether `atrium migrate` (or `serve`) has ever run on this database: its migrations
@@ -457,7 +520,7 @@ impl Db {
             }
         };
         let mut conn = self.checkout().map_err(|e| anyhow::anyhow!("{e}"))?;
-        let found = diesel::sql_query(query).get_result::<Present>(&mut *conn).context("cannot read the database's tables")?;
+        let found = diesel::sql_query(query).get_result::<Present>(&mut **conn).context("cannot read the database's tables")?;
         Ok(found.present)
     }
 
@@ -791,7 +854,7 @@ impl WriterThread {
 /// backstop at [`WAL_AUTOCHECKPOINT_PAGES`], should this one fall behind. Ends when the writer
 /// thread has.
 fn checkpoint_loop(manager: &DbManager, wal_written: &std::sync::Weak<AtomicBool>) {
-    let mut conn: Option<DbConn> = None;
+    let mut conn: Option<PoolConn> = None;
     loop {
         std::thread::sleep(CHECKPOINT_EVERY);
         let Some(written) = wal_written.upgrade() else { return };

@@ -49,7 +49,7 @@ pub mod testing;
 mod time;
 
 pub use crypto::FieldCipher;
-pub use db::{Backend, Db, DbConn, DbManager, MultiBackend, PoolStats, redact_url, sqlite_path};
+pub use db::{Backend, Db, DbConn, DbManager, MultiBackend, PoolConn, PoolStats, redact_url, sqlite_path};
 pub use docs::DocsStore;
 pub use error::{cannot_serve_now, db_error};
 pub use idempotency::DbIdempotencyStore;

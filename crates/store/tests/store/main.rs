@@ -12,5 +12,6 @@ mod org_repo;
 mod package_db;
 mod payments_repo;
 mod payroll_repo;
+mod pool;
 mod releases_repo;
 mod upgrade;

@@ -482,14 +482,14 @@ store_test!(an_event_is_seen_once_recorded_and_recording_it_again_is_no_error, |
 fn attempts_left(db: &Db) -> Vec<String> {
     use atrium_store::schema::mp_authorization_attempts::dsl::*;
     let mut conn = db.conn().unwrap();
-    mp_authorization_attempts.select(state_hash).order(state_hash).load(&mut conn).unwrap()
+    mp_authorization_attempts.select(state_hash).order(state_hash).load(&mut *conn).unwrap()
 }
 
 /// The event ids left, sorted.
 fn events_left(db: &Db) -> Vec<String> {
     use atrium_store::schema::mp_events::dsl::*;
     let mut conn = db.conn().unwrap();
-    mp_events.select(event_id).order(event_id).load(&mut conn).unwrap()
+    mp_events.select(event_id).order(event_id).load(&mut *conn).unwrap()
 }
 
 store_test!(a_purge_removes_expired_attempts_and_old_event_ids_a_bounded_batch_at_a_time, |db| {
