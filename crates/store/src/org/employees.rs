@@ -704,7 +704,7 @@ mod tests {
         let worker = held(&[(20_000, "wor"), (20_000, "ork"), (11_000, " 99"), (3_700, "999"), (20_000, "r 9")]);
         assert_eq!(rarest_two(worker, "worker 999"), "\"999\" AND \" 99\"");
         assert_eq!(rarest_two(held(&[(20_000, "wor"), (12, "rke")]), "worke"), "\"rke\"");
-        assert_eq!(rarest_two(held(&[(5, "a\"b")]), "a\"b"), "\"a\"\"b\"\"");
+        assert_eq!(rarest_two(held(&[(5, "a\"b")]), "a\"b"), "\"a\"\"b\"");
         assert_eq!(rarest_two(vec![], "ab"), "\"ab\"");
     }
 }
