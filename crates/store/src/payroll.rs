@@ -12,7 +12,7 @@ use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::org::tenants::{self as org_tenants, ids_of_partner};
-use crate::org::{like_pattern, lower, nothing, page, parse_enum, searchable, total, up_to};
+use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
 use crate::schema::{employees, payroll_items, payroll_sheets};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
@@ -438,7 +438,7 @@ impl PayrollRepo for PayrollStore {
                     (SheetSort::Id | SheetSort::CreatedAt, SortOrder::Desc) => query.order(payroll_sheets::id.desc()),
                 };
                 let rows: Vec<SheetRow> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
-                let total = total(q.list.page, rows.len(), |n| up_to(filtered(scope, &q).select(payroll_sheets::id).limit(n).load(conn)))?;
+                let total = total(q.list.page, rows.len(), |n| count_up_to(filtered(scope, &q).select(payroll_sheets::id).limit(n), conn))?;
                 Ok(page(rows.into_iter().map(sheet_from_row).collect::<Result<_>>()?, total, q.list.page))
             })
             .await

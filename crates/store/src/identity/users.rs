@@ -4,7 +4,7 @@ use super::{IdentityStore, UserRow};
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
-use crate::org::{like_pattern, lower, nothing, page, searchable, total, up_to};
+use crate::org::{count_up_to, like_pattern, lower, nothing, page, searchable, total};
 use crate::schema::{roles, tenants, user_roles, users};
 use crate::time::to_db;
 use async_trait::async_trait;
@@ -162,7 +162,7 @@ impl UserRepo for IdentityStore {
                 };
                 let rows: Vec<(UserRow, Option<Id>)> =
                     query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
-                let total = total(q.list.page, rows.len(), |n| up_to(filtered(scope, &q).select(users::id).limit(n).load(conn)))?;
+                let total = total(q.list.page, rows.len(), |n| count_up_to(filtered(scope, &q).select(users::id).limit(n), conn))?;
                 Ok(page(with_roles(conn, rows)?, total, q.list.page))
             })
             .await

@@ -5,7 +5,7 @@ use super::OrdersStore;
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
-use crate::org::{like_pattern, lower, nothing, page, parse_enum, searchable, total, up_to};
+use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
 use crate::schema::{order_items, orders, payment_refunds, payment_transactions, tenants};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
@@ -331,7 +331,7 @@ impl OrderRepo for OrdersStore {
                 };
                 let rows: Vec<(OrderRow, Option<Id>)> =
                     query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
-                let total = total(q.list.page, rows.len(), |n| up_to(filtered(scope, &q).select(orders::id).limit(n).load(conn)))?;
+                let total = total(q.list.page, rows.len(), |n| count_up_to(filtered(scope, &q).select(orders::id).limit(n), conn))?;
                 Ok(page(assemble(conn, rows)?, total, q.list.page))
             })
             .await

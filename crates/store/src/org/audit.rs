@@ -1,4 +1,4 @@
-use super::{OrgStore, page, total, up_to};
+use super::{OrgStore, count_up_to, page, total};
 use crate::db::MultiBackend;
 use crate::error::db_error;
 use crate::schema::audit_logs;
@@ -81,7 +81,7 @@ impl AuditRepo for OrgStore {
                     .limit(q.page.limit())
                     .load(conn)
                     .map_err(db_error)?;
-                let total = total(q.page, rows.len(), |n| up_to(filtered(scope, &q).select(audit_logs::id).limit(n).load(conn)))?;
+                let total = total(q.page, rows.len(), |n| count_up_to(filtered(scope, &q).select(audit_logs::id).limit(n), conn))?;
                 let items = rows
                     .into_iter()
                     .map(|r| AuditEntry {

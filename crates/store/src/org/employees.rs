@@ -1,5 +1,7 @@
 use super::tenants::ids_of_partner;
-use super::{Counted, OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, up_to, write_audit};
+use super::{
+    Counted, OrgStore, audit_created, count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total, up_to, write_audit,
+};
 use crate::crypto::FieldCipher;
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
@@ -595,11 +597,9 @@ impl EmployeeRepo for OrgStore {
                 let total = total(q.list.page, rows.len(), |n| match counted_total(conn, scope, &q)? {
                     Some(total) => Ok(Counted::Exact(total)),
                     None => {
-                        let mut count = || {
-                            up_to(match (&mut *conn, streamed) {
-                                (DbConn::Sqlite(c), Some((k, t, _))) => trigram_ids(c, scope, &q, k, t, None, 0, n),
-                                (conn, _) => filtered(scope, &q, search).select(employees::id).limit(n).load(conn),
-                            })
+                        let mut count = || match (&mut *conn, streamed) {
+                            (DbConn::Sqlite(c), Some((k, t, _))) => up_to(trigram_ids(c, scope, &q, k, t, None, 0, n)),
+                            (conn, _) => count_up_to(filtered(scope, &q, search).select(employees::id).limit(n), conn),
                         };
                         if q.list.keyword.is_some() && !one_tenant(scope, &q) { totals.up_to(scope, &q, n, count) } else { count() }
                     }

@@ -2,9 +2,13 @@
 //! trail. Each write stores its audit record in the same transaction.
 pub(crate) use crate::audit_log::{audit_created, write_audit};
 use crate::crypto::FieldCipher;
-use crate::db::{Db, DbConn};
+use crate::db::{Db, DbConn, MultiBackend};
 use crate::error::db_error;
 use atrium_kernel::{COUNT_AHEAD, Page, PageRequest, Result};
+use diesel::backend::Backend;
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
+use diesel::sql_types::BigInt;
+use diesel::{QueryResult, RunQueryDsl};
 
 mod audit;
 mod employees;
@@ -86,6 +90,34 @@ pub(crate) enum Counted {
 /// `ids`, the ids of a list read with the limit the count closure was given, as counted.
 pub(crate) fn up_to(ids: diesel::QueryResult<Vec<i64>>) -> Result<Counted> {
     Ok(Counted::UpTo(ids.map_err(db_error)?.len() as i64))
+}
+
+/// The rows of `query` (a list's ids with the limit the count closure was given), counted by
+/// the database: `SELECT COUNT(*) FROM (query)`, so no id crosses into Rust.
+pub(crate) fn count_up_to<Q>(query: Q, conn: &mut DbConn) -> Result<Counted>
+where
+    Q: QueryFragment<MultiBackend> + QueryId + Query,
+{
+    Ok(Counted::UpTo(CountOf(query).get_result::<i64>(conn).map_err(db_error)?))
+}
+
+/// `SELECT COUNT(*) FROM (query) AS counted`.
+#[derive(Debug, Clone, Copy, QueryId)]
+pub(crate) struct CountOf<Q>(Q);
+
+impl<Q: Query> Query for CountOf<Q> {
+    type SqlType = BigInt;
+}
+
+impl<Q, Conn> RunQueryDsl<Conn> for CountOf<Q> {}
+
+impl<Q: QueryFragment<DB>, DB: Backend> QueryFragment<DB> for CountOf<Q> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        out.push_sql("SELECT COUNT(*) FROM (");
+        self.0.walk_ast(out.reborrow())?;
+        out.push_sql(") AS counted");
+        Ok(())
+    }
 }
 
 /// A list's total, counted at most [`COUNT_AHEAD`] records past the end of the page asked for,

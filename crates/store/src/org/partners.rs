@@ -1,4 +1,4 @@
-use super::{OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, up_to, write_audit};
+use super::{OrgStore, audit_created, count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
 use crate::db::DbConn;
 use crate::error::db_error;
 use crate::schema::{partners, tenants, users};
@@ -84,7 +84,7 @@ impl PartnerRepo for OrgStore {
                     (PartnerSort::Id | PartnerSort::CreatedAt, SortOrder::Desc) => query.order(partners::id.desc()),
                 };
                 let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
-                let total = total(q.list.page, rows.len(), |n| up_to(filtered(scope, &q).select(partners::id).limit(n).load(conn)))?;
+                let total = total(q.list.page, rows.len(), |n| count_up_to(filtered(scope, &q).select(partners::id).limit(n), conn))?;
                 Ok(page(rows.into_iter().map(from_row).collect::<Result<_>>()?, total, q.list.page))
             })
             .await

@@ -1,4 +1,4 @@
-use super::{OrgStore, audit_created, like_pattern, lower, nothing, page, parse_enum, searchable, total, up_to, write_audit};
+use super::{OrgStore, audit_created, count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::schema::{employees, partners, roles, tenants, users};
@@ -183,7 +183,7 @@ impl TenantRepo for OrgStore {
                     (TenantSort::Id | TenantSort::CreatedAt, SortOrder::Desc) => query.order(tenants::id.desc()),
                 };
                 let rows: Vec<Row> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
-                let total = total(q.list.page, rows.len(), |n| up_to(filtered(scope, &q).select(tenants::id).limit(n).load(conn)))?;
+                let total = total(q.list.page, rows.len(), |n| count_up_to(filtered(scope, &q).select(tenants::id).limit(n), conn))?;
                 Ok(page(rows.into_iter().map(from_row).collect::<Result<_>>()?, total, q.list.page))
             })
             .await

@@ -10,7 +10,7 @@ use super::{from_json_text, json_text};
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{Db, DbConn, MultiBackend, on_backend};
 use crate::error::db_error;
-use crate::org::{nothing, page, parse_enum, total, up_to};
+use crate::org::{count_up_to, nothing, page, parse_enum, total};
 use crate::schema::{mp_campaign_tenants, mp_campaigns};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
@@ -465,7 +465,7 @@ impl CampaignRepo for CampaignStore {
                 };
                 let rows: Vec<CampaignRow> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
                 let total =
-                    total(q.list.page, rows.len(), |n| up_to(campaigns_filtered(scope, &q).select(mp_campaigns::id).limit(n).load(conn)))?;
+                    total(q.list.page, rows.len(), |n| count_up_to(campaigns_filtered(scope, &q).select(mp_campaigns::id).limit(n), conn))?;
                 let items = rows.into_iter().map(campaign_from_row).collect::<Result<Vec<_>>>()?;
                 Ok(page(items, total, q.list.page))
             })
@@ -524,7 +524,7 @@ impl CampaignRepo for CampaignStore {
                 };
                 let rows: Vec<TenantRow> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
                 let total = total(q.list.page, rows.len(), |n| {
-                    up_to(tenants_filtered(campaign_id, &q)?.select(mp_campaign_tenants::tenant_id).limit(n).load(conn))
+                    count_up_to(tenants_filtered(campaign_id, &q)?.select(mp_campaign_tenants::tenant_id).limit(n), conn)
                 })?;
                 let items = rows.into_iter().map(tenant_from_row).collect::<Result<Vec<_>>>()?;
                 Ok(page(items, total, q.list.page))

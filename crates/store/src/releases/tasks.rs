@@ -4,7 +4,7 @@
 use super::{ReleaseStore, from_json_text, json_text, to_i64, to_u64, unique_or};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
-use crate::org::{page, parse_enum, total, up_to};
+use crate::org::{count_up_to, page, parse_enum, total};
 use crate::schema::{mp_audit_tasks, mp_release_tasks, mp_upload_tasks, tenants};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
@@ -399,8 +399,9 @@ impl ReleaseTaskRepo for ReleaseStore {
                     (TaskSort::CreatedAt, SortOrder::Desc) => query.order((mp_upload_tasks::created_at.desc(), mp_upload_tasks::id.desc())),
                 };
                 let rows: Vec<UploadRow> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
-                let total =
-                    total(q.list.page, rows.len(), |n| up_to(uploads_filtered(scope, &q).select(mp_upload_tasks::id).limit(n).load(conn)))?;
+                let total = total(q.list.page, rows.len(), |n| {
+                    count_up_to(uploads_filtered(scope, &q).select(mp_upload_tasks::id).limit(n), conn)
+                })?;
                 let items = rows.into_iter().map(upload_from_row).collect::<Result<Vec<_>>>()?;
                 Ok(page(items, total, q.list.page))
             })
@@ -467,7 +468,7 @@ impl ReleaseTaskRepo for ReleaseStore {
                 };
                 let rows: Vec<AuditRow> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
                 let total =
-                    total(q.list.page, rows.len(), |n| up_to(audits_filtered(scope, &q).select(mp_audit_tasks::id).limit(n).load(conn)))?;
+                    total(q.list.page, rows.len(), |n| count_up_to(audits_filtered(scope, &q).select(mp_audit_tasks::id).limit(n), conn))?;
                 let items = rows.into_iter().map(audit_from_row).collect::<Result<Vec<_>>>()?;
                 Ok(page(items, total, q.list.page))
             })
