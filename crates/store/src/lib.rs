@@ -35,6 +35,7 @@ mod docs;
 mod error;
 mod idempotency;
 mod identity;
+mod ids_in;
 mod jobs;
 mod orders;
 mod org;

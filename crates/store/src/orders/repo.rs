@@ -5,6 +5,7 @@ use super::OrdersStore;
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
+use crate::ids_in::ids_in;
 use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
 use crate::schema::{order_items, orders, payment_refunds, payment_transactions, tenants};
 use crate::time::{from_db, to_db};
@@ -200,7 +201,7 @@ fn assemble(conn: &mut DbConn, rows: Vec<(OrderRow, Option<Id>)>) -> Result<Vec<
     let mut refunds: HashMap<Id, Vec<Refund>> = HashMap::new();
     for chunk in ids.chunks(IN_LIST) {
         let item_rows: Vec<ItemRow> = order_items::table
-            .filter(order_items::order_id.eq_any(chunk))
+            .filter(ids_in(conn, order_items::order_id, chunk))
             .order((order_items::order_id.asc(), order_items::line_no.asc()))
             .select(ItemRow::as_select())
             .load(conn)
@@ -213,7 +214,7 @@ fn assemble(conn: &mut DbConn, rows: Vec<(OrderRow, Option<Id>)>) -> Result<Vec<
             });
         }
         let refund_rows: Vec<RefundRow> = payment_refunds::table
-            .filter(payment_refunds::order_id.eq_any(chunk))
+            .filter(ids_in(conn, payment_refunds::order_id, chunk))
             .order(payment_refunds::id.asc())
             .select(RefundRow::as_select())
             .load(conn)

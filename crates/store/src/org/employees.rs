@@ -5,6 +5,7 @@ use super::{
 use crate::crypto::FieldCipher;
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
+use crate::ids_in::ids_in;
 use crate::schema::{employees, tenants};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
@@ -582,7 +583,7 @@ impl EmployeeRepo for OrgStore {
                     }
                     .map_err(db_error)?;
                     let mut rows: Vec<Row> =
-                        employees::table.filter(employees::id.eq_any(&ids)).select(Row::as_select()).load(conn).map_err(db_error)?;
+                        employees::table.filter(ids_in(conn, employees::id, &ids)).select(Row::as_select()).load(conn).map_err(db_error)?;
                     let at: HashMap<i64, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
                     rows.sort_by_key(|r| at.get(&r.id).copied().unwrap_or(usize::MAX));
                     rows
