@@ -6,6 +6,7 @@ use crate::audit_log::{audit_created, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::ids_in::ids_in;
+use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
 use crate::schema::{order_items, orders, payment_refunds, payment_transactions, tenants};
 use crate::time::{from_db, to_db};
@@ -153,17 +154,42 @@ fn refund_from_row(r: RefundRow, order_id: Id) -> Result<Refund> {
     })
 }
 
-/// Orders joined with their tenants (for the partner), as a boxed query.
-type Scoped = diesel::dsl::IntoBoxed<'static, diesel::dsl::InnerJoin<orders::table, tenants::table>, MultiBackend>;
+/// Orders as a boxed query. A partner's reach goes through its tenants by their ids
+/// (`tenant_id IN (SELECT id FROM tenants WHERE partner_id = ?)`), so no list joins `tenants`
+/// row by row: an order's partner is looked up once per tenant of the page ([`with_partners`]).
+type Scoped = orders::BoxedQuery<'static, MultiBackend>;
 
-/// Orders visible to `scope`: a partner's reach goes through its tenants.
+/// Orders visible to `scope`.
 fn scoped(scope: Party) -> Scoped {
-    let q = orders::table.inner_join(tenants::table).into_boxed();
+    let q = orders::table.into_boxed();
     match scope {
         Party::Platform => q,
-        Party::Partner { partner_id } => q.filter(tenants::partner_id.eq(partner_id)),
+        Party::Partner { partner_id } => q.filter(orders::tenant_id.eq_any(ids_of_partner(partner_id))),
         Party::Tenant { tenant_id, .. } => q.filter(orders::tenant_id.eq(tenant_id)),
     }
+}
+
+/// `rows` with the partner of each one's tenant, read once per tenant.
+fn with_partners(conn: &mut DbConn, rows: Vec<OrderRow>) -> Result<Vec<(OrderRow, Option<Id>)>> {
+    let mut tenant_ids: Vec<Id> = rows.iter().map(|r| r.tenant_id).collect();
+    tenant_ids.sort_unstable();
+    tenant_ids.dedup();
+    let mut partners: HashMap<Id, Option<Id>> = HashMap::with_capacity(tenant_ids.len());
+    for chunk in tenant_ids.chunks(IN_LIST) {
+        let found: Vec<(Id, Option<Id>)> = tenants::table
+            .filter(ids_in(conn, tenants::id, chunk))
+            .select((tenants::id, tenants::partner_id))
+            .load(conn)
+            .map_err(db_error)?;
+        partners.extend(found);
+    }
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let partner = partners.get(&r.tenant_id).copied().flatten();
+            (r, partner)
+        })
+        .collect())
 }
 
 fn filtered(scope: Party, q: &OrderQuery) -> Scoped {
@@ -175,7 +201,7 @@ fn filtered(scope: Party, q: &OrderQuery) -> Scoped {
         query = query.filter(orders::tenant_id.eq(t));
     }
     if let Some(p) = q.partner_id {
-        query = query.filter(tenants::partner_id.eq(p));
+        query = query.filter(orders::tenant_id.eq_any(ids_of_partner(p)));
     }
     if let Some(from) = q.created_from {
         query = query.filter(orders::created_at.ge(to_db(from)));
@@ -307,12 +333,16 @@ impl OrderRepo for OrdersStore {
     async fn get_order(&self, scope: Party, id: Id) -> Result<Option<Order>> {
         self.db
             .run(move |conn| {
-                let row = scoped(scope)
-                    .filter(orders::id.eq(id))
-                    .select((OrderRow::as_select(), tenants::partner_id))
-                    .first(conn)
-                    .optional()
-                    .map_err(db_error)?;
+                // One order: its tenant's partner in the same statement.
+                let joined =
+                    orders::table.inner_join(tenants::table).filter(orders::id.eq(id)).select((OrderRow::as_select(), tenants::partner_id));
+                let row = match scope {
+                    Party::Platform => joined.first(conn),
+                    Party::Partner { partner_id } => joined.filter(tenants::partner_id.eq(partner_id)).first(conn),
+                    Party::Tenant { tenant_id, .. } => joined.filter(orders::tenant_id.eq(tenant_id)).first(conn),
+                }
+                .optional()
+                .map_err(db_error)?;
                 one(conn, row)
             })
             .await
@@ -321,7 +351,7 @@ impl OrderRepo for OrdersStore {
     async fn list_orders(&self, scope: Party, q: OrderQuery) -> Result<Page<Order>> {
         self.db
             .run(move |conn| {
-                let mut query = filtered(scope, &q).select((OrderRow::as_select(), tenants::partner_id));
+                let mut query = filtered(scope, &q).select(OrderRow::as_select());
                 query = match q.list.sort.unwrap_or((OrderSort::Id, SortOrder::Desc)) {
                     (OrderSort::Amount, SortOrder::Asc) => query.order((orders::amount.asc(), orders::id.asc())),
                     (OrderSort::Amount, SortOrder::Desc) => query.order((orders::amount.desc(), orders::id.desc())),
@@ -330,9 +360,9 @@ impl OrderRepo for OrdersStore {
                     (OrderSort::Id | OrderSort::CreatedAt, SortOrder::Asc) => query.order(orders::id.asc()),
                     (OrderSort::Id | OrderSort::CreatedAt, SortOrder::Desc) => query.order(orders::id.desc()),
                 };
-                let rows: Vec<(OrderRow, Option<Id>)> =
-                    query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
+                let rows: Vec<OrderRow> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
                 let total = total(q.list.page, rows.len(), |n| count_up_to(filtered(scope, &q).select(orders::id).limit(n), conn))?;
+                let rows = with_partners(conn, rows)?;
                 Ok(page(assemble(conn, rows)?, total, q.list.page))
             })
             .await
