@@ -156,7 +156,7 @@ fn refund_from_row(r: RefundRow, order_id: Id) -> Result<Refund> {
 
 /// Orders as a boxed query. A partner's reach goes through its tenants by their ids
 /// (`tenant_id IN (SELECT id FROM tenants WHERE partner_id = ?)`), so no list joins `tenants`
-/// row by row: an order's partner is looked up once per tenant of the page ([`with_partners`]).
+/// row by row (see [`partner_of_tenant`]).
 type Scoped = orders::BoxedQuery<'static, MultiBackend>;
 
 /// Orders visible to `scope`.
@@ -169,27 +169,11 @@ fn scoped(scope: Party) -> Scoped {
     }
 }
 
-/// `rows` with the partner of each one's tenant, read once per tenant.
-fn with_partners(conn: &mut DbConn, rows: Vec<OrderRow>) -> Result<Vec<(OrderRow, Option<Id>)>> {
-    let mut tenant_ids: Vec<Id> = rows.iter().map(|r| r.tenant_id).collect();
-    tenant_ids.sort_unstable();
-    tenant_ids.dedup();
-    let mut partners: HashMap<Id, Option<Id>> = HashMap::with_capacity(tenant_ids.len());
-    for chunk in tenant_ids.chunks(IN_LIST) {
-        let found: Vec<(Id, Option<Id>)> = tenants::table
-            .filter(ids_in(conn, tenants::id, chunk))
-            .select((tenants::id, tenants::partner_id))
-            .load(conn)
-            .map_err(db_error)?;
-        partners.extend(found);
-    }
-    Ok(rows
-        .into_iter()
-        .map(|r| {
-            let partner = partners.get(&r.tenant_id).copied().flatten();
-            (r, partner)
-        })
-        .collect())
+/// The partner of an order's tenant, for a page's rows: a subquery evaluated for the rows the
+/// page returns only, where a join would look up the tenant of every row the page skips
+/// and every row its count counts.
+fn partner_of_tenant() -> diesel::expression::SqlLiteral<diesel::sql_types::Nullable<diesel::sql_types::BigInt>> {
+    diesel::dsl::sql("(SELECT tenants.partner_id FROM tenants WHERE tenants.id = orders.tenant_id)")
 }
 
 fn filtered(scope: Party, q: &OrderQuery) -> Scoped {
@@ -351,7 +335,7 @@ impl OrderRepo for OrdersStore {
     async fn list_orders(&self, scope: Party, q: OrderQuery) -> Result<Page<Order>> {
         self.db
             .run(move |conn| {
-                let mut query = filtered(scope, &q).select(OrderRow::as_select());
+                let mut query = filtered(scope, &q).select((OrderRow::as_select(), partner_of_tenant()));
                 query = match q.list.sort.unwrap_or((OrderSort::Id, SortOrder::Desc)) {
                     (OrderSort::Amount, SortOrder::Asc) => query.order((orders::amount.asc(), orders::id.asc())),
                     (OrderSort::Amount, SortOrder::Desc) => query.order((orders::amount.desc(), orders::id.desc())),
@@ -360,9 +344,9 @@ impl OrderRepo for OrdersStore {
                     (OrderSort::Id | OrderSort::CreatedAt, SortOrder::Asc) => query.order(orders::id.asc()),
                     (OrderSort::Id | OrderSort::CreatedAt, SortOrder::Desc) => query.order(orders::id.desc()),
                 };
-                let rows: Vec<OrderRow> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
+                let rows: Vec<(OrderRow, Option<Id>)> =
+                    query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
                 let total = total(q.list.page, rows.len(), |n| count_up_to(filtered(scope, &q).select(orders::id).limit(n), conn))?;
-                let rows = with_partners(conn, rows)?;
                 Ok(page(assemble(conn, rows)?, total, q.list.page))
             })
             .await
