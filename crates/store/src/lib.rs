@@ -46,6 +46,7 @@ mod releases;
 pub mod schema;
 pub mod seed;
 mod standing;
+mod static_sql;
 pub mod testing;
 mod time;
 

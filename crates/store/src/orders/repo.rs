@@ -9,6 +9,7 @@ use crate::ids_in::ids_in;
 use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
 use crate::schema::{order_items, orders, payment_refunds, payment_transactions, tenants};
+use crate::static_sql::{StaticSql, static_sql};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
@@ -172,8 +173,8 @@ fn scoped(scope: Party) -> Scoped {
 /// The partner of an order's tenant, for a page's rows: a subquery evaluated for the rows the
 /// page returns only, where a join would look up the tenant of every row the page skips
 /// and every row its count counts.
-fn partner_of_tenant() -> diesel::expression::SqlLiteral<diesel::sql_types::Nullable<diesel::sql_types::BigInt>> {
-    diesel::dsl::sql("(SELECT tenants.partner_id FROM tenants WHERE tenants.id = orders.tenant_id)")
+fn partner_of_tenant() -> StaticSql<diesel::sql_types::Nullable<diesel::sql_types::BigInt>> {
+    static_sql("(SELECT tenants.partner_id FROM tenants WHERE tenants.id = orders.tenant_id)")
 }
 
 fn filtered(scope: Party, q: &OrderQuery) -> Scoped {

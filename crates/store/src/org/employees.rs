@@ -7,6 +7,7 @@ use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::ids_in::ids_in;
 use crate::schema::{employees, tenants};
+use crate::static_sql::static_sql;
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
@@ -459,7 +460,7 @@ fn counted_total(conn: &mut DbConn, scope: Party, q: &EmployeeQuery) -> Result<O
         tenants_q = tenants_q.filter(tenants::partner_id.eq(p));
     }
     let total: Option<i64> =
-        tenants_q.select(sql::<Nullable<BigInt>>("CAST(SUM(employee_count) AS BIGINT)")).get_result(conn).map_err(db_error)?;
+        tenants_q.select(static_sql::<Nullable<BigInt>>("CAST(SUM(employee_count) AS BIGINT)")).get_result(conn).map_err(db_error)?;
     Ok(Some(total.unwrap_or(0)))
 }
 

@@ -1,0 +1,48 @@
+//! A fixed piece of SQL as an expression that keeps its statement prepared.
+//!
+//! `diesel::dsl::sql` marks every statement it appears in as not to be cached, since its text
+//! could differ from one call to the next; a statement with it is prepared anew each time.
+//! [`static_sql`] takes only a `&'static str`, whose text never changes, so its statements
+//! stay in Diesel's prepared-statement cache like any other.
+use diesel::QueryResult;
+use diesel::backend::Backend;
+use diesel::expression::{AppearsOnTable, Expression, SelectableExpression, TypedExpressionType, ValidGrouping, is_aggregate};
+use diesel::query_builder::{AstPass, QueryFragment, QueryId};
+use diesel::sql_types::SqlType;
+use std::marker::PhantomData;
+
+/// `sql`, an expression of SQL type `ST` (see the module documentation). It is taken as
+/// neither an aggregate nor a column of any table: use it where `diesel::dsl::sql` would go.
+pub(crate) fn static_sql<ST>(sql: &'static str) -> StaticSql<ST> {
+    StaticSql { sql, sql_type: PhantomData }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StaticSql<ST> {
+    sql: &'static str,
+    sql_type: PhantomData<ST>,
+}
+
+impl<ST> QueryId for StaticSql<ST> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<ST: SqlType + TypedExpressionType> Expression for StaticSql<ST> {
+    type SqlType = ST;
+}
+
+impl<ST, QS: ?Sized> AppearsOnTable<QS> for StaticSql<ST> where Self: Expression {}
+
+impl<ST, QS: ?Sized> SelectableExpression<QS> for StaticSql<ST> where Self: Expression {}
+
+impl<ST, GB> ValidGrouping<GB> for StaticSql<ST> {
+    type IsAggregate = is_aggregate::Never;
+}
+
+impl<ST, DB: Backend> QueryFragment<DB> for StaticSql<ST> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        out.push_sql(self.sql);
+        Ok(())
+    }
+}
