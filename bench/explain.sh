@@ -52,7 +52,7 @@ query() {
 if [ "$backend" = sqlite ]; then
   like="name LIKE '%KW%' ESCAPE '\\' OR phone LIKE '%KW%' ESCAPE '\\' OR employee_no LIKE '%KW%' ESCAPE '\\'"
   kw_from="employees_search CROSS JOIN employees ON employees.id = employees_search.rowid"
-  kw_all="employees_search MATCH '$rarest' AND (${like//KW/worker 999})"
+  kw_all="employees_search MATCH '$rarest' AND (employees.name LIKE '%worker 999%' ESCAPE '\\' OR employees.phone LIKE '%worker 999%' ESCAPE '\\' OR employees.employee_no LIKE '%worker 999%' ESCAPE '\\')"
   kw_order="employees_search.rowid"
   # The store reads these ids (the same SQL as the page's, without the order) and counts them.
   kw_count="SELECT employees.id FROM $kw_from WHERE $kw_all LIMIT 1021"

@@ -85,7 +85,7 @@ def sh(cmd):
         return ""
 
 
-def machine():
+def machine(commit=None):
     cpu = ""
     try:
         with open("/proc/cpuinfo") as f:
@@ -102,7 +102,7 @@ def machine():
         pass
     return (
         f"{os.cpu_count()} cores ({cpu}), {mem}, Linux {platform.release()}; "
-        f"commit {sh('git rev-parse --short HEAD')}, {sh('date -u +%Y-%m-%d')}; "
+        f"commit {commit or sh('git rev-parse --short HEAD')}, {sh('date -u +%Y-%m-%d')}; "
         f"{sh('psql --version')} (throwaway cluster: fsync and synchronous_commit off)"
     )
 
@@ -113,13 +113,14 @@ def main():
     ap.add_argument("--before")
     ap.add_argument("--doc", required=True)
     ap.add_argument("--explain", nargs="*", default=[], help="bench/explain.sh's markdown, one file per backend")
+    ap.add_argument("--commit", help="the commit the results were measured on (default: HEAD)")
     a = ap.parse_args()
     now = load(a.results)
     before = load(a.before) if a.before else {}
     lines = [
         BEGIN,
         "",
-        f"Machine: {machine()}. Each req/s figure is wrk with 2 threads and 16 connections"
+        f"Machine: {machine(a.commit)}. Each req/s figure is wrk with 2 threads and 16 connections"
         " (8 for unified-order) for 10 s, beside its share of `/healthz` of the same server in"
         " the same run." + (" Cells read *before → **now***." if before else ""),
         "",
