@@ -152,8 +152,8 @@ impl ManageConnection for DbManager {
         .map_err(diesel::r2d2::Error::ConnectionError)
     }
 
-    /// Asks the server (a round trip) unless the connection was [proven](PoolConn::proven)
-    /// within [`PROVEN_FOR`].
+    /// Asks the server (a round trip) unless the connection finished a request's work without
+    /// an error within the last second (see [`PoolConn`]).
     fn is_valid(&self, conn: &mut PoolConn) -> Result<(), Self::Error> {
         if conn.proven.is_some_and(|at| at.elapsed() < PROVEN_FOR) {
             return Ok(());

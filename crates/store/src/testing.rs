@@ -70,7 +70,7 @@ impl TestDatabase {
 
     /// A new, migrated PostgreSQL database on [`pg_admin_url`]'s server, or `None` when there
     /// is none. It is a copy of a template migrated once per server and set of migrations
-    /// (see [`pg_template`]), which is much quicker than migrating each test's database.
+    /// (see `pg_template`), which is much quicker than migrating each test's database.
     pub fn postgres() -> Option<TestDatabase> {
         let admin_url = pg_admin_url()?;
         let template = pg_template(admin_url);
