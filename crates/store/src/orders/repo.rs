@@ -170,9 +170,9 @@ fn scoped(scope: Party) -> Scoped {
     }
 }
 
-/// The partner of an order's tenant, for a page's rows: a subquery evaluated for the rows the
-/// page returns only, where a join would look up the tenant of every row the page skips
-/// and every row its count counts.
+/// The partner of an order's tenant, for a page's rows: a subquery in the page's columns, so
+/// the count, which shares the page's filters, joins nothing, and SQLite looks a partner up
+/// only for the rows the page returns (PostgreSQL also for the rows it skips, as a join would).
 fn partner_of_tenant() -> StaticSql<diesel::sql_types::Nullable<diesel::sql_types::BigInt>> {
     static_sql("(SELECT tenants.partner_id FROM tenants WHERE tenants.id = orders.tenant_id)")
 }
