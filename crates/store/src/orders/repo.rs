@@ -170,7 +170,7 @@ fn scoped(scope: Party) -> Scoped {
     }
 }
 
-/// The partner of an order's tenant, for a page's rows: a subquery in the page's columns, so
+/// The partner of an order's tenant, for an order or a page's rows: a subquery in the columns, so
 /// the count, which shares the page's filters, joins nothing, and SQLite looks a partner up
 /// only for the rows the page returns (PostgreSQL also for the rows it skips, as a join would).
 fn partner_of_tenant() -> StaticSql<diesel::sql_types::Nullable<diesel::sql_types::BigInt>> {
@@ -318,16 +318,12 @@ impl OrderRepo for OrdersStore {
     async fn get_order(&self, scope: Party, id: Id) -> Result<Option<Order>> {
         self.db
             .run(move |conn| {
-                // One order: its tenant's partner in the same statement.
-                let joined =
-                    orders::table.inner_join(tenants::table).filter(orders::id.eq(id)).select((OrderRow::as_select(), tenants::partner_id));
-                let row = match scope {
-                    Party::Platform => joined.first(conn),
-                    Party::Partner { partner_id } => joined.filter(tenants::partner_id.eq(partner_id)).first(conn),
-                    Party::Tenant { tenant_id, .. } => joined.filter(orders::tenant_id.eq(tenant_id)).first(conn),
-                }
-                .optional()
-                .map_err(db_error)?;
+                let row = scoped(scope)
+                    .filter(orders::id.eq(id))
+                    .select((OrderRow::as_select(), partner_of_tenant()))
+                    .first(conn)
+                    .optional()
+                    .map_err(db_error)?;
                 one(conn, row)
             })
             .await
