@@ -36,6 +36,8 @@ result() {
   awk -v b="$backend" -v n="$bench" -v OFS='\t' '
     /req\/s/ { if ($1 == "healthz") h = $2; rows[++k] = $1 OFS $2 OFS "req/s" OFS $5 }
     /^seed_employees/ { rows[++k] = $1 OFS $2 OFS "s" OFS "" }
+    /^unified_order_cpu_/ { rows[++k] = $1 OFS $2 OFS "ms" OFS "" }
+    /^unified_order_server_alone/ { rows[++k] = $1 OFS $2 OFS "orders/s" OFS "" }
     /^calculate / { for (i = 1; i <= NF; i++) if ($i == "median") m = $(i + 1); rows[++k] = "calculate_" $2 OFS m OFS "ms" OFS "" }
     /^(export|import) / { for (i = 1; i <= NF; i++) if ($i == "median") m = $(i + 1); rows[++k] = $1 "_" $2 OFS m OFS "ms" OFS "" }
     END {

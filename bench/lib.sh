@@ -85,3 +85,7 @@ perf_stop() {
   } > "$OUT/$PERF_NAME.perf.txt"
   echo "perf: $OUT/$PERF_NAME.perf.txt" >&2
 }
+
+# cpu_ticks PID → the CPU time the process has used so far (every thread, user + system), in
+# clock ticks (getconf CLK_TCK a second), from /proc/PID/stat.
+cpu_ticks() { awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }

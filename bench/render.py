@@ -34,6 +34,9 @@ ROWS = [
     ("orders", "create_idempotent", "order create with `Idempotency-Key`", "≥ 3,000/s, p99 ≤ 25 ms"),
     ("payments", "healthz", "`/healthz`", ""),
     ("payments", "unified_order", "unified-order end to end (stand-in in its own process)", "≥ 1,000/s, p99 ≤ 50 ms"),
+    ("payments", "unified_order_cpu_server", "… its server's CPU time per order", ""),
+    ("payments", "unified_order_cpu_standin", "… the stand-in's CPU time per order", ""),
+    ("payments", "unified_order_server_alone", "… what the server alone does on these cores (from its CPU time)", "≥ 1,000/s"),
     ("payments", "notification", "signed payment notifications", "≥ 1,000/s"),
     ("payroll", "calculate_10000", "payroll calculate, 10,000 lines (median)", "≤ 150 ms"),
     ("payroll", "export_xlsx", "export, xlsx, 10,000 lines", ""),
@@ -121,7 +124,7 @@ def main():
         BEGIN,
         "",
         f"Machine: {machine(a.commit)}. Each req/s figure is wrk with 2 threads and 16 connections"
-        " (8 for unified-order) for 10 s, beside its share of `/healthz` of the same server in"
+        " for 10 s, beside its share of `/healthz` of the same server in"
         " the same run." + (" Cells read *before → **now***." if before else ""),
         "",
         "| bench | SQLite | PostgreSQL | target |",
