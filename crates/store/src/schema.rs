@@ -164,6 +164,14 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// SQLite only (migration 2026-12-03-000100_deep_pages): the ids of deleted employees,
+    /// kept by triggers.
+    employee_gaps (id) {
+        id -> BigInt,
+    }
+}
+
+diesel::table! {
     audit_logs (id) {
         id -> BigInt,
         at -> Timestamp,

@@ -6,7 +6,7 @@ use crate::crypto::FieldCipher;
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::ids_in::ids_in;
-use crate::schema::{employees, tenants};
+use crate::schema::{employee_gaps, employees, tenants};
 use crate::static_sql::static_sql;
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
@@ -464,6 +464,134 @@ fn counted_total(conn: &mut DbConn, scope: Party, q: &EmployeeQuery) -> Result<O
     Ok(Some(total.unwrap_or(0)))
 }
 
+/// How deep a page of every employee in id order is before [`deep_page`] finds where it
+/// starts: from here on, stepping over the rows before the page costs more than its lookups.
+const DEEP_PAGE: i64 = 1_000;
+
+/// How many deleted ids [`id_at_offset`] reads at most: past that, counting them costs about what
+/// stepping over a deep page's rows does, and the page is read with OFFSET.
+const MAX_GAPS: i64 = 5_000;
+
+/// How many guesses [`id_at_offset`] makes before it walks the rest of the way.
+const GUESSES: usize = 4;
+
+/// SQLite, a deep page of every employee in id order (no filter, no keyword): the id the page
+/// starts at (its rows are that id and the ones after it, in the list's order), with the
+/// list's exact total, both read in one transaction. `None` for any other list, on PostgreSQL,
+/// for a shallow page, or when [`id_at_offset`] cannot tell: the page is read with OFFSET then.
+fn deep_page(
+    conn: &mut DbConn,
+    scope: Party,
+    q: &EmployeeQuery,
+    sort: (EmployeeSort, SortOrder),
+    offset: i64,
+) -> Result<Option<(i64, i64)>> {
+    let every_employee = matches!(scope, Party::Platform)
+        && q.status.is_none()
+        && q.tenant_id.is_none()
+        && q.partner_id.is_none()
+        && q.department.is_none()
+        && q.list.keyword.is_none();
+    if offset < DEEP_PAGE || !every_employee || !matches!(sort.0, EmployeeSort::Id | EmployeeSort::CreatedAt) {
+        return Ok(None);
+    }
+    let DbConn::Sqlite(c) = conn else { return Ok(None) };
+    c.transaction(|c| {
+        // The list's total, as `counted_total` reads it for every employee.
+        let total: Option<i64> =
+            tenants::table.select(static_sql::<Nullable<BigInt>>("CAST(SUM(employee_count) AS BIGINT)")).get_result(c)?;
+        let total = total.unwrap_or(0);
+        Ok(id_at_offset(c, total, sort.1, offset)?.map(|start| (start, total)))
+    })
+    .map_err(db_error)
+}
+
+/// SQLite: the id at which the rows of every employee in id `order`, `offset` rows in, start,
+/// found without stepping over those rows; `None` when the ids are not laid out as this needs.
+///
+/// SQLite hands out employee ids 1, 2, 3, … and never reuses one, and `employee_gaps` (kept by
+/// triggers) holds the deleted ones, so every id up to the largest is an employee or a gap: in
+/// ascending order, the employees up to an id `t` number `t` less the gaps up to `t`. The row
+/// wanted is the `offset + 1`-th; guessing `t = offset + 1` and moving it on by how many
+/// employees it is short gets within a few rows of it in a guess or two, and the rest of the
+/// way is walked in the employees' own index (which has no gaps to step over). Descending
+/// order is the mirror image, from the largest id. The layout is checked first against the
+/// exact `total` of employees: an id given by hand, or rows changed past the triggers, make
+/// the check fail, and so do more than [`MAX_GAPS`] deleted ids.
+pub(crate) fn id_at_offset(conn: &mut diesel::SqliteConnection, total: i64, order: SortOrder, offset: i64) -> QueryResult<Option<i64>> {
+    use diesel::dsl::{max, min};
+    let (Some(lowest), Some(highest)) = (
+        employees::table.select(min(employees::id)).get_result::<Option<i64>>(conn)?,
+        employees::table.select(max(employees::id)).get_result::<Option<i64>>(conn)?,
+    ) else {
+        return Ok(None);
+    };
+    let gaps = |conn: &mut diesel::SqliteConnection, from: i64, to: i64| {
+        let within = employee_gaps::table.filter(employee_gaps::id.ge(from).and(employee_gaps::id.le(to))).select(employee_gaps::id);
+        super::CountOf(within.limit(MAX_GAPS + 1)).get_result::<i64>(conn)
+    };
+    let all_gaps = gaps(conn, 1, highest)?;
+    if lowest < 1 || all_gaps > MAX_GAPS || total + all_gaps != highest {
+        return Ok(None);
+    }
+    if offset >= total {
+        // Past the last row: a start no row reaches.
+        return Ok(Some(match order {
+            SortOrder::Asc => highest + 1,
+            SortOrder::Desc => 0,
+        }));
+    }
+    let rank = offset + 1;
+    match order {
+        SortOrder::Asc => {
+            // Employees up to `t` fall short of `rank` by `short` (never below zero: an id's
+            // employees up to it are at most the id).
+            let mut t = rank;
+            let mut short = rank - (t - gaps(conn, 1, t)?);
+            for _ in 1..GUESSES {
+                if short <= 1 {
+                    break;
+                }
+                t += short;
+                short = rank - (t - gaps(conn, 1, t)?);
+            }
+            if short == 0 {
+                employees::table.filter(employees::id.le(t)).select(max(employees::id)).get_result(conn)
+            } else {
+                employees::table
+                    .filter(employees::id.gt(t))
+                    .select(employees::id)
+                    .order(employees::id.asc())
+                    .offset(short - 1)
+                    .first(conn)
+                    .optional()
+            }
+        }
+        SortOrder::Desc => {
+            let mut t = highest - offset;
+            let mut short = rank - ((highest - t + 1) - gaps(conn, t, highest)?);
+            for _ in 1..GUESSES {
+                if short <= 1 {
+                    break;
+                }
+                t -= short;
+                short = rank - ((highest - t + 1) - gaps(conn, t, highest)?);
+            }
+            if short == 0 {
+                employees::table.filter(employees::id.ge(t)).select(min(employees::id)).get_result(conn)
+            } else {
+                employees::table
+                    .filter(employees::id.lt(t))
+                    .select(employees::id)
+                    .order(employees::id.desc())
+                    .offset(short - 1)
+                    .first(conn)
+                    .optional()
+            }
+        }
+    }
+}
+
 fn get(conn: &mut DbConn, cipher: &FieldCipher, scope: Party, id: Id) -> Result<Option<Employee>> {
     // Static (unboxed) queries per scope: their prepared statements stay in Diesel's cache.
     let by_id = employees::table.filter(employees::id.eq(id)).select(Row::as_select());
@@ -572,6 +700,7 @@ impl EmployeeRepo for OrgStore {
                     (Search::Trigram(t), (EmployeeSort::Id | EmployeeSort::CreatedAt, order), Some(k)) => Some((k, t, order)),
                     _ => None,
                 };
+                let mut known_total = None;
                 let rows: Vec<Row> = if q.list.keyword.is_some() {
                     // A keyword is compared on every row of the scope: the page's ids first,
                     // from the index that holds the compared fields (an index-only scan on
@@ -588,6 +717,13 @@ impl EmployeeRepo for OrgStore {
                     let at: HashMap<i64, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
                     rows.sort_by_key(|r| at.get(&r.id).copied().unwrap_or(usize::MAX));
                     rows
+                } else if let Some((start, total)) = deep_page(conn, scope, &q, sort, offset)? {
+                    known_total = Some(total);
+                    let from = match sort.1 {
+                        SortOrder::Desc => filtered(scope, &q, search).filter(employees::id.le(start)),
+                        SortOrder::Asc => filtered(scope, &q, search).filter(employees::id.ge(start)),
+                    };
+                    ordered(from, sort).select(Row::as_select()).limit(limit).load(conn).map_err(db_error)?
                 } else {
                     ordered(filtered(scope, &q, search), sort)
                         .select(Row::as_select())
@@ -596,7 +732,11 @@ impl EmployeeRepo for OrgStore {
                         .load(conn)
                         .map_err(db_error)?
                 };
-                let total = total(q.list.page, rows.len(), |n| match counted_total(conn, scope, &q)? {
+                let counted = |conn: &mut DbConn| match known_total {
+                    Some(total) => Ok(Some(total)),
+                    None => counted_total(conn, scope, &q),
+                };
+                let total = total(q.list.page, rows.len(), |n| match counted(conn)? {
                     Some(total) => Ok(Counted::Exact(total)),
                     None => {
                         let mut count = || match (&mut *conn, streamed) {
@@ -670,7 +810,75 @@ impl EmployeeRepo for OrgStore {
 
 #[cfg(test)]
 mod tests {
-    use super::{SearchTotals, fts5_phrase, rarest_two};
+    use super::{SearchTotals, fts5_phrase, id_at_offset, rarest_two};
+    use crate::db::DbConn;
+    use atrium_kernel::SortOrder;
+    use diesel::prelude::*;
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn where_a_page_starts_is_where_offset_would_reach_while_the_ids_are_laid_out_densely() {
+        let tdb = crate::testing::TestDatabase::sqlite();
+        let db = tdb.open();
+        crate::seed::seed_org(&db, 2, 40).unwrap();
+        let mut conn = db.conn().unwrap();
+        let DbConn::Sqlite(c) = &mut *conn else { unreachable!("a SQLite test database") };
+        // Deleted: the oldest, a run, scattered ones, and the newest (above the largest id left).
+        diesel::sql_query("DELETE FROM employees WHERE id IN (1, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 30, 41, 43, 45, 79, 80)")
+            .execute(c)
+            .unwrap();
+        let pages = |c: &mut diesel::SqliteConnection, expect_found: bool| {
+            let all: Vec<i64> = crate::schema::employees::table
+                .select(crate::schema::employees::id)
+                .order(crate::schema::employees::id.asc())
+                .load(c)
+                .unwrap();
+            let total = all.len() as i64;
+            for order in [SortOrder::Asc, SortOrder::Desc] {
+                let mut want = all.clone();
+                if order == SortOrder::Desc {
+                    want.reverse();
+                }
+                for offset in 0..=total + 2 {
+                    let start = id_at_offset(c, total, order, offset).unwrap();
+                    assert_eq!(start.is_some(), expect_found, "{order:?} from {offset}");
+                    let Some(start) = start else { continue };
+                    let from: Vec<i64> = match order {
+                        SortOrder::Asc => all.iter().copied().filter(|id| *id >= start).take(3).collect(),
+                        SortOrder::Desc => all.iter().rev().copied().filter(|id| *id <= start).take(3).collect(),
+                    };
+                    let expected: Vec<i64> = want.iter().skip(offset as usize).take(3).copied().collect();
+                    assert_eq!(from, expected, "{order:?} from {offset}");
+                }
+            }
+        };
+        pages(c, true);
+        // Giving back a deleted id by hand is still dense: the insert takes it off the gaps.
+        diesel::sql_query(
+            "INSERT INTO employees (id, tenant_id, name, status, base_salary, housing_fund_rate, special_deductions, created_at, updated_at) \
+             SELECT 9, tenant_id, name, status, base_salary, housing_fund_rate, special_deductions, created_at, updated_at FROM employees WHERE id = 2",
+        )
+        .execute(c)
+        .unwrap();
+        pages(c, true);
+        // An id given far past the others leaves numbers that are neither: no answer, OFFSET.
+        diesel::sql_query(
+            "INSERT INTO employees (id, tenant_id, name, status, base_salary, housing_fund_rate, special_deductions, created_at, updated_at) \
+             SELECT 500, tenant_id, name, status, base_salary, housing_fund_rate, special_deductions, created_at, updated_at FROM employees WHERE id = 2",
+        )
+        .execute(c)
+        .unwrap();
+        pages(c, false);
+        diesel::sql_query("DELETE FROM employees WHERE id = 500").execute(c).unwrap();
+        pages(c, true);
+        // More deleted ids than are worth counting: OFFSET.
+        drop(conn);
+        crate::seed::seed_org(&db, 1, super::MAX_GAPS + 100).unwrap();
+        let mut conn = db.conn().unwrap();
+        let DbConn::Sqlite(c) = &mut *conn else { unreachable!("a SQLite test database") };
+        diesel::sql_query(format!("DELETE FROM employees WHERE id > 100 AND id <= {}", 100 + super::MAX_GAPS)).execute(c).unwrap();
+        pages(c, false);
+    }
 
     #[test]
     fn a_kept_total_answers_the_limits_it_tells_about_until_a_write() {

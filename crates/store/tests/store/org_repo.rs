@@ -508,3 +508,65 @@ store_test!(list_totals_are_counted_up_to_a_bound_past_the_page, |db| {
     let all = s.list_employees(Party::Platform, query(None, 1, 10)).await.unwrap();
     assert_eq!((all.total, all.total_exact), (1400, true));
 });
+
+store_test!(deep_pages_of_every_employee_hold_the_rows_offset_would_after_deletes_and_a_hand_given_id, |db| {
+    use atrium_kernel::{PageRequest, SortOrder};
+    let s = store(&db);
+    // 1,260 employees: pages from the 1,000th row on are "deep" (SQLite finds where they start
+    // from the ids and the deleted ones; PostgreSQL steps over the rows).
+    atrium_store::seed::seed_org(&db, 3, 420).unwrap();
+    let ids = |db: &Db| {
+        #[derive(diesel::QueryableByName)]
+        struct Id {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            id: i64,
+        }
+        let mut conn = db.conn().unwrap();
+        let rows: Vec<Id> = diesel::sql_query("SELECT id FROM employees ORDER BY id").load(&mut *conn).unwrap();
+        rows.into_iter().map(|r| r.id).collect::<Vec<i64>>()
+    };
+    let every = ids(&db);
+    // The oldest, a run of 30 in the middle, one in five of a stretch, and the newest two.
+    let mut gone: Vec<i64> = vec![every[0], every[every.len() - 1], every[every.len() - 2]];
+    gone.extend(&every[1_050..1_080]);
+    gone.extend(every[1_100..1_200].iter().step_by(5));
+    for id in &gone {
+        s.delete_employee(*id, audit("employee.delete", "employee")).await.unwrap();
+    }
+    let check = |s: OrgStore, want: Vec<i64>, when: &'static str| async move {
+        for order in [SortOrder::Desc, SortOrder::Asc] {
+            let mut want = want.clone();
+            if order == SortOrder::Desc {
+                want.reverse();
+            }
+            for (page, size) in
+                [(1, 20), (50, 20), (51, 20), (52, 20), (53, 20), (59, 20), (60, 20), (61, 20), (62, 20), (11, 100), (12, 100), (13, 100)]
+            {
+                let mut q = EmployeeQuery::default();
+                q.list.sort = Some((EmployeeSort::Id, order));
+                q.list.page = PageRequest::new(Some(page), Some(size)).unwrap();
+                let found = s.list_employees(Party::Platform, q).await.unwrap();
+                let from = ((page - 1) * size) as usize;
+                let expected: Vec<i64> = want.iter().skip(from).take(size as usize).copied().collect();
+                let got: Vec<i64> = found.items.iter().map(|e| e.id).collect();
+                assert_eq!(got, expected, "{when}: {order:?}, page {page} of {size}");
+                assert_eq!((found.total, found.total_exact), (want.len() as i64, true), "{when}: {order:?}, page {page}");
+            }
+        }
+    };
+    check(s.clone(), ids(&db), "after deletes").await;
+    // An id given by hand, far past the others, leaves numbers that are neither employees nor
+    // deleted ones: the pages stay right (SQLite reads them with OFFSET then).
+    {
+        let mut conn = db.conn().unwrap();
+        let far = every[every.len() - 1] + 500;
+        diesel::sql_query(format!(
+            "INSERT INTO employees (id, tenant_id, name, status, base_salary, housing_fund_rate, special_deductions, created_at, updated_at) \
+             SELECT {far}, tenant_id, name, status, base_salary, housing_fund_rate, special_deductions, created_at, updated_at FROM employees WHERE id = {}",
+            every[5]
+        ))
+        .execute(&mut *conn)
+        .unwrap();
+    }
+    check(s.clone(), ids(&db), "after an id given by hand").await;
+});
