@@ -9,6 +9,7 @@ use diesel::backend::Backend;
 use diesel::expression::{AppearsOnTable, Expression, SelectableExpression, TypedExpressionType, ValidGrouping, is_aggregate};
 use diesel::query_builder::{AstPass, QueryFragment, QueryId};
 use diesel::sql_types::SqlType;
+use crate::db::MultiBackend;
 use std::marker::PhantomData;
 
 /// `sql`, an expression of SQL type `ST` (see the module documentation). It is taken as
@@ -43,6 +44,47 @@ impl<ST, GB> ValidGrouping<GB> for StaticSql<ST> {
 impl<ST, DB: Backend> QueryFragment<DB> for StaticSql<ST> {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
         out.push_sql(self.sql);
+        Ok(())
+    }
+}
+
+/// `pg` on PostgreSQL and `sqlite` on SQLite: a fixed piece of SQL written differently per
+/// backend, whose statements stay prepared like [`static_sql`]'s.
+pub(crate) fn sql_per_backend<ST>(pg: &'static str, sqlite: &'static str) -> PerBackend<ST> {
+    PerBackend { pg, sqlite, sql_type: PhantomData }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PerBackend<ST> {
+    pg: &'static str,
+    sqlite: &'static str,
+    sql_type: PhantomData<ST>,
+}
+
+impl<ST> QueryId for PerBackend<ST> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<ST: SqlType + TypedExpressionType> Expression for PerBackend<ST> {
+    type SqlType = ST;
+}
+
+impl<ST, QS: ?Sized> AppearsOnTable<QS> for PerBackend<ST> where Self: Expression {}
+
+impl<ST, QS: ?Sized> SelectableExpression<QS> for PerBackend<ST> where Self: Expression {}
+
+impl<ST, GB> ValidGrouping<GB> for PerBackend<ST> {
+    type IsAggregate = is_aggregate::Never;
+}
+
+impl<ST> QueryFragment<MultiBackend> for PerBackend<ST> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, MultiBackend>) -> QueryResult<()> {
+        let sql = match out.backend() {
+            MultiBackend::Pg(_) => self.pg,
+            MultiBackend::Sqlite(_) => self.sqlite,
+        };
+        out.push_sql(sql);
         Ok(())
     }
 }

@@ -9,7 +9,7 @@ use crate::ids_in::ids_in;
 use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
 use crate::schema::{order_items, orders, payment_refunds, payment_transactions, tenants};
-use crate::static_sql::{StaticSql, static_sql};
+use crate::static_sql::{StaticSql, sql_per_backend, static_sql};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
@@ -188,11 +188,20 @@ fn filtered(scope: Party, q: &OrderQuery) -> Scoped {
     if let Some(p) = q.partner_id {
         query = query.filter(orders::tenant_id.eq_any(ids_of_partner(p)));
     }
+    // With a status, the page and its count read an index of (tenant and) status in id order,
+    // and the date range is checked on each entry. SQLite's columns of type TIMESTAMP have
+    // NUMERIC affinity, so comparing one with the bound text first tries to read that text as
+    // a number, on every entry; `+created_at` (no affinity) compares the texts at once. Without
+    // a status the range may be what the index is searched by, which `+` would prevent.
+    let created_at = match q.status {
+        Some(_) => sql_per_backend::<diesel::sql_types::Timestamp>("orders.created_at", "+orders.created_at"),
+        None => sql_per_backend("orders.created_at", "orders.created_at"),
+    };
     if let Some(from) = q.created_from {
-        query = query.filter(orders::created_at.ge(to_db(from)));
+        query = query.filter(created_at.ge(to_db(from)));
     }
     if let Some(to) = q.created_to {
-        query = query.filter(orders::created_at.lt(to_db(to)));
+        query = query.filter(created_at.lt(to_db(to)));
     }
     if q.list.keyword.as_deref().is_some_and(|k| !searchable(k)) {
         query = query.filter(nothing());
