@@ -4,12 +4,12 @@
 //! could differ from one call to the next; a statement with it is prepared anew each time.
 //! [`static_sql`] takes only a `&'static str`, whose text never changes, so its statements
 //! stay in Diesel's prepared-statement cache like any other.
+use crate::db::MultiBackend;
 use diesel::QueryResult;
 use diesel::backend::Backend;
 use diesel::expression::{AppearsOnTable, Expression, SelectableExpression, TypedExpressionType, ValidGrouping, is_aggregate};
 use diesel::query_builder::{AstPass, QueryFragment, QueryId};
 use diesel::sql_types::SqlType;
-use crate::db::MultiBackend;
 use std::marker::PhantomData;
 
 /// `sql`, an expression of SQL type `ST` (see the module documentation). It is taken as
