@@ -195,7 +195,7 @@ fn filtered(scope: Party, q: &OrderQuery) -> Scoped {
     // a status the range may be what the index is searched by, which `+` would prevent.
     let created_at = match q.status {
         Some(_) => sql_per_backend::<diesel::sql_types::Timestamp>("orders.created_at", "+orders.created_at"),
-        None => sql_per_backend("orders.created_at", "orders.created_at"),
+        None => static_sql("orders.created_at"),
     };
     if let Some(from) = q.created_from {
         query = query.filter(created_at.ge(to_db(from)));

@@ -7,7 +7,7 @@ use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::ids_in::ids_in;
 use crate::schema::{employee_gaps, employees, tenants};
-use crate::static_sql::static_sql;
+use crate::static_sql::{StaticSql, static_sql};
 use crate::time::{from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
@@ -459,9 +459,13 @@ fn counted_total(conn: &mut DbConn, scope: Party, q: &EmployeeQuery) -> Result<O
     if let Some(p) = q.partner_id {
         tenants_q = tenants_q.filter(tenants::partner_id.eq(p));
     }
-    let total: Option<i64> =
-        tenants_q.select(static_sql::<Nullable<BigInt>>("CAST(SUM(employee_count) AS BIGINT)")).get_result(conn).map_err(db_error)?;
+    let total: Option<i64> = tenants_q.select(employee_sum()).get_result(conn).map_err(db_error)?;
     Ok(Some(total.unwrap_or(0)))
+}
+
+/// The sum of the selected tenants' employee counters.
+fn employee_sum() -> StaticSql<Nullable<BigInt>> {
+    static_sql("CAST(SUM(employee_count) AS BIGINT)")
 }
 
 /// How deep a page of every employee in id order is before [`deep_page`] finds where it
@@ -498,9 +502,7 @@ fn deep_page(
     let DbConn::Sqlite(c) = conn else { return Ok(None) };
     c.transaction(|c| {
         // The list's total, as `counted_total` reads it for every employee.
-        let total: Option<i64> =
-            tenants::table.select(static_sql::<Nullable<BigInt>>("CAST(SUM(employee_count) AS BIGINT)")).get_result(c)?;
-        let total = total.unwrap_or(0);
+        let total = tenants::table.select(employee_sum()).get_result::<Option<i64>>(c)?.unwrap_or(0);
         Ok(id_at_offset(c, total, sort.1, offset)?.map(|start| (start, total)))
     })
     .map_err(db_error)
@@ -541,54 +543,47 @@ pub(crate) fn id_at_offset(conn: &mut diesel::SqliteConnection, total: i64, orde
             SortOrder::Desc => 0,
         }));
     }
+    // Ranks count from the list's first id (1 ascending, the largest descending) `toward`
+    // the other end; `reached(t)` is how many employees lie from the first id through `t`.
+    let (first, toward) = match order {
+        SortOrder::Asc => (1, 1),
+        SortOrder::Desc => (highest, -1),
+    };
+    let reached = |conn: &mut diesel::SqliteConnection, t: i64| -> QueryResult<i64> {
+        let (from, to) = (first.min(t), first.max(t));
+        Ok(to - from + 1 - gaps(conn, from, to)?)
+    };
+    // The page's first row is the `rank`-th; the employees through `t` fall short of it by
+    // `short`, never below zero (an id range holds at most as many employees as ids).
     let rank = offset + 1;
-    match order {
-        SortOrder::Asc => {
-            // Employees up to `t` fall short of `rank` by `short` (never below zero: an id's
-            // employees up to it are at most the id).
-            let mut t = rank;
-            let mut short = rank - (t - gaps(conn, 1, t)?);
-            for _ in 1..GUESSES {
-                if short <= 1 {
-                    break;
-                }
-                t += short;
-                short = rank - (t - gaps(conn, 1, t)?);
-            }
-            if short == 0 {
-                employees::table.filter(employees::id.le(t)).select(max(employees::id)).get_result(conn)
-            } else {
-                employees::table
-                    .filter(employees::id.gt(t))
-                    .select(employees::id)
-                    .order(employees::id.asc())
-                    .offset(short - 1)
-                    .first(conn)
-                    .optional()
-            }
+    let mut t = first + toward * offset;
+    let mut short = rank - reached(conn, t)?;
+    for _ in 1..GUESSES {
+        if short <= 1 {
+            break;
         }
-        SortOrder::Desc => {
-            let mut t = highest - offset;
-            let mut short = rank - ((highest - t + 1) - gaps(conn, t, highest)?);
-            for _ in 1..GUESSES {
-                if short <= 1 {
-                    break;
-                }
-                t -= short;
-                short = rank - ((highest - t + 1) - gaps(conn, t, highest)?);
-            }
-            if short == 0 {
-                employees::table.filter(employees::id.ge(t)).select(min(employees::id)).get_result(conn)
-            } else {
-                employees::table
-                    .filter(employees::id.lt(t))
-                    .select(employees::id)
-                    .order(employees::id.desc())
-                    .offset(short - 1)
-                    .first(conn)
-                    .optional()
-            }
-        }
+        t += toward * short;
+        short = rank - reached(conn, t)?;
+    }
+    match (order, short) {
+        // `t` reaches the rank: the page starts at the last employee up to it.
+        (SortOrder::Asc, 0) => employees::table.filter(employees::id.le(t)).select(max(employees::id)).get_result(conn),
+        (SortOrder::Desc, 0) => employees::table.filter(employees::id.ge(t)).select(min(employees::id)).get_result(conn),
+        // The rest of the way, walked in the id index.
+        (SortOrder::Asc, _) => employees::table
+            .filter(employees::id.gt(t))
+            .select(employees::id)
+            .order(employees::id.asc())
+            .offset(short - 1)
+            .first(conn)
+            .optional(),
+        (SortOrder::Desc, _) => employees::table
+            .filter(employees::id.lt(t))
+            .select(employees::id)
+            .order(employees::id.desc())
+            .offset(short - 1)
+            .first(conn)
+            .optional(),
     }
 }
 
