@@ -254,7 +254,11 @@ mod tests {
         verify_request(&issued.public_key, &auth, "POST", "/v3/pay/transactions/jsapi", b"{}", now).unwrap();
         assert!(verify_request(&issued.public_key, &auth, "POST", "/v3/pay/transactions/jsapi", b"{ }", now).is_err());
         assert!(verify_request(&issued.public_key, &auth, "GET", "/v3/pay/transactions/jsapi", b"{}", now).is_err());
+        // The window, to the second, on a fixed clock: 299 s either way is in, 300 s is out.
+        verify_request(&issued.public_key, &auth, "POST", "/v3/pay/transactions/jsapi", b"{}", now + 299).unwrap();
+        verify_request(&issued.public_key, &auth, "POST", "/v3/pay/transactions/jsapi", b"{}", now - 299).unwrap();
         assert!(verify_request(&issued.public_key, &auth, "POST", "/v3/pay/transactions/jsapi", b"{}", now + 300).is_err());
+        assert!(verify_request(&issued.public_key, &auth, "POST", "/v3/pay/transactions/jsapi", b"{}", now - 300).is_err());
         assert!(parse_authorization(&header.replace(AUTH_SCHEME, "Bearer")).is_err());
         assert!(parse_authorization(&header.replace("nonce_str=\"N1\",", "")).is_err());
     }
