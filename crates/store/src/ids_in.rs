@@ -48,9 +48,13 @@ enum Form {
     List(Vec<i64>),
 }
 
-impl<C> QueryId for IdsIn<C> {
-    type QueryId = ();
-    const HAS_STATIC_QUERY_ID: bool = false;
+/// The query's identity for the prepared-statement cache. On SQLite the text is the same for
+/// any ids (one JSON bind), so a query holding an `IdsIn` is found in the cache by its type,
+/// without writing its SQL out again on every call. The PostgreSQL forms are never cached
+/// (see `walk_ast`), so the one identity for both forms cannot hand out the wrong statement.
+impl<C: QueryId> QueryId for IdsIn<C> {
+    type QueryId = IdsIn<C::QueryId>;
+    const HAS_STATIC_QUERY_ID: bool = C::HAS_STATIC_QUERY_ID;
 }
 
 impl<C: Expression> Expression for IdsIn<C> {
@@ -81,7 +85,10 @@ where
                 out.push_sql("))");
             }
             // No ids: a condition that holds for no row, as `IN ()` would.
-            Form::List(ids) if ids.is_empty() => out.push_sql("1 = 0"),
+            Form::List(ids) if ids.is_empty() => {
+                out.unsafe_to_cache_prepared();
+                out.push_sql("1 = 0")
+            }
             Form::List(ids) => {
                 out.unsafe_to_cache_prepared();
                 self.column.walk_ast(out.reborrow())?;

@@ -10,7 +10,7 @@ use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
 use crate::schema::{order_items, orders, payment_refunds, payment_transactions, tenants};
 use crate::static_sql::{StaticSql, sql_per_backend, static_sql};
-use crate::time::{from_db, to_db};
+use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
@@ -41,12 +41,16 @@ struct OrderRow {
     out_trade_no: String,
     pay_method: Option<String>,
     transaction_id: Option<String>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     paid_at: Option<NaiveDateTime>,
     pay_reference: Option<String>,
     paid_by: Option<i64>,
+    #[diesel(deserialize_as = DbTime)]
     expires_at: NaiveDateTime,
     created_by: Option<i64>,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
     discrepancy: Option<String>,
 }
@@ -129,8 +133,11 @@ struct RefundRow {
     amount: i64,
     status: String,
     reason: Option<String>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     succeeded_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
 }
 
@@ -177,7 +184,14 @@ fn partner_of_tenant() -> StaticSql<diesel::sql_types::Nullable<diesel::sql_type
     static_sql("(SELECT tenants.partner_id FROM tenants WHERE tenants.id = orders.tenant_id)")
 }
 
-fn filtered(scope: Party, q: &OrderQuery) -> Scoped {
+/// What a [`filtered`] query reads: the page's rows, or the list's total.
+#[derive(Clone, Copy, PartialEq)]
+enum Read {
+    Page,
+    Count,
+}
+
+fn filtered(scope: Party, q: &OrderQuery, read: Read) -> Scoped {
     let mut query = scoped(scope);
     if let Some(s) = q.status {
         query = query.filter(orders::status.eq(s.as_str()));
@@ -188,14 +202,19 @@ fn filtered(scope: Party, q: &OrderQuery) -> Scoped {
     if let Some(p) = q.partner_id {
         query = query.filter(orders::tenant_id.eq_any(ids_of_partner(p)));
     }
-    // With a status, the page and its count read an index of (tenant and) status in id order,
-    // and the date range is checked on each entry. SQLite's columns of type TIMESTAMP have
-    // NUMERIC affinity, so comparing one with the bound text first tries to read that text as
-    // a number, on every entry; `+created_at` (no affinity) compares the texts at once. Without
-    // a status the range may be what the index is searched by, which `+` would prevent.
+    // With a status, a page reads an index of (tenant and) status in id order, and the date
+    // range is checked on each entry. SQLite's columns of type TIMESTAMP have NUMERIC
+    // affinity, so comparing one with the bound text first tries to read that text as a
+    // number, on every entry; `+created_at` (no affinity, and no index) compares the texts at
+    // once. One tenant's count searches the range in orders_tenant_status_created_idx
+    // instead, and without a status the range may be what the index is searched by, so both
+    // keep the plain column.
+    let one_tenant = matches!(scope, Party::Tenant { .. }) || q.tenant_id.is_some();
     let created_at = match q.status {
-        Some(_) => sql_per_backend::<diesel::sql_types::Timestamp>("orders.created_at", "+orders.created_at"),
-        None => static_sql("orders.created_at"),
+        Some(_) if read == Read::Page || !one_tenant => {
+            sql_per_backend::<diesel::sql_types::Timestamp>("orders.created_at", "+orders.created_at")
+        }
+        _ => static_sql("orders.created_at"),
     };
     if let Some(from) = q.created_from {
         query = query.filter(created_at.ge(to_db(from)));
@@ -341,7 +360,7 @@ impl OrderRepo for OrdersStore {
     async fn list_orders(&self, scope: Party, q: OrderQuery) -> Result<Page<Order>> {
         self.db
             .run(move |conn| {
-                let mut query = filtered(scope, &q).select((OrderRow::as_select(), partner_of_tenant()));
+                let mut query = filtered(scope, &q, Read::Page).select((OrderRow::as_select(), partner_of_tenant()));
                 query = match q.list.sort.unwrap_or((OrderSort::Id, SortOrder::Desc)) {
                     (OrderSort::Amount, SortOrder::Asc) => query.order((orders::amount.asc(), orders::id.asc())),
                     (OrderSort::Amount, SortOrder::Desc) => query.order((orders::amount.desc(), orders::id.desc())),
@@ -352,7 +371,8 @@ impl OrderRepo for OrdersStore {
                 };
                 let rows: Vec<(OrderRow, Option<Id>)> =
                     query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
-                let total = total(q.list.page, rows.len(), |n| count_up_to(filtered(scope, &q).select(orders::id).limit(n), conn))?;
+                let total =
+                    total(q.list.page, rows.len(), |n| count_up_to(filtered(scope, &q, Read::Count).select(orders::id).limit(n), conn))?;
                 Ok(page(assemble(conn, rows)?, total, q.list.page))
             })
             .await

@@ -624,3 +624,34 @@ store_test!(seeded_orders_read_back_as_orders_in_every_seeded_status, |db| {
     assert!(matches!(again, Error::Conflict(..)), "seeding a tenant twice reuses its order numbers: {again:?}");
     assert_eq!(f.repo.list_orders(Party::Platform, query()).await.unwrap().total, 20, "the refused seed added nothing");
 });
+
+store_test!(a_tenants_orders_of_one_status_in_a_date_range_are_counted_exactly_past_a_full_page, |db| {
+    let f = fixture(&db).await;
+    // Order n of each seeded tenant was created n minutes after midnight; n % 5 of 1 or 2 is paid.
+    atrium_store::seed::seed_orders(&db, f.tenant, f.sibling, 40).unwrap();
+    let at = |minute: u32| Utc.with_ymd_and_hms(2026, 1, 1, 0, minute, 0).single().unwrap();
+    let no = |n: u32| format!("SEED{}-{n}", f.tenant);
+    // Paid from minute 10 up to minute 26: orders 11, 12, 16, 17, 21 and 22 — the sibling's
+    // paid orders of the same minutes, the tenant's other statuses and its paid orders
+    // outside the range are not counted.
+    let window = |page: i64, tenant_id: Option<i64>| OrderQuery {
+        list: ListQuery::parse(Some(page), Some(2), None, None).unwrap(),
+        status: Some(OrderStatus::Paid),
+        created_from: Some(at(10)),
+        created_to: Some(at(26)),
+        tenant_id,
+        ..query()
+    };
+    // The tenant's own list, and the platform's list filtered to the tenant.
+    let as_tenant = Party::Tenant { tenant_id: f.tenant, partner_id: Some(f.partner) };
+    for (scope, tenant_id) in [(as_tenant, None), (Party::Platform, Some(f.tenant))] {
+        for (page, want) in [(1, [22, 21]), (2, [17, 16]), (3, [12, 11])] {
+            let got = f.repo.list_orders(scope, window(page, tenant_id)).await.unwrap();
+            let order_nos: Vec<String> = got.items.iter().map(|o| o.order_no.clone()).collect();
+            assert_eq!(order_nos, want.map(no), "{scope:?} page {page}");
+            assert_eq!((got.total, got.total_exact), (6, true), "{scope:?} page {page}");
+        }
+        let past = f.repo.list_orders(scope, window(4, tenant_id)).await.unwrap();
+        assert!(past.items.is_empty(), "{scope:?}");
+    }
+});

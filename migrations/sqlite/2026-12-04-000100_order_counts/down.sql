@@ -1,0 +1,1 @@
+DROP INDEX orders_tenant_status_created_idx;
