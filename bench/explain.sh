@@ -66,7 +66,11 @@ else
 fi
 closed="orders.status = 'closed'"
 partner="(SELECT tenants.partner_id FROM tenants WHERE tenants.id = orders.tenant_id)"
+# The tenant's count searches the date range in orders_tenant_status_created_idx; its page reads
+# orders_tenant_status_idx in id order and, on SQLite, compares `+created_at` on each entry.
 paid="orders.tenant_id = 500 AND orders.status = 'paid' AND orders.created_at >= '2026-01-01 05:00:00'"
+paid_page=$paid
+[ "$backend" = sqlite ] && paid_page="orders.tenant_id = 500 AND orders.status = 'paid' AND +orders.created_at >= '2026-01-01 05:00:00'"
 {
   printf '### %s\n\n' "$([ "$backend" = sqlite ] && echo "SQLite ($(sqlite3 --version | cut -d' ' -f1) shell)" || psql -qAt "$DB" -c 'SHOW server_version' | sed 's/^/PostgreSQL /')"
   query "Employees, platform keyword \`worker 999\`: the page's ids (then the 20 rows by id)" \
@@ -93,7 +97,7 @@ paid="orders.tenant_id = 500 AND orders.status = 'paid' AND orders.created_at >=
   query "… and its count, bounded (200,000 match: the total is 1,040, inexact)" \
     "SELECT COUNT(*) FROM (SELECT orders.id FROM orders WHERE $closed LIMIT 1041) AS counted"
   query "Orders, tenant, \`status=paid\` from a date, page 2" \
-    "SELECT orders.*, $partner FROM orders WHERE $paid ORDER BY orders.id DESC LIMIT 20 OFFSET 20"
+    "SELECT orders.*, $partner FROM orders WHERE $paid_page ORDER BY orders.id DESC LIMIT 20 OFFSET 20"
   query "… and its count" \
     "SELECT COUNT(*) FROM (SELECT orders.id FROM orders WHERE $paid LIMIT 1041) AS counted"
 } > "$md"
