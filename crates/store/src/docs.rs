@@ -2,7 +2,7 @@
 use crate::db::{Db, DbConn};
 use crate::error::db_error;
 use crate::schema::{doc_projects, doc_token_projects, doc_tokens, documents, tenants};
-use crate::time::{from_db, to_db};
+use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_docs::*;
 use atrium_kernel::StrEnum;
@@ -93,7 +93,9 @@ struct ProjectRow {
     name: String,
     party_type: String,
     party_id: Option<i64>,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
 }
 
@@ -119,9 +121,13 @@ struct TokenRow {
     party_id: Option<i64>,
     all_projects: bool,
     created_by: Option<i64>,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTimeOpt)]
     expires_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     revoked_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     last_used_at: Option<NaiveDateTime>,
 }
 
@@ -161,7 +167,9 @@ struct DocumentRow {
     sort: i64,
     depth: i32,
     author_token_id: Option<i64>,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
 }
 

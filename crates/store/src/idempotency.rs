@@ -3,7 +3,7 @@
 use crate::db::{Db, DbConn};
 use crate::error::db_error;
 use crate::schema::idempotency_keys as ik;
-use crate::time::{from_db, to_db};
+use crate::time::{DbTime, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::{Claim, Error, IdempotencyKey, IdempotencyStore, Result, Timestamp};
 use chrono::NaiveDateTime;
@@ -27,6 +27,7 @@ struct Record {
     request_hash: Vec<u8>,
     status: Option<i32>,
     response_body: Option<Vec<u8>>,
+    #[diesel(deserialize_as = DbTime)]
     claimed_at: NaiveDateTime,
 }
 

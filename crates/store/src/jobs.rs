@@ -5,7 +5,7 @@
 use crate::db::{Db, DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::schema::jobs;
-use crate::time::{from_db, to_db};
+use crate::time::{DbTime, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::{Error, Id, Job, JobStore, NewJob, Result, Timestamp};
 use chrono::NaiveDateTime;
@@ -40,6 +40,7 @@ struct Claimed {
     #[diesel(sql_type = Integer)]
     attempts: i32,
     #[diesel(sql_type = SqlTimestamp)]
+    #[diesel(deserialize_as = DbTime)]
     run_at: NaiveDateTime,
 }
 

@@ -9,7 +9,7 @@ use crate::jobs::enqueue_in;
 use crate::org::parse_enum;
 use crate::org::tenants::in_scope;
 use crate::schema::{orders, payment_configs, payment_notifications, payment_refunds, payment_transactions};
-use crate::time::{from_db, to_db};
+use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
@@ -42,6 +42,7 @@ struct ConfigRow {
     mchid: String,
     appid: String,
     merchant_serial_no: Option<String>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     merchant_cert_not_after: Option<NaiveDateTime>,
     merchant_private_key_enc: Option<String>,
     merchant_key_fingerprint: Option<String>,
@@ -50,7 +51,9 @@ struct ConfigRow {
     platform_public_key: Option<String>,
     platform_key_fingerprint: Option<String>,
     enabled: bool,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
 }
 
@@ -109,9 +112,13 @@ struct TxRow {
     trade_state: String,
     transaction_id: Option<String>,
     payer_total: Option<i64>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     success_time: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTime)]
     expires_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
     order_id: Option<i64>,
     method: String,
@@ -183,8 +190,11 @@ struct RefundRow {
     amount: i64,
     status: String,
     reason: Option<String>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     succeeded_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
     order_id: Option<i64>,
 }

@@ -14,7 +14,7 @@ use crate::error::db_error;
 use crate::org::tenants::{self as org_tenants, ids_of_partner};
 use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
 use crate::schema::{employees, payroll_items, payroll_sheets};
-use crate::time::{from_db, to_db};
+use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
@@ -69,13 +69,19 @@ struct SheetRow {
     failed: i64,
     created_by: Option<i64>,
     calculated_by: Option<i64>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     calculated_at: Option<NaiveDateTime>,
     approved_by: Option<i64>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     approved_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     sent_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     send_started_at: Option<NaiveDateTime>,
     version: i64,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
     kind: String,
     ytd_basis: Option<i64>,
@@ -160,6 +166,7 @@ struct ItemRow {
     delivery_channel: Option<String>,
     delivery_error: Option<String>,
     delivery_attempts: i32,
+    #[diesel(deserialize_as = DbTimeOpt)]
     delivered_at: Option<NaiveDateTime>,
 }
 

@@ -1,7 +1,9 @@
 use crate::db::{MultiBackend, MultiRawValue};
 use atrium_kernel::Timestamp;
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
+use diesel::backend::Backend;
 use diesel::deserialize::{self, FromSql, FromSqlRow};
+use diesel::pg::Pg;
 use diesel::sql_types::{Nullable, Timestamp as SqlTimestamp};
 use diesel::sqlite::{Sqlite, SqliteType};
 
@@ -14,14 +16,15 @@ pub(crate) fn from_db(t: NaiveDateTime) -> Timestamp {
     t.and_utc()
 }
 
-/// A `TIMESTAMP` read the quick way, for the rows a list reads by the page:
-/// `#[diesel(deserialize_as = DbTime)]` on a `NaiveDateTime` field.
+/// A `TIMESTAMP` read the quick way. The row structs of this crate read their timestamps
+/// through it, with `#[diesel(deserialize_as = DbTime)]` on a `NaiveDateTime` field, on the
+/// pool's connection or a backend's own.
 ///
 /// SQLite keeps a timestamp as text, and Diesel reads it by trying up to 18 `strftime`
 /// layouts, each parsed from its format string on every value; on a page of orders that was
-/// 5 % of the server's time. What this store writes (`2026-01-31 23:59:59.123456`, or
-/// without the fraction) is read directly here; anything else goes to Diesel's reader as
-/// before, as does every PostgreSQL value (a binary count of microseconds).
+/// 5 % of the server's time. What this store writes (`2026-01-31 23:59:59.123456`, or without
+/// the fraction) is read directly here; anything else goes to Diesel's reader as before, as
+/// does every PostgreSQL value (a binary count of microseconds).
 #[derive(Debug, Clone, Copy, FromSqlRow)]
 pub(crate) struct DbTime(NaiveDateTime);
 
@@ -31,19 +34,26 @@ impl From<DbTime> for NaiveDateTime {
     }
 }
 
+impl FromSql<SqlTimestamp, Sqlite> for DbTime {
+    fn from_sql(mut value: <Sqlite as Backend>::RawValue<'_>) -> deserialize::Result<Self> {
+        if value.value_type() == Some(SqliteType::Text)
+            && let Some(t) = parse_stored(value.read_text())
+        {
+            return Ok(DbTime(t));
+        }
+        <NaiveDateTime as FromSql<SqlTimestamp, Sqlite>>::from_sql(value).map(DbTime)
+    }
+}
+
+impl FromSql<SqlTimestamp, Pg> for DbTime {
+    fn from_sql(value: <Pg as Backend>::RawValue<'_>) -> deserialize::Result<Self> {
+        <NaiveDateTime as FromSql<SqlTimestamp, Pg>>::from_sql(value).map(DbTime)
+    }
+}
+
 impl FromSql<SqlTimestamp, MultiBackend> for DbTime {
     fn from_sql(bytes: MultiRawValue<'_>) -> deserialize::Result<Self> {
-        match bytes {
-            MultiRawValue::Sqlite(mut value) => {
-                if value.value_type() == Some(SqliteType::Text)
-                    && let Some(t) = parse_stored(value.read_text())
-                {
-                    return Ok(DbTime(t));
-                }
-                <NaiveDateTime as FromSql<SqlTimestamp, Sqlite>>::from_sql(value).map(DbTime)
-            }
-            other => other.from_sql::<NaiveDateTime, SqlTimestamp>().map(DbTime),
-        }
+        bytes.from_sql::<DbTime, SqlTimestamp>()
     }
 }
 
@@ -58,12 +68,15 @@ impl From<DbTimeOpt> for Option<NaiveDateTime> {
     }
 }
 
-impl FromSql<Nullable<SqlTimestamp>, MultiBackend> for DbTimeOpt {
-    fn from_sql(bytes: MultiRawValue<'_>) -> deserialize::Result<Self> {
+impl<DB: Backend> FromSql<Nullable<SqlTimestamp>, DB> for DbTimeOpt
+where
+    DbTime: FromSql<SqlTimestamp, DB>,
+{
+    fn from_sql(bytes: DB::RawValue<'_>) -> deserialize::Result<Self> {
         DbTime::from_sql(bytes).map(|t| DbTimeOpt(Some(t.0)))
     }
 
-    fn from_nullable_sql(bytes: Option<MultiRawValue<'_>>) -> deserialize::Result<Self> {
+    fn from_nullable_sql(bytes: Option<DB::RawValue<'_>>) -> deserialize::Result<Self> {
         bytes.map_or(Ok(DbTimeOpt(None)), Self::from_sql)
     }
 }

@@ -10,7 +10,7 @@ use crate::db::{Db, DbConn};
 use crate::error::db_error;
 use crate::schema::{self, login_failures, partners, tenants};
 use crate::standing::standing_of;
-use crate::time::from_db;
+use crate::time::{DbTime, from_db};
 use atrium_identity::{User, UserCredentials, UserStatus};
 use atrium_kernel::StrEnum;
 use atrium_kernel::{Error, Id, Party, Result};
@@ -54,7 +54,9 @@ pub(crate) struct UserRow {
     tenant_id: Option<i64>,
     status: String,
     chat_identity: Option<String>,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
 }
 

@@ -5,7 +5,7 @@ use crate::audit_log::{audit_created, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::schema::{roles, tenants, user_roles};
-use crate::time::{from_db, to_db};
+use crate::time::{DbTime, from_db, to_db};
 use async_trait::async_trait;
 use atrium_identity::{Role, RoleRepo};
 use atrium_kernel::Reason;
@@ -26,7 +26,9 @@ struct RoleRow {
     owner_tenant_id: Option<i64>,
     builtin: bool,
     permissions: String,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
 }
 

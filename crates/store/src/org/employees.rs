@@ -8,7 +8,7 @@ use crate::error::db_error;
 use crate::ids_in::ids_in;
 use crate::schema::{employee_gaps, employees, tenants};
 use crate::static_sql::{StaticSql, static_sql};
-use crate::time::{from_db, to_db};
+use crate::time::{DbTime, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
@@ -45,7 +45,9 @@ struct Row {
     housing_fund_rate: String,
     special_deductions: String,
     openid: Option<String>,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
 }
 

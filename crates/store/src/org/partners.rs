@@ -2,7 +2,7 @@ use super::{OrgStore, audit_created, count_up_to, like_pattern, lower, nothing, 
 use crate::db::DbConn;
 use crate::error::db_error;
 use crate::schema::{partners, tenants, users};
-use crate::time::{from_db, to_db};
+use crate::time::{DbTime, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
@@ -21,7 +21,9 @@ struct Row {
     phone: Option<String>,
     email: Option<String>,
     status: String,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
 }
 

@@ -8,7 +8,7 @@ use crate::error::db_error;
 use crate::org::parse_enum;
 use crate::org::tenants::in_scope;
 use crate::schema::{mp_authorization_attempts, mp_authorizations, mp_events, mp_verify_ticket};
-use crate::time::{from_db, to_db};
+use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Party, Result, Timestamp};
@@ -32,8 +32,11 @@ struct AuthorizationRow {
     nickname: Option<String>,
     user_name: Option<String>,
     func_info: String,
+    #[diesel(deserialize_as = DbTime)]
     authorized_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTimeOpt)]
     revoked_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
 }
 
@@ -78,7 +81,9 @@ struct AttemptRow {
     tenant_id: i64,
     pre_auth_code: String,
     created_by: i64,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
     expires_at: NaiveDateTime,
 }
 

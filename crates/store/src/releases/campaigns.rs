@@ -12,7 +12,7 @@ use crate::db::{Db, DbConn, MultiBackend, on_backend};
 use crate::error::db_error;
 use crate::org::{count_up_to, nothing, page, parse_enum, total};
 use crate::schema::{mp_campaign_tenants, mp_campaigns};
-use crate::time::{from_db, to_db};
+use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::{AuditRecord, Error, Id, Page, Party, Reason, Result, SortOrder, StrEnum, Timestamp};
 use atrium_miniprogram::campaign::{CampaignQuery, CampaignTenantQuery, CampaignTenantSort};
@@ -79,8 +79,11 @@ struct CampaignRow {
     paused_reason: Option<String>,
     tenant_total: i32,
     created_by: i64,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTimeOpt)]
     started_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     finished_at: Option<NaiveDateTime>,
     revision: i64,
 }
@@ -302,7 +305,9 @@ struct TenantRow {
     reason: Option<String>,
     errcode: Option<i64>,
     attempts: i32,
+    #[diesel(deserialize_as = DbTimeOpt)]
     next_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
     revision: i64,
     active: bool,

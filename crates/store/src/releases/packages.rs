@@ -5,7 +5,7 @@ use super::{to_i64, to_u64};
 use crate::db::{Db, on_backend};
 use crate::error::db_error;
 use crate::schema::mp_packages;
-use crate::time::{from_db, to_db};
+use crate::time::{DbTime, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::{Error, Id, Result};
 use atrium_miniprogram::{PackageFile, PackageInfo, PackageStore, StoredPackage};
@@ -40,6 +40,7 @@ struct PackageRow {
     project_root: String,
     path: String,
     tenant_id: Option<i64>,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
 }
 

@@ -6,7 +6,7 @@ use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::org::{count_up_to, page, parse_enum, total};
 use crate::schema::{mp_audit_tasks, mp_release_tasks, mp_upload_tasks, tenants};
-use crate::time::{from_db, to_db};
+use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{Error, Id, Page, Party, Result, SortOrder};
@@ -47,9 +47,13 @@ struct UploadRow {
     errcode: Option<i64>,
     error: Option<String>,
     created_by: i64,
+    #[diesel(deserialize_as = DbTime)]
     created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTimeOpt)]
     started_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     finished_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
 }
 
@@ -148,11 +152,15 @@ struct AuditRow {
     status: String,
     reason: Option<String>,
     screenshots: String,
+    #[diesel(deserialize_as = DbTime)]
     submitted_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTimeOpt)]
     decided_at: Option<NaiveDateTime>,
     gray_percentage: Option<i32>,
+    #[diesel(deserialize_as = DbTimeOpt)]
     released_at: Option<NaiveDateTime>,
     created_by: i64,
+    #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
 }
 
