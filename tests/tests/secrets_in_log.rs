@@ -4,7 +4,9 @@
 //! passwords, access and refresh tokens, verification codes, QR tickets and platform codes,
 //! document API tokens, the authorisation's state and code, merchant keys, the component's
 //! credentials, the metrics token, the configured secrets — and none of them is in the log
-//! afterwards, nor any credential-named query parameter with its value.
+//! afterwards, nor any credential-named query parameter with its value. And no one can write a
+//! line of their own into the log: forged platform pushes whose XML carries a line break in an
+//! entity, an element name or the appid leave no line the sender wrote.
 #![allow(clippy::unwrap_used)]
 use atrium_e2e::pay;
 use atrium_e2e::serde_json::{Value, json};
@@ -209,12 +211,51 @@ fn check_the_log(secrets: &Secrets) {
     }
 }
 
+/// What a stranger starts a forged line with.
+const FORGED: &str = "ERROR forged by a stranger";
+
+/// Anonymous pushes to both platform URLs whose unsigned XML carries line breaks where the
+/// parser would quote it: an unknown entity, an element name, the Encrypt itself, the appid.
+async fn forged_pushes(app: &TestApp) {
+    let query = "timestamp=1700000000&nonce=n&encrypt_type=aes&msg_signature=0000000000000000000000000000000000000000";
+    let bodies = [
+        format!("<xml><AppId>&x\r\n{FORGED};</AppId><Encrypt><![CDATA[AAAA]]></Encrypt></xml>"),
+        format!("<xml><ToUserName>&x\n{FORGED};</ToUserName><Encrypt>&y\r\n{FORGED};</Encrypt></xml>"),
+        format!("<xml><A\n{FORGED}>1</A\n{FORGED}></xml>"),
+        format!("<xml><Encrypt>&\r\n{FORGED};</Encrypt></xml>"),
+    ];
+    for path in
+        ["/api/v1/miniprogram/component/events".to_owned(), "/api/v1/miniprogram/component/messages/wx%0D%0AERROR%20forged".to_owned()]
+    {
+        for body in &bodies {
+            let r =
+                app.send(app.client.post(app.url(&format!("{path}?{query}"))).header("content-type", "text/xml").body(body.clone())).await;
+            assert!(r.status == 400 || r.status == 401, "{path}: {} {}", r.status, r.body);
+            let message = r.body["message"].as_str().unwrap_or_default();
+            assert!(!message.contains('\n') && !message.contains('\r'), "{path}: the answer quotes the line break: {message:?}");
+        }
+    }
+}
+
+/// No line of the log is one a sender wrote, and no message of ours carries their line break.
+fn check_no_forged_line() {
+    let lines = captured_log::lines();
+    for l in &lines {
+        assert!(!(l.message.contains("forged") && (l.message.contains('\n') || l.message.contains('\r'))), "a forged line break: {l:?}");
+    }
+    let text = captured_log::text();
+    let forged = text.lines().find(|l| l.trim_start().starts_with(FORGED));
+    assert!(forged.is_none(), "a line of the sender's: {forged:?}");
+}
+
 async fn every_flow(app: &TestApp) {
     let mut secrets = Secrets::default();
     identity_flows(app, &mut secrets).await;
     authorisation_flow(app, &mut secrets).await;
     payment_flow(app, &mut secrets).await;
+    forged_pushes(app).await;
     check_the_log(&secrets);
+    check_no_forged_line();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

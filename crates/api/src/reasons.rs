@@ -153,7 +153,7 @@ pub(crate) const BY_OPERATION: &[(&str, u16, &[Reason])] = &[
     ("miniprogram_put_privacy", 409, &[State, MiniprogramAuthorization]),
     ("miniprogram_create_campaign", 403, &[PartyNotAllowed]),
     ("miniprogram_create_campaign", 409, &[TenantInCampaign]),
-    ("miniprogram_start_campaign", 409, &[State, TryAgain, TenantInCampaign]),
+    ("miniprogram_start_campaign", 409, &[State, TryAgain, TenantInCampaign, TenantOutOfScope]),
     ("miniprogram_pause_campaign", 409, &[State, TryAgain]),
     ("miniprogram_resume_campaign", 409, &[State, TryAgain]),
     ("miniprogram_advance_campaign", 409, &[State, TryAgain, TenantInCampaign]),

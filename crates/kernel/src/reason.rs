@@ -86,6 +86,9 @@ pub enum Reason {
     GrayNotRising,
     /// 409: the tenant is in another release campaign that is running or paused.
     TenantInCampaign,
+    /// 409: a tenant a partner's release campaign names has left the partner's scope (moved
+    /// to another partner) since the campaign was created.
+    TenantOutOfScope,
     /// 409: items of the sheet block it (`data.errors` names them): an item that cannot be
     /// calculated, an employee without a bank account, a cell a file cannot hold.
     SheetItems,

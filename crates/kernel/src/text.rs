@@ -52,6 +52,49 @@ pub fn is_deceptive(c: char) -> bool {
     matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{2028}' | '\u{2029}' | '\u{061C}')
 }
 
+/// Text from outside (a request, a platform's answer) as it may be shown in an error or a log
+/// line: at most `max` characters (an ellipsis marks the cut), and every control character
+/// (`\n`, `\r`, tab, …) and invisible formatting character escaped, so it can never start a
+/// line of its own or hide what follows. `shown("a\nb", 40)` is `a\\nb`.
+pub fn shown(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max * 2));
+    for (i, c) in text.chars().enumerate() {
+        if i == max {
+            out.push('…');
+            break;
+        }
+        push_escaped(&mut out, c);
+    }
+    out
+}
+
+/// Writes `c`, escaped when it is a control or invisible formatting character.
+fn push_escaped(out: &mut String, c: char) {
+    use std::fmt::Write;
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if c.is_control() || is_deceptive(c) => {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+        c => out.push(c),
+    }
+}
+
+/// `text` on one line: every control and invisible formatting character escaped as by
+/// [`shown`], nothing cut. For whole log messages.
+pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() || is_deceptive(c)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        push_escaped(&mut out, c);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 impl<const MAX: usize> TryFrom<String> for Text<MAX> {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
@@ -361,6 +404,21 @@ impl<const MAX: usize> utoipa::ToSchema for Text<MAX> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shown_text_keeps_to_one_line_and_its_length() {
+        assert_eq!(shown("plain", 40), "plain");
+        assert_eq!(shown("a\nINFO forged\r\tline", 40), "a\\nINFO forged\\r\\tline");
+        assert_eq!(shown("\u{1b}[31m\u{202E}x", 40), "\\u{1b}[31m\\u{202e}x");
+        assert_eq!(shown("abcdef", 3), "abc…");
+        assert_eq!(shown("中文字", 2), "中文…");
+        for bad in ["a\nb", "a\rb", "x\u{0}y", "\u{2028}"] {
+            assert!(!shown(bad, 40).chars().any(|c| c.is_control() || is_deceptive(c)), "{bad:?}");
+            assert!(!one_line(bad).chars().any(|c| c.is_control() || is_deceptive(c)), "{bad:?}");
+        }
+        assert!(matches!(one_line("no escapes here"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(one_line("two\nlines"), "two\\nlines");
+    }
 
     #[derive(Deserialize)]
     struct Update {

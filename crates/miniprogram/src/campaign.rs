@@ -739,7 +739,7 @@ pub struct CampaignTenantListParams {
     /// Only tenants in this status.
     pub status: Option<CampaignTenantStatus>,
     /// Only this wave's tenants (0 for the first).
-    #[cfg_attr(feature = "openapi", param(minimum = 0))]
+    #[cfg_attr(feature = "openapi", param(minimum = 0, maximum = 19))]
     pub wave: Option<u32>,
     /// `tenant_id` or `updated_at`, `-` for descending; default `tenant_id`.
     #[cfg_attr(feature = "openapi", param(schema_with = atrium_kernel::schema::sort::<CampaignTenantSort>))]
@@ -749,7 +749,13 @@ pub struct CampaignTenantListParams {
 impl TryFrom<CampaignTenantListParams> for CampaignTenantQuery {
     type Error = Error;
     fn try_from(p: CampaignTenantListParams) -> Result<Self, Error> {
-        Ok(CampaignTenantQuery { list: ListQuery::parse(p.page, p.page_size, None, p.sort.as_deref())?, status: p.status, wave: p.wave })
+        let list = ListQuery::parse(p.page, p.page_size, None, p.sort.as_deref())?;
+        if let Some(w) = p.wave
+            && w as usize >= MAX_WAVES
+        {
+            return Err(Error::invalid("wave", format!("must be between 0 and {}", MAX_WAVES - 1)));
+        }
+        Ok(CampaignTenantQuery { list, status: p.status, wave: p.wave })
     }
 }
 

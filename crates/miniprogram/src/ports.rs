@@ -176,8 +176,19 @@ pub trait CampaignRepo: Send + Sync + 'static {
     /// running or paused and inactive otherwise, in the same transaction. `Conflict`
     /// (`tenant_in_campaign`) when one of its tenants is active in another campaign.
     async fn update_campaign(&self, campaign: Campaign, read_revision: i64, audit: Option<AuditRecord>) -> Result<bool>;
-    /// A page of the campaign's tenants.
-    async fn campaign_tenants(&self, campaign_id: Id, query: crate::campaign::CampaignTenantQuery) -> Result<Page<CampaignTenant>>;
+    /// A page of the campaign's tenants that are in `scope` now: the platform sees every one,
+    /// a partner those that are its tenants today (not one that has moved to another partner
+    /// since the campaign was created).
+    async fn campaign_tenants(
+        &self,
+        scope: Party,
+        campaign_id: Id,
+        query: crate::campaign::CampaignTenantQuery,
+    ) -> Result<Page<CampaignTenant>>;
+    /// Up to `limit` of the campaign's tenants (of one wave when given) that are *not* in
+    /// `scope` now, by tenant id: for a partner, those that have moved to another partner or
+    /// to none since the campaign was created; for the platform, none.
+    async fn tenants_outside(&self, scope: Party, campaign_id: Id, wave: Option<u32>, limit: u32) -> Result<Vec<Id>>;
     /// Every tenant of one wave of the campaign, by tenant id.
     async fn wave_tenants(&self, campaign_id: Id, wave: u32) -> Result<Vec<CampaignTenant>>;
     /// Puts up to `limit` tenants of the campaign that are in no wave yet (by tenant id) into
@@ -186,9 +197,9 @@ pub trait CampaignRepo: Send + Sync + 'static {
     /// Writes the tenant's progress if its revision is still `read_revision` (storing
     /// `read_revision + 1`).
     async fn update_campaign_tenant(&self, tenant: CampaignTenant, read_revision: i64) -> Result<bool>;
-    /// How many of the campaign's tenants are in each status (statuses with none left out),
-    /// of one wave when given.
-    async fn campaign_counts(&self, campaign_id: Id, wave: Option<u32>) -> Result<Vec<(CampaignTenantStatus, u32)>>;
+    /// How many of the campaign's tenants in `scope` (as [`CampaignRepo::campaign_tenants`]
+    /// counts them) are in each status (statuses with none left out), of one wave when given.
+    async fn campaign_counts(&self, scope: Party, campaign_id: Id, wave: Option<u32>) -> Result<Vec<(CampaignTenantStatus, u32)>>;
     /// Sets the campaign's retryable tenants (`failed`, `rejected`, `preflight_failed`) of
     /// waves up to `up_to_wave` — only those in `tenant_ids` when given — back to `pending`,
     /// their reason, errcode and attempts cleared; returns how many.

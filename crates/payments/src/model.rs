@@ -194,6 +194,14 @@ pub struct Transaction {
 /// The only currency the merchant accounts take.
 pub const CURRENCY: &str = "CNY";
 
+/// The number of an order's offline payment: the order's number and `:offline`. No
+/// `out_trade_no` of the payment routes can be it (those are `[0-9A-Za-z_-]` only), so no
+/// transaction of theirs can take it before the order is paid offline. It is never sent to the
+/// platform. (Databases from before kept their older offline payments' `<order_no>-offline`.)
+pub fn offline_trade_no(order_no: &str) -> String {
+    format!("{order_no}:offline")
+}
+
 impl Transaction {
     /// A new platform (JSAPI) transaction, not yet placed nor paid, of no order.
     pub fn unpaid(

@@ -54,11 +54,21 @@ enum AdminCommand {
 
 #[tokio::main]
 async fn main() {
-    env_logger::Builder::from_env(env_logger::Env::default().filter_or("ATRIUM_LOG", "info")).init();
+    env_logger::Builder::from_env(env_logger::Env::default().filter_or("ATRIUM_LOG", "info")).format(log_line).init();
     if let Err(e) = run(Cli::parse()).await {
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }
+}
+
+/// One log record as one line, as env_logger writes it by default (`[time LEVEL target]
+/// message`), with every control character of the message escaped: text from a request or a
+/// platform inside a message can never start a line of its own.
+fn log_line(buf: &mut env_logger::fmt::Formatter, record: &log::Record) -> std::io::Result<()> {
+    use std::io::Write;
+    let style = buf.default_level_style(record.level());
+    let message = record.args().to_string();
+    writeln!(buf, "[{} {style}{:<5}{style:#} {}] {}", buf.timestamp(), record.level(), record.target(), atrium_kernel::one_line(&message))
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {

@@ -125,7 +125,7 @@ pub fn seed_orders(db: &Db, first: i64, last: i64, per_tenant: i64) -> Result<i6
         diesel::sql_query(format!(
             "INSERT INTO payment_transactions (tenant_id, out_trade_no, description, amount, openid, trade_state, payer_total, \
                                                success_time, expires_at, created_at, updated_at, order_id, method, reference) \
-             SELECT o.tenant_id, o.order_no || '-offline', o.subject, o.paid_amount, '', 'SUCCESS', o.paid_amount, \
+             SELECT o.tenant_id, o.order_no || ':offline', o.subject, o.paid_amount, '', 'SUCCESS', o.paid_amount, \
                     o.paid_at, o.paid_at, o.paid_at, o.paid_at, o.id, 'offline', o.pay_reference \
              FROM orders o WHERE {range} AND o.pay_method = 'offline'"
         ))

@@ -127,6 +127,39 @@ fn csv_text_that_a_spreadsheet_would_run_is_defused() {
 }
 
 #[test]
+fn a_formula_after_any_separator_a_spreadsheet_may_split_at_is_defused_and_quoted() {
+    let names = ["Li;=cmd|' /C calc'!A0;", "Wang\t+1", "Zhao, @SUM(A1)", "Qian| -2", "Sun\n=1", "Jean-Luc; Li", "Plain"];
+    let rows: Vec<Vec<Cell>> =
+        names.iter().map(|n| vec![Cell::Text("E1".into()), Cell::Text((*n).into()), Cell::Empty, Cell::Empty]).collect();
+    for encoding in [TextEncoding::Utf8, TextEncoding::Gbk] {
+        let bytes = write::write(&table(rows.clone()), OutputFormat::Csv { encoding, bom: false }).unwrap();
+        let text = match encoding {
+            TextEncoding::Utf8 => String::from_utf8(bytes).unwrap(),
+            TextEncoding::Gbk => encoding_rs::GBK.decode(&bytes).0.into_owned(),
+        };
+        // Split the way a spreadsheet of another locale might: no cell starts a formula.
+        for separator in [',', ';', '\t', '|', '\n'] {
+            for cell in text.split(separator) {
+                let cell = cell.trim_start_matches(['"', ' ', '\r']);
+                assert!(!cell.starts_with(['=', '+', '-', '@']), "split at {separator:?}, a cell starts a formula: {cell:?} in {text}");
+            }
+        }
+        assert!(text.contains(r#""Li;'=cmd|' /C calc'!A0;""#), "{text}");
+        assert!(text.contains("\"Jean-Luc; Li\""), "a separator is quoted, a hyphen inside a word left alone: {text}");
+        assert!(text.contains(",Plain,"), "plain text stays unquoted: {text}");
+        // The file reads back as the cells written, the marks aside.
+        let read: Vec<Vec<String>> = csv::ReaderBuilder::new()
+            .from_reader(text.as_bytes())
+            .records()
+            .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+            .collect();
+        assert_eq!(read[0][1], "Li;'=cmd|' /C calc'!A0;");
+        assert_eq!(read[4][1], "Sun\n'=1");
+        assert_eq!(read[6][1], "Plain");
+    }
+}
+
+#[test]
 fn an_xlsx_number_is_read_as_the_decimal_it_holds_and_a_date_is_not_a_number() {
     let mut workbook = rust_xlsxwriter::Workbook::new();
     let sheet = workbook.add_worksheet();

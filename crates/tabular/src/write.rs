@@ -86,20 +86,42 @@ fn write_cell(sheet: &mut Worksheet, r: u32, c: u16, cell: &Cell, money: &Format
     Ok(())
 }
 
-/// A csv cell's text. A text that a spreadsheet would take for a formula (`=`, `+`, `-`, `@`,
-/// a tab or a carriage return first) gets a leading `'`, so opening the file runs nothing.
+/// Characters a spreadsheet may take for a formula's start, at the start of a cell.
+const FORMULA_START: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+/// Characters a spreadsheet may split cells at when it opens a csv file: the comma of this
+/// file, and the semicolon, tab and bar that other locales and import settings use, and a line
+/// break.
+const SEPARATORS: [char; 6] = [',', ';', '\t', '|', '\r', '\n'];
+
+/// A csv cell's text, quoted when it must be. Wherever a cell could start — at the start of the
+/// text, or after a separator that a spreadsheet may split at (`,` `;` tab `|`, a line break),
+/// spaces skipped — a formula's first character (`=`, `+`, `-`, `@`, a tab or a carriage
+/// return) gets a `'` before it, so opening the file runs nothing however it is split; such a
+/// text, and one holding a separator or a quote, is quoted.
 fn csv_text(cell: &Cell) -> String {
     match cell {
         Cell::Empty => String::new(),
-        Cell::Text(t) if t.starts_with(['=', '+', '-', '@', '\t', '\r']) => format!("'{t}"),
-        Cell::Text(t) => t.clone(),
+        Cell::Text(t) => {
+            let mut out = String::with_capacity(t.len() + 4);
+            let mut cell_start = true;
+            let mut defused = false;
+            for c in t.chars() {
+                if cell_start && FORMULA_START.contains(&c) {
+                    out.push('\'');
+                    defused = true;
+                }
+                out.push(c);
+                cell_start = SEPARATORS.contains(&c) || (cell_start && c == ' ');
+            }
+            if defused || out.contains(SEPARATORS) || out.contains('"') { format!("\"{}\"", out.replace('"', "\"\"")) } else { out }
+        }
         Cell::Money(m) => m.to_string(),
         Cell::Count(n) => n.to_string(),
     }
 }
 
 fn csv(table: &Table, encoding: TextEncoding, bom: bool) -> Result<Vec<u8>, WriteError> {
-    let header: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
+    let header: Vec<String> = table.columns.iter().map(|c| csv_text(&Cell::Text(c.name.clone()))).collect();
     let lines = std::iter::once((None, header))
         .chain(table.rows.iter().enumerate().map(|(r, row)| (Some(r), row.iter().map(csv_text).collect())))
         .chain(table.totals.iter().map(|t| (None, t.iter().map(csv_text).collect())));
@@ -107,7 +129,8 @@ fn csv(table: &Table, encoding: TextEncoding, bom: bool) -> Result<Vec<u8>, Writ
     if bom && encoding == TextEncoding::Utf8 {
         out.extend_from_slice("\u{feff}".as_bytes());
     }
-    let mut writer = csv::WriterBuilder::new().terminator(csv::Terminator::CRLF).from_writer(out);
+    // Each cell comes quoted as it must be (`csv_text`): the writer only joins them.
+    let mut writer = csv::WriterBuilder::new().terminator(csv::Terminator::CRLF).quote_style(csv::QuoteStyle::Never).from_writer(out);
     for (row, cells) in lines {
         if encoding == TextEncoding::Gbk {
             for (column, text) in cells.iter().enumerate() {

@@ -338,3 +338,90 @@ e2e!(
         assert!(one > 0 && two > 0, "both instances took part: {one} and {two}");
     }
 );
+
+e2e!(
+    a_partners_campaign_never_acts_on_a_tenant_that_left_its_scope,
+    vars = [("ATRIUM_JOB_POLL_MS", "20"), ("ATRIUM_CAMPAIGN_TICK_MS", "50")],
+    |app| {
+        let org = app.org().await;
+        let mut ids = Vec::new();
+        for name in ["P1 shop A", "P1 shop B", "P1 shop C"] {
+            ids.push(app.create("/api/v1/tenants", json!({"name": name, "partner_id": org.p1}), &org.admin).await["id"].as_i64().unwrap());
+        }
+        link_ready(app, &org.admin, ids[0]).await;
+        let r = app.post("/sandbox/control/authorize-many", json!({"tenant_ids": ids}), None).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let appid = |i: usize| r.body["authorized"][i]["authorizer_appid"].as_str().unwrap().to_owned();
+        let (a, b, c, c_appid) = (ids[0], ids[1], ids[2], appid(2));
+        policy(app, json!({"result": "passed", "after_ms": 100})).await;
+        let move_to = |tenant: i64, partner: i64| {
+            let admin = org.admin.clone();
+            async move {
+                app.put(&format!("/api/v1/tenants/{tenant}"), json!({"partner_id": partner}), Some(&admin)).await.expect(200);
+            }
+        };
+        let listed = |token: String, id: i64| async move {
+            let mut ids: Vec<i64> = tenants(app, &token, id, "").await.iter().map(|t| t["tenant_id"].as_i64().unwrap()).collect();
+            ids.sort_unstable();
+            ids
+        };
+
+        // Drafted by partner 1 over its three tenants; the platform moves C to partner 2.
+        let waves = json!([{"count": 1, "release": "full"}, {"percent": 100, "release": "full"}]);
+        let r = create(app, &org.p1_admin, campaign_body(json!({"tenant_ids": ids}), waves)).await;
+        r.expect(200);
+        let id = r.data()["id"].as_i64().unwrap();
+        move_to(c, org.p2).await;
+        // The start is refused, naming C; partner 1 no longer sees C in its campaign.
+        let refused = act(app, &org.p1_admin, id, "start").await;
+        refused.expect_reason(409, "tenant_out_of_scope");
+        assert!(refused.body["message"].as_str().unwrap().contains(&c.to_string()), "{}", refused.body);
+        assert_eq!(campaign(app, &org.p1_admin, id).await["status"], "draft");
+        assert_eq!(listed(org.p1_admin.clone(), id).await, [a, b]);
+        assert_eq!(count(&campaign(app, &org.p1_admin, id).await, "pending"), 2);
+        assert_eq!(listed(org.admin.clone(), id).await, [a, b, c], "the platform sees every tenant");
+
+        // C comes back; the campaign starts, and C leaves again while the first wave runs.
+        move_to(c, org.p1).await;
+        act(app, &org.p1_admin, id, "start").await.expect(200);
+        wait_campaign(app, &org.p1_admin, id, 60, |c| count(c, "released") == 1).await;
+        move_to(c, org.p2).await;
+        act(app, &org.p1_admin, id, "advance").await.expect(200);
+        let done = wait_campaign(app, &org.admin, id, 60, |c| c["status"] == "completed").await;
+        assert_eq!((count(&done, "released"), count(&done, "failed")), (2, 1), "{done}");
+        let failed = tenants(app, &org.admin, id, "status=failed").await;
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0]["tenant_id"], c);
+        assert!(failed[0]["reason"].as_str().unwrap().contains("no longer in the scope"), "{}", failed[0]);
+        // Nothing was done to C's mini-program: no upload, no audit, no domains, no privacy.
+        let view = platform_view(app, &c_appid).await;
+        assert_eq!(view["audits"].as_array().map(Vec::len).unwrap_or(0), 0, "{view}");
+        assert!(view["committed"].is_null(), "{view}");
+        assert!(view["privacy"].is_null(), "{view}");
+        assert!(!view["domains"].to_string().contains("api.example.com"), "{view}");
+        // Partner 1 sees its own two, released, and nothing of C.
+        assert_eq!(listed(org.p1_admin.clone(), id).await, [a, b]);
+        let seen = campaign(app, &org.p1_admin, id).await;
+        assert_eq!((count(&seen, "released"), count(&seen, "failed")), (2, 0), "{seen}");
+        assert!(tenants(app, &org.p1_admin, id, "status=failed").await.is_empty());
+    }
+);
+
+e2e!(a_wave_beyond_any_campaigns_is_a_400_naming_it, vars = [("ATRIUM_JOB_POLL_MS", "20")], |app| {
+    let admin = app.admin_token().await;
+    let all = authorised_tenants(app, &admin, 1).await;
+    let r = create(app, &admin, campaign_body(json!({"tenant_ids": [all[0].0]}), json!([{"percent": 100, "release": "full"}]))).await;
+    r.expect(200);
+    let id = r.data()["id"].as_i64().unwrap();
+    for wave in ["20", "2147483647", "2147483648", "4294967295"] {
+        app.get(&format!("/api/v1/miniprogram/campaigns/{id}/tenants?wave={wave}"), Some(&admin)).await.expect_field_error("wave");
+    }
+    for wave in ["4294967296", "-1", "x"] {
+        app.get(&format!("/api/v1/miniprogram/campaigns/{id}/tenants?wave={wave}"), Some(&admin)).await.expect(400);
+    }
+    let r = app.get(&format!("/api/v1/miniprogram/campaigns/{id}/tenants?wave=19"), Some(&admin)).await;
+    r.expect(200);
+    assert_eq!(r.data()["total"], 0);
+    let r = app.get(&format!("/api/v1/miniprogram/campaigns/{id}/tenants?wave=0"), Some(&admin)).await;
+    r.expect(200);
+});

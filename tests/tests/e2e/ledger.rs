@@ -5,7 +5,9 @@
 //! 2. an order's transaction refunded through the payment routes behind the order;
 //! 3. an order paid offline and on the platform at once;
 //! 4. a refund whose platform answer was lost, sent again as a second refund on retry;
-//! 5. a signed report of 1 fen paid taken as the whole order paid.
+//! 5. a signed report of 1 fen paid taken as the whole order paid;
+//! 6. an order's offline number taken by the payment routes, so the order could never be paid
+//!    offline.
 #![allow(clippy::unwrap_used)]
 use atrium_e2e::pay::{new_order, order, paid_order, pay_online, platform_refunds, shop, wait_order};
 use atrium_e2e::serde_json::{Value, json};
@@ -47,6 +49,42 @@ e2e!(an_orders_number_cannot_be_taken_by_the_payment_routes, |app| {
         .post("/api/v1/miniprogram/payment/query", json!({"tenant_id": org.t1, "out_trade_no": pending["order_no"]}), Some(&org.admin))
         .await;
     q.expect(404);
+});
+
+e2e!(an_orders_offline_number_cannot_be_taken_by_the_payment_routes, |app| {
+    let org = shop(app, MCHID).await;
+    let t = &org.t1_admin;
+    let o = new_order(app, t, 10_000, OPENID).await;
+    let (id, no) = (o["id"].as_i64().unwrap(), o["order_no"].as_str().unwrap().to_owned());
+    // The numbers an offline payment was once given, and is given now: the first is any
+    // transaction's of the payment routes (placed and closed), the second none of theirs.
+    let squat = format!("{no}-offline");
+    let placed = app
+        .post(
+            "/api/v1/miniprogram/payment/unified-order",
+            json!({"tenant_id": org.t1, "description": "Squat", "amount": 1, "openid": OPENID, "out_trade_no": squat}),
+            Some(&org.admin),
+        )
+        .await;
+    placed.expect(200);
+    app.post("/api/v1/miniprogram/payment/close", json!({"tenant_id": org.t1, "out_trade_no": squat}), Some(&org.admin)).await.expect(200);
+    let taken = app
+        .post(
+            "/api/v1/miniprogram/payment/unified-order",
+            json!({"tenant_id": org.t1, "description": "Squat", "amount": 1, "openid": OPENID, "out_trade_no": format!("{no}:offline")}),
+            Some(&org.admin),
+        )
+        .await;
+    taken.expect_field_error("out_trade_no");
+    // The order is paid offline all the same, and refunds through the ledger.
+    let pay = app.post(&format!("/api/v1/orders/{id}/pay"), json!({"method": "offline", "reference": "Bank 77"}), Some(t)).await;
+    pay.expect(200);
+    let after = order(app, t, id).await;
+    assert_eq!((after["status"].as_str(), after["paid_amount"].as_i64()), (Some("paid"), Some(10_000)), "{after}");
+    // Neither number names the order's payment to the payment routes.
+    let q = app.post("/api/v1/miniprogram/payment/query", json!({"tenant_id": org.t1, "out_trade_no": squat}), Some(&org.admin)).await;
+    q.expect(200);
+    assert_eq!((q.data()["amount"].as_i64(), q.data()["trade_state"].as_str()), (Some(1), Some("CLOSED")), "{}", q.body);
 });
 
 e2e!(an_orders_transaction_is_refunded_and_closed_through_the_order_only, |app| {

@@ -293,12 +293,14 @@ impl AuthorizationService {
             EventUrl::Component => None,
             EventUrl::Message => {
                 let appid = appid.ok_or(EventError::ForeignAppid)?;
+                // The path's appid is the sender's text: shown escaped and cut in the log.
+                let shown = atrium_kernel::shown(appid, 64);
                 let found = self.repo.authorization_by_appid(appid.to_owned()).await.map_err(|e| {
-                    log::error!("platform push for {appid}: reading the authorisation failed: {e}");
+                    log::error!("platform push for {shown}: reading the authorisation failed: {e}");
                     EventError::Unavailable
                 })?;
                 Some(found.ok_or_else(|| {
-                    log::warn!("platform push for {appid}, which is not authorised here, refused");
+                    log::warn!("platform push for {shown}, which is not authorised here, refused");
                     EventError::ForeignAppid
                 })?)
             }
@@ -306,7 +308,11 @@ impl AuthorizationService {
         if let (Some(a), EventKind::Audit { to_user, .. }) = (&authorization, &event.kind)
             && let Some(user_name) = a.user_name.as_deref().filter(|u| u != to_user)
         {
-            log::warn!("platform push for {} addressed to {to_user}, not to its {user_name}", a.authorizer_appid);
+            log::warn!(
+                "platform push for {} addressed to {}, not to its {user_name}",
+                a.authorizer_appid,
+                atrium_kernel::shown(to_user, 64)
+            );
             return Err(EventError::ForeignAppid);
         }
         Ok((event, authorization))

@@ -56,6 +56,20 @@ pub const CAMPAIGN_JOB: &str = "miniprogram.campaign";
 const AUDIT_ASK_TICKS: i32 = 150;
 /// The most tenants a selection by `all` or `partner_id` is read a page at a time.
 const SELECTION_PAGE: u32 = 1000;
+/// The most tenants outside the owner's scope a refused start names.
+const OUTSIDE_SHOWN: u32 = 10;
+/// The most tenants outside the owner's scope one tick fails.
+const OUTSIDE_PER_TICK: u32 = 1000;
+/// Why a tenant that left the campaign owner's scope failed.
+const LEFT_SCOPE: &str = "the tenant is no longer in the scope of the campaign's partner";
+
+/// The party a campaign acts as: its partner's, or the platform's.
+fn owner(c: &Campaign) -> Party {
+    match c.partner_id {
+        Some(partner_id) => Party::Partner { partner_id },
+        None => Party::Platform,
+    }
+}
 
 /// How campaigns behave.
 #[derive(Debug, Clone)]
@@ -211,7 +225,7 @@ impl CampaignService {
         let audit = AuditRecord::by(actor, now, "miniprogram.campaign.create", "miniprogram_campaign", None);
         let stored = self.repo.insert_campaign(campaign, rows, audit).await?;
         log::info!("campaign {} ({} tenants) created by user {}", stored.id, stored.tenant_total, actor.user_id);
-        self.view(stored).await
+        self.view(actor.party, stored).await
     }
 
     /// The tenants a selection names, with their mini-programs: for `all` and `partner_id`
@@ -261,9 +275,9 @@ impl CampaignService {
         }
     }
 
-    /// The campaign with its counts.
-    async fn view(&self, c: Campaign) -> Result<CampaignView> {
-        let counts = self.repo.campaign_counts(c.id, None).await?;
+    /// The campaign with its counts, of the tenants in the caller's scope.
+    async fn view(&self, scope: Party, c: Campaign) -> Result<CampaignView> {
+        let counts = self.repo.campaign_counts(scope, c.id, None).await?;
         Ok(CampaignView::new(c, counts))
     }
 
@@ -275,7 +289,7 @@ impl CampaignService {
     /// `GET /miniprogram/campaigns/{id}`.
     pub async fn get(&self, actor: &Actor, id: Id) -> Result<CampaignView> {
         let c = self.campaign(actor, id).await?;
-        self.view(c).await
+        self.view(actor.party, c).await
     }
 
     /// `GET /miniprogram/campaigns`.
@@ -284,7 +298,7 @@ impl CampaignService {
         let page = self.repo.list_campaigns(actor.party, query).await?;
         let mut items = Vec::with_capacity(page.items.len());
         for c in page.items {
-            items.push(self.view(c).await?);
+            items.push(self.view(actor.party, c).await?);
         }
         Ok(Page { items, total: page.total, total_exact: page.total_exact, page: page.page, page_size: page.page_size })
     }
@@ -293,13 +307,29 @@ impl CampaignService {
     pub async fn tenants(&self, actor: &Actor, id: Id, params: CampaignTenantListParams) -> Result<Page<CampaignTenantView>> {
         let query = CampaignTenantQuery::try_from(params)?;
         let c = self.campaign(actor, id).await?;
-        Ok(self.repo.campaign_tenants(c.id, query).await?.map(CampaignTenantView::from))
+        // A tenant that has left a partner's scope since is not the partner's to see.
+        Ok(self.repo.campaign_tenants(actor.party, c.id, query).await?.map(CampaignTenantView::from))
     }
 
     /// `POST /miniprogram/campaigns/{id}/start`: a draft starts; its first wave starts with
-    /// the driver's first tick. 409 when it is not a draft, or one of its tenants is in
-    /// another running or paused campaign.
+    /// the driver's first tick. 409 when it is not a draft, when one of its tenants is in
+    /// another running or paused campaign, or when one of a partner's campaign has left the
+    /// partner's scope since the campaign was created (`tenant_out_of_scope`).
     pub async fn start(&self, actor: &Actor, id: Id) -> Result<CampaignView> {
+        let draft = self.campaign(actor, id).await?;
+        if draft.status == CampaignStatus::Draft {
+            let outside = self.repo.tenants_outside(owner(&draft), draft.id, None, OUTSIDE_SHOWN).await?;
+            if !outside.is_empty() {
+                let ids: Vec<String> = outside.iter().map(Id::to_string).collect();
+                return Err(Error::conflict(
+                    Reason::TenantOutOfScope,
+                    format!(
+                        "tenant(s) {} of the campaign are no longer in its partner's scope; create the campaign again without them",
+                        ids.join(", ")
+                    ),
+                ));
+            }
+        }
         let c = self
             .change(actor, id, "start", |c, now| {
                 if c.status != CampaignStatus::Draft {
@@ -311,7 +341,7 @@ impl CampaignService {
             })
             .await?;
         self.wake(c.id).await;
-        self.view(c).await
+        self.view(actor.party, c).await
     }
 
     /// `POST /miniprogram/campaigns/{id}/pause`: a running campaign stops taking new steps
@@ -327,7 +357,7 @@ impl CampaignService {
                 Ok(())
             })
             .await?;
-        self.view(c).await
+        self.view(actor.party, c).await
     }
 
     /// `POST /miniprogram/campaigns/{id}/resume`: a paused campaign goes on where it stopped.
@@ -345,7 +375,7 @@ impl CampaignService {
         // The quota may be back: ask the platform again rather than the cache.
         self.preflight.forget_quota();
         self.wake(c.id).await;
-        self.view(c).await
+        self.view(actor.party, c).await
     }
 
     /// `POST /miniprogram/campaigns/{id}/advance`: starts the next wave once every tenant of
@@ -362,14 +392,14 @@ impl CampaignService {
         if current as usize + 1 >= c.waves.len() {
             return Err(state("the current wave is the last".into()));
         }
-        let counts = self.repo.campaign_counts(c.id, Some(current)).await?;
+        let counts = self.repo.campaign_counts(Party::Platform, c.id, Some(current)).await?;
         let unsettled: u32 = counts.iter().filter(|(s, _)| !s.is_settled()).map(|(_, n)| n).sum();
         if unsettled > 0 {
             return Err(state(format!("{unsettled} tenant(s) of wave {current} have not settled yet")));
         }
         let c = self.start_wave(c, current + 1, Some(actor)).await?;
         self.wake(c.id).await;
-        self.view(c).await
+        self.view(actor.party, c).await
     }
 
     /// `POST /miniprogram/campaigns/{id}/cancel`: no new steps; tenants not started are
@@ -388,7 +418,7 @@ impl CampaignService {
             .await?;
         let skipped = self.repo.skip_pending(c.id, self.clock.now()).await?;
         log::info!("campaign {} cancelled by user {}; {skipped} tenant(s) skipped", c.id, actor.user_id);
-        self.view(c).await
+        self.view(actor.party, c).await
     }
 
     /// `POST /miniprogram/campaigns/{id}/retry`: failed, rejected and pre-flight-failed
@@ -439,7 +469,7 @@ impl CampaignService {
         if c.status == CampaignStatus::Running {
             self.wake(c.id).await;
         }
-        self.view(c).await
+        self.view(actor.party, c).await
     }
 
     /// Reads the campaign in the caller's scope, lets `edit` change it (or refuse), and
@@ -481,7 +511,7 @@ impl CampaignService {
         let want = wave_take(&c.waves, wave as usize, c.tenant_total, taken_before);
         // A start of this wave that lost its campaign write may have filled it already: fill
         // it up to its size only.
-        let have: u32 = self.repo.campaign_counts(c.id, Some(wave)).await?.iter().map(|(_, n)| n).sum();
+        let have: u32 = self.repo.campaign_counts(Party::Platform, c.id, Some(wave)).await?.iter().map(|(_, n)| n).sum();
         let took = have + self.repo.assign_wave(c.id, wave, want.saturating_sub(have)).await?;
         let read = c.revision;
         let now = self.clock.now();
@@ -523,7 +553,23 @@ impl CampaignService {
             }
         };
         let release = c.waves.get(wave as usize).map(|w| w.release).unwrap_or(WaveRelease::Full);
-        let tenants = self.repo.wave_tenants(c.id, wave).await?;
+        // Tenants that left a partner's scope since the campaign was created (moved to another
+        // partner) fail before any step: the campaign acts as its owner, never beyond it.
+        let outside: std::collections::BTreeSet<Id> =
+            self.repo.tenants_outside(owner(&c), c.id, Some(wave), OUTSIDE_PER_TICK).await?.into_iter().collect();
+        let mut tenants = self.repo.wave_tenants(c.id, wave).await?;
+        if !outside.is_empty() {
+            let mut kept = Vec::with_capacity(tenants.len());
+            for t in tenants {
+                if !outside.contains(&t.tenant_id) {
+                    kept.push(t);
+                } else if !t.status.is_settled() {
+                    let read = t.revision;
+                    self.fail(t, read, None, LEFT_SCOPE).await?;
+                }
+            }
+            tenants = kept;
+        }
         let now = self.clock.now();
         let busy = tenants.iter().filter(|t| t.status.needs_step()).count();
         let mut slots = self.settings.parallelism.saturating_sub(busy);
@@ -550,7 +596,9 @@ impl CampaignService {
             }
             due.push(t);
         }
-        let actor = Actor::new(c.created_by, "campaign", Party::Platform, [atrium_kernel::permission::MINIPROGRAM_PUBLISH.name]);
+        // The driver acts as the campaign's owner: a partner's campaign reaches only the
+        // partner's tenants, whatever the steps below look up.
+        let actor = Actor::new(c.created_by, "campaign", owner(&c), [atrium_kernel::permission::MINIPROGRAM_PUBLISH.name]);
         let outcomes: Vec<Stepped> = futures_util::stream::iter(due)
             .map(|t| self.step(&c, &actor, release, t))
             .buffer_unordered(self.settings.parallelism.max(1))
@@ -569,7 +617,8 @@ impl CampaignService {
         if c.status != CampaignStatus::Running {
             return Ok(!matches!(c.status, CampaignStatus::Completed | CampaignStatus::Cancelled));
         }
-        let counts: BTreeMap<CampaignTenantStatus, u32> = self.repo.campaign_counts(c.id, Some(wave)).await?.into_iter().collect();
+        let counts: BTreeMap<CampaignTenantStatus, u32> =
+            self.repo.campaign_counts(Party::Platform, c.id, Some(wave)).await?.into_iter().collect();
         let n = |s: CampaignTenantStatus| counts.get(&s).copied().unwrap_or(0);
         let total: u32 = counts.values().sum();
         let failed = n(CampaignTenantStatus::Failed);
@@ -622,15 +671,24 @@ impl CampaignService {
     }
 
     /// Claims the tenant for a step that calls the platform: a write conditional on its
-    /// revision that holds it for the step's lease. `None` when another tick has it.
-    async fn claim(&self, t: &CampaignTenant) -> Result<Option<CampaignTenant>> {
+    /// revision that holds it for the step's lease. `None` when another tick has it, or when
+    /// the tenant has left the scope of the campaign's owner since the tick began (then it
+    /// fails: no step acts on it).
+    async fn claim(&self, actor: &Actor, t: &CampaignTenant) -> Result<Option<CampaignTenant>> {
         let mut claimed = t.clone();
         claimed.next_at = Some(self.clock.now() + self.settings.step_lease);
-        if self.repo.update_campaign_tenant(claimed.clone(), t.revision).await? {
-            claimed.revision = t.revision + 1;
-            Ok(Some(claimed))
-        } else {
-            Ok(None)
+        if !self.repo.update_campaign_tenant(claimed.clone(), t.revision).await? {
+            return Ok(None);
+        }
+        claimed.revision = t.revision + 1;
+        match self.authorization.tenant(actor, Some(t.tenant_id)).await {
+            Ok(_) => Ok(Some(claimed)),
+            Err(Error::NoSuch(_)) => {
+                let read = claimed.revision;
+                self.fail(claimed, read, None, LEFT_SCOPE).await?;
+                Ok(None)
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -657,7 +715,7 @@ impl CampaignService {
         use CampaignTenantStatus as S;
         match t.status {
             S::Pending => {
-                let Some(t) = self.claim(&t).await? else { return Ok(Stepped::Idle) };
+                let Some(t) = self.claim(actor, &t).await? else { return Ok(Stepped::Idle) };
                 self.start_tenant(c, actor, t).await
             }
             S::Uploading => {
@@ -676,7 +734,7 @@ impl CampaignService {
                         if matches!(quota, Ok(q) if q.rest <= 0) {
                             return Ok(Stepped::QuotaOut);
                         }
-                        let Some(t) = self.claim(&t).await? else { return Ok(Stepped::Idle) };
+                        let Some(t) = self.claim(actor, &t).await? else { return Ok(Stepped::Idle) };
                         self.submit(c, actor, t, upload_id).await
                     }
                 }
@@ -725,7 +783,7 @@ impl CampaignService {
                 Ok(Stepped::Moved)
             }
             S::Passed | S::Releasing => {
-                let Some(t) = self.claim(&t).await? else { return Ok(Stepped::Idle) };
+                let Some(t) = self.claim(actor, &t).await? else { return Ok(Stepped::Idle) };
                 self.release(actor, release, t).await
             }
             S::PreflightFailed | S::Rejected | S::Released | S::Failed | S::Skipped => Ok(Stepped::Idle),

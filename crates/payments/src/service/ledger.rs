@@ -220,8 +220,9 @@ impl PaymentService {
             }
         }
         let now = self.clock.now();
-        // Never sent to the platform; its number is kept apart from the order's own.
-        let no = format!("{}-offline", charge.order_no);
+        // Never sent to the platform; its number is kept apart from the order's own, where
+        // the payment routes cannot reach.
+        let no = offline_trade_no(&charge.order_no);
         let tx = Transaction {
             order_id: Some(charge.order_id),
             method: PaymentMethod::Offline,

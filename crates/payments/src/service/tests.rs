@@ -104,7 +104,7 @@ fn order_tx(state: TradeState) -> Transaction {
 fn offline_tx() -> Transaction {
     Transaction {
         id: 6,
-        out_trade_no: format!("{ORDER_NO}-offline"),
+        out_trade_no: offline_trade_no(ORDER_NO),
         order_id: Some(ORDER),
         method: PaymentMethod::Offline,
         reference: Some("BANK-20260401-1".into()),

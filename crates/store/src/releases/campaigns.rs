@@ -390,8 +390,13 @@ impl TenantChanges {
     }
 }
 
-fn tenants_filtered(campaign_id: Id, q: &CampaignTenantQuery) -> Result<mp_campaign_tenants::BoxedQuery<'static, MultiBackend>> {
-    let mut query = mp_campaign_tenants::table.filter(mp_campaign_tenants::campaign_id.eq(campaign_id)).into_boxed();
+fn tenants_filtered(
+    scope: Party,
+    campaign_id: Id,
+    q: &CampaignTenantQuery,
+) -> Result<mp_campaign_tenants::BoxedQuery<'static, MultiBackend>> {
+    let mut query =
+        mp_campaign_tenants::table.filter(mp_campaign_tenants::campaign_id.eq(campaign_id)).filter(in_scope(scope)).into_boxed();
     if let Some(s) = q.status {
         query = query.filter(mp_campaign_tenants::status.eq(s.as_str()));
     }
@@ -410,6 +415,19 @@ fn retryable() -> Vec<&'static str> {
 
 /// A condition on a campaign's tenants, boxed so that "every one" and "these" are one type.
 type TenantCondition = Box<dyn BoxableExpression<mp_campaign_tenants::table, MultiBackend, SqlType = Bool>>;
+
+/// The campaign tenants that are in `scope` now: every one for the platform, a partner's own
+/// tenants (by the tenants' `partner_id` today), a tenant itself.
+fn in_scope(scope: Party) -> TenantCondition {
+    use crate::schema::tenants;
+    match scope {
+        Party::Platform => Box::new(mp_campaign_tenants::tenant_id.is_not_null()),
+        Party::Partner { partner_id } => {
+            Box::new(mp_campaign_tenants::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id)))
+        }
+        Party::Tenant { tenant_id, .. } => Box::new(mp_campaign_tenants::tenant_id.eq(tenant_id)),
+    }
+}
 
 #[async_trait]
 impl CampaignRepo for CampaignStore {
@@ -513,10 +531,10 @@ impl CampaignRepo for CampaignStore {
             .await
     }
 
-    async fn campaign_tenants(&self, campaign_id: Id, q: CampaignTenantQuery) -> Result<Page<CampaignTenant>> {
+    async fn campaign_tenants(&self, scope: Party, campaign_id: Id, q: CampaignTenantQuery) -> Result<Page<CampaignTenant>> {
         self.db
             .run(move |conn| {
-                let mut query = tenants_filtered(campaign_id, &q)?.select(TenantRow::as_select());
+                let mut query = tenants_filtered(scope, campaign_id, &q)?.select(TenantRow::as_select());
                 query = match q.list.sort.unwrap_or((CampaignTenantSort::TenantId, SortOrder::Asc)) {
                     (CampaignTenantSort::TenantId, SortOrder::Asc) => query.order(mp_campaign_tenants::tenant_id.asc()),
                     (CampaignTenantSort::TenantId, SortOrder::Desc) => query.order(mp_campaign_tenants::tenant_id.desc()),
@@ -529,10 +547,33 @@ impl CampaignRepo for CampaignStore {
                 };
                 let rows: Vec<TenantRow> = query.offset(q.list.page.offset()).limit(q.list.page.limit()).load(conn).map_err(db_error)?;
                 let total = total(q.list.page, rows.len(), |n| {
-                    count_up_to(tenants_filtered(campaign_id, &q)?.select(mp_campaign_tenants::tenant_id).limit(n), conn)
+                    count_up_to(tenants_filtered(scope, campaign_id, &q)?.select(mp_campaign_tenants::tenant_id).limit(n), conn)
                 })?;
                 let items = rows.into_iter().map(tenant_from_row).collect::<Result<Vec<_>>>()?;
                 Ok(page(items, total, q.list.page))
+            })
+            .await
+    }
+
+    async fn tenants_outside(&self, scope: Party, campaign_id: Id, wave: Option<u32>, limit: u32) -> Result<Vec<Id>> {
+        if scope == Party::Platform {
+            return Ok(Vec::new());
+        }
+        let wave = wave.map(|w| to_i32(w, "wave")).transpose()?;
+        self.db
+            .run(move |conn| {
+                let mut q = mp_campaign_tenants::table
+                    .filter(mp_campaign_tenants::campaign_id.eq(campaign_id))
+                    .filter(diesel::dsl::not(in_scope(scope)))
+                    .into_boxed();
+                if let Some(w) = wave {
+                    q = q.filter(mp_campaign_tenants::wave.eq(w));
+                }
+                q.order(mp_campaign_tenants::tenant_id)
+                    .limit(i64::from(limit))
+                    .select(mp_campaign_tenants::tenant_id)
+                    .load(conn)
+                    .map_err(db_error)
             })
             .await
     }
@@ -604,11 +645,12 @@ impl CampaignRepo for CampaignStore {
             .await
     }
 
-    async fn campaign_counts(&self, campaign_id: Id, wave: Option<u32>) -> Result<Vec<(CampaignTenantStatus, u32)>> {
+    async fn campaign_counts(&self, scope: Party, campaign_id: Id, wave: Option<u32>) -> Result<Vec<(CampaignTenantStatus, u32)>> {
         let wave = wave.map(|w| to_i32(w, "wave")).transpose()?;
         self.db
             .run(move |conn| {
-                let of_campaign = mp_campaign_tenants::table.filter(mp_campaign_tenants::campaign_id.eq(campaign_id));
+                let of_campaign =
+                    mp_campaign_tenants::table.filter(mp_campaign_tenants::campaign_id.eq(campaign_id)).filter(in_scope(scope));
                 let counted = (mp_campaign_tenants::status, diesel::dsl::count_star());
                 let rows: Vec<(String, i64)> = match wave {
                     Some(w) => {

@@ -143,7 +143,7 @@ async fn set_status(f: &Fixture, c: &Campaign, status: CampaignStatus) -> atrium
 /// Every tenant of the campaign, by tenant id.
 async fn tenants_of(f: &Fixture, id: i64) -> Vec<CampaignTenant> {
     let q = CampaignTenantQuery { list: ListQuery::parse(Some(1), Some(100), None, None).unwrap(), ..Default::default() };
-    f.repo.campaign_tenants(id, q).await.unwrap().items
+    f.repo.campaign_tenants(Party::Platform, id, q).await.unwrap().items
 }
 
 async fn tenant_of(f: &Fixture, id: i64, tenant_id: i64) -> CampaignTenant {
@@ -412,7 +412,7 @@ store_test!(a_campaign_of_many_tenants_is_stored_in_one_go, |db| {
         .unwrap();
     let many: Vec<i64> = f.tenants.iter().copied().chain(more).collect();
     let c = insert(&f, campaign(None, "Big", t0()), &many).await;
-    let counts = f.repo.campaign_counts(c.id, None).await.unwrap();
+    let counts = f.repo.campaign_counts(Party::Platform, c.id, None).await.unwrap();
     assert_eq!(counts, [(CampaignTenantStatus::Pending, 2_500)]);
     assert_eq!(f.repo.assign_wave(c.id, 0, 2_400).await.unwrap(), 2_400);
     let other = insert(&f, campaign(None, "Late", t0()), &many[2_000..]).await;
@@ -452,7 +452,7 @@ store_test!(a_wave_takes_the_first_tenants_by_id_that_are_in_no_wave, |db| {
     let list = |q: CampaignTenantQuery| {
         let repo = f.repo.clone();
         async move {
-            let page = repo.campaign_tenants(c.id, q).await.unwrap();
+            let page = repo.campaign_tenants(Party::Platform, c.id, q).await.unwrap();
             (page.items.iter().map(|t| t.tenant_id).collect::<Vec<_>>(), page.total)
         }
     };
@@ -559,12 +559,15 @@ store_test!(counts_are_per_status_of_the_campaign_or_of_one_wave, |db| {
     put(&f, c.id, t[3], Some(1), Auditing).await;
     put(&f, other.id, t[0], Some(0), Failed).await;
 
-    assert_eq!(f.repo.campaign_counts(c.id, None).await.unwrap(), [(Pending, 2), (Auditing, 1), (Rejected, 1), (Released, 2)]);
-    assert_eq!(f.repo.campaign_counts(c.id, Some(0)).await.unwrap(), [(Rejected, 1), (Released, 2)]);
-    assert_eq!(f.repo.campaign_counts(c.id, Some(1)).await.unwrap(), [(Auditing, 1)]);
-    assert!(f.repo.campaign_counts(c.id, Some(2)).await.unwrap().is_empty());
-    assert_eq!(f.repo.campaign_counts(other.id, None).await.unwrap(), [(Pending, 1), (Failed, 1)]);
-    assert!(f.repo.campaign_counts(other.id + 100, None).await.unwrap().is_empty());
+    assert_eq!(
+        f.repo.campaign_counts(Party::Platform, c.id, None).await.unwrap(),
+        [(Pending, 2), (Auditing, 1), (Rejected, 1), (Released, 2)]
+    );
+    assert_eq!(f.repo.campaign_counts(Party::Platform, c.id, Some(0)).await.unwrap(), [(Rejected, 1), (Released, 2)]);
+    assert_eq!(f.repo.campaign_counts(Party::Platform, c.id, Some(1)).await.unwrap(), [(Auditing, 1)]);
+    assert!(f.repo.campaign_counts(Party::Platform, c.id, Some(2)).await.unwrap().is_empty());
+    assert_eq!(f.repo.campaign_counts(Party::Platform, other.id, None).await.unwrap(), [(Pending, 1), (Failed, 1)]);
+    assert!(f.repo.campaign_counts(Party::Platform, other.id + 100, None).await.unwrap().is_empty());
 });
 
 store_test!(a_retry_sets_the_retryable_tenants_of_started_waves_back_to_pending, |db| {
@@ -626,4 +629,37 @@ store_test!(a_retry_sets_the_retryable_tenants_of_started_waves_back_to_pending,
     assert_eq!(after[5].status, Auditing, "a tenant under way finishes its step");
     assert_eq!(f.repo.skip_pending(c.id, at(51)).await.unwrap(), 0);
     assert_eq!(tenant_of(&f, other.id, t[0]).await.status, Failed);
+});
+
+store_test!(a_partner_sees_and_counts_only_the_tenants_in_its_scope_now, |db| {
+    let f = fixture(&db).await;
+    let t = &f.tenants;
+    let org = OrgStore::new(db.clone(), FieldCipher::new(&[9u8; 32]));
+    let c = insert(&f, campaign(Some(f.partner), "Moved", t0()), &t[..4]).await;
+    let partner = Party::Partner { partner_id: f.partner };
+    assert!(f.repo.tenants_outside(partner, c.id, None, 10).await.unwrap().is_empty(), "all four are the partner's");
+
+    // Two tenants move: one to the other partner, one to none.
+    for (tenant_id, to) in [(t[1], Some(f.other_partner)), (t[3], None)] {
+        let mut moved = org.get_tenant(Party::Platform, tenant_id).await.unwrap().unwrap();
+        moved.partner_id = to;
+        org.update_tenant(moved, AuditRecord::system(t0(), "tenant.update", "tenant", Some(tenant_id))).await.unwrap();
+    }
+    assert_eq!(f.repo.tenants_outside(partner, c.id, None, 10).await.unwrap(), [t[1], t[3]]);
+    assert_eq!(f.repo.tenants_outside(partner, c.id, None, 1).await.unwrap(), [t[1]], "at most the limit");
+    assert!(f.repo.tenants_outside(Party::Platform, c.id, None, 10).await.unwrap().is_empty(), "the platform's scope holds them all");
+    assert_eq!(f.repo.assign_wave(c.id, 0, 2).await.unwrap(), 2);
+    assert_eq!(f.repo.tenants_outside(partner, c.id, Some(0), 10).await.unwrap(), [t[1]], "of wave 0 only");
+    assert_eq!(f.repo.tenants_outside(partner, c.id, Some(1), 10).await.unwrap(), Vec::<i64>::new());
+
+    let q = || CampaignTenantQuery { list: ListQuery::parse(Some(1), Some(100), None, None).unwrap(), ..Default::default() };
+    let seen = |page: atrium_kernel::Page<CampaignTenant>| (page.items.iter().map(|x| x.tenant_id).collect::<Vec<_>>(), page.total);
+    assert_eq!(seen(f.repo.campaign_tenants(partner, c.id, q()).await.unwrap()), (vec![t[0], t[2]], 2));
+    assert_eq!(seen(f.repo.campaign_tenants(Party::Platform, c.id, q()).await.unwrap()), (vec![t[0], t[1], t[2], t[3]], 4));
+    let other = Party::Partner { partner_id: f.other_partner };
+    assert_eq!(seen(f.repo.campaign_tenants(other, c.id, q()).await.unwrap()).0, [t[1]]);
+    use CampaignTenantStatus::*;
+    assert_eq!(f.repo.campaign_counts(partner, c.id, None).await.unwrap(), [(Pending, 2)]);
+    assert_eq!(f.repo.campaign_counts(Party::Platform, c.id, None).await.unwrap(), [(Pending, 4)]);
+    assert_eq!(f.repo.campaign_counts(partner, c.id, Some(0)).await.unwrap(), [(Pending, 1)]);
 });

@@ -181,7 +181,7 @@ fn offline(order: &Order) -> Transaction {
         trade_state: TradeState::Success,
         payer_total: Some(order.amount),
         success_time: Some(t0() + Duration::minutes(1)),
-        ..transaction(order.tenant_id, &format!("{}-offline", order.order_no), order.amount.fen())
+        ..transaction(order.tenant_id, &atrium_payments::offline_trade_no(&order.order_no), order.amount.fen())
     }
 }
 

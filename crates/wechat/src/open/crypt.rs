@@ -149,12 +149,13 @@ impl MessageCrypt {
     /// first.
     pub fn open(&self, timestamp: &str, nonce: &str, msg_signature: &str, body: &[u8]) -> Result<String, CryptError> {
         let body = std::str::from_utf8(body).map_err(|_| malformed("the body is not UTF-8"))?;
-        let fields = xml::parse_flat(body).map_err(malformed)?;
-        let encrypt = fields.get("Encrypt").ok_or_else(|| malformed("no Encrypt"))?;
-        if !same(&self.signature(timestamp, nonce, encrypt), &msg_signature.to_ascii_lowercase()) {
+        // Only the part the signature covers is read before the signature is checked: the
+        // rest of an unsigned body is nobody's to parse (or to quote in an error).
+        let encrypt = xml::element(body, "Encrypt").ok_or_else(|| malformed("no Encrypt"))?;
+        if !same(&self.signature(timestamp, nonce, &encrypt), &msg_signature.to_ascii_lowercase()) {
             return Err(CryptError::BadSignature);
         }
-        self.decrypt(encrypt)
+        self.decrypt(&encrypt)
     }
 
     /// A push (or reply) body carrying `message` encrypted, and its `msg_signature`.

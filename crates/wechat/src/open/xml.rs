@@ -46,7 +46,25 @@ pub fn parse_flat(input: &str) -> Result<BTreeMap<String, String>, String> {
 
 fn check_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    if ok { Ok(()) } else { Err(format!("unexpected tag {:?}", name.chars().take(40).collect::<String>())) }
+    if ok { Ok(()) } else { Err(format!("unexpected tag <{}>", atrium_kernel::shown(name, 40))) }
+}
+
+/// The value of the first element `name` of `<xml>…</xml>` (a text or a CDATA section), found
+/// without reading the rest of the document: for a value needed before the document can be
+/// trusted, such as the part a signature covers. `None` when there is no such element or it is
+/// not closed.
+pub fn element(input: &str, name: &str) -> Option<String> {
+    let open = format!("<{name}>");
+    let close = format!("</{name}>");
+    let (_, after) = input.split_once(open.as_str())?;
+    let after = after.trim_start();
+    if let Some(cdata) = after.strip_prefix("<![CDATA[") {
+        let (value, rest) = cdata.split_once("]]>")?;
+        rest.trim_start().starts_with(close.as_str()).then(|| value.to_owned())
+    } else {
+        let (raw, _) = after.split_once(close.as_str())?;
+        unescape(raw).ok()
+    }
 }
 
 /// Text with the five named entities and numeric character references resolved.
@@ -67,7 +85,8 @@ fn unescape(raw: &str) -> Result<String, String> {
                     Some(hex) => u32::from_str_radix(hex, 16).ok(),
                     None => e.strip_prefix('#').and_then(|d| d.parse().ok()),
                 };
-                code.and_then(char::from_u32).ok_or_else(|| format!("unknown entity &{e};"))?
+                // The entity is the sender's text: shown escaped and cut, never as a line of its own.
+                code.and_then(char::from_u32).ok_or_else(|| format!("unknown entity &{};", atrium_kernel::shown(e, 40)))?
             }
         };
         out.push(c);
@@ -99,6 +118,30 @@ mod tests {
     fn cdata_may_hold_markup_and_the_first_of_a_repeated_name_wins() {
         let f = parse_flat("<xml><R><![CDATA[<b>x</b> ]]></R><R>second</R></xml>").unwrap();
         assert_eq!(f["R"], "<b>x</b> ");
+    }
+
+    #[test]
+    fn one_element_is_read_without_the_rest() {
+        let doc = "<xml><ToUserName>&evil\r\nINFO forged;</ToUserName><Encrypt><![CDATA[c2VjcmV0]]></Encrypt></xml>";
+        assert!(parse_flat(doc).is_err(), "the rest does not parse");
+        assert_eq!(element(doc, "Encrypt").as_deref(), Some("c2VjcmV0"));
+        assert_eq!(element("<xml><Encrypt>a&amp;b</Encrypt></xml>", "Encrypt").as_deref(), Some("a&b"));
+        for bad in
+            ["", "<xml></xml>", "<xml><Encrypt>x</xml>", "<xml><Encrypt><![CDATA[x</Encrypt></xml>", "<xml><Encrypt>&bad;</Encrypt></xml>"]
+        {
+            assert_eq!(element(bad, "Encrypt"), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_senders_text_in_an_error_is_escaped_and_cut() {
+        let err = parse_flat("<xml><A>&x\r\nERROR forged line;</A></xml>").unwrap_err();
+        assert!(!err.contains('\n') && !err.contains('\r'), "{err}");
+        assert!(err.contains("\\r\\nERROR"), "{err}");
+        let long = format!("<xml><A>&{};</A></xml>", "y".repeat(5000));
+        assert!(parse_flat(&long).unwrap_err().len() < 100);
+        let err = parse_flat("<xml><A\nB>1</A\nB></xml>").unwrap_err();
+        assert!(!err.contains('\n'), "{err}");
     }
 
     #[test]

@@ -75,7 +75,9 @@ fn campaign_repo(c: &SharedCampaigns) -> MockCampaignRepo {
         Ok(true)
     });
     let st = c.clone();
-    r.expect_campaign_counts().returning(move |id, wave| {
+    // The campaigns here are the platform's: every tenant is in scope.
+    r.expect_tenants_outside().returning(|_, _, _, _| Ok(Vec::new()));
+    r.expect_campaign_counts().returning(move |_, id, wave| {
         let mut counts: std::collections::BTreeMap<CampaignTenantStatus, u32> = Default::default();
         for t in held(&st).tenants.iter().filter(|t| t.campaign_id == id && wave.is_none_or(|w| t.wave == Some(w))) {
             *counts.entry(t.status).or_default() += 1;

@@ -208,7 +208,7 @@ async fn recording_an_offline_payment_closes_the_orders_open_platform_payment_fi
     svc.charge_order_offline(TENANT, offline_charge("BANK-20260401-1")).await.unwrap();
 
     assert_eq!(ledger.tx(ORDER_NO).map(|t| t.trade_state), Some(TradeState::Closed));
-    let offline = ledger.tx(&format!("{ORDER_NO}-offline")).unwrap();
+    let offline = ledger.tx(&offline_trade_no(ORDER_NO)).unwrap();
     assert!(offline.is_paid());
     assert_eq!(
         (offline.order_id, offline.method, offline.trade_state, offline.reference.as_deref(), offline.paid_by),
@@ -218,7 +218,7 @@ async fn recording_an_offline_payment_closes_the_orders_open_platform_payment_fi
         (offline.amount, offline.payer_total, offline.success_time),
         (Money::from_fen(1000), Some(Money::from_fen(1000)), Some(now()))
     );
-    let offline_no = format!("{ORDER_NO}-offline");
+    let offline_no = offline_trade_no(ORDER_NO);
     assert_eq!(ledger.writes(), [("update_transaction", ORDER_NO.to_owned()), ("insert_transaction", offline_no)], "closed first");
     let written = ledger.written();
     assert_eq!(written[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None });
@@ -263,7 +263,7 @@ async fn an_offline_payment_closes_a_platform_payment_left_unplaced_past_the_pla
 
     // Assert
     assert_eq!(ledger.tx(ORDER_NO).map(|t| t.trade_state), Some(TradeState::Closed));
-    assert!(ledger.tx(&format!("{ORDER_NO}-offline")).is_some_and(|t| t.is_paid()));
+    assert!(ledger.tx(&offline_trade_no(ORDER_NO)).is_some_and(|t| t.is_paid()));
 }
 
 #[tokio::test]
@@ -335,7 +335,7 @@ async fn refunding_an_offline_payment_reserves_a_succeeded_refund_and_never_call
 
     assert_eq!(
         (refund.status, refund.succeeded_at, refund.order_id, refund.out_trade_no.as_str(), refund.amount),
-        (RefundStatus::Succeeded, Some(now()), Some(ORDER), format!("{ORDER_NO}-offline").as_str(), Money::from_fen(400))
+        (RefundStatus::Succeeded, Some(now()), Some(ORDER), offline_trade_no(ORDER_NO).as_str(), Money::from_fen(400))
     );
     assert_eq!(again, refund, "a retry is the same refund");
     let written = ledger.written();
@@ -432,7 +432,7 @@ async fn closing_an_order_that_is_paid_closed_or_without_payment_asks_nobody() {
 #[tokio::test]
 async fn an_orders_money_is_its_live_transaction_with_that_transactions_refunds() {
     let of_offline =
-        Refund { out_trade_no: format!("{ORDER_NO}-offline"), order_id: Some(ORDER), ..refund("OR1", 400, RefundStatus::Succeeded) };
+        Refund { out_trade_no: offline_trade_no(ORDER_NO), order_id: Some(ORDER), ..refund("OR1", 400, RefundStatus::Succeeded) };
     let elsewhere = refund("R1", 300, RefundStatus::Succeeded);
     let ledger = Ledger::holding(
         vec![order_tx(TradeState::Closed), offline_tx(), tx("T0000001", TradeState::Success)],
@@ -481,5 +481,5 @@ async fn a_closed_platform_payment_reported_paid_after_the_order_was_paid_offlin
     let written = ledger.written();
     assert_eq!(written[0].effects.jobs, vec![order_changed(ORDER)]);
     assert_eq!(written[0].effects.audit.as_ref().map(|a| a.action.as_str()), Some("payment.discrepancy"));
-    assert!(ledger.tx(&format!("{ORDER_NO}-offline")).is_some_and(|t| t.is_paid()));
+    assert!(ledger.tx(&offline_trade_no(ORDER_NO)).is_some_and(|t| t.is_paid()));
 }
