@@ -135,22 +135,38 @@ pub fn diff(before: Option<&Value>, after: Option<&Value>) -> (Option<Value>, Op
     }
 }
 
-/// Replaces the values of sensitive fields (at any depth) with `"***"`.
+/// Sensitive fields whose last four characters an entry keeps (as the records show them), so
+/// a change of them can be told from the entry: `bank_account` `6222021234567890` is
+/// `************7890`.
+pub const TAIL_SHOWN_FIELDS: &[&str] = &["bank_account"];
+
+/// `value` masked but for its last four characters; `"***"` when it has fewer than eight.
+fn masked_tail(value: &str) -> String {
+    let n = value.chars().count();
+    if n < 8 {
+        return "***".into();
+    }
+    value.chars().enumerate().map(|(i, c)| if i + 4 >= n { c } else { '*' }).collect()
+}
+
+/// Replaces the values of sensitive fields (at any depth) with `"***"`; of those in
+/// [`TAIL_SHOWN_FIELDS`], keeps the last four characters.
 pub fn redact(value: Value) -> Value {
     match value {
-        Value::Object(map) => {
-            Value::Object(
-                map.into_iter()
-                    .map(|(k, v)| {
-                        if REDACTED_FIELDS.contains(&k.as_str()) && !v.is_null() {
-                            (k, Value::String("***".into()))
-                        } else {
-                            (k, redact(v))
-                        }
-                    })
-                    .collect(),
-            )
-        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    if let (true, Value::String(text)) = (TAIL_SHOWN_FIELDS.contains(&k.as_str()), &v) {
+                        let masked = masked_tail(text);
+                        (k, Value::String(masked))
+                    } else if REDACTED_FIELDS.contains(&k.as_str()) && !v.is_null() {
+                        (k, Value::String("***".into()))
+                    } else {
+                        (k, redact(v))
+                    }
+                })
+                .collect(),
+        ),
         Value::Array(items) => Value::Array(items.into_iter().map(redact).collect()),
         other => other,
     }
@@ -160,6 +176,16 @@ pub fn redact(value: Value) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_changed_bank_account_shows_its_last_four_on_each_side() {
+        let (b, a) = diff(Some(&json!({"bank_account": "6222021234567890"})), Some(&json!({"bank_account": "6217000011112222"})));
+        assert_eq!(b, Some(json!({"bank_account": "************7890"})));
+        assert_eq!(a, Some(json!({"bank_account": "************2222"})));
+        assert_eq!(redact(json!({"bank_account": "1234567"})), json!({"bank_account": "***"}), "too short to show any of it");
+        assert_eq!(redact(json!({"bank_account": null})), json!({"bank_account": null}));
+        assert_eq!(redact(json!({"bank_account": 6222021234567890_i64})), json!({"bank_account": "***"}));
+    }
 
     #[test]
     fn diff_keeps_only_changed_fields() {

@@ -66,7 +66,9 @@ pub trait PayrollRepo: Send + Sync + 'static {
     /// checks that the sheet's year-to-date figures are still current (the basis counted now
     /// equals `sheet.ytd_basis`) and that no employee with an annual bonus on it has one on
     /// another approved or sent sheet of the year, then writes the sheet's fields (as
-    /// `update_sheet` with the items kept) and the audit record. A failed check writes nothing.
+    /// `update_sheet` with the items kept), keeps the bank account each employee it pays (net
+    /// pay above 0) has now — the bank file pays those ([`PayeeAccounts::approved_accounts`]) —
+    /// and writes the audit record. A failed check writes nothing.
     async fn approve_sheet(&self, sheet: Sheet, audit: AuditRecord) -> Result<Approval>;
     /// Writes the sheet's fields and each item's calculated line.
     async fn save_calculation(&self, sheet: Sheet, lines: Vec<(Id, CalculatedLine)>, audit: AuditRecord) -> Result<Sheet>;
@@ -99,6 +101,10 @@ pub trait PayeeAccounts: Send + Sync + 'static {
     /// The bank accounts of the tenant's employees among `employee_ids`: employee id → account.
     /// Employees without an account number are left out.
     async fn bank_accounts(&self, tenant_id: Id, employee_ids: Vec<Id>) -> Result<HashMap<Id, PayeeAccount>>;
+    /// The accounts kept when the tenant's sheet `sheet_id` was approved ([`PayrollRepo::approve_sheet`]
+    /// keeps them): employee id → account, the employees it pays that had none left out. `None`
+    /// for a sheet approved before accounts were kept with the approval.
+    async fn approved_accounts(&self, tenant_id: Id, sheet_id: Id) -> Result<Option<HashMap<Id, PayeeAccount>>>;
 }
 
 /// Encodes a table as a spreadsheet file. Encoding 10,000 rows is CPU work: an implementation

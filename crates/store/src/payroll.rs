@@ -9,11 +9,11 @@ mod year;
 
 use crate::audit_log::{audit_created, write_audit};
 use crate::crypto::FieldCipher;
-use crate::db::{Db, DbConn, MultiBackend};
+use crate::db::{Db, DbConn, MultiBackend, on_backend};
 use crate::error::db_error;
 use crate::org::tenants::{self as org_tenants, ids_of_partner};
 use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
-use crate::schema::{employees, payroll_items, payroll_sheets};
+use crate::schema::{employees, payroll_items, payroll_sheet_accounts, payroll_sheets};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
@@ -432,6 +432,43 @@ fn employee_from_row(r: EmployeeRow) -> Result<PayrollEmployee> {
     })
 }
 
+/// Keeps, with the sheet's approval, the bank account that each employee it pays (net pay
+/// above 0) has now: copied as the employee record holds it, encrypted.
+fn keep_accounts(conn: &mut DbConn, sheet: &Sheet) -> Result<()> {
+    diesel::delete(payroll_sheet_accounts::table.filter(payroll_sheet_accounts::sheet_id.eq(sheet.id))).execute(conn).map_err(db_error)?;
+    let paid = payroll_items::table
+        .filter(payroll_items::sheet_id.eq(sheet.id))
+        .filter(payroll_items::net_pay.gt(0))
+        .select(payroll_items::employee_id);
+    let rows: Vec<(Id, String, Option<String>, Option<String>)> = employees::table
+        .filter(employees::tenant_id.eq(sheet.tenant_id))
+        .filter(employees::id.eq_any(paid))
+        .filter(employees::bank_account_enc.is_not_null())
+        .select((employees::id, employees::name, employees::bank_name, employees::bank_account_enc))
+        .load(conn)
+        .map_err(db_error)?;
+    let kept: Vec<_> = rows
+        .into_iter()
+        .filter_map(|(employee_id, name, bank_name, enc)| {
+            enc.map(|enc| {
+                (
+                    payroll_sheet_accounts::sheet_id.eq(sheet.id),
+                    payroll_sheet_accounts::employee_id.eq(employee_id),
+                    payroll_sheet_accounts::name.eq(name),
+                    payroll_sheet_accounts::bank_name.eq(bank_name),
+                    payroll_sheet_accounts::bank_account_enc.eq(enc),
+                )
+            })
+        })
+        .collect();
+    // Five values a row: a chunk stays well within either backend's bind parameters.
+    for chunk in kept.chunks(1000) {
+        on_backend!(conn, |c| diesel::insert_into(payroll_sheet_accounts::table).values(chunk.to_vec()).execute(c)).map_err(db_error)?;
+    }
+    diesel::update(payroll_sheets::table.find(sheet.id)).set(payroll_sheets::accounts_kept.eq(true)).execute(conn).map_err(db_error)?;
+    Ok(())
+}
+
 #[async_trait]
 impl PayrollRepo for PayrollStore {
     async fn list_sheets(&self, scope: Party, q: SheetQuery) -> Result<Page<Sheet>> {
@@ -634,6 +671,7 @@ impl PayrollRepo for PayrollStore {
                     return Ok(Approval::AnnualBonusTaken(taken));
                 }
                 let saved = write_sheet(conn, &sheet)?;
+                keep_accounts(conn, &sheet)?;
                 write_audit(conn, &audit)?;
                 Ok(Approval::Approved(Box::new(saved)))
             })

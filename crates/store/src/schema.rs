@@ -298,6 +298,19 @@ diesel::table! {
         // migration 2026-11-27-000080_payroll_kinds
         kind -> Text,
         ytd_basis -> Nullable<BigInt>,
+        // migration 2026-12-05-000100_bank_file_accounts
+        accounts_kept -> Bool,
+    }
+}
+
+diesel::table! {
+    /// The bank accounts an approved sheet pays (migration 2026-12-05-000100_bank_file_accounts).
+    payroll_sheet_accounts (sheet_id, employee_id) {
+        sheet_id -> BigInt,
+        employee_id -> BigInt,
+        name -> Text,
+        bank_name -> Nullable<Text>,
+        bank_account_enc -> Text,
     }
 }
 
@@ -340,6 +353,9 @@ diesel::allow_tables_to_appear_in_same_query!(payroll_sheets, tenants);
 diesel::allow_tables_to_appear_in_same_query!(payroll_sheets, employees);
 diesel::allow_tables_to_appear_in_same_query!(payroll_items, tenants);
 diesel::allow_tables_to_appear_in_same_query!(payroll_items, employees);
+diesel::allow_tables_to_appear_in_same_query!(payroll_sheet_accounts, payroll_items);
+diesel::allow_tables_to_appear_in_same_query!(payroll_sheet_accounts, payroll_sheets);
+diesel::allow_tables_to_appear_in_same_query!(payroll_sheet_accounts, employees);
 
 // ----- payments, idempotency, jobs (migration 2026-11-23-000030_payments) -------------------
 

@@ -890,13 +890,15 @@ e2e!(a_bank_file_names_the_employees_without_a_bank_account_and_is_not_produced,
     let errors = r.data()["errors"].as_array().unwrap();
     let messages: Vec<&str> = errors.iter().map(|e| e["message"].as_str().unwrap()).collect();
     assert_eq!(errors.len(), 2, "{errors:?}");
+    let at_approval = "had no bank account when the sheet was approved";
     assert!(
-        messages[0].starts_with("李四 (E002) has no bank account") && messages[1].starts_with("赵六 (E004) has no bank account"),
+        messages[0].starts_with(&format!("李四 (E002) {at_approval}")) && messages[1].starts_with(&format!("赵六 (E004) {at_approval}")),
         "{messages:?}"
     );
     assert!(errors.iter().all(|e| e["field"].as_str().unwrap().ends_with("].bank_account")), "{errors:?}");
     assert!(audited(app, &org, sheet, "payroll_sheet.bank_file").await.is_empty(), "no file, no download");
 
+    // Accounts added after the approval are not the approved sheet's to pay: still no file.
     app.put(&format!("/api/v1/employees/{li}"), json!({"bank_account": "6217000010001234567"}), Some(&org.t1_admin)).await.expect(200);
     app.put(
         &format!("/api/v1/employees/{}", id(&extra)),
@@ -905,9 +907,39 @@ e2e!(a_bank_file_names_the_employees_without_a_bank_account_and_is_not_produced,
     )
     .await
     .expect(200);
-    let (status, _, bytes) = download(app, &format!("/api/v1/payroll-sheets/{sheet}/bank-file"), &org.t1_admin).await;
+    let r = app.get(&format!("/api/v1/payroll-sheets/{sheet}/bank-file"), Some(&org.t1_admin)).await;
+    r.expect(409);
+    assert_eq!(r.data()["errors"].as_array().unwrap().len(), 2, "{}", r.body);
+    // A sheet approved after they were added pays them.
+    let next = sheet_of(app, &org, json!({"period": "2026-05"})).await;
+    settle(app, &org, next).await;
+    let (status, _, bytes) = download(app, &format!("/api/v1/payroll-sheets/{next}/bank-file"), &org.t1_admin).await;
     assert_eq!(status, 200);
     assert_eq!(csv_rows(std::str::from_utf8(&bytes).unwrap()).len(), 5);
+});
+
+e2e!(a_bank_file_pays_the_account_approved_with_the_sheet_not_one_changed_since, |app| {
+    let org = app.org().await;
+    let [zhang, _, _] = payees(app, &org).await;
+    let sheet = sheet_of(app, &org, json!({"period": "2026-06"})).await;
+    settle(app, &org, sheet).await;
+    // After the approval, the account of 张三 is changed to another one.
+    app.put(&format!("/api/v1/employees/{zhang}"), json!({"bank_account": "6222029999999999999"}), Some(&org.t1_admin)).await.expect(200);
+
+    let (status, _, bytes) = download(app, &format!("/api/v1/payroll-sheets/{sheet}/bank-file"), &org.t1_admin).await;
+    assert_eq!(status, 200);
+    let lines = csv_rows(std::str::from_utf8(&bytes).unwrap());
+    let line = lines.iter().find(|l| l[0] == "张三").unwrap();
+    assert_eq!(line[1], "6222020200112233445", "the approved account is paid");
+    assert!(!lines.iter().any(|l| l[1] == "6222029999999999999"), "the new account is not: {lines:?}");
+
+    // The change is in the employee's trail, each side with its last four.
+    let trail =
+        app.get(&format!("/api/v1/audit-logs?target_type=employee&target_id={zhang}&action=employee.update"), Some(&org.admin)).await;
+    trail.expect(200);
+    let entry = &trail.data()["items"][0];
+    assert_eq!(entry["before"]["bank_account"], "***************3445", "{entry}");
+    assert_eq!(entry["after"]["bank_account"], "***************9999", "{entry}");
 });
 
 e2e!(an_import_with_errors_lists_them_by_row_and_column_and_changes_nothing, |app| {

@@ -35,8 +35,22 @@ pub(crate) fn paid(items: &[SheetItem]) -> Vec<(usize, &SheetItem, Money)> {
         .collect()
 }
 
+/// Which accounts a bank file pays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AccountsOf {
+    /// Those kept when the sheet was approved.
+    Approval,
+    /// Those the employee records hold now (a sheet approved before accounts were kept).
+    Records,
+}
+
 /// The bank file's table, or a 409's errors naming each paid item without a bank account.
-pub(crate) fn bank_table(sheet: &Sheet, items: &[SheetItem], accounts: &HashMap<Id, PayeeAccount>) -> Result<Table, Vec<FieldError>> {
+pub(crate) fn bank_table(
+    sheet: &Sheet,
+    items: &[SheetItem],
+    accounts: &HashMap<Id, PayeeAccount>,
+    of: AccountsOf,
+) -> Result<Table, Vec<FieldError>> {
     let remark = remark(sheet);
     let mut rows = Vec::new();
     let mut missing = Vec::new();
@@ -52,9 +66,16 @@ pub(crate) fn bank_table(sheet: &Sheet, items: &[SheetItem], accounts: &HashMap<
             None => missing.push(FieldError::new(
                 format!("items[{i}].bank_account"),
                 format!(
-                    "{}{} has no bank account on record; add it to the employee, then download the bank file",
+                    "{}{} {}",
                     item.employee_name,
-                    item.employee_no.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
+                    item.employee_no.as_deref().map(|n| format!(" ({n})")).unwrap_or_default(),
+                    match of {
+                        AccountsOf::Approval => {
+                            "had no bank account when the sheet was approved, and the bank file pays only the accounts approved with \
+                             it; pay this employee another way, or on a supplementary sheet approved after the account was added"
+                        }
+                        AccountsOf::Records => "has no bank account on record; add it to the employee, then download the bank file",
+                    }
                 ),
             )),
         }

@@ -80,8 +80,10 @@ impl PayrollService {
     /// The batch-transfer file of an approved or sent sheet: one line per employee paid
     /// (net pay above 0) with the account's name and number, the bank, the net pay in yuan and
     /// a remark naming the period. Needs `employee:read_sensitive` (the account numbers are in
-    /// full; 403 without). 409 when the sheet is not approved or sent, or when an employee it
-    /// pays has no bank account (naming them; no file). Audited (`payroll_sheet.bank_file`).
+    /// full; 403 without). Each line pays the account kept when the sheet was approved, not
+    /// what the employee record says now. 409 when the sheet is not approved or sent, or when
+    /// an employee it pays had no bank account (naming them; no file). Audited
+    /// (`payroll_sheet.bank_file`).
     pub async fn bank_file(&self, actor: &Actor, id: Id, params: BankFileParams) -> Result<SheetFile> {
         actor.require(EMPLOYEE_READ_SENSITIVE.name)?;
         if FileFormat::parse("format", params.format.as_deref(), FileFormat::Csv)? != FileFormat::Csv {
@@ -99,8 +101,14 @@ impl PayrollService {
         let items = self.repo.sheet_items(id).await?;
         let paid = bank::paid(&items);
         let ids: Vec<Id> = paid.iter().map(|(_, item, _)| item.employee_id).collect();
-        let accounts = if ids.is_empty() { HashMap::new() } else { self.files.accounts.bank_accounts(sheet.tenant_id, ids).await? };
-        let table = bank::bank_table(&sheet, &items, &accounts).map_err(|errors| Error::Blocked(Reason::SheetItems, errors))?;
+        // The accounts kept with the approval: one changed on the employee record since is not
+        // paid by this sheet. A sheet approved before accounts were kept reads the records.
+        let (accounts, of) = match self.files.accounts.approved_accounts(sheet.tenant_id, id).await? {
+            Some(kept) => (kept, bank::AccountsOf::Approval),
+            None if ids.is_empty() => (HashMap::new(), bank::AccountsOf::Records),
+            None => (self.files.accounts.bank_accounts(sheet.tenant_id, ids).await?, bank::AccountsOf::Records),
+        };
+        let table = bank::bank_table(&sheet, &items, &accounts, of).map_err(|errors| Error::Blocked(Reason::SheetItems, errors))?;
         let total = Money::checked_sum(paid.iter().map(|(_, _, m)| *m))
             .map_err(|_| Error::conflict(Reason::TotalTooLarge, "the bank file's total is too large to write; split the sheet"))?;
         let lines = table.rows.len();

@@ -5,7 +5,7 @@ use super::{EmployeeRow, employee_from_row};
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn};
 use crate::error::db_error;
-use crate::schema::employees;
+use crate::schema::{employees, payroll_sheet_accounts, payroll_sheets};
 use async_trait::async_trait;
 use atrium_kernel::{Id, Result};
 use atrium_payroll::{PayeeAccount, PayeeAccounts, PayrollEmployee};
@@ -62,6 +62,39 @@ impl PayeeAccounts for AccountsStore {
                     }
                 }
                 Ok(accounts)
+            })
+            .await
+    }
+
+    async fn approved_accounts(&self, tenant_id: Id, sheet_id: Id) -> Result<Option<HashMap<Id, PayeeAccount>>> {
+        let cipher = self.cipher.clone();
+        self.db
+            .run(move |conn| {
+                let kept: Option<bool> = payroll_sheets::table
+                    .filter(payroll_sheets::id.eq(sheet_id))
+                    .filter(payroll_sheets::tenant_id.eq(tenant_id))
+                    .select(payroll_sheets::accounts_kept)
+                    .first(conn)
+                    .optional()
+                    .map_err(db_error)?;
+                if kept != Some(true) {
+                    return Ok(None);
+                }
+                let rows: Vec<(Id, String, Option<String>, String)> = payroll_sheet_accounts::table
+                    .filter(payroll_sheet_accounts::sheet_id.eq(sheet_id))
+                    .select((
+                        payroll_sheet_accounts::employee_id,
+                        payroll_sheet_accounts::name,
+                        payroll_sheet_accounts::bank_name,
+                        payroll_sheet_accounts::bank_account_enc,
+                    ))
+                    .load(conn)
+                    .map_err(db_error)?;
+                let mut accounts = HashMap::with_capacity(rows.len());
+                for (id, name, bank_name, enc) in rows {
+                    accounts.insert(id, PayeeAccount { name, bank_name, account_no: cipher.decrypt(&enc)? });
+                }
+                Ok(Some(accounts))
             })
             .await
     }

@@ -163,6 +163,8 @@ async fn a_bank_file_names_every_employee_without_an_account_and_writes_nothing(
     repo.expect_sheet_items().returning(move |_| Ok(vec![paid(item(11, 100), 900), b.clone(), paid(item(13, 300), 700)]));
     repo.expect_record_audit().never();
     let mut accounts = MockPayeeAccounts::new();
+    // Sheets approved before accounts were kept with the approval: the records are read.
+    accounts.expect_approved_accounts().returning(|_, _| Ok(None));
     accounts.expect_bank_accounts().returning(|_, _| Ok(HashMap::from([(100, account("E100", "6222020200112233445"))])));
     let mut writer = MockSheetWriter::new();
     writer.expect_write().never();
@@ -191,6 +193,8 @@ async fn a_bank_file_has_a_line_per_employee_paid_in_gbk_and_is_audited() {
         .times(1)
         .returning(|_| Ok(()));
     let mut accounts = MockPayeeAccounts::new();
+    // Sheets approved before accounts were kept with the approval: the records are read.
+    accounts.expect_approved_accounts().returning(|_, _| Ok(None));
     accounts.expect_bank_accounts().withf(|t, ids| *t == TENANT && ids == &[100, 300]).times(1).returning(|_, _| {
         Ok(HashMap::from([(100, account("张三", "6222020200112233445")), (300, account("李四", "6217000010001234567"))]))
     });
@@ -220,6 +224,48 @@ async fn a_bank_file_has_a_line_per_employee_paid_in_gbk_and_is_audited() {
 }
 
 #[tokio::test]
+async fn a_bank_file_pays_the_accounts_kept_with_the_approval_not_the_records() {
+    let mut repo = MockPayrollRepo::new();
+    repo.expect_get_sheet().returning(|_, _| Ok(Some(sheet(SheetStatus::Approved))));
+    repo.expect_tenant().returning(|_, _| Ok(Some(tenant(true))));
+    repo.expect_sheet_items().returning(|_| Ok(vec![paid(item(11, 100), 9_000)]));
+    repo.expect_record_audit().times(1).returning(|_| Ok(()));
+    let mut accounts = MockPayeeAccounts::new();
+    accounts
+        .expect_approved_accounts()
+        .withf(|t, s| (*t, *s) == (TENANT, 1))
+        .returning(|_, _| Ok(Some(HashMap::from([(100, account("张三", "6222020200112233445"))]))));
+    // The record's account (changed since the approval) is never asked for.
+    accounts.expect_bank_accounts().never();
+    let seen = Arc::new(Mutex::new(vec![]));
+    let svc = with_files(repo, MockPayslipNotifier::new(), accounts, capturing_writer(seen.clone()), MockSheetReader::new());
+
+    svc.bank_file(&reader_of_sensitive(9), 1, BankFileParams::default()).await.unwrap();
+    let (table, _) = seen.lock().unwrap().remove(0);
+    assert_eq!(table.rows[0][1], Cell::Text("6222020200112233445".into()));
+}
+
+#[tokio::test]
+async fn an_employee_without_an_account_at_approval_is_a_409_saying_so() {
+    let mut repo = MockPayrollRepo::new();
+    repo.expect_get_sheet().returning(|_, _| Ok(Some(sheet(SheetStatus::Approved))));
+    repo.expect_tenant().returning(|_, _| Ok(Some(tenant(true))));
+    repo.expect_sheet_items().returning(|_| Ok(vec![paid(item(11, 100), 9_000)]));
+    repo.expect_record_audit().never();
+    let mut accounts = MockPayeeAccounts::new();
+    accounts.expect_approved_accounts().returning(|_, _| Ok(Some(HashMap::new())));
+    accounts.expect_bank_accounts().never();
+    let mut writer = MockSheetWriter::new();
+    writer.expect_write().never();
+    let svc = with_files(repo, MockPayslipNotifier::new(), accounts, writer, MockSheetReader::new());
+
+    let err = svc.bank_file(&reader_of_sensitive(9), 1, BankFileParams::default()).await.unwrap_err();
+    assert_eq!(fields(&err), ["items[0].bank_account"]);
+    let Error::Blocked(_, errors) = err else { unreachable!() };
+    assert!(errors[0].message.contains("had no bank account when the sheet was approved"), "{errors:?}");
+}
+
+#[tokio::test]
 async fn a_name_gbk_cannot_write_is_a_409_naming_the_item() {
     let mut repo = MockPayrollRepo::new();
     repo.expect_get_sheet().returning(|_, _| Ok(Some(sheet(SheetStatus::Approved))));
@@ -227,6 +273,8 @@ async fn a_name_gbk_cannot_write_is_a_409_naming_the_item() {
     repo.expect_sheet_items().returning(|_| Ok(vec![paid(item(11, 100), 0), paid(item(12, 200), 10)]));
     repo.expect_record_audit().never();
     let mut accounts = MockPayeeAccounts::new();
+    // Sheets approved before accounts were kept with the approval: the records are read.
+    accounts.expect_approved_accounts().returning(|_, _| Ok(None));
     accounts.expect_bank_accounts().returning(|_, _| Ok(HashMap::from([(200, account("王𬌗", "6222"))])));
     let mut writer = MockSheetWriter::new();
     writer.expect_write().returning(|_, _| Err(WriteError::Unencodable { row: Some(0), column: 0 }));
