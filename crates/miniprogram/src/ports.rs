@@ -39,6 +39,9 @@ pub trait AuthorizationRepo: Send + Sync + 'static {
     /// in one transaction. MUST return `Conflict` when another tenant's authorisation holds
     /// the same `authorizer_appid` (a unique index).
     async fn save_authorization(&self, authorization: Authorization, audit: AuditRecord) -> Result<Authorization>;
+    /// Writes an audit entry of a change that has no record of ours: a tenant's settings on
+    /// the platform (its server domains, its privacy settings).
+    async fn record_audit(&self, audit: AuditRecord) -> Result<()>;
 
     /// Stores an authorisation attempt until its state comes back or it expires.
     async fn insert_authorization_attempt(&self, attempt: AuthorizationAttempt) -> Result<()>;

@@ -399,6 +399,23 @@ e2e!(
         assert!(view["committed"].is_null(), "{view}");
         assert!(view["privacy"].is_null(), "{view}");
         assert!(!view["domains"].to_string().contains("api.example.com"), "{view}");
+        // The campaign's changes of A's and B's settings are in their trails, by the
+        // campaign; C's trail has none.
+        for (tenant, expected) in [(a, 1), (b, 1), (c, 0)] {
+            let r = app
+                .get(
+                    &format!("/api/v1/audit-logs?target_type=miniprogram_settings&target_id={tenant}&action=miniprogram.domains.update"),
+                    Some(&org.admin),
+                )
+                .await;
+            r.expect(200);
+            let items = r.data()["items"].as_array().unwrap();
+            assert_eq!(items.len(), expected, "tenant {tenant}: {items:?}");
+            if let Some(entry) = items.first() {
+                assert_eq!(entry["request_id"], format!("campaign:{id}"), "{entry}");
+                assert!(entry["after"].to_string().contains("api.example.com"), "{entry}");
+            }
+        }
         // Partner 1 sees its own two, released, and nothing of C.
         assert_eq!(listed(org.p1_admin.clone(), id).await, [a, b]);
         let seen = campaign(app, &org.p1_admin, id).await;

@@ -89,6 +89,30 @@ e2e!(domains_and_privacy_are_checked_set_and_then_pass_the_preflight, |app| {
 
     let view = preflight(app, &admin, tenant).await;
     assert_eq!(view["ok"], true, "{view}");
+
+    // Each change is in the audit trail, by its user, with the settings before and after; the
+    // refused ones (nothing sent) are not.
+    let trail = |action: &str| {
+        let path = format!("/api/v1/audit-logs?target_type=miniprogram_settings&target_id={tenant}&action={action}");
+        let admin = admin.clone();
+        async move {
+            let r = app.get(&path, Some(&admin)).await;
+            r.expect(200);
+            r.data()["items"].as_array().unwrap().clone()
+        }
+    };
+    // The bootstrap admin is user 1.
+    let me = json!(1);
+    let domains_trail = trail("miniprogram.domains.update").await;
+    assert_eq!(domains_trail.len(), 1, "{domains_trail:?}");
+    let entry = &domains_trail[0];
+    assert_eq!((entry["actor_user_id"].clone(), entry["tenant_id"].as_i64()), (me.clone(), Some(tenant)), "{entry}");
+    assert_eq!(entry["before"]["requestdomain"], json!([]), "{entry}");
+    assert_eq!(entry["after"]["requestdomain"], domains()["requestdomain"], "{entry}");
+    let privacy_trail = trail("miniprogram.privacy.update").await;
+    assert_eq!(privacy_trail.len(), 1, "{privacy_trail:?}");
+    assert_eq!(privacy_trail[0]["after"]["setting_list"], privacy()["setting_list"], "{}", privacy_trail[0]);
+    assert_eq!(privacy_trail[0]["actor_user_id"], me);
 });
 
 e2e!(the_quota_is_spent_by_each_audit_and_undo_does_not_give_it_back, vars = [("ATRIUM_JOB_POLL_MS", "50")], |app| {

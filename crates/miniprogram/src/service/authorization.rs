@@ -245,6 +245,24 @@ impl AuthorizationService {
         }
     }
 
+    /// Writes the audit entry of `actor`'s change of the tenant's settings on the platform
+    /// (`action`, e.g. `miniprogram.domains.update`), owned by the tenant and its partner, with
+    /// the settings before (when they could be read) and after.
+    pub async fn audit_settings(
+        &self,
+        actor: &Actor,
+        tenant_id: Id,
+        action: &str,
+        before: Option<serde_json::Value>,
+        after: serde_json::Value,
+    ) -> Result<()> {
+        let partner_id = self.repo.tenant(Party::Platform, tenant_id).await?.and_then(|t| t.partner_id);
+        let audit = AuditRecord::by(actor, self.clock.now(), action, "miniprogram_settings", Some(tenant_id))
+            .owned_by(partner_id, Some(tenant_id))
+            .change(before.as_ref(), Some(&after));
+        self.repo.record_audit(audit).await
+    }
+
     async fn audit_record(
         &self,
         tenant_id: Id,

@@ -598,7 +598,9 @@ impl CampaignService {
         }
         // The driver acts as the campaign's owner: a partner's campaign reaches only the
         // partner's tenants, whatever the steps below look up.
-        let actor = Actor::new(c.created_by, "campaign", owner(&c), [atrium_kernel::permission::MINIPROGRAM_PUBLISH.name]);
+        let mut actor = Actor::new(c.created_by, "campaign", owner(&c), [atrium_kernel::permission::MINIPROGRAM_PUBLISH.name]);
+        // What the driver writes to the audit trail says which campaign did it.
+        actor.request_id = Some(format!("campaign:{}", c.id));
         let outcomes: Vec<Stepped> = futures_util::stream::iter(due)
             .map(|t| self.step(&c, &actor, release, t))
             .buffer_unordered(self.settings.parallelism.max(1))
@@ -796,10 +798,10 @@ impl CampaignService {
         let read = t.revision;
         let mut applied = Ok(());
         if let Some(d) = &c.domains {
-            applied = self.preflight.apply_domains(t.tenant_id, d).await;
+            applied = self.preflight.apply_domains(actor, t.tenant_id, d).await;
         }
         if let (Ok(()), Some(p)) = (&applied, &c.privacy) {
-            applied = self.preflight.apply_privacy(t.tenant_id, p).await;
+            applied = self.preflight.apply_privacy(actor, t.tenant_id, p).await;
         }
         let failed: Vec<String> = match applied {
             Err(e) if is_transient(&e) => return self.again(t, read, None, &e.to_string()).await,

@@ -58,17 +58,31 @@ impl PreflightService {
         let domains = input.domains();
         check_domains(&domains)?;
         let tenant = self.authorization.tenant(actor, input.tenant_id).await?;
-        self.apply_domains(tenant.id, &domains).await?;
+        self.apply_domains(actor, tenant.id, &domains).await?;
         log::info!("server domains of tenant {} set by user {}", tenant.id, actor.user_id);
         Ok(DomainsView { tenant_id: tenant.id, domains })
     }
 
-    /// Replaces the tenant's domains on the platform (already checked).
-    pub async fn apply_domains(&self, tenant_id: Id, domains: &ServerDomains) -> Result<()> {
+    /// Replaces the tenant's domains on the platform (already checked), by `actor`: audited
+    /// (`miniprogram.domains.update`) with the domains before, as the platform told them just
+    /// before the change, and after.
+    pub async fn apply_domains(&self, actor: &Actor, tenant_id: Id, domains: &ServerDomains) -> Result<()> {
         let access = self.authorization.access(tenant_id).await?;
+        let before = match self.platform.domains(&access).await {
+            Ok(d) => serde_json::to_value(d).ok(),
+            Err(e) => {
+                log::warn!(
+                    "tenant {tenant_id}: the server domains could not be read before their change, which is audited without them: {e}"
+                );
+                None
+            }
+        };
         let r = logged(tenant_id, "modify_domain set", TaskRef::None, self.platform.set_domains(&access, domains).await);
         match r {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                let after = serde_json::to_value(domains).map_err(|e| Error::internal(format!("domains as JSON: {e}")))?;
+                self.authorization.audit_settings(actor, tenant_id, "miniprogram.domains.update", before, after).await
+            }
             Err(e) => Err(self.authorization.failed(tenant_id, e).await),
         }
     }
@@ -90,17 +104,31 @@ impl PreflightService {
         let settings = PrivacySettings { owner_setting: input.owner_setting, setting_list: input.setting_list };
         check_privacy(&settings)?;
         let tenant = self.authorization.tenant(actor, input.tenant_id).await?;
-        self.apply_privacy(tenant.id, &settings).await?;
+        self.apply_privacy(actor, tenant.id, &settings).await?;
         log::info!("privacy settings of tenant {} set by user {}", tenant.id, actor.user_id);
         Ok(PrivacyView { tenant_id: tenant.id, settings })
     }
 
-    /// Replaces the tenant's privacy settings on the platform (already checked).
-    pub async fn apply_privacy(&self, tenant_id: Id, settings: &PrivacySettings) -> Result<()> {
+    /// Replaces the tenant's privacy settings on the platform (already checked), by `actor`:
+    /// audited (`miniprogram.privacy.update`) with the settings before, as the platform told
+    /// them just before the change, and after.
+    pub async fn apply_privacy(&self, actor: &Actor, tenant_id: Id, settings: &PrivacySettings) -> Result<()> {
         let access = self.authorization.access(tenant_id).await?;
+        let before = match self.platform.privacy(&access).await {
+            Ok(p) => serde_json::to_value(p).ok(),
+            Err(e) => {
+                log::warn!(
+                    "tenant {tenant_id}: the privacy settings could not be read before their change, which is audited without them: {e}"
+                );
+                None
+            }
+        };
         let r = logged(tenant_id, "setprivacysetting", TaskRef::None, self.platform.set_privacy(&access, settings).await);
         match r {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                let after = serde_json::to_value(settings).map_err(|e| Error::internal(format!("privacy settings as JSON: {e}")))?;
+                self.authorization.audit_settings(actor, tenant_id, "miniprogram.privacy.update", before, after).await
+            }
             Err(e) => Err(self.authorization.failed(tenant_id, e).await),
         }
     }

@@ -136,6 +136,8 @@ struct State {
     audits: Vec<AuditTask>,
     releases: Vec<ReleaseTask>,
     jobs: Vec<NewJob>,
+    /// Audit entries of settings changes (domains, privacy).
+    settings_audits: Vec<atrium_kernel::AuditRecord>,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -186,6 +188,11 @@ fn authorization_repo(s: &Shared) -> MockAuthorizationRepo {
         s.authorization = Some(a.clone());
         s.saved_authorizations.push(a.clone());
         Ok(a)
+    });
+    let st = s.clone();
+    r.expect_record_audit().returning(move |a| {
+        lock(&st).settings_audits.push(a);
+        Ok(())
     });
     let st = s.clone();
     r.expect_insert_authorization_attempt().returning(move |a| {

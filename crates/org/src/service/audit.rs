@@ -21,6 +21,7 @@ pub fn target_read_permission(target_type: &str) -> Option<&'static str> {
         "payroll_sheet" => Some(perm::PAYROLL_READ.name),
         "order" => Some(perm::ORDER_READ.name),
         "payment_config" => Some(perm::MINIPROGRAM_PAYMENT.name),
+        "miniprogram_settings" => Some(perm::MINIPROGRAM_READ.name),
         _ => None,
     }
 }

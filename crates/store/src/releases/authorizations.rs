@@ -199,6 +199,10 @@ impl AuthorizationRepo for ReleaseStore {
             .await
     }
 
+    async fn record_audit(&self, audit: AuditRecord) -> Result<()> {
+        self.db.write(move |conn| write_audit(conn, &audit)).await
+    }
+
     async fn insert_authorization_attempt(&self, attempt: AuthorizationAttempt) -> Result<()> {
         self.db
             .write(move |conn| {

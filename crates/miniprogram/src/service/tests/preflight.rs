@@ -114,9 +114,15 @@ async fn bad_domains_are_a_400_naming_each_entry_and_nothing_is_sent() {
 }
 
 #[tokio::test]
-async fn good_domains_and_privacy_are_sent_as_given() {
+async fn good_domains_and_privacy_are_sent_as_given_and_audited_with_what_they_were() {
     let s = state();
     let mut platform = MockMiniProgramPlatform::new();
+    platform
+        .expect_domains()
+        .times(1)
+        .returning(|_| Ok(ServerDomains { webviewdomain: vec!["https://old.example.com".into()], ..Default::default() }));
+    // The settings before cannot be read: the change is audited without them.
+    platform.expect_privacy().times(1).returning(|_| Err(PlatformError::Unavailable("timed out".into())));
     platform
         .expect_set_domains()
         .withf(|access, d| access.authorizer_appid == APPID && d.webviewdomain == ["https://www.example.com"])
@@ -140,6 +146,22 @@ async fn good_domains_and_privacy_are_sent_as_given() {
         .await
         .unwrap();
     assert_eq!(view.settings, privacy_set());
+    let audits = lock(&s).settings_audits.clone();
+    let shown: Vec<(&str, &str, Option<Id>, Option<Id>)> =
+        audits.iter().map(|a| (a.action.as_str(), a.target_type, a.target_id, a.tenant_id)).collect();
+    assert_eq!(
+        shown,
+        [
+            ("miniprogram.domains.update", "miniprogram_settings", Some(TENANT), Some(TENANT)),
+            ("miniprogram.privacy.update", "miniprogram_settings", Some(TENANT), Some(TENANT))
+        ]
+    );
+    assert_eq!(audits[0].partner_id, Some(PARTNER));
+    assert_eq!(audits[0].actor_user_id, Some(tenant_actor().user_id));
+    assert_eq!(audits[0].before, Some(serde_json::json!({"webviewdomain": ["https://old.example.com"]})));
+    assert_eq!(audits[0].after, Some(serde_json::json!({"webviewdomain": ["https://www.example.com"]})));
+    assert_eq!(audits[1].before, None);
+    assert_eq!(audits[1].after.as_ref().map(|a| a["setting_list"][0]["privacy_key"].clone()), Some(serde_json::json!("PhoneNumber")));
 }
 
 #[tokio::test]
