@@ -16,6 +16,9 @@ pub struct ReleaseSettings {
     /// An upload job gives up after this many attempts when the platform or the uploader is
     /// unavailable.
     pub upload_attempts: u32,
+    /// What each tenant may spend of the platform's audit quota, speed-ups and undos, and the
+    /// platform's reserve (see [`crate::budget`]).
+    pub budgets: crate::budget::AuditBudgets,
 }
 
 impl ReleaseSettings {
@@ -28,6 +31,7 @@ impl ReleaseSettings {
             audit_poll_after: chrono::Duration::minutes(30),
             authorize_link_ttl: chrono::Duration::minutes(30),
             upload_attempts: 3,
+            budgets: crate::budget::AuditBudgets::default(),
         }
     }
 

@@ -33,6 +33,7 @@
 #![warn(missing_docs)]
 
 mod api;
+pub mod budget;
 pub mod campaign;
 mod config;
 mod lifecycle;
@@ -45,6 +46,7 @@ mod service;
 
 pub use api::*;
 pub use atrium_kernel::{ByteText, Secret};
+pub use budget::{AuditBudgets, Share, Spend, Spent, Window};
 pub use campaign::{Campaign, CampaignStatus, CampaignTenant, CampaignTenantStatus, PauseReason, Wave, WaveRelease, WaveStatus};
 pub use config::{RecordRetention, ReleaseSettings};
 pub use lifecycle::{AuditStatus, AuthorizationStatus, ReleaseKind, ReleaseStatus, UploadStatus, check_release};

@@ -84,6 +84,15 @@ pub trait AuthorizationRepo: Send + Sync + 'static {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait ReleaseTaskRepo: Send + Sync + 'static {
+    /// Records one spend in `bucket` at `at` if, in each of `windows`, the bucket holds fewer
+    /// spends than the window's limit since `at` minus its period; otherwise records nothing
+    /// and names the full window and when its oldest spend leaves it. Atomic against every
+    /// other spend of the bucket, on every instance: calls at the same moment never pass a
+    /// limit together.
+    async fn spend(&self, bucket: String, at: Timestamp, windows: Vec<crate::budget::Window>) -> Result<crate::budget::Spent>;
+    /// Takes back the spend recorded in `bucket` at `at` (the call it was for did not reach
+    /// the platform, or the platform refused it).
+    async fn give_back(&self, bucket: String, at: Timestamp) -> Result<()>;
     /// Stores a new upload task and returns it with its id. MUST return `Conflict` when the
     /// tenant already has a task with this `version` (a unique index on
     /// `(tenant_id, version)`).

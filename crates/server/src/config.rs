@@ -122,6 +122,9 @@ pub struct Config {
     pub campaign_parallelism: usize,
     /// Between two ticks of a running release campaign.
     pub campaign_tick_ms: u64,
+    /// What each tenant may spend of the platform's audit quota, speed-ups and undos, and the
+    /// share the platform keeps.
+    pub audit_budgets: atrium_miniprogram::AuditBudgets,
     /// How often the sweep closing expired orders runs.
     pub order_sweep_secs: i64,
     /// How long an order can be paid when its creator sets no `expires_in`.
@@ -316,6 +319,14 @@ struct EnvVars {
     campaign_parallelism: usize,
     #[arg(long, env = "ATRIUM_CAMPAIGN_TICK_MS", default_value_t = 2000, value_parser = number::<u64>(Some(10), Some(600_000)))]
     campaign_tick_ms: u64,
+    #[arg(long, env = "ATRIUM_MINIPROGRAM_SUBMIT_BUDGET", default_value = "3/1h,10/30d", value_parser = budget)]
+    miniprogram_submit_budget: Budget,
+    #[arg(long, env = "ATRIUM_MINIPROGRAM_SPEEDUP_BUDGET", default_value = "1/1h,3/30d", value_parser = budget)]
+    miniprogram_speedup_budget: Budget,
+    #[arg(long, env = "ATRIUM_MINIPROGRAM_UNDO_BUDGET", default_value = "2/1h,5/30d", value_parser = budget)]
+    miniprogram_undo_budget: Budget,
+    #[arg(long, env = "ATRIUM_MINIPROGRAM_QUOTA_RESERVE", default_value_t = 20, value_parser = number::<u8>(Some(0), Some(100)))]
+    miniprogram_quota_reserve: u8,
     #[arg(long, env = "ATRIUM_ORDER_SWEEP_SECS", default_value_t = 60, value_parser = number::<i64>(Some(1), Some(3600)))]
     order_sweep_secs: i64,
     #[arg(long, env = "ATRIUM_ORDER_DEFAULT_EXPIRES_IN", default_value_t = 1800, value_parser = number::<i64>(Some(1), Some(604_800)))]
@@ -359,6 +370,16 @@ impl EnvVars {
 /// Why a number was refused, as the bounds in words: `a whole number between 4 and 31`.
 #[derive(Debug)]
 pub(crate) struct OutOfRange(String);
+
+/// A tenant budget as configured (`3/1h,10/30d`, or `off`).
+#[derive(Debug, Clone)]
+pub(crate) struct Budget(Vec<atrium_miniprogram::Window>);
+
+fn budget(raw: &str) -> Result<Budget, OutOfRange> {
+    atrium_miniprogram::budget::parse_windows(raw)
+        .map(Budget)
+        .map_err(|e| OutOfRange(format!("N/PERIOD limits separated by commas (such as 3/1h,10/30d) or off: {e}")))
+}
 
 impl std::fmt::Display for OutOfRange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -553,6 +574,12 @@ impl Config {
             job_poll_ms: env.job_poll_ms,
             campaign_parallelism: env.campaign_parallelism,
             campaign_tick_ms: env.campaign_tick_ms,
+            audit_budgets: atrium_miniprogram::AuditBudgets {
+                submit: env.miniprogram_submit_budget.0,
+                speedup: env.miniprogram_speedup_budget.0,
+                undo: env.miniprogram_undo_budget.0,
+                reserve_percent: env.miniprogram_quota_reserve,
+            },
             order_sweep_secs: env.order_sweep_secs,
             order_default_expires_in: env.order_default_expires_in,
             order_min_expires_in: env.order_min_expires_in,

@@ -360,7 +360,7 @@ pub fn release_pipeline(
     };
     let store = Arc::new(ReleaseStore::new(db.clone(), FieldCipher::new(&config.master_key)));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let settings = ReleaseSettings::new(public_url);
+    let settings = ReleaseSettings { budgets: config.audit_budgets.clone(), ..ReleaseSettings::new(public_url) };
     let authorization = Arc::new(AuthorizationService::new(store.clone(), platform.clone(), clock.clone(), settings.clone()));
     let ports = PipelinePorts {
         tasks: store,

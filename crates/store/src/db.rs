@@ -37,6 +37,24 @@ pub(crate) use on_backend;
 /// the end of the write transaction: `SELECT … FOR UPDATE` on PostgreSQL; on SQLite the
 /// `BEGIN IMMEDIATE` of [`Db::write`] already holds the database's one write lock. Every write
 /// that must serialise with others on one row (a refund reservation) reads that row with it
+/// Serialises the write transactions that take the lock named `name` until they end: an
+/// advisory lock on PostgreSQL (keyed by the name's SHA-256); nothing on SQLite, where the
+/// `BEGIN IMMEDIATE` of [`Db::write`] already holds the database's one write lock.
+pub(crate) fn advisory_xact_lock(conn: &mut DbConn, name: &str) -> Result<(), Error> {
+    if let DbConn::Pg(c) = conn {
+        use diesel::RunQueryDsl;
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(name.as_bytes());
+        let mut key = [0u8; 8];
+        key.copy_from_slice(&digest[..8]);
+        diesel::sql_query("SELECT pg_advisory_xact_lock($1)")
+            .bind::<diesel::sql_types::BigInt, _>(i64::from_be_bytes(key))
+            .execute(c)
+            .map_err(crate::error::db_error)?;
+    }
+    Ok(())
+}
+
 /// first. Evaluates to `Result<Option<_>, diesel::result::Error>`.
 macro_rules! first_for_update {
     ($conn:expr, $query:expr) => {

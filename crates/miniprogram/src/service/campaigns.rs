@@ -881,7 +881,7 @@ impl CampaignService {
             None => None,
         };
         let input = AuditSubmit { upload_task_id: upload_id, version_desc, item_list: None, privacy_api_not_use: None };
-        match self.pipeline.submit_audit(actor, input).await {
+        match self.pipeline.submit_audit_for_campaign(actor, input).await {
             Ok(view) => {
                 self.preflight.spend_cached_quota();
                 let mut next = t;

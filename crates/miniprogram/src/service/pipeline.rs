@@ -19,6 +19,7 @@
 use super::authorization::{AUDIT_EVENT, AuthorizationService};
 use super::platform::{TaskRef, logged};
 use crate::api::*;
+use crate::budget::{AuditBudgets, Share, Spend, Spent};
 use crate::config::ReleaseSettings;
 use crate::lifecycle::{AuditStatus, ReleaseKind, ReleaseStatus, UploadStatus, check_release};
 use crate::model::*;
@@ -26,7 +27,7 @@ use crate::ports::{
     CodeUploader, MiniProgramPlatform, PackageInspector, PackageStore, PlatformError, PlatformResult, ReleaseTaskRepo, UploaderError,
 };
 use atrium_kernel::Reason;
-use atrium_kernel::{Actor, Clock, Error, Id, JobStore, NewJob, Page, Party, Result, Secret, StrEnum};
+use atrium_kernel::{Actor, Clock, Error, Id, JobStore, NewJob, Page, Party, Result, Secret, StrEnum, Timestamp};
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -404,10 +405,90 @@ impl PipelineService {
 
     // --- audits ----------------------------------------------------------------------------
 
+    // --- what tenants spend of the platform's audit resources (see `crate::budget`) --------
+
+    /// Spends one `spend` of the tenant's budget when `share` is the tenant's (nothing for the
+    /// platform's, or a kind without a budget); 429 when one of its windows is full. What was
+    /// recorded, to give back when the call does not go through.
+    async fn spend(&self, share: Share, tenant_id: Id, spend: Spend) -> Result<Option<(String, Timestamp)>> {
+        let windows = self.settings.budgets.windows(spend).to_vec();
+        if share == Share::Platform || windows.is_empty() {
+            return Ok(None);
+        }
+        let bucket = spend.bucket(tenant_id);
+        let at = self.clock.now();
+        match self.tasks.spend(bucket.clone(), at, windows).await? {
+            Spent::Recorded => Ok(Some((bucket, at))),
+            Spent::Refused { window, retry_after } => {
+                log::warn!(
+                    "tenant {tenant_id}: {} refused, its budget of {} in {} s is used",
+                    spend.as_str(),
+                    window.limit,
+                    window.period.num_seconds()
+                );
+                Err(AuditBudgets::refusal(spend, window, retry_after))
+            }
+        }
+    }
+
+    /// Gives a spend back: its call did not go through.
+    async fn give_back(&self, spent: Option<(String, Timestamp)>) {
+        if let Some((bucket, at)) = spent
+            && let Err(e) = self.tasks.give_back(bucket.clone(), at).await
+        {
+            log::warn!("{bucket}: a spend whose call failed could not be given back: {e}");
+        }
+    }
+
+    /// For a call on the tenant's share: 429 while what the platform has left of the resource
+    /// (the audit quota, the speed-ups) is within the platform's reserve. When the platform
+    /// cannot be asked, the tenant's budget alone applies.
+    async fn leaves_reserve(&self, share: Share, tenant_id: Id, access: &AuthorizerAccess, spend: Spend) -> Result<()> {
+        let budgets = &self.settings.budgets;
+        if share == Share::Platform || budgets.reserve_percent == 0 || spend == Spend::Undo {
+            return Ok(());
+        }
+        let quota = match logged(tenant_id, "queryquota", TaskRef::None, self.platform.audit_quota(access).await) {
+            Ok(q) => q,
+            Err(e) => {
+                log::warn!(
+                    "tenant {tenant_id}: the audit quota could not be asked before a {}; its budget alone applies: {e}",
+                    spend.as_str()
+                );
+                return Ok(());
+            }
+        };
+        let (rest, limit, what) = match spend {
+            Spend::Speedup => (quota.speedup_rest, quota.speedup_limit, "speed-ups"),
+            _ => (quota.rest, quota.limit, "audit quota"),
+        };
+        if budgets.leaves_reserve(rest, limit) {
+            return Ok(());
+        }
+        Err(Error::RateLimited {
+            message: format!(
+                "the platform keeps the last {} % of its {what} ({rest} of {limit} left) for its own releases; try again when it renews",
+                budgets.reserve_percent
+            ),
+            retry_after_secs: 3_600,
+        })
+    }
+
     /// `POST /miniprogram/audit/submit`: submits the tenant's latest uploaded code for audit.
     /// 409 when the upload is not `uploaded`, was followed by another upload, or another
-    /// audit of the tenant is running (85009).
+    /// audit of the tenant is running (85009). A tenant's or partner's submission spends the
+    /// tenant's budget and leaves the platform's reserve (429 otherwise).
     pub async fn submit_audit(&self, actor: &Actor, input: AuditSubmit) -> Result<AuditTaskView> {
+        self.submit(actor, input, Share::of(actor.party)).await
+    }
+
+    /// A release campaign's submission: on the platform's share (no tenant budget; the
+    /// reserve is the platform's).
+    pub async fn submit_audit_for_campaign(&self, actor: &Actor, input: AuditSubmit) -> Result<AuditTaskView> {
+        self.submit(actor, input, Share::Platform).await
+    }
+
+    async fn submit(&self, actor: &Actor, input: AuditSubmit, share: Share) -> Result<AuditTaskView> {
         let upload = self
             .tasks
             .upload_task(actor.party, input.upload_task_id)
@@ -439,6 +520,8 @@ impl PipelineService {
             ));
         }
         let access = self.authorization.access(upload.tenant_id).await?;
+        self.leaves_reserve(share, upload.tenant_id, &access, Spend::Submit).await?;
+        let spent = self.spend(share, upload.tenant_id, Spend::Submit).await?;
         let submission = AuditSubmission {
             version_desc: input.version_desc.map(VersionDescription::into_string).filter(|d| !d.is_empty()),
             item_list: input.item_list.map(|items| items.into_iter().map(serde_json::Value::Object).collect()),
@@ -447,7 +530,10 @@ impl PipelineService {
         let r = self.platform.submit_audit(&access, &submission).await;
         let auditid = match logged(upload.tenant_id, "submit_audit", TaskRef::Upload(upload.id), r) {
             Ok(id) => id,
-            Err(e) => return Err(self.authorization.failed(upload.tenant_id, e).await),
+            Err(e) => {
+                self.give_back(spent).await;
+                return Err(self.authorization.failed(upload.tenant_id, e).await);
+            }
         };
         let now = self.clock.now();
         let task = AuditTask {
@@ -555,12 +641,18 @@ impl PipelineService {
     }
 
     /// `POST /miniprogram/audit/speedup`: asks the reviewers to hurry a running audit
-    /// (`speedupaudit`; spends one of the platform's speed-ups, 429 when none is left).
+    /// (`speedupaudit`; spends one of the platform's speed-ups, 429 when none is left). A
+    /// tenant's or partner's speed-up spends the tenant's budget and leaves the platform's
+    /// reserve (429 otherwise).
     pub async fn speedup_audit(&self, actor: &Actor, input: AuditTaskRef) -> Result<AuditTaskView> {
         let task = self.running_task(actor, input.audit_task_id).await?;
         let access = self.authorization.access(task.tenant_id).await?;
+        let share = Share::of(actor.party);
+        self.leaves_reserve(share, task.tenant_id, &access, Spend::Speedup).await?;
+        let spent = self.spend(share, task.tenant_id, Spend::Speedup).await?;
         let r = self.platform.speedup_audit(&access, task.auditid).await;
         if let Err(e) = logged(task.tenant_id, "speedupaudit", TaskRef::Audit(task.id), r) {
+            self.give_back(spent).await;
             return Err(self.authorization.failed(task.tenant_id, e).await);
         }
         log::info!("audit task {} of tenant {}: speed-up asked by user {}", task.id, task.tenant_id, actor.user_id);
@@ -568,12 +660,15 @@ impl PipelineService {
     }
 
     /// `POST /miniprogram/audit/undo`: withdraws a running audit (`undocodeaudit`); the task
-    /// becomes `withdrawn`. The platform does not give the audit's quota unit back.
+    /// becomes `withdrawn`. The platform does not give the audit's quota unit back. A tenant's
+    /// or partner's undo spends the tenant's budget (429 when it is used).
     pub async fn undo_audit(&self, actor: &Actor, input: AuditTaskRef) -> Result<AuditTaskView> {
         let task = self.running_task(actor, input.audit_task_id).await?;
         let access = self.authorization.access(task.tenant_id).await?;
+        let spent = self.spend(Share::of(actor.party), task.tenant_id, Spend::Undo).await?;
         let r = self.platform.undo_audit(&access).await;
         if let Err(e) = logged(task.tenant_id, "undocodeaudit", TaskRef::Audit(task.id), r) {
+            self.give_back(spent).await;
             return Err(self.authorization.failed(task.tenant_id, e).await);
         }
         let withdrawn = PlatformAudit { status: AuditStatus::Withdrawn, reason: None, screenshots: Vec::new(), at: None };

@@ -138,6 +138,8 @@ struct State {
     jobs: Vec<NewJob>,
     /// Audit entries of settings changes (domains, privacy).
     settings_audits: Vec<atrium_kernel::AuditRecord>,
+    /// Spends of tenants' budgets: bucket, when.
+    spends: Vec<(String, Timestamp)>,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -232,6 +234,27 @@ fn authorization_repo(s: &Shared) -> MockAuthorizationRepo {
 /// Task storage answering from `s`.
 fn task_repo(s: &Shared) -> MockReleaseTaskRepo {
     let mut r = MockReleaseTaskRepo::new();
+    let st = s.clone();
+    r.expect_spend().returning(move |bucket, at, windows| {
+        let mut s = lock(&st);
+        for w in &windows {
+            let inside: Vec<Timestamp> = s.spends.iter().filter(|(b, t)| *b == bucket && *t > at - w.period).map(|(_, t)| *t).collect();
+            if inside.len() >= w.limit as usize {
+                let oldest = inside.iter().min().copied();
+                return Ok(crate::budget::Spent::Refused { window: *w, retry_after: oldest.map_or(w.period, |o| o + w.period - at) });
+            }
+        }
+        s.spends.push((bucket, at));
+        Ok(crate::budget::Spent::Recorded)
+    });
+    let st = s.clone();
+    r.expect_give_back().returning(move |bucket, at| {
+        let mut s = lock(&st);
+        if let Some(i) = s.spends.iter().position(|(b, t)| *b == bucket && *t == at) {
+            s.spends.remove(i);
+        }
+        Ok(())
+    });
     let st = s.clone();
     r.expect_insert_upload_task().returning(move |mut t| {
         let mut s = lock(&st);
@@ -370,7 +393,15 @@ fn doubles() -> Doubles {
     Doubles { platform: MockMiniProgramPlatform::new(), inspector: MockPackageInspector::new(), uploader: MockCodeUploader::new() }
 }
 
+/// No tenant budget and no reserve: the tests of the budgets set their own
+/// ([`budgeted_settings`]).
 fn settings() -> ReleaseSettings {
+    let budgets = crate::AuditBudgets { submit: vec![], speedup: vec![], undo: vec![], reserve_percent: 0 };
+    ReleaseSettings { budgets, ..ReleaseSettings::new("https://atrium.example.com") }
+}
+
+/// The default budgets: speed-ups 1 an hour and 3 in 30 days, a 20 % reserve.
+fn budgeted_settings() -> ReleaseSettings {
     ReleaseSettings::new("https://atrium.example.com")
 }
 

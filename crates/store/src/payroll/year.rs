@@ -166,14 +166,7 @@ pub(super) fn bonuses_taken_by_sheet(conn: &mut DbConn, sheet: &Sheet) -> Result
 /// transaction-level advisory lock on a hash of both; SQLite's one writer already serialises
 /// them).
 pub(super) fn lock_tax_year(conn: &mut DbConn, tenant_id: Id, year: i32) -> Result<()> {
-    if let DbConn::Pg(c) = conn {
-        use sha2::Digest;
-        let digest = sha2::Sha256::digest(format!("payroll-tax-year:{tenant_id}:{year}").as_bytes());
-        let mut key = [0u8; 8];
-        key.copy_from_slice(&digest[..8]);
-        diesel::sql_query("SELECT pg_advisory_xact_lock($1)").bind::<BigInt, _>(i64::from_be_bytes(key)).execute(c).map_err(db_error)?;
-    }
-    Ok(())
+    crate::db::advisory_xact_lock(conn, &format!("payroll-tax-year:{tenant_id}:{year}"))
 }
 
 /// The employee's calculated items on the tenant's approved or sent sheets of `year`, by

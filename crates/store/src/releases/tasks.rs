@@ -9,11 +9,12 @@ use crate::schema::{mp_audit_tasks, mp_release_tasks, mp_upload_tasks, tenants};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{Error, Id, Page, Party, Result, SortOrder};
+use atrium_kernel::{Error, Id, Page, Party, Result, SortOrder, Timestamp};
 use atrium_miniprogram::{
     AuditState, AuditStatus, AuditTask, AuditTaskQuery, AuditUpdate, ReleaseState, ReleaseTask, ReleaseTaskRepo, TaskSort, UploadSource,
     UploadStatus, UploadTask, UploadTaskQuery,
 };
+use atrium_miniprogram::{Spent, Window};
 use chrono::NaiveDateTime;
 use diesel::dsl::{InnerJoin, IntoBoxed};
 use diesel::expression::BoxableExpression;
@@ -325,6 +326,14 @@ fn one_audit(conn: &mut DbConn, query: ScopedAudits) -> Result<Option<AuditTask>
 
 #[async_trait]
 impl ReleaseTaskRepo for ReleaseStore {
+    async fn spend(&self, bucket: String, at: Timestamp, windows: Vec<Window>) -> Result<Spent> {
+        self.db.write(move |conn| crate::rate::spend(conn, &bucket, at, &windows)).await
+    }
+
+    async fn give_back(&self, bucket: String, at: Timestamp) -> Result<()> {
+        self.db.write(move |conn| crate::rate::give_back(conn, &bucket, at)).await
+    }
+
     async fn insert_upload_task(&self, task: UploadTask) -> Result<UploadTask> {
         let row = upload_row(&task)?;
         self.db

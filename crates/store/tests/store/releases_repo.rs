@@ -1288,3 +1288,43 @@ store_test!(a_release_that_cannot_be_stored_leaves_its_audit_as_it_was, |db| {
     assert_eq!(release_ids(&db), Vec::<i64>::new());
     assert_eq!(f.repo.audit_task(Party::Platform, passed.id).await.unwrap(), Some(passed));
 });
+
+store_test!(a_tenants_budget_is_never_passed_by_spends_at_once_and_a_full_window_says_when, |db| {
+    let store = ReleaseStore::new(db.clone(), FieldCipher::new(&[7u8; 32]));
+    let t0 = Utc.with_ymd_and_hms(2026, 6, 1, 9, 0, 0).single().unwrap();
+    let hour = Window::new(3, Duration::hours(1));
+    let month = Window::new(5, Duration::days(30));
+    // Sixteen spends at once against three an hour: exactly three are recorded.
+    let spends: Vec<_> = (0..16)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store.spend("mp-speedup:tenant:7".into(), t0 + Duration::milliseconds(i), vec![hour, month]).await.unwrap()
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for s in spends {
+        outcomes.push(s.await.unwrap());
+    }
+    assert_eq!(outcomes.iter().filter(|o| **o == Spent::Recorded).count(), 3, "{outcomes:?}");
+    // The full window says when its oldest spend leaves it.
+    match store.spend("mp-speedup:tenant:7".into(), t0 + Duration::minutes(30), vec![hour, month]).await.unwrap() {
+        Spent::Refused { window, retry_after } => {
+            assert_eq!(window, hour);
+            assert!(retry_after <= Duration::minutes(30) && retry_after > Duration::minutes(29), "{retry_after}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Another tenant's bucket is its own.
+    assert_eq!(store.spend("mp-speedup:tenant:8".into(), t0, vec![hour]).await.unwrap(), Spent::Recorded);
+    // An hour on, the hour's window is open again; the month's holds five in all.
+    let later = t0 + Duration::hours(2);
+    assert_eq!(store.spend("mp-speedup:tenant:7".into(), later, vec![hour, month]).await.unwrap(), Spent::Recorded);
+    assert_eq!(store.spend("mp-speedup:tenant:7".into(), later + Duration::seconds(1), vec![hour, month]).await.unwrap(), Spent::Recorded);
+    let full = store.spend("mp-speedup:tenant:7".into(), later + Duration::seconds(2), vec![hour, month]).await.unwrap();
+    assert!(matches!(full, Spent::Refused { window, .. } if window == month), "{full:?}");
+    // A spend given back makes room for one more.
+    store.give_back("mp-speedup:tenant:7".into(), later + Duration::seconds(1)).await.unwrap();
+    assert_eq!(store.spend("mp-speedup:tenant:7".into(), later + Duration::seconds(3), vec![hour, month]).await.unwrap(), Spent::Recorded);
+});

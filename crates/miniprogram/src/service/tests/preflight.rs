@@ -226,3 +226,56 @@ async fn a_speed_up_names_the_audit_and_no_speed_up_left_is_a_429() {
     let e = pipeline(&s, d).speedup_audit(&tenant_actor(), AuditTaskRef { audit_task_id: 200 }).await.unwrap_err();
     assert!(matches!(e, Error::RateLimited { .. }), "{e:?}");
 }
+
+#[tokio::test]
+async fn a_tenant_spends_its_own_budget_and_the_platform_keeps_its_reserve() {
+    let s = state();
+    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
+    let mut d = doubles();
+    // The platform has plenty left, then is down to its reserve of speed-ups (1 of 5 is 20 %).
+    let mut left = vec![AuditQuota { rest: 50, limit: 100, speedup_rest: 1, speedup_limit: 5 }, quota(20)];
+    left.reverse();
+    let left = std::sync::Mutex::new(left);
+    d.platform.expect_audit_quota().returning(move |_| {
+        Ok(left.lock().unwrap().pop().unwrap_or(AuditQuota { rest: 50, limit: 100, speedup_rest: 4, speedup_limit: 5 }))
+    });
+    d.platform.expect_speedup_audit().times(3).returning(|_, _| Ok(()));
+    let svc = pipeline_over(Arc::new(authorization_repo(&s)), &s, d, budgeted_settings());
+    let tenant = tenant_actor();
+    let speedup = || svc.speedup_audit(&tenant, AuditTaskRef { audit_task_id: 200 });
+
+    // 1 of 5 speed-ups left is the platform's reserve: the tenant is refused, nothing spent.
+    let e = speedup().await.unwrap_err();
+    assert!(matches!(&e, Error::RateLimited { message, .. } if message.contains("20 %")), "{e:?}");
+    assert!(lock(&s).spends.is_empty());
+    // With speed-ups left (1 of 3, then 4 of 5), one an hour: the second is a 429
+    // saying when the hour is over.
+    speedup().await.unwrap();
+    let e = speedup().await.unwrap_err();
+    match &e {
+        Error::RateLimited { message, retry_after_secs } => {
+            assert_eq!(*retry_after_secs, 3600, "{message}");
+            assert!(message.contains("audit speed-ups (1 in 1 hour(s))"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(lock(&s).spends.len(), 1);
+    // The platform's users spend no tenant budget.
+    svc.speedup_audit(&platform_actor(), AuditTaskRef { audit_task_id: 200 }).await.unwrap();
+    svc.speedup_audit(&platform_actor(), AuditTaskRef { audit_task_id: 200 }).await.unwrap();
+    assert_eq!(lock(&s).spends.len(), 1);
+}
+
+#[tokio::test]
+async fn a_call_the_platform_refuses_gives_its_spend_back() {
+    let s = state();
+    lock(&s).audits.push(audit(200, 100, AuditStatus::Auditing));
+    let mut d = doubles();
+    d.platform.expect_audit_quota().returning(|_| Ok(AuditQuota { rest: 50, limit: 100, speedup_rest: 4, speedup_limit: 5 }));
+    d.platform.expect_speedup_audit().times(1).returning(|_, _| Err(refused(87013)));
+    d.platform.expect_undo_audit().times(1).returning(|_| Err(PlatformError::Unavailable("timed out".into())));
+    let svc = pipeline_over(Arc::new(authorization_repo(&s)), &s, d, budgeted_settings());
+    svc.speedup_audit(&tenant_actor(), AuditTaskRef { audit_task_id: 200 }).await.unwrap_err();
+    svc.undo_audit(&tenant_actor(), AuditTaskRef { audit_task_id: 200 }).await.unwrap_err();
+    assert!(lock(&s).spends.is_empty(), "given back: {:?}", lock(&s).spends);
+}
