@@ -67,6 +67,12 @@ e2e!(an_orders_offline_number_cannot_be_taken_by_the_payment_routes, |app| {
         )
         .await;
     placed.expect(200);
+    // The payment route's transaction is in the tenant's audit trail.
+    let trail = app.get("/api/v1/audit-logs?action=payment.unified_order", Some(&org.admin)).await;
+    trail.expect(200);
+    let placed_entry =
+        trail.data()["items"].as_array().unwrap().iter().any(|e| e["after"]["out_trade_no"] == squat.as_str() && e["tenant_id"] == org.t1);
+    assert!(placed_entry, "{}", trail.body);
     app.post("/api/v1/miniprogram/payment/close", json!({"tenant_id": org.t1, "out_trade_no": squat}), Some(&org.admin)).await.expect(200);
     let taken = app
         .post(

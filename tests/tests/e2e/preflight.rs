@@ -231,6 +231,18 @@ e2e!(
         assert!(refused.body["message"].as_str().unwrap().contains("keeps the last 20 %"), "{}", refused.body);
         submit(app, &org.admin, third).await.expect(200);
         assert_eq!(quota(app, &org.admin).await["rest"], 19, "the platform's own submission used the reserve");
+
+        // Every step that went through is in the tenant's audit trail; the refused ones are
+        // not. (The platform's submission of the third upload is the tenant's too.)
+        for (action, t1_count) in
+            [("miniprogram.upload", 3), ("miniprogram.audit.submit", 3), ("miniprogram.audit.speedup", 1), ("miniprogram.audit.undo", 2)]
+        {
+            let r = app.get(&format!("/api/v1/audit-logs?action={action}&page_size=100"), Some(&org.admin)).await;
+            r.expect(200);
+            let of_t1: Vec<&Value> = r.data()["items"].as_array().unwrap().iter().filter(|e| e["tenant_id"] == org.t1).collect();
+            assert_eq!(of_t1.len(), t1_count, "{action}: {of_t1:?}");
+            assert!(of_t1.iter().all(|e| e["partner_id"] == org.p1), "{action}: {of_t1:?}");
+        }
     }
 );
 

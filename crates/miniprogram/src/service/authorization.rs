@@ -245,22 +245,31 @@ impl AuthorizationService {
         }
     }
 
-    /// Writes the audit entry of `actor`'s change of the tenant's settings on the platform
-    /// (`action`, e.g. `miniprogram.domains.update`), owned by the tenant and its partner, with
-    /// the settings before (when they could be read) and after.
-    pub async fn audit_settings(
+    /// Writes the audit entry of `actor`'s `action` (`miniprogram.domains.update`,
+    /// `miniprogram.audit.submit`, …) on the tenant's `target_type` record `target_id` (or, for
+    /// its settings on the platform, the tenant), owned by the tenant and its partner, with
+    /// the values before (when known) and after. The action has happened by then (on the
+    /// platform, in our records): a failure to write the entry is logged as an error, and
+    /// does not turn the action's answer into a failure.
+    pub async fn audit(
         &self,
         actor: &Actor,
         tenant_id: Id,
         action: &str,
+        target: (&'static str, Id),
         before: Option<serde_json::Value>,
         after: serde_json::Value,
-    ) -> Result<()> {
-        let partner_id = self.repo.tenant(Party::Platform, tenant_id).await?.and_then(|t| t.partner_id);
-        let audit = AuditRecord::by(actor, self.clock.now(), action, "miniprogram_settings", Some(tenant_id))
-            .owned_by(partner_id, Some(tenant_id))
-            .change(before.as_ref(), Some(&after));
-        self.repo.record_audit(audit).await
+    ) {
+        let written = async {
+            let partner_id = self.repo.tenant(Party::Platform, tenant_id).await?.and_then(|t| t.partner_id);
+            let audit = AuditRecord::by(actor, self.clock.now(), action, target.0, Some(target.1))
+                .owned_by(partner_id, Some(tenant_id))
+                .change(before.as_ref(), Some(&after));
+            self.repo.record_audit(audit).await
+        };
+        if let Err(e) = written.await {
+            log::error!("tenant {tenant_id}: the audit entry of {action} by user {} could not be written: {e}", actor.user_id);
+        }
     }
 
     async fn audit_record(

@@ -229,6 +229,12 @@ impl PipelineService {
             return Err(e);
         }
         log::info!("upload task {} of tenant {tenant_id} queued (version {})", stored.id, stored.version);
+        let source = match &stored.source {
+            UploadSource::Template { template_id, .. } => json!({"template_id": template_id}),
+            UploadSource::Package { sha256, size } => json!({"package_sha256": sha256, "package_size": size}),
+        };
+        let after = json!({"version": stored.version, "description": stored.description, "source": source});
+        self.authorization.audit(actor, tenant_id, "miniprogram.upload", ("miniprogram_upload_task", stored.id), None, after).await;
         Ok(stored.into())
     }
 
@@ -558,6 +564,10 @@ impl PipelineService {
             other => other?,
         };
         log::info!("audit task {} (auditid {auditid}) of tenant {} submitted", stored.id, stored.tenant_id);
+        let after = json!({"upload_task_id": stored.upload_task_id, "version": stored.version, "auditid": auditid});
+        self.authorization
+            .audit(actor, stored.tenant_id, "miniprogram.audit.submit", ("miniprogram_audit_task", stored.id), None, after)
+            .await;
         self.schedule_poll(&stored).await;
         Ok(stored.into())
     }
@@ -656,6 +666,10 @@ impl PipelineService {
             return Err(self.authorization.failed(task.tenant_id, e).await);
         }
         log::info!("audit task {} of tenant {}: speed-up asked by user {}", task.id, task.tenant_id, actor.user_id);
+        let after = json!({"speedup": true});
+        self.authorization
+            .audit(actor, task.tenant_id, "miniprogram.audit.speedup", ("miniprogram_audit_task", task.id), None, after)
+            .await;
         Ok(task.into())
     }
 
@@ -674,6 +688,10 @@ impl PipelineService {
         let withdrawn = PlatformAudit { status: AuditStatus::Withdrawn, reason: None, screenshots: Vec::new(), at: None };
         let saved = self.apply_audit_report(task.id, &withdrawn).await?;
         log::info!("audit task {} of tenant {} withdrawn by user {}", task.id, task.tenant_id, actor.user_id);
+        let (before, after) = (json!({"status": task.status.as_str()}), json!({"status": saved.status.as_str()}));
+        self.authorization
+            .audit(actor, task.tenant_id, "miniprogram.audit.undo", ("miniprogram_audit_task", task.id), Some(before), after)
+            .await;
         Ok(saved.into())
     }
 
@@ -817,7 +835,12 @@ impl PipelineService {
             self.tasks.insert_release_task(task).await?;
             return Err(self.authorization.failed(audit.tenant_id, e).await);
         }
-        Ok(self.record_release(audit.id, task, mode).await?.into())
+        let released = self.record_release(audit.id, task, mode).await?;
+        let after = json!({"audit_task_id": audit.id, "version": audit.version, "kind": released.kind.as_str(), "gray_percentage": released.gray_percentage});
+        self.authorization
+            .audit(actor, audit.tenant_id, "miniprogram.publish", ("miniprogram_release_task", released.id), None, after)
+            .await;
+        Ok(released.into())
     }
 
     /// Records a release of audit task `audit_id` the platform carried out: the release task,
@@ -866,7 +889,13 @@ impl PipelineService {
         let task = self.release_task(actor, tenant.id, None, ReleaseKind::Rollback, version, None, &r);
         let stored = self.tasks.insert_release_task(task).await?;
         match r {
-            Ok(()) => Ok(stored.into()),
+            Ok(()) => {
+                let after = json!({"app_version": input.app_version});
+                self.authorization
+                    .audit(actor, tenant.id, "miniprogram.rollback", ("miniprogram_release_task", stored.id), None, after)
+                    .await;
+                Ok(stored.into())
+            }
             Err(e) => Err(self.authorization.failed(tenant.id, e).await),
         }
     }

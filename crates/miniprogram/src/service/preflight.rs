@@ -81,7 +81,9 @@ impl PreflightService {
         match r {
             Ok(()) => {
                 let after = serde_json::to_value(domains).map_err(|e| Error::internal(format!("domains as JSON: {e}")))?;
-                self.authorization.audit_settings(actor, tenant_id, "miniprogram.domains.update", before, after).await
+                let target = ("miniprogram_settings", tenant_id);
+                self.authorization.audit(actor, tenant_id, "miniprogram.domains.update", target, before, after).await;
+                Ok(())
             }
             Err(e) => Err(self.authorization.failed(tenant_id, e).await),
         }
@@ -127,7 +129,9 @@ impl PreflightService {
         match r {
             Ok(()) => {
                 let after = serde_json::to_value(settings).map_err(|e| Error::internal(format!("privacy settings as JSON: {e}")))?;
-                self.authorization.audit_settings(actor, tenant_id, "miniprogram.privacy.update", before, after).await
+                let target = ("miniprogram_settings", tenant_id);
+                self.authorization.audit(actor, tenant_id, "miniprogram.privacy.update", target, before, after).await;
+                Ok(())
             }
             Err(e) => Err(self.authorization.failed(tenant_id, e).await),
         }

@@ -21,7 +21,10 @@ pub fn target_read_permission(target_type: &str) -> Option<&'static str> {
         "payroll_sheet" => Some(perm::PAYROLL_READ.name),
         "order" => Some(perm::ORDER_READ.name),
         "payment_config" => Some(perm::MINIPROGRAM_PAYMENT.name),
-        "miniprogram_settings" => Some(perm::MINIPROGRAM_READ.name),
+        "miniprogram_settings" | "miniprogram_upload_task" | "miniprogram_audit_task" | "miniprogram_release_task" => {
+            Some(perm::MINIPROGRAM_READ.name)
+        }
+        "payment_transaction" => Some(perm::MINIPROGRAM_PAYMENT.name),
         _ => None,
     }
 }

@@ -69,7 +69,12 @@ impl PaymentService {
                 now,
             )
         };
-        let (tx, pay_params) = self.place(wanted, None).await?;
+        let audit = AuditRecord::by(actor, now, "payment.unified_order", "payment_transaction", None)
+            .owned_by(tenant.partner_id, Some(tenant.id))
+            .with_after(
+                serde_json::json!({"out_trade_no": wanted.out_trade_no, "amount": wanted.amount, "description": wanted.description}),
+            );
+        let (tx, pay_params) = self.place(wanted, Some(audit)).await?;
         Ok(UnifiedOrderView { out_trade_no: tx.out_trade_no, prepay_id: tx.prepay_id.unwrap_or_default(), pay_params })
     }
 
@@ -335,7 +340,10 @@ impl PaymentService {
             (None, None) => nonce(REFUND_NO_LEN),
         };
         let reason = input.reason.map(RefundReason::into_string).filter(|r| !r.is_empty());
-        Ok(self.refund_transaction(&tx, out_refund_no, input.amount, reason, None).await?.into())
+        let audit = AuditRecord::by(actor, self.clock.now(), "payment.refund", "payment_transaction", Some(tx.id))
+            .owned_by(tenant.partner_id, Some(tenant.id))
+            .with_after(serde_json::json!({"out_trade_no": tx.out_trade_no, "out_refund_no": out_refund_no, "amount": input.amount, "reason": reason}));
+        Ok(self.refund_transaction(&tx, out_refund_no, input.amount, reason, Some(audit)).await?.into())
     }
 
     /// Refunds (part of) an order's payment (for orders, through the server).

@@ -1313,7 +1313,10 @@ store_test!(a_tenants_budget_is_never_passed_by_spends_at_once_and_a_full_window
         Spent::Refused { window, retry_after } => {
             assert_eq!(window, hour);
             // The oldest of the three recorded is one of the first sixteen milliseconds.
-            assert!(retry_after >= Duration::minutes(30) && retry_after < Duration::minutes(30) + Duration::milliseconds(16), "{retry_after}");
+            assert!(
+                retry_after >= Duration::minutes(30) && retry_after < Duration::minutes(30) + Duration::milliseconds(16),
+                "{retry_after}"
+            );
         }
         other => panic!("{other:?}"),
     }
