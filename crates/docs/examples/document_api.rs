@@ -121,12 +121,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let service = DocsService::new(Arc::new(docs_repo()), Arc::new(SystemClock), DocsConfig::default());
     let tenant = Owner::from(Party::Tenant { tenant_id: 7, partner_id: None });
 
-    let handbook = service.create_project(tenant, "Employee handbook").await?;
-    let minutes = service.create_project(tenant, "Board minutes").await?;
+    let handbook = service.create_project(None, tenant, "Employee handbook").await?;
+    let minutes = service.create_project(None, tenant, "Board minutes").await?;
     println!("projects of {tenant}: {} ({}), {} ({})", handbook.name, handbook.id, minutes.name, minutes.id);
 
     let request = CreateTokenRequest { name: "Handbook publisher".into(), project_ids: Some(vec![handbook.id]), expires_at: None };
-    let issued = service.create_token(tenant, Some(1), request).await?;
+    let issued = service.create_token(None, tenant, request).await?;
     let shown: String = issued.secret.chars().take(10).collect();
     println!("token {:?} issued: {shown}… (shown once; only its hash is kept)", issued.token.name);
 

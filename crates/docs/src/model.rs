@@ -1,6 +1,6 @@
 //! What the document domain stores and reasons about: owners, projects, documents and their
 //! tree, and API tokens with what they reach.
-use atrium_kernel::{Id, Party, PartyType, Timestamp};
+use atrium_kernel::{AuditRecord, Id, Party, PartyType, Timestamp};
 
 /// The party a project or token belongs to: the platform, one partner or one tenant.
 /// Unlike [`Party`] it carries no tenant's partner: ownership is by the party itself.
@@ -78,6 +78,8 @@ pub struct NewProject {
     pub owner: Owner,
     /// The creation time, which is also its first update time.
     pub at: Timestamp,
+    /// Its audit entry (`doc_project.create`), written with it; the store sets the target id.
+    pub audit: AuditRecord,
 }
 
 /// A Markdown document in a project, optionally below a parent document of the same project.
@@ -265,6 +267,9 @@ pub struct NewToken {
     pub created_at: Timestamp,
     /// When it stops working; `None` for never.
     pub expires_at: Option<Timestamp>,
+    /// Its audit entry (`doc_token.create`: its name, projects and expiry, never its value),
+    /// written with it; the store sets the target id.
+    pub audit: AuditRecord,
 }
 
 /// A freshly issued token: the only time its value exists outside the client.

@@ -5,7 +5,28 @@ use crate::ports::DocsRepo;
 use crate::token;
 use crate::tree::build_tree;
 use atrium_kernel::Reason;
-use atrium_kernel::{Clock, Error, Id, Page, PageRequest, Party, PartyType, Result, Timestamp};
+use atrium_kernel::{Actor, AuditRecord, Clock, Error, Id, Page, PageRequest, Party, PartyType, Result, Timestamp};
+
+/// The audit entry of `action` on a `target_type` record owned by `owner`, by `by` (the
+/// system, from the CLI, when `None`).
+fn audit_of(
+    by: Option<&Actor>,
+    at: Timestamp,
+    action: &str,
+    target_type: &'static str,
+    target_id: Option<Id>,
+    owner: Owner,
+) -> AuditRecord {
+    let record = match by {
+        Some(actor) => AuditRecord::by(actor, at, action, target_type, target_id),
+        None => AuditRecord::system(at, action, target_type, target_id),
+    };
+    match (owner.party_type(), owner.party_id()) {
+        (PartyType::Partner, id) => record.owned_by(id, None),
+        (PartyType::Tenant, id) => record.owned_by(None, id),
+        _ => record,
+    }
+}
 use std::sync::Arc;
 
 /// The document use cases: managing projects and tokens for an owner, and creating and
@@ -29,11 +50,14 @@ impl DocsService {
 
     // ----- projects -----------------------------------------------------------------------
 
-    /// Creates a project for `owner`; `Invalid` when the name is empty, too long or holds
-    /// control or invisible characters.
-    pub async fn create_project(&self, owner: Owner, name: &str) -> Result<Project> {
+    /// Creates a project for `owner`, by `by` (the CLI passes `None`); `Invalid` when the name
+    /// is empty, too long or holds control or invisible characters. Audited
+    /// (`doc_project.create`).
+    pub async fn create_project(&self, by: Option<&Actor>, owner: Owner, name: &str) -> Result<Project> {
         let name = self.name("name", name)?;
-        self.repo.create_project(NewProject { name, owner, at: self.clock.now() }).await
+        let at = self.clock.now();
+        let audit = audit_of(by, at, "doc_project.create", "doc_project", None, owner).with_after(serde_json::json!({"name": name}));
+        self.repo.create_project(NewProject { name, owner, at, audit }).await
     }
 
     /// Projects the caller sees: all for the platform, a partner's own and its tenants', a
@@ -69,9 +93,11 @@ impl DocsService {
 
     // ----- tokens -------------------------------------------------------------------------
 
-    /// Issues a token for `owner`, optionally limited to some of its projects. The value is
-    /// returned here once and stored only as a hash.
-    pub async fn create_token(&self, owner: Owner, created_by: Option<Id>, req: CreateTokenRequest) -> Result<IssuedToken> {
+    /// Issues a token for `owner`, by `by` (the CLI passes `None`), optionally limited to some
+    /// of its projects. The value is returned here once and stored only as a hash. Audited
+    /// (`doc_token.create`, without the value).
+    pub async fn create_token(&self, by: Option<&Actor>, owner: Owner, req: CreateTokenRequest) -> Result<IssuedToken> {
+        let created_by = by.map(|a| a.user_id);
         let now = self.clock.now();
         let name = self.name("name", &req.name)?;
         if req.expires_at.is_some_and(|e| e <= now) {
@@ -95,6 +121,8 @@ impl DocsService {
             }
         };
         let secret = token::generate();
+        let shown = serde_json::json!({"name": name, "project_ids": projects.ids(), "expires_at": req.expires_at});
+        let audit = audit_of(by, now, "doc_token.create", "doc_token", None, owner).with_after(shown);
         let token = self
             .repo
             .create_token(NewToken {
@@ -105,6 +133,7 @@ impl DocsService {
                 created_by,
                 created_at: now,
                 expires_at: req.expires_at,
+                audit,
             })
             .await?;
         log::info!("API token {} issued for {owner}", token.id);
@@ -116,9 +145,10 @@ impl DocsService {
         self.repo.list_tokens(scope, page).await
     }
 
-    /// Revokes a token the caller sees; it answers 401 from the next request on. Revoking a
-    /// revoked token changes nothing.
-    pub async fn revoke_token(&self, scope: Party, id: Id) -> Result<ApiToken> {
+    /// Revokes a token the caller sees (`by` the user, `None` from the CLI); it answers 401
+    /// from the next request on. Revoking a revoked token changes nothing. Audited
+    /// (`doc_token.revoke`).
+    pub async fn revoke_token(&self, by: Option<&Actor>, scope: Party, id: Id) -> Result<ApiToken> {
         let token = match self.repo.get_token(id).await? {
             Some(t) if self.sees(scope, t.owner).await? => t,
             _ => return Err(Error::NotFound("API token")),
@@ -126,7 +156,10 @@ impl DocsService {
         if token.revoked_at.is_some() {
             return Ok(token);
         }
-        self.repo.revoke_token(id, self.clock.now()).await?;
+        let now = self.clock.now();
+        let audit =
+            audit_of(by, now, "doc_token.revoke", "doc_token", Some(id), token.owner).with_after(serde_json::json!({"revoked": true}));
+        self.repo.revoke_token(id, now, audit).await?;
         log::info!("API token {id} revoked");
         self.repo.get_token(id).await?.ok_or(Error::NotFound("API token"))
     }

@@ -60,7 +60,7 @@ pub async fn run(command: DocsCommand, config: &Config) -> anyhow::Result<()> {
     let owner = Owner::PLATFORM;
     match command {
         DocsCommand::Project { command: ProjectCommand::Create { name } } => {
-            let p = docs.create_project(owner, &name).await?;
+            let p = docs.create_project(None, owner, &name).await?;
             println!("created document project {:?}", p.name);
             println!("{}", p.id);
         }
@@ -74,7 +74,7 @@ pub async fn run(command: DocsCommand, config: &Config) -> anyhow::Result<()> {
         DocsCommand::Token { command: TokenCommand::Create { name, projects, expires_in_days } } => {
             let expires_at = expires_in_days.map(|d| docs.now() + chrono::Duration::days(i64::from(d)));
             let project_ids = (!projects.is_empty()).then_some(projects);
-            let issued = docs.create_token(owner, None, CreateTokenRequest { name, project_ids, expires_at }).await?;
+            let issued = docs.create_token(None, owner, CreateTokenRequest { name, project_ids, expires_at }).await?;
             let t = &issued.token;
             println!(
                 "created API token {} {:?} for {}; expires {}",
@@ -104,7 +104,7 @@ pub async fn run(command: DocsCommand, config: &Config) -> anyhow::Result<()> {
             }
         }
         DocsCommand::Token { command: TokenCommand::Revoke { id } } => {
-            let t = docs.revoke_token(atrium_kernel::Party::Platform, id).await?;
+            let t = docs.revoke_token(None, atrium_kernel::Party::Platform, id).await?;
             println!("revoked API token {} {:?}", t.id, t.name);
         }
     }

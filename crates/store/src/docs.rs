@@ -1,4 +1,5 @@
 //! [`DocsRepo`] over the database: projects, documents and API tokens.
+use crate::audit_log::{audit_created, write_audit};
 use crate::db::{Db, DbConn};
 use crate::error::db_error;
 use crate::schema::{doc_projects, doc_token_projects, doc_tokens, documents, tenants};
@@ -6,7 +7,7 @@ use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_docs::*;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{Error, Id, Page, PageRequest, Party, PartyType, Result, Timestamp};
+use atrium_kernel::{AuditRecord, Error, Id, Page, PageRequest, Party, PartyType, Result, Timestamp};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use std::collections::HashMap;
@@ -242,6 +243,7 @@ impl DocsRepo for DocsStore {
                     .returning(doc_projects::id)
                     .get_result(conn)
                     .map_err(db_error)?;
+                audit_created(conn, p.audit, id)?;
                 Ok(Project { id, name: p.name, owner: p.owner, created_at: from_db(at), updated_at: from_db(at) })
             })
             .await
@@ -315,6 +317,7 @@ impl DocsRepo for DocsStore {
                         .execute(conn)
                         .map_err(db_error)?;
                 }
+                audit_created(conn, t.audit, id)?;
                 let row = doc_tokens::table.find(id).select(TokenRow::as_select()).first(conn).optional().map_err(db_error)?;
                 load_token(conn, row)?.ok_or_else(|| Error::internal("created API token vanished"))
             })
@@ -390,13 +393,16 @@ impl DocsRepo for DocsStore {
             .await
     }
 
-    async fn revoke_token(&self, id: Id, at: Timestamp) -> Result<()> {
+    async fn revoke_token(&self, id: Id, at: Timestamp, audit: AuditRecord) -> Result<()> {
         self.db
             .write(move |conn| {
-                diesel::update(doc_tokens::table.find(id).filter(doc_tokens::revoked_at.is_null()))
+                let revoked = diesel::update(doc_tokens::table.find(id).filter(doc_tokens::revoked_at.is_null()))
                     .set(doc_tokens::revoked_at.eq(Some(to_db(at))))
                     .execute(conn)
                     .map_err(db_error)?;
+                if revoked > 0 {
+                    write_audit(conn, &audit)?;
+                }
                 Ok(())
             })
             .await

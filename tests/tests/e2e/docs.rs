@@ -327,6 +327,17 @@ e2e!(a_revoked_token_is_401_from_the_next_request_on, |app| {
     expect_docs(&after, 401);
     expect_docs(&read_after, 401);
     assert!(after.body["message"].as_str().unwrap().contains("revoked"));
+    // The issue and the revocation are in the audit trail, by the admin; the value is not.
+    let trail = app.get(&format!("/api/v1/audit-logs?target_type=doc_token&target_id={id}"), Some(&admin)).await;
+    trail.expect(200);
+    let actions: Vec<&str> = trail.data()["items"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["doc_token.revoke", "doc_token.create"], "{}", trail.body);
+    assert_eq!(trail.data()["items"][1]["after"]["name"], "short-lived");
+    assert!(!trail.body.to_string().contains(&t), "the token's value is not in the trail");
+    let projects =
+        app.get(&format!("/api/v1/audit-logs?target_type=doc_project&target_id={p}&action=doc_project.create"), Some(&admin)).await;
+    projects.expect(200);
+    assert_eq!(projects.data()["items"].as_array().unwrap().len(), 1, "{}", projects.body);
 });
 
 e2e!(an_expired_token_is_401, |app| {

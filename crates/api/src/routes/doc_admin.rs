@@ -32,7 +32,7 @@ pub async fn list_projects(state: web::Data<AppState>, auth: Authorized<DocRead>
 #[utoipa::path(post, path = "/api/v1/doc-projects", tag = "doc-admin", request_body = CreateProjectRequest, security(("bearer" = ["doc:manage"])),
     responses((status = 200, body = ProjectView), (status = 400), (status = 401), (status = 403, description = "Missing doc:manage")))]
 pub async fn create_project(state: web::Data<AppState>, auth: Authorized<DocManage>, body: Json<CreateProjectRequest>) -> ApiResult {
-    ok(ProjectView::from(state.docs.create_project(auth.actor.party.into(), &body.0.name).await?))
+    ok(ProjectView::from(state.docs.create_project(Some(&auth.actor), auth.actor.party.into(), &body.0.name).await?))
 }
 
 /// One of the caller's party's projects.
@@ -55,7 +55,7 @@ pub async fn list_tokens(state: web::Data<AppState>, auth: Authorized<DocRead>, 
     responses((status = 200, body = IssuedTokenView), (status = 400), (status = 401), (status = 403, description = "Missing doc:manage"),
               (status = 404, description = "A listed project is missing or another party's")))]
 pub async fn create_token(state: web::Data<AppState>, auth: Authorized<DocManage>, body: Json<CreateTokenRequest>) -> ApiResult {
-    let issued = state.docs.create_token(auth.actor.party.into(), Some(auth.actor.user_id), body.0).await?;
+    let issued = state.docs.create_token(Some(&auth.actor), auth.actor.party.into(), body.0).await?;
     ok(IssuedTokenView::new(issued, state.docs.now()))
 }
 
@@ -64,6 +64,6 @@ pub async fn create_token(state: web::Data<AppState>, auth: Authorized<DocManage
     responses((status = 200, body = TokenView), (status = 401), (status = 403, description = "Missing doc:manage"),
               (status = 404, description = "Missing or another party's")))]
 pub async fn revoke_token(state: web::Data<AppState>, auth: Authorized<DocManage>, id: web::Path<i64>) -> ApiResult {
-    let token = state.docs.revoke_token(auth.actor.party, id.into_inner()).await?;
+    let token = state.docs.revoke_token(Some(&auth.actor), auth.actor.party, id.into_inner()).await?;
     ok(TokenView::new(token, state.docs.now()))
 }

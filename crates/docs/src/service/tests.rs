@@ -82,7 +82,8 @@ async fn issue(owner: Owner, req: CreateTokenRequest) -> (IssuedToken, NewToken)
             suspended: None,
         })
     });
-    let issued = service(repo).create_token(owner, Some(3), req).await.expect("issued");
+    let issued =
+        service(repo).create_token(Some(&atrium_kernel::Actor::new(3, "s", Party::Platform, ["*"])), owner, req).await.expect("issued");
     let row = stored.lock().expect("lock").clone().expect("stored");
     (issued, row)
 }
@@ -98,6 +99,11 @@ async fn a_token_is_stored_only_as_the_hash_of_its_value() {
     assert_eq!(row.token_hash, hash_token(&issued.secret));
     assert_ne!(row.token_hash, issued.secret);
     assert!(!format!("{issued:?}").contains(&issued.secret), "Debug hides the value");
+    // The issue is audited, by its user and for its owner, with neither the value nor its hash.
+    assert_eq!((row.audit.action.as_str(), row.audit.target_type, row.audit.actor_user_id), ("doc_token.create", "doc_token", Some(3)));
+    assert_eq!(row.audit.tenant_id, Some(1));
+    let shown = format!("{:?}", row.audit);
+    assert!(!shown.contains(&issued.secret) && !shown.contains(&row.token_hash), "{shown}");
 }
 
 #[tokio::test]
@@ -117,7 +123,7 @@ async fn a_token_cannot_be_limited_to_another_owners_project() {
     repo.expect_create_token().never();
 
     let req = CreateTokenRequest { name: "ci".into(), project_ids: Some(vec![4]), expires_at: None };
-    let err = service(repo).create_token(tenant(1), None, req).await.unwrap_err();
+    let err = service(repo).create_token(None, tenant(1), req).await.unwrap_err();
 
     assert!(matches!(err, Error::NotFound("project")), "{err:?}");
 }
@@ -129,9 +135,9 @@ async fn an_empty_project_list_or_a_past_expiry_is_invalid() {
     let svc = service(repo);
 
     let empty =
-        svc.create_token(tenant(1), None, CreateTokenRequest { name: "ci".into(), project_ids: Some(vec![]), expires_at: None }).await;
+        svc.create_token(None, tenant(1), CreateTokenRequest { name: "ci".into(), project_ids: Some(vec![]), expires_at: None }).await;
     let past =
-        svc.create_token(tenant(1), None, CreateTokenRequest { name: "ci".into(), project_ids: None, expires_at: Some(now()) }).await;
+        svc.create_token(None, tenant(1), CreateTokenRequest { name: "ci".into(), project_ids: None, expires_at: Some(now()) }).await;
 
     assert!(matches!(empty, Err(Error::Invalid(ref e)) if e[0].field == "project_ids"), "{empty:?}");
     assert!(matches!(past, Err(Error::Invalid(ref e)) if e[0].field == "expires_at"), "{past:?}");
@@ -143,7 +149,7 @@ async fn revoking_another_owners_token_is_not_found() {
     repo.expect_get_token().returning(|_| Ok(Some(api_token(tenant(2), ProjectGrant::All))));
     repo.expect_revoke_token().never();
 
-    let err = service(repo).revoke_token(Party::Tenant { tenant_id: 1, partner_id: None }, 9).await.unwrap_err();
+    let err = service(repo).revoke_token(None, Party::Tenant { tenant_id: 1, partner_id: None }, 9).await.unwrap_err();
 
     assert!(matches!(err, Error::NotFound("API token")), "{err:?}");
 }
