@@ -106,8 +106,13 @@ impl Window {
 pub enum Spent {
     /// Recorded.
     Recorded,
-    /// Not recorded: `window` is full until its oldest spend leaves it, `retry_after` from now.
-    Refused { window: Window, retry_after: chrono::Duration },
+    /// Not recorded: a window is full.
+    Refused {
+        /// The full window.
+        window: Window,
+        /// When its oldest spend leaves it, from now.
+        retry_after: chrono::Duration,
+    },
 }
 
 /// Each tenant's budgets, and the platform's reserve.

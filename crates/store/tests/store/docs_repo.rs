@@ -1,6 +1,6 @@
 //! Contract tests of the docs repository, on SQLite and (when configured) PostgreSQL.
 use atrium_docs::*;
-use atrium_kernel::{Error, PageRequest, Party, PartyType, Timestamp};
+use atrium_kernel::{AuditRecord, Error, PageRequest, Party, PartyType, Timestamp};
 use atrium_store::{Db, DocsStore, store_test};
 use chrono::{Duration, TimeZone, Utc};
 
@@ -13,7 +13,8 @@ fn tenant(id: i64) -> Owner {
 }
 
 async fn new_project(repo: &DocsStore, name: &str, owner: Owner) -> Project {
-    repo.create_project(NewProject { name: name.into(), owner, at: t0() }).await.expect("project created")
+    let audit = AuditRecord::system(t0(), "doc_project.create", "doc_project", None);
+    repo.create_project(NewProject { name: name.into(), owner, at: t0(), audit }).await.expect("project created")
 }
 
 /// A tenant row with `id` and `status` (tokens of a tenant that does not exist are suspended).
@@ -36,7 +37,16 @@ fn new_token(hash: &str, owner: Owner, projects: ProjectGrant) -> NewToken {
         created_by: None,
         created_at: t0(),
         expires_at: Some(t0() + Duration::days(30)),
+        audit: AuditRecord::system(t0(), "doc_token.create", "doc_token", None),
     }
+}
+
+/// The audit entries of `action`, by target id.
+fn audited(db: &Db, action: &str) -> Vec<Option<i64>> {
+    use atrium_store::schema::audit_logs;
+    use diesel::prelude::*;
+    let mut conn = db.conn().expect("connection");
+    audit_logs::table.filter(audit_logs::action.eq(action)).select(audit_logs::target_id).load(&mut *conn).expect("audit read")
 }
 
 fn new_doc(project_id: i64, parent_id: Option<i64>, name: &str, sort: i64) -> NewDocument {
@@ -128,10 +138,14 @@ store_test!(revoking_keeps_the_first_revocation_time, |db| {
     let repo = repo(&db);
     let t = repo.create_token(new_token("h", Owner::PLATFORM, ProjectGrant::All)).await.unwrap();
 
-    repo.revoke_token(t.id, t0() + Duration::hours(1)).await.unwrap();
-    repo.revoke_token(t.id, t0() + Duration::hours(2)).await.unwrap();
+    let revoke = |at| AuditRecord::system(at, "doc_token.revoke", "doc_token", Some(t.id));
+    repo.revoke_token(t.id, t0() + Duration::hours(1), revoke(t0() + Duration::hours(1))).await.unwrap();
+    repo.revoke_token(t.id, t0() + Duration::hours(2), revoke(t0() + Duration::hours(2))).await.unwrap();
 
     assert_eq!(repo.get_token(t.id).await.unwrap().unwrap().revoked_at, Some(t0() + Duration::hours(1)));
+    // The issue and the one revocation are audited with the token's id; the second changed nothing.
+    assert_eq!(audited(&db, "doc_token.create"), [Some(t.id)]);
+    assert_eq!(audited(&db, "doc_token.revoke"), [Some(t.id)]);
 });
 
 store_test!(touching_writes_only_when_the_last_use_is_stale, |db| {
