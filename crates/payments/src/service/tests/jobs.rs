@@ -18,11 +18,14 @@ async fn a_new_transaction_is_stored_with_its_settling_due_at_its_expiry_once() 
 
     let written = ledger.written();
     assert_eq!(ledger.writes(), [("insert_transaction", "T0000001".to_owned()), ("update_transaction", "T0000001".to_owned())]);
+    assert_eq!(written[0].effects.jobs, vec![settle_transaction_job("T0000001", now() + Duration::hours(2))], "due at the default expiry");
+    // The transaction is audited with its placing, by the caller, for the tenant.
+    let audit = written[0].effects.audit.as_ref().expect("audited");
     assert_eq!(
-        written[0].effects,
-        Effects { jobs: vec![settle_transaction_job("T0000001", now() + Duration::hours(2))], audit: None },
-        "due at the default expiry"
+        (audit.action.as_str(), audit.actor_user_id, audit.tenant_id),
+        ("payment.unified_order", Some(tenant_actor().user_id), Some(3))
     );
+    assert_eq!(audit.after.as_ref().map(|a| a["out_trade_no"].clone()), Some(serde_json::json!("T0000001")));
     assert_eq!(written[1].effects, Effects::default(), "keeping the prepay id queues nothing");
 }
 
@@ -160,7 +163,13 @@ async fn a_refund_is_reserved_with_its_settling_a_minute_later() {
 
     let written = ledger.written();
     assert_eq!(ledger.writes(), [("reserve_refund", "R1".to_owned()), ("update_refund", "R1".to_owned())]);
-    assert_eq!(written[0].effects, Effects { jobs: vec![settle_refund_job_for("R1")], audit: None });
+    assert_eq!(written[0].effects.jobs, vec![settle_refund_job_for("R1")]);
+    let audit = written[0].effects.audit.as_ref().expect("the refund is audited with its reservation");
+    assert_eq!((audit.action.as_str(), audit.tenant_id), ("payment.refund", Some(3)));
+    assert_eq!(
+        audit.after.as_ref().map(|a| (a["out_refund_no"].clone(), a["amount"].clone())),
+        Some((serde_json::json!("R1"), serde_json::json!(300)))
+    );
     assert_eq!(written[1].effects, Effects::default(), "the refund id changes no status");
 }
 
