@@ -244,7 +244,9 @@ UNSTATEABLE = [
     (r"time_expire", r"^must be (in the future|at most \d+ days ahead)$"),
     (r"date", r"^(must be a past day|the pay platform keeps trade bills for three months)$"),
     # A limit in bytes of UTF-8 (JSON Schema counts characters).
-    (r"(description|attach|reason|subject)", r"bytes"),
+    (r"(description|attach|reason|subject|path)", r"bytes"),
+    # What an uploaded code package holds: a zip, its entries, its size unpacked.
+    (r"package", r"."),
     # What an uploaded spreadsheet holds: its format told by content, its header row, and
     # each cell (employee numbers of the tenant, amounts in yuan).
     (r"(file|columns\..+|rows\[\d+\]\..+)", r"."),
@@ -310,3 +312,98 @@ def keep_resource_failures_about_the_path(context, failure, case, response):  # 
         _event("field-404", f"{case.operation.method.upper()} {case.operation.path}: {response.text[:120]}")
         return False
     return True
+
+
+# ---- integer query parameters at the limits of the integer types ------------------------
+#
+# A query parameter the document types as an integer may be held in an i32, u32 or i64 on its
+# way to the database; a value past one of those limits must be a 400 naming the parameter
+# (or an answer as for any other value), never a 500. Hypothesis rarely draws such values, so
+# this check sends them itself: the first time a GET of an operation with integer query
+# parameters answers 2xx (its path names records that exist), each such parameter is sent
+# again with each value below, and any 5xx is a finding. A release campaign over one
+# authorised tenant is made first (`_campaign_fixture`), so a campaign's tenant list is among
+# the paths that exist.
+
+LIMIT_VALUES = [
+    "2147483647",
+    "2147483648",
+    "4294967295",
+    "4294967296",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-1",
+    "-2147483649",
+    "-9223372036854775809",
+    "1e30",
+]
+_probed: set[tuple[str, str]] = set()
+_probed_lock = threading.Lock()
+
+
+def _integer_query_parameters(operation) -> list[str]:  # type: ignore[no-untyped-def]
+    names = []
+    for p in operation.definition.raw.get("parameters", []):
+        schema = p.get("schema") or {}
+        types = schema.get("type")
+        if p.get("in") == "query" and (types == "integer" or (isinstance(types, list) and "integer" in types)):
+            names.append(p["name"])
+    return names
+
+
+@schemathesis.check
+def integer_query_limits(ctx, response, case):  # type: ignore[no-untyped-def]
+    op = case.operation
+    if op.method.upper() != "GET" or not 200 <= response.status_code < 300 or not op.path.startswith("/api/v1/"):
+        return None
+    names = _integer_query_parameters(op)
+    if not names:
+        return None
+    with _probed_lock:
+        if (op.method, op.path) in _probed:
+            return None
+        _probed.add((op.method, op.path))
+    url = f"{BASE_URL}{case.formatted_path}"
+    base_query = {k: v for k, v in (case.query or {}).items()}
+    for name in names:
+        for value in LIMIT_VALUES:
+            query = {**base_query, name: value}
+            r = ADMIN.http.get(url, params=query, headers={"Authorization": f"Bearer {ADMIN.current()}"}, timeout=30)
+            if r.status_code >= 500:
+                raise AssertionError(f"GET {case.formatted_path}?{name}={value} answered {r.status_code}: {r.text[:300]}")
+    _event("integer-limits", f"GET {op.path}: {', '.join(names)} at {len(LIMIT_VALUES)} limits, no 5xx")
+    return None
+
+
+def _campaign_fixture() -> None:
+    """A tenant whose mini-program the sandbox authorises, and a draft campaign over it."""
+    http = ADMIN.http
+    auth = {"Authorization": f"Bearer {ADMIN.login('fixture')}"}
+    r = http.post(f"{BASE_URL}/api/v1/tenants", json={"name": "Fuzz campaign shop"}, headers=auth, timeout=30)
+    r.raise_for_status()
+    tenant = r.json()["data"]["id"]
+    for i in range(100):
+        r = http.get(f"{BASE_URL}/api/v1/miniprogram/authorization", params={"tenant_id": tenant}, headers=auth, timeout=30)
+        if r.ok and (r.json().get("data") or {}).get("authorize_url"):
+            break
+        if i == 30:
+            http.post(f"{BASE_URL}/sandbox/control/verify-ticket", json={}, timeout=30)
+        time.sleep(0.1)
+    else:
+        raise RuntimeError("the campaign fixture: no authorisation link (no verify ticket arrived)")
+    r = http.post(f"{BASE_URL}/sandbox/control/authorize-many", json={"tenant_ids": [tenant]}, timeout=30)
+    r.raise_for_status()
+    body = {
+        "name": "Fuzz campaign",
+        "template_id": 1,
+        "version": "1.0.0",
+        "description": "Fuzz campaign",
+        "tenants": {"tenant_ids": [tenant]},
+    }
+    r = http.post(f"{BASE_URL}/api/v1/miniprogram/campaigns", json=body, headers=auth, timeout=30)
+    if r.status_code != 200:
+        raise RuntimeError(f"the campaign fixture: creating the campaign answered {r.status_code}: {r.text[:300]}")
+    _event("fixture-campaign", f"campaign {r.json()['data']['id']} over tenant {tenant}")
+
+
+_campaign_fixture()

@@ -63,8 +63,60 @@ atrium_kernel::string_schemas!(
 
 /// A version's description (`user_desc`), up to 512 bytes.
 pub type VersionDescription = ByteText<512, true>;
-/// A mini-program page path with its query, as the QR code opens it.
-pub type PagePath = ByteText<1024, true>;
+/// A mini-program page path with its query, as the QR code opens it
+/// (`pages/index/index?from=qr`): at most 1024 bytes, no space or control character, and no
+/// leading `/` (the platform refuses both with 40097); empty for the home page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PagePath(String);
+
+impl PagePath {
+    /// Checks `raw`, saying what is wrong.
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        if raw.len() > 1024 {
+            return Err("must be at most 1024 bytes (UTF-8)".into());
+        }
+        if raw.starts_with('/') {
+            return Err("must not start with / (pages/index/index, not /pages/index/index)".into());
+        }
+        if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err("must not contain spaces or control characters".into());
+        }
+        Ok(PagePath(raw.to_owned()))
+    }
+
+    /// The path, owned.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl TryFrom<String> for PagePath {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        PagePath::parse(&s)
+    }
+}
+
+impl From<PagePath> for String {
+    fn from(p: PagePath) -> String {
+        p.0
+    }
+}
+
+atrium_kernel::string_schemas!(
+    PagePath => atrium_kernel::schema::string_schema(
+        "A page path with its query, at most 1024 bytes of UTF-8: no space or control character, no leading /; empty for the home page",
+        // What `char::is_whitespace` and `char::is_control` hold, spelled out: the patterns'
+        // dialects disagree on what `\\s` is.
+        Some(concat!(
+            "^([^/\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]",
+            "[^\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*)?$"
+        )),
+        None,
+        Some(1024)
+    )
+);
 
 /// `POST /miniprogram/upload` (JSON): commit a template of the library with the tenant's
 /// configuration.

@@ -683,19 +683,19 @@ pub struct ServerDomains {
 pub struct PrivacyOwner {
     /// A contact e-mail address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::email))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::email_or_null))]
     pub contact_email: Option<String>,
     /// A contact phone number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::phone))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::phone_or_null))]
     pub contact_phone: Option<String>,
     /// A contact Weixin id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::short_text))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::contact_text_or_null))]
     pub contact_weixin: Option<String>,
     /// A contact QQ number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::qq))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::qq_or_null))]
     pub contact_qq: Option<String>,
     /// How users are told of changes to the privacy notice.
     #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::short_text))]
@@ -707,7 +707,7 @@ pub struct PrivacyOwner {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PrivacyItem {
     /// The platform's key for the data, e.g. `UserInfo`, `Location`, `PhoneNumber`.
-    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_]{1,64}$"))]
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9]{1,64}$"))]
     pub privacy_key: String,
     /// What the mini-program uses it for.
     #[cfg_attr(feature = "openapi", schema(schema_with = crate::schemas::short_text))]

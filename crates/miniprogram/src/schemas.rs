@@ -44,16 +44,48 @@ pub(crate) fn email() -> RefOr<Schema> {
         "an e-mail address",
         Some("^[^@\\u0000-\\u001f\\u007f-\\u009f]+@[^\\u0000-\\u001f\\u007f-\\u009f]*\\.[^\\u0000-\\u001f\\u007f-\\u009f]*$"),
         Some(3),
-        Some(crate::service::MAX_PRIVACY_TEXT),
+        Some(crate::service::MAX_PRIVACY_CONTACT),
     )
 }
 
 /// A phone number: digits, `+` and `-`.
 pub(crate) fn phone() -> RefOr<Schema> {
-    string_schema("digits, + and -", Some("^[0-9+\\-]+$"), Some(1), Some(crate::service::MAX_PRIVACY_TEXT))
+    string_schema("digits, + and -", Some("^[0-9+\\-]+$"), Some(1), Some(crate::service::MAX_PRIVACY_CONTACT))
 }
 
 /// A QQ number: digits.
 pub(crate) fn qq() -> RefOr<Schema> {
-    string_schema("digits", Some("^[0-9]+$"), Some(1), Some(crate::service::MAX_PRIVACY_TEXT))
+    string_schema("digits", Some("^[0-9]+$"), Some(1), Some(crate::service::MAX_PRIVACY_CONTACT))
+}
+
+/// `schema`, or `null`: an optional field a client may also send as `null` (as leaving it out).
+fn or_null(schema: RefOr<Schema>) -> RefOr<Schema> {
+    let mut value = serde_json::to_value(&schema).unwrap_or_default();
+    value["type"] = json!(["string", "null"]);
+    schema_from_json(value)
+}
+
+/// [`email`], or `null`.
+pub(crate) fn email_or_null() -> RefOr<Schema> {
+    or_null(email())
+}
+
+/// [`phone`], or `null`.
+pub(crate) fn phone_or_null() -> RefOr<Schema> {
+    or_null(phone())
+}
+
+/// A Weixin id as a contact, or `null`: 1–128 characters of text.
+pub(crate) fn contact_text_or_null() -> RefOr<Schema> {
+    or_null(string_schema(
+        "1 to 128 characters, no control characters",
+        Some(TEXT_PATTERN),
+        Some(1),
+        Some(crate::service::MAX_PRIVACY_CONTACT),
+    ))
+}
+
+/// [`qq`], or `null`.
+pub(crate) fn qq_or_null() -> RefOr<Schema> {
+    or_null(qq())
 }

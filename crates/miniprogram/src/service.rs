@@ -16,7 +16,8 @@ pub use campaigns::{CAMPAIGN_JOB, CampaignService, CampaignSettings};
 pub use pipeline::{AUDIT_POLL_JOB, PipelinePorts, PipelineService, UPLOAD_JOB};
 pub use platform::release_platform_error;
 pub use preflight::{
-    CODE_MANAGEMENT, MAX_DOMAIN_CHARS, MAX_DOMAINS, MAX_PRIVACY_TEXT, PreflightService, QUOTA_CACHE, check_domains, check_privacy,
+    CODE_MANAGEMENT, MAX_DOMAIN_CHARS, MAX_DOMAINS, MAX_PRIVACY_CONTACT, MAX_PRIVACY_TEXT, PreflightService, QUOTA_CACHE, check_domains,
+    check_privacy,
 };
 pub use release_jobs::{AUDIT_POLL_MAX, UPLOAD_BACKOFF};
 

@@ -497,6 +497,13 @@ e2e!(a_release_runs_from_authorisation_through_gray_and_full_to_rollback, vars =
         )
         .await;
     assert_eq!((qr.status, qr.header("content-type")), (200, Some("image/jpeg")));
+    // A path the platform would refuse (a leading /, a space) is a 400 saying why, not the
+    // platform's 40097 as a 502.
+    for (bad, why) in [("/pages/index/index", "must not start with /"), ("pages/a%20b", "must not contain spaces")] {
+        let r = app.get(&format!("/api/v1/miniprogram/experience-qr?tenant_id={tenant}&path={bad}"), Some(&admin)).await;
+        r.expect(400);
+        assert!(r.body["message"].as_str().unwrap().contains(why), "{}", r.body);
+    }
 
     // A second version goes live, then the rollback goes back to 1.1.0.
     let (_, second) = passed_audit(app, &admin, tenant, APPID, "1.2.0").await;

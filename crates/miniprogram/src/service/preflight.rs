@@ -21,8 +21,11 @@ pub const MAX_DOMAINS: usize = 100;
 pub const MAX_DOMAIN_CHARS: usize = 261;
 /// At most this many kinds of user data in the privacy settings.
 const MAX_PRIVACY_ITEMS: usize = 100;
-/// The longest privacy text, contact or notice method, in characters.
+/// The longest privacy text or notice method, in characters.
 pub const MAX_PRIVACY_TEXT: usize = 200;
+/// The longest privacy contact (e-mail, phone, Weixin id, QQ number), in characters: the
+/// platform's limit.
+pub const MAX_PRIVACY_CONTACT: usize = 128;
 
 /// Domains, privacy settings, the audit quota and the pre-flight check of a tenant's
 /// mini-program, acting through the [`AuthorizationService`]. Every platform call is logged
@@ -373,15 +376,15 @@ pub fn check_privacy(p: &PrivacySettings) -> Result<()> {
         (
             "owner_setting.contact_weixin",
             o.contact_weixin.as_deref(),
-            |v| Text::<MAX_PRIVACY_TEXT>::parse(v).is_ok(),
+            |v| Text::<MAX_PRIVACY_CONTACT>::parse(v).is_ok(),
             "must be text without control or invisible characters",
         ),
         ("owner_setting.contact_qq", o.contact_qq.as_deref(), |v| v.chars().all(|c| c.is_ascii_digit()), "must be digits"),
     ];
     for (name, value, fine, what) in contacts {
         let Some(v) = value else { continue };
-        if v.is_empty() || v.chars().count() > MAX_PRIVACY_TEXT {
-            errors.push(FieldError::new(name, format!("must be 1 to {MAX_PRIVACY_TEXT} characters; leave it out when there is none")));
+        if v.is_empty() || v.chars().count() > MAX_PRIVACY_CONTACT {
+            errors.push(FieldError::new(name, format!("must be 1 to {MAX_PRIVACY_CONTACT} characters; leave it out when there is none")));
         } else if !fine(v) {
             errors.push(FieldError::new(name, what));
         }
@@ -394,8 +397,9 @@ pub fn check_privacy(p: &PrivacySettings) -> Result<()> {
     } else {
         for (i, item) in p.setting_list.iter().enumerate() {
             let key = &item.privacy_key;
-            if key.is_empty() || key.len() > 64 || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                errors.push(FieldError::new(format!("setting_list[{i}].privacy_key"), "must be 1 to 64 letters, digits or underscores"));
+            // The platform's keys are letters and digits (`UserInfo`, `PhoneNumber`).
+            if key.is_empty() || key.len() > 64 || !key.chars().all(|c| c.is_ascii_alphanumeric()) {
+                errors.push(FieldError::new(format!("setting_list[{i}].privacy_key"), "must be 1 to 64 letters or digits"));
             } else if p.setting_list[..i].iter().any(|other| &other.privacy_key == key) {
                 errors.push(FieldError::new(format!("setting_list[{i}].privacy_key"), format!("{key} is listed twice")));
             }
