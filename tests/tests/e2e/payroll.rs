@@ -1016,3 +1016,29 @@ e2e!(an_import_with_errors_lists_them_by_row_and_column_and_changes_nothing, |ap
     assert_eq!(after, before);
     assert!(audited(app, &org, sheet, "payroll_sheet.import").await.is_empty());
 });
+
+e2e!(a_name_that_would_run_as_a_formula_after_a_separator_is_defused_in_every_csv, |app| {
+    let org = app.org().await;
+    let [zhang, _, _] = payees(app, &org).await;
+    let evil = "Li;=cmd|' /C calc'!A0;";
+    app.put(&format!("/api/v1/employees/{zhang}"), json!({"name": evil}), Some(&org.t1_admin)).await.expect(200);
+    let sheet = sheet_of(app, &org, json!({"period": "2026-07"})).await;
+    settle(app, &org, sheet).await;
+    let path = format!("/api/v1/payroll-sheets/{sheet}");
+    for file in [format!("{path}/export?format=csv"), format!("{path}/bank-file?encoding=utf-8"), format!("{path}/bank-file?encoding=gbk")]
+    {
+        let (status, _, bytes) = download(app, &file, &org.t1_admin).await;
+        assert_eq!(status, 200, "{file}: {}", String::from_utf8_lossy(&bytes));
+        let text = if file.ends_with("gbk") { encoding_rs::GBK.decode(&bytes).0.into_owned() } else { String::from_utf8(bytes).unwrap() };
+        // Opened with `;` (or a tab, or `|`) as the separator, no cell starts a formula.
+        for separator in [';', ',', '\t', '|'] {
+            for cell in text.lines().flat_map(|l| l.split(separator)) {
+                let cell = cell.trim_start_matches(['"', ' ', '\u{feff}']);
+                assert!(!cell.starts_with(['=', '+', '-', '@']), "{file}, split at {separator:?}: {cell:?}");
+            }
+        }
+        // Read as the csv it is, the name is there whole, marked.
+        let rows = csv_rows(&text);
+        assert!(rows.iter().flatten().any(|c| c == "Li;'=cmd|' /C calc'!A0;"), "{file}: {rows:?}");
+    }
+});
