@@ -283,9 +283,16 @@ impl TestApp {
 #[macro_export]
 macro_rules! e2e {
     ($name:ident, |$app:ident| $body:block) => {
-        $crate::e2e!($name, vars = [], |$app| $body);
+        $crate::e2e!(@with $name, [], |$app| $body);
     };
     ($name:ident, vars = [$(($k:expr, $v:expr)),* $(,)?], |$app:ident| $body:block) => {
+        $crate::e2e!(@with $name, [$(($k, $v)),*], |$app| $body);
+    };
+    // Variables shared by several tests: a `const` array of `(name, value)`.
+    ($name:ident, vars = $vars:ident, |$app:ident| $body:block) => {
+        $crate::e2e!(@with $name, $vars, |$app| $body);
+    };
+    (@with $name:ident, $vars:expr, |$app:ident| $body:block) => {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
@@ -294,14 +301,14 @@ macro_rules! e2e {
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
-                let app = $crate::TestApp::start_with($crate::Backend::Sqlite, &[$(($k, $v)),*]).await.expect("sqlite always runs");
+                let app = $crate::TestApp::start_with($crate::Backend::Sqlite, &$vars).await.expect("sqlite always runs");
                 run(&app).await;
                 app.stop().await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
-                let Some(app) = $crate::TestApp::start_with($crate::Backend::Postgres, &[$(($k, $v)),*]).await else {
+                let Some(app) = $crate::TestApp::start_with($crate::Backend::Postgres, &$vars).await else {
                     $crate::skip_postgres(module_path!());
                     return;
                 };

@@ -178,94 +178,82 @@ e2e!(a_tenant_sets_and_reads_only_its_own_settings, |app| {
     app.put("/api/v1/miniprogram/domains", with_tenant(domains(), org.t1), Some(&org.t1_clerk)).await.expect(403);
 });
 
-// Budgets small enough to meet in a test.
-e2e!(
-    one_tenant_cannot_spend_the_quota_every_tenant_shares,
-    vars = [
-        ("ATRIUM_JOB_POLL_MS", "50"),
-        ("ATRIUM_MINIPROGRAM_SUBMIT_BUDGET", "2/1h,10/30d"),
-        ("ATRIUM_MINIPROGRAM_SPEEDUP_BUDGET", "1/1h"),
-        ("ATRIUM_MINIPROGRAM_UNDO_BUDGET", "2/1h"),
-        ("ATRIUM_MINIPROGRAM_QUOTA_RESERVE", "20"),
-    ],
-    |app| {
-        let org = app.org().await;
-        authorise(app, &org.admin, org.t1, APPID).await;
-        authorise(app, &org.admin, org.t2, OTHER_APPID).await;
-        let r = app.post("/sandbox/control/quota", json!({"rest": 100, "limit": 100, "speedup_rest": 10, "speedup_limit": 10}), None).await;
-        assert_eq!(r.status, 200, "{}", r.body);
-        let t1 = &org.t1_admin;
-        let speedup = |audit: i64| app.post("/api/v1/miniprogram/audit/speedup", json!({"audit_task_id": audit}), Some(t1));
-        let undo = |audit: i64| app.post("/api/v1/miniprogram/audit/undo", json!({"audit_task_id": audit}), Some(t1));
+/// Budgets small enough to meet in a test; the reserve as the default.
+const BUDGETS: [(&str, &str); 5] = [
+    ("ATRIUM_JOB_POLL_MS", "50"),
+    ("ATRIUM_MINIPROGRAM_SUBMIT_BUDGET", "2/1h,10/30d"),
+    ("ATRIUM_MINIPROGRAM_SPEEDUP_BUDGET", "1/1h"),
+    ("ATRIUM_MINIPROGRAM_UNDO_BUDGET", "2/1h"),
+    ("ATRIUM_MINIPROGRAM_QUOTA_RESERVE", "20"),
+];
 
-        // The pen test's loop: submit, speed up, withdraw, again.
-        let first = running_audit(app, t1, org.t1, "1.0.0").await;
-        speedup(first).await.expect(200);
-        undo(first).await.expect(200);
-        let second = running_audit(app, t1, org.t1, "1.0.1").await;
-        let refused = speedup(second).await;
-        refused.expect_reason(429, "rate_limited");
-        assert!(refused.body["message"].as_str().unwrap().contains("speed-ups (1 in 1 hour(s))"), "{}", refused.body);
-        let retry: u64 = refused.header("retry-after").expect("Retry-After").parse().unwrap();
-        assert!((3000..=3600).contains(&retry), "{retry}");
-        undo(second).await.expect(200);
-        let third = uploaded_template(app, t1, org.t1, "1.0.2").await;
-        let refused = submit(app, t1, third).await;
-        refused.expect_reason(429, "rate_limited");
-        assert!(refused.body["message"].as_str().unwrap().contains("audit submissions (2 in 1 hour(s))"), "{}", refused.body);
-        // What the loop took of the platform: two submissions and one speed-up, no more.
-        let q = quota(app, &org.admin).await;
-        assert_eq!((q["rest"].as_i64(), q["speedup_rest"].as_i64()), (Some(98), Some(9)), "{q}");
+e2e!(one_tenant_cannot_spend_the_quota_every_tenant_shares, vars = BUDGETS, |app| {
+    let org = app.org().await;
+    authorise(app, &org.admin, org.t1, APPID).await;
+    authorise(app, &org.admin, org.t2, OTHER_APPID).await;
+    let r = app.post("/sandbox/control/quota", json!({"rest": 100, "limit": 100, "speedup_rest": 10, "speedup_limit": 10}), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let t1 = &org.t1_admin;
+    let speedup = |audit: i64| app.post("/api/v1/miniprogram/audit/speedup", json!({"audit_task_id": audit}), Some(t1));
+    let undo = |audit: i64| app.post("/api/v1/miniprogram/audit/undo", json!({"audit_task_id": audit}), Some(t1));
 
-        // Another tenant submits and speeds up as before.
-        let theirs = running_audit(app, &org.t2_admin, org.t2, "1.0.0").await;
-        app.post("/api/v1/miniprogram/audit/speedup", json!({"audit_task_id": theirs}), Some(&org.t2_admin)).await.expect(200);
-        app.post("/api/v1/miniprogram/audit/undo", json!({"audit_task_id": theirs}), Some(&org.t2_admin)).await.expect(200);
+    // The pen test's loop: submit, speed up, withdraw, again.
+    let first = running_audit(app, t1, org.t1, "1.0.0").await;
+    speedup(first).await.expect(200);
+    undo(first).await.expect(200);
+    let second = running_audit(app, t1, org.t1, "1.0.1").await;
+    let refused = speedup(second).await;
+    refused.expect_reason(429, "rate_limited");
+    assert!(refused.body["message"].as_str().unwrap().contains("speed-ups (1 in 1 hour(s))"), "{}", refused.body);
+    let retry: u64 = refused.header("retry-after").expect("Retry-After").parse().unwrap();
+    assert!((3000..=3600).contains(&retry), "{retry}");
+    undo(second).await.expect(200);
+    let third = uploaded_template(app, t1, org.t1, "1.0.2").await;
+    let refused = submit(app, t1, third).await;
+    refused.expect_reason(429, "rate_limited");
+    assert!(refused.body["message"].as_str().unwrap().contains("audit submissions (2 in 1 hour(s))"), "{}", refused.body);
+    // What the loop took of the platform: two submissions and one speed-up, no more.
+    let q = quota(app, &org.admin).await;
+    assert_eq!((q["rest"].as_i64(), q["speedup_rest"].as_i64()), (Some(98), Some(9)), "{q}");
 
-        // Down to the platform's reserve, tenants stop and the platform goes on.
-        let r = app.post("/sandbox/control/quota", json!({"rest": 20, "limit": 100}), None).await;
-        assert_eq!(r.status, 200, "{}", r.body);
-        let upload = uploaded_template(app, &org.t2_admin, org.t2, "1.0.1").await;
-        let refused = submit(app, &org.t2_admin, upload).await;
-        refused.expect_reason(429, "rate_limited");
-        assert!(refused.body["message"].as_str().unwrap().contains("keeps the last 20 %"), "{}", refused.body);
-        submit(app, &org.admin, third).await.expect(200);
-        assert_eq!(quota(app, &org.admin).await["rest"], 19, "the platform's own submission used the reserve");
+    // Another tenant submits and speeds up as before.
+    let theirs = running_audit(app, &org.t2_admin, org.t2, "1.0.0").await;
+    app.post("/api/v1/miniprogram/audit/speedup", json!({"audit_task_id": theirs}), Some(&org.t2_admin)).await.expect(200);
+    app.post("/api/v1/miniprogram/audit/undo", json!({"audit_task_id": theirs}), Some(&org.t2_admin)).await.expect(200);
 
-        // Every step that went through is in the tenant's audit trail; the refused ones are
-        // not. (The platform's submission of the third upload is the tenant's too.)
-        for (action, t1_count) in
-            [("miniprogram.upload", 3), ("miniprogram.audit.submit", 3), ("miniprogram.audit.speedup", 1), ("miniprogram.audit.undo", 2)]
-        {
-            let r = app.get(&format!("/api/v1/audit-logs?action={action}&page_size=100"), Some(&org.admin)).await;
-            r.expect(200);
-            let of_t1: Vec<&Value> = r.data()["items"].as_array().unwrap().iter().filter(|e| e["tenant_id"] == org.t1).collect();
-            assert_eq!(of_t1.len(), t1_count, "{action}: {of_t1:?}");
-            assert!(of_t1.iter().all(|e| e["partner_id"] == org.p1), "{action}: {of_t1:?}");
-        }
+    // Down to the platform's reserve, tenants stop and the platform goes on.
+    let r = app.post("/sandbox/control/quota", json!({"rest": 20, "limit": 100}), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let upload = uploaded_template(app, &org.t2_admin, org.t2, "1.0.1").await;
+    let refused = submit(app, &org.t2_admin, upload).await;
+    refused.expect_reason(429, "rate_limited");
+    assert!(refused.body["message"].as_str().unwrap().contains("keeps the last 20 %"), "{}", refused.body);
+    submit(app, &org.admin, third).await.expect(200);
+    assert_eq!(quota(app, &org.admin).await["rest"], 19, "the platform's own submission used the reserve");
+
+    // Every step that went through is in the tenant's audit trail; the refused ones are
+    // not. (The platform's submission of the third upload is the tenant's too.)
+    for (action, t1_count) in
+        [("miniprogram.upload", 3), ("miniprogram.audit.submit", 3), ("miniprogram.audit.speedup", 1), ("miniprogram.audit.undo", 2)]
+    {
+        let r = app.get(&format!("/api/v1/audit-logs?action={action}&page_size=100"), Some(&org.admin)).await;
+        r.expect(200);
+        let of_t1: Vec<&Value> = r.data()["items"].as_array().unwrap().iter().filter(|e| e["tenant_id"] == org.t1).collect();
+        assert_eq!(of_t1.len(), t1_count, "{action}: {of_t1:?}");
+        assert!(of_t1.iter().all(|e| e["partner_id"] == org.p1), "{action}: {of_t1:?}");
     }
-);
+});
 
-e2e!(
-    speed_ups_at_once_never_pass_the_tenants_budget,
-    vars = [
-        ("ATRIUM_JOB_POLL_MS", "50"),
-        ("ATRIUM_MINIPROGRAM_SUBMIT_BUDGET", "2/1h,10/30d"),
-        ("ATRIUM_MINIPROGRAM_SPEEDUP_BUDGET", "1/1h"),
-        ("ATRIUM_MINIPROGRAM_UNDO_BUDGET", "2/1h"),
-        ("ATRIUM_MINIPROGRAM_QUOTA_RESERVE", "20"),
-    ],
-    |app| {
-        let org = app.org().await;
-        authorise(app, &org.admin, org.t1, APPID).await;
-        let r = app.post("/sandbox/control/quota", json!({"rest": 100, "limit": 100, "speedup_rest": 10, "speedup_limit": 10}), None).await;
-        assert_eq!(r.status, 200, "{}", r.body);
-        let audit = running_audit(app, &org.t1_admin, org.t1, "1.0.0").await;
-        let calls = (0..8).map(|_| app.post("/api/v1/miniprogram/audit/speedup", json!({"audit_task_id": audit}), Some(&org.t1_admin)));
-        let answers = atrium_e2e::join_all(calls).await;
-        let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
-        assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
-        assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 7, "{statuses:?}");
-        assert_eq!(quota(app, &org.admin).await["speedup_rest"], 9, "one speed-up reached the platform");
-    }
-);
+e2e!(speed_ups_at_once_never_pass_the_tenants_budget, vars = BUDGETS, |app| {
+    let org = app.org().await;
+    authorise(app, &org.admin, org.t1, APPID).await;
+    let r = app.post("/sandbox/control/quota", json!({"rest": 100, "limit": 100, "speedup_rest": 10, "speedup_limit": 10}), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let audit = running_audit(app, &org.t1_admin, org.t1, "1.0.0").await;
+    let calls = (0..8).map(|_| app.post("/api/v1/miniprogram/audit/speedup", json!({"audit_task_id": audit}), Some(&org.t1_admin)));
+    let answers = atrium_e2e::join_all(calls).await;
+    let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 7, "{statuses:?}");
+    assert_eq!(quota(app, &org.admin).await["speedup_rest"], 9, "one speed-up reached the platform");
+});

@@ -10,6 +10,7 @@ use super::{from_json_text, json_text};
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{Db, DbConn, MultiBackend, on_backend};
 use crate::error::db_error;
+use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, nothing, page, parse_enum, total};
 use crate::schema::{mp_campaign_tenants, mp_campaigns};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
@@ -419,12 +420,9 @@ type TenantCondition = Box<dyn BoxableExpression<mp_campaign_tenants::table, Mul
 /// The campaign tenants that are in `scope` now: every one for the platform, a partner's own
 /// tenants (by the tenants' `partner_id` today), a tenant itself.
 fn in_scope(scope: Party) -> TenantCondition {
-    use crate::schema::tenants;
     match scope {
         Party::Platform => Box::new(mp_campaign_tenants::tenant_id.is_not_null()),
-        Party::Partner { partner_id } => {
-            Box::new(mp_campaign_tenants::tenant_id.eq_any(tenants::table.filter(tenants::partner_id.eq(partner_id)).select(tenants::id)))
-        }
+        Party::Partner { partner_id } => Box::new(mp_campaign_tenants::tenant_id.eq_any(ids_of_partner(partner_id))),
         Party::Tenant { tenant_id, .. } => Box::new(mp_campaign_tenants::tenant_id.eq(tenant_id)),
     }
 }
