@@ -1,6 +1,14 @@
-//! The vocabulary of money movements that the payments ledger and the domains paying through
-//! it (orders) share: how something was paid ([`PaymentMethod`]), a refund's status
-//! ([`RefundStatus`]) and what a payer's mini-program needs to pay ([`PayParams`]).
+//! The one contract between the money ledger (the payments domain) and the domains that pay
+//! through it (orders): how something was paid ([`PaymentMethod`]), a refund's status
+//! ([`RefundStatus`]), what a payer's mini-program needs to pay ([`PayParams`]), and the port
+//! itself, [`OrderLedger`], with what crosses it — the requests ([`Charge`],
+//! [`OfflineCharge`], [`RefundCharge`]) and what the ledger holds of an order's money
+//! ([`OrderMoney`]: its [`LedgerPayment`] and [`OrderRefund`]s).
+//!
+//! Orders call the port and the payments ledger implements it, so neither domain depends on
+//! the other and the contract is written once, here.
+use crate::{AuditRecord, Id, Money, Result, Timestamp};
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 /// How a payment was (or is being) made.
@@ -46,6 +54,17 @@ impl RefundStatus {
         self != RefundStatus::Processing
     }
 
+    /// When a refund of this status settled, from what its record keeps: a succeeded one when
+    /// the money went back (`succeeded_at`, or its last change when the platform gave no
+    /// time), a failed or closed one at its last change; a processing one has not.
+    pub fn settled_at(self, succeeded_at: Option<Timestamp>, updated_at: Timestamp) -> Option<Timestamp> {
+        match self {
+            RefundStatus::Processing => None,
+            RefundStatus::Succeeded => Some(succeeded_at.unwrap_or(updated_at)),
+            RefundStatus::Failed | RefundStatus::Closed => Some(updated_at),
+        }
+    }
+
     /// The status once the platform has reported `reported`: only a processing refund
     /// settles, and only once.
     pub fn advance(self, reported: RefundStatus) -> Option<RefundStatus> {
@@ -76,6 +95,174 @@ pub struct PayParams {
     pub pay_sign: String,
 }
 
+/// An order's platform payment to start, or to resume.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Charge {
+    /// The order to pay.
+    pub order_id: Id,
+    /// The order's number, which is the platform's `out_trade_no`: the same number again is
+    /// the same platform order.
+    pub out_trade_no: String,
+    /// Shown to the payer: the order's subject.
+    pub description: String,
+    /// What the payer is asked to pay: the order's amount.
+    pub amount: Money,
+    /// The payer's openid in the tenant's mini-program.
+    pub openid: String,
+    /// The platform order cannot be paid after this (the order's own expiry).
+    pub expires_at: Timestamp,
+    /// The order's audit record of the request (who started the payment): written by the
+    /// ledger together with the new transaction, not when an existing one is resumed.
+    pub audit: AuditRecord,
+}
+
+/// A payment of an order made outside the platform, to record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OfflineCharge {
+    /// The order paid.
+    pub order_id: Id,
+    /// The order's number, kept with the ledger's transaction.
+    pub order_no: String,
+    /// What was paid for: the order's subject.
+    pub description: String,
+    /// What was paid: the order's amount.
+    pub amount: Money,
+    /// What identifies the payment (a bank reference, a receipt number).
+    pub reference: String,
+    /// The user who records it.
+    pub recorded_by: Id,
+    /// The order's audit record of the request, written with the payment.
+    pub audit: AuditRecord,
+}
+
+/// A refund of an order's payment, to request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefundCharge {
+    /// The order whose payment to refund.
+    pub order_id: Id,
+    /// Fixed before the request (derived from the caller's `Idempotency-Key` when it sent
+    /// one), so a retry asks for the same refund, never a second one.
+    pub out_refund_no: String,
+    /// How much to refund; the ledger refuses more than is left of what was paid.
+    pub amount: Money,
+    /// The reason, shown to the payer.
+    pub reason: Option<String>,
+    /// The user asking, kept with the refund; `None` when the system does.
+    pub requested_by: Option<Id>,
+    /// The order's audit record of the request (who asked for the refund), written with the
+    /// refund's reservation, not when an existing refund is asked about again.
+    pub audit: AuditRecord,
+}
+
+/// Where the ledger's payment of an order stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaymentState {
+    /// Started and not paid (yet).
+    Unpaid,
+    /// Paid in full.
+    Paid {
+        /// The platform's transaction id; `None` for an offline payment.
+        transaction_id: Option<String>,
+        /// When it was paid.
+        paid_at: Timestamp,
+    },
+    /// Closed unpaid: it can no longer be paid.
+    Closed,
+    /// The platform reported a payment that does not match the order (another amount or
+    /// currency): kept, never taken as paid, for a person to resolve.
+    Discrepancy(String),
+}
+
+/// The ledger's payment of an order: its live transaction, or the last one when none is live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerPayment {
+    /// On the pay platform (`wechat_jsapi`) or offline.
+    pub method: PaymentMethod,
+    /// The platform's number; `None` for an offline payment.
+    pub out_trade_no: Option<String>,
+    /// The amount of the payment.
+    pub amount: Money,
+    /// The payer's openid, for a platform payment.
+    pub openid: Option<String>,
+    /// Where the payment stands.
+    pub state: PaymentState,
+    /// An offline payment's reference (a bank reference, a receipt number).
+    pub reference: Option<String>,
+    /// The user who recorded an offline payment.
+    pub paid_by: Option<Id>,
+}
+
+/// A refund of (part of) an order's payment, as the ledger holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderRefund {
+    /// The ledger's id of the refund.
+    pub id: Id,
+    /// The order refunded.
+    pub order_id: Id,
+    /// The order's tenant.
+    pub tenant_id: Id,
+    /// Our number for the platform: one number, one refund. Unique per tenant.
+    pub out_refund_no: String,
+    /// How much is refunded.
+    pub amount: Money,
+    /// Processing until the platform settles it, then succeeded, failed or closed.
+    pub status: RefundStatus,
+    /// The reason given, shown to the payer.
+    pub reason: Option<String>,
+    /// The user who asked for it; `None` when the system did.
+    pub requested_by: Option<Id>,
+    /// When it reached a final status (see [`RefundStatus::settled_at`]).
+    pub settled_at: Option<Timestamp>,
+    /// When it was requested.
+    pub created_at: Timestamp,
+    /// When its status last changed.
+    pub updated_at: Timestamp,
+}
+
+/// What the ledger holds of an order's money.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OrderMoney {
+    /// `None` before a payment was started.
+    pub payment: Option<LedgerPayment>,
+    /// The refunds of the order's payment, oldest first.
+    pub refunds: Vec<OrderRefund>,
+}
+
+/// The money ledger as the domains paying through it see it, acting on one tenant's merchant
+/// account per call. It owns every movement of an order's money — what is refundable, the
+/// refund window and the count limit are decided there — and tells the order of each change
+/// through a durable event (the server runs the orders' `sync` for it). Errors are kernel
+/// errors: a rule of the ledger's → `Conflict`, a platform refusal → `Blocked`/`Invalid`
+/// naming `pay_platform`, unavailability → `Upstream`.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait OrderLedger: Send + Sync + 'static {
+    /// Starts (or resumes) the order's platform payment and returns what the payer needs.
+    /// The same order again MUST answer for the same platform order, not a second one; an
+    /// order paid offline, or being paid by another payer, is a `Conflict`.
+    async fn charge(&self, tenant_id: Id, charge: Charge) -> Result<PayParams>;
+    /// Records an offline payment. An open platform payment of the order is closed first
+    /// (`Conflict` when it was paid meanwhile, or cannot be closed now); an order already paid
+    /// is a `Conflict`. Exactly one of two racing payments of one order wins.
+    async fn charge_offline(&self, tenant_id: Id, charge: OfflineCharge) -> Result<()>;
+    /// Refunds (part of) the order's payment and returns the refund as it stands (usually
+    /// `processing`; an offline payment's refund `succeeded` at once). The same
+    /// `out_refund_no` again is the same refund (asked of the platform again while it may
+    /// not have reached it). `Conflict` when the order's payment is not paid, the refund
+    /// window has passed, the count limit is reached or more than what is left is asked.
+    async fn refund(&self, tenant_id: Id, refund: RefundCharge) -> Result<OrderRefund>;
+    /// Closes the order's open platform payment, if any: `Ok` once nothing can pay it any
+    /// more (or it was paid meanwhile — [`OrderLedger::money`] then says so); `Upstream` when
+    /// the platform cannot be asked now.
+    async fn close(&self, tenant_id: Id, order_id: Id) -> Result<()>;
+    /// What the ledger holds of the order's money now.
+    async fn money(&self, tenant_id: Id, order_id: Id) -> Result<OrderMoney>;
+    /// The refunds of several orders, each named `(tenant_id, order_id)` (a page of a list,
+    /// which may span tenants): every refund of those orders, oldest first, and none of any
+    /// other order or tenant.
+    async fn refunds(&self, orders: Vec<(Id, Id)>) -> Result<Vec<OrderRefund>>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +282,12 @@ mod tests {
         assert!(R::Processing.holds_amount() && R::Succeeded.holds_amount());
         assert!(!R::Failed.holds_amount() && !R::Closed.holds_amount());
         assert_eq!(R::Succeeded.as_str(), "succeeded");
+        let (at, later) = (chrono::DateTime::UNIX_EPOCH, chrono::DateTime::UNIX_EPOCH + chrono::Duration::hours(1));
+        assert_eq!(R::Processing.settled_at(Some(at), later), None, "a processing refund has not settled");
+        assert_eq!(R::Succeeded.settled_at(Some(at), later), Some(at), "when the money went back");
+        assert_eq!(R::Succeeded.settled_at(None, later), Some(later), "no time from the platform: its last change");
+        assert_eq!(R::Failed.settled_at(Some(at), later), Some(later));
+        assert_eq!(R::Closed.settled_at(None, later), Some(later));
         assert_eq!(PaymentMethod::WechatJsapi.as_str(), "wechat_jsapi");
     }
 

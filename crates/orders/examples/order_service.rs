@@ -11,8 +11,8 @@
 //! Run it with `cargo run -p atrium-orders --example order_service`.
 use atrium_kernel::{Actor, Error, Id, Money, Name, Party, PaymentMethod, Reason, RefundStatus, StrEnum, SystemClock};
 use atrium_orders::{
-    ItemInput, LedgerPayment, MockOrderLedger, MockOrderRepo, NewOrder, NewRefund, Order, OrderMoney, OrderService, OrderSettings,
-    OrderTenant, OrderView, PayOrder, PaymentReference, PaymentState, Refund, RefundReason, Subject,
+    ItemInput, LedgerPayment, MockOrderLedger, MockOrderRepo, NewOrder, NewRefund, Order, OrderMoney, OrderRefund, OrderService,
+    OrderSettings, OrderTenant, OrderView, PayOrder, PaymentReference, PaymentState, RefundReason, Subject,
 };
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -84,7 +84,7 @@ fn ledger(book: Arc<Mutex<OrderMoney>>) -> MockOrderLedger {
         }
         let now = chrono::Utc::now();
         // An offline payment's refund succeeds at once: the money goes back outside the platform.
-        let refund = Refund {
+        let refund = OrderRefund {
             id: Id::try_from(money.refunds.len()).unwrap_or(Id::MAX) + 1,
             order_id: charge.order_id,
             tenant_id,
@@ -92,6 +92,7 @@ fn ledger(book: Arc<Mutex<OrderMoney>>) -> MockOrderLedger {
             amount: charge.amount,
             status: RefundStatus::Succeeded,
             reason: charge.reason,
+            requested_by: charge.requested_by,
             settled_at: Some(now),
             created_at: now,
             updated_at: now,
@@ -99,7 +100,9 @@ fn ledger(book: Arc<Mutex<OrderMoney>>) -> MockOrderLedger {
         money.refunds.push(refund.clone());
         Ok(refund)
     });
-    ledger.expect_money().returning(move |_tenant, _order| Ok(lock(&book).clone()));
+    let money = book.clone();
+    ledger.expect_money().returning(move |_tenant, _order| Ok(lock(&money).clone()));
+    ledger.expect_refunds().returning(move |_orders| Ok(lock(&book).refunds.clone()));
     ledger
 }
 

@@ -9,7 +9,7 @@
 //! items, expiry) and a *projection* of what the ledger holds of it: what was paid and how,
 //! what was refunded (the sum of the succeeded refunds), whether the platform reported a
 //! payment that does not match it (a discrepancy, never taken as paid). Its refunds are the
-//! ledger's, read from there by the store and never written by orders.
+//! ledger's, read through the port ([`OrderLedger::refunds`]) and never stored by orders.
 //!
 //! [`OrderService::sync`] brings that projection up to what the ledger holds, with one
 //! conditional write ([`OrderRepo::update_order`]) and an audit record: the service runs it
@@ -17,15 +17,16 @@
 //! the ledger writes when an order's money changes. It is idempotent (a repeat changes
 //! nothing) and never moves an order to an older view of the ledger.
 //!
-//! - `model`: [`Order`] with its [`OrderItem`]s, [`Payment`], the ledger's [`Refund`]s and its
+//! - `model`: [`Order`] with its [`OrderItem`]s, [`Payment`] and its
 //!   [`OrderState`] (what a conditional write compares), the list query [`OrderQuery`];
 //!   `api`: what clients send and receive ([`NewOrder`], [`PayOrder`], [`NewRefund`],
 //!   [`OrderListParams`], [`OrderView`], …); `text`: the bounded strings of those requests.
 //! - `lifecycle`: [`OrderStatus`] with its allowed steps; a refund's status is the kernel's
 //!   [`RefundStatus`].
 //! - Ports: [`OrderRepo`] (storage of orders and their items) and [`OrderLedger`] (the money
-//!   ledger, in the orders' words: [`Charge`], [`OfflineCharge`], [`RefundCharge`],
-//!   [`OrderMoney`]); the server implements the latter over the payments ledger, so this crate
+//!   ledger: [`Charge`], [`OfflineCharge`], [`RefundCharge`] in, [`OrderMoney`] and
+//!   [`OrderRefund`] out). The ledger's port is the kernel's one contract between orders and
+//!   the ledger ([`atrium_kernel::pay`]), which the payments ledger implements, so this crate
 //!   depends on no other domain.
 //! - `config`: [`OrderSettings`]; `service`: [`OrderService`], the use cases — create, read,
 //!   list, pay and refund (through the ledger), [`OrderService::sync`] and the expiry job's

@@ -11,10 +11,11 @@
 //! expectations: an offline payment and its refunds never reach the platform.
 //!
 //! Run it with `cargo run -p atrium-payments --example ledger_sqlite`.
+use atrium_kernel::pay::{OfflineCharge, OrderLedger, RefundCharge};
 use atrium_kernel::{AuditRecord, Clock, JobStore, Money, Party, PaymentMethod, StrEnum, SystemClock};
 use atrium_orders::{Order, OrderItem, OrderRepo, OrderStatus};
 use atrium_org::{Tenant, TenantRepo};
-use atrium_payments::{MockMerchantKeys, MockPayPlatform, ORDER_CHANGED, OfflineOrderCharge, OrderRefund, PaymentService, PaymentSettings};
+use atrium_payments::{MockMerchantKeys, MockPayPlatform, ORDER_CHANGED, PaymentService, PaymentSettings};
 use atrium_store::{Db, DbJobStore, FieldCipher, OrdersStore, OrgStore, PaymentStore};
 use std::sync::Arc;
 
@@ -55,7 +56,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         openid: None,
         payment: None,
         discrepancy: None,
-        refunds: Vec::new(),
         expires_at: now + chrono::Duration::minutes(30),
         created_by: Some(CLERK),
         created_at: now,
@@ -75,28 +75,30 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         PaymentSettings::new("https://atrium.example.com"),
     ));
 
-    let charge = OfflineOrderCharge {
+    // What orders send through the one contract between them and the ledger.
+    let charge = OfflineCharge {
         order_id: order.id,
         order_no: order.order_no.clone(),
         description: order.subject.clone(),
         amount: order.amount,
         reference: "BANK-TRANSFER-0042".into(),
         recorded_by: CLERK,
-        audit: None,
+        audit: AuditRecord::system(now, "order.pay", "order", Some(order.id)).owned_by(None, Some(tenant.id)),
     };
-    ledger.charge_order_offline(tenant.id, charge).await?;
+    ledger.charge_offline(tenant.id, charge).await?;
     println!("paid         offline, reference BANK-TRANSFER-0042");
 
     // Three refunds of 40 yuan at once: together they would exceed the 100 yuan paid.
     let tenant_id = tenant.id;
     let asks = ["A", "B", "C"].map(|n| {
         let ledger = ledger.clone();
-        let refund = OrderRefund {
+        let refund = RefundCharge {
             order_id: order.id,
             out_refund_no: format!("{}R{n}", order.order_no),
             amount: Money::from_yuan(40),
             reason: Some("goodwill".into()),
-            audit: None,
+            requested_by: Some(CLERK),
+            audit: AuditRecord::system(now, "order.refund", "order", Some(order.id)).owned_by(None, Some(tenant.id)),
         };
         tokio::spawn(async move { (refund.out_refund_no.clone(), ledger.refund_order(tenant_id, refund).await) })
     });
@@ -107,10 +109,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    let money = ledger.order_money(tenant.id, order.id).await?;
-    if let Some(tx) = &money.transaction {
-        let method = if tx.method == PaymentMethod::Offline { "offline" } else { "on the pay platform" };
-        println!("ledger       transaction {}: {} fen paid {method}, {}", tx.out_trade_no, tx.amount.fen(), tx.trade_state.as_str());
+    let money = ledger.money(tenant.id, order.id).await?;
+    if let Some(p) = &money.payment {
+        let method = if p.method == PaymentMethod::Offline { "offline" } else { "on the pay platform" };
+        println!("ledger       payment of {} fen {method}: {:?}", p.amount.fen(), p.state);
     }
     let refunded = Money::checked_sum(money.refunds.iter().map(|r| r.amount))?;
     println!("ledger       {} refunds, {} fen refunded", money.refunds.len(), refunded.fen());
@@ -120,7 +122,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The order is the ledger's only through those events; here nobody runs them.
     let stored = orders.get_order(Party::Platform, order.id).await?;
     if let Some(o) = stored {
-        println!("order        still {} until its events run; the ledger's refunds read with it: {}", o.status.as_str(), o.refunds.len());
+        println!("order        still {} until its events run, refunded {} fen", o.status.as_str(), o.refunded_amount.fen());
     }
     Ok(())
 }

@@ -401,6 +401,8 @@ pub struct RefundView {
     pub amount: Money,
     /// The reason given, shown to the payer.
     pub reason: Option<String>,
+    /// The user who asked for it; null when the system did.
+    pub requested_by: Option<Id>,
     /// When the platform reported it succeeded.
     pub succeeded_at: Option<DateTime<Utc>>,
     /// When it was requested.
@@ -417,6 +419,7 @@ impl From<Refund> for RefundView {
             status: r.status,
             amount: r.amount,
             reason: r.reason,
+            requested_by: r.requested_by,
             succeeded_at: r.succeeded_at,
             created_at: r.created_at,
         }

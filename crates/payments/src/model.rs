@@ -1,8 +1,8 @@
 //! Payments: a tenant's merchant account on the pay platform, its transactions and refunds,
 //! and what the pay platform tells us about them (answers, notifications, trade bills).
 use crate::lifecycle::TradeState;
-use atrium_kernel::RefundStatus;
-use atrium_kernel::{AuditRecord, Id, Money, NewJob, PaymentMethod, Secret, Timestamp};
+use atrium_kernel::pay::{LedgerPayment, OrderRefund, PaymentState};
+use atrium_kernel::{AuditRecord, Id, Money, NewJob, PaymentMethod, RefundStatus, Secret, Timestamp};
 use chrono::NaiveDate;
 
 /// A tenant's payment configuration: the merchant account its orders are paid into.
@@ -242,6 +242,30 @@ impl Transaction {
         self.trade_state.is_paid() && self.discrepancy.is_none()
     }
 
+    /// The transaction as the payment of its order, in the contract's words
+    /// ([`atrium_kernel::pay`]): where it stands — a discrepancy first (never paid), then
+    /// paid, closed or unpaid — with the platform's number only for a platform payment.
+    pub fn as_order_payment(&self) -> LedgerPayment {
+        let state = if let Some(why) = &self.discrepancy {
+            PaymentState::Discrepancy(why.clone())
+        } else if self.is_paid() {
+            PaymentState::Paid { transaction_id: self.transaction_id.clone(), paid_at: self.success_time.unwrap_or(self.updated_at) }
+        } else if self.trade_state.is_closed() {
+            PaymentState::Closed
+        } else {
+            PaymentState::Unpaid
+        };
+        LedgerPayment {
+            method: self.method,
+            out_trade_no: (self.method == PaymentMethod::WechatJsapi).then(|| self.out_trade_no.clone()),
+            amount: self.amount,
+            openid: Some(self.openid.clone()).filter(|o| !o.is_empty()),
+            state,
+            reference: self.reference.clone(),
+            paid_by: self.paid_by,
+        }
+    }
+
     /// Takes in what the platform reported. Returns whether anything changed; the trade state
     /// only moves forward ([`TradeState::advance`]), and the payment's facts are filled in
     /// once the platform reports a payment. A payment is taken only when the report names
@@ -324,6 +348,8 @@ pub struct Refund {
     pub status: RefundStatus,
     /// The reason given, shown to the payer.
     pub reason: Option<String>,
+    /// The user who asked for it; `None` when the system did.
+    pub requested_by: Option<Id>,
     /// When the money went back, once it did.
     pub succeeded_at: Option<Timestamp>,
     /// When the refund was reserved.
@@ -333,6 +359,24 @@ pub struct Refund {
 }
 
 impl Refund {
+    /// The refund as its order's, in the contract's words ([`atrium_kernel::pay`]); `None`
+    /// for a refund of a transaction of the payment routes.
+    pub fn as_order_refund(&self) -> Option<OrderRefund> {
+        Some(OrderRefund {
+            id: self.id,
+            order_id: self.order_id?,
+            tenant_id: self.tenant_id,
+            out_refund_no: self.out_refund_no.clone(),
+            amount: self.amount,
+            status: self.status,
+            reason: self.reason.clone(),
+            requested_by: self.requested_by,
+            settled_at: self.status.settled_at(self.succeeded_at, self.updated_at),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+
     /// Takes in what the platform reported; the status only moves forward.
     pub fn apply(&mut self, report: &PlatformRefund, now: Timestamp) -> bool {
         let mut changed = fill(&mut self.refund_id, &report.refund_id);
@@ -416,6 +460,7 @@ impl RefundRule {
     ///     amount: Money::from_yuan(yuan),
     ///     status: RefundStatus::Processing,
     ///     reason: None,
+    ///     requested_by: None,
     ///     succeeded_at: None,
     ///     created_at: now,
     ///     updated_at: now,
@@ -665,69 +710,6 @@ pub struct CertInfo {
     pub key_fingerprint: String,
 }
 
-/// An order's platform payment to start or resume (orders, through the server).
-#[derive(Debug, Clone, PartialEq)]
-pub struct OrderCharge {
-    /// The order to pay.
-    pub order_id: Id,
-    /// The order's number.
-    pub out_trade_no: String,
-    /// What is paid for: the order's subject.
-    pub description: String,
-    /// What the payer is asked to pay: the order's amount.
-    pub amount: Money,
-    /// The payer's openid in the tenant's mini-program.
-    pub openid: String,
-    /// The order's expiry: the platform order cannot be paid after it.
-    pub expires_at: Timestamp,
-    /// The order's record of the request, written with a new transaction.
-    pub audit: Option<AuditRecord>,
-}
-
-/// An order's payment made outside the platform, to record.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OfflineOrderCharge {
-    /// The order paid.
-    pub order_id: Id,
-    /// The order's number, the transaction's `out_trade_no`.
-    pub order_no: String,
-    /// What was paid for: the order's subject.
-    pub description: String,
-    /// What was paid: the order's amount.
-    pub amount: Money,
-    /// What identifies the payment (a bank reference, a receipt number).
-    pub reference: String,
-    /// The user who records it.
-    pub recorded_by: Id,
-    /// The order's record of the request, written with the payment.
-    pub audit: Option<AuditRecord>,
-}
-
-/// A refund of an order's payment.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OrderRefund {
-    /// The order whose payment to refund.
-    pub order_id: Id,
-    /// Our number for the refund, fixed before the request so a retry asks for the same one.
-    pub out_refund_no: String,
-    /// How much to refund.
-    pub amount: Money,
-    /// The reason, shown to the payer.
-    pub reason: Option<String>,
-    /// The order's record of the request, written with the refund's reservation.
-    pub audit: Option<AuditRecord>,
-}
-
-/// What the ledger holds of an order's money: its live (or latest) transaction and that
-/// transaction's refunds, oldest first.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct OrderMoney {
-    /// The order's live transaction, or its latest when none is live; `None` before any.
-    pub transaction: Option<Transaction>,
-    /// That transaction's refunds, oldest first.
-    pub refunds: Vec<Refund>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -785,6 +767,7 @@ mod tests {
             amount: Money::from_fen(fen),
             status,
             reason: None,
+            requested_by: None,
             succeeded_at: None,
             created_at: now(),
             updated_at: now(),

@@ -65,6 +65,9 @@ pub trait PaymentRepo: Send + Sync + 'static {
     async fn get_refund(&self, tenant_id: Id, out_refund_no: String) -> Result<Option<Refund>>;
     /// The refunds of the tenant's transaction `out_trade_no`, oldest first.
     async fn refunds_of(&self, tenant_id: Id, out_trade_no: String) -> Result<Vec<Refund>>;
+    /// The refunds of these orders (of any tenant: the caller names each order's tenant and
+    /// checks it), by order, oldest first.
+    async fn refunds_of_orders(&self, order_ids: Vec<Id>) -> Result<Vec<Refund>>;
     /// Writes `refund`'s mutable fields (refund id, status, succeeded_at, updated_at) and its
     /// [`Effects`] only if the stored status still equals `read_status`; returns whether it
     /// wrote. A refund leaving `processing` for `failed` or `closed` gives its amount back

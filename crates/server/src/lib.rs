@@ -462,7 +462,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let payments = payment_service(&config, &db, &public_url, Some(calls.clone()), job_store.clone())?;
     let orders = Arc::new(OrderService::new(
         Arc::new(OrdersStore::new(db.clone())),
-        Arc::new(order_ledger::LedgerForOrders(payments.clone())),
+        payments.clone(),
         clock.clone(),
         OrderSettings {
             default_expiry: chrono::Duration::seconds(config.order_default_expires_in),

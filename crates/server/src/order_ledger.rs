@@ -1,105 +1,15 @@
-//! Where orders meet the ledger. Orders pay and refund through their own port,
-//! [`OrderLedger`], which [`LedgerForOrders`] implements over the payments ledger; and the
-//! ledger tells orders of every change of an order's money through a durable
-//! `ledger.order_changed` event written with the change, which [`LedgerEvents`] runs as the
-//! orders' `sync` (reading what the ledger holds now). Neither domain depends on the other,
-//! and neither calls back into a request of the other's.
+//! Where orders meet the ledger. Orders pay and refund through the kernel's
+//! [`OrderLedger`](atrium_kernel::pay::OrderLedger), which the payments ledger implements
+//! itself (the server hands the one service to orders); and the ledger tells orders of every
+//! change of an order's money through a durable `ledger.order_changed` event written with the
+//! change, which [`LedgerEvents`] runs as the orders' `sync` (reading what the ledger holds
+//! now). Neither domain depends on the other, and neither calls back into a request of the
+//! other's.
 use async_trait::async_trait;
-use atrium_kernel::{Id, Job, JobHandler, JobOutcome, PayParams, PaymentMethod, Result};
-use atrium_orders::{
-    Charge, LedgerPayment, OfflineCharge, OrderLedger, OrderMoney, OrderService, PaymentState, Refund as OrderRefundView, RefundCharge,
-};
+use atrium_kernel::{Job, JobHandler, JobOutcome, Result};
+use atrium_orders::OrderService;
 use atrium_payments as pay;
 use std::sync::Arc;
-
-/// [`OrderLedger`] over the payments ledger: an order's number is its `out_trade_no`.
-pub struct LedgerForOrders(pub Arc<pay::PaymentService>);
-
-/// An order's view of a ledger refund.
-fn refund_view(r: pay::Refund, order_id: Id) -> OrderRefundView {
-    let settled_at = match r.status {
-        pay::RefundStatus::Processing => None,
-        pay::RefundStatus::Succeeded => Some(r.succeeded_at.unwrap_or(r.updated_at)),
-        pay::RefundStatus::Failed | pay::RefundStatus::Closed => Some(r.updated_at),
-    };
-    OrderRefundView {
-        id: r.id,
-        order_id,
-        tenant_id: r.tenant_id,
-        out_refund_no: r.out_refund_no,
-        amount: r.amount,
-        status: r.status,
-        reason: r.reason,
-        settled_at,
-        created_at: r.created_at,
-        updated_at: r.updated_at,
-    }
-}
-
-/// Where a ledger transaction stands, in the orders' words.
-fn payment_state(tx: &pay::Transaction) -> PaymentState {
-    if let Some(why) = &tx.discrepancy {
-        return PaymentState::Discrepancy(why.clone());
-    }
-    if tx.is_paid() {
-        return PaymentState::Paid { transaction_id: tx.transaction_id.clone(), paid_at: tx.success_time.unwrap_or(tx.updated_at) };
-    }
-    if tx.trade_state.is_closed() { PaymentState::Closed } else { PaymentState::Unpaid }
-}
-
-#[async_trait]
-impl OrderLedger for LedgerForOrders {
-    async fn charge(&self, tenant_id: Id, c: Charge) -> Result<PayParams> {
-        let charge = pay::OrderCharge {
-            order_id: c.order_id,
-            out_trade_no: c.out_trade_no,
-            description: c.description,
-            amount: c.amount,
-            openid: c.openid,
-            expires_at: c.expires_at,
-            audit: Some(c.audit),
-        };
-        self.0.charge_order(tenant_id, charge).await
-    }
-
-    async fn charge_offline(&self, tenant_id: Id, c: OfflineCharge) -> Result<()> {
-        let charge = pay::OfflineOrderCharge {
-            order_id: c.order_id,
-            order_no: c.order_no,
-            description: c.description,
-            amount: c.amount,
-            reference: c.reference,
-            recorded_by: c.recorded_by,
-            audit: Some(c.audit),
-        };
-        self.0.charge_order_offline(tenant_id, charge).await
-    }
-
-    async fn refund(&self, tenant_id: Id, r: RefundCharge) -> Result<OrderRefundView> {
-        let order_id = r.order_id;
-        let refund =
-            pay::OrderRefund { order_id, out_refund_no: r.out_refund_no, amount: r.amount, reason: r.reason, audit: Some(r.audit) };
-        Ok(refund_view(self.0.refund_order(tenant_id, refund).await?, order_id))
-    }
-
-    async fn close(&self, tenant_id: Id, order_id: Id) -> Result<()> {
-        self.0.close_order(tenant_id, order_id).await
-    }
-
-    async fn money(&self, tenant_id: Id, order_id: Id) -> Result<OrderMoney> {
-        let money = self.0.order_money(tenant_id, order_id).await?;
-        let payment = money.transaction.map(|tx| LedgerPayment {
-            method: tx.method,
-            out_trade_no: (tx.method == PaymentMethod::WechatJsapi).then(|| tx.out_trade_no.clone()),
-            amount: tx.amount,
-            openid: Some(tx.openid.clone()).filter(|o| !o.is_empty()),
-            state: payment_state(&tx),
-            reference: tx.reference.clone(),
-            paid_by: tx.paid_by,
-        });
-        Ok(OrderMoney { payment, refunds: money.refunds.into_iter().map(|r| refund_view(r, order_id)).collect() })
-    }
-}
 
 /// The waits between tries of an event whose sync failed (the database was unavailable): soon
 /// at first, an order's answer should not lag, then every half hour.

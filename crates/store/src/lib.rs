@@ -19,8 +19,8 @@
 //!   content in the database, for instances without a shared disk;
 //! - [`CampaignStore`] (`releases/campaigns`): `CampaignRepo`, release campaigns and their
 //!   tenants;
-//! - [`OrdersStore`] (`orders/`, one file per port): `OrderRepo`, orders with their items and
-//!   refunds;
+//! - [`OrdersStore`] (`orders/`, one file per port): `OrderRepo`, orders with their items (their
+//!   refunds are the ledger's);
 //! - the kernel's shared ports: [`DbIdempotencyStore`] (`IdempotencyStore`, the records of
 //!   `Idempotency-Key` requests) and [`DbJobStore`] (`JobStore`, the durable job queue).
 //!

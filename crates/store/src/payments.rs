@@ -5,6 +5,7 @@ use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, first_for_update, on_backend};
 use crate::error::db_error;
+use crate::ids_in::ids_in;
 use crate::jobs::enqueue_in;
 use crate::org::parse_enum;
 use crate::org::tenants::in_scope;
@@ -197,6 +198,7 @@ struct RefundRow {
     #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
     order_id: Option<i64>,
+    requested_by: Option<i64>,
 }
 
 fn refund_row(r: &Refund, payment_id: Id) -> RefundRow {
@@ -214,6 +216,7 @@ fn refund_row(r: &Refund, payment_id: Id) -> RefundRow {
         created_at: to_db(r.created_at),
         updated_at: to_db(r.updated_at),
         order_id: r.order_id,
+        requested_by: r.requested_by,
     }
 }
 
@@ -228,6 +231,7 @@ fn refund_from_row(r: RefundRow) -> Result<Refund> {
         amount: Money::from_fen(r.amount),
         status: parse_enum(&r.status, RefundStatus::parse, "refund status")?,
         reason: r.reason,
+        requested_by: r.requested_by,
         succeeded_at: r.succeeded_at.map(from_db),
         created_at: from_db(r.created_at),
         updated_at: from_db(r.updated_at),
@@ -491,6 +495,26 @@ impl PaymentRepo for PaymentStore {
                     .load(conn)
                     .map_err(db_error)?;
                 rows.into_iter().map(refund_from_row).collect()
+            })
+            .await
+    }
+
+    async fn refunds_of_orders(&self, order_ids: Vec<Id>) -> Result<Vec<Refund>> {
+        self.db
+            .run(move |conn| {
+                let mut refunds = Vec::new();
+                for chunk in order_ids.chunks(IN_LIST) {
+                    let rows: Vec<RefundRow> = payment_refunds::table
+                        .filter(ids_in(conn, payment_refunds::order_id, chunk))
+                        .order((payment_refunds::order_id.asc(), payment_refunds::id.asc()))
+                        .select(RefundRow::as_select())
+                        .load(conn)
+                        .map_err(db_error)?;
+                    for r in rows {
+                        refunds.push(refund_from_row(r)?);
+                    }
+                }
+                Ok(refunds)
             })
             .await
     }

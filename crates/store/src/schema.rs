@@ -418,6 +418,7 @@ diesel::table! {
         created_at -> Timestamp,
         updated_at -> Timestamp,
         order_id -> Nullable<BigInt>,
+        requested_by -> Nullable<BigInt>,
     }
 }
 

@@ -100,6 +100,22 @@ e2e!(an_order_is_paid_through_the_platform_and_refunded_in_two_parts, |app| {
         let o = wait_order(app, t, id, 10, |o| o["status"] == status).await;
         assert_eq!((o["status"].as_str(), o["refunded_amount"].as_i64()), (Some(status), Some(refunded)), "{o}");
     }
+    // The order and a page of orders show both refunds as the ledger holds them: who asked,
+    // when each settled.
+    let me = app.get("/api/v1/auth/me", Some(t)).await;
+    me.expect(200);
+    let one = app.get(&format!("/api/v1/orders/{id}"), Some(t)).await;
+    one.expect(200);
+    let shown = one.data()["refunds"].as_array().unwrap().clone();
+    assert_eq!(shown.len(), 2, "{}", one.body);
+    for r in &shown {
+        assert_eq!((&r["status"], &r["requested_by"]), (&json!("succeeded"), &me.data()["user"]["id"]), "{r}");
+        assert!(r["settled_at"].is_string(), "{r}");
+    }
+    let page = app.get("/api/v1/orders?page_size=100", Some(t)).await;
+    page.expect(200);
+    let listed = page.data()["items"].as_array().unwrap().iter().find(|o| o["id"] == id).cloned().unwrap();
+    assert_eq!(listed["refunds"], json!(shown), "a page shows the same refunds");
     // Nothing is left to refund; an unpaid order cannot be refunded.
     app.post(&format!("/api/v1/orders/{id}/refund"), json!({"amount": 1}), Some(t)).await.expect_reason(409, "state");
     let pending = new_order(app, t, json!({"subject": "Unpaid", "amount": 500})).await;

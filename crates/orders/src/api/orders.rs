@@ -2,6 +2,7 @@
 //! parameters and the order view. Money is fen throughout.
 use crate::lifecycle::OrderStatus;
 use crate::model::*;
+use crate::ports::OrderRefund;
 use crate::text::{Openid, RefundReason, Subject};
 use atrium_kernel::{Error, Id, ListQuery, Money, Name, PayParams, RefundStatus, Text};
 use chrono::{DateTime, Utc};
@@ -217,6 +218,10 @@ pub struct RefundView {
     pub status: RefundStatus,
     /// The reason given, shown to the payer.
     pub reason: Option<String>,
+    /// The user who asked for it; null when the system did.
+    pub requested_by: Option<Id>,
+    /// When it reached its final status; null while processing.
+    pub settled_at: Option<DateTime<Utc>>,
     /// When it was requested.
     pub created_at: DateTime<Utc>,
 }
@@ -283,21 +288,24 @@ impl From<Payment> for PaymentView {
     }
 }
 
-impl From<Refund> for RefundView {
-    fn from(r: Refund) -> Self {
+impl From<OrderRefund> for RefundView {
+    fn from(r: OrderRefund) -> Self {
         RefundView {
             id: r.id,
             out_refund_no: r.out_refund_no,
             amount: r.amount,
             status: r.status,
             reason: r.reason,
+            requested_by: r.requested_by,
+            settled_at: r.settled_at,
             created_at: r.created_at,
         }
     }
 }
 
-impl From<Order> for OrderView {
-    fn from(o: Order) -> Self {
+impl OrderView {
+    /// The order as shown, with the ledger's refunds of it (oldest first).
+    pub fn new(o: Order, refunds: Vec<OrderRefund>) -> Self {
         OrderView {
             id: o.id,
             order_no: o.order_no,
@@ -312,7 +320,7 @@ impl From<Order> for OrderView {
             openid: o.openid,
             payment: o.payment.map(Into::into),
             discrepancy: o.discrepancy,
-            refunds: o.refunds.into_iter().map(Into::into).collect(),
+            refunds: refunds.into_iter().map(Into::into).collect(),
             expires_at: o.expires_at,
             created_by: o.created_by,
             created_at: o.created_at,

@@ -1,6 +1,6 @@
 //! Orders: what a tenant sells, how it was paid, and what was refunded.
 use crate::lifecycle::OrderStatus;
-use atrium_kernel::{Id, ListQuery, Money, RefundStatus, Timestamp};
+use atrium_kernel::{Id, ListQuery, Money, Timestamp};
 
 pub use atrium_kernel::PaymentMethod;
 
@@ -41,32 +41,8 @@ pub struct Payment {
     pub paid_by: Option<Id>,
 }
 
-/// A refund of (part of) a paid order: the ledger's record, as orders show it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refund {
-    /// The ledger's id of the refund.
-    pub id: Id,
-    /// The order refunded.
-    pub order_id: Id,
-    /// The order's tenant.
-    pub tenant_id: Id,
-    /// Our number for the platform: one number, one refund. Unique per tenant.
-    pub out_refund_no: String,
-    /// How much is refunded.
-    pub amount: Money,
-    /// Processing until the platform settles it, then succeeded, failed or closed.
-    pub status: RefundStatus,
-    /// The reason given, shown to the payer.
-    pub reason: Option<String>,
-    /// When the refund reached a final status.
-    pub settled_at: Option<Timestamp>,
-    /// When it was requested.
-    pub created_at: Timestamp,
-    /// When its status last changed.
-    pub updated_at: Timestamp,
-}
-
-/// An order with its items, payment and refunds.
+/// An order with its items and what it knows of its payment. Its refunds are the ledger's
+/// ([`crate::OrderRefund`], read through [`crate::OrderLedger::refunds`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Order {
     /// 0 until stored.
@@ -96,8 +72,6 @@ pub struct Order {
     /// What the platform reported that does not match the order (another amount or
     /// currency): the order is not paid until a person resolves it.
     pub discrepancy: Option<String>,
-    /// The ledger's refunds of the order, oldest first.
-    pub refunds: Vec<Refund>,
     /// After this an unpaid order is closed.
     pub expires_at: Timestamp,
     /// The user who created it; `None` when the system did.

@@ -12,12 +12,13 @@ use crate::api::*;
 use crate::config::OrderSettings;
 use crate::lifecycle::{OrderAction, OrderStatus};
 use crate::model::*;
-use crate::ports::{Charge, LedgerPayment, OfflineCharge, OrderLedger, OrderMoney, OrderRepo, PaymentState, RefundCharge};
+use crate::ports::{Charge, LedgerPayment, OfflineCharge, OrderLedger, OrderMoney, OrderRefund, OrderRepo, PaymentState, RefundCharge};
 use crate::text::Openid;
 use atrium_kernel::Reason;
 use atrium_kernel::failpoint;
 use atrium_kernel::secret::nonce;
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Party, RefundStatus, RequestKey, Result, Timestamp};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// How often a conditional write is tried before giving up on an order that keeps changing.
@@ -111,7 +112,6 @@ impl OrderService {
             openid: input.openid.map(Openid::into_string),
             payment: None,
             discrepancy: None,
-            refunds: Vec::new(),
             expires_at: now + expiry,
             created_by: Some(actor.user_id),
             created_at: now,
@@ -124,7 +124,7 @@ impl OrderService {
                 .owned_by(tenant.partner_id, Some(tenant.id))
                 .change(None, Some(&order_json(&order)));
             match self.repo.insert_order(order.clone(), audit).await {
-                Ok(stored) => return Ok(stored.into()),
+                Ok(stored) => return Ok(OrderView::new(stored, Vec::new())),
                 // The drawn number is taken: draw again.
                 Err(Error::Conflict(_, why)) => last = Some(why),
                 Err(e) => return Err(e),
@@ -135,12 +135,24 @@ impl OrderService {
 
     /// `GET /orders/{id}`; 404 for an order out of scope.
     pub async fn get(&self, actor: &Actor, id: Id) -> Result<OrderView> {
-        Ok(self.order(actor, id).await?.into())
+        let order = self.order(actor, id).await?;
+        let refunds = self.ledger.refunds(vec![(order.tenant_id, order.id)]).await?;
+        Ok(OrderView::new(order, refunds))
     }
 
     /// `GET /orders`: the orders in the caller's scope that match `query`.
     pub async fn list(&self, actor: &Actor, query: OrderQuery) -> Result<Page<OrderView>> {
-        Ok(self.repo.list_orders(actor.party, query).await?.map(OrderView::from))
+        let page = self.repo.list_orders(actor.party, query).await?;
+        let mut refunds: HashMap<Id, Vec<OrderRefund>> = HashMap::new();
+        if !page.items.is_empty() {
+            for r in self.ledger.refunds(page.items.iter().map(|o| (o.tenant_id, o.id)).collect()).await? {
+                refunds.entry(r.order_id).or_default().push(r);
+            }
+        }
+        Ok(page.map(|o| {
+            let of_order = refunds.remove(&o.id).unwrap_or_default();
+            OrderView::new(o, of_order)
+        }))
     }
 
     /// `POST /orders/{id}/pay`. `wechat_jsapi`: asks the ledger to start the order's platform
@@ -180,8 +192,7 @@ impl OrderService {
                 };
                 let result = self.ledger.charge(order.tenant_id, charge).await;
                 let pay_params = self.checked(&order, result).await?;
-                let order = self.synced(order).await;
-                Ok(OrderPayView { order: order.into(), pay_params: Some(pay_params) })
+                Ok(OrderPayView { order: self.synced(order).await?, pay_params: Some(pay_params) })
             }
             PayOrder::Offline { reference } => {
                 let charge = OfflineCharge {
@@ -201,8 +212,7 @@ impl OrderService {
                 };
                 let result = self.ledger.charge_offline(order.tenant_id, charge).await;
                 self.checked(&order, result).await?;
-                let order = self.synced(order).await;
-                Ok(OrderPayView { order: order.into(), pay_params: None })
+                Ok(OrderPayView { order: self.synced(order).await?, pay_params: None })
             }
         }
     }
@@ -223,7 +233,7 @@ impl OrderService {
         if order.status.after(OrderAction::Refund).is_err() {
             // The order's projection may lag the ledger by a moment (a payment notified just
             // now, its event not yet applied): the ledger decides, so catch up before refusing.
-            order = self.synced(order).await;
+            order = self.caught_up(order).await;
         }
         order.status.after(OrderAction::Refund)?;
         if amount > order.paid_amount {
@@ -247,8 +257,7 @@ impl OrderService {
         };
         let result = self.ledger.refund(order.tenant_id, charge).await;
         let refund = self.checked(&order, result).await?;
-        let order = self.synced(order).await;
-        Ok(OrderRefundView { order: order.into(), refund: refund.into() })
+        Ok(OrderRefundView { order: self.synced(order).await?, refund: refund.into() })
     }
 
     /// Brings the order's projection of its money up to what the ledger holds now: what was
@@ -305,8 +314,9 @@ impl OrderService {
         }
     }
 
-    /// [`Self::sync`] as of `now`, with the order as it stands afterwards (`None` when unknown).
-    async fn sync_at(&self, tenant_id: Id, order_id: Id, now: Timestamp) -> Result<(EventOutcome, Option<Order>)> {
+    /// [`Self::sync`] as of `now`, with the order as it stands afterwards and the ledger's
+    /// refunds of it (`None` when unknown).
+    async fn sync_at(&self, tenant_id: Id, order_id: Id, now: Timestamp) -> Result<(EventOutcome, Option<(Order, Vec<OrderRefund>)>)> {
         for _ in 0..WRITE_ATTEMPTS {
             let Some(order) = self.repo.get_order(Party::Platform, order_id).await?.filter(|o| o.tenant_id == tenant_id) else {
                 log::warn!("sync of unknown order {order_id} of tenant {tenant_id}");
@@ -314,12 +324,12 @@ impl OrderService {
             };
             let money = self.ledger.money(tenant_id, order_id).await?;
             let Some((next, action)) = project(&order, &money, now)? else {
-                return Ok((EventOutcome::Stale, Some(Order { refunds: money.refunds, ..order })));
+                return Ok((EventOutcome::Stale, Some((order, money.refunds))));
             };
             let audit = system_audit(action, &order, &next, now);
             failpoint!("orders.sync");
             if self.repo.update_order(next.clone(), order.state(), audit).await? {
-                return Ok((EventOutcome::Applied, Some(next)));
+                return Ok((EventOutcome::Applied, Some((next, money.refunds))));
             }
             // Someone else moved the order meanwhile: read both again.
         }
@@ -338,15 +348,28 @@ impl OrderService {
         result
     }
 
-    /// The order synced after a ledger call that succeeded. The money moved, so a failing sync
-    /// is no error of the request's: it is logged, the order answered as read, and the
-    /// ledger's event syncs it later.
-    async fn synced(&self, order: Order) -> Order {
+    /// The order as shown after a ledger call that succeeded, synced. The money moved, so a
+    /// failing sync is no error of the request's: it is logged, the order shown as read (with
+    /// the ledger's refunds), and the ledger's event syncs it later.
+    async fn synced(&self, order: Order) -> Result<OrderView> {
         match self.sync_at(order.tenant_id, order.id, self.clock.now()).await {
-            Ok((_, Some(synced))) => synced,
-            Ok((_, None)) => order,
+            Ok((_, Some((synced, refunds)))) => Ok(OrderView::new(synced, refunds)),
+            Ok((_, None)) => Ok(OrderView::new(order, Vec::new())),
             Err(e) => {
                 log::warn!("order {}: syncing it after its ledger call failed, left to the ledger's event: {e}", order.id);
+                let refunds = self.ledger.refunds(vec![(order.tenant_id, order.id)]).await?;
+                Ok(OrderView::new(order, refunds))
+            }
+        }
+    }
+
+    /// The order brought up to what the ledger holds, best-effort: as read when that fails.
+    async fn caught_up(&self, order: Order) -> Order {
+        match self.sync_at(order.tenant_id, order.id, self.clock.now()).await {
+            Ok((_, Some((synced, _)))) => synced,
+            Ok((_, None)) => order,
+            Err(e) => {
+                log::warn!("order {}: syncing it before a refund failed: {e}", order.id);
                 order
             }
         }
@@ -446,8 +469,7 @@ impl OrderService {
 
 /// The order once it shows what the ledger holds of its money (`money`) at `now`, with the
 /// audit action of the change; `None` when it shows it already. Only the projected fields
-/// (status, paid and refunded amounts, openid, payment, discrepancy) decide; the refunds of
-/// the answer are the ledger's, for showing, and are never written.
+/// (status, paid and refunded amounts, openid, payment, discrepancy) decide.
 ///
 /// - No payment in the ledger: unchanged.
 /// - Paid: paid in full, refunded the sum of the succeeded refunds, the status following
@@ -462,7 +484,7 @@ pub(crate) fn project(order: &Order, money: &OrderMoney, now: Timestamp) -> Resu
     let Some(ledger) = &money.payment else {
         return Ok(None);
     };
-    let mut next = Order { refunds: money.refunds.clone(), ..order.clone() };
+    let mut next = order.clone();
     let action = match &ledger.state {
         PaymentState::Paid { transaction_id, paid_at } => {
             let succeeded = money.refunds.iter().filter(|r| r.status == RefundStatus::Succeeded).map(|r| r.amount);
@@ -530,8 +552,14 @@ fn check_not_expired(order: &Order, now: Timestamp) -> Result<()> {
     Ok(())
 }
 
+/// The order's own record as its audit entries show it: the refunds are the ledger's, with
+/// audit entries of their own.
 fn order_json(order: &Order) -> serde_json::Value {
-    serde_json::to_value(OrderView::from(order.clone())).unwrap_or_default()
+    let mut json = serde_json::to_value(OrderView::new(order.clone(), Vec::new())).unwrap_or_default();
+    if let Some(fields) = json.as_object_mut() {
+        fields.remove("refunds");
+    }
+    json
 }
 
 /// An order's change the system made on what the ledger holds (no actor).

@@ -1,8 +1,8 @@
 //! Service tests against doubles of the ports, one file per use case. The repository mock
 //! keeps its orders in memory and writes them as the store does (conditional updates against
-//! the state read, refunds read from the ledger), so races can be tested here; the ledger is
-//! a small in-memory fake that keeps each order's money, records every call, and can be told
-//! to fail or to let something happen just before it answers.
+//! the state read), so races can be tested here; the ledger is a small in-memory fake that
+//! keeps each order's money, records every call, and can be told to fail or to let something
+//! happen just before it answers.
 use crate::config::OrderSettings;
 use crate::lifecycle::OrderStatus;
 use crate::model::*;
@@ -78,7 +78,6 @@ fn order(id: Id, status: OrderStatus) -> Order {
         openid: Some("o-ann".into()),
         payment: None,
         discrepancy: None,
-        refunds: Vec::new(),
         expires_at: created + Duration::minutes(30),
         created_by: Some(USER),
         created_at: created,
@@ -152,8 +151,8 @@ fn offline_paid(order: &Order) -> LedgerPayment {
     }
 }
 
-fn refund(order: &Order, id: Id, amount: i64, status: RefundStatus) -> Refund {
-    Refund {
+fn refund(order: &Order, id: Id, amount: i64, status: RefundStatus) -> OrderRefund {
+    OrderRefund {
         id,
         order_id: order.id,
         tenant_id: order.tenant_id,
@@ -161,6 +160,7 @@ fn refund(order: &Order, id: Id, amount: i64, status: RefundStatus) -> Refund {
         amount: Money::from_fen(amount),
         status,
         reason: None,
+        requested_by: Some(USER),
         settled_at: status.is_final().then(now),
         created_at: now() - Duration::hours(1),
         updated_at: now() - Duration::hours(1),
@@ -206,7 +206,7 @@ impl Db {
         db
     }
 
-    /// The order as stored (without the ledger's refunds).
+    /// The order as stored.
     fn order(&self, id: Id) -> Order {
         self.orders.lock().unwrap().iter().find(|o| o.id == id).cloned().expect("stored order")
     }
@@ -234,9 +234,8 @@ impl Db {
         *self.writes.lock().unwrap()
     }
 
-    /// A repository over this state that behaves as the store does, reading each order's
-    /// refunds from `ledger`.
-    fn repo(&self, ledger: &Ledger) -> MockOrderRepo {
+    /// A repository over this state that behaves as the store does.
+    fn repo(&self) -> MockOrderRepo {
         let mut repo = MockOrderRepo::new();
         repo.expect_tenant().returning(|scope, id| {
             let partner_id = partner_of(id);
@@ -256,13 +255,12 @@ impl Db {
             Ok(stored)
         });
 
-        let (orders, ledger_reads) = (self.orders.clone(), ledger.clone());
+        let orders = self.orders.clone();
         repo.expect_get_order().returning(move |scope, id| {
-            let found = orders.lock().unwrap().iter().find(|o| o.id == id && scope.sees_tenant(o.tenant_id, o.partner_id)).cloned();
-            Ok(found.map(|o| Order { refunds: ledger_reads.refunds(o.tenant_id, o.id), ..o }))
+            Ok(orders.lock().unwrap().iter().find(|o| o.id == id && scope.sees_tenant(o.tenant_id, o.partner_id)).cloned())
         });
 
-        let (orders, ledger_reads) = (self.orders.clone(), ledger.clone());
+        let orders = self.orders.clone();
         repo.expect_list_orders().returning(move |scope, q| {
             let items: Vec<Order> = orders
                 .lock()
@@ -270,7 +268,7 @@ impl Db {
                 .iter()
                 .filter(|o| scope.sees_tenant(o.tenant_id, o.partner_id))
                 .filter(|o| q.status.is_none_or(|s| o.status == s))
-                .map(|o| Order { refunds: ledger_reads.refunds(o.tenant_id, o.id), ..o.clone() })
+                .cloned()
                 .collect();
             let total = items.len() as i64;
             Ok(Page::new(items, total, q.list.page))
@@ -325,6 +323,7 @@ enum Call {
     Refund(Id, RefundCharge),
     Close(Id, Id),
     Money(Id, Id),
+    Refunds(Vec<(Id, Id)>),
 }
 
 type Hook = Box<dyn FnMut() + Send>;
@@ -338,7 +337,8 @@ type Failure = fn() -> Error;
 struct Ledger {
     money: Arc<Mutex<HashMap<(Id, Id), OrderMoney>>>,
     calls: Arc<Mutex<Vec<Call>>>,
-    /// Calls (`"charge"`, `"offline"`, `"refund"`, `"close"`, `"money"`) that fail, and how.
+    /// Calls (`"charge"`, `"offline"`, `"refund"`, `"close"`, `"money"`, `"refunds"`) that
+    /// fail, and how.
     failures: Arc<Mutex<HashMap<&'static str, Failure>>>,
     /// Run before every answer of `money`: something happening meanwhile.
     before_money: Arc<Mutex<Option<Hook>>>,
@@ -346,7 +346,7 @@ struct Ledger {
 
 impl Ledger {
     /// `TENANT`'s order `order_id` holds `payment` and `refunds`.
-    fn set(&self, order_id: Id, payment: Option<LedgerPayment>, refunds: Vec<Refund>) {
+    fn set(&self, order_id: Id, payment: Option<LedgerPayment>, refunds: Vec<OrderRefund>) {
         self.money.lock().unwrap().insert((TENANT, order_id), OrderMoney { payment, refunds });
     }
 
@@ -359,10 +359,6 @@ impl Ledger {
 
     fn state(&self, order_id: Id) -> OrderMoney {
         self.money.lock().unwrap().get(&(TENANT, order_id)).cloned().unwrap_or_default()
-    }
-
-    fn refunds(&self, tenant_id: Id, order_id: Id) -> Vec<Refund> {
-        self.money.lock().unwrap().get(&(tenant_id, order_id)).map(|m| m.refunds.clone()).unwrap_or_default()
     }
 
     /// Refund `out_refund_no` of `TENANT`'s order settles as `status`.
@@ -389,7 +385,7 @@ impl Ledger {
 
     /// The calls other than reads of the money.
     fn actions(&self) -> Vec<Call> {
-        self.calls().into_iter().filter(|c| !matches!(c, Call::Money(..))).collect()
+        self.calls().into_iter().filter(|c| !matches!(c, Call::Money(..) | Call::Refunds(..))).collect()
     }
 
     fn enter(&self, call: Call, name: &'static str) -> Result<()> {
@@ -448,7 +444,7 @@ impl OrderLedger for Ledger {
         Ok(())
     }
 
-    async fn refund(&self, tenant_id: Id, refund: RefundCharge) -> Result<Refund> {
+    async fn refund(&self, tenant_id: Id, refund: RefundCharge) -> Result<OrderRefund> {
         self.enter(Call::Refund(tenant_id, refund.clone()), "refund")?;
         let mut money = self.money.lock().unwrap();
         let entry = money.entry((tenant_id, refund.order_id)).or_default();
@@ -464,7 +460,7 @@ impl OrderLedger for Ledger {
             return Err(Error::conflict(Reason::RefundExceedsPaid, format!("only {} fen are left to refund", left.fen())));
         }
         let offline = payment.method == PaymentMethod::Offline;
-        let stored = Refund {
+        let stored = OrderRefund {
             id: 500 + entry.refunds.len() as Id,
             order_id: refund.order_id,
             tenant_id,
@@ -472,6 +468,7 @@ impl OrderLedger for Ledger {
             amount: refund.amount,
             status: if offline { RefundStatus::Succeeded } else { RefundStatus::Processing },
             reason: refund.reason,
+            requested_by: refund.requested_by,
             settled_at: offline.then(now),
             created_at: now(),
             updated_at: now(),
@@ -498,6 +495,12 @@ impl OrderLedger for Ledger {
         }
         Ok(self.money.lock().unwrap().get(&(tenant_id, order_id)).cloned().unwrap_or_default())
     }
+
+    async fn refunds(&self, orders: Vec<(Id, Id)>) -> Result<Vec<OrderRefund>> {
+        self.enter(Call::Refunds(orders.clone()), "refunds")?;
+        let money = self.money.lock().unwrap();
+        Ok(orders.iter().flat_map(|key| money.get(key).map(|m| m.refunds.clone()).unwrap_or_default()).collect())
+    }
 }
 
 fn svc(db: &Db, ledger: &Ledger) -> OrderService {
@@ -505,7 +508,7 @@ fn svc(db: &Db, ledger: &Ledger) -> OrderService {
 }
 
 fn svc_with(db: &Db, ledger: &Ledger, settings: OrderSettings) -> OrderService {
-    OrderService::new(Arc::new(db.repo(ledger)), Arc::new(ledger.clone()), Arc::new(FixedClock::new(now())), settings)
+    OrderService::new(Arc::new(db.repo()), Arc::new(ledger.clone()), Arc::new(FixedClock::new(now())), settings)
 }
 
 /// The audit record the call carries for the ledger to write, after checking it records who

@@ -17,10 +17,13 @@ use crate::api::*;
 use crate::lifecycle::TradeState;
 use crate::model::*;
 use crate::ports::PayPlatformError;
+use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::failpoint;
+use atrium_kernel::pay::{Charge, OfflineCharge, OrderLedger, OrderMoney, OrderRefund, RefundCharge};
 use atrium_kernel::secret::nonce;
 use atrium_kernel::{Actor, AuditRecord, Error, Id, Money, PayParams, PaymentMethod, RefundStatus, RequestKey, Result};
+use std::collections::HashSet;
 
 /// The longest a request may take to place an order with the platform (its time-outs and
 /// retries, with room to spare): a transaction without a prepay id younger than this may
@@ -78,9 +81,9 @@ impl PaymentService {
         Ok(UnifiedOrderView { out_trade_no: tx.out_trade_no, prepay_id: tx.prepay_id.unwrap_or_default(), pay_params })
     }
 
-    /// Starts or resumes the platform payment of an order (for orders, through the server):
-    /// the order's number is the platform's, so asking again is the same platform order.
-    pub async fn charge_order(&self, tenant_id: Id, charge: OrderCharge) -> Result<PayParams> {
+    /// Starts or resumes the platform payment of an order ([`OrderLedger::charge`]): the
+    /// order's number is the platform's, so asking again is the same platform order.
+    pub async fn charge_order(&self, tenant_id: Id, charge: Charge) -> Result<PayParams> {
         let now = self.clock.now();
         if charge.expires_at <= now {
             return Err(Error::conflict(Reason::OrderExpired, "the order has expired; create a new one"));
@@ -89,7 +92,7 @@ impl PaymentService {
             order_id: Some(charge.order_id),
             ..Transaction::unpaid(tenant_id, charge.out_trade_no, charge.description, charge.amount, charge.openid, charge.expires_at, now)
         };
-        Ok(self.place(wanted, charge.audit).await?.1)
+        Ok(self.place(wanted, Some(charge.audit)).await?.1)
     }
 
     /// Places `wanted` with the platform, or resumes it when its number is already stored
@@ -187,7 +190,7 @@ impl PaymentService {
     /// payment is closed there first; one paid meanwhile, or one that cannot be closed now,
     /// is a 409. Two payments of one order racing: the database lets one live transaction
     /// per order, so exactly one wins.
-    pub async fn charge_order_offline(&self, tenant_id: Id, charge: OfflineOrderCharge) -> Result<()> {
+    pub async fn charge_order_offline(&self, tenant_id: Id, charge: OfflineCharge) -> Result<()> {
         if let Some(tx) = self.repo.order_transaction(tenant_id, charge.order_id).await? {
             if tx.method == PaymentMethod::Offline && tx.is_paid() {
                 // A retry of the same record is no second payment.
@@ -238,7 +241,7 @@ impl PaymentService {
             success_time: Some(now),
             ..Transaction::unpaid(tenant_id, no, charge.description, charge.amount, String::new(), now, now)
         };
-        let effects = Effects { jobs: self.order_event(&tx).into_iter().collect(), audit: charge.audit };
+        let effects = Effects { jobs: self.order_event(&tx).into_iter().collect(), audit: Some(charge.audit) };
         match self.repo.insert_transaction(tx, effects).await {
             Ok(_) => Ok(()),
             Err(Error::Conflict(..)) => Err(Error::conflict(Reason::State, "the order is already being paid another way; reload it")),
@@ -343,16 +346,24 @@ impl PaymentService {
         let audit = AuditRecord::by(actor, self.clock.now(), "payment.refund", "payment_transaction", Some(tx.id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .with_after(serde_json::json!({"out_trade_no": tx.out_trade_no, "out_refund_no": out_refund_no, "amount": input.amount, "reason": reason}));
-        Ok(self.refund_transaction(&tx, out_refund_no, input.amount, reason, Some(audit)).await?.into())
+        let asked = Asked { out_refund_no, amount: input.amount, reason, requested_by: Some(actor.user_id), audit: Some(audit) };
+        Ok(self.refund_transaction(&tx, asked).await?.into())
     }
 
-    /// Refunds (part of) an order's payment (for orders, through the server).
-    pub async fn refund_order(&self, tenant_id: Id, refund: OrderRefund) -> Result<Refund> {
+    /// Refunds (part of) an order's payment ([`OrderLedger::refund`]).
+    pub async fn refund_order(&self, tenant_id: Id, refund: RefundCharge) -> Result<Refund> {
         let tx = match self.repo.order_transaction(tenant_id, refund.order_id).await? {
             Some(tx) if tx.is_paid() => tx,
             _ => return Err(Error::conflict(Reason::State, "the order's payment is not paid; nothing can be refunded")),
         };
-        self.refund_transaction(&tx, refund.out_refund_no, refund.amount, refund.reason, refund.audit).await
+        let asked = Asked {
+            out_refund_no: refund.out_refund_no,
+            amount: refund.amount,
+            reason: refund.reason,
+            requested_by: refund.requested_by,
+            audit: Some(refund.audit),
+        };
+        self.refund_transaction(&tx, asked).await
     }
 
     /// The one way money goes back: reserves the refund under the transaction's lock against
@@ -361,14 +372,8 @@ impl PaymentService {
     /// succeeded at once. A number already stored is the same refund: while it may not have
     /// reached the platform it is asked again under that number (which the platform treats
     /// as the same refund), otherwise answered as it stands.
-    async fn refund_transaction(
-        &self,
-        tx: &Transaction,
-        out_refund_no: String,
-        amount: Money,
-        reason: Option<String>,
-        audit: Option<AuditRecord>,
-    ) -> Result<Refund> {
+    async fn refund_transaction(&self, tx: &Transaction, asked: Asked) -> Result<Refund> {
+        let Asked { out_refund_no, amount, reason, requested_by, audit } = asked;
         let tenant_id = tx.tenant_id;
         if !amount.is_positive() {
             return Err(Error::invalid("amount", "must be at least 1 fen"));
@@ -388,6 +393,7 @@ impl PaymentService {
             amount,
             status: if offline { RefundStatus::Succeeded } else { RefundStatus::Processing },
             reason,
+            requested_by,
             succeeded_at: offline.then_some(now),
             created_at: now,
             updated_at: now,
@@ -449,13 +455,64 @@ impl PaymentService {
         }
     }
 
-    /// What the ledger holds of an order's money (for orders, through the server).
+    /// What the ledger holds of an order's money ([`OrderLedger::money`]): its live (or
+    /// latest) transaction and that transaction's refunds, oldest first.
     pub async fn order_money(&self, tenant_id: Id, order_id: Id) -> Result<OrderMoney> {
         let Some(tx) = self.repo.order_transaction(tenant_id, order_id).await? else {
             return Ok(OrderMoney::default());
         };
         let refunds = self.repo.refunds_of(tenant_id, tx.out_trade_no.clone()).await?;
-        Ok(OrderMoney { transaction: Some(tx), refunds })
+        Ok(OrderMoney { payment: Some(tx.as_order_payment()), refunds: refunds.iter().filter_map(Refund::as_order_refund).collect() })
+    }
+
+    /// The refunds of several orders, each named `(tenant_id, order_id)`
+    /// ([`OrderLedger::refunds`]), oldest first; a refund whose tenant is not its order's as
+    /// named is left out.
+    pub async fn order_refunds(&self, orders: Vec<(Id, Id)>) -> Result<Vec<OrderRefund>> {
+        if orders.is_empty() {
+            return Ok(Vec::new());
+        }
+        let named: HashSet<(Id, Id)> = orders.iter().copied().collect();
+        let refunds = self.repo.refunds_of_orders(orders.into_iter().map(|(_, order_id)| order_id).collect()).await?;
+        Ok(refunds.iter().filter_map(Refund::as_order_refund).filter(|r| named.contains(&(r.tenant_id, r.order_id))).collect())
+    }
+}
+
+/// What a refund request asks of [`PaymentService::refund_transaction`].
+struct Asked {
+    out_refund_no: String,
+    amount: Money,
+    reason: Option<String>,
+    requested_by: Option<Id>,
+    audit: Option<AuditRecord>,
+}
+
+/// The ledger as orders reach it: the one contract between them ([`atrium_kernel::pay`]).
+#[async_trait]
+impl OrderLedger for PaymentService {
+    async fn charge(&self, tenant_id: Id, charge: Charge) -> Result<PayParams> {
+        self.charge_order(tenant_id, charge).await
+    }
+
+    async fn charge_offline(&self, tenant_id: Id, charge: OfflineCharge) -> Result<()> {
+        self.charge_order_offline(tenant_id, charge).await
+    }
+
+    async fn refund(&self, tenant_id: Id, refund: RefundCharge) -> Result<OrderRefund> {
+        let refund = self.refund_order(tenant_id, refund).await?;
+        refund.as_order_refund().ok_or_else(|| Error::internal("an order's refund without its order"))
+    }
+
+    async fn close(&self, tenant_id: Id, order_id: Id) -> Result<()> {
+        self.close_order(tenant_id, order_id).await
+    }
+
+    async fn money(&self, tenant_id: Id, order_id: Id) -> Result<OrderMoney> {
+        self.order_money(tenant_id, order_id).await
+    }
+
+    async fn refunds(&self, orders: Vec<(Id, Id)>) -> Result<Vec<OrderRefund>> {
+        self.order_refunds(orders).await
     }
 }
 

@@ -16,6 +16,7 @@ use crate::service::{
 };
 use atrium_kernel::Reason;
 use atrium_kernel::jobs::MockJobStore;
+use atrium_kernel::pay::{Charge, OfflineCharge, OrderLedger, OrderMoney, OrderRefund, RefundCharge};
 use atrium_kernel::{
     Actor, AuditRecord, Error, FixedClock, Id, IdempotencyKey, Job, JobHandler, JobOutcome, Money, NewJob, Openid, Party, PayParams,
     PaymentMethod, RefundStatus, RequestKey, Secret, Timestamp,
@@ -137,6 +138,7 @@ fn refund(no: &str, amount: i64, status: RefundStatus) -> Refund {
         amount: Money::from_fen(amount),
         status,
         reason: None,
+        requested_by: None,
         succeeded_at: None,
         created_at: now(),
         updated_at: now(),
@@ -476,6 +478,13 @@ impl Ledger {
         let books = self.0.clone();
         repo.expect_refunds_of()
             .returning(move |_, no| Ok(books.lock().unwrap().refunds.iter().filter(|r| r.out_trade_no == no).cloned().collect()));
+        let books = self.0.clone();
+        repo.expect_refunds_of_orders().returning(move |ids| {
+            let mut of: Vec<Refund> =
+                books.lock().unwrap().refunds.iter().filter(|r| r.order_id.is_some_and(|o| ids.contains(&o))).cloned().collect();
+            of.sort_by_key(|r| (r.order_id, r.id));
+            Ok(of)
+        });
         repo
     }
 

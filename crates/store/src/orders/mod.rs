@@ -1,7 +1,6 @@
 //! Repositories of the orders domain, one file per port: today
-//! [`OrderRepo`](atrium_orders::OrderRepo) (`repo`), on [`OrdersStore`]. A refund is reserved
-//! in one write transaction holding its order's row lock, so concurrent refunds never together
-//! exceed what was paid.
+//! [`OrderRepo`](atrium_orders::OrderRepo) (`repo`), on [`OrdersStore`]. An order's money
+//! (its transactions and refunds) is the payments ledger's, in the payments store.
 use crate::db::Db;
 
 mod repo;

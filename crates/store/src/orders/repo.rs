@@ -1,6 +1,6 @@
-//! [`OrderRepo`]: orders with their items, and — read from the ledger's tables, never written
-//! here — their refunds. What an order knows of its money is written by conditional updates
-//! against what was read, so an older view of the ledger never overwrites a newer one.
+//! [`OrderRepo`]: orders with their items. Their refunds are the ledger's, read through its
+//! port, not here. What an order knows of its money is written by conditional updates against
+//! what was read, so an older view of the ledger never overwrites a newer one.
 use super::OrdersStore;
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{DbConn, MultiBackend};
@@ -8,16 +8,14 @@ use crate::error::db_error;
 use crate::ids_in::ids_in;
 use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
-use crate::schema::{order_items, orders, payment_refunds, payment_transactions, tenants};
+use crate::schema::{order_items, orders, payment_transactions, tenants};
 use crate::static_sql::{StaticSql, sql_per_backend, static_sql};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, SortOrder, Timestamp};
-use atrium_orders::{
-    Order, OrderItem, OrderQuery, OrderRepo, OrderSort, OrderState, OrderStatus, OrderTenant, Payment, PaymentMethod, Refund, RefundStatus,
-};
+use atrium_orders::{Order, OrderItem, OrderQuery, OrderRepo, OrderSort, OrderState, OrderStatus, OrderTenant, Payment, PaymentMethod};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use std::collections::HashMap;
@@ -81,7 +79,7 @@ fn order_row(o: &Order) -> OrderRow {
     }
 }
 
-fn order_from_row(r: OrderRow, partner_id: Option<Id>, items: Vec<OrderItem>, refunds: Vec<Refund>) -> Result<Order> {
+fn order_from_row(r: OrderRow, partner_id: Option<Id>, items: Vec<OrderItem>) -> Result<Order> {
     let method = r.pay_method.as_deref().map(|m| parse_enum(m, PaymentMethod::parse, "payment method")).transpose()?;
     let payment = method.map(|method| Payment {
         method,
@@ -105,7 +103,6 @@ fn order_from_row(r: OrderRow, partner_id: Option<Id>, items: Vec<OrderItem>, re
         openid: r.openid,
         payment,
         discrepancy: r.discrepancy,
-        refunds,
         expires_at: from_db(r.expires_at),
         created_by: r.created_by,
         created_at: from_db(r.created_at),
@@ -120,46 +117,6 @@ struct ItemRow {
     name: String,
     quantity: i64,
     unit_price: i64,
-}
-
-/// A ledger refund of an order, as orders show it.
-#[derive(Queryable, Selectable)]
-#[diesel(table_name = payment_refunds)]
-struct RefundRow {
-    id: i64,
-    tenant_id: i64,
-    order_id: Option<i64>,
-    out_refund_no: String,
-    amount: i64,
-    status: String,
-    reason: Option<String>,
-    #[diesel(deserialize_as = DbTimeOpt)]
-    succeeded_at: Option<NaiveDateTime>,
-    #[diesel(deserialize_as = DbTime)]
-    created_at: NaiveDateTime,
-    #[diesel(deserialize_as = DbTime)]
-    updated_at: NaiveDateTime,
-}
-
-fn refund_from_row(r: RefundRow, order_id: Id) -> Result<Refund> {
-    let status = parse_enum(&r.status, RefundStatus::parse, "refund status")?;
-    let settled_at = match status {
-        RefundStatus::Processing => None,
-        RefundStatus::Succeeded => Some(r.succeeded_at.unwrap_or(r.updated_at)),
-        RefundStatus::Failed | RefundStatus::Closed => Some(r.updated_at),
-    };
-    Ok(Refund {
-        id: r.id,
-        order_id,
-        tenant_id: r.tenant_id,
-        out_refund_no: r.out_refund_no,
-        amount: Money::from_fen(r.amount),
-        status,
-        reason: r.reason,
-        settled_at: settled_at.map(from_db),
-        created_at: from_db(r.created_at),
-        updated_at: from_db(r.updated_at),
-    })
 }
 
 /// Orders as a boxed query. A partner's reach goes through its tenants by their ids
@@ -233,11 +190,10 @@ fn filtered(scope: Party, q: &OrderQuery, read: Read) -> Scoped {
     query
 }
 
-/// The orders of `rows` with their items and refunds, in the order of `rows`.
+/// The orders of `rows` with their items, in the order of `rows`.
 fn assemble(conn: &mut DbConn, rows: Vec<(OrderRow, Option<Id>)>) -> Result<Vec<Order>> {
     let ids: Vec<Id> = rows.iter().map(|(r, _)| r.id).collect();
     let mut items: HashMap<Id, Vec<OrderItem>> = HashMap::new();
-    let mut refunds: HashMap<Id, Vec<Refund>> = HashMap::new();
     for chunk in ids.chunks(IN_LIST) {
         let item_rows: Vec<ItemRow> = order_items::table
             .filter(ids_in(conn, order_items::order_id, chunk))
@@ -252,22 +208,11 @@ fn assemble(conn: &mut DbConn, rows: Vec<(OrderRow, Option<Id>)>) -> Result<Vec<
                 unit_price: Money::from_fen(i.unit_price),
             });
         }
-        let refund_rows: Vec<RefundRow> = payment_refunds::table
-            .filter(ids_in(conn, payment_refunds::order_id, chunk))
-            .order(payment_refunds::id.asc())
-            .select(RefundRow::as_select())
-            .load(conn)
-            .map_err(db_error)?;
-        for r in refund_rows {
-            if let Some(order_id) = r.order_id {
-                refunds.entry(order_id).or_default().push(refund_from_row(r, order_id)?);
-            }
-        }
     }
     rows.into_iter()
         .map(|(r, partner_id)| {
             let id = r.id;
-            order_from_row(r, partner_id, items.remove(&id).unwrap_or_default(), refunds.remove(&id).unwrap_or_default())
+            order_from_row(r, partner_id, items.remove(&id).unwrap_or_default())
         })
         .collect()
 }

@@ -1,6 +1,6 @@
 //! Contract tests of the order repository, on SQLite and PostgreSQL. An order's payment and
-//! refunds are the payments ledger's: they are written here through [`PaymentStore`] and read
-//! back through the order.
+//! refunds are the payments ledger's: they are written here through [`PaymentStore`], and an
+//! order's refunds are read back from it by order, as the ledger's port reads them.
 #![allow(clippy::unwrap_used)]
 use atrium_kernel::{AuditRecord, Error, ListQuery, Money, Party, Timestamp};
 use atrium_orders::*;
@@ -76,7 +76,6 @@ fn draft(tenant_id: i64, order_no: &str, amount: i64) -> Order {
         openid: Some("oUpF8uMuAJO_M2pxb1Q9zNjWeS6o".into()),
         payment: None,
         discrepancy: None,
-        refunds: vec![],
         expires_at: t0() + Duration::minutes(30),
         created_by: Some(42),
         created_at: t0(),
@@ -169,6 +168,7 @@ fn ledger_refund(tx: &ledger::Transaction, out_refund_no: &str, amount: i64, min
         amount: Money::from_fen(amount),
         status: RefundStatus::Processing,
         reason: Some("changed mind".into()),
+        requested_by: Some(7),
         succeeded_at: None,
         created_at: at,
         updated_at: at,
@@ -371,7 +371,7 @@ store_test!(an_order_cannot_be_created_with_a_number_a_transaction_already_has, 
     insert(&f, draft(f.other, "T0000001", 100)).await;
 });
 
-store_test!(an_order_shows_the_ledgers_refunds_of_its_payment, |db| {
+store_test!(an_orders_refunds_are_the_ledgers_of_its_payment_read_by_order, |db| {
     let f = fixture(&db).await;
     let o = insert(&f, draft(f.tenant, "F0000001", 100)).await;
     let neighbour = insert(&f, draft(f.tenant, "F0000002", 100)).await;
@@ -395,9 +395,10 @@ store_test!(an_order_shows_the_ledgers_refunds_of_its_payment, |db| {
     let routes = pay_in_ledger(&f, ledger::Transaction { order_id: None, ..transaction(&draft(f.tenant, "T0000001", 100)) }).await;
     reserve(&f, ledger_refund(&routes, "RF5", 5, 2)).await;
 
-    let shown = f.repo.get_order(Party::Platform, o.id).await.unwrap().unwrap();
+    let shown: Vec<OrderRefund> =
+        f.ledger.refunds_of_orders(vec![o.id]).await.unwrap().iter().map(|r| r.as_order_refund().unwrap()).collect();
 
-    let as_shown = |r: &ledger::Refund, order_id: i64, settled_at: Option<Timestamp>| Refund {
+    let as_shown = |r: &ledger::Refund, order_id: i64, settled_at: Option<Timestamp>| OrderRefund {
         id: r.id,
         order_id,
         tenant_id: r.tenant_id,
@@ -405,28 +406,37 @@ store_test!(an_order_shows_the_ledgers_refunds_of_its_payment, |db| {
         amount: r.amount,
         status: r.status,
         reason: r.reason.clone(),
+        requested_by: Some(7),
         settled_at,
         created_at: r.created_at,
         updated_at: r.updated_at,
     };
     assert_eq!(
-        shown.refunds,
+        shown,
         vec![
             as_shown(&processing, o.id, None),
             as_shown(&succeeded, o.id, succeeded.succeeded_at),
             as_shown(&failed, o.id, Some(failed.updated_at)),
         ],
-        "oldest first; settled when it succeeded, else when it last changed"
+        "oldest first, who asked kept; settled when it succeeded, else when it last changed"
     );
+    let order = f.repo.get_order(Party::Platform, o.id).await.unwrap().unwrap();
     assert_eq!(
-        (shown.status, shown.refunded_amount),
+        (order.status, order.refunded_amount),
         (OrderStatus::Pending, Money::ZERO),
         "the projection is written by update_order only"
     );
-    let listed = f.repo.list_orders(Party::Platform, query()).await.unwrap();
-    let of = |id: i64| listed.items.iter().find(|o| o.id == id).unwrap().refunds.clone();
-    assert_eq!(of(o.id), shown.refunds);
-    assert_eq!(of(neighbour.id), vec![as_shown(&elsewhere, neighbour.id, None)]);
+    let both = f.ledger.refunds_of_orders(vec![neighbour.id, o.id]).await.unwrap();
+    assert_eq!(
+        both.iter().map(|r| (r.order_id, r.out_refund_no.as_str())).collect::<Vec<_>>(),
+        [(Some(o.id), "RF1"), (Some(o.id), "RF2"), (Some(o.id), "RF3"), (Some(neighbour.id), "RF4")],
+        "by order, none of the payment routes' transaction"
+    );
+    assert_eq!(both[3], elsewhere);
+    assert!(f.ledger.refunds_of_orders(vec![]).await.unwrap().is_empty());
+    // More orders than one IN (…) list holds: every refund found once.
+    let many: Vec<i64> = (0..1_200).map(|i| o.id + 10_000 + i).chain([o.id]).collect();
+    assert_eq!(f.ledger.refunds_of_orders(many).await.unwrap().len(), 3);
 });
 
 store_test!(an_order_update_writes_what_the_order_knows_and_is_refused_when_what_it_read_is_stale, |db| {
@@ -546,10 +556,11 @@ store_test!(concurrent_settlements_of_one_orders_refunds_all_show_on_the_order, 
         assert!(t.await.unwrap().unwrap());
     }
 
-    let settled = f.repo.get_order(Party::Platform, o.id).await.unwrap().unwrap();
-    assert_eq!(settled.refunds.len(), 10);
-    assert!(settled.refunds.iter().all(|r| r.status == RefundStatus::Succeeded && r.settled_at == Some(t0() + Duration::hours(1))));
-    assert_eq!(settled.refunds.iter().map(|r| r.amount.fen()).sum::<i64>(), 100);
+    let settled: Vec<OrderRefund> =
+        f.ledger.refunds_of_orders(vec![o.id]).await.unwrap().iter().filter_map(ledger::Refund::as_order_refund).collect();
+    assert_eq!(settled.len(), 10);
+    assert!(settled.iter().all(|r| r.status == RefundStatus::Succeeded && r.settled_at == Some(t0() + Duration::hours(1))));
+    assert_eq!(settled.iter().map(|r| r.amount.fen()).sum::<i64>(), 100);
 });
 
 store_test!(orders_due_for_expiry_are_the_unpaid_ones_past_it_oldest_first, |db| {
@@ -600,7 +611,7 @@ store_test!(seeded_orders_read_back_as_orders_in_every_seeded_status, |db| {
     for order in &mine.items {
         assert_eq!(order.items.len(), 1, "{order:?}");
         assert_eq!(order.items[0].unit_price, order.amount);
-        let refunded: i64 = order.refunds.iter().map(|r| r.amount.fen()).sum();
+        let refunded: i64 = f.ledger.refunds_of_orders(vec![order.id]).await.unwrap().iter().map(|r| r.amount.fen()).sum();
         assert_eq!(refunded, order.refunded_amount.fen(), "{order:?}");
         assert!(order.refunded_amount <= order.paid_amount);
         // The paid ones' money is the ledger's: an offline transaction of the order.

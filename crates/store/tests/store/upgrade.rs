@@ -81,7 +81,8 @@ async fn an_upgrade_moves_every_orders_money_into_the_ledger(test_db: TestDataba
     assert_eq!(route.order_id, None);
     for (order_id, refund_no, amount) in [(1, "ORD0000000000000001R1", 300), (2, "ORD0000000000000002R1", 500)] {
         let order = orders.get_order(Party::Platform, order_id).await.unwrap().unwrap();
-        let refunds: Vec<_> = order.refunds.iter().map(|r| (r.out_refund_no.as_str(), r.amount.fen(), r.status)).collect();
+        let of_order = ledger.refunds_of_orders(vec![order_id]).await.unwrap();
+        let refunds: Vec<_> = of_order.iter().map(|r| (r.out_refund_no.as_str(), r.amount.fen(), r.status)).collect();
         assert_eq!(refunds, [(refund_no, amount, RefundStatus::Succeeded)], "order {order_id}: one refund, not two books' worth");
         assert_eq!(order.refunded_amount, Money::from_fen(amount));
         let refund = ledger.get_refund(1, refund_no.into()).await.unwrap().unwrap();

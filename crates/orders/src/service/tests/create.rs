@@ -1,6 +1,6 @@
 //! Creating, reading and listing orders: the amount and items rule, expiry, scope.
 use super::*;
-use crate::api::{ItemInput, NewOrder, OrderListParams};
+use crate::api::{ItemInput, NewOrder, OrderListParams, OrderView};
 use crate::text::{Openid, Subject};
 use atrium_kernel::Name;
 use atrium_kernel::Reason;
@@ -227,4 +227,59 @@ async fn an_order_of_another_tenant_is_not_found_for_every_use_case() {
     assert!(ledger.calls().is_empty(), "the ledger is never asked: {:?}", ledger.calls());
     assert_eq!((db.order(1).status, db.order(2).status), (OrderStatus::Pending, OrderStatus::Paid));
     assert!(db.audits().is_empty());
+}
+
+#[tokio::test]
+async fn an_order_and_a_page_show_the_ledgers_refunds_of_each_order_asked_for_once() {
+    // Orders of two tenants, two of them refunded in the ledger.
+    let mut theirs = paid(2, PaymentMethod::WechatJsapi);
+    theirs.tenant_id = OTHER_TENANT;
+    theirs.partner_id = Some(OTHER_PARTNER);
+    let (mine, other_paid) = (paid(1, PaymentMethod::WechatJsapi), paid(3, PaymentMethod::Offline));
+    let db = Db::with(vec![mine.clone(), theirs.clone(), other_paid.clone()]);
+    let ledger = Ledger::default();
+    ledger.set(
+        1,
+        Some(online_paid(&mine)),
+        vec![refund(&mine, 11, 100, RefundStatus::Succeeded), refund(&mine, 12, 50, RefundStatus::Processing)],
+    );
+    ledger.set(3, Some(offline_paid(&other_paid)), Vec::new());
+    ledger.money.lock().unwrap().insert(
+        (OTHER_TENANT, 2),
+        OrderMoney { payment: Some(online_paid(&theirs)), refunds: vec![refund(&theirs, 21, 300, RefundStatus::Succeeded)] },
+    );
+    let svc = svc(&db, &ledger);
+
+    let page = svc.list(&platform_actor(), OrderQuery::try_from(OrderListParams::default()).unwrap()).await.unwrap();
+    let one = svc.get(&tenant_actor(), 1).await.unwrap();
+
+    let shown = |o: &OrderView| o.refunds.iter().map(|r| (r.id, r.amount.fen(), r.requested_by)).collect::<Vec<_>>();
+    let by_id = |id: Id| page.items.iter().find(|o| o.id == id).unwrap();
+    assert_eq!(shown(by_id(1)), [(11, 100, Some(USER)), (12, 50, Some(USER))], "oldest first, who asked shown");
+    assert_eq!(shown(by_id(2)), [(21, 300, Some(USER))], "another tenant's order shows its own");
+    assert!(by_id(3).refunds.is_empty());
+    assert_eq!(shown(&one), shown(by_id(1)));
+    assert_eq!(one.refunds[0].settled_at, Some(now()), "a settled refund says when");
+    assert_eq!(one.refunds[1].settled_at, None);
+    let asked: Vec<Vec<(Id, Id)>> =
+        ledger.calls().into_iter().filter_map(|c| if let Call::Refunds(of) = c { Some(of) } else { None }).collect();
+    assert_eq!(
+        asked,
+        [vec![(TENANT, 1), (OTHER_TENANT, 2), (TENANT, 3)], vec![(TENANT, 1)]],
+        "one ledger call per page, each order with its tenant"
+    );
+}
+
+#[tokio::test]
+async fn a_page_or_an_order_whose_refunds_cannot_be_read_is_the_ledgers_error() {
+    let db = Db::with(vec![paid(1, PaymentMethod::Offline)]);
+    let ledger = Ledger::default();
+    ledger.fail("refunds", || Error::Unavailable { message: "the database is busy".into(), retry_after_secs: 1 });
+    let svc = svc(&db, &ledger);
+
+    let listed = svc.list(&tenant_actor(), OrderQuery::try_from(OrderListParams::default()).unwrap()).await;
+    let got = svc.get(&tenant_actor(), 1).await;
+
+    assert!(matches!(listed, Err(Error::Unavailable { .. })), "{listed:?}");
+    assert!(matches!(got, Err(Error::Unavailable { .. })), "{got:?}");
 }

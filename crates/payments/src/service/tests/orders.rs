@@ -2,37 +2,38 @@
 //! an order's money carries in its own write.
 use super::*;
 
-fn charge() -> OrderCharge {
-    OrderCharge {
+fn charge() -> Charge {
+    Charge {
         order_id: ORDER,
         out_trade_no: ORDER_NO.into(),
         description: "Coffee".into(),
         amount: Money::from_fen(1000),
         openid: "o-ann".into(),
         expires_at: now() + Duration::minutes(30),
-        audit: Some(order_audit("order.pay")),
+        audit: order_audit("order.pay"),
     }
 }
 
-fn offline_charge(reference: &str) -> OfflineOrderCharge {
-    OfflineOrderCharge {
+fn offline_charge(reference: &str) -> OfflineCharge {
+    OfflineCharge {
         order_id: ORDER,
         order_no: ORDER_NO.into(),
         description: "Coffee".into(),
         amount: Money::from_fen(1000),
         reference: reference.into(),
         recorded_by: 10,
-        audit: Some(order_audit("order.pay_offline")),
+        audit: order_audit("order.pay_offline"),
     }
 }
 
-fn order_refund(no: &str, fen: i64) -> OrderRefund {
-    OrderRefund {
+fn order_refund(no: &str, fen: i64) -> RefundCharge {
+    RefundCharge {
         order_id: ORDER,
         out_refund_no: no.into(),
         amount: Money::from_fen(fen),
         reason: Some("returned".into()),
-        audit: Some(order_audit("order.refund")),
+        requested_by: Some(10),
+        audit: order_audit("order.refund"),
     }
 }
 
@@ -185,7 +186,7 @@ async fn an_order_being_paid_by_another_payer_is_409_without_asking_the_platform
     platform.expect_pay_params().never();
     let svc = svc(repo, platform);
 
-    let err = svc.charge_order(TENANT, OrderCharge { openid: "o-bob".into(), ..charge() }).await.unwrap_err();
+    let err = svc.charge_order(TENANT, Charge { openid: "o-bob".into(), ..charge() }).await.unwrap_err();
 
     assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("another payer")), "{err:?}");
 }
@@ -337,6 +338,7 @@ async fn refunding_an_offline_payment_reserves_a_succeeded_refund_and_never_call
         (refund.status, refund.succeeded_at, refund.order_id, refund.out_trade_no.as_str(), refund.amount),
         (RefundStatus::Succeeded, Some(now()), Some(ORDER), offline_trade_no(ORDER_NO).as_str(), Money::from_fen(400))
     );
+    assert_eq!(refund.requested_by, Some(10), "who asked is kept with the refund");
     assert_eq!(again, refund, "a retry is the same refund");
     let written = ledger.written();
     assert_eq!(ledger.writes(), [("reserve_refund", "OR1".to_owned())], "reserved once");
@@ -444,8 +446,56 @@ async fn an_orders_money_is_its_live_transaction_with_that_transactions_refunds(
     let money = svc.order_money(TENANT, ORDER).await.unwrap();
     let none = svc.order_money(TENANT, ORDER + 1).await.unwrap();
 
-    assert_eq!(money, OrderMoney { transaction: Some(offline_tx()), refunds: vec![of_offline] });
+    assert_eq!(money, OrderMoney { payment: Some(offline_tx().as_order_payment()), refunds: vec![of_offline.as_order_refund().unwrap()] });
     assert_eq!(none, OrderMoney::default());
+}
+
+#[tokio::test]
+async fn the_refunds_of_several_orders_are_those_of_each_named_order_of_its_named_tenant() {
+    // Two orders' refunds and one of the payment routes; the second order is named with
+    // another tenant than its own.
+    let of = |no: &str, order_id| Refund { order_id: Some(order_id), ..refund(no, 100, RefundStatus::Succeeded) };
+    let (first, second) = (of("OR1", ORDER), of("OR2", ORDER + 1));
+    let ledger = Ledger::holding(vec![], vec![refund("R1", 300, RefundStatus::Succeeded), second.clone(), first.clone()]);
+    let svc = svc(ledger.repo(Some(config())), MockPayPlatform::new());
+
+    let both = svc.refunds(vec![(TENANT, ORDER), (TENANT, ORDER + 1)]).await.unwrap();
+    let misnamed = svc.refunds(vec![(TENANT, ORDER), (TENANT + 1, ORDER + 1)]).await.unwrap();
+
+    let numbers = |rs: &[OrderRefund]| rs.iter().map(|r| r.out_refund_no.clone()).collect::<Vec<_>>();
+    assert_eq!(numbers(&both), ["OR1", "OR2"], "by order, none of the payment routes'");
+    assert_eq!(numbers(&misnamed), ["OR1"], "an order named with another tenant shows nothing");
+    assert!(svc.refunds(vec![]).await.unwrap().is_empty());
+}
+
+#[test]
+fn an_orders_payment_and_refunds_read_in_the_contracts_words() {
+    use atrium_kernel::pay::{LedgerPayment, PaymentState};
+    let paid = order_tx(TradeState::Success);
+    let as_paid = paid.as_order_payment();
+    assert_eq!(
+        as_paid,
+        LedgerPayment {
+            method: PaymentMethod::WechatJsapi,
+            out_trade_no: Some(ORDER_NO.into()),
+            amount: paid.amount,
+            openid: Some(paid.openid.clone()),
+            state: PaymentState::Paid { transaction_id: paid.transaction_id.clone(), paid_at: paid.success_time.unwrap() },
+            reference: None,
+            paid_by: None,
+        }
+    );
+    let mismatched = Transaction { discrepancy: Some("another amount".into()), ..paid.clone() };
+    assert_eq!(mismatched.as_order_payment().state, PaymentState::Discrepancy("another amount".into()), "a discrepancy is never paid");
+    assert_eq!(order_tx(TradeState::Closed).as_order_payment().state, PaymentState::Closed);
+    assert_eq!(order_tx(TradeState::NotPay).as_order_payment().state, PaymentState::Unpaid);
+    let offline = offline_tx().as_order_payment();
+    assert_eq!((offline.method, offline.out_trade_no, offline.openid), (PaymentMethod::Offline, None, None), "no platform number");
+
+    let settled = Refund { order_id: Some(ORDER), requested_by: Some(10), ..refund("OR1", 400, RefundStatus::Closed) };
+    let shown = settled.as_order_refund().unwrap();
+    assert_eq!((shown.order_id, shown.requested_by, shown.settled_at), (ORDER, Some(10), Some(settled.updated_at)));
+    assert_eq!(refund("R1", 1, RefundStatus::Succeeded).as_order_refund(), None, "a refund of the payment routes is no order's");
 }
 
 #[tokio::test]

@@ -1,0 +1,1 @@
+ALTER TABLE payment_refunds DROP COLUMN requested_by;
