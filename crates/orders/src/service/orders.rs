@@ -133,19 +133,21 @@ impl OrderService {
         Err(Error::Conflict(Reason::TryAgain, last.unwrap_or_else(|| "no free order number was found; try again".into())))
     }
 
-    /// `GET /orders/{id}`; 404 for an order out of scope.
+    /// `GET /orders/{id}`, with the ledger's refunds of it; 404 for an order out of scope.
     pub async fn get(&self, actor: &Actor, id: Id) -> Result<OrderView> {
         let order = self.order(actor, id).await?;
-        let refunds = self.ledger.refunds(vec![(order.tenant_id, order.id)]).await?;
+        let refunds = if may_have_refunds(&order) { self.ledger.refunds(vec![(order.tenant_id, order.id)]).await? } else { Vec::new() };
         Ok(OrderView::new(order, refunds))
     }
 
-    /// `GET /orders`: the orders in the caller's scope that match `query`.
+    /// `GET /orders`: the orders in the caller's scope that match `query`, with the ledger's
+    /// refunds of them (one call for the page).
     pub async fn list(&self, actor: &Actor, query: OrderQuery) -> Result<Page<OrderView>> {
         let page = self.repo.list_orders(actor.party, query).await?;
         let mut refunds: HashMap<Id, Vec<OrderRefund>> = HashMap::new();
-        if !page.items.is_empty() {
-            for r in self.ledger.refunds(page.items.iter().map(|o| (o.tenant_id, o.id)).collect()).await? {
+        let asked: Vec<(Id, Id)> = page.items.iter().filter(|o| may_have_refunds(o)).map(|o| (o.tenant_id, o.id)).collect();
+        if !asked.is_empty() {
+            for r in self.ledger.refunds(asked).await? {
                 refunds.entry(r.order_id).or_default().push(r);
             }
         }
@@ -527,6 +529,14 @@ pub(crate) fn project(order: &Order, money: &OrderMoney, now: Timestamp) -> Resu
         || next.payment != order.payment
         || next.discrepancy != order.discrepancy;
     Ok(changed.then_some((Order { updated_at: now, ..next }, action)))
+}
+
+/// Whether the ledger may hold refunds of `order`: only of one shown paid. The ledger refunds
+/// only a paid payment, an order's refund is asked for only once the order shows it paid
+/// (after catching up with the ledger), and a paid order stays paid whatever is refunded;
+/// so an order never shown paid has none, and reading it does not ask.
+fn may_have_refunds(order: &Order) -> bool {
+    order.status.is_paid()
 }
 
 /// The order's payment as the ledger's `payment` says.

@@ -236,7 +236,9 @@ async fn an_order_and_a_page_show_the_ledgers_refunds_of_each_order_asked_for_on
     theirs.tenant_id = OTHER_TENANT;
     theirs.partner_id = Some(OTHER_PARTNER);
     let (mine, other_paid) = (paid(1, PaymentMethod::WechatJsapi), paid(3, PaymentMethod::Offline));
-    let db = Db::with(vec![mine.clone(), theirs.clone(), other_paid.clone()]);
+    // Never paid, so the ledger holds no refund of it and is not asked.
+    let unpaid = order(4, OrderStatus::Paying);
+    let db = Db::with(vec![mine.clone(), theirs.clone(), other_paid.clone(), unpaid]);
     let ledger = Ledger::default();
     ledger.set(
         1,
@@ -257,8 +259,9 @@ async fn an_order_and_a_page_show_the_ledgers_refunds_of_each_order_asked_for_on
     let by_id = |id: Id| page.items.iter().find(|o| o.id == id).unwrap();
     assert_eq!(shown(by_id(1)), [(11, 100, Some(USER)), (12, 50, Some(USER))], "oldest first, who asked shown");
     assert_eq!(shown(by_id(2)), [(21, 300, Some(USER))], "another tenant's order shows its own");
-    assert!(by_id(3).refunds.is_empty());
+    assert!(by_id(3).refunds.is_empty() && by_id(4).refunds.is_empty());
     assert_eq!(shown(&one), shown(by_id(1)));
+    assert!(svc.get(&tenant_actor(), 4).await.unwrap().refunds.is_empty());
     assert_eq!(one.refunds[0].settled_at, Some(now()), "a settled refund says when");
     assert_eq!(one.refunds[1].settled_at, None);
     let asked: Vec<Vec<(Id, Id)>> =
