@@ -3,7 +3,9 @@
 //! It owns ids, [`Money`] (integer fen), paging ([`PageRequest`], [`Page`]), the caller
 //! ([`Actor`] with its [`Party`] and [`PermissionSet`]), the common [`Error`] every domain
 //! returns, the [`Clock`] port, and the ports shared by several domains: idempotency records
-//! ([`IdempotencyStore`]) and durable jobs ([`JobStore`]). It depends on no framework and no driver.
+//! ([`IdempotencyStore`]), durable jobs ([`JobStore`]) and the money ledger as orders pay
+//! through it ([`pay::OrderLedger`], the one contract between the two). It depends on no
+//! framework and no driver.
 
 #![warn(missing_docs)]
 

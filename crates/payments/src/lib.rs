@@ -12,7 +12,9 @@
 //!   refunded than paid" rule is enforced under concurrency), [`PayPlatform`] (the pay
 //!   platform: orders, queries, closes, refunds, trade bills, pay parameters, notification
 //!   verification) and [`MerchantKeys`] (PEM and certificate inspection).
-//! - `config`: [`PaymentSettings`]; `service`: [`PaymentService`], the use cases and jobs.
+//! - `config`: [`PaymentSettings`]; `service`: [`PaymentService`], the use cases and jobs. It
+//!   is also the ledger orders pay through: it implements the kernel's
+//!   [`OrderLedger`](atrium_kernel::pay::OrderLedger), the one contract between them.
 //!
 //! Features: `mock` for mockall doubles of the ports (`MockPaymentRepo`, `MockPayPlatform`,
 //! `MockMerchantKeys`); `failpoints` for the failpoints of the fault tests; `openapi` for the schemas of the request and

@@ -1,6 +1,7 @@
 //! The ledger's use cases: transactions and refunds, through the payment routes
-//! (`/miniprogram/payment/*`) and for orders (through the server). Both families end in the
-//! same few steps, so a rule holds whichever way the money moves:
+//! (`/miniprogram/payment/*`) and for orders (the kernel's [`OrderLedger`], implemented
+//! below). Both families end in the same few steps, so a rule holds whichever way the money
+//! moves:
 //!
 //! - a transaction is placed by [`PaymentService::place`]: stored (with the job that settles
 //!   it and, for an order, the event that tells it) before the platform is asked, under a
