@@ -354,25 +354,29 @@ impl OrderService {
     /// failing sync is no error of the request's: it is logged, the order shown as read (with
     /// the ledger's refunds), and the ledger's event syncs it later.
     async fn synced(&self, order: Order) -> Result<OrderView> {
-        match self.sync_at(order.tenant_id, order.id, self.clock.now()).await {
-            Ok((_, Some((synced, refunds)))) => Ok(OrderView::new(synced, refunds)),
-            Ok((_, None)) => Ok(OrderView::new(order, Vec::new())),
-            Err(e) => {
-                log::warn!("order {}: syncing it after its ledger call failed, left to the ledger's event: {e}", order.id);
-                let refunds = self.ledger.refunds(vec![(order.tenant_id, order.id)]).await?;
-                Ok(OrderView::new(order, refunds))
-            }
-        }
+        let (order, refunds) = self.best_effort_sync(order, "after its ledger call (the ledger's event syncs it later)").await;
+        let refunds = match refunds {
+            Some(refunds) => refunds,
+            None => self.ledger.refunds(vec![(order.tenant_id, order.id)]).await?,
+        };
+        Ok(OrderView::new(order, refunds))
     }
 
     /// The order brought up to what the ledger holds, best-effort: as read when that fails.
     async fn caught_up(&self, order: Order) -> Order {
+        self.best_effort_sync(order, "before a refund").await.0
+    }
+
+    /// The order synced with the ledger, and the ledger's refunds of it read on the way
+    /// (none for an unknown order); the order as read and `None` when the sync failed, which
+    /// is logged saying `when`.
+    async fn best_effort_sync(&self, order: Order, when: &str) -> (Order, Option<Vec<OrderRefund>>) {
         match self.sync_at(order.tenant_id, order.id, self.clock.now()).await {
-            Ok((_, Some((synced, _)))) => synced,
-            Ok((_, None)) => order,
+            Ok((_, Some((synced, refunds)))) => (synced, Some(refunds)),
+            Ok((_, None)) => (order, Some(Vec::new())),
             Err(e) => {
-                log::warn!("order {}: syncing it before a refund failed: {e}", order.id);
-                order
+                log::warn!("order {}: syncing it {when} failed: {e}", order.id);
+                (order, None)
             }
         }
     }

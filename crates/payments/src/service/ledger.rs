@@ -347,7 +347,7 @@ impl PaymentService {
         let audit = AuditRecord::by(actor, self.clock.now(), "payment.refund", "payment_transaction", Some(tx.id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .with_after(serde_json::json!({"out_trade_no": tx.out_trade_no, "out_refund_no": out_refund_no, "amount": input.amount, "reason": reason}));
-        let asked = Asked { out_refund_no, amount: input.amount, reason, requested_by: Some(actor.user_id), audit: Some(audit) };
+        let asked = Asked { out_refund_no, amount: input.amount, reason, requested_by: Some(actor.user_id), audit };
         Ok(self.refund_transaction(&tx, asked).await?.into())
     }
 
@@ -362,7 +362,7 @@ impl PaymentService {
             amount: refund.amount,
             reason: refund.reason,
             requested_by: refund.requested_by,
-            audit: Some(refund.audit),
+            audit: refund.audit,
         };
         self.refund_transaction(&tx, asked).await
     }
@@ -399,7 +399,7 @@ impl PaymentService {
             created_at: now,
             updated_at: now,
         };
-        let mut effects = Effects { jobs: self.order_refund_event(&wanted).into_iter().collect(), audit };
+        let mut effects = Effects { jobs: self.order_refund_event(&wanted).into_iter().collect(), audit: Some(audit) };
         if !offline {
             effects.jobs.push(self.settle_refund_job(tenant_id, &out_refund_no));
         }
@@ -485,7 +485,8 @@ struct Asked {
     amount: Money,
     reason: Option<String>,
     requested_by: Option<Id>,
-    audit: Option<AuditRecord>,
+    /// Written with the refund's reservation.
+    audit: AuditRecord,
 }
 
 /// The ledger as orders reach it: the one contract between them ([`atrium_kernel::pay`]).
