@@ -101,6 +101,7 @@ impl PaymentConfig {
             private_key: self.merchant_private_key.clone()?,
             api_v3_key: self.api_v3_key.clone()?,
             platform_keys,
+            sub_merchant: None,
         })
     }
 }
@@ -130,6 +131,36 @@ pub struct MerchantAccount {
     /// Every key the platform may sign with; several during a move from platform
     /// certificates to a platform public key.
     pub platform_keys: Vec<PlatformKey>,
+    /// In service-provider mode, the sub-merchant (特约商户) the provider acts for: the
+    /// account's `mchid`, `appid`, keys and platform keys are then the provider's (`sp_mchid`,
+    /// `sp_appid`), every call goes through the platform's partner endpoints naming this
+    /// sub-merchant, and payments are placed with profit sharing on. `None`: a merchant
+    /// acting for itself (direct mode).
+    pub sub_merchant: Option<SubMerchant>,
+}
+
+impl MerchantAccount {
+    /// The merchant whose money moves: the sub-merchant in service-provider mode, the
+    /// account's own `mchid` otherwise.
+    pub fn payee_mchid(&self) -> &str {
+        self.sub_merchant.as_ref().map_or(&self.mchid, |s| &s.sub_mchid)
+    }
+
+    /// The mini-program the payer pays in, whose `appId` `wx.requestPayment` gets: the
+    /// sub-merchant's own when it pays as itself, the account's otherwise.
+    pub fn payer_appid(&self) -> &str {
+        self.sub_merchant.as_ref().and_then(|s| s.sub_appid.as_deref()).unwrap_or(&self.appid)
+    }
+}
+
+/// A sub-merchant under the platform's service-provider account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubMerchant {
+    /// The sub-merchant's merchant id (特约商户号).
+    pub sub_mchid: String,
+    /// The sub-merchant's own mini-program, when payers pay in it (the payer is then named by
+    /// its `sub_openid`); `None`: payers pay in the provider's `sp_appid` (`sp_openid`).
+    pub sub_appid: Option<String>,
 }
 
 /// What the tenant's scope check needs of a tenant.
@@ -556,6 +587,9 @@ pub struct PlatformTransaction {
     pub payer_total: Option<Money>,
     /// When the payment succeeded, when reported.
     pub success_time: Option<Timestamp>,
+    /// The sub-merchant the transaction belongs to, when the platform reports it through its
+    /// partner endpoints (service-provider mode); `None` for a merchant's own.
+    pub sub_mchid: Option<String>,
 }
 
 /// A refund as the platform reports it (refund answer, query or notification).
@@ -574,6 +608,8 @@ pub struct PlatformRefund {
     pub amount: Option<Money>,
     /// When the money went back, when reported.
     pub success_time: Option<Timestamp>,
+    /// The sub-merchant the refund belongs to, when reported (service-provider mode).
+    pub sub_mchid: Option<String>,
 }
 
 /// A notification's headers and raw body, as received: verification works on these bytes.
@@ -788,6 +824,7 @@ mod tests {
             currency: currency.map(str::to_owned),
             payer_total: amount.map(Money::from_fen),
             success_time: state.is_paid().then(now),
+            sub_mchid: None,
         }
     }
 

@@ -360,6 +360,7 @@ fn failed_refund(out_refund_no: &str) -> PlatformRefund {
         status: RefundStatus::Failed,
         amount: None,
         success_time: None,
+        sub_mchid: None,
     }
 }
 

@@ -449,6 +449,7 @@ impl PaymentService {
                     status: RefundStatus::Failed,
                     amount: None,
                     success_time: None,
+                    sub_mchid: None,
                 };
                 self.apply_refund_report(tenant_id, &out_refund_no, &failed).await?;
                 Err(platform_error(e))
@@ -557,5 +558,6 @@ pub(super) fn closed_report(out_trade_no: &str) -> PlatformTransaction {
         currency: None,
         payer_total: None,
         success_time: None,
+        sub_mchid: None,
     }
 }

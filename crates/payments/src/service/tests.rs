@@ -155,6 +155,7 @@ fn report(no: &str, state: TradeState) -> PlatformTransaction {
         currency: None,
         payer_total: state.is_paid().then_some(Money::from_fen(900)),
         success_time: state.is_paid().then(now),
+        sub_mchid: None,
     }
 }
 
@@ -241,6 +242,7 @@ fn refund_report(status: RefundStatus) -> PlatformRefund {
         status,
         amount: Some(Money::from_fen(300)),
         success_time: (status == RefundStatus::Succeeded).then(now),
+        sub_mchid: None,
     }
 }
 

@@ -92,6 +92,7 @@ impl SandboxMerchant {
             private_key: Secret::new(self.private_key_pem.clone()),
             api_v3_key: Secret::new(self.api_v3_key.clone()),
             platform_keys: vec![PlatformKey { id: self.platform_public_key_id.clone(), pem: self.platform_public_key_pem.clone() }],
+            sub_merchant: None,
         }
     }
 }

@@ -27,6 +27,9 @@ pub(crate) struct TransactionAnswer {
     success_time: Option<String>,
     #[serde(default)]
     amount: Option<AmountAnswer>,
+    /// Set in answers of the partner endpoints (service-provider mode).
+    #[serde(default)]
+    sub_mchid: Option<String>,
 }
 
 /// A refund: the refund answer, its query, and the `REFUND.*` resource (which names the
@@ -44,6 +47,9 @@ pub(crate) struct RefundAnswer {
     success_time: Option<String>,
     #[serde(default)]
     amount: Option<AmountAnswer>,
+    /// Set in service-provider mode.
+    #[serde(default)]
+    sub_mchid: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -92,6 +98,7 @@ impl TransactionAnswer {
             currency,
             payer_total: money(payer_total)?,
             success_time: time(self.success_time)?,
+            sub_mchid: self.sub_mchid.filter(|s| !s.is_empty()),
         })
     }
 }
@@ -112,6 +119,7 @@ impl RefundAnswer {
             status,
             amount: money(self.amount.and_then(|a| a.refund))?,
             success_time: time(self.success_time)?,
+            sub_mchid: self.sub_mchid.filter(|s| !s.is_empty()),
         })
     }
 }

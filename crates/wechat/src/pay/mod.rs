@@ -460,6 +460,7 @@ mod tests {
             private_key: atrium_kernel::Secret::new(private_key),
             api_v3_key: atrium_kernel::Secret::new("k".repeat(32)),
             platform_keys: vec![],
+            sub_merchant: None,
         }
     }
 

@@ -227,6 +227,7 @@ fn account() -> MerchantAccount {
         private_key: Secret::new(fixture("merchant_key.pem")),
         api_v3_key: Secret::new(v["notification"]["api_v3_key"].as_str().unwrap()),
         platform_keys: vec![PlatformKey { id: PLATFORM_KEY_ID.into(), pem: fixture("platform_public.pem") }],
+        sub_merchant: None,
     }
 }
 

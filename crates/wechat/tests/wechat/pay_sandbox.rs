@@ -131,6 +131,7 @@ impl Env {
             private_key: Secret::new(s("private_key_pem")),
             api_v3_key: Secret::new(s("api_v3_key")),
             platform_keys: vec![PlatformKey { id: s("platform_public_key_id"), pem: s("platform_public_key_pem") }],
+            sub_merchant: None,
         }
     }
 

@@ -178,6 +178,7 @@ fn account() -> MerchantAccount {
         private_key: Secret::new(fixture("merchant_key.pem")),
         api_v3_key: Secret::new(s(&v, &["notification", "api_v3_key"])),
         platform_keys: vec![PlatformKey { id: s(&v, &["notification", "serial"]).into(), pem: fixture("platform_public.pem") }],
+        sub_merchant: None,
     }
 }
 

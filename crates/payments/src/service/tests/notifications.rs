@@ -73,6 +73,7 @@ async fn a_refund_success_event_settles_a_processing_refund() {
         status: RefundStatus::Succeeded,
         amount: Some(Money::from_fen(300)),
         success_time: Some(now()),
+        sub_mchid: None,
     };
 
     let outcome = svc

@@ -42,6 +42,7 @@ async fn a_refund_reserves_its_amount_then_asks_the_platform() {
                 status: RefundStatus::Processing,
                 amount: Some(o.amount),
                 success_time: None,
+                sub_mchid: None,
             })
         });
     repo.expect_update_refund().times(1).in_sequence(&mut seq).returning(move |r, read_status, _| {
@@ -218,6 +219,7 @@ async fn a_retried_refund_the_platform_never_acknowledged_is_sent_again_with_the
                 status: RefundStatus::Succeeded,
                 amount: Some(o.amount),
                 success_time: Some(now()),
+                sub_mchid: None,
             })
         });
     let svc = svc(repo, platform);
