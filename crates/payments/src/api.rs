@@ -75,7 +75,9 @@ atrium_kernel::string_schemas!(
     ApiV3Key => atrium_kernel::schema::string_schema("32 printable ASCII characters; write-only", Some("^[!-~]{32}$"), None, None)
 );
 
-/// `PUT /miniprogram/payment/config`.
+/// `PUT /miniprogram/payment/config`. In direct mode the body names the tenant's own account
+/// (`mchid`, `appid`, `api_v3_key`); in sub-merchant mode its `sub_mchid` (and `sub_appid`)
+/// under the platform's service provider. A field of the other mode is a 400.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -85,12 +87,22 @@ pub struct PaymentConfigPut {
     /// it (400 without, 404 if out of their scope); a tenant caller may leave it out.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1))]
     pub tenant_id: Option<Id>,
-    /// The merchant id (商户号): 8–10 digits.
-    pub mchid: Mchid,
-    /// The mini-program the payments are made in (`wx` and 16 hexadecimal characters).
-    pub appid: Appid,
-    /// Write-only; absent keeps the stored key.
+    /// `direct` (the tenant's own merchant account) or `sub_merchant` (under the platform's
+    /// service provider). Absent keeps the stored mode; a new configuration is direct.
+    /// Switching is refused (409) while a payment or refund of the tenant is not final.
+    pub mode: Option<PaymentMode>,
+    /// Direct mode, required: the merchant id (商户号).
+    pub mchid: Option<Mchid>,
+    /// Direct mode, required: the mini-program the payments are made in.
+    pub appid: Option<Appid>,
+    /// Direct mode; write-only; absent keeps the stored key.
     pub api_v3_key: Option<ApiV3Key>,
+    /// Sub-merchant mode, required: the sub-merchant id (特约商户号) under the platform's
+    /// service provider; one tenant per sub-merchant.
+    pub sub_mchid: Option<Mchid>,
+    /// Sub-merchant mode, optional: the sub-merchant's own mini-program, when its payers pay
+    /// in it; absent: they pay in the provider's.
+    pub sub_appid: Option<Appid>,
     /// Absent keeps the stored setting (a new configuration starts disabled). Enabling needs
     /// a complete configuration.
     pub enabled: Option<bool>,
@@ -260,17 +272,10 @@ pub struct ReconciliationParams {
     pub date: NaiveDate,
 }
 
-/// A tenant's payment configuration as shown: never a key, only fingerprints, serials and
-/// dates.
+/// A merchant account's keys as shown: never a key, only fingerprints, serials and dates.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct PaymentConfigView {
-    /// The tenant whose merchant account this is.
-    pub tenant_id: Id,
-    /// The merchant id (商户号).
-    pub mchid: String,
-    /// The mini-program the payments are made in.
-    pub appid: String,
+pub struct CredentialsView {
     /// The merchant certificate's serial, upper-case hex; null until a certificate is uploaded.
     pub merchant_serial_no: Option<String>,
     /// SHA-256 of the merchant key's public half, hex; null until a key is uploaded.
@@ -283,6 +288,41 @@ pub struct PaymentConfigView {
     pub platform_public_key_id: Option<String>,
     /// SHA-256 of the platform's public key, hex.
     pub platform_key_fingerprint: Option<String>,
+}
+
+impl From<&MerchantCredentials> for CredentialsView {
+    fn from(c: &MerchantCredentials) -> Self {
+        CredentialsView {
+            merchant_serial_no: c.merchant_serial_no.clone(),
+            merchant_key_fingerprint: c.merchant_key_fingerprint.clone(),
+            merchant_cert_not_after: c.merchant_cert_not_after,
+            api_v3_key_set: c.api_v3_key.is_some(),
+            platform_public_key_id: c.platform_public_key_id.clone(),
+            platform_key_fingerprint: c.platform_key_fingerprint.clone(),
+        }
+    }
+}
+
+/// A tenant's payment configuration as shown: never a key, only fingerprints, serials and
+/// dates.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PaymentConfigView {
+    /// The tenant whose merchant account this is.
+    pub tenant_id: Id,
+    /// How the tenant collects now.
+    pub mode: PaymentMode,
+    /// The merchant id (商户号) of the tenant's own account (direct mode).
+    pub mchid: String,
+    /// The mini-program the payments are made in (direct mode).
+    pub appid: String,
+    /// The sub-merchant id under the platform's service provider (sub-merchant mode).
+    pub sub_mchid: Option<String>,
+    /// The sub-merchant's own mini-program, when its payers pay in it.
+    pub sub_appid: Option<String>,
+    /// The keys of the tenant's own account (direct mode).
+    #[serde(flatten)]
+    pub credentials: CredentialsView,
     /// Where the pay platform sends this tenant's notifications.
     pub notify_url: String,
     /// Whether the tenant takes payments.
@@ -296,15 +336,86 @@ impl PaymentConfigView {
     pub fn new(c: &PaymentConfig, notify_url: String) -> Self {
         PaymentConfigView {
             tenant_id: c.tenant_id,
+            mode: c.mode,
             mchid: c.mchid.clone(),
             appid: c.appid.clone(),
-            merchant_serial_no: c.merchant_serial_no.clone(),
-            merchant_key_fingerprint: c.merchant_key_fingerprint.clone(),
-            merchant_cert_not_after: c.merchant_cert_not_after,
-            api_v3_key_set: c.api_v3_key.is_some(),
-            platform_public_key_id: c.platform_public_key_id.clone(),
-            platform_key_fingerprint: c.platform_key_fingerprint.clone(),
+            sub_mchid: c.sub_mchid.clone(),
+            sub_appid: c.sub_appid.clone(),
+            credentials: (&c.credentials).into(),
             notify_url,
+            enabled: c.enabled,
+            updated_at: c.updated_at,
+        }
+    }
+}
+
+/// `PUT /platform/pay-provider`: the platform's service-provider account.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"sp_mchid": "1900000100", "sp_appid": "wx8888888888888888", "sp_name": "Atrium Platform Ltd", "api_v3_key": "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6", "platform_bp": 100, "default_commission_bp": 200, "enabled": true})))]
+pub struct ProviderConfigPut {
+    /// The provider's merchant id (服务商商户号).
+    pub sp_mchid: Mchid,
+    /// The provider's app id.
+    pub sp_appid: Appid,
+    /// The provider's registered merchant name (the platform requires it to add the provider
+    /// as a profit-sharing receiver); absent keeps the stored one.
+    pub sp_name: Option<MerchantName>,
+    /// Write-only; absent keeps the stored key.
+    pub api_v3_key: Option<ApiV3Key>,
+    /// The platform's share of each sub-merchant payment, basis points 0–10,000; absent keeps
+    /// the stored rate (0 for a new account).
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 10_000))]
+    pub platform_bp: Option<i64>,
+    /// A partner's commission when its share plan names none, basis points 0–10,000; absent
+    /// keeps the stored rate (0 for a new account).
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 10_000))]
+    pub default_commission_bp: Option<i64>,
+    /// Absent keeps the stored setting (a new account starts disabled). Enabling needs every
+    /// key.
+    pub enabled: Option<bool>,
+}
+
+/// A merchant's registered name: 1–128 bytes.
+pub type MerchantName = ByteText<128, false>;
+
+/// `POST /platform/pay-provider/cert/upload`: the parts of the multipart form, as for a
+/// tenant's account, without a tenant.
+pub type ProviderKeyUpload = KeyUpload;
+
+/// The platform's service-provider account as shown: never a key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ProviderConfigView {
+    /// The provider's merchant id.
+    pub sp_mchid: String,
+    /// The provider's app id.
+    pub sp_appid: String,
+    /// The provider's registered merchant name.
+    pub sp_name: Option<String>,
+    /// The provider's keys.
+    #[serde(flatten)]
+    pub credentials: CredentialsView,
+    /// The platform's share of each sub-merchant payment, basis points.
+    pub platform_bp: u32,
+    /// A partner's commission when its share plan names none, basis points.
+    pub default_commission_bp: u32,
+    /// Whether sub-merchants take new payments.
+    pub enabled: bool,
+    /// When the account last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&ProviderConfig> for ProviderConfigView {
+    fn from(c: &ProviderConfig) -> Self {
+        ProviderConfigView {
+            sp_mchid: c.sp_mchid.clone(),
+            sp_appid: c.sp_appid.clone(),
+            sp_name: c.sp_name.clone(),
+            credentials: (&c.credentials).into(),
+            platform_bp: c.platform_bp,
+            default_commission_bp: c.default_commission_bp,
             enabled: c.enabled,
             updated_at: c.updated_at,
         }
@@ -591,8 +702,8 @@ mod tests {
     fn the_config_view_never_carries_a_key() {
         let now = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
         let mut c = PaymentConfig::new(1, "1900000109".into(), "wx1".into(), now);
-        c.merchant_private_key = Some(Secret::new("-----BEGIN PRIVATE KEY-----SECRET"));
-        c.api_v3_key = Some(Secret::new("K".repeat(32)));
+        c.credentials.merchant_private_key = Some(Secret::new("-----BEGIN PRIVATE KEY-----SECRET"));
+        c.credentials.api_v3_key = Some(Secret::new("K".repeat(32)));
         let shown = serde_json::to_string(&PaymentConfigView::new(&c, "https://x/n/1".into())).unwrap();
         assert!(!shown.contains("SECRET") && !shown.contains(&"K".repeat(32)), "{shown}");
         assert!(shown.contains("\"api_v3_key_set\":true"));

@@ -5,19 +5,30 @@ use atrium_kernel::pay::{LedgerPayment, OrderRefund, PaymentState};
 use atrium_kernel::{AuditRecord, Id, Money, NewJob, PaymentMethod, RefundStatus, Secret, Timestamp};
 use chrono::NaiveDate;
 
-/// A tenant's payment configuration: the merchant account its orders are paid into.
+/// How a tenant collects: into a merchant account of its own, or as a sub-merchant (特约商户)
+/// under the platform's service-provider account.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, strum::IntoStaticStr, strum::EnumString)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum PaymentMode {
+    /// The tenant's own merchant account, with its own keys (the default).
+    #[default]
+    Direct,
+    /// A sub-merchant of the platform's service-provider account: no keys of its own, every
+    /// call goes through the provider, payments are placed with profit sharing on.
+    SubMerchant,
+}
+
+/// The keys of one merchant account on the pay platform: the merchant key and certificate every
+/// request is signed with, the APIv3 key that decrypts notifications, and the platform key
+/// that signs answers. A tenant's direct account and the platform's service-provider account
+/// each hold one set.
 ///
 /// The store encrypts `merchant_private_key` and `api_v3_key` (AES-256-GCM under the master
-/// key); the rest is plain. What is shown to people is [`crate::PaymentConfigView`]: never a
-/// key, only fingerprints, serials and dates.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PaymentConfig {
-    /// The tenant whose merchant account this is.
-    pub tenant_id: Id,
-    /// The merchant id (商户号).
-    pub mchid: String,
-    /// The mini-program the payments are made in.
-    pub appid: String,
+/// key); the rest is plain. Views never show a key, only fingerprints, serials and dates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MerchantCredentials {
     /// The merchant certificate's serial, upper-case hex: `serial_no` of every signed request.
     pub merchant_serial_no: Option<String>,
     /// When the merchant certificate expires.
@@ -35,44 +46,12 @@ pub struct PaymentConfig {
     pub platform_public_key: Option<String>,
     /// SHA-256 of the platform's public key (DER), hex: how people tell keys apart.
     pub platform_key_fingerprint: Option<String>,
-    /// Whether the tenant takes payments; a disabled configuration places no new orders.
-    pub enabled: bool,
-    /// When the configuration was first saved.
-    pub created_at: Timestamp,
-    /// When it last changed.
-    pub updated_at: Timestamp,
 }
 
-impl PaymentConfig {
-    /// A new configuration with no keys yet, disabled.
-    pub fn new(tenant_id: Id, mchid: String, appid: String, now: Timestamp) -> Self {
-        PaymentConfig {
-            tenant_id,
-            mchid,
-            appid,
-            merchant_serial_no: None,
-            merchant_cert_not_after: None,
-            merchant_private_key: None,
-            merchant_key_fingerprint: None,
-            api_v3_key: None,
-            platform_public_key_id: None,
-            platform_public_key: None,
-            platform_key_fingerprint: None,
-            enabled: false,
-            created_at: now,
-            updated_at: now,
-        }
-    }
-
-    /// The parts a working account still lacks, by their upload or field names.
+impl MerchantCredentials {
+    /// The keys still missing, by their upload or field names.
     pub fn missing_parts(&self) -> Vec<&'static str> {
         let mut missing = Vec::new();
-        if self.mchid.is_empty() {
-            missing.push("mchid");
-        }
-        if self.appid.is_empty() {
-            missing.push("appid");
-        }
         if self.merchant_private_key.is_none() {
             missing.push("private_key");
         }
@@ -88,21 +67,155 @@ impl PaymentConfig {
         missing
     }
 
-    /// The credentials the pay platform adapter works with, when every part is there.
-    pub fn account(&self) -> Option<MerchantAccount> {
+    /// The account of merchant `mchid` paying in `appid` with these keys, when every key is there.
+    pub fn account(&self, mchid: &str, appid: &str) -> Option<MerchantAccount> {
         let platform_keys = match (&self.platform_public_key_id, &self.platform_public_key) {
             (Some(id), Some(pem)) => vec![PlatformKey { id: id.clone(), pem: pem.clone() }],
             _ => return None,
         };
         Some(MerchantAccount {
-            mchid: self.mchid.clone(),
-            appid: self.appid.clone(),
+            mchid: mchid.to_owned(),
+            appid: appid.to_owned(),
             serial_no: self.merchant_serial_no.clone()?,
             private_key: self.merchant_private_key.clone()?,
             api_v3_key: self.api_v3_key.clone()?,
             platform_keys,
             sub_merchant: None,
         })
+    }
+}
+
+/// A tenant's payment configuration: the merchant account its orders are paid into, its own
+/// (direct mode) or a sub-merchant under the platform's service provider.
+///
+/// Switching mode keeps the other mode's fields: the payments made before the switch are still
+/// queried and refunded through the account they were made with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentConfig {
+    /// The tenant whose merchant account this is.
+    pub tenant_id: Id,
+    /// How the tenant collects now.
+    pub mode: PaymentMode,
+    /// The merchant id (商户号) of the tenant's own account (direct mode).
+    pub mchid: String,
+    /// The mini-program the payments are made in (direct mode).
+    pub appid: String,
+    /// The sub-merchant id under the platform's service provider (sub-merchant mode).
+    pub sub_mchid: Option<String>,
+    /// The sub-merchant's own mini-program, when its payers pay in it (sub-merchant mode).
+    pub sub_appid: Option<String>,
+    /// The keys of the tenant's own account (direct mode); a sub-merchant needs none.
+    pub credentials: MerchantCredentials,
+    /// Whether the tenant takes payments; a disabled configuration places no new orders.
+    pub enabled: bool,
+    /// When the configuration was first saved.
+    pub created_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+}
+
+impl PaymentConfig {
+    /// A new direct configuration with no keys yet, disabled.
+    pub fn new(tenant_id: Id, mchid: String, appid: String, now: Timestamp) -> Self {
+        PaymentConfig {
+            tenant_id,
+            mode: PaymentMode::Direct,
+            mchid,
+            appid,
+            sub_mchid: None,
+            sub_appid: None,
+            credentials: MerchantCredentials::default(),
+            enabled: false,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// The parts the current mode still lacks, by their upload or field names. A sub-merchant
+    /// lacks only its `sub_mchid`: the provider's keys are the platform's matter.
+    pub fn missing_parts(&self) -> Vec<&'static str> {
+        if self.mode == PaymentMode::SubMerchant {
+            return if self.sub_mchid.is_none() { vec!["sub_mchid"] } else { Vec::new() };
+        }
+        let mut missing = Vec::new();
+        if self.mchid.is_empty() {
+            missing.push("mchid");
+        }
+        if self.appid.is_empty() {
+            missing.push("appid");
+        }
+        missing.extend(self.credentials.missing_parts());
+        missing
+    }
+
+    /// The tenant's own account (direct mode), when every part is there — whatever the mode
+    /// now, since payments made in direct mode settle through it.
+    pub fn account(&self) -> Option<MerchantAccount> {
+        if self.mchid.is_empty() || self.appid.is_empty() {
+            return None;
+        }
+        self.credentials.account(&self.mchid, &self.appid)
+    }
+
+    /// The sub-merchant `sub_mchid` as this tenant pays through it: with the tenant's
+    /// `sub_appid` when `sub_mchid` is its current one.
+    pub fn sub_merchant(&self, sub_mchid: &str) -> SubMerchant {
+        let sub_appid = if self.sub_mchid.as_deref() == Some(sub_mchid) { self.sub_appid.clone() } else { None };
+        SubMerchant { sub_mchid: sub_mchid.to_owned(), sub_appid }
+    }
+}
+
+/// The platform's service-provider account (服务商): the merchant account tenants in
+/// sub-merchant mode collect under, and the platform's default shares of their payments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderConfig {
+    /// The provider's merchant id.
+    pub sp_mchid: String,
+    /// The provider's app id (the mini-program payers pay in when a sub-merchant has no
+    /// `sub_appid`, and the `appid` of profit-sharing requests).
+    pub sp_appid: String,
+    /// The provider's registered merchant name, which the platform requires for a
+    /// `MERCHANT_ID` profit-sharing receiver.
+    pub sp_name: Option<String>,
+    /// The provider's keys.
+    pub credentials: MerchantCredentials,
+    /// Whether sub-merchants can take new payments.
+    pub enabled: bool,
+    /// The platform's share of each sub-merchant payment, in basis points (0–10,000).
+    pub platform_bp: u32,
+    /// A partner's commission when its share plan names none, in basis points.
+    pub default_commission_bp: u32,
+    /// When the account was first saved.
+    pub created_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+}
+
+impl ProviderConfig {
+    /// A new account with no keys yet, disabled, taking no shares.
+    pub fn new(sp_mchid: String, sp_appid: String, now: Timestamp) -> Self {
+        ProviderConfig {
+            sp_mchid,
+            sp_appid,
+            sp_name: None,
+            credentials: MerchantCredentials::default(),
+            enabled: false,
+            platform_bp: 0,
+            default_commission_bp: 0,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// The parts a working account still lacks.
+    pub fn missing_parts(&self) -> Vec<&'static str> {
+        self.credentials.missing_parts()
+    }
+
+    /// The provider acting for `sub`, when every key is there.
+    pub fn account_for(&self, sub: SubMerchant) -> Option<MerchantAccount> {
+        let account = self.credentials.account(&self.sp_mchid, &self.sp_appid)?;
+        Some(MerchantAccount { sub_merchant: Some(sub), ..account })
     }
 }
 
@@ -214,6 +327,10 @@ pub struct Transaction {
     /// What the platform reported that does not match the transaction — a payment of
     /// another amount or currency. Kept, shown and audited, never taken as paid.
     pub discrepancy: Option<String>,
+    /// The sub-merchant the transaction was placed for, under the platform's service
+    /// provider; `None`: placed with the tenant's own merchant account. Queries, closes and
+    /// refunds go through the account it was placed with, whatever the tenant's mode now.
+    pub sub_mchid: Option<String>,
     /// After this the order can no longer be paid; a job then settles it by a query.
     pub expires_at: Timestamp,
     /// When the transaction was created.
@@ -262,6 +379,7 @@ impl Transaction {
             payer_total: None,
             success_time: None,
             discrepancy: None,
+            sub_mchid: None,
             expires_at,
             created_at: now,
             updated_at: now,
@@ -775,6 +893,7 @@ mod tests {
             payer_total: None,
             success_time: None,
             discrepancy: None,
+            sub_mchid: None,
             expires_at: now() + Duration::hours(2),
             created_at: now() - Duration::days(1),
             updated_at: now() - Duration::days(1),

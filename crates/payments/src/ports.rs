@@ -22,8 +22,23 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// The tenant's payment configuration, with its secrets decrypted; `None` before one is saved.
     async fn get_config(&self, tenant_id: Id) -> Result<Option<PaymentConfig>>;
     /// Inserts or replaces the tenant's configuration (one per tenant) with its audit record,
+    /// in one transaction, and returns what it stored. MUST return `Conflict`, writing
+    /// nothing, when
+    /// - another tenant's configuration has the same `sub_mchid` (one tenant per
+    ///   sub-merchant; a unique index);
+    /// - `settled_first` is set and the tenant has a transaction or refund that is not final
+    ///   ([`PaymentRepo::unfinished`]), counted in the same write transaction.
+    async fn put_config(&self, config: PaymentConfig, audit: AuditRecord, settled_first: bool) -> Result<PaymentConfig>;
+    /// How many of the tenant's platform transactions are not final (unpaid, neither closed
+    /// nor holding a discrepancy) plus how many of its refunds are still processing.
+    async fn unfinished(&self, tenant_id: Id) -> Result<u64>;
+
+    /// The platform's service-provider account, with its secrets decrypted; `None` before one
+    /// is saved.
+    async fn get_provider(&self) -> Result<Option<ProviderConfig>>;
+    /// Inserts or replaces the platform's one service-provider account with its audit record,
     /// in one transaction, and returns what it stored.
-    async fn put_config(&self, config: PaymentConfig, audit: AuditRecord) -> Result<PaymentConfig>;
+    async fn put_provider(&self, config: ProviderConfig, audit: AuditRecord) -> Result<ProviderConfig>;
 
     /// Stores a new transaction with its [`Effects`] (one database transaction) and returns
     /// it with its id. MUST return `Conflict`, writing nothing, when

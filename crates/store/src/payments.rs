@@ -9,14 +9,14 @@ use crate::ids_in::ids_in;
 use crate::jobs::enqueue_in;
 use crate::org::parse_enum;
 use crate::org::tenants::in_scope;
-use crate::schema::{orders, payment_configs, payment_notifications, payment_refunds, payment_transactions};
+use crate::schema::{orders, pay_provider, payment_configs, payment_notifications, payment_refunds, payment_transactions};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Party, Result, Timestamp};
 use atrium_payments::{
-    Effects, PaymentConfig, PaymentMethod, PaymentRepo, PaymentTenant, Refund, RefundReservation, RefundRule, RefundStatus, Secret,
+    Effects, MerchantCredentials, PaymentConfig, PaymentMethod, PaymentMode, ProviderConfig, PaymentRepo, PaymentTenant, Refund, RefundReservation, RefundRule, RefundStatus, Secret,
     TradeState, Transaction, Unsettled,
 };
 use chrono::NaiveDateTime;
@@ -56,14 +56,27 @@ struct ConfigRow {
     created_at: NaiveDateTime,
     #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
+    mode: String,
+    sub_mchid: Option<String>,
+    sub_appid: Option<String>,
 }
 
-fn config_row(c: &PaymentConfig, cipher: &FieldCipher) -> Result<ConfigRow> {
+/// A merchant's keys as their columns hold them: the private key and the APIv3 key sealed.
+/// Both the tenants' configurations and the provider's account store them so.
+struct SealedCredentials {
+    merchant_serial_no: Option<String>,
+    merchant_cert_not_after: Option<NaiveDateTime>,
+    merchant_private_key_enc: Option<String>,
+    merchant_key_fingerprint: Option<String>,
+    api_v3_key_enc: Option<String>,
+    platform_public_key_id: Option<String>,
+    platform_public_key: Option<String>,
+    platform_key_fingerprint: Option<String>,
+}
+
+fn seal(c: &MerchantCredentials, cipher: &FieldCipher) -> Result<SealedCredentials> {
     let seal = |s: &Option<Secret>| s.as_ref().map(|s| cipher.encrypt(s.expose())).transpose();
-    Ok(ConfigRow {
-        tenant_id: c.tenant_id,
-        mchid: c.mchid.clone(),
-        appid: c.appid.clone(),
+    Ok(SealedCredentials {
         merchant_serial_no: c.merchant_serial_no.clone(),
         merchant_cert_not_after: c.merchant_cert_not_after.map(to_db),
         merchant_private_key_enc: seal(&c.merchant_private_key)?,
@@ -72,27 +85,150 @@ fn config_row(c: &PaymentConfig, cipher: &FieldCipher) -> Result<ConfigRow> {
         platform_public_key_id: c.platform_public_key_id.clone(),
         platform_public_key: c.platform_public_key.clone(),
         platform_key_fingerprint: c.platform_key_fingerprint.clone(),
+    })
+}
+
+fn unseal(c: SealedCredentials, cipher: &FieldCipher) -> Result<MerchantCredentials> {
+    let open = |s: Option<String>| s.map(|s| cipher.decrypt(&s).map(Secret::new)).transpose();
+    Ok(MerchantCredentials {
+        merchant_serial_no: c.merchant_serial_no,
+        merchant_cert_not_after: c.merchant_cert_not_after.map(from_db),
+        merchant_private_key: open(c.merchant_private_key_enc)?,
+        merchant_key_fingerprint: c.merchant_key_fingerprint,
+        api_v3_key: open(c.api_v3_key_enc)?,
+        platform_public_key_id: c.platform_public_key_id,
+        platform_public_key: c.platform_public_key,
+        platform_key_fingerprint: c.platform_key_fingerprint,
+    })
+}
+
+fn config_row(c: &PaymentConfig, cipher: &FieldCipher) -> Result<ConfigRow> {
+    let k = seal(&c.credentials, cipher)?;
+    Ok(ConfigRow {
+        tenant_id: c.tenant_id,
+        mchid: c.mchid.clone(),
+        appid: c.appid.clone(),
+        merchant_serial_no: k.merchant_serial_no,
+        merchant_cert_not_after: k.merchant_cert_not_after,
+        merchant_private_key_enc: k.merchant_private_key_enc,
+        merchant_key_fingerprint: k.merchant_key_fingerprint,
+        api_v3_key_enc: k.api_v3_key_enc,
+        platform_public_key_id: k.platform_public_key_id,
+        platform_public_key: k.platform_public_key,
+        platform_key_fingerprint: k.platform_key_fingerprint,
         enabled: c.enabled,
+        created_at: to_db(c.created_at),
+        updated_at: to_db(c.updated_at),
+        mode: c.mode.as_str().to_owned(),
+        sub_mchid: c.sub_mchid.clone(),
+        sub_appid: c.sub_appid.clone(),
+    })
+}
+
+fn config_from_row(r: ConfigRow, cipher: &FieldCipher) -> Result<PaymentConfig> {
+    let credentials = unseal(
+        SealedCredentials {
+            merchant_serial_no: r.merchant_serial_no,
+            merchant_cert_not_after: r.merchant_cert_not_after,
+            merchant_private_key_enc: r.merchant_private_key_enc,
+            merchant_key_fingerprint: r.merchant_key_fingerprint,
+            api_v3_key_enc: r.api_v3_key_enc,
+            platform_public_key_id: r.platform_public_key_id,
+            platform_public_key: r.platform_public_key,
+            platform_key_fingerprint: r.platform_key_fingerprint,
+        },
+        cipher,
+    )?;
+    Ok(PaymentConfig {
+        tenant_id: r.tenant_id,
+        mode: parse_enum(&r.mode, PaymentMode::parse, "payment mode")?,
+        mchid: r.mchid,
+        appid: r.appid,
+        sub_mchid: r.sub_mchid,
+        sub_appid: r.sub_appid,
+        credentials,
+        enabled: r.enabled,
+        created_at: from_db(r.created_at),
+        updated_at: from_db(r.updated_at),
+    })
+}
+
+/// The one row of `pay_provider`.
+const PROVIDER_ROW: i64 = 1;
+
+#[derive(Queryable, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = pay_provider, treat_none_as_null = true)]
+struct ProviderRow {
+    id: i64,
+    sp_mchid: String,
+    sp_appid: String,
+    sp_name: Option<String>,
+    merchant_serial_no: Option<String>,
+    #[diesel(deserialize_as = DbTimeOpt)]
+    merchant_cert_not_after: Option<NaiveDateTime>,
+    merchant_private_key_enc: Option<String>,
+    merchant_key_fingerprint: Option<String>,
+    api_v3_key_enc: Option<String>,
+    platform_public_key_id: Option<String>,
+    platform_public_key: Option<String>,
+    platform_key_fingerprint: Option<String>,
+    enabled: bool,
+    platform_bp: i32,
+    default_commission_bp: i32,
+    #[diesel(deserialize_as = DbTime)]
+    created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
+    updated_at: NaiveDateTime,
+}
+
+fn provider_row(c: &ProviderConfig, cipher: &FieldCipher) -> Result<ProviderRow> {
+    let k = seal(&c.credentials, cipher)?;
+    let bp = |v: u32| i32::try_from(v).map_err(|_| Error::invalid("basis_points", "must be at most 10000"));
+    Ok(ProviderRow {
+        id: PROVIDER_ROW,
+        sp_mchid: c.sp_mchid.clone(),
+        sp_appid: c.sp_appid.clone(),
+        sp_name: c.sp_name.clone(),
+        merchant_serial_no: k.merchant_serial_no,
+        merchant_cert_not_after: k.merchant_cert_not_after,
+        merchant_private_key_enc: k.merchant_private_key_enc,
+        merchant_key_fingerprint: k.merchant_key_fingerprint,
+        api_v3_key_enc: k.api_v3_key_enc,
+        platform_public_key_id: k.platform_public_key_id,
+        platform_public_key: k.platform_public_key,
+        platform_key_fingerprint: k.platform_key_fingerprint,
+        enabled: c.enabled,
+        platform_bp: bp(c.platform_bp)?,
+        default_commission_bp: bp(c.default_commission_bp)?,
         created_at: to_db(c.created_at),
         updated_at: to_db(c.updated_at),
     })
 }
 
-fn config_from_row(r: ConfigRow, cipher: &FieldCipher) -> Result<PaymentConfig> {
-    let open = |s: Option<String>| s.map(|s| cipher.decrypt(&s).map(Secret::new)).transpose();
-    Ok(PaymentConfig {
-        tenant_id: r.tenant_id,
-        mchid: r.mchid,
-        appid: r.appid,
-        merchant_serial_no: r.merchant_serial_no,
-        merchant_cert_not_after: r.merchant_cert_not_after.map(from_db),
-        merchant_private_key: open(r.merchant_private_key_enc)?,
-        merchant_key_fingerprint: r.merchant_key_fingerprint,
-        api_v3_key: open(r.api_v3_key_enc)?,
-        platform_public_key_id: r.platform_public_key_id,
-        platform_public_key: r.platform_public_key,
-        platform_key_fingerprint: r.platform_key_fingerprint,
+fn provider_from_row(r: ProviderRow, cipher: &FieldCipher) -> Result<ProviderConfig> {
+    let credentials = unseal(
+        SealedCredentials {
+            merchant_serial_no: r.merchant_serial_no,
+            merchant_cert_not_after: r.merchant_cert_not_after,
+            merchant_private_key_enc: r.merchant_private_key_enc,
+            merchant_key_fingerprint: r.merchant_key_fingerprint,
+            api_v3_key_enc: r.api_v3_key_enc,
+            platform_public_key_id: r.platform_public_key_id,
+            platform_public_key: r.platform_public_key,
+            platform_key_fingerprint: r.platform_key_fingerprint,
+        },
+        cipher,
+    )?;
+    // The table's CHECK keeps the rates within 0–10,000.
+    let bp = |v: i32| u32::try_from(v).map_err(|_| Error::internal(format!("pay_provider holds a negative rate {v}")));
+    Ok(ProviderConfig {
+        sp_mchid: r.sp_mchid,
+        sp_appid: r.sp_appid,
+        sp_name: r.sp_name,
+        credentials,
         enabled: r.enabled,
+        platform_bp: bp(r.platform_bp)?,
+        default_commission_bp: bp(r.default_commission_bp)?,
         created_at: from_db(r.created_at),
         updated_at: from_db(r.updated_at),
     })
@@ -126,6 +262,7 @@ struct TxRow {
     reference: Option<String>,
     paid_by: Option<i64>,
     discrepancy: Option<String>,
+    sub_mchid: Option<String>,
 }
 
 fn tx_row(t: &Transaction) -> TxRow {
@@ -150,6 +287,7 @@ fn tx_row(t: &Transaction) -> TxRow {
         reference: t.reference.clone(),
         paid_by: t.paid_by,
         discrepancy: t.discrepancy.clone(),
+        sub_mchid: t.sub_mchid.clone(),
     }
 }
 
@@ -172,6 +310,7 @@ fn tx_from_row(r: TxRow) -> Result<Transaction> {
         transaction_id: r.transaction_id,
         payer_total: r.payer_total.map(Money::from_fen),
         success_time: r.success_time.map(from_db),
+        sub_mchid: r.sub_mchid,
         expires_at: from_db(r.expires_at),
         created_at: from_db(r.created_at),
         updated_at: from_db(r.updated_at),
@@ -374,6 +513,26 @@ fn insert_transaction(conn: &mut DbConn, tx: Transaction, effects: &Effects) -> 
     Ok(Transaction { id, ..tx })
 }
 
+/// How many of the tenant's platform transactions are not final (unpaid, neither closed nor
+/// holding a discrepancy) and how many of its refunds are processing.
+fn unfinished(conn: &mut DbConn, tenant_id: Id) -> Result<u64> {
+    let transactions: i64 = payment_transactions::table
+        .filter(payment_transactions::tenant_id.eq(tenant_id))
+        .filter(payment_transactions::method.eq(PaymentMethod::WechatJsapi.as_str()))
+        .filter(payment_transactions::trade_state.eq_any([TradeState::NotPay, TradeState::UserPaying, TradeState::PayError].map(|s| s.as_str())))
+        .filter(payment_transactions::discrepancy.is_null())
+        .count()
+        .get_result(conn)
+        .map_err(db_error)?;
+    let refunds: i64 = payment_refunds::table
+        .filter(payment_refunds::tenant_id.eq(tenant_id))
+        .filter(payment_refunds::status.eq(RefundStatus::Processing.as_str()))
+        .count()
+        .get_result(conn)
+        .map_err(db_error)?;
+    Ok(u64::try_from(transactions + refunds).unwrap_or(0))
+}
+
 #[async_trait]
 impl PaymentRepo for PaymentStore {
     async fn tenant(&self, scope: Party, tenant_id: Id) -> Result<Option<PaymentTenant>> {
@@ -391,13 +550,60 @@ impl PaymentRepo for PaymentStore {
             .await
     }
 
-    async fn put_config(&self, config: PaymentConfig, audit: AuditRecord) -> Result<PaymentConfig> {
+    async fn put_config(&self, config: PaymentConfig, audit: AuditRecord, settled_first: bool) -> Result<PaymentConfig> {
         let row = config_row(&config, &self.cipher)?;
         self.db
             .write(move |conn| {
+                if settled_first {
+                    let open = unfinished(conn, config.tenant_id)?;
+                    if open > 0 {
+                        return Err(Error::conflict(
+                            Reason::State,
+                            format!("{open} payments or refunds of the tenant are not final yet; switch the mode once they are"),
+                        ));
+                    }
+                }
                 on_backend!(conn, |c| diesel::insert_into(payment_configs::table)
                     .values(&row)
                     .on_conflict(payment_configs::tenant_id)
+                    .do_update()
+                    .set(&row)
+                    .execute(c))
+                .map_err(|e| match db_error(e) {
+                    Error::Conflict(..) => Error::conflict(
+                        Reason::Duplicate,
+                        format!("sub_mchid {} is another tenant's sub-merchant", row.sub_mchid.as_deref().unwrap_or_default()),
+                    ),
+                    other => other,
+                })?;
+                write_audit(conn, &audit)?;
+                Ok(config)
+            })
+            .await
+    }
+
+    async fn unfinished(&self, tenant_id: Id) -> Result<u64> {
+        self.db.run(move |conn| unfinished(conn, tenant_id)).await
+    }
+
+    async fn get_provider(&self) -> Result<Option<ProviderConfig>> {
+        let cipher = self.cipher.clone();
+        self.db
+            .run(move |conn| {
+                let row: Option<ProviderRow> =
+                    pay_provider::table.find(PROVIDER_ROW).select(ProviderRow::as_select()).first(conn).optional().map_err(db_error)?;
+                row.map(|r| provider_from_row(r, &cipher)).transpose()
+            })
+            .await
+    }
+
+    async fn put_provider(&self, config: ProviderConfig, audit: AuditRecord) -> Result<ProviderConfig> {
+        let row = provider_row(&config, &self.cipher)?;
+        self.db
+            .write(move |conn| {
+                on_backend!(conn, |c| diesel::insert_into(pay_provider::table)
+                    .values(&row)
+                    .on_conflict(pay_provider::id)
                     .do_update()
                     .set(&row)
                     .execute(c))

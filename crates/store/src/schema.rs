@@ -375,6 +375,33 @@ diesel::table! {
         enabled -> Bool,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        mode -> Text,
+        sub_mchid -> Nullable<Text>,
+        sub_appid -> Nullable<Text>,
+    }
+}
+
+// ----- service-provider mode (migration 2026-12-07-000100_service_provider) ----------------
+
+diesel::table! {
+    pay_provider (id) {
+        id -> BigInt,
+        sp_mchid -> Text,
+        sp_appid -> Text,
+        sp_name -> Nullable<Text>,
+        merchant_serial_no -> Nullable<Text>,
+        merchant_cert_not_after -> Nullable<Timestamp>,
+        merchant_private_key_enc -> Nullable<Text>,
+        merchant_key_fingerprint -> Nullable<Text>,
+        api_v3_key_enc -> Nullable<Text>,
+        platform_public_key_id -> Nullable<Text>,
+        platform_public_key -> Nullable<Text>,
+        platform_key_fingerprint -> Nullable<Text>,
+        enabled -> Bool,
+        platform_bp -> Integer,
+        default_commission_bp -> Integer,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
     }
 }
 
@@ -400,6 +427,7 @@ diesel::table! {
         reference -> Nullable<Text>,
         paid_by -> Nullable<BigInt>,
         discrepancy -> Nullable<Text>,
+        sub_mchid -> Nullable<Text>,
     }
 }
 

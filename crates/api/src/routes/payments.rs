@@ -8,7 +8,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use atrium_kernel::{Error, Id};
 use atrium_payments::{
     CloseRequest, CloseView, KeyUpload, NotificationError, NotificationRequest, PaymentConfigPut, PaymentConfigView, PaymentTestRequest,
-    PlatformKeyId, QueryRequest, ReconciliationParams, ReconciliationView, RefundRequest, RefundView, Secret, TestReport, TransactionView,
+    PlatformKeyId, ProviderConfigPut, ProviderConfigView, QueryRequest, ReconciliationParams, ReconciliationView, RefundRequest, RefundView, Secret, TestReport, TransactionView,
     UnifiedOrderRequest, UnifiedOrderView,
 };
 use futures_util::StreamExt;
@@ -42,7 +42,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/miniprogram/payment/refund").route(web::post().to(refund)))
         .service(web::resource("/miniprogram/payment/close").route(web::post().to(close)))
         .service(web::resource("/miniprogram/payment/reconciliation").route(web::get().to(reconciliation)))
-        .service(web::resource("/miniprogram/payment/notify/{tenant_id}").route(web::post().to(notify)));
+        .service(web::resource("/miniprogram/payment/notify/{tenant_id}").route(web::post().to(notify)))
+        .service(web::resource("/platform/pay-provider").route(web::get().to(get_provider)).route(web::put().to(put_provider)))
+        .service(web::resource("/platform/pay-provider/cert/upload").route(web::post().to(upload_provider_keys)))
+        .service(web::resource("/platform/pay-provider/test").route(web::post().to(test_provider)));
 }
 
 /// The tenant's payment configuration: ids, fingerprints, serials and dates, never a key.
@@ -186,6 +189,46 @@ pub async fn notify(req: HttpRequest, state: web::Data<AppState>, tenant_id: web
             HttpResponse::build(status).json(atrium_payments::NotifyFailure::new(e.to_string()))
         }
     }
+}
+
+/// The platform's service-provider account (platform users only): ids, rates, fingerprints,
+/// serials and dates, never a key.
+#[utoipa::path(get, path = "/api/v1/platform/pay-provider", tag = "payments",
+    security(("bearer" = ["miniprogram:payment"])),
+    responses((status = 200, body = ProviderConfigView), (status = 403, description = "Not a platform user"), (status = 404, description = "No service-provider account yet")))]
+pub async fn get_provider(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>) -> ApiResult {
+    ok(state.payments.get_provider(&auth.actor).await?)
+}
+
+/// Set the platform's service-provider account: its merchant and app ids, registered name,
+/// APIv3 key (write-only), the platform's rate and the default partner commission (basis
+/// points), and whether sub-merchants may take payments. Platform users only.
+#[utoipa::path(put, path = "/api/v1/platform/pay-provider", tag = "payments", request_body = ProviderConfigPut,
+    security(("bearer" = ["miniprogram:payment"])),
+    responses((status = 200, body = ProviderConfigView), (status = 403, description = "Not a platform user"), (status = 409, description = "Enabling an incomplete account")))]
+pub async fn put_provider(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, body: Json<ProviderConfigPut>) -> ApiResult {
+    ok(state.payments.put_provider(&auth.actor, body.0).await?)
+}
+
+/// Upload the service provider's merchant private key and certificate and the platform public
+/// key (`multipart/form-data`, the parts of a tenant's upload without `tenant_id`). A bad part
+/// is a 400 naming it. Platform users only.
+#[utoipa::path(post, path = "/api/v1/platform/pay-provider/cert/upload", tag = "payments",
+    request_body(content = atrium_payments::KeyUploadForm, content_type = "multipart/form-data"),
+    security(("bearer" = ["miniprogram:payment"])),
+    responses((status = 200, body = ProviderConfigView), (status = 403, description = "Not a platform user"), (status = 404, description = "No service-provider account yet: PUT it first"), (status = 413)))]
+pub async fn upload_provider_keys(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, form: Multipart) -> ApiResult {
+    let upload = read_key_upload(form).await?;
+    ok(state.payments.upload_provider_keys(&auth.actor, upload).await?)
+}
+
+/// Check the service-provider account as a tenant's is checked: complete, key matching
+/// certificate, certificate valid, and a signed query the pay platform accepts and answers
+/// verifiably. Failures are `ok: false`. Platform users only.
+#[utoipa::path(post, path = "/api/v1/platform/pay-provider/test", tag = "payments",
+    security(("bearer" = ["miniprogram:payment"])), responses((status = 200, body = TestReport), (status = 403, description = "Not a platform user")))]
+pub async fn test_provider(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>) -> ApiResult {
+    ok(state.payments.test_provider(&auth.actor).await?)
 }
 
 /// The parts of a key upload, each at most [`MAX_PART_BYTES`] of UTF-8 text; an unknown part

@@ -173,7 +173,7 @@ impl PaymentService {
             log::error!("settle job: transaction {out_trade_no} of tenant {tenant_id} has a discrepancy: {why}");
             return Ok(Step::Settled);
         }
-        let account = self.account(tenant_id, false).await?;
+        let account = self.account_of(&tx).await?;
         let report = match self.platform.query_order(&account, out_trade_no).await {
             Ok(report) => report,
             // The order never reached the platform (its placing failed): nothing can pay it.
@@ -207,11 +207,11 @@ impl PaymentService {
         if refund.status.is_final() {
             return Ok(Step::Settled);
         }
-        let account = self.account(tenant_id, false).await?;
+        let tx = self.transaction(tenant_id, &refund.out_trade_no).await?;
+        let account = self.account_of(&tx).await?;
         let report = match self.platform.query_refund(&account, out_refund_no).await {
             Ok(report) => report,
             Err(PayPlatformError::Refused { code, .. }) if code == "RESOURCE_NOT_EXISTS" => {
-                let tx = self.transaction(tenant_id, &refund.out_trade_no).await?;
                 let order = RefundOrder {
                     out_trade_no: refund.out_trade_no.clone(),
                     out_refund_no: out_refund_no.to_owned(),
@@ -261,28 +261,29 @@ impl PaymentService {
             Err(Error::Upstream(m)) => return Ok(Step::Again(m)),
             Err(e) => return Err(e),
         };
-        let account = self.account(tenant_id, false).await?;
         let mut settled = 0;
         for item in &view.missing_locally {
             let done = match &item.out_refund_no {
                 None => {
-                    if self.repo.get_transaction(tenant_id, item.out_trade_no.clone()).await?.is_none() {
+                    let Some(tx) = self.repo.get_transaction(tenant_id, item.out_trade_no.clone()).await? else {
                         log::error!(
                             "reconciliation {date}: tenant {tenant_id} has no transaction {} the bill shows paid",
                             item.out_trade_no
                         );
                         continue;
-                    }
+                    };
+                    let account = self.account_of(&tx).await?;
                     match self.platform.query_order(&account, &item.out_trade_no).await {
                         Ok(report) => self.apply_transaction_report(tenant_id, &report).await?.trade_state.is_paid(),
                         Err(e) => return Ok(Step::Again(e.to_string())),
                     }
                 }
                 Some(out_refund_no) => {
-                    if self.repo.get_refund(tenant_id, out_refund_no.clone()).await?.is_none() {
+                    let Some(refund) = self.repo.get_refund(tenant_id, out_refund_no.clone()).await? else {
                         log::error!("reconciliation {date}: tenant {tenant_id} has no refund {out_refund_no} the bill shows");
                         continue;
-                    }
+                    };
+                    let account = self.account_of(&self.transaction(tenant_id, &refund.out_trade_no).await?).await?;
                     match self.platform.query_refund(&account, out_refund_no).await {
                         Ok(report) => self.apply_refund_report(tenant_id, out_refund_no, &report).await?.status == RefundStatus::Succeeded,
                         Err(e) => return Ok(Step::Again(e.to_string())),

@@ -101,7 +101,7 @@ impl PaymentService {
     /// asked of the platform, then the prepay kept.
     async fn place(&self, wanted: Transaction, audit: Option<AuditRecord>) -> Result<(Transaction, PayParams)> {
         let tenant_id = wanted.tenant_id;
-        let account = self.account(tenant_id, true).await?;
+        let current = self.account(tenant_id, true).await?;
         let no = wanted.out_trade_no.clone();
         let tx = match self.repo.get_transaction(tenant_id, no.clone()).await? {
             Some(existing) => {
@@ -138,6 +138,7 @@ impl PaymentService {
                     });
                 }
                 if let Some(prepay_id) = existing.prepay_id.clone() {
+                    let account = self.account_of(&existing).await?;
                     let pay_params = self.platform.pay_params(&account, &prepay_id).map_err(platform_error)?;
                     return Ok((existing, pay_params));
                 }
@@ -151,8 +152,18 @@ impl PaymentService {
                         .collect(),
                     audit,
                 };
+                // Placed, and settled, with the tenant's current merchant: a later switch of
+                // mode does not move it.
+                let wanted = Transaction { sub_mchid: current.sub_merchant.as_ref().map(|s| s.sub_mchid.clone()), ..wanted };
                 self.repo.insert_transaction(wanted, effects).await?
             }
+        };
+        // A transaction stored before a switch of mode is resumed with the merchant it was
+        // stored for.
+        let account = if tx.sub_mchid.as_deref() == current.sub_merchant.as_ref().map(|s| s.sub_mchid.as_str()) {
+            current
+        } else {
+            self.account_of(&tx).await?
         };
         failpoint!("ledger.pay.stored");
         let order = JsapiOrder {
@@ -259,7 +270,7 @@ impl PaymentService {
         if tx.method == PaymentMethod::Offline {
             return Ok(tx.into());
         }
-        let account = self.account(tenant.id, false).await?;
+        let account = self.account_of(&tx).await?;
         let report = self.platform.query_order(&account, &out_trade_no).await.map_err(platform_error)?;
         Ok(self.apply_transaction_report(tenant.id, &report).await?.into())
     }
@@ -311,7 +322,7 @@ impl PaymentService {
     /// then recorded). Returns the transaction as stored after.
     pub(super) async fn close_transaction(&self, tx: &Transaction) -> Result<Transaction> {
         let tenant_id = tx.tenant_id;
-        let account = self.account(tenant_id, false).await?;
+        let account = self.account_of(tx).await?;
         match self.platform.close_order(&account, &tx.out_trade_no).await {
             Ok(()) => {}
             // Never placed with the platform: nothing there can be paid.
@@ -424,7 +435,7 @@ impl PaymentService {
             return Ok(refund);
         }
         failpoint!("ledger.refund.reserved");
-        let account = self.account(tenant_id, false).await?;
+        let account = self.account_of(&tx).await?;
         let order = RefundOrder {
             out_trade_no: tx.out_trade_no.clone(),
             out_refund_no: out_refund_no.clone(),

@@ -13,7 +13,8 @@ use atrium_kernel::Reason;
 use atrium_kernel::failpoint;
 use atrium_kernel::secret::nonce;
 use atrium_kernel::{
-    Actor, AuditRecord, Clock, Error, FieldError, Id, JobStore, Money, NewJob, Result, Timestamp, china_day, china_standard_time,
+    Actor, AuditRecord, Clock, Error, FieldError, Id, JobStore, Money, NewJob, PaymentMethod, Result, Timestamp, china_day,
+    china_standard_time,
 };
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -87,12 +88,13 @@ impl PaymentService {
         self.repo.get_config(tenant_id).await?.ok_or(Error::NotFound("payment configuration"))
     }
 
-    /// The tenant's credentials; 409 when the configuration is incomplete, or missing or
-    /// disabled and `enabled` is required (new orders need it; settling existing ones does
-    /// not). A new payment of a tenant without a configuration is refused for the tenant's
-    /// state, as one with a disabled configuration is — not a 404, which would say the order
-    /// or transaction being paid is not there. Without `enabled` it stays a 404 (a job of a
-    /// configuration removed since ends on it).
+    /// The account new payments of the tenant are placed with, in its current mode; 409 when
+    /// the configuration is incomplete, or missing or disabled and `enabled` is required (new
+    /// orders need it; settling existing ones does not). A new payment of a tenant without a
+    /// configuration is refused for the tenant's state, as one with a disabled configuration
+    /// is — not a 404, which would say the order or transaction being paid is not there.
+    /// Without `enabled` it stays a 404 (a job of a configuration removed since ends on it).
+    /// A sub-merchant's account is the platform's service provider acting for it.
     pub(super) async fn account(&self, tenant_id: Id, enabled: bool) -> Result<MerchantAccount> {
         let config = match self.repo.get_config(tenant_id).await? {
             Some(config) => config,
@@ -102,12 +104,65 @@ impl PaymentService {
         if enabled && !config.enabled {
             return Err(Error::conflict(Reason::PaymentsNotReady, "payments are disabled for this tenant"));
         }
-        config.account().ok_or_else(|| {
+        let incomplete =
+            |missing: Vec<&str>| format!("the payment configuration is incomplete: {} missing", missing.join(", "));
+        match (config.mode, config.sub_mchid.as_deref()) {
+            (PaymentMode::SubMerchant, Some(sub_mchid)) => self.provider_account(config.sub_merchant(sub_mchid), enabled).await,
+            (PaymentMode::SubMerchant, None) => Err(Error::conflict(Reason::PaymentsNotReady, incomplete(vec!["sub_mchid"]))),
+            (PaymentMode::Direct, _) => {
+                config.account().ok_or_else(|| Error::conflict(Reason::PaymentsNotReady, incomplete(config.missing_parts())))
+            }
+        }
+    }
+
+    /// The platform's service provider acting for `sub`; 409 when it is not set up, its keys
+    /// are incomplete, or it is disabled and `enabled` is required.
+    async fn provider_account(&self, sub: SubMerchant, enabled: bool) -> Result<MerchantAccount> {
+        let Some(provider) = self.repo.get_provider().await? else {
+            return Err(Error::conflict(Reason::PaymentsNotReady, "the platform's service-provider account is not set up"));
+        };
+        if enabled && !provider.enabled {
+            return Err(Error::conflict(Reason::PaymentsNotReady, "the platform's service-provider account is disabled"));
+        }
+        provider.account_for(sub).ok_or_else(|| {
             Error::conflict(
                 Reason::PaymentsNotReady,
-                format!("the payment configuration is incomplete: {} missing", config.missing_parts().join(", ")),
+                format!("the platform's service-provider account is incomplete: {} missing", provider.missing_parts().join(", ")),
             )
         })
+    }
+
+    /// The account `tx` was placed with, whatever the tenant's mode now: the provider acting
+    /// for the transaction's sub-merchant, or the tenant's own account.
+    pub(super) async fn account_of(&self, tx: &Transaction) -> Result<MerchantAccount> {
+        self.merchant_account(tx.tenant_id, tx.sub_mchid.as_deref()).await
+    }
+
+    /// The tenant's account with sub-merchant `sub_mchid` (the provider acting for it), or its
+    /// own account for `None`.
+    async fn merchant_account(&self, tenant_id: Id, sub_mchid: Option<&str>) -> Result<MerchantAccount> {
+        let config = self.repo.get_config(tenant_id).await?;
+        match sub_mchid {
+            Some(sub_mchid) => {
+                let sub = match &config {
+                    Some(c) => c.sub_merchant(sub_mchid),
+                    None => SubMerchant { sub_mchid: sub_mchid.to_owned(), sub_appid: None },
+                };
+                self.provider_account(sub, false).await
+            }
+            None => {
+                let config = config.ok_or(Error::NotFound("payment configuration"))?;
+                config.account().ok_or_else(|| {
+                    Error::conflict(
+                        Reason::PaymentsNotReady,
+                        format!(
+                            "the tenant's own merchant account, which its payments were made with, is incomplete: {} missing",
+                            config.credentials.missing_parts().join(", ")
+                        ),
+                    )
+                })
+            }
+        }
     }
 
     fn view(&self, config: &PaymentConfig) -> PaymentConfigView {
@@ -135,17 +190,78 @@ impl PaymentService {
         Ok(self.view(&self.config(tenant.id).await?))
     }
 
-    /// `PUT /miniprogram/payment/config`: creates or updates the merchant ids, the APIv3 key
-    /// and the switch. Enabling needs every part of the configuration.
+    /// `PUT /miniprogram/payment/config`: creates or updates the tenant's mode, its merchant
+    /// ids (its own, or its sub-merchant's), the APIv3 key and the switch. Enabling needs every
+    /// part of the mode's configuration; switching mode needs every payment and refund of the
+    /// tenant final, and the platform's service provider set up to switch to sub-merchant.
     pub async fn put_config(&self, actor: &Actor, input: PaymentConfigPut) -> Result<PaymentConfigView> {
         let tenant = self.tenant(actor, input.tenant_id).await?;
         let now = self.clock.now();
         let before = self.repo.get_config(tenant.id).await?;
         let mut config = before.clone().unwrap_or_else(|| PaymentConfig::new(tenant.id, String::new(), String::new(), now));
-        config.mchid = input.mchid.into_string();
-        config.appid = input.appid.into_string();
-        if let Some(key) = input.api_v3_key {
-            config.api_v3_key = Some(key.into_secret());
+        let mode = input.mode.unwrap_or(config.mode);
+        let mut errors = Vec::new();
+        let other_mode = |field: &str, errors: &mut Vec<FieldError>| {
+            let mode: &str = mode.into();
+            errors.push(FieldError::new(field, format!("is not used in {mode} mode")));
+        };
+        match mode {
+            PaymentMode::Direct => {
+                match (input.mchid, input.appid) {
+                    (Some(mchid), Some(appid)) => {
+                        config.mchid = mchid.into_string();
+                        config.appid = appid.into_string();
+                    }
+                    (mchid, appid) => {
+                        for (field, given) in [("mchid", mchid.is_some()), ("appid", appid.is_some())] {
+                            if !given {
+                                errors.push(FieldError::new(field, "is required in direct mode"));
+                            }
+                        }
+                    }
+                }
+                if let Some(key) = input.api_v3_key {
+                    config.credentials.api_v3_key = Some(key.into_secret());
+                }
+                for (field, given) in [("sub_mchid", input.sub_mchid.is_some()), ("sub_appid", input.sub_appid.is_some())] {
+                    if given {
+                        other_mode(field, &mut errors);
+                    }
+                }
+            }
+            PaymentMode::SubMerchant => {
+                match input.sub_mchid {
+                    Some(sub_mchid) => {
+                        config.sub_mchid = Some(sub_mchid.into_string());
+                        config.sub_appid = input.sub_appid.map(Appid::into_string);
+                    }
+                    None => errors.push(FieldError::new("sub_mchid", "is required in sub_merchant mode")),
+                }
+                for (field, given) in
+                    [("mchid", input.mchid.is_some()), ("appid", input.appid.is_some()), ("api_v3_key", input.api_v3_key.is_some())]
+                {
+                    if given {
+                        other_mode(field, &mut errors);
+                    }
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return Err(Error::Invalid(errors));
+        }
+        let switching = before.as_ref().is_some_and(|b| b.mode != mode);
+        config.mode = mode;
+        if mode == PaymentMode::SubMerchant && (switching || before.is_none()) {
+            match self.repo.get_provider().await? {
+                Some(p) if p.missing_parts().is_empty() => {}
+                _ => {
+                    return Err(Error::blocked(
+                        Reason::PaymentsNotReady,
+                        "mode",
+                        "the platform's service-provider account is not set up: a tenant cannot collect as its sub-merchant yet",
+                    ));
+                }
+            }
         }
         if let Some(enabled) = input.enabled {
             config.enabled = enabled;
@@ -162,18 +278,32 @@ impl PaymentService {
             }
         }
         config.updated_at = now;
-        let action = if before.is_some() { "payment_config.update" } else { "payment_config.create" };
+        let action = match &before {
+            None => "payment_config.create",
+            Some(_) if switching => "payment_config.switch_mode",
+            Some(_) => "payment_config.update",
+        };
         let audit = self.audit(actor, tenant, action, before.as_ref(), &config);
-        let stored = self.repo.put_config(config, audit).await?;
+        let stored = self.repo.put_config(config, audit, switching).await?;
         Ok(self.view(&stored))
     }
 
     /// `POST /miniprogram/payment/cert/upload`: any of the merchant private key, the merchant
-    /// certificate and the platform key. The key and the certificate must belong together,
-    /// whether they arrive together or one after the other.
+    /// certificate and the platform key of the tenant's own account. The key and the
+    /// certificate must belong together, whether they arrive together or one after the other.
     pub async fn upload_keys(&self, actor: &Actor, upload: KeyUpload) -> Result<PaymentConfigView> {
         let tenant = self.tenant(actor, upload.tenant_id).await?;
         let before = self.config(tenant.id).await?;
+        let mut config = before.clone();
+        config.credentials = self.uploaded(&before.credentials, upload)?;
+        config.updated_at = self.clock.now();
+        let audit = self.audit(actor, tenant, "payment_config.upload_keys", Some(&before), &config);
+        let stored = self.repo.put_config(config, audit, false).await?;
+        Ok(self.view(&stored))
+    }
+
+    /// `before` with the parts of `upload`, each inspected: one answer names every bad part.
+    pub(super) fn uploaded(&self, before: &MerchantCredentials, upload: KeyUpload) -> Result<MerchantCredentials> {
         if upload.private_key.is_none() && upload.certificate.is_none() && upload.platform_public_key.is_none() {
             return Err(Error::BadRequest("send at least one of private_key, certificate and platform_public_key".into()));
         }
@@ -215,48 +345,71 @@ impl PaymentService {
             return Err(Error::Invalid(errors));
         }
 
-        let mut config = before.clone();
+        let mut after = before.clone();
         if let (Some(pem), Some(k)) = (upload.private_key, key) {
-            config.merchant_private_key = Some(pem);
-            config.merchant_key_fingerprint = Some(k.fingerprint);
+            after.merchant_private_key = Some(pem);
+            after.merchant_key_fingerprint = Some(k.fingerprint);
         }
         if let Some(c) = cert {
-            config.merchant_serial_no = Some(c.serial_no);
-            config.merchant_cert_not_after = Some(c.not_after);
-            config.merchant_key_fingerprint = Some(c.key_fingerprint);
+            after.merchant_serial_no = Some(c.serial_no);
+            after.merchant_cert_not_after = Some(c.not_after);
+            after.merchant_key_fingerprint = Some(c.key_fingerprint);
         }
         if let (Some(pem), Some(id), Some(p)) = (upload.platform_public_key, upload.platform_public_key_id, platform) {
-            config.platform_public_key = Some(pem);
-            config.platform_public_key_id = Some(id.into_string());
-            config.platform_key_fingerprint = Some(p.fingerprint);
+            after.platform_public_key = Some(pem);
+            after.platform_public_key_id = Some(id.into_string());
+            after.platform_key_fingerprint = Some(p.fingerprint);
         }
-        config.updated_at = now;
-        let audit = self.audit(actor, tenant, "payment_config.upload_keys", Some(&before), &config);
-        let stored = self.repo.put_config(config, audit).await?;
-        Ok(self.view(&stored))
+        Ok(after)
     }
 
     /// `POST /miniprogram/payment/test`: whether the configuration is complete, the key and
     /// certificate belong together, the certificate is valid, and the pay platform accepts a
     /// signed request and answers with a signature that verifies (a query of a made-up order
-    /// must come back `ORDER_NOT_EXIST`). Failing checks are a report, not an error.
+    /// must come back `ORDER_NOT_EXIST`). Failing checks are a report, not an error. A
+    /// sub-merchant's test checks the provider's keys acting for it.
     pub async fn test(&self, actor: &Actor, tenant_id: Option<Id>) -> Result<TestReport> {
         let tenant = self.tenant(actor, tenant_id).await?;
-        let now = self.clock.now();
-        let mut checks = Vec::new();
         let Some(config) = self.repo.get_config(tenant.id).await? else {
-            checks.push(TestCheck { name: "config_complete".into(), ok: false, detail: "no payment configuration yet".into() });
+            let checks = vec![TestCheck { name: "config_complete".into(), ok: false, detail: "no payment configuration yet".into() }];
             return Ok(TestReport { ok: false, checks });
         };
+        if config.mode == PaymentMode::SubMerchant {
+            let provider = self.repo.get_provider().await?;
+            let sub = config.sub_mchid.as_deref().map(|s| config.sub_merchant(s));
+            let Some(provider) = provider else {
+                let checks = vec![TestCheck {
+                    name: "config_complete".into(),
+                    ok: false,
+                    detail: "the platform's service-provider account is not set up".into(),
+                }];
+                return Ok(TestReport { ok: false, checks });
+            };
+            let missing: Vec<&str> = config.missing_parts().into_iter().chain(provider.missing_parts()).collect();
+            let account = sub.and_then(|sub| provider.account_for(sub));
+            return Ok(self.check_credentials(&provider.credentials, missing, account).await);
+        }
+        let account = config.account();
+        Ok(self.check_credentials(&config.credentials, config.missing_parts(), account).await)
+    }
+
+    /// The checks of a payment test over one set of keys and the account they make.
+    pub(super) async fn check_credentials(
+        &self,
+        credentials: &MerchantCredentials,
+        missing: Vec<&str>,
+        account: Option<MerchantAccount>,
+    ) -> TestReport {
+        let now = self.clock.now();
+        let mut checks = Vec::new();
         let mut check = |name: &str, ok: bool, detail: String| checks.push(TestCheck { name: name.into(), ok, detail });
-        let missing = config.missing_parts();
         check(
             "config_complete",
             missing.is_empty(),
             if missing.is_empty() { "complete".into() } else { format!("missing: {}", missing.join(", ")) },
         );
 
-        match (&config.merchant_private_key, &config.merchant_key_fingerprint, &config.merchant_serial_no) {
+        match (&credentials.merchant_private_key, &credentials.merchant_key_fingerprint, &credentials.merchant_serial_no) {
             (Some(pem), Some(fingerprint), Some(serial)) => match self.keys.inspect_private_key(pem) {
                 Ok(k) if &k.fingerprint == fingerprint => {
                     check("key_matches_certificate", true, format!("key matches certificate {serial}"))
@@ -266,12 +419,12 @@ impl PaymentService {
             },
             _ => check("key_matches_certificate", false, "private_key and certificate are both needed".into()),
         }
-        match config.merchant_cert_not_after {
+        match credentials.merchant_cert_not_after {
             Some(t) if t > now => check("certificate_not_expired", true, format!("valid until {}", t.to_rfc3339())),
             Some(t) => check("certificate_not_expired", false, format!("expired on {}", t.to_rfc3339())),
             None => check("certificate_not_expired", false, "no certificate uploaded".into()),
         }
-        match config.account() {
+        match account {
             None => check("platform_round_trip", false, "skipped: the configuration is incomplete".into()),
             Some(account) => {
                 let probe = format!("ATRIUMTEST{}", nonce(12));
@@ -284,24 +437,50 @@ impl PaymentService {
                 }
             }
         }
-        Ok(TestReport { ok: checks.iter().all(|c| c.ok), checks })
+        TestReport { ok: checks.iter().all(|c| c.ok), checks }
     }
 
     /// A notification as received: verified and decrypted by the platform adapter with the
-    /// tenant's keys, then [`handle_event`](Self::handle_event). Any error means "not
-    /// accepted, nothing changed" and is answered in the platform's failure format.
+    /// keys of an account the tenant collects with — its current mode's first, then the
+    /// other mode's, since payments made before a switch still settle — then
+    /// [`handle_event`](Self::handle_event). Any error means "not accepted, nothing changed"
+    /// and is answered in the platform's failure format.
     pub async fn receive_notification(
         &self,
         tenant_id: Id,
         request: NotificationRequest,
     ) -> std::result::Result<NotifyOutcome, NotificationError> {
-        let config = self.repo.get_config(tenant_id).await.map_err(|e| {
-            log::error!("payment notification for tenant {tenant_id}: reading the configuration failed: {e}");
+        let unavailable = |what: &str, e: Error| {
+            log::error!("payment notification for tenant {tenant_id}: reading the {what} failed: {e}");
             NotificationError::Unavailable
-        })?;
-        let account = config.and_then(|c| c.account()).ok_or(NotificationError::NotConfigured)?;
-        let event = self.platform.open_notification(&account, &request, self.clock.now()).inspect_err(|e| {
+        };
+        let config = self.repo.get_config(tenant_id).await.map_err(|e| unavailable("configuration", e))?;
+        let Some(config) = config else { return Err(NotificationError::NotConfigured) };
+        let provider = match config.sub_mchid {
+            Some(_) => self.repo.get_provider().await.map_err(|e| unavailable("service-provider account", e))?,
+            None => None,
+        };
+        let as_sub = config.sub_mchid.as_deref().and_then(|s| provider.as_ref().and_then(|p| p.account_for(config.sub_merchant(s))));
+        let accounts: Vec<MerchantAccount> = match config.mode {
+            PaymentMode::SubMerchant => [as_sub, config.account()],
+            PaymentMode::Direct => [config.account(), as_sub],
+        }
+        .into_iter()
+        .flatten()
+        .collect();
+        let mut first_error = None;
+        let now = self.clock.now();
+        let event = accounts.iter().find_map(|account| match self.platform.open_notification(account, &request, now) {
+            Ok(event) => Some(event),
+            Err(e) => {
+                first_error.get_or_insert(e);
+                None
+            }
+        });
+        let event = event.ok_or_else(|| {
+            let e = first_error.unwrap_or(NotificationError::NotConfigured);
             log::warn!("payment notification for tenant {tenant_id} refused: {e}");
+            e
         })?;
         self.handle_event(tenant_id, event).await.map_err(|e| {
             log::error!("payment notification for tenant {tenant_id} could not be processed: {e}");
@@ -321,6 +500,10 @@ impl PaymentService {
                     log::warn!("payment notification {} for unknown out_trade_no {} of tenant {tenant_id}", event.id, report.out_trade_no);
                     NotifyOutcome::Unknown
                 }
+                Some(tx) if tx.sub_mchid != report.sub_mchid => {
+                    misrouted(tenant_id, &event.id, &report.out_trade_no, tx.sub_mchid.as_deref(), report.sub_mchid.as_deref());
+                    NotifyOutcome::Unknown
+                }
                 Some(tx) => {
                     // A payment of another amount or currency is kept as a discrepancy, not paid.
                     let before = (tx.trade_state, tx.transaction_id.clone(), tx.discrepancy.clone());
@@ -335,6 +518,11 @@ impl PaymentService {
             EventResource::Refund(report) => match self.repo.get_refund(tenant_id, report.out_refund_no.clone()).await? {
                 None => {
                     log::warn!("refund notification {} for unknown out_refund_no {} of tenant {tenant_id}", event.id, report.out_refund_no);
+                    NotifyOutcome::Unknown
+                }
+                Some(refund) if self.refund_merchant(&refund).await? != report.sub_mchid => {
+                    let ours = self.refund_merchant(&refund).await?;
+                    misrouted(tenant_id, &event.id, &report.out_refund_no, ours.as_deref(), report.sub_mchid.as_deref());
                     NotifyOutcome::Unknown
                 }
                 Some(refund) => {
@@ -365,9 +553,26 @@ impl PaymentService {
         if date < today - chrono::Duration::days(BILL_DAYS) {
             return Err(Error::invalid("date", "the pay platform keeps trade bills for three months"));
         }
-        let account = self.account(tenant_id, false).await?;
-        let lines = self.platform.trade_bill(&account, date).await.map_err(platform_error)?;
         let (from, to) = china_day(date);
+        let paid = self.repo.paid_between(tenant_id, from, to).await?;
+        let refunded = self.repo.refunds_succeeded_between(tenant_id, from, to).await?;
+        // Every merchant the day's money moved through has a bill of its own: the tenant's
+        // current one, and the one of each payment or refund made before a switch of mode.
+        let current = self.account(tenant_id, false).await?;
+        let mut merchants = vec![current.sub_merchant.as_ref().map(|s| s.sub_mchid.clone())];
+        let refunded_nos: Vec<String> = refunded.iter().map(|r| r.out_trade_no.clone()).collect();
+        let refunded_txs =
+            if refunded_nos.is_empty() { Vec::new() } else { self.repo.transactions_by_numbers(tenant_id, refunded_nos).await? };
+        for t in paid.iter().chain(&refunded_txs) {
+            if t.method == PaymentMethod::WechatJsapi && !merchants.contains(&t.sub_mchid) {
+                merchants.push(t.sub_mchid.clone());
+            }
+        }
+        let mut lines = self.platform.trade_bill(&current, date).await.map_err(platform_error)?;
+        for merchant in &merchants[1..] {
+            let account = self.merchant_account(tenant_id, merchant.as_deref()).await?;
+            lines.extend(self.platform.trade_bill(&account, date).await.map_err(platform_error)?);
+        }
 
         let mut view = ReconciliationView {
             date,
@@ -400,7 +605,7 @@ impl PaymentService {
             }
         }
         let on_bill: HashSet<&str> = payments.iter().map(|l| l.out_trade_no.as_str()).collect();
-        for t in self.repo.paid_between(tenant_id, from, to).await? {
+        for t in paid {
             if !on_bill.contains(t.out_trade_no.as_str()) {
                 view.missing_on_platform.push(item(ReconciliationKind::Payment, &t.out_trade_no, None, t.amount));
             }
@@ -427,12 +632,17 @@ impl PaymentService {
             }
         }
         let refunds_on_bill: HashSet<&str> = refunds.iter().map(|(_, r)| r.out_refund_no.as_str()).collect();
-        for r in self.repo.refunds_succeeded_between(tenant_id, from, to).await? {
+        for r in refunded {
             if !refunds_on_bill.contains(r.out_refund_no.as_str()) {
                 view.missing_on_platform.push(item(ReconciliationKind::Refund, &r.out_trade_no, Some(&r.out_refund_no), r.amount));
             }
         }
         Ok(view)
+    }
+
+    /// The sub-merchant `refund`'s transaction was placed with (`None`: the tenant's own account).
+    async fn refund_merchant(&self, refund: &Refund) -> Result<Option<String>> {
+        Ok(self.repo.get_transaction(refund.tenant_id, refund.out_trade_no.clone()).await?.and_then(|t| t.sub_mchid))
     }
 
     pub(super) async fn transaction(&self, tenant_id: Id, out_trade_no: &str) -> Result<Transaction> {
@@ -547,6 +757,17 @@ impl PaymentService {
     pub(super) fn order_refund_event(&self, refund: &Refund) -> Option<NewJob> {
         refund.order_id.map(|order_id| order_changed(refund.tenant_id, order_id, self.clock.now()))
     }
+}
+
+/// Logs a notification about one of our numbers that came for another merchant than the one
+/// the number was placed with: acknowledged, and nothing changes.
+fn misrouted(tenant_id: Id, event_id: &str, number: &str, ours: Option<&str>, reported: Option<&str>) {
+    let merchant = |m: Option<&str>| m.map_or_else(|| "the tenant's own merchant".to_owned(), |s| format!("sub-merchant {s}"));
+    log::warn!(
+        "payment notification {event_id} for {number} of tenant {tenant_id} names {}, but it was placed with {}: ignored",
+        merchant(reported),
+        merchant(ours)
+    );
 }
 
 /// `ledger.order_changed`: the money of order `order_id` changed in the ledger. Written in

@@ -57,14 +57,14 @@ fn platform_actor() -> Actor {
 /// A complete, enabled configuration.
 fn config() -> PaymentConfig {
     let mut c = PaymentConfig::new(TENANT, "1900000109".into(), "wx_mp".into(), now() - Duration::days(30));
-    c.merchant_serial_no = Some("5157F09EFDC096DE15EBE81A47057A7232F1B8E1".into());
-    c.merchant_cert_not_after = Some(now() + Duration::days(365));
-    c.merchant_private_key = Some(Secret::new("-----BEGIN PRIVATE KEY-----merchant"));
-    c.merchant_key_fingerprint = Some(FP.into());
-    c.api_v3_key = Some(Secret::new("k".repeat(32)));
-    c.platform_public_key_id = Some("PUB_KEY_ID_0114232134912410000000000000000000".into());
-    c.platform_public_key = Some("-----BEGIN PUBLIC KEY-----platform".into());
-    c.platform_key_fingerprint = Some("cd34".into());
+    c.credentials.merchant_serial_no = Some("5157F09EFDC096DE15EBE81A47057A7232F1B8E1".into());
+    c.credentials.merchant_cert_not_after = Some(now() + Duration::days(365));
+    c.credentials.merchant_private_key = Some(Secret::new("-----BEGIN PRIVATE KEY-----merchant"));
+    c.credentials.merchant_key_fingerprint = Some(FP.into());
+    c.credentials.api_v3_key = Some(Secret::new("k".repeat(32)));
+    c.credentials.platform_public_key_id = Some("PUB_KEY_ID_0114232134912410000000000000000000".into());
+    c.credentials.platform_public_key = Some("-----BEGIN PUBLIC KEY-----platform".into());
+    c.credentials.platform_key_fingerprint = Some("cd34".into());
     c.enabled = true;
     c
 }
@@ -90,6 +90,7 @@ fn tx(no: &str, state: TradeState) -> Transaction {
         payer_total: state.is_paid().then_some(Money::from_fen(1000)),
         success_time: state.is_paid().then(|| now() - Duration::days(1)),
         discrepancy: None,
+        sub_mchid: None,
         expires_at: now() + Duration::hours(2),
         created_at: now() - Duration::days(1),
         updated_at: now() - Duration::days(1),

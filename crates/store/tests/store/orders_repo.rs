@@ -134,6 +134,7 @@ fn transaction(order: &Order) -> ledger::Transaction {
         payer_total: None,
         success_time: None,
         discrepancy: None,
+        sub_mchid: None,
         expires_at: order.expires_at,
         created_at: t0(),
         updated_at: t0(),

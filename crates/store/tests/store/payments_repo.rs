@@ -60,6 +60,14 @@ async fn fixture(db: &Db) -> Fixture {
 
 fn config(tenant_id: i64) -> PaymentConfig {
     PaymentConfig {
+        credentials: credentials(),
+        enabled: true,
+        ..PaymentConfig::new(tenant_id, "1900000109".into(), "wx8888888888888888".into(), t0())
+    }
+}
+
+fn credentials() -> MerchantCredentials {
+    MerchantCredentials {
         merchant_serial_no: Some("5157F09EFDC096DE15EBE81A47057A7232F1B8E1".into()),
         merchant_cert_not_after: Some(t0() + Duration::days(365)),
         merchant_private_key: Some(Secret::new(KEY_PEM)),
@@ -68,8 +76,6 @@ fn config(tenant_id: i64) -> PaymentConfig {
         platform_public_key_id: Some("PUB_KEY_ID_0114232134912410000000000000".into()),
         platform_public_key: Some("-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----\n".into()),
         platform_key_fingerprint: Some("cd".repeat(32)),
-        enabled: true,
-        ..PaymentConfig::new(tenant_id, "1900000109".into(), "wx8888888888888888".into(), t0())
     }
 }
 
@@ -220,7 +226,7 @@ store_test!(a_config_round_trips_with_its_secrets_encrypted_at_rest, |db| {
     let f = fixture(&db).await;
     assert_eq!(f.repo.get_config(f.tenant).await.unwrap(), None);
 
-    let stored = f.repo.put_config(config(f.tenant), config_audit(f.tenant)).await.unwrap();
+    let stored = f.repo.put_config(config(f.tenant), config_audit(f.tenant), false).await.unwrap();
 
     assert_eq!(stored, config(f.tenant));
     assert_eq!(f.repo.get_config(f.tenant).await.unwrap(), Some(config(f.tenant)));
@@ -245,16 +251,16 @@ store_test!(a_config_round_trips_with_its_secrets_encrypted_at_rest, |db| {
 
 store_test!(a_second_put_replaces_the_config_and_a_cleared_secret_is_gone, |db| {
     let f = fixture(&db).await;
-    f.repo.put_config(config(f.tenant), config_audit(f.tenant)).await.unwrap();
+    f.repo.put_config(config(f.tenant), config_audit(f.tenant), false).await.unwrap();
     let changed = PaymentConfig {
         mchid: "1900000110".into(),
-        api_v3_key: None,
+        credentials: MerchantCredentials { api_v3_key: None, ..credentials() },
         enabled: false,
         updated_at: t0() + Duration::seconds(5),
         ..config(f.tenant)
     };
 
-    f.repo.put_config(changed.clone(), config_audit(f.tenant)).await.unwrap();
+    f.repo.put_config(changed.clone(), config_audit(f.tenant), false).await.unwrap();
 
     assert_eq!(f.repo.get_config(f.tenant).await.unwrap(), Some(changed));
     let mut conn = db.conn().unwrap();
@@ -266,7 +272,7 @@ store_test!(a_second_put_replaces_the_config_and_a_cleared_secret_is_gone, |db| 
 store_test!(a_config_for_a_missing_tenant_is_refused_and_writes_no_audit, |db| {
     let f = fixture(&db).await;
 
-    let err = f.repo.put_config(config(f.tenant + 1000), config_audit(f.tenant)).await.unwrap_err();
+    let err = f.repo.put_config(config(f.tenant + 1000), config_audit(f.tenant), false).await.unwrap_err();
 
     assert!(matches!(err, Error::Conflict(..)), "{err:?}");
     let mut conn = db.conn().unwrap();

@@ -33,22 +33,25 @@ async fn putting_a_first_configuration_stores_it_disabled_with_an_audit_record()
     let mut repo = repo_with(None);
     let seen = Arc::new(Mutex::new(None));
     let keep = seen.clone();
-    repo.expect_put_config().times(1).returning(move |c, audit| {
+    repo.expect_put_config().times(1).returning(move |c, audit, _| {
         *keep.lock().unwrap() = Some(audit);
         Ok(c)
     });
     let svc = svc(repo, MockPayPlatform::new());
     let input = PaymentConfigPut {
         tenant_id: None,
-        mchid: Mchid::parse("1900000109").unwrap(),
-        appid: Appid::parse("wx_mp").unwrap(),
+        mode: None,
+        mchid: Some(Mchid::parse("1900000109").unwrap()),
+        appid: Some(Appid::parse("wx_mp").unwrap()),
+        sub_mchid: None,
+        sub_appid: None,
         api_v3_key: Some(ApiV3Key::parse(&"K".repeat(32)).unwrap()),
         enabled: None,
     };
 
     let view = svc.put_config(&tenant_actor(), input).await.unwrap();
 
-    assert!(view.api_v3_key_set && !view.enabled);
+    assert!(view.credentials.api_v3_key_set && !view.enabled);
     assert_eq!(view.notify_url, "https://atrium.example.com/api/v1/miniprogram/payment/notify/3");
     let audit = seen.lock().unwrap().clone().unwrap();
     assert_eq!(audit.action, "payment_config.create");
@@ -60,14 +63,17 @@ async fn putting_a_first_configuration_stores_it_disabled_with_an_audit_record()
 async fn enabling_an_incomplete_configuration_is_rejected() {
     let mut incomplete = config();
     incomplete.enabled = false;
-    incomplete.platform_public_key = None;
+    incomplete.credentials.platform_public_key = None;
     let mut repo = repo_with(Some(incomplete));
     repo.expect_put_config().never();
     let svc = svc(repo, MockPayPlatform::new());
     let input = PaymentConfigPut {
         tenant_id: None,
-        mchid: Mchid::parse("1900000109").unwrap(),
-        appid: Appid::parse("wx_mp").unwrap(),
+        mode: None,
+        mchid: Some(Mchid::parse("1900000109").unwrap()),
+        appid: Some(Appid::parse("wx_mp").unwrap()),
+        sub_mchid: None,
+        sub_appid: None,
         api_v3_key: None,
         enabled: Some(true),
     };
@@ -95,11 +101,11 @@ fn upload(key: bool, cert: bool) -> KeyUpload {
 #[tokio::test]
 async fn a_key_and_certificate_that_belong_together_set_serial_expiry_and_fingerprint() {
     let mut before = config();
-    before.merchant_private_key = None;
-    before.merchant_serial_no = None;
-    before.merchant_key_fingerprint = None;
+    before.credentials.merchant_private_key = None;
+    before.credentials.merchant_serial_no = None;
+    before.credentials.merchant_key_fingerprint = None;
     let mut repo = repo_with(Some(before));
-    repo.expect_put_config().times(1).returning(|c, _| Ok(c));
+    repo.expect_put_config().times(1).returning(|c, _, _| Ok(c));
     let mut keys = MockMerchantKeys::new();
     keys.expect_inspect_private_key().times(1).returning(|_| Ok(KeyInfo { fingerprint: "ff00".into(), bits: 2048 }));
     let expiry = now() + Duration::days(700);
@@ -111,9 +117,9 @@ async fn a_key_and_certificate_that_belong_together_set_serial_expiry_and_finger
 
     let view = svc.upload_keys(&tenant_actor(), upload(true, true)).await.unwrap();
 
-    assert_eq!(view.merchant_serial_no.as_deref(), Some("ABC123"));
-    assert_eq!(view.merchant_cert_not_after, Some(expiry));
-    assert_eq!(view.merchant_key_fingerprint.as_deref(), Some("ff00"));
+    assert_eq!(view.credentials.merchant_serial_no.as_deref(), Some("ABC123"));
+    assert_eq!(view.credentials.merchant_cert_not_after, Some(expiry));
+    assert_eq!(view.credentials.merchant_key_fingerprint.as_deref(), Some("ff00"));
 }
 
 #[tokio::test]
@@ -198,7 +204,7 @@ async fn a_platform_key_with_its_id_is_stored_with_its_fingerprint() {
     let mut repo = repo_with(Some(config()));
     let stored = Arc::new(Mutex::new(None));
     let keep = stored.clone();
-    repo.expect_put_config().times(1).returning(move |c, _| {
+    repo.expect_put_config().times(1).returning(move |c, _, _| {
         *keep.lock().unwrap() = Some(c.clone());
         Ok(c)
     });
@@ -213,10 +219,10 @@ async fn a_platform_key_with_its_id_is_stored_with_its_fingerprint() {
 
     let view = svc.upload_keys(&tenant_actor(), input).await.unwrap();
 
-    assert_eq!((view.platform_public_key_id.as_deref(), view.platform_key_fingerprint.as_deref()), (Some("PUB_KEY_ID_NEW"), Some("99aa")));
+    assert_eq!((view.credentials.platform_public_key_id.as_deref(), view.credentials.platform_key_fingerprint.as_deref()), (Some("PUB_KEY_ID_NEW"), Some("99aa")));
     let c = stored.lock().unwrap().clone().unwrap();
-    assert_eq!(c.platform_public_key.as_deref(), Some("-----BEGIN PUBLIC KEY-----new"));
-    assert_eq!(c.merchant_key_fingerprint.as_deref(), Some(FP), "the merchant key is untouched");
+    assert_eq!(c.credentials.platform_public_key.as_deref(), Some("-----BEGIN PUBLIC KEY-----new"));
+    assert_eq!(c.credentials.merchant_key_fingerprint.as_deref(), Some(FP), "the merchant key is untouched");
 }
 
 // --- the test report -----------------------------------------------------------------------
@@ -244,7 +250,7 @@ async fn the_test_passes_when_the_platform_answers_order_not_exist_to_a_signed_q
 #[tokio::test]
 async fn a_failing_check_is_a_report_not_an_error() {
     let mut expired = config();
-    expired.merchant_cert_not_after = Some(now() - Duration::days(1));
+    expired.credentials.merchant_cert_not_after = Some(now() - Duration::days(1));
     let repo = repo_with(Some(expired));
     let mut keys = MockMerchantKeys::new();
     keys.expect_inspect_private_key().times(1).returning(|_| Ok(KeyInfo { fingerprint: FP.into(), bits: 2048 }));
