@@ -520,7 +520,9 @@ impl PaymentService {
                     log::warn!("refund notification {} for unknown out_refund_no {} of tenant {tenant_id}", event.id, report.out_refund_no);
                     NotifyOutcome::Unknown
                 }
-                Some(refund) if self.refund_merchant(&refund).await? != report.sub_mchid => {
+                // A report through the partner endpoints names its sub-merchant: it must be the
+                // one the refunded payment was placed with.
+                Some(refund) if report.sub_mchid.is_some() && self.refund_merchant(&refund).await? != report.sub_mchid => {
                     let ours = self.refund_merchant(&refund).await?;
                     misrouted(tenant_id, &event.id, &report.out_refund_no, ours.as_deref(), report.sub_mchid.as_deref());
                     NotifyOutcome::Unknown
@@ -553,25 +555,30 @@ impl PaymentService {
         if date < today - chrono::Duration::days(BILL_DAYS) {
             return Err(Error::invalid("date", "the pay platform keeps trade bills for three months"));
         }
+        let current = self.account(tenant_id, false).await?;
+        let mut lines = self.platform.trade_bill(&current, date).await.map_err(platform_error)?;
         let (from, to) = china_day(date);
         let paid = self.repo.paid_between(tenant_id, from, to).await?;
         let refunded = self.repo.refunds_succeeded_between(tenant_id, from, to).await?;
-        // Every merchant the day's money moved through has a bill of its own: the tenant's
-        // current one, and the one of each payment or refund made before a switch of mode.
-        let current = self.account(tenant_id, false).await?;
-        let mut merchants = vec![current.sub_merchant.as_ref().map(|s| s.sub_mchid.clone())];
-        let refunded_nos: Vec<String> = refunded.iter().map(|r| r.out_trade_no.clone()).collect();
-        let refunded_txs =
-            if refunded_nos.is_empty() { Vec::new() } else { self.repo.transactions_by_numbers(tenant_id, refunded_nos).await? };
-        for t in paid.iter().chain(&refunded_txs) {
-            if t.method == PaymentMethod::WechatJsapi && !merchants.contains(&t.sub_mchid) {
-                merchants.push(t.sub_mchid.clone());
+        // Every merchant the day's money moved through has a bill of its own: a tenant that
+        // ever collected as a sub-merchant may have paid or refunded through the other mode's
+        // account that day (payments made before a switch settle where they were made).
+        if self.repo.get_config(tenant_id).await?.is_some_and(|c| c.sub_mchid.is_some()) {
+            let mut merchants = vec![current.sub_merchant.as_ref().map(|s| s.sub_mchid.clone())];
+            let mut numbers: Vec<String> = refunded.iter().map(|r| r.out_trade_no.clone()).collect();
+            numbers.retain(|no| !paid.iter().any(|t| &t.out_trade_no == no));
+            numbers.sort();
+            numbers.dedup();
+            let refunded_txs = if numbers.is_empty() { Vec::new() } else { self.repo.transactions_by_numbers(tenant_id, numbers).await? };
+            for t in paid.iter().chain(&refunded_txs) {
+                if t.method == PaymentMethod::WechatJsapi && !merchants.contains(&t.sub_mchid) {
+                    merchants.push(t.sub_mchid.clone());
+                }
             }
-        }
-        let mut lines = self.platform.trade_bill(&current, date).await.map_err(platform_error)?;
-        for merchant in &merchants[1..] {
-            let account = self.merchant_account(tenant_id, merchant.as_deref()).await?;
-            lines.extend(self.platform.trade_bill(&account, date).await.map_err(platform_error)?);
+            for merchant in &merchants[1..] {
+                let account = self.merchant_account(tenant_id, merchant.as_deref()).await?;
+                lines.extend(self.platform.trade_bill(&account, date).await.map_err(platform_error)?);
+            }
         }
 
         let mut view = ReconciliationView {
