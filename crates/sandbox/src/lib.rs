@@ -258,8 +258,8 @@ pub use open::{
 };
 pub use outbox::{OutboxMessage, SandboxOutbox};
 pub use pay::{
-    DEFAULT_MAX_RATIO, HOLD_DUPLICATE, MAX_REFUNDS_PER_ORDER, NotifyAttempt, PayNotification, PaymentResult, RefundResult,
-    SandboxMerchant, SandboxSubMerchant, SettleReport, SignedNotification,
+    DEFAULT_MAX_RATIO, HOLD_DUPLICATE, MAX_REFUNDS_PER_ORDER, NotifyAttempt, PayNotification, PaymentResult, RefundResult, SandboxMerchant,
+    SandboxSubMerchant, SettleReport, SignedNotification,
 };
 pub use platform::Sandbox;
 

@@ -569,9 +569,9 @@ fn order_fields(body: &Value) -> Result<Order, Answer> {
     }
     let time_expire = match opt_str_field(body, "time_expire")? {
         None => None,
-        Some(t) => Some(
-            DateTime::parse_from_rfc3339(t).map_err(|_| Answer::param("time_expire", "must be an RFC 3339 time"))?.with_timezone(&Utc),
-        ),
+        Some(t) => {
+            Some(DateTime::parse_from_rfc3339(t).map_err(|_| Answer::param("time_expire", "must be an RFC 3339 time"))?.with_timezone(&Utc))
+        }
     };
     if time_expire.is_some_and(|t| t <= Utc::now()) {
         return Err(Answer::param("time_expire", "has passed"));
@@ -631,7 +631,8 @@ impl Sandbox {
     /// Registers merchant `mchid` for mini-program `appid`: a fresh RSA-2048 merchant key, a
     /// certificate for it (one year), a 32-character APIv3 key, and the sandbox's platform
     /// public key with its id. Registering a known `mchid` again with the same `appid` answers
-    /// the same material; with another `appid` it is refused.
+    /// the same material; with another `appid` it is refused, and so is a sub-merchant's
+    /// `mchid` ([`Sandbox::register_sub_merchant`]).
     pub fn register_merchant(&self, mchid: &str, appid: &str) -> Result<SandboxMerchant, String> {
         if mchid.is_empty() || mchid.len() > 32 || !mchid.bytes().all(|b| b.is_ascii_alphanumeric()) {
             return Err("mchid must be 1 to 32 letters or digits".into());
@@ -1643,6 +1644,15 @@ mod tests {
         let r = &sealed["resource"];
         let opened = open_resource(&sp.api_v3_key, r);
         assert_eq!(opened, notification.resource, "sealed with the provider's APIv3 key");
+        let replayed = sb.signed_notifications(Some("1900000200"), "T_SP_001", 1).unwrap();
+        let replayed: Value = serde_json::from_str(&replayed[0].body).unwrap();
+        assert_eq!(open_resource(&sp.api_v3_key, &replayed["resource"])["sub_mchid"], "1900000200", "notify-requests too");
+        // notify-lose and notify-fail act on a sub-merchant's notifications as on any.
+        sb.lose_next_notifications(1);
+        let refund = json!({"sub_mchid": "1900000200", "out_trade_no": "T_SP_001", "out_refund_no": "R_SP_0", "amount": {"refund": 10, "total": 100}});
+        assert_eq!(call(&sb, &sp, "POST", "/v3/refund/domestic/refunds", &refund.to_string(), 0).status, 200);
+        let lost = sb.settle_refund(Some("1900000200"), "R_SP_0", RefundResult::Closed).await.unwrap();
+        assert!(lost.notification.unwrap().lost);
 
         // A refund names the sub-merchant; without it, the provider's own (none) are meant.
         let refund = json!({"sub_mchid": "1900000200", "out_trade_no": "T_SP_001", "out_refund_no": "R_SP_1", "amount": {"refund": 30, "total": 100, "currency": "CNY"}});
@@ -1651,7 +1661,10 @@ mod tests {
         let mut direct_refund = refund.clone();
         direct_refund.as_object_mut().unwrap().remove("sub_mchid");
         direct_refund["out_refund_no"] = json!("R_SP_2");
-        assert_eq!(code(&call(&sb, &sp, "POST", "/v3/refund/domestic/refunds", &direct_refund.to_string(), 0)), (404, "RESOURCE_NOT_EXISTS".into()));
+        assert_eq!(
+            code(&call(&sb, &sp, "POST", "/v3/refund/domestic/refunds", &direct_refund.to_string(), 0)),
+            (404, "RESOURCE_NOT_EXISTS".into())
+        );
         let queried = call(&sb, &sp, "GET", "/v3/refund/domestic/refunds/R_SP_1?sub_mchid=1900000200", "", 0);
         assert_eq!(queried.body.unwrap()["status"], "PROCESSING");
         assert_eq!(code(&call(&sb, &sp, "GET", "/v3/refund/domestic/refunds/R_SP_1", "", 0)), (404, "RESOURCE_NOT_EXISTS".into()));
@@ -1667,7 +1680,7 @@ mod tests {
         let file = call(&sb, &sp, "GET", url.trim_start_matches("http://h/sandbox/pay"), "", 0);
         let Some(Value::String(text)) = file.body else { panic!("no bill") };
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 5, "{text}");
+        assert_eq!(lines.len(), 6, "{text}"); // header, the payment, two refunds, summary header and row
         assert!(lines[1].contains(",`wx_sp,`1900000109,`1900000200,`,`") && lines[1].contains(",`T_SP_001,`o-sp-ann,`"), "{}", lines[1]);
         let own = call(&sb, &sp, "GET", &format!("/v3/bill/tradebill?bill_date={today}&bill_type=ALL"), "", 0);
         assert_eq!(code(&own), (400, "NO_STATEMENT_EXIST".into()), "the provider's own bill has none of it");

@@ -6,8 +6,8 @@
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use atrium_kernel::Money;
 use atrium_payments::{
-    EventResource, JsapiOrder, MerchantAccount, NotificationRequest, PayPlatform, PayPlatformError, PlatformKey, RefundOrder,
-    RefundStatus, Secret, SubMerchant, TradeState,
+    EventResource, JsapiOrder, MerchantAccount, NotificationRequest, PayPlatform, PayPlatformError, PlatformKey, RefundOrder, RefundStatus,
+    Secret, SubMerchant, TradeState,
 };
 use atrium_wechat::pay::sign::{MerchantSigner, request_message};
 use atrium_wechat::{CallRecorder, WechatPay, WechatPayConfig};

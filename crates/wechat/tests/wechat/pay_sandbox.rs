@@ -622,7 +622,10 @@ async fn a_sub_merchant_order_in_its_own_app_is_paid_notified_refunded_closed_an
     let sent = env.sandbox.pay_notifications(Some("T_SP_0001")).remove(0);
     assert_eq!((&sent.resource["sub_appid"], &sent.resource["payer"]), (&json!(SUB_APPID), &json!({"sub_openid": "o-ann"})));
     let queried = client.query_order(&account, "T_SP_0001").await.unwrap();
-    assert_eq!((queried.trade_state, queried.transaction_id.clone(), queried.sub_mchid.as_deref()), (TradeState::Success, tx.transaction_id.clone(), Some(SUB_MCHID)));
+    assert_eq!(
+        (queried.trade_state, queried.transaction_id.clone(), queried.sub_mchid.as_deref()),
+        (TradeState::Success, tx.transaction_id.clone(), Some(SUB_MCHID))
+    );
 
     // Refunded, settled through control/refund naming the sub-merchant, queried.
     let accepted = client.refund(&account, &env.refund("T_SP_0001", "R_SP_0001", 300, 1000)).await.unwrap();
@@ -634,7 +637,10 @@ async fn a_sub_merchant_order_in_its_own_app_is_paid_notified_refunded_closed_an
     let EventResource::Refund(refund) = event.resource else { panic!("{event:?}") };
     assert_eq!((refund.status, refund.sub_mchid.as_deref()), (RefundStatus::Succeeded, Some(SUB_MCHID)));
     let queried = client.query_refund(&account, "R_SP_0001").await.unwrap();
-    assert_eq!((queried.status, queried.refund_id, queried.sub_mchid.as_deref()), (RefundStatus::Succeeded, accepted.refund_id, Some(SUB_MCHID)));
+    assert_eq!(
+        (queried.status, queried.refund_id, queried.sub_mchid.as_deref()),
+        (RefundStatus::Succeeded, accepted.refund_id, Some(SUB_MCHID))
+    );
 
     // Another order is closed on the partner endpoint.
     client.jsapi_order(&account, &env.order("T_SP_0002", 50)).await.unwrap();
@@ -704,7 +710,8 @@ async fn the_sandbox_keeps_sub_merchants_to_their_provider_and_apart_from_direct
     // A sub-merchant not registered under the signer.
     let not_mine = MerchantAccount { sub_merchant: others_sub.sub_merchant.clone(), ..provider.clone() };
     let placed = client.jsapi_order(&not_mine, &env.order("T_SP_0203", 100)).await.unwrap_err();
-    let unregistered = MerchantAccount { sub_merchant: Some(SubMerchant { sub_mchid: "1900000999".into(), sub_appid: None }), ..provider.clone() };
+    let unregistered =
+        MerchantAccount { sub_merchant: Some(SubMerchant { sub_mchid: "1900000999".into(), sub_appid: None }), ..provider.clone() };
     let placed_unregistered = client.jsapi_order(&unregistered, &env.order("T_SP_0203", 100)).await.unwrap_err();
     // Another provider asking about this provider's sub-merchant.
     let foreign = MerchantAccount { sub_merchant: account.sub_merchant.clone(), ..other_provider.clone() };
@@ -714,7 +721,10 @@ async fn the_sandbox_keeps_sub_merchants_to_their_provider_and_apart_from_direct
     let direct = client.query_order(&provider, "T_SP_0201").await.unwrap_err();
     let partner = client.query_order(&account, "T_SP_0202").await.unwrap_err();
     // The sub_appid the sub-merchant was not registered with.
-    let wrong_app = MerchantAccount { sub_merchant: Some(SubMerchant { sub_mchid: SUB_MCHID.into(), sub_appid: Some("wx_else".into()) }), ..provider.clone() };
+    let wrong_app = MerchantAccount {
+        sub_merchant: Some(SubMerchant { sub_mchid: SUB_MCHID.into(), sub_appid: Some("wx_else".into()) }),
+        ..provider.clone()
+    };
     let placed_wrong_app = client.jsapi_order(&wrong_app, &env.order("T_SP_0204", 100)).await.unwrap_err();
 
     assert_eq!(refused(&placed), (400, "INVALID_REQUEST"));
