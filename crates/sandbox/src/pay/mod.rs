@@ -1649,13 +1649,17 @@ mod tests {
         assert_eq!(open_resource(&sp.api_v3_key, &replayed["resource"])["sub_mchid"], "1900000200", "notify-requests too");
         // notify-lose and notify-fail act on a sub-merchant's notifications as on any.
         sb.lose_next_notifications(1);
-        let refund = json!({"sub_mchid": "1900000200", "out_trade_no": "T_SP_001", "out_refund_no": "R_SP_0", "amount": {"refund": 10, "total": 100}});
+        let refund = json!({
+            "sub_mchid": "1900000200", "out_trade_no": "T_SP_001", "out_refund_no": "R_SP_0", "amount": {"refund": 10, "total": 100},
+        });
         assert_eq!(call(&sb, &sp, "POST", "/v3/refund/domestic/refunds", &refund.to_string(), 0).status, 200);
         let lost = sb.settle_refund(Some("1900000200"), "R_SP_0", RefundResult::Closed).await.unwrap();
         assert!(lost.notification.unwrap().lost);
 
         // A refund names the sub-merchant; without it, the provider's own (none) are meant.
-        let refund = json!({"sub_mchid": "1900000200", "out_trade_no": "T_SP_001", "out_refund_no": "R_SP_1", "amount": {"refund": 30, "total": 100, "currency": "CNY"}});
+        let refund = json!({
+            "sub_mchid": "1900000200", "out_trade_no": "T_SP_001", "out_refund_no": "R_SP_1", "amount": {"refund": 30, "total": 100, "currency": "CNY"},
+        });
         let accepted = call(&sb, &sp, "POST", "/v3/refund/domestic/refunds", &refund.to_string(), 0);
         assert_eq!(accepted.body.unwrap()["sub_mchid"], "1900000200");
         let mut direct_refund = refund.clone();

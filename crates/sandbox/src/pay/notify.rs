@@ -1,10 +1,9 @@
 //! Notifications: built under the lock (resource encrypted with the merchant's APIv3 key, the
-//! provider's for a sub-merchant's order or refund),
-//! then posted to the notify URL, signed with the platform key at each attempt. A failed
-//! attempt (no answer within 5 s, or not 2xx) is retried in the background after each of the
-//! retry delays. `notify-fail` makes the next notifications go twice and out of order: each
-//! one's copy is held back and sent right after the next notification, or after
-//! [`HOLD_DUPLICATE`] when none follows.
+//! provider's for a sub-merchant's order or refund), then posted to the notify URL, signed
+//! with the platform key at each attempt. A failed attempt (no answer within 5 s, or not 2xx)
+//! is retried in the background after each of the retry delays. `notify-fail` makes the next
+//! notifications go twice and out of order: each one's copy is held back and sent right after
+//! the next notification, or after [`HOLD_DUPLICATE`] when none follows.
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -165,9 +164,9 @@ fn build(event: Event<'_>, api_v3_key: &str) -> Result<PayNotification, String> 
 
 impl Sandbox {
     /// The payer pays order `out_trade_no` (of `mchid`, a merchant or a sub-merchant, needed
-    /// only when several use that number): `SUCCESS` (from `NOTPAY` or `PAYERROR`) sends a `TRANSACTION.SUCCESS`
-    /// notification, whose first attempt is made before this returns; `PAYERROR` sends none,
-    /// as on the platform. A paid, closed or expired order cannot be paid.
+    /// only when several use that number): `SUCCESS` (from `NOTPAY` or `PAYERROR`) sends a
+    /// `TRANSACTION.SUCCESS` notification, whose first attempt is made before this returns;
+    /// `PAYERROR` sends none, as on the platform. A paid, closed or expired order cannot be paid.
     pub async fn pay_order(&self, mchid: Option<&str>, out_trade_no: &str, result: PaymentResult) -> Result<SettleReport, String> {
         self.pay_order_at(mchid, out_trade_no, result, None).await
     }
@@ -321,8 +320,9 @@ impl Sandbox {
     }
 
     /// Refund `out_refund_no` (of `mchid`, a merchant or a sub-merchant, needed only when
-    /// several use that number) settles from `PROCESSING`; a `REFUND.SUCCESS`, `REFUND.ABNORMAL` or `REFUND.CLOSED`
-    /// notification follows, its first attempt made before this returns. A closed refund frees
+    /// several use that number) settles from `PROCESSING`; a `REFUND.SUCCESS`,
+    /// `REFUND.ABNORMAL` or `REFUND.CLOSED` notification follows, its first attempt made before
+    /// this returns. A closed refund frees
     /// its amount for other refunds.
     pub async fn settle_refund(&self, mchid: Option<&str>, out_refund_no: &str, result: RefundResult) -> Result<SettleReport, String> {
         let (mut report, seq) = {
