@@ -54,12 +54,44 @@
 //!   refunds; `GET /v3/billdownload/file?token=…` serves the CSV (values led by backticks).
 //! * `/v3/certificates` does not exist (404), as for merchants in public-key mode.
 //!
+//! Service-provider mode (服务商): a registered merchant acts as the provider of its
+//! sub-merchants (`control/sub-merchant` below). It signs every partner call itself, names
+//! itself as `sp_mchid` (another value: 400 `PARAM_ERROR`) and the sub-merchant as `sub_mchid`
+//! (not one of its own: 400 `INVALID_REQUEST` "受理关系不存在"). A sub-merchant's orders and
+//! refunds are its own: direct calls never reach them, nor partner calls of another provider.
+//!
+//! * `POST /v3/pay/partner/transactions/jsapi` `{sp_appid, sp_mchid, sub_appid?, sub_mchid,
+//!   description, out_trade_no, time_expire?, notify_url, attach?, settle_info?:
+//!   {profit_sharing}, amount: {total, currency}, payer: {sub_openid} | {sp_openid}}` →
+//!   `{prepay_id}`; the order's checks as above, `sp_appid` the provider's appid and
+//!   `sub_appid` the sub-merchant's registered one (else 400 `APPID_MCHID_NOT_MATCH`);
+//!   `payer.sub_openid` when `sub_appid` is given, `payer.sp_openid` otherwise.
+//! * `GET /v3/pay/partner/transactions/out-trade-no/{no}?sp_mchid=&sub_mchid=` and
+//!   `GET /v3/pay/partner/transactions/id/{transaction_id}?sp_mchid=&sub_mchid=`;
+//!   `POST /v3/pay/partner/transactions/out-trade-no/{no}/close {sp_mchid, sub_mchid}` → 204.
+//!   Transactions, as answers and as `TRANSACTION.*` resources, then carry `sp_appid`,
+//!   `sp_mchid`, `sub_appid` (when given), `sub_mchid` and `payer: {sub_openid | sp_openid}`.
+//! * `POST /v3/refund/domestic/refunds` with `sub_mchid` in the body, `GET
+//!   /v3/refund/domestic/refunds/{no}?sub_mchid=`, `GET /v3/bill/tradebill?…&sub_mchid=`: the
+//!   sub-merchant's refunds and bill (the provider under 商户号, the sub-merchant under
+//!   特约商户号). Refunds and `REFUND.*` resources carry `sub_mchid` (resources `sp_mchid` too).
+//! * Notifications of a sub-merchant's orders and refunds are sealed with the provider's APIv3
+//!   key; `wx.requestPayment`'s parameters are signed by the provider, `appId` the `sub_appid`
+//!   the order named, else the `sp_appid`.
+//!
 //! Its control calls (Rust twins in brackets):
 //!
 //! * `POST {prefix}/control/merchant` — `{"mchid", "appid"}` → `{mchid, appid,
 //!   private_key_pem, certificate_pem, merchant_serial_no, api_v3_key,
 //!   platform_public_key_pem, platform_public_key_id, not_after}`: everything a tenant uploads
 //!   as its payment configuration ([`Sandbox::register_merchant`]).
+//! * `POST {prefix}/control/sub-merchant` — `{"sp_mchid", "sub_mchid", "sub_appid"?}` →
+//!   `{sp_mchid, sub_mchid, sub_appid, max_ratio: 3000}`: `sub_mchid` becomes a sub-merchant
+//!   of the registered merchant `sp_mchid`, paying in its own mini-program `sub_appid` when
+//!   given; the same again answers the same; a merchant's `mchid` or another provider's
+//!   sub-merchant is refused ([`Sandbox::register_sub_merchant`]). `max_ratio` is the largest
+//!   profit share in basis points. The `mchid` the other control calls take may name a
+//!   sub-merchant.
 //! * `POST {prefix}/control/pay` — `{"out_trade_no", "result": "SUCCESS" | "PAYERROR",
 //!   "mchid"?, "pay_params"?, "paid_at"?}`: the payer pays. With `pay_params` (what
 //!   `wx.requestPayment` gets) the sandbox checks them as the payer's app would, `paySign`
@@ -226,8 +258,8 @@ pub use open::{
 };
 pub use outbox::{OutboxMessage, SandboxOutbox};
 pub use pay::{
-    HOLD_DUPLICATE, MAX_REFUNDS_PER_ORDER, NotifyAttempt, PayNotification, PaymentResult, RefundResult, SandboxMerchant, SettleReport,
-    SignedNotification,
+    DEFAULT_MAX_RATIO, HOLD_DUPLICATE, MAX_REFUNDS_PER_ORDER, NotifyAttempt, PayNotification, PaymentResult, RefundResult, SandboxMerchant,
+    SandboxSubMerchant, SettleReport, SignedNotification,
 };
 pub use platform::Sandbox;
 

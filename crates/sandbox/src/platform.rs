@@ -93,6 +93,7 @@ impl Sandbox {
             .route("/messages", web::get().to(mp::messages))
             .route("/outbox", web::get().to(outbox))
             .route("/control/merchant", web::post().to(pay::control_merchant))
+            .route("/control/sub-merchant", web::post().to(pay::control_sub_merchant))
             .route("/control/pay", web::post().to(pay::control_pay))
             .route("/control/refund", web::post().to(pay::control_refund))
             .route("/control/notify-fail", web::post().to(pay::control_notify_fail))

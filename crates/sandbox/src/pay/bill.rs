@@ -35,7 +35,8 @@ fn on_day(t: DateTime<Utc>, day: NaiveDate) -> bool {
     t.with_timezone(&cst()).date_naive() == day
 }
 
-/// The bill of `mchid` for `day`, or `None` when the day has no rows.
+/// The bill of `mchid` (a merchant, or a sub-merchant) for `day`, or `None` when the day has
+/// no rows.
 pub(crate) fn trade_bill(pay: &PayState, mchid: &str, day: NaiveDate, bill_type: &str) -> Option<String> {
     // (time, cells)
     let mut rows: Vec<(DateTime<Utc>, Vec<String>)> = Vec::new();
@@ -43,11 +44,16 @@ pub(crate) fn trade_bill(pay: &PayState, mchid: &str, day: NaiveDate, bill_type:
     let time = |t: DateTime<Utc>| t.with_timezone(&cst()).format("%Y-%m-%d %H:%M:%S").to_string();
     for order in pay.orders.values().filter(|o| o.mchid == mchid) {
         let (Some(txid), Some(paid_at)) = (&order.transaction_id, order.success_time) else { continue };
+        // A sub-merchant's order: the provider under 商户号, the sub-merchant under 特约商户号.
+        let (merchant, sub_merchant) = match &order.sp_mchid {
+            Some(sp_mchid) => (sp_mchid.clone(), order.mchid.clone()),
+            None => (order.mchid.clone(), "0".to_owned()),
+        };
         let common = |state: &str| {
             vec![
                 order.appid.clone(),
-                order.mchid.clone(),
-                "0".to_owned(),
+                merchant.clone(),
+                sub_merchant.clone(),
                 String::new(),
                 txid.clone(),
                 order.out_trade_no.clone(),

@@ -27,6 +27,28 @@ pub(crate) async fn control_merchant(sb: web::Data<Sandbox>, body: web::Json<Mer
     }
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SubMerchantRequest {
+    sp_mchid: String,
+    sub_mchid: String,
+    sub_appid: Option<String>,
+}
+
+/// `POST {prefix}/control/sub-merchant`: registers a sub-merchant of a registered merchant
+/// ([`Sandbox::register_sub_merchant`]).
+pub(crate) async fn control_sub_merchant(sb: web::Data<Sandbox>, body: web::Bytes) -> HttpResponse {
+    let takes = r#"sub-merchant takes {"sp_mchid", "sub_mchid", "sub_appid"?}"#;
+    let body: SubMerchantRequest = match control_body(&body, takes) {
+        Ok(b) => b,
+        Err(msg) => return bad_control(msg),
+    };
+    match sb.register_sub_merchant(&body.sp_mchid, &body.sub_mchid, body.sub_appid.as_deref()) {
+        Ok(sub) => HttpResponse::Ok().json(sub),
+        Err(msg) => bad_control(msg),
+    }
+}
+
 /// `wx.requestPayment`'s parameters as the mini-program passes them.
 #[derive(Deserialize)]
 pub(crate) struct PayParamsBody {
@@ -197,18 +219,28 @@ pub(crate) async fn control_notifications(sb: web::Data<Sandbox>, q: web::Query<
 #[derive(Deserialize)]
 pub(crate) struct TradeQuery {
     out_trade_no: String,
+    /// The merchant or sub-merchant, when several use the number.
+    mchid: Option<String>,
 }
 
-/// `GET /sandbox/control/trade?out_trade_no=`: what the platform holds of an order — its
-/// state and total (`order` null when it never received it) and its refunds, oldest first:
-/// what a test compares our books with.
+/// `GET /sandbox/control/trade?out_trade_no=&mchid=?`: what the platform holds of an order —
+/// its state and total (`order` null when it never received it) and its refunds, oldest first:
+/// what a test compares our books with. A sub-merchant's order also tells its `sub_mchid`,
+/// `sp_mchid` and `profit_sharing`.
 pub(crate) async fn control_trade(sb: web::Data<Sandbox>, q: web::Query<TradeQuery>) -> HttpResponse {
     let state = sb.lock();
-    let order = state.pay.orders.values().find(|o| o.out_trade_no == q.out_trade_no).map(|o| {
+    let wanted = |mchid: &str, no: &str| no == q.out_trade_no && q.mchid.as_deref().is_none_or(|m| m == mchid);
+    let order = state.pay.orders.values().find(|o| wanted(&o.mchid, &o.out_trade_no)).map(|o| {
         let trade_state: &'static str = o.state.into();
-        json!({"out_trade_no": o.out_trade_no, "trade_state": trade_state, "total": o.total, "prepay_id": o.prepay_id})
+        let mut order = json!({"out_trade_no": o.out_trade_no, "trade_state": trade_state, "total": o.total, "prepay_id": o.prepay_id});
+        if let Some(sp_mchid) = &o.sp_mchid {
+            order["sp_mchid"] = json!(sp_mchid);
+            order["sub_mchid"] = json!(o.mchid);
+            order["profit_sharing"] = json!(o.profit_sharing);
+        }
+        order
     });
-    let mut refunds: Vec<&super::Refund> = state.pay.refunds.values().filter(|r| r.out_trade_no == q.out_trade_no).collect();
+    let mut refunds: Vec<&super::Refund> = state.pay.refunds.values().filter(|r| wanted(&r.mchid, &r.out_trade_no)).collect();
     refunds.sort_by_key(|r| r.created_at);
     let list: Vec<_> = refunds
         .iter()

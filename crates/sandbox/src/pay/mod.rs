@@ -3,6 +3,15 @@
 //! mode), JSAPI orders, queries, closes, refunds, the trade bill, and signed, encrypted
 //! notifications. Everything the platform does on its own (the payer paying, a refund
 //! settling) is played by control calls.
+//!
+//! Service-provider mode: a registered merchant may be the provider (服务商) of sub-merchants
+//! ([`Sandbox::register_sub_merchant`]) and act for them through the partner endpoints
+//! (`/v3/pay/partner/transactions/…`, and `sub_mchid` on the refund and bill endpoints). A
+//! sub-merchant's orders and refunds are kept under its `sub_mchid`, apart from any merchant's
+//! own: a direct call never reaches them, and a partner call reaches only those of the
+//! provider's own sub-merchants. Their answers and notifications have the partner shape
+//! (`sp_appid`, `sp_mchid`, `sub_appid`, `sub_mchid`, `payer.sp_openid` or `payer.sub_openid`),
+//! and their notifications are sealed with the provider's APIv3 key.
 
 mod bill;
 mod control;
@@ -11,13 +20,13 @@ mod notify;
 
 pub(crate) use control::{
     control_merchant, control_notifications, control_notify_fail, control_notify_lose, control_notify_requests, control_pay,
-    control_pay_delay, control_pay_fail, control_refund, control_trade,
+    control_pay_delay, control_pay_fail, control_refund, control_sub_merchant, control_trade,
 };
 pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification, SignedNotification};
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
-use atrium_payments::{MerchantAccount, PlatformKey, Secret, TradeState};
+use atrium_payments::{MerchantAccount, PlatformKey, Secret, SubMerchant, TradeState};
 use chrono::{DateTime, FixedOffset, Utc};
 use keys::IssuedMerchantKeys;
 pub(crate) use keys::PlatformKeyPair;
@@ -95,7 +104,34 @@ impl SandboxMerchant {
             sub_merchant: None,
         }
     }
+
+    /// The merchant account the pay client needs to act, as this provider, for sub-merchant
+    /// `sub` (registered under this merchant; the sandbox refuses the calls otherwise).
+    pub fn account_for(&self, sub: &SandboxSubMerchant) -> MerchantAccount {
+        MerchantAccount {
+            sub_merchant: Some(SubMerchant { sub_mchid: sub.sub_mchid.clone(), sub_appid: sub.sub_appid.clone() }),
+            ..self.account()
+        }
+    }
 }
+
+/// A sub-merchant (特约商户) of a provider merchant: answer of `POST
+/// {prefix}/control/sub-merchant` and [`Sandbox::register_sub_merchant`]. It has no keys of
+/// its own: its provider signs for it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SandboxSubMerchant {
+    /// The provider (服务商) merchant, registered with [`Sandbox::register_merchant`].
+    pub sp_mchid: String,
+    pub sub_mchid: String,
+    /// The sub-merchant's own mini-program, when its payers pay in it (`payer.sub_openid`).
+    pub sub_appid: Option<String>,
+    /// The largest share of a payment the provider may split off, in basis points (3000:
+    /// 30 %), as the platform's default; kept for profit sharing.
+    pub max_ratio: u32,
+}
+
+/// The platform's default [`SandboxSubMerchant::max_ratio`]: 30 %.
+pub const DEFAULT_MAX_RATIO: u32 = 3000;
 
 /// What the payer does in `POST {prefix}/control/pay`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -168,6 +204,27 @@ pub(crate) struct Order {
     /// What the platform reports paid, when a test makes it report another amount than the
     /// order's (`control/pay {"reported_total"}`): a misbehaving or forged platform answer.
     pub(crate) reported_total: Option<i64>,
+    /// The provider that placed the order for sub-merchant `mchid` (partner endpoints); `None`
+    /// for a merchant's own order. `appid` is then the provider's `sp_appid`.
+    pub(crate) sp_mchid: Option<String>,
+    /// The sub-merchant's mini-program the payer pays in, when the order named one (the payer's
+    /// `openid` is then its `sub_openid`, otherwise the `sp_openid`).
+    pub(crate) sub_appid: Option<String>,
+    /// `settle_info.profit_sharing`: the payment is held for profit sharing.
+    pub(crate) profit_sharing: bool,
+}
+
+impl Order {
+    /// The merchant that signs for the order: the provider of a sub-merchant's order, the
+    /// merchant itself otherwise.
+    pub(crate) fn signer(&self) -> &str {
+        self.sp_mchid.as_deref().unwrap_or(&self.mchid)
+    }
+
+    /// The mini-program the payer pays in: `wx.requestPayment`'s `appId`.
+    pub(crate) fn payer_appid(&self) -> &str {
+        self.sub_appid.as_deref().unwrap_or(&self.appid)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -223,11 +280,14 @@ fn path_matches(pattern: &str, path: &str) -> bool {
 #[derive(Default)]
 pub(crate) struct PayState {
     pub(crate) merchants: HashMap<String, Merchant>,
-    /// (mchid, out_trade_no) → order.
+    /// sub_mchid → the sub-merchant and its provider. No sub_mchid is a merchant's mchid, so
+    /// the two kinds of records never share a key.
+    pub(crate) sub_merchants: HashMap<String, SandboxSubMerchant>,
+    /// (mchid or sub_mchid, out_trade_no) → order.
     pub(crate) orders: HashMap<(String, String), Order>,
-    /// (mchid, out_refund_no) → refund.
+    /// (mchid or sub_mchid, out_refund_no) → refund.
     pub(crate) refunds: HashMap<(String, String), Refund>,
-    /// token → (mchid, bill bytes).
+    /// token → (mchid of the signer, who alone may download it, bill bytes).
     bills: VecDeque<(String, String, Vec<u8>)>,
     failures: Vec<InjectedPayFailure>,
     delays: Vec<InjectedPayDelay>,
@@ -268,7 +328,13 @@ impl PayState {
         Some(out)
     }
 
-    /// The one order named `out_trade_no` (of `mchid` when given).
+    /// The APIv3 key that seals notifications about the records of `owner` (a merchant, or a
+    /// sub-merchant, whose provider's key it is); empty when neither is known.
+    pub(crate) fn api_v3_key(&self, owner: &str) -> String {
+        let signer = self.sub_merchants.get(owner).map_or(owner, |sub| sub.sp_mchid.as_str());
+        self.merchants.get(signer).map(|m| m.issued.api_v3_key.clone()).unwrap_or_default()
+    }
+
     /// Makes the platform report `total` fen paid for order `out_trade_no` from now on, whatever
     /// the order's amount (`control/pay {"reported_total"}`).
     pub(crate) fn report_total(&mut self, mchid: Option<&str>, out_trade_no: &str, total: i64) -> Result<(), String> {
@@ -278,6 +344,8 @@ impl PayState {
         Ok(())
     }
 
+    /// The one order named `out_trade_no` (of `mchid`, a merchant or a sub-merchant, when
+    /// given).
     pub(crate) fn find_order(&self, mchid: Option<&str>, out_trade_no: &str) -> Result<(String, String), String> {
         let mut found = self.orders.keys().filter(|(m, no)| no == out_trade_no && mchid.is_none_or(|want| want == m));
         match (found.next(), found.next()) {
@@ -352,6 +420,23 @@ pub(crate) fn transaction_json(order: &Order) -> Value {
         "payer": {"openid": order.openid},
         "amount": {"total": order.total, "currency": "CNY"},
     });
+    if let (Some(sp_mchid), Some(map)) = (&order.sp_mchid, answer.as_object_mut()) {
+        // The partner shape: the provider's ids and the sub-merchant's, the payer in the app
+        // they paid in.
+        map.remove("appid");
+        map.remove("mchid");
+        map.insert("sp_appid".into(), json!(order.appid));
+        map.insert("sp_mchid".into(), json!(sp_mchid));
+        map.insert("sub_mchid".into(), json!(order.mchid));
+        let payer = match &order.sub_appid {
+            Some(sub_appid) => {
+                map.insert("sub_appid".into(), json!(sub_appid));
+                json!({"sub_openid": order.openid})
+            }
+            None => json!({"sp_openid": order.openid}),
+        };
+        map.insert("payer".into(), payer);
+    }
     if let (Some(txid), Some(at)) = (&order.transaction_id, order.success_time) {
         answer["transaction_id"] = json!(txid);
         answer["success_time"] = json!(platform_time(at));
@@ -388,6 +473,9 @@ pub(crate) fn refund_json(refund: &Refund, order: &Order) -> Value {
     });
     if let Some(at) = refund.success_time {
         answer["success_time"] = json!(platform_time(at));
+    }
+    if order.sp_mchid.is_some() {
+        answer["sub_mchid"] = json!(order.mchid);
     }
     answer
 }
@@ -439,6 +527,78 @@ fn opt_str_field<'a>(body: &'a Value, field: &str) -> Result<Option<&'a str>, An
     }
 }
 
+/// `payer.{name}`, a non-empty string.
+fn payer_field<'a>(body: &'a Value, name: &str) -> Result<&'a str, Answer> {
+    let field = format!("payer.{name}");
+    match body.get("payer").and_then(|p| p.get(name)) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        Some(Value::String(_)) | None | Some(Value::Null) => Err(Answer::param(&field, "is required")),
+        Some(_) => Err(Answer::param(&field, "must be a string")),
+    }
+}
+
+/// `settle_info.profit_sharing`, false when absent.
+fn profit_sharing_field(body: &Value) -> Result<bool, Answer> {
+    match body.get("settle_info") {
+        None | Some(Value::Null) => Ok(false),
+        Some(settle) if settle.is_object() => match settle.get("profit_sharing") {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(Answer::param("settle_info.profit_sharing", "must be a boolean")),
+        },
+        Some(_) => Err(Answer::param("settle_info", "must be an object")),
+    }
+}
+
+/// The fields a JSAPI order has in both modes; who places it, for whom and for which payer
+/// are left empty for the caller.
+fn order_fields(body: &Value) -> Result<Order, Answer> {
+    let description = str_field(body, "description")?;
+    if description.len() > 127 {
+        return Err(Answer::param("description", "is longer than 127 bytes"));
+    }
+    let out_trade_no = str_field(body, "out_trade_no")?;
+    if !is_out_trade_no(out_trade_no) {
+        return Err(Answer::param("out_trade_no", "must be 6 to 32 of 0-9 A-Z a-z _ - *"));
+    }
+    let notify_url = str_field(body, "notify_url")?;
+    check_notify_url(notify_url).map_err(|why| Answer::param("notify_url", why))?;
+    let attach = opt_str_field(body, "attach")?;
+    if attach.is_some_and(|a| a.len() > 128) {
+        return Err(Answer::param("attach", "is longer than 128 bytes"));
+    }
+    let time_expire = match opt_str_field(body, "time_expire")? {
+        None => None,
+        Some(t) => {
+            Some(DateTime::parse_from_rfc3339(t).map_err(|_| Answer::param("time_expire", "must be an RFC 3339 time"))?.with_timezone(&Utc))
+        }
+    };
+    if time_expire.is_some_and(|t| t <= Utc::now()) {
+        return Err(Answer::param("time_expire", "has passed"));
+    }
+    let total = amount_field(body, "total")?;
+    Ok(Order {
+        mchid: String::new(),
+        appid: String::new(),
+        out_trade_no: out_trade_no.to_owned(),
+        description: description.to_owned(),
+        attach: attach.map(str::to_owned),
+        notify_url: notify_url.to_owned(),
+        total,
+        openid: String::new(),
+        time_expire,
+        prepay_id: String::new(),
+        state: TradeState::NotPay,
+        transaction_id: None,
+        success_time: None,
+        refunds: Vec::new(),
+        reported_total: None,
+        sp_mchid: None,
+        sub_appid: None,
+        profit_sharing: false,
+    })
+}
+
 fn amount_field(body: &Value, field: &str) -> Result<i64, Answer> {
     let name = format!("amount.{field}");
     let amount = body.get("amount").filter(|a| a.is_object()).ok_or_else(|| Answer::param("amount", "is required"))?;
@@ -471,13 +631,17 @@ impl Sandbox {
     /// Registers merchant `mchid` for mini-program `appid`: a fresh RSA-2048 merchant key, a
     /// certificate for it (one year), a 32-character APIv3 key, and the sandbox's platform
     /// public key with its id. Registering a known `mchid` again with the same `appid` answers
-    /// the same material; with another `appid` it is refused.
+    /// the same material; with another `appid` it is refused, and so is a sub-merchant's
+    /// `mchid` ([`Sandbox::register_sub_merchant`]).
     pub fn register_merchant(&self, mchid: &str, appid: &str) -> Result<SandboxMerchant, String> {
         if mchid.is_empty() || mchid.len() > 32 || !mchid.bytes().all(|b| b.is_ascii_alphanumeric()) {
             return Err("mchid must be 1 to 32 letters or digits".into());
         }
         if appid.is_empty() || appid.len() > 32 || !appid.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
             return Err("appid must be 1 to 32 letters, digits or underscores".into());
+        }
+        if let Some(sub) = self.lock().pay.sub_merchants.get(mchid) {
+            return Err(format!("{mchid} is registered as a sub-merchant of {}", sub.sp_mchid));
         }
         if let Some(known) = self.lock().pay.merchants.get(mchid) {
             return if known.issued.appid == appid {
@@ -501,6 +665,9 @@ impl Sandbox {
             not_after,
         };
         let mut state = self.lock();
+        if state.pay.sub_merchants.contains_key(mchid) {
+            return Err(format!("{mchid} is registered as a sub-merchant"));
+        }
         let merchants = &mut state.pay.merchants;
         if let Some(known) = merchants.get(mchid) {
             // Registered concurrently: the first one stands.
@@ -514,18 +681,70 @@ impl Sandbox {
         Ok(issued)
     }
 
-    /// The material a registered merchant was issued.
+    /// Registers `sub_mchid` as a sub-merchant (特约商户) of provider `sp_mchid`, a merchant
+    /// registered with [`Sandbox::register_merchant`], with its own mini-program `sub_appid`
+    /// when its payers pay in it. The provider then acts for it through the partner endpoints.
+    /// Registering the same sub-merchant again under the same provider with the same
+    /// `sub_appid` answers the same record; a `sub_mchid` that is a merchant's `mchid`, or a
+    /// sub-merchant of another provider (or with another `sub_appid`), is refused.
+    pub fn register_sub_merchant(&self, sp_mchid: &str, sub_mchid: &str, sub_appid: Option<&str>) -> Result<SandboxSubMerchant, String> {
+        if sub_mchid.is_empty() || sub_mchid.len() > 32 || !sub_mchid.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err("sub_mchid must be 1 to 32 letters or digits".into());
+        }
+        if sub_appid.is_some_and(|a| a.is_empty() || a.len() > 32 || !a.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')) {
+            return Err("sub_appid must be 1 to 32 letters, digits or underscores".into());
+        }
+        let mut state = self.lock();
+        let pay = &mut state.pay;
+        if !pay.merchants.contains_key(sp_mchid) {
+            return Err(format!(
+                "provider {sp_mchid} is not a merchant registered with the sandbox (POST …/control/merchant registers it)"
+            ));
+        }
+        if pay.merchants.contains_key(sub_mchid) {
+            return Err(format!("{sub_mchid} is a merchant of its own, not a sub-merchant"));
+        }
+        if let Some(known) = pay.sub_merchants.get(sub_mchid) {
+            return if known.sp_mchid != sp_mchid {
+                Err(format!("{sub_mchid} is a sub-merchant of another provider"))
+            } else if known.sub_appid.as_deref() != sub_appid {
+                Err(format!("sub-merchant {sub_mchid} is registered with another sub_appid"))
+            } else {
+                Ok(known.clone())
+            };
+        }
+        if pay.sub_merchants.len() >= KEEP_MERCHANTS {
+            return Err(format!("the sandbox keeps at most {KEEP_MERCHANTS} sub-merchants"));
+        }
+        let sub = SandboxSubMerchant {
+            sp_mchid: sp_mchid.to_owned(),
+            sub_mchid: sub_mchid.to_owned(),
+            sub_appid: sub_appid.map(str::to_owned),
+            max_ratio: DEFAULT_MAX_RATIO,
+        };
+        pay.sub_merchants.insert(sub_mchid.to_owned(), sub.clone());
+        log::info!("sandbox pay platform registered sub-merchant {sub_mchid} of {sp_mchid}");
+        Ok(sub)
+    }
+
+    /// The sub-merchant `sub_mchid`, if registered.
+    pub fn sub_merchant(&self, sub_mchid: &str) -> Option<SandboxSubMerchant> {
+        self.lock().pay.sub_merchants.get(sub_mchid).cloned()
+    }
+
     /// How many calls the pay platform received for `method_and_path`, e.g.
     /// `POST /v3/pay/transactions/out-trade-no/T1/close` (injected failures included).
     pub fn pay_calls(&self, method_and_path: &str) -> usize {
         self.lock().pay.calls.get(method_and_path).copied().unwrap_or(0)
     }
 
+    /// The material a registered merchant was issued.
     pub fn merchant(&self, mchid: &str) -> Option<SandboxMerchant> {
         self.lock().pay.merchants.get(mchid).map(|m| m.issued.clone())
     }
 
-    /// The `trade_state` of order `out_trade_no` of `mchid`, if the sandbox has it.
+    /// The `trade_state` of order `out_trade_no` of `mchid` (a merchant or a sub-merchant), if
+    /// the sandbox has it.
     pub fn trade_state(&self, mchid: &str, out_trade_no: &str) -> Option<TradeState> {
         self.lock().pay.orders.get(&(mchid.to_owned(), out_trade_no.to_owned())).map(|o| o.state)
     }
@@ -640,8 +859,14 @@ impl Sandbox {
             ("GET", ["v3", "pay", "transactions", "out-trade-no", no]) => Ok(self.query_order(&mchid, query.get("mchid"), Some(no), None)),
             ("GET", ["v3", "pay", "transactions", "id", id]) => Ok(self.query_order(&mchid, query.get("mchid"), None, Some(id))),
             ("POST", ["v3", "pay", "transactions", "out-trade-no", no, "close"]) => json_body().map(|b| self.close(&mchid, &b, no)),
+            ("POST", ["v3", "pay", "partner", "transactions", "jsapi"]) => json_body().map(|b| self.partner_jsapi(&mchid, &b)),
+            ("GET", ["v3", "pay", "partner", "transactions", "out-trade-no", no]) => Ok(self.partner_query(&mchid, &query, Some(no), None)),
+            ("GET", ["v3", "pay", "partner", "transactions", "id", id]) => Ok(self.partner_query(&mchid, &query, None, Some(id))),
+            ("POST", ["v3", "pay", "partner", "transactions", "out-trade-no", no, "close"]) => {
+                json_body().map(|b| self.partner_close(&mchid, &b, no))
+            }
             ("POST", ["v3", "refund", "domestic", "refunds"]) => json_body().map(|b| self.refund(&mchid, &b)),
-            ("GET", ["v3", "refund", "domestic", "refunds", no]) => Ok(self.query_refund(&mchid, no)),
+            ("GET", ["v3", "refund", "domestic", "refunds", no]) => Ok(self.query_refund(&mchid, query.get("sub_mchid"), no)),
             ("GET", ["v3", "bill", "tradebill"]) => Ok(self.trade_bill(&mchid, &query, base)),
             ("GET", ["v3", "billdownload", "file"]) => return self.bill_file(&mchid, query.get("token")),
             _ => Ok(Answer::error(404, "NOT_FOUND", format!("the sandbox pay platform has no {method} {path}"))),
@@ -664,75 +889,110 @@ impl Sandbox {
         Ok(auth.mchid)
     }
 
+    /// A merchant's own JSAPI order (`/v3/pay/transactions/jsapi`).
     fn jsapi(&self, mchid: &str, body: &Value) -> Answer {
         let parsed = (|| {
             let appid = str_field(body, "appid")?;
             if str_field(body, "mchid")? != mchid {
                 return Err(Answer::param("mchid", "is not the merchant that signed the request"));
             }
-            let description = str_field(body, "description")?;
-            if description.len() > 127 {
-                return Err(Answer::param("description", "is longer than 127 bytes"));
-            }
-            let out_trade_no = str_field(body, "out_trade_no")?;
-            if !is_out_trade_no(out_trade_no) {
-                return Err(Answer::param("out_trade_no", "must be 6 to 32 of 0-9 A-Z a-z _ - *"));
-            }
-            let notify_url = str_field(body, "notify_url")?;
-            check_notify_url(notify_url).map_err(|why| Answer::param("notify_url", why))?;
-            let attach = opt_str_field(body, "attach")?;
-            if attach.is_some_and(|a| a.len() > 128) {
-                return Err(Answer::param("attach", "is longer than 128 bytes"));
-            }
-            let time_expire = match opt_str_field(body, "time_expire")? {
-                None => None,
-                Some(t) => Some(
-                    DateTime::parse_from_rfc3339(t)
-                        .map_err(|_| Answer::param("time_expire", "must be an RFC 3339 time"))?
-                        .with_timezone(&Utc),
-                ),
-            };
-            if time_expire.is_some_and(|t| t <= Utc::now()) {
-                return Err(Answer::param("time_expire", "has passed"));
-            }
-            let total = amount_field(body, "total")?;
-            let openid =
-                body.get("payer").map(|p| str_field(p, "openid")).unwrap_or_else(|| Err(Answer::param("payer.openid", "is required")))?;
-            Ok(Order {
-                mchid: mchid.to_owned(),
-                appid: appid.to_owned(),
-                out_trade_no: out_trade_no.to_owned(),
-                description: description.to_owned(),
-                attach: attach.map(str::to_owned),
-                notify_url: notify_url.to_owned(),
-                total,
-                openid: openid.to_owned(),
-                time_expire,
-                prepay_id: String::new(),
-                state: TradeState::NotPay,
-                transaction_id: None,
-                success_time: None,
-                refunds: Vec::new(),
-                reported_total: None,
-            })
+            let mut order = order_fields(body)?;
+            order.openid = payer_field(body, "openid")?.to_owned();
+            order.mchid = mchid.to_owned();
+            order.appid = appid.to_owned();
+            Ok(order)
         })();
-        let mut order = match parsed {
+        let order = match parsed {
             Ok(o) => o,
             Err(refusal) => return refusal,
         };
-        let mut state = self.lock();
-        let pay = &mut state.pay;
-        if pay.merchants.get(mchid).is_none_or(|m| m.issued.appid != order.appid) {
+        if self.lock().pay.merchants.get(mchid).is_none_or(|m| m.issued.appid != order.appid) {
             return Answer::error(400, "APPID_MCHID_NOT_MATCH", "appid and mchid do not belong together");
         }
-        let key = (mchid.to_owned(), order.out_trade_no.clone());
+        self.place_order(order)
+    }
+
+    /// A provider's JSAPI order for one of its sub-merchants
+    /// (`/v3/pay/partner/transactions/jsapi`): kept under the `sub_mchid`.
+    fn partner_jsapi(&self, signer: &str, body: &Value) -> Answer {
+        let parsed = (|| {
+            let sp_appid = str_field(body, "sp_appid")?;
+            if str_field(body, "sp_mchid")? != signer {
+                return Err(Answer::param("sp_mchid", "is not the provider that signed the request"));
+            }
+            let sub_mchid = str_field(body, "sub_mchid")?;
+            let sub_appid = opt_str_field(body, "sub_appid")?;
+            let mut order = order_fields(body)?;
+            order.profit_sharing = profit_sharing_field(body)?;
+            // The payer is named in the app they pay in: the sub-merchant's when it is given.
+            order.openid = match sub_appid {
+                Some(_) => payer_field(body, "sub_openid")?.to_owned(),
+                None if body.get("payer").and_then(|p| p.get("sub_openid")).is_some() => {
+                    return Err(Answer::param("payer.sub_openid", "needs sub_appid; without it name the payer by sp_openid"));
+                }
+                None => payer_field(body, "sp_openid")?.to_owned(),
+            };
+            order.mchid = sub_mchid.to_owned();
+            order.appid = sp_appid.to_owned();
+            order.sp_mchid = Some(signer.to_owned());
+            order.sub_appid = sub_appid.map(str::to_owned);
+            Ok(order)
+        })();
+        let order = match parsed {
+            Ok(o) => o,
+            Err(refusal) => return refusal,
+        };
+        let sub = match self.sub_merchant_of(signer, &order.mchid) {
+            Ok(sub) => sub,
+            Err(refusal) => return refusal,
+        };
+        if self.lock().pay.merchants.get(signer).is_none_or(|m| m.issued.appid != order.appid) {
+            return Answer::error(400, "APPID_MCHID_NOT_MATCH", "sp_appid and sp_mchid do not belong together");
+        }
+        if order.sub_appid.is_some() && order.sub_appid != sub.sub_appid {
+            return Answer::error(400, "APPID_MCHID_NOT_MATCH", "sub_appid and sub_mchid do not belong together");
+        }
+        self.place_order(order)
+    }
+
+    /// The sub-merchant `sub_mchid` of provider `signer`, or the platform's refusal: the two
+    /// have no service relationship (受理关系).
+    fn sub_merchant_of(&self, signer: &str, sub_mchid: &str) -> Result<SandboxSubMerchant, Answer> {
+        match self.lock().pay.sub_merchants.get(sub_mchid) {
+            Some(sub) if sub.sp_mchid == signer => Ok(sub.clone()),
+            _ => Err(Answer::error(
+                400,
+                "INVALID_REQUEST",
+                format!("受理关系不存在: sub_mchid {sub_mchid} is not a sub-merchant of sp_mchid {signer}"),
+            )),
+        }
+    }
+
+    /// Whose records a call acts on: the sub-merchant it names (which must be one of the
+    /// signer's), else the signer's own.
+    fn records_of(&self, signer: &str, sub_mchid: Option<&str>) -> Result<String, Answer> {
+        match sub_mchid {
+            None => Ok(signer.to_owned()),
+            Some(sub) => self.sub_merchant_of(signer, sub).map(|s| s.sub_mchid),
+        }
+    }
+
+    /// Keeps a checked order under its `mchid` (a merchant's or a sub-merchant's): the same
+    /// number again with the same details gets the same `prepay_id`.
+    fn place_order(&self, mut order: Order) -> Answer {
+        let mut state = self.lock();
+        let pay = &mut state.pay;
+        let key = (order.mchid.clone(), order.out_trade_no.clone());
         if let Some(known) = pay.orders.get(&key) {
             let same = known.appid == order.appid
                 && known.description == order.description
                 && known.total == order.total
                 && known.openid == order.openid
                 && known.notify_url == order.notify_url
-                && known.attach == order.attach;
+                && known.attach == order.attach
+                && known.sp_mchid == order.sp_mchid
+                && known.sub_appid == order.sub_appid
+                && known.profit_sharing == order.profit_sharing;
             return match known.state {
                 _ if !same => Answer::error(400, "INVALID_REQUEST", "out_trade_no is already used with other details"),
                 TradeState::Success | TradeState::Refund => Answer::error(400, "ORDERPAID", "the order is paid"),
@@ -744,7 +1004,7 @@ impl Sandbox {
             return Answer::error(429, "FREQUENCY_LIMITED", format!("the sandbox keeps at most {KEEP_ORDERS} orders"));
         }
         order.prepay_id = format!("wx{}{}", Utc::now().with_timezone(&cst()).format("%d%H%M%S"), random_hex(13));
-        log::info!("sandbox pay platform: order {} of {mchid}, {} fen", order.out_trade_no, order.total);
+        log::info!("sandbox pay platform: order {} of {}, {} fen", order.out_trade_no, order.mchid, order.total);
         let answer = Answer::ok(json!({"prepay_id": order.prepay_id}));
         pay.orders.insert(key, order);
         answer
@@ -755,6 +1015,32 @@ impl Sandbox {
         if query_mchid.map(String::as_str) != Some(mchid) {
             return Answer::error(400, "PARAM_ERROR", "the query must name mchid, the merchant that signed the request");
         }
+        self.find_transaction(mchid, out_trade_no, transaction_id)
+    }
+
+    /// A sub-merchant's order by `out_trade_no` or by `transaction_id`, asked by its provider
+    /// (`?sp_mchid=&sub_mchid=`).
+    fn partner_query(
+        &self,
+        signer: &str,
+        query: &HashMap<String, String>,
+        out_trade_no: Option<&str>,
+        transaction_id: Option<&str>,
+    ) -> Answer {
+        if query.get("sp_mchid").map(String::as_str) != Some(signer) {
+            return Answer::error(400, "PARAM_ERROR", "the query must name sp_mchid, the provider that signed the request");
+        }
+        let Some(sub_mchid) = query.get("sub_mchid") else {
+            return Answer::error(400, "PARAM_ERROR", "the query must name sub_mchid");
+        };
+        match self.sub_merchant_of(signer, sub_mchid) {
+            Ok(sub) => self.find_transaction(&sub.sub_mchid, out_trade_no, transaction_id),
+            Err(refusal) => refusal,
+        }
+    }
+
+    /// The order of `mchid` (a merchant or a sub-merchant) by number or transaction id.
+    fn find_transaction(&self, mchid: &str, out_trade_no: Option<&str>, transaction_id: Option<&str>) -> Answer {
         let state = self.lock();
         let found = state.pay.orders.iter().find(|((m, no), o)| {
             m == mchid
@@ -773,6 +1059,28 @@ impl Sandbox {
             Ok(_) => return Answer::param("mchid", "is not the merchant that signed the request"),
             Err(refusal) => return refusal,
         }
+        self.close_order_of(mchid, out_trade_no)
+    }
+
+    /// A provider closes a sub-merchant's order (`{sp_mchid, sub_mchid}`).
+    fn partner_close(&self, signer: &str, body: &Value, out_trade_no: &str) -> Answer {
+        match str_field(body, "sp_mchid") {
+            Ok(m) if m == signer => {}
+            Ok(_) => return Answer::param("sp_mchid", "is not the provider that signed the request"),
+            Err(refusal) => return refusal,
+        }
+        let sub_mchid = match str_field(body, "sub_mchid") {
+            Ok(sub) => sub,
+            Err(refusal) => return refusal,
+        };
+        match self.sub_merchant_of(signer, sub_mchid) {
+            Ok(sub) => self.close_order_of(&sub.sub_mchid, out_trade_no),
+            Err(refusal) => refusal,
+        }
+    }
+
+    /// Closes the unpaid order `out_trade_no` of `mchid` (a merchant or a sub-merchant).
+    fn close_order_of(&self, mchid: &str, out_trade_no: &str) -> Answer {
         let mut state = self.lock();
         let Some(order) = state.pay.orders.get_mut(&(mchid.to_owned(), out_trade_no.to_owned())) else {
             return Answer::error(404, "ORDER_NOT_EXIST", "the order does not exist");
@@ -786,7 +1094,14 @@ impl Sandbox {
         }
     }
 
-    fn refund(&self, mchid: &str, body: &Value) -> Answer {
+    /// A refund of a merchant's own order, or, with `sub_mchid` in the body, of a sub-merchant's
+    /// order asked by its provider.
+    fn refund(&self, signer: &str, body: &Value) -> Answer {
+        let mchid = match opt_str_field(body, "sub_mchid").and_then(|sub| self.records_of(signer, sub)) {
+            Ok(owner) => owner,
+            Err(refusal) => return refusal,
+        };
+        let mchid = mchid.as_str();
         let parsed = (|| {
             let out_refund_no = str_field(body, "out_refund_no")?;
             if !is_out_refund_no(out_refund_no) {
@@ -884,7 +1199,13 @@ impl Sandbox {
         answer
     }
 
-    fn query_refund(&self, mchid: &str, out_refund_no: &str) -> Answer {
+    /// A refund of the signer's own, or of its sub-merchant `sub_mchid`.
+    fn query_refund(&self, signer: &str, sub_mchid: Option<&String>, out_refund_no: &str) -> Answer {
+        let mchid = match self.records_of(signer, sub_mchid.map(String::as_str)) {
+            Ok(owner) => owner,
+            Err(refusal) => return refusal,
+        };
+        let mchid = mchid.as_str();
         let state = self.lock();
         let refund = state.pay.refunds.get(&(mchid.to_owned(), out_refund_no.to_owned()));
         match refund.and_then(|r| state.pay.orders.get(&(mchid.to_owned(), r.out_trade_no.clone())).map(|o| (r, o))) {
@@ -893,7 +1214,13 @@ impl Sandbox {
         }
     }
 
-    fn trade_bill(&self, mchid: &str, query: &HashMap<String, String>, base: &str) -> Answer {
+    /// The day's bill of the signer's own orders, or of its sub-merchant's (`sub_mchid`); only
+    /// the signer may download it.
+    fn trade_bill(&self, signer: &str, query: &HashMap<String, String>, base: &str) -> Answer {
+        let owner = match self.records_of(signer, query.get("sub_mchid").map(String::as_str)) {
+            Ok(owner) => owner,
+            Err(refusal) => return refusal,
+        };
         let Some(date) = query.get("bill_date").and_then(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").ok()) else {
             return Answer::error(400, "PARAM_ERROR", "bill_date must be YYYY-MM-DD");
         };
@@ -914,7 +1241,7 @@ impl Sandbox {
         let mut state = self.lock();
         let pay = &mut state.pay;
         let base = pay.public_base.clone().unwrap_or_else(|| base.to_owned());
-        let Some(text) = bill::trade_bill(pay, mchid, date, bill_type) else {
+        let Some(text) = bill::trade_bill(pay, &owner, date, bill_type) else {
             return Answer::error(400, "NO_STATEMENT_EXIST", "no bill for this day");
         };
         let token = random_hex(16);
@@ -922,7 +1249,7 @@ impl Sandbox {
         if pay.bills.len() >= KEEP_BILLS {
             pay.bills.pop_front();
         }
-        pay.bills.push_back((token.clone(), mchid.to_owned(), text.into_bytes()));
+        pay.bills.push_back((token.clone(), signer.to_owned(), text.into_bytes()));
         Answer::ok(json!({"hash_type": "SHA1", "hash_value": hash, "download_url": format!("{base}/v3/billdownload/file?token={token}")}))
     }
 
@@ -1175,6 +1502,209 @@ mod tests {
         let unsigned = sb.pay_call("GET", "/v3/pay/transactions/out-trade-no/T000001", query, None, b"", "http://h");
         assert_eq!(code(&unsigned), (401, "SIGN_ERROR".into()));
         assert_eq!(code(&call(&sb, &m, "GET", "/v3/certificates", "", 0)), (404, "NOT_FOUND".into()));
+    }
+
+    #[test]
+    fn a_sub_merchant_is_registered_under_one_provider() {
+        let sb = Sandbox::new();
+        sb.register_merchant("1900000109", "wx_sp").unwrap();
+        sb.register_merchant("1900000110", "wx_sp2").unwrap();
+
+        let sub = sb.register_sub_merchant("1900000109", "1900000200", Some("wx_sub")).unwrap();
+
+        assert_eq!(
+            sub,
+            SandboxSubMerchant {
+                sp_mchid: "1900000109".into(),
+                sub_mchid: "1900000200".into(),
+                sub_appid: Some("wx_sub".into()),
+                max_ratio: 3000
+            }
+        );
+        assert_eq!(sb.register_sub_merchant("1900000109", "1900000200", Some("wx_sub")).unwrap(), sub, "the same again is the same");
+        assert_eq!(sb.sub_merchant("1900000200"), Some(sub));
+        assert_eq!(sb.sub_merchant("1900000201"), None);
+        let refusals = [
+            sb.register_sub_merchant("1900000110", "1900000200", Some("wx_sub")),
+            sb.register_sub_merchant("1900000109", "1900000200", None),
+            sb.register_sub_merchant("1900000109", "1900000110", None),
+            sb.register_sub_merchant("1900000999", "1900000201", None),
+            sb.register_sub_merchant("1900000109", "19 00", None),
+            sb.register_sub_merchant("1900000109", "1900000201", Some("wx-sub")),
+        ];
+        let messages: Vec<String> = refusals.into_iter().map(|r| r.unwrap_err()).collect();
+        assert!(messages[0].contains("another provider"), "{}", messages[0]);
+        assert!(messages[1].contains("another sub_appid"), "{}", messages[1]);
+        assert!(messages[2].contains("a merchant of its own"), "{}", messages[2]);
+        assert!(messages[3].contains("not a merchant registered"), "{}", messages[3]);
+        assert!(sb.register_merchant("1900000200", "wx_sub").unwrap_err().contains("sub-merchant"), "a sub-merchant is not a merchant");
+        let plain = sb.register_sub_merchant("1900000109", "1900000201", None).unwrap();
+        assert_eq!((plain.sub_appid, plain.max_ratio), (None, DEFAULT_MAX_RATIO));
+    }
+
+    /// A partner order of `sub_mchid` placed by `sp_mchid`: the payer in `sub_appid` when given.
+    fn partner_order(sp_mchid: &str, sub_mchid: &str, sub_appid: Option<&str>, no: &str) -> Value {
+        let mut order = json!({
+            "sp_appid": "wx_sp", "sp_mchid": sp_mchid, "sub_mchid": sub_mchid, "description": "Tea", "out_trade_no": no,
+            "notify_url": "http://127.0.0.1:9/n", "settle_info": {"profit_sharing": true}, "amount": {"total": 100, "currency": "CNY"},
+            "payer": {"sp_openid": "o-sp-ann"},
+        });
+        if let Some(sub_appid) = sub_appid {
+            order["sub_appid"] = json!(sub_appid);
+            order["payer"] = json!({"sub_openid": "o-sub-ann"});
+        }
+        order
+    }
+
+    #[test]
+    fn partner_orders_are_the_sub_merchants_and_only_its_provider_reaches_them() {
+        let sb = Sandbox::new();
+        let sp = sb.register_merchant("1900000109", "wx_sp").unwrap();
+        let other_sp = sb.register_merchant("1900000110", "wx_sp").unwrap();
+        sb.register_sub_merchant("1900000109", "1900000200", Some("wx_sub")).unwrap();
+        sb.register_sub_merchant("1900000110", "1900000300", None).unwrap();
+        let jsapi = "/v3/pay/partner/transactions/jsapi";
+        let place = |m: &SandboxMerchant, body: &Value| call(&sb, m, "POST", jsapi, &body.to_string(), 0);
+
+        let placed = place(&sp, &partner_order("1900000109", "1900000200", Some("wx_sub"), "T_SP_001"));
+
+        assert_eq!(placed.status, 200);
+        let order = sb.lock().pay.orders[&("1900000200".to_owned(), "T_SP_001".to_owned())].clone();
+        assert_eq!(
+            (order.sp_mchid.as_deref(), order.sub_appid.as_deref(), order.appid.as_str(), order.openid.as_str(), order.profit_sharing),
+            (Some("1900000109"), Some("wx_sub"), "wx_sp", "o-sub-ann", true)
+        );
+        assert_eq!(sb.trade_state("1900000200", "T_SP_001"), Some(TradeState::NotPay));
+        assert_eq!(sb.trade_state("1900000109", "T_SP_001"), None, "not the provider's own order");
+        // The provider queries it on the partner endpoint, in the partner shape.
+        let query = "/v3/pay/partner/transactions/out-trade-no/T_SP_001?sp_mchid=1900000109&sub_mchid=1900000200";
+        let answer = call(&sb, &sp, "GET", query, "", 0).body.unwrap();
+        assert_eq!(
+            (&answer["sp_mchid"], &answer["sub_mchid"], &answer["sp_appid"], &answer["sub_appid"], &answer["payer"]),
+            (&json!("1900000109"), &json!("1900000200"), &json!("wx_sp"), &json!("wx_sub"), &json!({"sub_openid": "o-sub-ann"}))
+        );
+        assert!(answer.get("mchid").is_none() && answer.get("appid").is_none(), "{answer}");
+
+        // Refused: another provider's sub-merchant, a sp_mchid that is not the signer, a wrong
+        // sub_appid or sp_appid, the payer named in the wrong app.
+        let not_mine = place(&sp, &partner_order("1900000109", "1900000300", None, "T_SP_002"));
+        let not_signer = place(&sp, &partner_order("1900000110", "1900000200", None, "T_SP_002"));
+        let wrong_sub_app = place(&sp, &partner_order("1900000109", "1900000200", Some("wx_other"), "T_SP_002"));
+        let mut wrong_sp_app = partner_order("1900000109", "1900000200", None, "T_SP_002");
+        wrong_sp_app["sp_appid"] = json!("wx_other");
+        let mut sub_openid_without_app = partner_order("1900000109", "1900000200", None, "T_SP_002");
+        sub_openid_without_app["payer"] = json!({"sub_openid": "o-sub-ann"});
+        let mut sp_openid_with_app = partner_order("1900000109", "1900000200", Some("wx_sub"), "T_SP_002");
+        sp_openid_with_app["payer"] = json!({"sp_openid": "o-sp-ann"});
+        let mut profit_sharing_text = partner_order("1900000109", "1900000200", None, "T_SP_002");
+        profit_sharing_text["settle_info"] = json!({"profit_sharing": "yes"});
+        assert_eq!(code(&not_mine), (400, "INVALID_REQUEST".into()));
+        assert_eq!(code(&not_signer), (400, "PARAM_ERROR".into()));
+        assert_eq!(code(&wrong_sub_app), (400, "APPID_MCHID_NOT_MATCH".into()));
+        assert_eq!(code(&place(&sp, &wrong_sp_app)), (400, "APPID_MCHID_NOT_MATCH".into()));
+        assert_eq!(code(&place(&sp, &sub_openid_without_app)), (400, "PARAM_ERROR".into()));
+        assert_eq!(code(&place(&sp, &sp_openid_with_app)), (400, "PARAM_ERROR".into()));
+        assert_eq!(code(&place(&sp, &profit_sharing_text)), (400, "PARAM_ERROR".into()));
+        assert_eq!(sb.trade_state("1900000200", "T_SP_002"), None);
+
+        // Another provider cannot query, close or refund it; the provider's direct calls do not see it.
+        let foreign = "/v3/pay/partner/transactions/out-trade-no/T_SP_001?sp_mchid=1900000110&sub_mchid=1900000200";
+        assert_eq!(code(&call(&sb, &other_sp, "GET", foreign, "", 0)), (400, "INVALID_REQUEST".into()));
+        let close = "/v3/pay/partner/transactions/out-trade-no/T_SP_001/close";
+        let foreign_close = json!({"sp_mchid": "1900000110", "sub_mchid": "1900000200"}).to_string();
+        assert_eq!(code(&call(&sb, &other_sp, "POST", close, &foreign_close, 0)), (400, "INVALID_REQUEST".into()));
+        let direct = "/v3/pay/transactions/out-trade-no/T_SP_001?mchid=1900000109";
+        assert_eq!(code(&call(&sb, &sp, "GET", direct, "", 0)), (404, "ORDER_NOT_EXIST".into()));
+        let direct_close = json!({"mchid": "1900000109"}).to_string();
+        let closed_directly = call(&sb, &sp, "POST", "/v3/pay/transactions/out-trade-no/T_SP_001/close", &direct_close, 0);
+        assert_eq!(code(&closed_directly), (404, "ORDER_NOT_EXIST".into()));
+        let no_sub = "/v3/pay/partner/transactions/out-trade-no/T_SP_001?sp_mchid=1900000109";
+        assert_eq!(code(&call(&sb, &sp, "GET", no_sub, "", 0)), (400, "PARAM_ERROR".into()));
+        let own_close = json!({"sp_mchid": "1900000109", "sub_mchid": "1900000200"}).to_string();
+        assert_eq!(call(&sb, &sp, "POST", close, &own_close, 0).status, 204);
+        assert_eq!(sb.trade_state("1900000200", "T_SP_001"), Some(TradeState::Closed));
+    }
+
+    #[tokio::test]
+    async fn a_sub_merchants_payment_refund_and_bill_are_its_own_and_notified_under_the_providers_key() {
+        let sb = Sandbox::new();
+        sb.set_notify_retry_delays(Vec::new());
+        let sp = sb.register_merchant("1900000109", "wx_sp").unwrap();
+        sb.register_sub_merchant("1900000109", "1900000200", None).unwrap();
+        let order = partner_order("1900000109", "1900000200", None, "T_SP_001");
+        assert_eq!(call(&sb, &sp, "POST", "/v3/pay/partner/transactions/jsapi", &order.to_string(), 0).status, 200);
+
+        let paid = sb.pay_order(Some("1900000200"), "T_SP_001", PaymentResult::Success).await.unwrap();
+
+        assert_eq!((paid.mchid.as_str(), paid.trade_state.as_str()), ("1900000200", "SUCCESS"));
+        let notification = paid.notification.unwrap();
+        assert_eq!(notification.resource["sub_mchid"], "1900000200");
+        assert_eq!(notification.resource["payer"], json!({"sp_openid": "o-sp-ann"}));
+        let sealed: Value = serde_json::from_str(&notification.body).unwrap();
+        let r = &sealed["resource"];
+        let opened = open_resource(&sp.api_v3_key, r);
+        assert_eq!(opened, notification.resource, "sealed with the provider's APIv3 key");
+        let replayed = sb.signed_notifications(Some("1900000200"), "T_SP_001", 1).unwrap();
+        let replayed: Value = serde_json::from_str(&replayed[0].body).unwrap();
+        assert_eq!(open_resource(&sp.api_v3_key, &replayed["resource"])["sub_mchid"], "1900000200", "notify-requests too");
+        // notify-lose and notify-fail act on a sub-merchant's notifications as on any.
+        sb.lose_next_notifications(1);
+        let refund = json!({
+            "sub_mchid": "1900000200", "out_trade_no": "T_SP_001", "out_refund_no": "R_SP_0", "amount": {"refund": 10, "total": 100},
+        });
+        assert_eq!(call(&sb, &sp, "POST", "/v3/refund/domestic/refunds", &refund.to_string(), 0).status, 200);
+        let lost = sb.settle_refund(Some("1900000200"), "R_SP_0", RefundResult::Closed).await.unwrap();
+        assert!(lost.notification.unwrap().lost);
+
+        // A refund names the sub-merchant; without it, the provider's own (none) are meant.
+        let refund = json!({
+            "sub_mchid": "1900000200", "out_trade_no": "T_SP_001", "out_refund_no": "R_SP_1", "amount": {"refund": 30, "total": 100, "currency": "CNY"},
+        });
+        let accepted = call(&sb, &sp, "POST", "/v3/refund/domestic/refunds", &refund.to_string(), 0);
+        assert_eq!(accepted.body.unwrap()["sub_mchid"], "1900000200");
+        let mut direct_refund = refund.clone();
+        direct_refund.as_object_mut().unwrap().remove("sub_mchid");
+        direct_refund["out_refund_no"] = json!("R_SP_2");
+        assert_eq!(
+            code(&call(&sb, &sp, "POST", "/v3/refund/domestic/refunds", &direct_refund.to_string(), 0)),
+            (404, "RESOURCE_NOT_EXISTS".into())
+        );
+        let queried = call(&sb, &sp, "GET", "/v3/refund/domestic/refunds/R_SP_1?sub_mchid=1900000200", "", 0);
+        assert_eq!(queried.body.unwrap()["status"], "PROCESSING");
+        assert_eq!(code(&call(&sb, &sp, "GET", "/v3/refund/domestic/refunds/R_SP_1", "", 0)), (404, "RESOURCE_NOT_EXISTS".into()));
+        let settled = sb.settle_refund(Some("1900000200"), "R_SP_1", RefundResult::Success).await.unwrap();
+        let resource = settled.notification.unwrap().resource;
+        assert_eq!((&resource["sp_mchid"], &resource["sub_mchid"]), (&json!("1900000109"), &json!("1900000200")));
+        assert!(resource.get("mchid").is_none(), "{resource}");
+
+        // The sub-merchant's bill: the provider under 商户号, the sub-merchant under 特约商户号.
+        let today = Utc::now().with_timezone(&cst()).format("%Y-%m-%d").to_string();
+        let answer = call(&sb, &sp, "GET", &format!("/v3/bill/tradebill?bill_date={today}&sub_mchid=1900000200&bill_type=ALL"), "", 0);
+        let url = answer.body.unwrap()["download_url"].as_str().unwrap().to_owned();
+        let file = call(&sb, &sp, "GET", url.trim_start_matches("http://h/sandbox/pay"), "", 0);
+        let Some(Value::String(text)) = file.body else { panic!("no bill") };
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 6, "{text}"); // header, the payment, two refunds, summary header and row
+        assert!(lines[1].contains(",`wx_sp,`1900000109,`1900000200,`,`") && lines[1].contains(",`T_SP_001,`o-sp-ann,`"), "{}", lines[1]);
+        let own = call(&sb, &sp, "GET", &format!("/v3/bill/tradebill?bill_date={today}&bill_type=ALL"), "", 0);
+        assert_eq!(code(&own), (400, "NO_STATEMENT_EXIST".into()), "the provider's own bill has none of it");
+    }
+
+    /// Opens a notification resource as the merchant would, with `api_v3_key`.
+    fn open_resource(api_v3_key: &str, resource: &Value) -> Value {
+        use base64::Engine;
+        let raw = base64::engine::general_purpose::STANDARD.decode(resource["ciphertext"].as_str().unwrap()).unwrap();
+        let (ciphertext, tag) = raw.split_at(raw.len() - 16);
+        let plain = openssl::symm::decrypt_aead(
+            openssl::symm::Cipher::aes_256_gcm(),
+            api_v3_key.as_bytes(),
+            Some(resource["nonce"].as_str().unwrap().as_bytes()),
+            resource["associated_data"].as_str().unwrap().as_bytes(),
+            ciphertext,
+            tag,
+        )
+        .unwrap();
+        serde_json::from_slice(&plain).unwrap()
     }
 
     #[tokio::test]

@@ -1,9 +1,9 @@
-//! Notifications: built under the lock (resource encrypted with the merchant's APIv3 key),
-//! then posted to the notify URL, signed with the platform key at each attempt. A failed
-//! attempt (no answer within 5 s, or not 2xx) is retried in the background after each of the
-//! retry delays. `notify-fail` makes the next notifications go twice and out of order: each
-//! one's copy is held back and sent right after the next notification, or after
-//! [`HOLD_DUPLICATE`] when none follows.
+//! Notifications: built under the lock (resource encrypted with the merchant's APIv3 key, the
+//! provider's for a sub-merchant's order or refund), then posted to the notify URL, signed
+//! with the platform key at each attempt. A failed attempt (no answer within 5 s, or not 2xx)
+//! is retried in the background after each of the retry delays. `notify-fail` makes the next
+//! notifications go twice and out of order: each one's copy is held back and sent right after
+//! the next notification, or after [`HOLD_DUPLICATE`] when none follows.
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -163,10 +163,10 @@ fn build(event: Event<'_>, api_v3_key: &str) -> Result<PayNotification, String> 
 }
 
 impl Sandbox {
-    /// The payer pays order `out_trade_no` (of `mchid`, needed only when several merchants use
-    /// that number): `SUCCESS` (from `NOTPAY` or `PAYERROR`) sends a `TRANSACTION.SUCCESS`
-    /// notification, whose first attempt is made before this returns; `PAYERROR` sends none,
-    /// as on the platform. A paid, closed or expired order cannot be paid.
+    /// The payer pays order `out_trade_no` (of `mchid`, a merchant or a sub-merchant, needed
+    /// only when several use that number): `SUCCESS` (from `NOTPAY` or `PAYERROR`) sends a
+    /// `TRANSACTION.SUCCESS` notification, whose first attempt is made before this returns;
+    /// `PAYERROR` sends none, as on the platform. A paid, closed or expired order cannot be paid.
     pub async fn pay_order(&self, mchid: Option<&str>, out_trade_no: &str, result: PaymentResult) -> Result<SettleReport, String> {
         self.pay_order_at(mchid, out_trade_no, result, None).await
     }
@@ -185,7 +185,7 @@ impl Sandbox {
             let pay = &mut state.pay;
             let key = pay.find_order(mchid, out_trade_no)?;
             let id = pay.next();
-            let api_v3_key = pay.merchants.get(&key.0).map(|m| m.issued.api_v3_key.clone()).unwrap_or_default();
+            let api_v3_key = pay.api_v3_key(&key.0);
             let order = pay.orders.get_mut(&key).ok_or_else(|| format!("no order {out_trade_no}"))?;
             match order.state {
                 TradeState::NotPay | TradeState::PayError | TradeState::UserPaying => {}
@@ -247,7 +247,7 @@ impl Sandbox {
             let state = self.lock();
             let pay = &state.pay;
             let key = pay.find_order(mchid, out_trade_no)?;
-            let api_v3_key = pay.merchants.get(&key.0).map(|m| m.issued.api_v3_key.clone()).unwrap_or_default();
+            let api_v3_key = pay.api_v3_key(&key.0);
             let order = pay.orders.get(&key).ok_or_else(|| format!("no order {out_trade_no}"))?;
             if order.state != TradeState::Success {
                 return Err(format!("order {out_trade_no} is not paid"));
@@ -283,8 +283,10 @@ impl Sandbox {
     }
 
     /// The payer pays with what the mini-program got for `wx.requestPayment`, checked as the
-    /// payer's app checks it: the package names a known prepay id, the app id is the order's,
-    /// `signType` is `RSA` and `paySign` verifies with the merchant certificate. Then as
+    /// payer's app checks it: the package names a known prepay id, the app id is the one the
+    /// payer pays in (a sub-merchant order's `sub_appid` when it named one, else the order's
+    /// appid or `sp_appid`), `signType` is `RSA` and `paySign` verifies with the certificate
+    /// of the merchant that placed the order (a sub-merchant order's provider). Then as
     /// [`Sandbox::pay_order`].
     pub async fn pay_with_params(&self, params: &PayParams, result: PaymentResult) -> Result<SettleReport, String> {
         let (mchid, out_trade_no) = self.check_pay_params(params)?;
@@ -299,10 +301,11 @@ impl Sandbox {
         }
         let state = self.lock();
         let order = state.pay.orders.values().find(|o| o.prepay_id == prepay_id).ok_or("no order has this prepay_id")?;
-        if order.appid != params.app_id {
+        if order.payer_appid() != params.app_id {
             return Err("appId is not the order's".into());
         }
-        let merchant = state.pay.merchants.get(&order.mchid).ok_or("the order's merchant is gone")?;
+        // A sub-merchant's order is signed for by its provider.
+        let merchant = state.pay.merchants.get(order.signer()).ok_or("the order's merchant is gone")?;
         if !keys::verify_pay_sign(
             &merchant.public_key,
             &params.app_id,
@@ -316,16 +319,17 @@ impl Sandbox {
         Ok((order.mchid.clone(), order.out_trade_no.clone()))
     }
 
-    /// Refund `out_refund_no` (of `mchid`, needed only when several merchants use that number)
-    /// settles from `PROCESSING`; a `REFUND.SUCCESS`, `REFUND.ABNORMAL` or `REFUND.CLOSED`
-    /// notification follows, its first attempt made before this returns. A closed refund frees
+    /// Refund `out_refund_no` (of `mchid`, a merchant or a sub-merchant, needed only when
+    /// several use that number) settles from `PROCESSING`; a `REFUND.SUCCESS`,
+    /// `REFUND.ABNORMAL` or `REFUND.CLOSED` notification follows, its first attempt made before
+    /// this returns. A closed refund frees
     /// its amount for other refunds.
     pub async fn settle_refund(&self, mchid: Option<&str>, out_refund_no: &str, result: RefundResult) -> Result<SettleReport, String> {
         let (mut report, seq) = {
             let mut state = self.lock();
             let pay = &mut state.pay;
             let key = pay.find_refund(mchid, out_refund_no)?;
-            let api_v3_key = pay.merchants.get(&key.0).map(|m| m.issued.api_v3_key.clone()).unwrap_or_default();
+            let api_v3_key = pay.api_v3_key(&key.0);
             let refund = pay.refunds.get_mut(&key).ok_or_else(|| format!("no refund {out_refund_no}"))?;
             if refund.status != "PROCESSING" {
                 return Err(format!("refund {out_refund_no} is already {}", refund.status));
@@ -349,6 +353,12 @@ impl Sandbox {
             });
             if let Some(at) = refund.success_time {
                 resource["success_time"] = json!(platform_time(at));
+            }
+            if let (Some(sp_mchid), Some(map)) = (&order.sp_mchid, resource.as_object_mut()) {
+                // The partner shape: the provider and the sub-merchant instead of `mchid`.
+                map.remove("mchid");
+                map.insert("sp_mchid".into(), json!(sp_mchid));
+                map.insert("sub_mchid".into(), json!(order.mchid));
             }
             let event = Event {
                 event_type: format!("REFUND.{}", refund.status),

@@ -10,6 +10,14 @@
 //! and checked by its SHA-1 instead ([`bill`]). Notifications are verified and decrypted by
 //! [`notify`].
 //!
+//! An account acting for a sub-merchant (`MerchantAccount::sub_merchant`, service-provider
+//! mode) goes through the platform's partner endpoints instead: orders, queries and closes
+//! under `/v3/pay/partner/transactions/…` with `sp_mchid`/`sp_appid` (the account's own) and
+//! `sub_mchid`/`sub_appid`; refunds, refund queries and the trade bill on the same paths as in
+//! direct mode, naming `sub_mchid`. The provider signs every request (its `mchid` in
+//! `Authorization`), and the provider's platform keys and APIv3 key verify and open answers and
+//! notifications, which then report the sub-merchant (`sub_mchid`). Direct mode is unchanged.
+//!
 //! Keys, the APIv3 key and signatures never appear in an error, a log line or `Debug` output.
 
 mod answers;
@@ -26,7 +34,7 @@ use async_trait::async_trait;
 use atrium_kernel::Timestamp;
 use atrium_payments::{
     BillDate, BillLine, JsapiOrder, MerchantAccount, NotificationError, NotificationRequest, PayEvent, PayParams, PayPlatform,
-    PayPlatformError, PayResult, PlatformRefund, PlatformTransaction, RefundOrder,
+    PayPlatformError, PayResult, PlatformRefund, PlatformTransaction, RefundOrder, SubMerchant,
 };
 use reqwest::Method;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, USER_AGENT};
@@ -344,25 +352,89 @@ impl WechatPay {
     }
 }
 
+/// The JSAPI order's body in direct mode: the merchant places it for itself.
+fn direct_order_body(account: &MerchantAccount, order: &JsapiOrder) -> serde_json::Value {
+    let mut body = json!({
+        "appid": account.appid,
+        "mchid": account.mchid,
+        "description": order.description,
+        "out_trade_no": order.out_trade_no,
+        "time_expire": cst(order.time_expire),
+        "notify_url": order.notify_url,
+        "amount": {"total": order.amount.fen(), "currency": "CNY"},
+        "payer": {"openid": order.openid},
+    });
+    if let Some(attach) = &order.attach {
+        body["attach"] = json!(attach);
+    }
+    body
+}
+
+/// The JSAPI order's body in service-provider mode: the provider (`account`'s `mchid` and
+/// `appid`) places it for `sub`. The payer is named in the mini-program they pay in: by
+/// `sub_openid` in the sub-merchant's own, by `sp_openid` in the provider's. Profit sharing is
+/// asked for, so the provider's share can be split off the payment later.
+fn partner_order_body(account: &MerchantAccount, sub: &SubMerchant, order: &JsapiOrder) -> serde_json::Value {
+    let payer = match &sub.sub_appid {
+        Some(_) => json!({"sub_openid": order.openid}),
+        None => json!({"sp_openid": order.openid}),
+    };
+    let mut body = json!({
+        "sp_appid": account.appid,
+        "sp_mchid": account.mchid,
+        "sub_mchid": sub.sub_mchid,
+        "description": order.description,
+        "out_trade_no": order.out_trade_no,
+        "time_expire": cst(order.time_expire),
+        "notify_url": order.notify_url,
+        "settle_info": {"profit_sharing": true},
+        "amount": {"total": order.amount.fen(), "currency": "CNY"},
+        "payer": payer,
+    });
+    if let Some(sub_appid) = &sub.sub_appid {
+        body["sub_appid"] = json!(sub_appid);
+    }
+    if let Some(attach) = &order.attach {
+        body["attach"] = json!(attach);
+    }
+    body
+}
+
+/// The refund's body; in service-provider mode it names the sub-merchant whose money goes back.
+fn refund_body(account: &MerchantAccount, refund: &RefundOrder) -> serde_json::Value {
+    let mut body = json!({
+        "out_trade_no": refund.out_trade_no,
+        "out_refund_no": refund.out_refund_no,
+        "notify_url": refund.notify_url,
+        "amount": {"refund": refund.amount.fen(), "total": refund.total.fen(), "currency": "CNY"},
+    });
+    if let Some(sub) = &account.sub_merchant {
+        body["sub_mchid"] = json!(sub.sub_mchid);
+    }
+    if let Some(reason) = &refund.reason {
+        body["reason"] = json!(reason);
+    }
+    body
+}
+
+/// `&sub_mchid=…` in service-provider mode, nothing in direct mode: the refund and bill
+/// endpoints are shared by both modes and told apart by this parameter.
+fn sub_mchid_param(account: &MerchantAccount, first: bool) -> String {
+    match &account.sub_merchant {
+        Some(sub) => format!("{}sub_mchid={}", if first { '?' } else { '&' }, segment(&sub.sub_mchid)),
+        None => String::new(),
+    }
+}
+
 #[async_trait]
 impl PayPlatform for WechatPay {
     async fn jsapi_order(&self, account: &MerchantAccount, order: &JsapiOrder) -> PayResult<String> {
         let (signer, verifier) = self.credentials(account)?;
-        let mut body = json!({
-            "appid": account.appid,
-            "mchid": account.mchid,
-            "description": order.description,
-            "out_trade_no": order.out_trade_no,
-            "time_expire": cst(order.time_expire),
-            "notify_url": order.notify_url,
-            "amount": {"total": order.amount.fen(), "currency": "CNY"},
-            "payer": {"openid": order.openid},
-        });
-        if let Some(attach) = &order.attach {
-            body["attach"] = json!(attach);
-        }
-        let call =
-            self.call(Method::POST, "/v3/pay/transactions/jsapi".into(), "/v3/pay/transactions/jsapi", Some(body.to_string()), &verifier);
+        let (path, body) = match &account.sub_merchant {
+            None => ("/v3/pay/transactions/jsapi", direct_order_body(account, order)),
+            Some(sub) => ("/v3/pay/partner/transactions/jsapi", partner_order_body(account, sub, order)),
+        };
+        let call = self.call(Method::POST, path.into(), path, Some(body.to_string()), &verifier);
         let answer: PrepayAnswer = parse(&self.send(account, &signer, call).await?, "prepay answer")?;
         Ok(answer.prepay_id)
     }
@@ -372,48 +444,65 @@ impl PayPlatform for WechatPay {
         let time_stamp = chrono::Utc::now().timestamp().to_string();
         let nonce_str = nonce();
         let package = format!("prepay_id={prepay_id}");
-        let pay_sign = signer
-            .sign(&sign::pay_sign_message(&account.appid, &time_stamp, &nonce_str, &package))
-            .map_err(PayPlatformError::Credentials)?;
-        Ok(PayParams { app_id: account.appid.clone(), time_stamp, nonce_str, package, sign_type: "RSA".into(), pay_sign })
+        // The payer's app checks `appId` against the mini-program it runs in: the sub-merchant's
+        // own when it has one; the signature is still the account's (the provider's).
+        let app_id = account.payer_appid();
+        let pay_sign =
+            signer.sign(&sign::pay_sign_message(app_id, &time_stamp, &nonce_str, &package)).map_err(PayPlatformError::Credentials)?;
+        Ok(PayParams { app_id: app_id.to_owned(), time_stamp, nonce_str, package, sign_type: "RSA".into(), pay_sign })
     }
 
     async fn query_order(&self, account: &MerchantAccount, out_trade_no: &str) -> PayResult<PlatformTransaction> {
         let (signer, verifier) = self.credentials(account)?;
-        let path = format!("/v3/pay/transactions/out-trade-no/{}?mchid={}", segment(out_trade_no), segment(&account.mchid));
-        let call = self.call(Method::GET, path, "/v3/pay/transactions/out-trade-no/{out_trade_no}", None, &verifier);
+        let (path, endpoint) = match &account.sub_merchant {
+            None => (
+                format!("/v3/pay/transactions/out-trade-no/{}?mchid={}", segment(out_trade_no), segment(&account.mchid)),
+                "/v3/pay/transactions/out-trade-no/{out_trade_no}",
+            ),
+            Some(sub) => (
+                format!(
+                    "/v3/pay/partner/transactions/out-trade-no/{}?sp_mchid={}&sub_mchid={}",
+                    segment(out_trade_no),
+                    segment(&account.mchid),
+                    segment(&sub.sub_mchid)
+                ),
+                "/v3/pay/partner/transactions/out-trade-no/{out_trade_no}",
+            ),
+        };
+        let call = self.call(Method::GET, path, endpoint, None, &verifier);
         let answer: TransactionAnswer = parse(&self.send(account, &signer, call).await?, "transaction")?;
         answer.into_report().map_err(|e| PayPlatformError::Unavailable(format!("the pay platform sent an unreadable transaction: {e}")))
     }
 
     async fn close_order(&self, account: &MerchantAccount, out_trade_no: &str) -> PayResult<()> {
         let (signer, verifier) = self.credentials(account)?;
-        let path = format!("/v3/pay/transactions/out-trade-no/{}/close", segment(out_trade_no));
-        let body = json!({"mchid": account.mchid}).to_string();
-        let call = self.call(Method::POST, path, "/v3/pay/transactions/out-trade-no/{out_trade_no}/close", Some(body), &verifier);
+        let (path, endpoint, body) = match &account.sub_merchant {
+            None => (
+                format!("/v3/pay/transactions/out-trade-no/{}/close", segment(out_trade_no)),
+                "/v3/pay/transactions/out-trade-no/{out_trade_no}/close",
+                json!({"mchid": account.mchid}),
+            ),
+            Some(sub) => (
+                format!("/v3/pay/partner/transactions/out-trade-no/{}/close", segment(out_trade_no)),
+                "/v3/pay/partner/transactions/out-trade-no/{out_trade_no}/close",
+                json!({"sp_mchid": account.mchid, "sub_mchid": sub.sub_mchid}),
+            ),
+        };
+        let call = self.call(Method::POST, path, endpoint, Some(body.to_string()), &verifier);
         self.send(account, &signer, call).await.map(|_| ())
     }
 
     async fn refund(&self, account: &MerchantAccount, refund: &RefundOrder) -> PayResult<PlatformRefund> {
         let (signer, verifier) = self.credentials(account)?;
-        let mut body = json!({
-            "out_trade_no": refund.out_trade_no,
-            "out_refund_no": refund.out_refund_no,
-            "notify_url": refund.notify_url,
-            "amount": {"refund": refund.amount.fen(), "total": refund.total.fen(), "currency": "CNY"},
-        });
-        if let Some(reason) = &refund.reason {
-            body["reason"] = json!(reason);
-        }
-        let call =
-            self.call(Method::POST, "/v3/refund/domestic/refunds".into(), "/v3/refund/domestic/refunds", Some(body.to_string()), &verifier);
+        let body = refund_body(account, refund).to_string();
+        let call = self.call(Method::POST, "/v3/refund/domestic/refunds".into(), "/v3/refund/domestic/refunds", Some(body), &verifier);
         let answer: RefundAnswer = parse(&self.send(account, &signer, call).await?, "refund")?;
         answer.into_report().map_err(|e| PayPlatformError::Unavailable(format!("the pay platform sent an unreadable refund: {e}")))
     }
 
     async fn query_refund(&self, account: &MerchantAccount, out_refund_no: &str) -> PayResult<PlatformRefund> {
         let (signer, verifier) = self.credentials(account)?;
-        let path = format!("/v3/refund/domestic/refunds/{}", segment(out_refund_no));
+        let path = format!("/v3/refund/domestic/refunds/{}{}", segment(out_refund_no), sub_mchid_param(account, true));
         let call = self.call(Method::GET, path, "/v3/refund/domestic/refunds/{out_refund_no}", None, &verifier);
         let answer: RefundAnswer = parse(&self.send(account, &signer, call).await?, "refund")?;
         answer.into_report().map_err(|e| PayPlatformError::Unavailable(format!("the pay platform sent an unreadable refund: {e}")))
@@ -421,7 +510,7 @@ impl PayPlatform for WechatPay {
 
     async fn trade_bill(&self, account: &MerchantAccount, date: BillDate) -> PayResult<Vec<BillLine>> {
         let (signer, verifier) = self.credentials(account)?;
-        let path = format!("/v3/bill/tradebill?bill_date={}&bill_type=ALL", date.format("%Y-%m-%d"));
+        let path = format!("/v3/bill/tradebill?bill_date={}{}&bill_type=ALL", date.format("%Y-%m-%d"), sub_mchid_param(account, false));
         let call = self.call(Method::GET, path, "/v3/bill/tradebill", None, &verifier);
         let answer: BillAnswer = match self.send(account, &signer, call).await {
             Ok(body) => parse(&body, "bill answer")?,

@@ -6,7 +6,8 @@
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use atrium_kernel::Money;
 use atrium_payments::{
-    JsapiOrder, MerchantAccount, PayPlatform, PayPlatformError, PlatformKey, RefundOrder, RefundStatus, Secret, TradeState,
+    EventResource, JsapiOrder, MerchantAccount, NotificationRequest, PayPlatform, PayPlatformError, PlatformKey, RefundOrder, RefundStatus,
+    Secret, SubMerchant, TradeState,
 };
 use atrium_wechat::pay::sign::{MerchantSigner, request_message};
 use atrium_wechat::{CallRecorder, WechatPay, WechatPayConfig};
@@ -38,6 +39,8 @@ struct Seen {
     hits: HashMap<String, usize>,
     bad_auth: usize,
     bodies: Vec<String>,
+    /// (method, path and query, body) of each request, in order.
+    requests: Vec<(String, String, String)>,
 }
 
 struct Stub {
@@ -93,6 +96,8 @@ async fn handle(req: HttpRequest, body: web::Bytes, stub: web::Data<Stub>) -> Ht
         let mut seen = stub.seen.lock().unwrap();
         *seen.hits.entry(path.clone()).or_default() += 1;
         seen.bodies.push(body.clone());
+        let path_and_query = req.uri().path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_default();
+        seen.requests.push((req.method().to_string(), path_and_query, body.clone()));
         seen.hits[&path]
     };
     if !stub.signed_by_merchant(&req, &body) {
@@ -101,6 +106,13 @@ async fn handle(req: HttpRequest, body: web::Bytes, stub: web::Data<Stub>) -> Ht
     }
     match (req.method().as_str(), path.as_str()) {
         ("POST", "/v3/pay/transactions/jsapi") => stub.answer(200, r#"{"prepay_id": "wx-prepay-1"}"#),
+        ("POST", "/v3/pay/partner/transactions/jsapi") => stub.answer(200, r#"{"prepay_id": "wx-prepay-sp"}"#),
+        ("GET", "/v3/pay/partner/transactions/out-trade-no/T_SP_0001") => stub.answer(200, PARTNER_TRANSACTION),
+        ("GET", "/v3/refund/domestic/refunds/R_SP_0001") => stub.answer(200, PARTNER_REFUND),
+        ("GET", p) if p.starts_with("/v3/refund/domestic/refunds/") => stub.answer(
+            200,
+            r#"{"refund_id":"5000","out_refund_no":"R1","out_trade_no":"T1","status":"SUCCESS","amount":{"refund":300,"total":1000}}"#,
+        ),
         ("GET", "/v3/pay/transactions/out-trade-no/T_FLAKY") if hits <= 2 => HttpResponse::ServiceUnavailable().body("busy"),
         ("GET", "/v3/pay/transactions/out-trade-no/T_FLAKY") => stub.answer(
             200,
@@ -135,6 +147,7 @@ async fn handle(req: HttpRequest, body: web::Bytes, stub: web::Data<Stub>) -> Ht
         ("POST", "/v3/refund/domestic/refunds") if body.contains("R_REFUSED") => {
             stub.answer(400, r#"{"code":"PARAM_ERROR","message":"invalid out_refund_no"}"#)
         }
+        ("POST", "/v3/refund/domestic/refunds") if body.contains(r#""sub_mchid""#) => stub.answer(200, PARTNER_REFUND),
         ("POST", "/v3/refund/domestic/refunds") => stub.answer(
             200,
             r#"{"refund_id":"5000","out_refund_no":"R1","out_trade_no":"T1","status":"PROCESSING","amount":{"refund":300,"total":1000}}"#,
@@ -152,6 +165,12 @@ async fn handle(req: HttpRequest, body: web::Bytes, stub: web::Data<Stub>) -> Ht
         _ => HttpResponse::NotFound().finish(),
     }
 }
+
+/// A transaction as the partner query answers it: the provider's and the sub-merchant's ids.
+const PARTNER_TRANSACTION: &str = r#"{"sp_appid":"wx_mp","sp_mchid":"1900000109","sub_appid":"wx_sub_mp","sub_mchid":"1900000200","out_trade_no":"T_SP_0001","trade_type":"JSAPI","trade_state":"SUCCESS","transaction_id":"4201","success_time":"2026-04-01T12:00:00+08:00","payer":{"sp_openid":"o-sp-ann","sub_openid":"o-sub-ann"},"amount":{"total":1000,"payer_total":1000,"currency":"CNY"}}"#;
+
+/// A sub-merchant's refund as the refund endpoints answer it.
+const PARTNER_REFUND: &str = r#"{"sub_mchid":"1900000200","refund_id":"5001","out_refund_no":"R_SP_0001","out_trade_no":"T_SP_0001","status":"PROCESSING","amount":{"refund":300,"total":1000}}"#;
 
 struct Platform {
     stub: web::Data<Stub>,
@@ -193,6 +212,12 @@ impl Platform {
         WechatPay::new(config).unwrap().with_recorder(recorder)
     }
 
+    /// (method, path and query, body as JSON or `null`) of each request, in order.
+    fn requests(&self) -> Vec<(String, String, serde_json::Value)> {
+        let seen = self.stub.seen.lock().unwrap();
+        seen.requests.iter().map(|(m, p, b)| (m.clone(), p.clone(), serde_json::from_str(b).unwrap_or_default())).collect()
+    }
+
     fn hits(&self, path: &str) -> usize {
         self.stub.seen.lock().unwrap().hits.get(path).copied().unwrap_or_default()
     }
@@ -215,6 +240,10 @@ impl CallRecorder for Recorder {
 impl Recorder {
     fn codes(&self) -> Vec<String> {
         self.0.lock().unwrap().iter().map(|(_, c)| c.clone()).collect()
+    }
+
+    fn endpoints(&self) -> Vec<String> {
+        self.0.lock().unwrap().iter().map(|(e, _)| e.clone()).collect()
     }
 }
 
@@ -386,4 +415,287 @@ async fn the_trade_bill_is_downloaded_checked_and_parsed() {
     assert!(empty.is_empty(), "NO_STATEMENT_EXIST is an empty day");
     assert!(matches!(corrupt, PayPlatformError::Unavailable(ref m) if m.contains("SHA-1")), "{corrupt:?}");
     platform.stop().await;
+}
+
+// --- service-provider mode -------------------------------------------------------------------
+
+/// The provider's account (the fixtures' merchant) acting for sub-merchant 1900000200, which
+/// pays in its own mini-program when `sub_appid` is given.
+fn partner_account(sub_appid: Option<&str>) -> MerchantAccount {
+    MerchantAccount {
+        sub_merchant: Some(SubMerchant { sub_mchid: "1900000200".into(), sub_appid: sub_appid.map(str::to_owned) }),
+        ..account()
+    }
+}
+
+fn jsapi_order(out_trade_no: &str) -> JsapiOrder {
+    JsapiOrder {
+        out_trade_no: out_trade_no.into(),
+        description: "Coffee".into(),
+        amount: Money::from_fen(1000),
+        openid: "o-ann".into(),
+        attach: Some("table 7".into()),
+        time_expire: chrono::DateTime::from_timestamp(1_775_016_000, 0).unwrap(),
+        notify_url: "https://atrium.example.com/api/v1/miniprogram/payment/notify/3".into(),
+    }
+}
+
+fn refund_order(out_trade_no: &str, out_refund_no: &str) -> RefundOrder {
+    RefundOrder {
+        out_trade_no: out_trade_no.into(),
+        out_refund_no: out_refund_no.into(),
+        reason: Some("broken cup".into()),
+        amount: Money::from_fen(300),
+        total: Money::from_fen(1000),
+        notify_url: "https://atrium.example.com/n".into(),
+    }
+}
+
+#[tokio::test]
+async fn a_sub_merchant_order_goes_to_the_partner_endpoint_with_the_partner_body() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = platform.client(recorder.clone());
+
+    let own_app = client.jsapi_order(&partner_account(Some("wx_sub_mp")), &jsapi_order("T_SP_0001")).await.unwrap();
+    let provider_app = client.jsapi_order(&partner_account(None), &jsapi_order("T_SP_0002")).await.unwrap();
+
+    assert_eq!((own_app.as_str(), provider_app.as_str()), ("wx-prepay-sp", "wx-prepay-sp"));
+    let common = serde_json::json!({
+        "sp_appid": "wx_mp",
+        "sp_mchid": "1900000109",
+        "sub_mchid": "1900000200",
+        "description": "Coffee",
+        "time_expire": "2026-04-01T12:00:00+08:00",
+        "notify_url": "https://atrium.example.com/api/v1/miniprogram/payment/notify/3",
+        "attach": "table 7",
+        "settle_info": {"profit_sharing": true},
+        "amount": {"total": 1000, "currency": "CNY"},
+    });
+    let with = |extra: serde_json::Value| {
+        let mut body = common.clone();
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        body
+    };
+    let requests = platform.requests();
+    let jsapi = "/v3/pay/partner/transactions/jsapi".to_owned();
+    assert_eq!(
+        requests[0],
+        (
+            "POST".to_owned(),
+            jsapi.clone(),
+            with(serde_json::json!({"out_trade_no": "T_SP_0001", "sub_appid": "wx_sub_mp", "payer": {"sub_openid": "o-ann"}}))
+        )
+    );
+    assert_eq!(
+        requests[1],
+        ("POST".to_owned(), jsapi.clone(), with(serde_json::json!({"out_trade_no": "T_SP_0002", "payer": {"sp_openid": "o-ann"}})))
+    );
+    assert_eq!(recorder.endpoints(), [jsapi.clone(), jsapi]);
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn pay_params_of_a_sub_merchant_name_the_app_the_payer_pays_in_signed_by_the_provider() {
+    let platform = Platform::start().await;
+    let client = platform.client(Arc::new(Recorder::default()));
+    let provider_key = MerchantSigner::from_pem(&fixture("merchant_key.pem")).unwrap();
+
+    for (account, app_id) in [(partner_account(Some("wx_sub_mp")), "wx_sub_mp"), (partner_account(None), "wx_mp")] {
+        let params = client.pay_params(&account, "wx-prepay-sp").unwrap();
+
+        assert_eq!((params.app_id.as_str(), params.package.as_str()), (app_id, "prepay_id=wx-prepay-sp"));
+        let message = atrium_wechat::pay::sign::pay_sign_message(app_id, &params.time_stamp, &params.nonce_str, &params.package);
+        assert_eq!(params.pay_sign, provider_key.sign(&message).unwrap());
+    }
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn a_sub_merchant_order_is_queried_and_closed_on_the_partner_endpoints() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = platform.client(recorder.clone());
+    let account = partner_account(Some("wx_sub_mp"));
+
+    let tx = client.query_order(&account, "T_SP_0001").await.unwrap();
+    client.close_order(&account, "T_SP_0002").await.unwrap();
+
+    assert_eq!(
+        (tx.out_trade_no.as_str(), tx.trade_state, tx.transaction_id.as_deref(), tx.amount, tx.sub_mchid.as_deref()),
+        ("T_SP_0001", TradeState::Success, Some("4201"), Some(Money::from_fen(1000)), Some("1900000200"))
+    );
+    let requests = platform.requests();
+    assert_eq!(
+        (requests[0].0.as_str(), requests[0].1.as_str()),
+        ("GET", "/v3/pay/partner/transactions/out-trade-no/T_SP_0001?sp_mchid=1900000109&sub_mchid=1900000200")
+    );
+    assert_eq!(
+        requests[1],
+        (
+            "POST".to_owned(),
+            "/v3/pay/partner/transactions/out-trade-no/T_SP_0002/close".to_owned(),
+            serde_json::json!({"sp_mchid": "1900000109", "sub_mchid": "1900000200"})
+        )
+    );
+    assert_eq!(
+        recorder.endpoints(),
+        ["/v3/pay/partner/transactions/out-trade-no/{out_trade_no}", "/v3/pay/partner/transactions/out-trade-no/{out_trade_no}/close"]
+    );
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn a_sub_merchant_refund_its_query_and_its_trade_bill_name_the_sub_merchant() {
+    let platform = Platform::start().await;
+    let client = platform.client(Arc::new(Recorder::default()));
+    let account = partner_account(None);
+    let day = chrono::NaiveDate::from_ymd_opt(2026, 3, 31).unwrap();
+
+    let accepted = client.refund(&account, &refund_order("T_SP_0001", "R_SP_0001")).await.unwrap();
+    let queried = client.query_refund(&account, "R_SP_0001").await.unwrap();
+    let lines = client.trade_bill(&account, day).await.unwrap();
+
+    assert_eq!(
+        (accepted.status, accepted.refund_id.as_deref(), accepted.sub_mchid.as_deref()),
+        (RefundStatus::Processing, Some("5001"), Some("1900000200"))
+    );
+    assert_eq!(queried.sub_mchid.as_deref(), Some("1900000200"));
+    assert_eq!(lines.len(), 4);
+    let requests = platform.requests();
+    assert_eq!(
+        requests[0],
+        (
+            "POST".to_owned(),
+            "/v3/refund/domestic/refunds".to_owned(),
+            serde_json::json!({
+                "sub_mchid": "1900000200",
+                "out_trade_no": "T_SP_0001",
+                "out_refund_no": "R_SP_0001",
+                "reason": "broken cup",
+                "notify_url": "https://atrium.example.com/n",
+                "amount": {"refund": 300, "total": 1000, "currency": "CNY"},
+            })
+        )
+    );
+    assert_eq!(requests[1].1, "/v3/refund/domestic/refunds/R_SP_0001?sub_mchid=1900000200");
+    assert_eq!(requests[2].1, "/v3/bill/tradebill?bill_date=2026-03-31&sub_mchid=1900000200&bill_type=ALL");
+    assert_eq!(requests[3].1, "/v3/billdownload/file?token=t1", "the download address is the platform's, as given");
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn a_direct_account_still_sends_the_direct_paths_and_bodies() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = platform.client(recorder.clone());
+    let account = account();
+    let day = chrono::NaiveDate::from_ymd_opt(2026, 3, 31).unwrap();
+
+    client.jsapi_order(&account, &jsapi_order("T0000001")).await.unwrap();
+    client.query_order(&account, "T_FLAKY").await.unwrap();
+    client.close_order(&account, "T0000001").await.unwrap();
+    client.refund(&account, &refund_order("T0000001", "R1")).await.unwrap();
+    client.query_refund(&account, "R1").await.unwrap();
+    client.trade_bill(&account, day).await.unwrap();
+    let params = client.pay_params(&account, "wx-prepay-1").unwrap();
+
+    let sent: Vec<(String, String)> = platform.requests().into_iter().map(|(m, p, _)| (m, p)).collect();
+    let expected = [
+        ("POST", "/v3/pay/transactions/jsapi"),
+        // T_FLAKY answers 503 twice before it answers.
+        ("GET", "/v3/pay/transactions/out-trade-no/T_FLAKY?mchid=1900000109"),
+        ("GET", "/v3/pay/transactions/out-trade-no/T_FLAKY?mchid=1900000109"),
+        ("GET", "/v3/pay/transactions/out-trade-no/T_FLAKY?mchid=1900000109"),
+        ("POST", "/v3/pay/transactions/out-trade-no/T0000001/close"),
+        ("POST", "/v3/refund/domestic/refunds"),
+        ("GET", "/v3/refund/domestic/refunds/R1"),
+        ("GET", "/v3/bill/tradebill?bill_date=2026-03-31&bill_type=ALL"),
+        ("GET", "/v3/billdownload/file?token=t1"),
+    ];
+    assert_eq!(sent, expected.map(|(m, p)| (m.to_owned(), p.to_owned())));
+    let bodies = platform.stub.seen.lock().unwrap().bodies.clone();
+    assert_eq!(
+        bodies[0],
+        serde_json::json!({
+            "appid": "wx_mp",
+            "mchid": "1900000109",
+            "description": "Coffee",
+            "out_trade_no": "T0000001",
+            "time_expire": "2026-04-01T12:00:00+08:00",
+            "notify_url": "https://atrium.example.com/api/v1/miniprogram/payment/notify/3",
+            "amount": {"total": 1000, "currency": "CNY"},
+            "payer": {"openid": "o-ann"},
+            "attach": "table 7",
+        })
+        .to_string(),
+        "the direct order's body, byte for byte"
+    );
+    assert_eq!(bodies[4], r#"{"mchid":"1900000109"}"#);
+    assert_eq!(
+        bodies[5],
+        serde_json::json!({
+            "out_trade_no": "T0000001",
+            "out_refund_no": "R1",
+            "notify_url": "https://atrium.example.com/n",
+            "amount": {"refund": 300, "total": 1000, "currency": "CNY"},
+            "reason": "broken cup",
+        })
+        .to_string()
+    );
+    assert_eq!(params.app_id, "wx_mp");
+    assert!(!recorder.endpoints().iter().any(|e| e.contains("partner")));
+    platform.stop().await;
+}
+
+#[test]
+fn a_partner_notification_opens_with_the_providers_keys_and_reports_the_sub_merchant() {
+    let v: serde_json::Value = serde_json::from_str(&fixture("vectors.json")).unwrap();
+    let api_v3_key = v["notification"]["api_v3_key"].as_str().unwrap().to_owned();
+    let platform_key = MerchantSigner::from_pem(&fixture("platform_key.pem")).unwrap();
+    let seal = |original_type: &str, resource: &serde_json::Value| {
+        let nonce = "sp0123456789";
+        let mut tag = [0u8; 16];
+        let ciphertext = openssl::symm::encrypt_aead(
+            openssl::symm::Cipher::aes_256_gcm(),
+            api_v3_key.as_bytes(),
+            Some(nonce.as_bytes()),
+            original_type.as_bytes(),
+            resource.to_string().as_bytes(),
+            &mut tag,
+        )
+        .unwrap();
+        let sealed = STANDARD.encode([ciphertext, tag.to_vec()].concat());
+        let event_type = if original_type == "transaction" { "TRANSACTION.SUCCESS" } else { "REFUND.SUCCESS" };
+        let body = serde_json::json!({
+            "id": format!("EV-{original_type}"),
+            "create_time": "2026-04-01T12:00:00+08:00",
+            "resource_type": "encrypt-resource",
+            "event_type": event_type,
+            "summary": "",
+            "resource": {
+                "original_type": original_type, "algorithm": "AEAD_AES_256_GCM", "ciphertext": sealed,
+                "associated_data": original_type, "nonce": nonce,
+            },
+        })
+        .to_string();
+        let ts = chrono::Utc::now().timestamp().to_string();
+        let signature = platform_key.sign(&format!("{ts}\nN\n{body}\n")).unwrap();
+        NotificationRequest { timestamp: ts, nonce: "N".into(), signature, serial: PLATFORM_KEY_ID.into(), body: body.into_bytes() }
+    };
+    let transaction: serde_json::Value = serde_json::from_str(PARTNER_TRANSACTION).unwrap();
+    let refund = serde_json::json!({
+        "sp_mchid": "1900000109", "sub_mchid": "1900000200", "out_trade_no": "T_SP_0001", "transaction_id": "4201",
+        "out_refund_no": "R_SP_0001", "refund_id": "5001", "refund_status": "SUCCESS", "success_time": "2026-04-01T12:30:00+08:00",
+        "amount": {"total": 1000, "refund": 300, "payer_total": 1000, "payer_refund": 300},
+    });
+    let client = WechatPay::new(WechatPayConfig::new("http://127.0.0.1:9")).unwrap();
+
+    let paid = client.open_notification(&partner_account(Some("wx_sub_mp")), &seal("transaction", &transaction), chrono::Utc::now());
+    let refunded = client.open_notification(&partner_account(Some("wx_sub_mp")), &seal("refund", &refund), chrono::Utc::now());
+
+    let EventResource::Transaction(tx) = paid.unwrap().resource else { panic!("not a transaction") };
+    assert_eq!((tx.trade_state, tx.sub_mchid.as_deref()), (TradeState::Success, Some("1900000200")));
+    let EventResource::Refund(r) = refunded.unwrap().resource else { panic!("not a refund") };
+    assert_eq!((r.status, r.amount, r.sub_mchid.as_deref()), (RefundStatus::Succeeded, Some(Money::from_fen(300)), Some("1900000200")));
 }

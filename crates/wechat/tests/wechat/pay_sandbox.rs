@@ -7,7 +7,7 @@ use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use atrium_kernel::Money;
 use atrium_payments::{
     BillTradeState, EventResource, JsapiOrder, MerchantAccount, NotificationRequest, PayPlatform, PayPlatformError, PlatformKey,
-    RefundOrder, RefundStatus, Secret, TradeState,
+    RefundOrder, RefundStatus, Secret, SubMerchant, TradeState,
 };
 use atrium_sandbox::Sandbox;
 use atrium_wechat::pay::sign::{MerchantSigner, PlatformVerifier, SignedHeaders, authorization, request_message};
@@ -112,6 +112,11 @@ impl Env {
         format!("{}/api/v1/miniprogram/payment/notify/3", self.origin)
     }
 
+    async fn control_get(&self, path: &str) -> (u16, Value) {
+        let resp = self.http.get(format!("{}/sandbox/control/{path}", self.origin)).send().await.unwrap();
+        (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+    }
+
     async fn control(&self, path: &str, body: Value) -> (u16, Value) {
         let resp = self.http.post(format!("{}/sandbox/control/{path}", self.origin)).json(&body).send().await.unwrap();
         (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
@@ -119,7 +124,11 @@ impl Env {
 
     /// The one documented call: what a tenant uploads, as the merchant account it becomes.
     async fn register(&self) -> MerchantAccount {
-        let (status, m) = self.control("merchant", json!({"mchid": MCHID, "appid": APPID})).await;
+        self.register_as(MCHID, APPID).await
+    }
+
+    async fn register_as(&self, mchid: &str, appid: &str) -> MerchantAccount {
+        let (status, m) = self.control("merchant", json!({"mchid": mchid, "appid": appid})).await;
         assert_eq!(status, 200, "{m}");
         let s = |k: &str| m[k].as_str().unwrap_or_else(|| panic!("{k} missing in {m}")).to_owned();
         assert!(s("platform_public_key_id").starts_with("PUB_KEY_ID_"));
@@ -170,6 +179,19 @@ impl Env {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         self.received()
+    }
+
+    /// Registers `sub_mchid` under the provider `provider` and answers the provider's account
+    /// acting for it.
+    async fn register_sub(&self, provider: &MerchantAccount, sub_mchid: &str, sub_appid: Option<&str>) -> MerchantAccount {
+        let (status, sub) =
+            self.control("sub-merchant", json!({"sp_mchid": provider.mchid, "sub_mchid": sub_mchid, "sub_appid": sub_appid})).await;
+        assert_eq!(status, 200, "{sub}");
+        assert_eq!(sub, json!({"sp_mchid": provider.mchid, "sub_mchid": sub_mchid, "sub_appid": sub_appid, "max_ratio": 3000}));
+        MerchantAccount {
+            sub_merchant: Some(SubMerchant { sub_mchid: sub_mchid.into(), sub_appid: sub_appid.map(str::to_owned) }),
+            ..provider.clone()
+        }
     }
 
     async fn stop(self) {
@@ -559,5 +581,184 @@ async fn pay_fail_and_pay_delay_refuse_what_they_cannot_do_with_a_json_message()
     }
     // 30 s is allowed; nothing is delayed that is not called.
     assert_eq!(env.control("pay-delay", json!({"path": path, "delay_ms": 30_000})).await.0, 200);
+    env.stop().await;
+}
+
+// --- service-provider mode -------------------------------------------------------------------
+
+const SUB_MCHID: &str = "1900000200";
+const SUB_APPID: &str = "wx_sub_mp";
+
+fn today() -> chrono::NaiveDate {
+    chrono::Utc::now().with_timezone(&chrono::FixedOffset::east_opt(8 * 3600).unwrap()).date_naive()
+}
+
+#[tokio::test]
+async fn a_sub_merchant_order_in_its_own_app_is_paid_notified_refunded_closed_and_billed_through_the_real_client() {
+    let env = Env::start().await;
+    let provider = env.register().await;
+    let account = env.register_sub(&provider, SUB_MCHID, Some(SUB_APPID)).await;
+    let client = env.client();
+
+    // Ordered on the partner endpoint; the payer pays in the sub-merchant's app.
+    let prepay_id = client.jsapi_order(&account, &env.order("T_SP_0001", 1000)).await.unwrap();
+    assert_eq!(client.jsapi_order(&account, &env.order("T_SP_0001", 1000)).await.unwrap(), prepay_id, "same details, same prepay_id");
+    assert_eq!(env.sandbox.pay_calls("POST /v3/pay/partner/transactions/jsapi"), 2);
+    let params = client.pay_params(&account, &prepay_id).unwrap();
+    assert_eq!(params.app_id, SUB_APPID);
+    let unpaid = client.query_order(&account, "T_SP_0001").await.unwrap();
+    assert_eq!((unpaid.trade_state, unpaid.sub_mchid.as_deref()), (TradeState::NotPay, Some(SUB_MCHID)));
+    let (status, paid) = env.control("pay", json!({"pay_params": params, "result": "SUCCESS"})).await;
+    assert_eq!(status, 200, "{paid}");
+    assert_eq!((paid["mchid"].as_str(), paid["notification"]["delivered"].as_bool()), (Some(SUB_MCHID), Some(true)), "{paid}");
+    let (_, trade) = env.control_get(&format!("trade?out_trade_no=T_SP_0001&mchid={SUB_MCHID}")).await;
+    assert_eq!((&trade["order"]["sp_mchid"], &trade["order"]["profit_sharing"]), (&json!(MCHID), &json!(true)), "{trade}");
+
+    // The notification opens with the provider's account and names the sub-merchant.
+    let got = env.wait_for_notifications(1).await;
+    let event = client.open_notification(&account, &got[0], chrono::Utc::now()).unwrap();
+    let EventResource::Transaction(tx) = event.resource else { panic!("{event:?}") };
+    assert_eq!((tx.trade_state, tx.amount, tx.sub_mchid.as_deref()), (TradeState::Success, Some(Money::from_fen(1000)), Some(SUB_MCHID)));
+    let sent = env.sandbox.pay_notifications(Some("T_SP_0001")).remove(0);
+    assert_eq!((&sent.resource["sub_appid"], &sent.resource["payer"]), (&json!(SUB_APPID), &json!({"sub_openid": "o-ann"})));
+    let queried = client.query_order(&account, "T_SP_0001").await.unwrap();
+    assert_eq!(
+        (queried.trade_state, queried.transaction_id.clone(), queried.sub_mchid.as_deref()),
+        (TradeState::Success, tx.transaction_id.clone(), Some(SUB_MCHID))
+    );
+
+    // Refunded, settled through control/refund naming the sub-merchant, queried.
+    let accepted = client.refund(&account, &env.refund("T_SP_0001", "R_SP_0001", 300, 1000)).await.unwrap();
+    assert_eq!((accepted.status, accepted.sub_mchid.as_deref()), (RefundStatus::Processing, Some(SUB_MCHID)));
+    let (status, settled) = env.control("refund", json!({"out_refund_no": "R_SP_0001", "mchid": SUB_MCHID, "result": "SUCCESS"})).await;
+    assert_eq!(status, 200, "{settled}");
+    let got = env.wait_for_notifications(2).await;
+    let event = client.open_notification(&account, &got[1], chrono::Utc::now()).unwrap();
+    let EventResource::Refund(refund) = event.resource else { panic!("{event:?}") };
+    assert_eq!((refund.status, refund.sub_mchid.as_deref()), (RefundStatus::Succeeded, Some(SUB_MCHID)));
+    let queried = client.query_refund(&account, "R_SP_0001").await.unwrap();
+    assert_eq!(
+        (queried.status, queried.refund_id, queried.sub_mchid.as_deref()),
+        (RefundStatus::Succeeded, accepted.refund_id, Some(SUB_MCHID))
+    );
+
+    // Another order is closed on the partner endpoint.
+    client.jsapi_order(&account, &env.order("T_SP_0002", 50)).await.unwrap();
+    client.close_order(&account, "T_SP_0002").await.unwrap();
+    assert_eq!(client.query_order(&account, "T_SP_0002").await.unwrap().trade_state, TradeState::Closed);
+    assert_eq!(env.sandbox.trade_state(SUB_MCHID, "T_SP_0002"), Some(TradeState::Closed));
+    assert_eq!(refused(&client.close_order(&account, "T_SP_0001").await.unwrap_err()), (400, "ORDERPAID"));
+
+    // The sub-merchant's bill: its payment and its refund.
+    let lines = client.trade_bill(&account, today()).await.unwrap();
+    let summary: Vec<(&str, BillTradeState)> = lines.iter().map(|l| (l.out_trade_no.as_str(), l.trade_state)).collect();
+    assert_eq!(summary, [("T_SP_0001", BillTradeState::Success), ("T_SP_0001", BillTradeState::Refund)]);
+    assert!(client.trade_bill(&provider, today()).await.unwrap().is_empty(), "the provider's own bill has none of it");
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_sub_merchant_order_in_the_providers_app_is_paid_through_control_pay_and_named_by_sp_openid() {
+    let env = Env::start().await;
+    let provider = env.register().await;
+    let account = env.register_sub(&provider, SUB_MCHID, None).await;
+    let client = env.client();
+    let recorder = Arc::new(Recorder::default());
+    let recording = env.client_recording(recorder.clone());
+
+    let prepay_id = recording.jsapi_order(&account, &env.order("T_SP_0101", 500)).await.unwrap();
+    let params = client.pay_params(&account, &prepay_id).unwrap();
+    assert_eq!(params.app_id, APPID, "the payer pays in the provider's app");
+    // Signed by the provider for its own app: the payer's app takes them.
+    let (status, paid) = env.control("pay", json!({"pay_params": params, "result": "SUCCESS"})).await;
+    assert_eq!(status, 200, "{paid}");
+    assert_eq!(env.control("pay", json!({"pay_params": params, "result": "SUCCESS"})).await.0, 400, "already paid");
+
+    let got = env.wait_for_notifications(1).await;
+    let event = client.open_notification(&account, &got[0], chrono::Utc::now()).unwrap();
+    let EventResource::Transaction(tx) = event.resource else { panic!("{event:?}") };
+    assert_eq!((tx.out_trade_no.as_str(), tx.sub_mchid.as_deref()), ("T_SP_0101", Some(SUB_MCHID)));
+    let sent = env.sandbox.pay_notifications(Some("T_SP_0101")).remove(0);
+    assert_eq!((sent.resource.get("sub_appid"), &sent.resource["payer"]), (None, &json!({"sp_openid": "o-ann"})));
+    assert_eq!(recorder.0.lock().unwrap().clone(), ["0"]);
+
+    // control/pay by number takes the sub-merchant as its mchid.
+    client.jsapi_order(&account, &env.order("T_SP_0102", 500)).await.unwrap();
+    let (status, paid) = env.control("pay", json!({"out_trade_no": "T_SP_0102", "mchid": SUB_MCHID, "result": "SUCCESS"})).await;
+    assert_eq!((status, paid["mchid"].as_str()), (200, Some(SUB_MCHID)), "{paid}");
+    assert_eq!(env.control("pay", json!({"out_trade_no": "T_SP_0102", "mchid": MCHID, "result": "SUCCESS"})).await.0, 400);
+
+    // An injected failure on a partner path, retried by the client.
+    let path = "/v3/pay/partner/transactions/out-trade-no/T_SP_0101";
+    assert_eq!(env.control("pay-fail", json!({"path": path, "status": 500, "times": 1})).await.0, 200);
+    assert_eq!(recording.query_order(&account, "T_SP_0101").await.unwrap().trade_state, TradeState::Success);
+    assert_eq!(recorder.0.lock().unwrap().clone(), ["0", "http_5xx", "0"]);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn the_sandbox_keeps_sub_merchants_to_their_provider_and_apart_from_direct_orders() {
+    let env = Env::start().await;
+    let provider = env.register().await;
+    let other_provider = env.register_as("1900000110", "wx_other_sp").await;
+    let account = env.register_sub(&provider, SUB_MCHID, Some(SUB_APPID)).await;
+    let others_sub = env.register_sub(&other_provider, "1900000300", None).await;
+    let client = env.client();
+    client.jsapi_order(&account, &env.order("T_SP_0201", 100)).await.unwrap();
+    client.jsapi_order(&provider, &env.order("T_SP_0202", 100)).await.unwrap();
+
+    // A sub-merchant not registered under the signer.
+    let not_mine = MerchantAccount { sub_merchant: others_sub.sub_merchant.clone(), ..provider.clone() };
+    let placed = client.jsapi_order(&not_mine, &env.order("T_SP_0203", 100)).await.unwrap_err();
+    let unregistered =
+        MerchantAccount { sub_merchant: Some(SubMerchant { sub_mchid: "1900000999".into(), sub_appid: None }), ..provider.clone() };
+    let placed_unregistered = client.jsapi_order(&unregistered, &env.order("T_SP_0203", 100)).await.unwrap_err();
+    // Another provider asking about this provider's sub-merchant.
+    let foreign = MerchantAccount { sub_merchant: account.sub_merchant.clone(), ..other_provider.clone() };
+    let queried_by_other = client.query_order(&foreign, "T_SP_0201").await.unwrap_err();
+    let billed_by_other = client.trade_bill(&foreign, today()).await.unwrap_err();
+    // The provider's direct calls do not see its sub-merchant's orders, nor the other way round.
+    let direct = client.query_order(&provider, "T_SP_0201").await.unwrap_err();
+    let partner = client.query_order(&account, "T_SP_0202").await.unwrap_err();
+    // The sub_appid the sub-merchant was not registered with.
+    let wrong_app = MerchantAccount {
+        sub_merchant: Some(SubMerchant { sub_mchid: SUB_MCHID.into(), sub_appid: Some("wx_else".into()) }),
+        ..provider.clone()
+    };
+    let placed_wrong_app = client.jsapi_order(&wrong_app, &env.order("T_SP_0204", 100)).await.unwrap_err();
+
+    assert_eq!(refused(&placed), (400, "INVALID_REQUEST"));
+    assert_eq!(refused(&placed_unregistered), (400, "INVALID_REQUEST"));
+    assert_eq!(refused(&queried_by_other), (400, "INVALID_REQUEST"));
+    assert_eq!(refused(&billed_by_other), (400, "INVALID_REQUEST"));
+    assert_eq!(refused(&direct), (404, "ORDER_NOT_EXIST"));
+    assert_eq!(refused(&partner), (404, "ORDER_NOT_EXIST"));
+    assert_eq!(refused(&placed_wrong_app), (400, "APPID_MCHID_NOT_MATCH"));
+    assert_eq!(env.sandbox.trade_state(SUB_MCHID, "T_SP_0201"), Some(TradeState::NotPay));
+    assert_eq!(env.sandbox.trade_state(MCHID, "T_SP_0201"), None);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn control_sub_merchant_refuses_bad_input_with_a_json_message() {
+    let env = Env::start().await;
+    let provider = env.register().await;
+    env.register_sub(&provider, SUB_MCHID, None).await;
+    for (body, says) in [
+        (json!({"sp_mchid": MCHID, "sub_mchid": "1900000201", "extra": 1}), "unknown field `extra`"),
+        (json!({"sp_mchid": MCHID}), "missing field `sub_mchid`"),
+        (json!({"sp_mchid": "1900000999", "sub_mchid": "1900000201"}), "not a merchant registered"),
+        (json!({"sp_mchid": MCHID, "sub_mchid": MCHID}), "a merchant of its own"),
+        (json!({"sp_mchid": MCHID, "sub_mchid": SUB_MCHID, "sub_appid": SUB_APPID}), "another sub_appid"),
+    ] {
+        let (status, answer) = env.control("sub-merchant", body.clone()).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert!(answer["message"].as_str().unwrap_or_default().contains(says), "{body}: {answer}");
+    }
+    let other = env.register_as("1900000110", "wx_other_sp").await;
+    let (status, answer) = env.control("sub-merchant", json!({"sp_mchid": other.mchid, "sub_mchid": SUB_MCHID})).await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer["message"].as_str().unwrap_or_default().contains("another provider"), "{answer}");
+    assert_eq!(env.sandbox.sub_merchant(SUB_MCHID).unwrap().sp_mchid, MCHID);
     env.stop().await;
 }
