@@ -62,6 +62,41 @@ pub async fn configure_merchant(app: &TestApp, admin: &str, tenant: i64, mchid: 
     .expect(200);
 }
 
+/// The provider's app id every sandbox service provider is bound to.
+pub const SP_APPID: &str = "wx_sandbox_sp";
+
+/// Makes sandbox merchant `sp_mchid` (registered here) the platform's complete, enabled
+/// service-provider account, as the platform user `admin`.
+pub async fn configure_provider(app: &TestApp, admin: &str, sp_mchid: &str) {
+    let merchant = app.post("/sandbox/control/merchant", json!({"mchid": sp_mchid, "appid": SP_APPID}), None).await;
+    assert_eq!(merchant.status, 200, "{}", merchant.body);
+    let m = &merchant.body;
+    let text = |k: &str| m[k].as_str().map(str::to_owned).unwrap_or_else(|| panic!("no {k} in {m}"));
+    let body = json!({"sp_mchid": sp_mchid, "sp_appid": SP_APPID, "sp_name": "Sandbox Platform Ltd", "api_v3_key": m["api_v3_key"]});
+    app.put("/api/v1/platform/pay-provider", body, Some(admin)).await.expect(200);
+    let (content_type, form) = multipart(&[
+        ("private_key", &text("private_key_pem")),
+        ("certificate", &text("certificate_pem")),
+        ("platform_public_key", &text("platform_public_key_pem")),
+        ("platform_public_key_id", &text("platform_public_key_id")),
+    ]);
+    let req = app.client.post(app.url("/api/v1/platform/pay-provider/cert/upload")).bearer_auth(admin).header("content-type", content_type);
+    app.send(req.body(form)).await.expect(200);
+    app.put("/api/v1/platform/pay-provider", json!({"sp_mchid": sp_mchid, "sp_appid": SP_APPID, "enabled": true}), Some(admin))
+        .await
+        .expect(200);
+}
+
+/// Registers `sub_mchid` with the sandbox under provider `sp_mchid` and makes it `tenant`'s
+/// enabled sub-merchant configuration, as `admin`; payers pay in `sub_appid` when given.
+pub async fn configure_sub_merchant(app: &TestApp, admin: &str, tenant: i64, sp_mchid: &str, sub_mchid: &str, sub_appid: Option<&str>) {
+    let registered =
+        app.post("/sandbox/control/sub-merchant", json!({"sp_mchid": sp_mchid, "sub_mchid": sub_mchid, "sub_appid": sub_appid}), None).await;
+    assert_eq!(registered.status, 200, "{}", registered.body);
+    let body = json!({"tenant_id": tenant, "mode": "sub_merchant", "sub_mchid": sub_mchid, "sub_appid": sub_appid, "enabled": true});
+    app.put("/api/v1/miniprogram/payment/config", body, Some(admin)).await.expect(200);
+}
+
 /// An org whose first tenant is paid into sandbox merchant `mchid`.
 pub async fn shop(app: &TestApp, mchid: &str) -> Org {
     let org = app.org().await;

@@ -52,7 +52,12 @@ pub(crate) const BY_OPERATION: &[(&str, u16, &[Reason])] = &[
     ("roles_delete", 403, &[PartyNotAllowed]),
     ("roles_delete", 409, &[BuiltIn, InUse]),
     ("doc_admin_create_project", 409, &[Duplicate]),
-    ("payments_put_config", 409, &[PaymentsNotReady]),
+    ("payments_put_config", 409, &[PaymentsNotReady, State, Duplicate]),
+    ("payments_get_provider", 403, &[PartyNotAllowed]),
+    ("payments_put_provider", 403, &[PartyNotAllowed]),
+    ("payments_put_provider", 409, &[PaymentsNotReady]),
+    ("payments_upload_provider_keys", 403, &[PartyNotAllowed]),
+    ("payments_test_provider", 403, &[PartyNotAllowed]),
     ("payments_test", 409, &[PaymentsNotReady, PlatformState]),
     (
         "payments_unified_order",

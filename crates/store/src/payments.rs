@@ -570,7 +570,8 @@ impl PaymentRepo for PaymentStore {
                     .set(&row)
                     .execute(c))
                 .map_err(|e| match db_error(e) {
-                    Error::Conflict(..) => Error::conflict(
+                    // The one unique index besides the key.
+                    Error::Conflict(Reason::Duplicate, _) => Error::conflict(
                         Reason::Duplicate,
                         format!("sub_mchid {} is another tenant's sub-merchant", row.sub_mchid.as_deref().unwrap_or_default()),
                     ),

@@ -19,3 +19,4 @@ mod preflight;
 mod releases;
 mod security;
 mod security_org;
+mod service_provider;

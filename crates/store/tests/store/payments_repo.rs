@@ -1,11 +1,11 @@
 //! Contract tests of the payment repository — the one ledger of the payment routes' and the
 //! orders' money — on SQLite and PostgreSQL.
 #![allow(clippy::unwrap_used)]
-use atrium_kernel::{AuditRecord, Error, Money, NewJob, Party, Timestamp};
+use atrium_kernel::{AuditRecord, Error, Money, NewJob, Party, Reason, Timestamp};
 use atrium_orders::{Order, OrderRepo, OrderStatus};
 use atrium_org::*;
 use atrium_payments::*;
-use atrium_store::schema::{audit_logs, jobs, payment_configs, payment_refunds, payment_transactions};
+use atrium_store::schema::{audit_logs, jobs, pay_provider, payment_configs, payment_refunds, payment_transactions};
 use atrium_store::{Db, FieldCipher, OrdersStore, OrgStore, PaymentStore, store_test};
 use chrono::{Duration, TimeZone, Utc};
 use diesel::prelude::*;
@@ -1038,4 +1038,92 @@ store_test!(an_order_and_a_transaction_racing_for_one_number_cannot_both_take_it
         assert_eq!((stored_order, stored_tx.is_some()), (order.is_ok(), tx.is_ok()), "{no}: what is stored");
     }
     assert_eq!(written(&db, "tx.number"), (won_by_transactions, won_by_transactions), "the effects of the winning transactions only");
+});
+
+// --- service-provider mode ---------------------------------------------------------------------
+
+fn sub_config(tenant_id: i64, sub_mchid: &str) -> PaymentConfig {
+    PaymentConfig { mode: PaymentMode::SubMerchant, sub_mchid: Some(sub_mchid.into()), sub_appid: Some("wx_sub".into()), ..config(tenant_id) }
+}
+
+fn provider() -> ProviderConfig {
+    ProviderConfig {
+        sp_name: Some("Atrium Platform Ltd".into()),
+        credentials: credentials(),
+        enabled: true,
+        platform_bp: 100,
+        default_commission_bp: 10_000,
+        ..ProviderConfig::new("1900000100".into(), "wx_sp".into(), t0())
+    }
+}
+
+store_test!(the_provider_account_round_trips_once_with_its_secrets_encrypted_at_rest, |db| {
+    let f = fixture(&db).await;
+    assert_eq!(f.repo.get_provider().await.unwrap(), None);
+    let audit = || AuditRecord::system(t0(), "pay_provider.update", "pay_provider", None);
+
+    f.repo.put_provider(provider(), audit()).await.unwrap();
+    let changed = ProviderConfig { platform_bp: 0, sp_name: None, updated_at: t0() + Duration::seconds(1), ..provider() };
+    f.repo.put_provider(changed.clone(), audit()).await.unwrap();
+
+    assert_eq!(f.repo.get_provider().await.unwrap(), Some(changed));
+    let mut conn = db.conn().unwrap();
+    let rows: Vec<(Option<String>, Option<String>)> =
+        pay_provider::table.select((pay_provider::merchant_private_key_enc, pay_provider::api_v3_key_enc)).load(&mut *conn).unwrap();
+    assert_eq!(rows.len(), 1, "one provider account");
+    let (key, v3) = (rows[0].0.clone().unwrap(), rows[0].1.clone().unwrap());
+    assert!(key.starts_with("v1:") && !key.contains("PRIVATE KEY") && !v3.contains(API_V3_KEY), "{key} {v3}");
+    let audits: i64 = audit_logs::table.filter(audit_logs::target_type.eq("pay_provider")).count().get_result(&mut *conn).unwrap();
+    assert_eq!(audits, 2);
+});
+
+store_test!(a_sub_merchant_configuration_round_trips_and_one_sub_merchant_has_one_tenant, |db| {
+    let f = fixture(&db).await;
+    f.repo.put_config(sub_config(f.tenant, "1900000201"), config_audit(f.tenant), false).await.unwrap();
+
+    let taken = f.repo.put_config(sub_config(f.other, "1900000201"), config_audit(f.other), false).await.unwrap_err();
+
+    assert_eq!(f.repo.get_config(f.tenant).await.unwrap(), Some(sub_config(f.tenant, "1900000201")));
+    assert!(matches!(taken, Error::Conflict(Reason::Duplicate, ref m) if m.contains("1900000201")), "{taken:?}");
+    assert_eq!(f.repo.get_config(f.other).await.unwrap(), None, "nothing written");
+    // Two tenants without a sub-merchant are no conflict.
+    f.repo.put_config(config(f.other), config_audit(f.other), false).await.unwrap();
+});
+
+store_test!(a_switch_of_mode_waits_until_every_payment_and_refund_is_final, |db| {
+    let f = fixture(&db).await;
+    f.repo.put_config(config(f.tenant), config_audit(f.tenant), false).await.unwrap();
+    let unpaid = f.repo.insert_transaction(transaction(f.tenant, "T0000001", 100), none()).await.unwrap();
+    let switch = || f.repo.put_config(sub_config(f.tenant, "1900000201"), config_audit(f.tenant), true);
+
+    assert_eq!(f.repo.unfinished(f.tenant).await.unwrap(), 1);
+    let refused = switch().await.unwrap_err();
+    assert!(matches!(refused, Error::Conflict(Reason::State, ref m) if m.contains("1 payments")), "{refused:?}");
+    assert_eq!(f.repo.get_config(f.tenant).await.unwrap().unwrap().mode, PaymentMode::Direct, "nothing written");
+
+    let paid = Transaction { trade_state: TradeState::Success, success_time: Some(t0() + Duration::minutes(1)), ..unpaid };
+    assert!(f.repo.update_transaction(paid.clone(), TradeState::NotPay, none()).await.unwrap());
+    let reserved = f.repo.reserve_refund(refund(f.tenant, &paid.out_trade_no, "R1", 50), rule(50), none()).await.unwrap();
+    assert!(matches!(reserved, RefundReservation::Reserved(_)), "{reserved:?}");
+    assert_eq!(f.repo.unfinished(f.tenant).await.unwrap(), 1, "a processing refund is in flight");
+    assert!(switch().await.is_err());
+
+    let mut settled = f.repo.get_refund(f.tenant, "R1".into()).await.unwrap().unwrap();
+    settled.status = RefundStatus::Succeeded;
+    assert!(f.repo.update_refund(settled, RefundStatus::Processing, none()).await.unwrap());
+    assert_eq!(f.repo.unfinished(f.tenant).await.unwrap(), 0);
+    assert_eq!(f.repo.unfinished(f.other).await.unwrap(), 0);
+    switch().await.unwrap();
+    assert_eq!(f.repo.get_config(f.tenant).await.unwrap().unwrap().mode, PaymentMode::SubMerchant);
+});
+
+store_test!(a_transaction_keeps_the_sub_merchant_it_was_placed_for, |db| {
+    let f = fixture(&db).await;
+    let placed = Transaction { sub_mchid: Some("1900000201".into()), ..transaction(f.tenant, "T0000001", 100) };
+
+    let paid = pay(&f, placed).await;
+
+    let read = f.repo.get_transaction(f.tenant, "T0000001".into()).await.unwrap().unwrap();
+    assert_eq!(read.sub_mchid.as_deref(), Some("1900000201"));
+    assert_eq!(read, paid);
 });
