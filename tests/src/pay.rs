@@ -90,8 +90,9 @@ pub async fn configure_provider(app: &TestApp, admin: &str, sp_mchid: &str) {
 /// Registers `sub_mchid` with the sandbox under provider `sp_mchid` and makes it `tenant`'s
 /// enabled sub-merchant configuration, as `admin`; payers pay in `sub_appid` when given.
 pub async fn configure_sub_merchant(app: &TestApp, admin: &str, tenant: i64, sp_mchid: &str, sub_mchid: &str, sub_appid: Option<&str>) {
-    let registered =
-        app.post("/sandbox/control/sub-merchant", json!({"sp_mchid": sp_mchid, "sub_mchid": sub_mchid, "sub_appid": sub_appid}), None).await;
+    let registered = app
+        .post("/sandbox/control/sub-merchant", json!({"sp_mchid": sp_mchid, "sub_mchid": sub_mchid, "sub_appid": sub_appid}), None)
+        .await;
     assert_eq!(registered.status, 200, "{}", registered.body);
     let body = json!({"tenant_id": tenant, "mode": "sub_merchant", "sub_mchid": sub_mchid, "sub_appid": sub_appid, "enabled": true});
     app.put("/api/v1/miniprogram/payment/config", body, Some(admin)).await.expect(200);

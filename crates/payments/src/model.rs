@@ -7,7 +7,9 @@ use chrono::NaiveDate;
 
 /// How a tenant collects: into a merchant account of its own, or as a sub-merchant (特约商户)
 /// under the platform's service-provider account.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, strum::IntoStaticStr, strum::EnumString)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, strum::IntoStaticStr, strum::EnumString,
+)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
@@ -661,7 +663,9 @@ pub struct JsapiOrder {
     pub description: String,
     /// What the payer is asked to pay, in CNY fen.
     pub amount: Money,
-    /// The payer's openid in the mini-program.
+    /// The payer's openid in the mini-program the payer pays in
+    /// ([`MerchantAccount::payer_appid`]): a sub-merchant's own app when it has a `sub_appid`
+    /// (sent as `sub_openid`), the provider's otherwise (`sp_openid`).
     pub openid: String,
     /// Free text the platform hands back with notifications.
     pub attach: Option<String>,

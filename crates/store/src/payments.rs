@@ -16,8 +16,8 @@ use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Party, Result, Timestamp};
 use atrium_payments::{
-    Effects, MerchantCredentials, PaymentConfig, PaymentMethod, PaymentMode, ProviderConfig, PaymentRepo, PaymentTenant, Refund, RefundReservation, RefundRule, RefundStatus, Secret,
-    TradeState, Transaction, Unsettled,
+    Effects, MerchantCredentials, PaymentConfig, PaymentMethod, PaymentMode, PaymentRepo, PaymentTenant, ProviderConfig, Refund,
+    RefundReservation, RefundRule, RefundStatus, Secret, TradeState, Transaction, Unsettled,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -519,7 +519,10 @@ fn unfinished(conn: &mut DbConn, tenant_id: Id) -> Result<u64> {
     let transactions: i64 = payment_transactions::table
         .filter(payment_transactions::tenant_id.eq(tenant_id))
         .filter(payment_transactions::method.eq(PaymentMethod::WechatJsapi.as_str()))
-        .filter(payment_transactions::trade_state.eq_any([TradeState::NotPay, TradeState::UserPaying, TradeState::PayError].map(|s| s.as_str())))
+        .filter(
+            payment_transactions::trade_state
+                .eq_any([TradeState::NotPay, TradeState::UserPaying, TradeState::PayError].map(|s| s.as_str())),
+        )
         .filter(payment_transactions::discrepancy.is_null())
         .count()
         .get_result(conn)

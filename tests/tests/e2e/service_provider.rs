@@ -98,7 +98,13 @@ e2e!(a_sub_merchant_collects_through_the_provider_from_order_to_refund_and_close
     assert_eq!(platform_trade(app, "T_SUB_002", SUB_MCHID).await["order"]["trade_state"], "CLOSED");
 
     // An order of the tenant, paid in the sub-merchant's app and told by the notification.
-    let order = app.post("/api/v1/orders", json!({"tenant_id": tenant, "subject": "Sub order", "amount": 10_001, "openid": "o_sub_payer"}), Some(&admin)).await;
+    let order = app
+        .post(
+            "/api/v1/orders",
+            json!({"tenant_id": tenant, "subject": "Sub order", "amount": 10_001, "openid": "o_sub_payer"}),
+            Some(&admin),
+        )
+        .await;
     order.expect(200);
     let id = order.data()["id"].as_i64().unwrap();
     let params = pay_online(app, &admin, id).await;
@@ -235,10 +241,15 @@ e2e!(only_platform_users_reach_the_provider_account_and_rates_are_checked, |app|
         let req = app.client.post(app.url("/api/v1/platform/pay-provider/cert/upload")).bearer_auth(token);
         app.send(req.header("content-type", content_type.clone()).body(form.clone())).await.expect(403);
     }
-    let over = app.put("/api/v1/platform/pay-provider", json!({"sp_mchid": SP_MCHID, "sp_appid": "wx_sp", "platform_bp": 10_001}), Some(&org.admin)).await;
+    let over = app
+        .put("/api/v1/platform/pay-provider", json!({"sp_mchid": SP_MCHID, "sp_appid": "wx_sp", "platform_bp": 10_001}), Some(&org.admin))
+        .await;
     over.expect_field_error("platform_bp");
     let unchanged = app.get("/api/v1/platform/pay-provider", Some(&org.admin)).await;
-    assert_eq!((unchanged.data()["platform_bp"].as_i64(), unchanged.data()["sp_appid"].as_str()), (Some(0), Some(atrium_e2e::pay::SP_APPID)));
+    assert_eq!(
+        (unchanged.data()["platform_bp"].as_i64(), unchanged.data()["sp_appid"].as_str()),
+        (Some(0), Some(atrium_e2e::pay::SP_APPID))
+    );
 });
 
 e2e!(one_sub_merchant_collects_for_one_tenant_only, |app| {
@@ -247,7 +258,11 @@ e2e!(one_sub_merchant_collects_for_one_tenant_only, |app| {
     configure_sub_merchant(app, &org.admin, org.t1, SP_MCHID, SUB_MCHID, None).await;
 
     let taken = app
-        .put("/api/v1/miniprogram/payment/config", json!({"tenant_id": org.t2, "mode": "sub_merchant", "sub_mchid": SUB_MCHID}), Some(&org.admin))
+        .put(
+            "/api/v1/miniprogram/payment/config",
+            json!({"tenant_id": org.t2, "mode": "sub_merchant", "sub_mchid": SUB_MCHID}),
+            Some(&org.admin),
+        )
         .await;
     let keys_in_sub_mode = app
         .put(

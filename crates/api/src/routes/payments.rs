@@ -8,8 +8,8 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use atrium_kernel::{Error, Id};
 use atrium_payments::{
     CloseRequest, CloseView, KeyUpload, NotificationError, NotificationRequest, PaymentConfigPut, PaymentConfigView, PaymentTestRequest,
-    PlatformKeyId, ProviderConfigPut, ProviderConfigView, QueryRequest, ReconciliationParams, ReconciliationView, RefundRequest, RefundView, Secret, TestReport, TransactionView,
-    UnifiedOrderRequest, UnifiedOrderView,
+    PlatformKeyId, ProviderConfigPut, ProviderConfigView, QueryRequest, ReconciliationParams, ReconciliationView, RefundRequest,
+    RefundView, Secret, TestReport, TransactionView, UnifiedOrderRequest, UnifiedOrderView,
 };
 use futures_util::StreamExt;
 

@@ -20,7 +20,7 @@ pub fn target_read_permission(target_type: &str) -> Option<&'static str> {
         "role" => Some(perm::ROLE_READ.name),
         "payroll_sheet" => Some(perm::PAYROLL_READ.name),
         "order" => Some(perm::ORDER_READ.name),
-        "payment_config" => Some(perm::MINIPROGRAM_PAYMENT.name),
+        "payment_config" | "pay_provider" => Some(perm::MINIPROGRAM_PAYMENT.name),
         "miniprogram_settings" | "miniprogram_upload_task" | "miniprogram_audit_task" | "miniprogram_release_task" => {
             Some(perm::MINIPROGRAM_READ.name)
         }

@@ -104,8 +104,7 @@ impl PaymentService {
         if enabled && !config.enabled {
             return Err(Error::conflict(Reason::PaymentsNotReady, "payments are disabled for this tenant"));
         }
-        let incomplete =
-            |missing: Vec<&str>| format!("the payment configuration is incomplete: {} missing", missing.join(", "));
+        let incomplete = |missing: Vec<&str>| format!("the payment configuration is incomplete: {} missing", missing.join(", "));
         match (config.mode, config.sub_mchid.as_deref()) {
             (PaymentMode::SubMerchant, Some(sub_mchid)) => self.provider_account(config.sub_merchant(sub_mchid), enabled).await,
             (PaymentMode::SubMerchant, None) => Err(Error::conflict(Reason::PaymentsNotReady, incomplete(vec!["sub_mchid"]))),

@@ -108,8 +108,7 @@ impl PaymentService {
     pub async fn test_provider(&self, actor: &Actor) -> Result<TestReport> {
         Self::platform_only(actor)?;
         let Some(provider) = self.repo.get_provider().await? else {
-            let checks =
-                vec![TestCheck { name: "config_complete".into(), ok: false, detail: "no service-provider account yet".into() }];
+            let checks = vec![TestCheck { name: "config_complete".into(), ok: false, detail: "no service-provider account yet".into() }];
             return Ok(TestReport { ok: false, checks });
         };
         let account = provider.credentials.account(&provider.sp_mchid, &provider.sp_appid);

@@ -42,6 +42,11 @@ fn orders() {
 }
 
 #[test]
+fn partners() {
+    walkthrough("docs/partners.md", &[], &[]);
+}
+
+#[test]
 fn miniprogram() {
     walkthrough("docs/miniprogram.md", &[], &["zip"]);
 }

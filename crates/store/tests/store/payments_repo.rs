@@ -1043,7 +1043,12 @@ store_test!(an_order_and_a_transaction_racing_for_one_number_cannot_both_take_it
 // --- service-provider mode ---------------------------------------------------------------------
 
 fn sub_config(tenant_id: i64, sub_mchid: &str) -> PaymentConfig {
-    PaymentConfig { mode: PaymentMode::SubMerchant, sub_mchid: Some(sub_mchid.into()), sub_appid: Some("wx_sub".into()), ..config(tenant_id) }
+    PaymentConfig {
+        mode: PaymentMode::SubMerchant,
+        sub_mchid: Some(sub_mchid.into()),
+        sub_appid: Some("wx_sub".into()),
+        ..config(tenant_id)
+    }
 }
 
 fn provider() -> ProviderConfig {

@@ -219,7 +219,10 @@ async fn a_platform_key_with_its_id_is_stored_with_its_fingerprint() {
 
     let view = svc.upload_keys(&tenant_actor(), input).await.unwrap();
 
-    assert_eq!((view.credentials.platform_public_key_id.as_deref(), view.credentials.platform_key_fingerprint.as_deref()), (Some("PUB_KEY_ID_NEW"), Some("99aa")));
+    assert_eq!(
+        (view.credentials.platform_public_key_id.as_deref(), view.credentials.platform_key_fingerprint.as_deref()),
+        (Some("PUB_KEY_ID_NEW"), Some("99aa"))
+    );
     let c = stored.lock().unwrap().clone().unwrap();
     assert_eq!(c.credentials.platform_public_key.as_deref(), Some("-----BEGIN PUBLIC KEY-----new"));
     assert_eq!(c.credentials.merchant_key_fingerprint.as_deref(), Some(FP), "the merchant key is untouched");

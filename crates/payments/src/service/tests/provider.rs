@@ -20,12 +20,7 @@ fn provider() -> ProviderConfig {
 
 /// The tenant's [`config`] switched to sub-merchant [`SUB_MCHID`], paying in its own app.
 fn sub_config() -> PaymentConfig {
-    PaymentConfig {
-        mode: PaymentMode::SubMerchant,
-        sub_mchid: Some(SUB_MCHID.into()),
-        sub_appid: Some("wx_sub".into()),
-        ..config()
-    }
+    PaymentConfig { mode: PaymentMode::SubMerchant, sub_mchid: Some(SUB_MCHID.into()), sub_appid: Some("wx_sub".into()), ..config() }
 }
 
 fn with_provider(mut repo: MockPaymentRepo, provider: Option<ProviderConfig>) -> MockPaymentRepo {
