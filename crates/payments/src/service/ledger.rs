@@ -435,7 +435,7 @@ impl PaymentService {
             return Ok(refund);
         }
         failpoint!("ledger.refund.reserved");
-        let account = self.account_of(&tx).await?;
+        let account = self.account_of(tx).await?;
         let order = RefundOrder {
             out_trade_no: tx.out_trade_no.clone(),
             out_refund_no: out_refund_no.clone(),
