@@ -232,6 +232,10 @@ UNSTATEABLE = [
     (r"amount", r"^is required without items$"),
     # A sum of products over an array's items (quantity × unit_price, bounded like an amount).
     (r"items", r"^must add up to at (least|most) \d+ fen$"),
+    # A payment configuration's mode and its fields (a `oneOf` over `required` would say it, and
+    # client generators cannot type one; the mode may also be the stored one).
+    (r"(mchid|appid|sub_mchid)", r"^is required in (direct|sub_merchant) mode$"),
+    (r"(mchid|appid|api_v3_key|sub_mchid|sub_appid)", r"^is not used in (direct|sub_merchant) mode$"),
     # Who calls: platform and partner callers name the record's tenant, a tenant caller may
     # leave it out for its own (the document cannot make a field required per caller).
     (r"tenant_id", r"^is required$"),

@@ -186,6 +186,24 @@ fn object_rules(doc: &mut serde_json::Value) {
                 "dependentRequired": {"platform_public_key": ["platform_public_key_id"]},
             }),
         ),
+        // PaymentService::upload_provider_keys: the same rule, and no `tenant_id`.
+        (
+            "ProviderKeyUploadForm",
+            json!({
+                "additionalProperties": false,
+                "anyOf": [{"required": ["private_key"]}, {"required": ["certificate"]}, {"required": ["platform_public_key"]}],
+                "dependentRequired": {"platform_public_key": ["platform_public_key_id"]},
+            }),
+        ),
+        // PaymentService::put_config: each mode's fields. Said in words, not as a `oneOf` over
+        // `required`, which client generators cannot type.
+        (
+            "PaymentConfigPut",
+            json!({"description": "`PUT /miniprogram/payment/config`. Direct mode (`mode` \"direct\", or absent while the tenant is \
+                direct) requires `mchid` and `appid` and takes `api_v3_key`; sub-merchant mode (`mode` \"sub_merchant\", or absent \
+                while the tenant is one) requires `sub_mchid` and takes `sub_appid`. A field of the other mode is a 400 naming it. \
+                A tenant caller may leave out `tenant_id`; platform and partner callers name it."}),
+        ),
         // PublishRequest::release_mode: a percentage with `gray` only.
         (
             "PublishRequest",

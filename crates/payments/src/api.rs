@@ -260,6 +260,25 @@ pub struct KeyUploadForm {
     pub platform_public_key_id: Option<String>,
 }
 
+/// The parts of `POST /platform/pay-provider/cert/upload` (`multipart/form-data`), as the
+/// document shows them: a tenant's parts without `tenant_id`.
+#[cfg(feature = "openapi")]
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+#[schema(example = json!({"platform_public_key_id": "PUB_KEY_ID_0114232134912410000000000000000000"}))]
+pub struct ProviderKeyUploadForm {
+    /// The provider's merchant private key, PEM (RSA ≥ 2048 bits, PKCS#8 or PKCS#1).
+    pub private_key: Option<String>,
+    /// The provider's merchant certificate, PEM X.509; it must belong to the private key and be
+    /// valid.
+    pub certificate: Option<String>,
+    /// The platform public key, PEM; needs `platform_public_key_id`.
+    pub platform_public_key: Option<String>,
+    /// `PUB_KEY_ID_…`.
+    #[schema(value_type = Option<PlatformKeyId>)]
+    pub platform_public_key_id: Option<String>,
+}
+
 /// `GET /miniprogram/payment/reconciliation?date=YYYY-MM-DD`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]

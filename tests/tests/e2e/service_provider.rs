@@ -112,6 +112,15 @@ e2e!(a_sub_merchant_collects_through_the_provider_from_order_to_refund_and_close
     app.post("/sandbox/control/pay", json!({"pay_params": params, "result": "SUCCESS"}), None).await;
     let o = wait_order(app, &admin, id, |o| o["status"] == "paid").await;
     assert_eq!((o["status"].as_str(), o["paid_amount"].as_i64()), (Some("paid"), Some(10_001)), "{o}");
+    // Refunded through the order, from the sub-merchant.
+    let no = o["order_no"].as_str().unwrap().to_owned();
+    app.post(&format!("/api/v1/orders/{id}/refund"), json!({"amount": 1}), Some(&admin)).await.expect(200);
+    let held = platform_trade(app, &no, SUB_MCHID).await;
+    assert_eq!(held["refunds"].as_array().map(Vec::len), Some(1), "{held}");
+    let out_refund_no = held["refunds"][0]["out_refund_no"].as_str().unwrap().to_owned();
+    app.post("/sandbox/control/refund", json!({"out_refund_no": out_refund_no, "result": "SUCCESS"}), None).await;
+    let o = wait_order(app, &admin, id, |o| o["refunded_amount"] == 1).await;
+    assert_eq!((o["status"].as_str(), o["refunded_amount"].as_i64()), (Some("partially_refunded"), Some(1)), "{o}");
 });
 
 e2e!(a_sub_merchant_without_its_own_app_pays_in_the_providers, |app| {
@@ -226,6 +235,40 @@ e2e!(a_lost_answer_of_the_partner_endpoint_is_asked_again_under_the_same_number,
     let no = again.data()["out_trade_no"].as_str().unwrap().to_owned();
     let held = platform_trade(app, &no, SUB_MCHID).await;
     assert_eq!((held["order"]["total"].as_i64(), held["order"]["prepay_id"].as_str()), (Some(500), again.data()["prepay_id"].as_str()));
+});
+
+e2e!(a_lost_refund_answer_of_a_sub_merchant_is_asked_again_under_the_same_number, |app| {
+    let (admin, tenant) = tenant(app, "Faulty shop").await;
+    configure_provider(app, &admin, SP_MCHID).await;
+    configure_sub_merchant(app, &admin, tenant, SP_MCHID, SUB_MCHID, Some(SUB_APPID)).await;
+    unified_order(app, &admin, tenant, "T_SUB_LOST_R", 900).await.expect(200);
+    app.post("/sandbox/control/pay", json!({"out_trade_no": "T_SUB_LOST_R", "result": "SUCCESS"}), None).await;
+    eventually(10, "T_SUB_LOST_R paid", async || {
+        let t = query(app, &admin, tenant, "T_SUB_LOST_R").await;
+        if t["trade_state"] == "SUCCESS" { Ok(()) } else { Err(t.to_string()) }
+    })
+    .await;
+    let lose = json!({"path": "/v3/refund/domestic/refunds", "status": 500, "times": 3, "after": true});
+    assert_eq!(app.post("/sandbox/control/pay-fail", lose, None).await.status, 200);
+    let refund = async || {
+        let req = app
+            .client
+            .post(app.url("/api/v1/miniprogram/payment/refund"))
+            .bearer_auth(&admin)
+            .header("Idempotency-Key", "sub-refund-lost-1")
+            .json(&json!({"tenant_id": tenant, "out_trade_no": "T_SUB_LOST_R", "amount": 300}));
+        app.send(req).await
+    };
+
+    let lost = refund().await;
+    let again = refund().await;
+
+    lost.expect(502);
+    again.expect(200);
+    let held = platform_trade(app, "T_SUB_LOST_R", SUB_MCHID).await;
+    let refunds = held["refunds"].as_array().unwrap();
+    assert_eq!(refunds.len(), 1, "one refund on the platform: {held}");
+    assert_eq!((refunds[0]["amount"].as_i64(), refunds[0]["out_refund_no"].as_str()), (Some(300), again.data()["out_refund_no"].as_str()));
 });
 
 e2e!(only_platform_users_reach_the_provider_account_and_rates_are_checked, |app| {

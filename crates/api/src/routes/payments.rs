@@ -214,7 +214,7 @@ pub async fn put_provider(state: web::Data<AppState>, auth: Authorized<Miniprogr
 /// key (`multipart/form-data`, the parts of a tenant's upload without `tenant_id`). A bad part
 /// is a 400 naming it. Platform users only.
 #[utoipa::path(post, path = "/api/v1/platform/pay-provider/cert/upload", tag = "payments",
-    request_body(content = atrium_payments::KeyUploadForm, content_type = "multipart/form-data"),
+    request_body(content = atrium_payments::ProviderKeyUploadForm, content_type = "multipart/form-data"),
     security(("bearer" = ["miniprogram:payment"])),
     responses((status = 200, body = ProviderConfigView), (status = 403, description = "Not a platform user"), (status = 404, description = "No service-provider account yet: PUT it first"), (status = 413)))]
 pub async fn upload_provider_keys(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, form: Multipart) -> ApiResult {

@@ -519,17 +519,21 @@ impl PaymentService {
                     log::warn!("refund notification {} for unknown out_refund_no {} of tenant {tenant_id}", event.id, report.out_refund_no);
                     NotifyOutcome::Unknown
                 }
-                // A report through the partner endpoints names its sub-merchant: it must be the
-                // one the refunded payment was placed with.
-                Some(refund) if report.sub_mchid.is_some() && self.refund_merchant(&refund).await? != report.sub_mchid => {
-                    let ours = self.refund_merchant(&refund).await?;
-                    misrouted(tenant_id, &event.id, &report.out_refund_no, ours.as_deref(), report.sub_mchid.as_deref());
-                    NotifyOutcome::Unknown
-                }
                 Some(refund) => {
-                    let before = refund.status;
-                    let after = self.apply_refund_report(tenant_id, &report.out_refund_no, report).await?;
-                    if after.status != before { NotifyOutcome::Applied } else { NotifyOutcome::Stale }
+                    // A report through the partner endpoints names its sub-merchant: it must be
+                    // the one the refunded payment was placed with.
+                    let ours = match &report.sub_mchid {
+                        Some(_) => self.refund_merchant(&refund).await?,
+                        None => None,
+                    };
+                    if ours != report.sub_mchid {
+                        misrouted(tenant_id, &event.id, &report.out_refund_no, ours.as_deref(), report.sub_mchid.as_deref());
+                        NotifyOutcome::Unknown
+                    } else {
+                        let before = refund.status;
+                        let after = self.apply_refund_report(tenant_id, &report.out_refund_no, report).await?;
+                        if after.status != before { NotifyOutcome::Applied } else { NotifyOutcome::Stale }
+                    }
                 }
             },
             EventResource::Other => NotifyOutcome::Ignored,

@@ -356,3 +356,28 @@ async fn a_notification_naming_another_merchant_than_the_payments_changes_nothin
         assert!(!cell.lock().unwrap().is_paid());
     }
 }
+
+#[tokio::test]
+async fn a_refund_notification_naming_another_sub_merchant_changes_nothing() {
+    let placed = Transaction { sub_mchid: Some(SUB_MCHID.into()), ..tx("T0000001", TradeState::Success) };
+    for (reported, applied) in [(Some("1900000999"), false), (Some(SUB_MCHID), true)] {
+        let (mut repo, _) = repo_holding(Some(sub_config()), placed.clone());
+        let cell = Arc::new(Mutex::new(refund("R1", 300, RefundStatus::Processing)));
+        let (read, write) = (cell.clone(), cell.clone());
+        repo.expect_get_refund().returning(move |_, _| Ok(Some(read.lock().unwrap().clone())));
+        repo.expect_update_refund().times(usize::from(applied)).returning(move |r, _, _| {
+            *write.lock().unwrap() = r;
+            Ok(true)
+        });
+        repo.expect_notification_seen().returning(|_, _| Ok(false));
+        repo.expect_record_notification().times(1).returning(|_, _, _, _| Ok(()));
+        let svc = svc(repo, MockPayPlatform::new());
+        let settled = PlatformRefund { sub_mchid: reported.map(str::to_owned), ..refund_report(RefundStatus::Succeeded) };
+
+        let outcome = svc.handle_event(TENANT, event("EV-R", EventResource::Refund(settled))).await.unwrap();
+
+        let want = if applied { NotifyOutcome::Applied } else { NotifyOutcome::Unknown };
+        assert_eq!(outcome, want, "{reported:?}");
+        assert_eq!(cell.lock().unwrap().status == RefundStatus::Succeeded, applied);
+    }
+}
