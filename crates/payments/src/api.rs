@@ -396,8 +396,8 @@ pub struct ProviderConfigPut {
     pub enabled: Option<bool>,
 }
 
-/// A merchant's registered name: 1–128 bytes.
-pub type MerchantName = ByteText<128, false>;
+/// A merchant's registered name: 1–128 characters of text.
+pub type MerchantName = atrium_kernel::Text<128>;
 
 /// `POST /platform/pay-provider/cert/upload`: the parts of the multipart form, as for a
 /// tenant's account, without a tenant.
