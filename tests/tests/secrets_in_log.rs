@@ -172,6 +172,33 @@ async fn payment_flow(app: &TestApp, s: &mut Secrets) {
     refund.expect(200);
 }
 
+/// The platform's service-provider account and a sub-merchant's paid and refunded order: the
+/// provider's keys travel the same paths as a merchant's.
+async fn provider_flow(app: &TestApp, s: &mut Secrets) {
+    let admin = app.admin_token().await;
+    pay::configure_provider(app, &admin, "1900000072").await;
+    // Registering again answers the same material.
+    let provider = app.post("/sandbox/control/merchant", json!({"mchid": "1900000072", "appid": pay::SP_APPID}), None).await.body;
+    s.add_json("the provider's APIv3 key", &provider["api_v3_key"]);
+    for line in provider["private_key_pem"].as_str().unwrap().lines().filter(|l| !l.starts_with("-----") && l.len() >= 40) {
+        s.add("a line of the provider's private key", line);
+    }
+    let tenant = app.create("/api/v1/tenants", json!({"name": "Sub shop"}), &admin).await["id"].as_i64().unwrap();
+    pay::configure_sub_merchant(app, &admin, tenant, "1900000072", "1900000273", None).await;
+    let order =
+        json!({"tenant_id": tenant, "description": "Tea", "amount": 1300, "openid": "o_log_sub_payer", "out_trade_no": "T_LOG_SUB_1"});
+    app.post("/api/v1/miniprogram/payment/unified-order", order, Some(&admin)).await.expect(200);
+    app.post("/sandbox/control/pay", json!({"out_trade_no": "T_LOG_SUB_1", "result": "SUCCESS"}), None).await;
+    pay::eventually(10, "T_LOG_SUB_1 paid", async || {
+        let q =
+            app.post("/api/v1/miniprogram/payment/query", json!({"tenant_id": tenant, "out_trade_no": "T_LOG_SUB_1"}), Some(&admin)).await;
+        if q.data()["trade_state"] == "SUCCESS" { Ok(()) } else { Err(q.body.to_string()) }
+    })
+    .await;
+    let refund = json!({"tenant_id": tenant, "out_trade_no": "T_LOG_SUB_1", "amount": 300});
+    app.post("/api/v1/miniprogram/payment/refund", refund, Some(&admin)).await.expect(200);
+}
+
 /// The log after the flows, checked for every secret and for credential-named query
 /// parameters that kept their value.
 fn check_the_log(secrets: &Secrets) {
@@ -253,6 +280,7 @@ async fn every_flow(app: &TestApp) {
     identity_flows(app, &mut secrets).await;
     authorisation_flow(app, &mut secrets).await;
     payment_flow(app, &mut secrets).await;
+    provider_flow(app, &mut secrets).await;
     forged_pushes(app).await;
     check_the_log(&secrets);
     check_no_forged_line();
