@@ -74,6 +74,22 @@ struct SealedCredentials {
     platform_key_fingerprint: Option<String>,
 }
 
+/// The key columns of a row that has them all ([`ConfigRow`], [`ProviderRow`]).
+macro_rules! sealed_columns {
+    ($row:expr) => {
+        SealedCredentials {
+            merchant_serial_no: $row.merchant_serial_no,
+            merchant_cert_not_after: $row.merchant_cert_not_after,
+            merchant_private_key_enc: $row.merchant_private_key_enc,
+            merchant_key_fingerprint: $row.merchant_key_fingerprint,
+            api_v3_key_enc: $row.api_v3_key_enc,
+            platform_public_key_id: $row.platform_public_key_id,
+            platform_public_key: $row.platform_public_key,
+            platform_key_fingerprint: $row.platform_key_fingerprint,
+        }
+    };
+}
+
 fn seal(c: &MerchantCredentials, cipher: &FieldCipher) -> Result<SealedCredentials> {
     let seal = |s: &Option<Secret>| s.as_ref().map(|s| cipher.encrypt(s.expose())).transpose();
     Ok(SealedCredentials {
@@ -126,19 +142,7 @@ fn config_row(c: &PaymentConfig, cipher: &FieldCipher) -> Result<ConfigRow> {
 }
 
 fn config_from_row(r: ConfigRow, cipher: &FieldCipher) -> Result<PaymentConfig> {
-    let credentials = unseal(
-        SealedCredentials {
-            merchant_serial_no: r.merchant_serial_no,
-            merchant_cert_not_after: r.merchant_cert_not_after,
-            merchant_private_key_enc: r.merchant_private_key_enc,
-            merchant_key_fingerprint: r.merchant_key_fingerprint,
-            api_v3_key_enc: r.api_v3_key_enc,
-            platform_public_key_id: r.platform_public_key_id,
-            platform_public_key: r.platform_public_key,
-            platform_key_fingerprint: r.platform_key_fingerprint,
-        },
-        cipher,
-    )?;
+    let credentials = unseal(sealed_columns!(r), cipher)?;
     Ok(PaymentConfig {
         tenant_id: r.tenant_id,
         mode: parse_enum(&r.mode, PaymentMode::parse, "payment mode")?,
@@ -206,19 +210,7 @@ fn provider_row(c: &ProviderConfig, cipher: &FieldCipher) -> Result<ProviderRow>
 }
 
 fn provider_from_row(r: ProviderRow, cipher: &FieldCipher) -> Result<ProviderConfig> {
-    let credentials = unseal(
-        SealedCredentials {
-            merchant_serial_no: r.merchant_serial_no,
-            merchant_cert_not_after: r.merchant_cert_not_after,
-            merchant_private_key_enc: r.merchant_private_key_enc,
-            merchant_key_fingerprint: r.merchant_key_fingerprint,
-            api_v3_key_enc: r.api_v3_key_enc,
-            platform_public_key_id: r.platform_public_key_id,
-            platform_public_key: r.platform_public_key,
-            platform_key_fingerprint: r.platform_key_fingerprint,
-        },
-        cipher,
-    )?;
+    let credentials = unseal(sealed_columns!(r), cipher)?;
     // The table's CHECK keeps the rates within 0–10,000.
     let bp = |v: i32| u32::try_from(v).map_err(|_| Error::internal(format!("pay_provider holds a negative rate {v}")));
     Ok(ProviderConfig {

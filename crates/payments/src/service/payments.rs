@@ -266,15 +266,7 @@ impl PaymentService {
             config.enabled = enabled;
         }
         if config.enabled {
-            let missing = config.missing_parts();
-            if !missing.is_empty() {
-                // The stored configuration, not the request, is short of keys: 409.
-                return Err(Error::blocked(
-                    Reason::PaymentsNotReady,
-                    "enabled",
-                    format!("the configuration is incomplete: {} missing", missing.join(", ")),
-                ));
-            }
+            complete_to_enable("configuration", config.missing_parts())?;
         }
         config.updated_at = now;
         let action = match &before {
@@ -767,6 +759,15 @@ impl PaymentService {
     pub(super) fn order_refund_event(&self, refund: &Refund) -> Option<NewJob> {
         refund.order_id.map(|order_id| order_changed(refund.tenant_id, order_id, self.clock.now()))
     }
+}
+
+/// An account is enabled only with every part: the stored configuration, not the request, is
+/// short of them, so a 409 on `enabled` naming what is `missing`.
+pub(super) fn complete_to_enable(what: &str, missing: Vec<&str>) -> Result<()> {
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::blocked(Reason::PaymentsNotReady, "enabled", format!("the {what} is incomplete: {} missing", missing.join(", "))))
 }
 
 /// Logs a notification about one of our numbers that came for another merchant than the one

@@ -1,7 +1,7 @@
 //! The platform's service-provider account (服务商): the merchant account tenants in
 //! sub-merchant mode collect under. Only platform users with `miniprogram:payment` see or
 //! change it; its keys are inspected, stored and tested exactly as a tenant's own.
-use super::payments::PaymentService;
+use super::payments::{PaymentService, complete_to_enable};
 use crate::api::*;
 use crate::model::*;
 use atrium_kernel::{Actor, AuditRecord, Error, FieldError, Party, Reason, Result};
@@ -70,14 +70,7 @@ impl PaymentService {
             config.enabled = enabled;
         }
         if config.enabled {
-            let missing = config.missing_parts();
-            if !missing.is_empty() {
-                return Err(Error::blocked(
-                    Reason::PaymentsNotReady,
-                    "enabled",
-                    format!("the service-provider account is incomplete: {} missing", missing.join(", ")),
-                ));
-            }
+            complete_to_enable("service-provider account", config.missing_parts())?;
         }
         config.updated_at = now;
         let action = if before.is_some() { "pay_provider.update" } else { "pay_provider.create" };
