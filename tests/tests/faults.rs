@@ -7,7 +7,7 @@
 //! Failpoints are global to the process, so each test holds the failpoint scenario's lock
 //! for its whole run: the tests of this file run one at a time.
 #![allow(clippy::unwrap_used)]
-use atrium_e2e::pay::{new_order, paid_order, platform_refunds, shop, wait_order};
+use atrium_e2e::pay::{configure_provider, configure_sub_merchant, new_order, paid_order, platform_refunds, shop, wait_order};
 use atrium_e2e::serde_json::{Value, json};
 use atrium_e2e::{TestApp, e2e};
 
@@ -34,8 +34,28 @@ const REFUND_STEPS: [&str; 4] = ["ledger.refund.reserved", "ledger.refund.sent",
 /// The steps a platform payment passes.
 const PAY_STEPS: [&str; 4] = ["ledger.pay.stored", "ledger.pay.placed", "ledger.record", "orders.sync"];
 
+/// An org whose first tenant collects as sub-merchant [`SUB_MCHID`] of the platform's provider.
+async fn sub_shop(app: &TestApp) -> atrium_e2e::Org {
+    let org = app.org().await;
+    configure_provider(app, &org.admin, SP_MCHID).await;
+    configure_sub_merchant(app, &org.admin, org.t1, SP_MCHID, SUB_MCHID, Some("wx_fault_sub")).await;
+    org
+}
+
+const SP_MCHID: &str = "1900000042";
+const SUB_MCHID: &str = "1900000043";
+
 e2e!(a_refund_failing_at_any_step_moves_the_money_exactly_once, |app| {
     let org = shop(app, MCHID).await;
+    refund_failing_at_every_step(app, &org).await;
+});
+
+e2e!(a_sub_merchants_refund_failing_at_any_step_moves_the_money_exactly_once, |app| {
+    let org = sub_shop(app).await;
+    refund_failing_at_every_step(app, &org).await;
+});
+
+async fn refund_failing_at_every_step(app: &TestApp, org: &atrium_e2e::Org) {
     let t = &org.t1_admin;
     let _scenario = fail::FailScenario::setup();
     for step in REFUND_STEPS {
@@ -67,10 +87,19 @@ e2e!(a_refund_failing_at_any_step_moves_the_money_exactly_once, |app| {
         assert_eq!(refunds.len(), 1, "{step}: the books hold one refund: {o}");
         assert_eq!(refunds[0]["status"], "succeeded", "{step}: nothing is left processing: {o}");
     }
-});
+}
 
 e2e!(a_payment_failing_at_any_step_places_one_platform_order_and_is_paid_once, |app| {
     let org = shop(app, MCHID).await;
+    payment_failing_at_every_step(app, &org).await;
+});
+
+e2e!(a_sub_merchants_payment_failing_at_any_step_places_one_platform_order_and_is_paid_once, |app| {
+    let org = sub_shop(app).await;
+    payment_failing_at_every_step(app, &org).await;
+});
+
+async fn payment_failing_at_every_step(app: &TestApp, org: &atrium_e2e::Org) {
     let t = &org.t1_admin;
     let _scenario = fail::FailScenario::setup();
     for step in PAY_STEPS {
@@ -90,8 +119,10 @@ e2e!(a_payment_failing_at_any_step_places_one_platform_order_and_is_paid_once, |
         q.expect(200);
         assert_eq!((q.data()["trade_state"].as_str(), q.data()["amount"].as_i64()), (Some("SUCCESS"), Some(8_800)), "{step}");
         assert_eq!(q.data()["order_id"].as_i64(), Some(id));
+        let held = app.get(&format!("/sandbox/control/trade?out_trade_no={no}"), None).await;
+        assert_eq!(held.body["order"]["trade_state"], "SUCCESS", "{step}: one platform order, paid: {}", held.body);
     }
-});
+}
 
 e2e!(an_offline_payment_failing_to_tell_the_order_is_told_by_the_ledgers_event, vars = [("ATRIUM_JOB_POLL_MS", "100")], |app| {
     let org = app.org().await;

@@ -181,8 +181,61 @@ impl World {
     }
 }
 
+/// How the crash test's tenant collects.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Into its own merchant account.
+    Direct,
+    /// As a sub-merchant of the platform's service provider (the partner endpoints).
+    SubMerchant,
+}
+
+const SP_MCHID: &str = "1900000052";
+const SP_APPID: &str = "wx_crash_sp";
+const SUB_MCHID: &str = "1900000053";
+
+/// Atrium's admin token, a tenant paid into a merchant of the platform process, its own or a
+/// sub-merchant of the provider: (token, tenant).
+async fn shop(w: &World, atrium: &Proc, mode: Mode) -> (String, i64) {
+    let (token, tenant) = direct_shop(w, atrium).await;
+    if mode == Mode::Direct {
+        return (token, tenant);
+    }
+    let a = |path: &str| format!("http://{}{path}", atrium.base);
+    let (status, m) = w.client.post(w.p("/sandbox/control/merchant"), json!({"mchid": SP_MCHID, "appid": SP_APPID}), None).await;
+    assert_eq!(status, 200, "{m}");
+    let put = |body: Value| w.client.http.put(a("/api/v1/platform/pay-provider")).bearer_auth(&token).json(&body);
+    let (status, body) = w.client.send(put(json!({"sp_mchid": SP_MCHID, "sp_appid": SP_APPID, "api_v3_key": m["api_v3_key"]}))).await;
+    assert_eq!(status, 200, "{body}");
+    let text = |k: &str| m[k].as_str().unwrap().to_owned();
+    let (content_type, form) = multipart(&[
+        ("private_key", &text("private_key_pem")),
+        ("certificate", &text("certificate_pem")),
+        ("platform_public_key", &text("platform_public_key_pem")),
+        ("platform_public_key_id", &text("platform_public_key_id")),
+    ]);
+    let upload = w
+        .client
+        .http
+        .post(a("/api/v1/platform/pay-provider/cert/upload"))
+        .bearer_auth(&token)
+        .header("content-type", content_type)
+        .body(form);
+    let (status, body) = w.client.send(upload).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = w.client.send(put(json!({"sp_mchid": SP_MCHID, "sp_appid": SP_APPID, "enabled": true}))).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) =
+        w.client.post(w.p("/sandbox/control/sub-merchant"), json!({"sp_mchid": SP_MCHID, "sub_mchid": SUB_MCHID}), None).await;
+    assert_eq!(status, 200, "{body}");
+    let switch = json!({"tenant_id": tenant, "mode": "sub_merchant", "sub_mchid": SUB_MCHID, "enabled": true});
+    let (status, body) = w.client.send(w.client.http.put(a("/api/v1/miniprogram/payment/config")).bearer_auth(&token).json(&switch)).await;
+    assert_eq!(status, 200, "{body}");
+    (token, tenant)
+}
+
 /// Atrium's admin token, a tenant paid into a merchant of the platform process: (token, tenant).
-async fn shop(w: &World, atrium: &Proc) -> (String, i64) {
+async fn direct_shop(w: &World, atrium: &Proc) -> (String, i64) {
     let a = |path: &str| format!("http://{}{path}", atrium.base);
     let password = atrium.admin_password.clone().expect("a first start prints the admin password");
     let (status, login) =
@@ -245,10 +298,10 @@ async fn hold_answer(w: &World, path: &str) {
     assert_eq!(status, 200, "{body}");
 }
 
-async fn killed_in_platform_calls_moves_the_money_exactly_once(db: TestDatabase) {
+async fn killed_in_platform_calls_moves_the_money_exactly_once(db: TestDatabase, mode: Mode) {
     let w = World::new(db);
     let mut atrium = w.start();
-    let (token, tenant) = shop(&w, &atrium).await;
+    let (token, tenant) = shop(&w, &atrium, mode).await;
     let a = |p: &Proc, path: &str| format!("http://{}{path}", p.base);
 
     // 1. Killed while the platform places the order.
@@ -262,7 +315,7 @@ async fn killed_in_platform_calls_moves_the_money_exactly_once(db: TestDatabase)
         .await;
     assert_eq!(status, 200, "{created}");
     let (id, no) = (created["data"]["id"].as_i64().unwrap(), created["data"]["order_no"].as_str().unwrap().to_owned());
-    hold_answer(&w, "/v3/pay/transactions/jsapi").await;
+    hold_answer(&w, if mode == Mode::Direct { "/v3/pay/transactions/jsapi" } else { "/v3/pay/partner/transactions/jsapi" }).await;
     let pay_url = a(&atrium, &format!("/api/v1/orders/{id}/pay"));
     let in_flight = tokio::spawn({
         let (http, token) = (w.client.http.clone(), token.clone());
@@ -344,7 +397,7 @@ async fn killed_in_platform_calls_moves_the_money_exactly_once(db: TestDatabase)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_in_platform_calls_on_sqlite() {
-    killed_in_platform_calls_moves_the_money_exactly_once(TestDatabase::sqlite()).await;
+    killed_in_platform_calls_moves_the_money_exactly_once(TestDatabase::sqlite(), Mode::Direct).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -353,5 +406,19 @@ async fn killed_in_platform_calls_on_postgres() {
         atrium_store::testing::skip_postgres(module_path!());
         return;
     };
-    killed_in_platform_calls_moves_the_money_exactly_once(db).await;
+    killed_in_platform_calls_moves_the_money_exactly_once(db, Mode::Direct).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_in_a_sub_merchants_platform_calls_on_sqlite() {
+    killed_in_platform_calls_moves_the_money_exactly_once(TestDatabase::sqlite(), Mode::SubMerchant).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_in_a_sub_merchants_platform_calls_on_postgres() {
+    let Some(db) = TestDatabase::postgres() else {
+        atrium_store::testing::skip_postgres(module_path!());
+        return;
+    };
+    killed_in_platform_calls_moves_the_money_exactly_once(db, Mode::SubMerchant).await;
 }
