@@ -399,10 +399,6 @@ pub struct ProviderConfigPut {
 /// A merchant's registered name: 1–128 characters of text.
 pub type MerchantName = atrium_kernel::Text<128>;
 
-/// `POST /platform/pay-provider/cert/upload`: the parts of the multipart form, as for a
-/// tenant's account, without a tenant.
-pub type ProviderKeyUpload = KeyUpload;
-
 /// The platform's service-provider account as shown: never a key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -255,12 +255,6 @@ pub struct MerchantAccount {
 }
 
 impl MerchantAccount {
-    /// The merchant whose money moves: the sub-merchant in service-provider mode, the
-    /// account's own `mchid` otherwise.
-    pub fn payee_mchid(&self) -> &str {
-        self.sub_merchant.as_ref().map_or(&self.mchid, |s| &s.sub_mchid)
-    }
-
     /// The mini-program the payer pays in, whose `appId` `wx.requestPayment` gets: the
     /// sub-merchant's own when it pays as itself, the account's otherwise.
     pub fn payer_appid(&self) -> &str {

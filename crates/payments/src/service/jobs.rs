@@ -24,6 +24,7 @@ use atrium_kernel::jobs::backoff;
 use atrium_kernel::{Error, Id, Job, JobHandler, JobOutcome, NewJob, Result, Timestamp, china_day, china_standard_time};
 use chrono::{Duration, NaiveDate, NaiveTime};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// The job that settles a transaction at its expiry (queried, closed if still unpaid).
 pub const SETTLE_TRANSACTION: &str = "payment.settle_transaction";
@@ -253,6 +254,16 @@ impl PaymentService {
         self.queue_reconcile_day(date + Duration::days(1)).await
     }
 
+    /// [`account_of`](Self::account_of) `tx`, read once per merchant into `accounts`.
+    async fn account_once(&self, accounts: &mut HashMap<Option<String>, MerchantAccount>, tx: &Transaction) -> Result<MerchantAccount> {
+        if let Some(account) = accounts.get(&tx.sub_mchid) {
+            return Ok(account.clone());
+        }
+        let account = self.account_of(tx).await?;
+        accounts.insert(tx.sub_mchid.clone(), account.clone());
+        Ok(account)
+    }
+
     /// Compares `date`'s trade bill and settles what it proves: every payment and refund the
     /// bill shows settled and we do not is queried and recorded.
     async fn reconcile_and_settle(&self, tenant_id: Id, date: NaiveDate) -> Result<Step> {
@@ -262,6 +273,8 @@ impl PaymentService {
             Err(e) => return Err(e),
         };
         let mut settled = 0;
+        // The day's payments were placed with one or two merchants: each account read once.
+        let mut accounts = HashMap::new();
         for item in &view.missing_locally {
             let done = match &item.out_refund_no {
                 None => {
@@ -272,7 +285,7 @@ impl PaymentService {
                         );
                         continue;
                     };
-                    let account = self.account_of(&tx).await?;
+                    let account = self.account_once(&mut accounts, &tx).await?;
                     match self.platform.query_order(&account, &item.out_trade_no).await {
                         Ok(report) => self.apply_transaction_report(tenant_id, &report).await?.trade_state.is_paid(),
                         Err(e) => return Ok(Step::Again(e.to_string())),
@@ -283,7 +296,8 @@ impl PaymentService {
                         log::error!("reconciliation {date}: tenant {tenant_id} has no refund {out_refund_no} the bill shows");
                         continue;
                     };
-                    let account = self.account_of(&self.transaction(tenant_id, &refund.out_trade_no).await?).await?;
+                    let tx = self.transaction(tenant_id, &refund.out_trade_no).await?;
+                    let account = self.account_once(&mut accounts, &tx).await?;
                     match self.platform.query_refund(&account, out_refund_no).await {
                         Ok(report) => self.apply_refund_report(tenant_id, out_refund_no, &report).await?.status == RefundStatus::Succeeded,
                         Err(e) => return Ok(Step::Again(e.to_string())),

@@ -138,7 +138,7 @@ impl PaymentService {
                     });
                 }
                 if let Some(prepay_id) = existing.prepay_id.clone() {
-                    let account = self.account_of(&existing).await?;
+                    let account = self.account_for(&existing, &current).await?;
                     let pay_params = self.platform.pay_params(&account, &prepay_id).map_err(platform_error)?;
                     return Ok((existing, pay_params));
                 }
@@ -160,11 +160,7 @@ impl PaymentService {
         };
         // A transaction stored before a switch of mode is resumed with the merchant it was
         // stored for.
-        let account = if tx.sub_mchid.as_deref() == current.sub_merchant.as_ref().map(|s| s.sub_mchid.as_str()) {
-            current
-        } else {
-            self.account_of(&tx).await?
-        };
+        let account = self.account_for(&tx, &current).await?;
         failpoint!("ledger.pay.stored");
         let order = JsapiOrder {
             out_trade_no: tx.out_trade_no.clone(),

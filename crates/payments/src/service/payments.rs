@@ -96,6 +96,11 @@ impl PaymentService {
     /// Without `enabled` it stays a 404 (a job of a configuration removed since ends on it).
     /// A sub-merchant's account is the platform's service provider acting for it.
     pub(super) async fn account(&self, tenant_id: Id, enabled: bool) -> Result<MerchantAccount> {
+        Ok(self.current(tenant_id, enabled).await?.1)
+    }
+
+    /// [`account`](Self::account), with the configuration it was made from.
+    async fn current(&self, tenant_id: Id, enabled: bool) -> Result<(PaymentConfig, MerchantAccount)> {
         let config = match self.repo.get_config(tenant_id).await? {
             Some(config) => config,
             None if enabled => return Err(Error::conflict(Reason::PaymentsNotReady, "payments are not configured for this tenant")),
@@ -104,26 +109,50 @@ impl PaymentService {
         if enabled && !config.enabled {
             return Err(Error::conflict(Reason::PaymentsNotReady, "payments are disabled for this tenant"));
         }
-        let incomplete = |missing: Vec<&str>| format!("the payment configuration is incomplete: {} missing", missing.join(", "));
-        match (config.mode, config.sub_mchid.as_deref()) {
-            (PaymentMode::SubMerchant, Some(sub_mchid)) => self.provider_account(config.sub_merchant(sub_mchid), enabled).await,
-            (PaymentMode::SubMerchant, None) => Err(Error::conflict(Reason::PaymentsNotReady, incomplete(vec!["sub_mchid"]))),
-            (PaymentMode::Direct, _) => {
-                config.account().ok_or_else(|| Error::conflict(Reason::PaymentsNotReady, incomplete(config.missing_parts())))
-            }
-        }
+        let merchant =
+            match config.mode {
+                PaymentMode::Direct => None,
+                PaymentMode::SubMerchant => Some(config.sub_mchid.clone().ok_or_else(|| {
+                    Error::conflict(Reason::PaymentsNotReady, "the payment configuration is incomplete: sub_mchid missing")
+                })?),
+            };
+        let account = self.account_with(&config, merchant.as_deref(), enabled).await?;
+        Ok((config, account))
     }
 
-    /// The platform's service provider acting for `sub`; 409 when it is not set up, its keys
-    /// are incomplete, or it is disabled and `enabled` is required.
-    async fn provider_account(&self, sub: SubMerchant, enabled: bool) -> Result<MerchantAccount> {
+    /// The account `tx` was placed with, whatever the tenant's mode now: the provider acting
+    /// for the transaction's sub-merchant, or the tenant's own account.
+    pub(super) async fn account_of(&self, tx: &Transaction) -> Result<MerchantAccount> {
+        let config = match self.repo.get_config(tx.tenant_id).await? {
+            Some(config) => config,
+            // A sub-merchant's payment settles through the provider alone.
+            None if tx.sub_mchid.is_some() => PaymentConfig::new(tx.tenant_id, String::new(), String::new(), tx.created_at),
+            None => return Err(Error::NotFound("payment configuration")),
+        };
+        self.account_with(&config, tx.sub_mchid.as_deref(), false).await
+    }
+
+    /// The account of `config`'s tenant with sub-merchant `sub_mchid` (the platform's service
+    /// provider acting for it), or with its own merchant account for `None`; 409 when that
+    /// account is incomplete, or a provider that is disabled while `enabled` is required.
+    pub(super) async fn account_with(&self, config: &PaymentConfig, sub_mchid: Option<&str>, enabled: bool) -> Result<MerchantAccount> {
+        let Some(sub_mchid) = sub_mchid else {
+            return config.account().ok_or_else(|| {
+                let mut missing = vec![];
+                missing.extend(config.mchid.is_empty().then_some("mchid"));
+                missing.extend(config.appid.is_empty().then_some("appid"));
+                missing.extend(config.credentials.missing_parts());
+                let account = if config.mode == PaymentMode::Direct { "payment configuration" } else { "tenant's own merchant account" };
+                Error::conflict(Reason::PaymentsNotReady, format!("the {account} is incomplete: {} missing", missing.join(", ")))
+            });
+        };
         let Some(provider) = self.repo.get_provider().await? else {
             return Err(Error::conflict(Reason::PaymentsNotReady, "the platform's service-provider account is not set up"));
         };
         if enabled && !provider.enabled {
             return Err(Error::conflict(Reason::PaymentsNotReady, "the platform's service-provider account is disabled"));
         }
-        provider.account_for(sub).ok_or_else(|| {
+        provider.account_for(config.sub_merchant(sub_mchid)).ok_or_else(|| {
             Error::conflict(
                 Reason::PaymentsNotReady,
                 format!("the platform's service-provider account is incomplete: {} missing", provider.missing_parts().join(", ")),
@@ -131,36 +160,13 @@ impl PaymentService {
         })
     }
 
-    /// The account `tx` was placed with, whatever the tenant's mode now: the provider acting
-    /// for the transaction's sub-merchant, or the tenant's own account.
-    pub(super) async fn account_of(&self, tx: &Transaction) -> Result<MerchantAccount> {
-        self.merchant_account(tx.tenant_id, tx.sub_mchid.as_deref()).await
-    }
-
-    /// The tenant's account with sub-merchant `sub_mchid` (the provider acting for it), or its
-    /// own account for `None`.
-    async fn merchant_account(&self, tenant_id: Id, sub_mchid: Option<&str>) -> Result<MerchantAccount> {
-        let config = self.repo.get_config(tenant_id).await?;
-        match sub_mchid {
-            Some(sub_mchid) => {
-                let sub = match &config {
-                    Some(c) => c.sub_merchant(sub_mchid),
-                    None => SubMerchant { sub_mchid: sub_mchid.to_owned(), sub_appid: None },
-                };
-                self.provider_account(sub, false).await
-            }
-            None => {
-                let config = config.ok_or(Error::NotFound("payment configuration"))?;
-                config.account().ok_or_else(|| {
-                    Error::conflict(
-                        Reason::PaymentsNotReady,
-                        format!(
-                            "the tenant's own merchant account, which its payments were made with, is incomplete: {} missing",
-                            config.credentials.missing_parts().join(", ")
-                        ),
-                    )
-                })
-            }
+    /// The account to go on with `tx` when the tenant's current account is `current`: that one
+    /// when `tx` was placed with the same merchant (no second read), the other otherwise.
+    pub(super) async fn account_for(&self, tx: &Transaction, current: &MerchantAccount) -> Result<MerchantAccount> {
+        if tx.sub_mchid.as_deref() == current.sub_merchant.as_ref().map(|s| s.sub_mchid.as_str()) {
+            Ok(current.clone())
+        } else {
+            self.account_of(tx).await
         }
     }
 
@@ -199,54 +205,43 @@ impl PaymentService {
         let before = self.repo.get_config(tenant.id).await?;
         let mut config = before.clone().unwrap_or_else(|| PaymentConfig::new(tenant.id, String::new(), String::new(), now));
         let mode = input.mode.unwrap_or(config.mode);
-        let mut errors = Vec::new();
-        let other_mode = |field: &str, errors: &mut Vec<FieldError>| {
-            let mode: &str = mode.into();
-            errors.push(FieldError::new(field, format!("is not used in {mode} mode")));
+        let (required, unused) = match mode {
+            PaymentMode::Direct => (
+                vec![("mchid", input.mchid.is_some()), ("appid", input.appid.is_some())],
+                vec![("sub_mchid", input.sub_mchid.is_some()), ("sub_appid", input.sub_appid.is_some())],
+            ),
+            PaymentMode::SubMerchant => (
+                vec![("sub_mchid", input.sub_mchid.is_some())],
+                vec![("mchid", input.mchid.is_some()), ("appid", input.appid.is_some()), ("api_v3_key", input.api_v3_key.is_some())],
+            ),
         };
+        let name: &str = mode.into();
+        let errors: Vec<FieldError> = (required.into_iter().filter(|(_, given)| !given))
+            .map(|(field, _)| FieldError::new(field, format!("is required in {name} mode")))
+            .chain(
+                unused
+                    .into_iter()
+                    .filter(|(_, given)| *given)
+                    .map(|(field, _)| FieldError::new(field, format!("is not used in {name} mode"))),
+            )
+            .collect();
+        if !errors.is_empty() {
+            return Err(Error::Invalid(errors));
+        }
         match mode {
             PaymentMode::Direct => {
-                match (input.mchid, input.appid) {
-                    (Some(mchid), Some(appid)) => {
-                        config.mchid = mchid.into_string();
-                        config.appid = appid.into_string();
-                    }
-                    (mchid, appid) => {
-                        for (field, given) in [("mchid", mchid.is_some()), ("appid", appid.is_some())] {
-                            if !given {
-                                errors.push(FieldError::new(field, "is required in direct mode"));
-                            }
-                        }
-                    }
+                if let (Some(mchid), Some(appid)) = (input.mchid, input.appid) {
+                    config.mchid = mchid.into_string();
+                    config.appid = appid.into_string();
                 }
                 if let Some(key) = input.api_v3_key {
                     config.credentials.api_v3_key = Some(key.into_secret());
                 }
-                for (field, given) in [("sub_mchid", input.sub_mchid.is_some()), ("sub_appid", input.sub_appid.is_some())] {
-                    if given {
-                        other_mode(field, &mut errors);
-                    }
-                }
             }
             PaymentMode::SubMerchant => {
-                match input.sub_mchid {
-                    Some(sub_mchid) => {
-                        config.sub_mchid = Some(sub_mchid.into_string());
-                        config.sub_appid = input.sub_appid.map(Appid::into_string);
-                    }
-                    None => errors.push(FieldError::new("sub_mchid", "is required in sub_merchant mode")),
-                }
-                for (field, given) in
-                    [("mchid", input.mchid.is_some()), ("appid", input.appid.is_some()), ("api_v3_key", input.api_v3_key.is_some())]
-                {
-                    if given {
-                        other_mode(field, &mut errors);
-                    }
-                }
+                config.sub_mchid = input.sub_mchid.map(Mchid::into_string);
+                config.sub_appid = input.sub_appid.map(Appid::into_string);
             }
-        }
-        if !errors.is_empty() {
-            return Err(Error::Invalid(errors));
         }
         let switching = before.as_ref().is_some_and(|b| b.mode != mode);
         config.mode = mode;
@@ -550,7 +545,7 @@ impl PaymentService {
         if date < today - chrono::Duration::days(BILL_DAYS) {
             return Err(Error::invalid("date", "the pay platform keeps trade bills for three months"));
         }
-        let current = self.account(tenant_id, false).await?;
+        let (config, current) = self.current(tenant_id, false).await?;
         let mut lines = self.platform.trade_bill(&current, date).await.map_err(platform_error)?;
         let (from, to) = china_day(date);
         let paid = self.repo.paid_between(tenant_id, from, to).await?;
@@ -558,7 +553,7 @@ impl PaymentService {
         // Every merchant the day's money moved through has a bill of its own: a tenant that
         // ever collected as a sub-merchant may have paid or refunded through the other mode's
         // account that day (payments made before a switch settle where they were made).
-        if self.repo.get_config(tenant_id).await?.is_some_and(|c| c.sub_mchid.is_some()) {
+        if config.sub_mchid.is_some() {
             let mut merchants = vec![current.sub_merchant.as_ref().map(|s| s.sub_mchid.clone())];
             let mut numbers: Vec<String> = refunded.iter().map(|r| r.out_trade_no.clone()).collect();
             numbers.retain(|no| !paid.iter().any(|t| &t.out_trade_no == no));
@@ -571,7 +566,7 @@ impl PaymentService {
                 }
             }
             for merchant in &merchants[1..] {
-                let account = self.merchant_account(tenant_id, merchant.as_deref()).await?;
+                let account = self.account_with(&config, merchant.as_deref(), false).await?;
                 lines.extend(self.platform.trade_bill(&account, date).await.map_err(platform_error)?);
             }
         }

@@ -305,7 +305,7 @@ async fn a_sub_merchants_payment_is_queried_through_the_provider_even_after_a_sw
     let mut platform = MockPayPlatform::new();
     platform
         .expect_query_order()
-        .withf(|account, _| account.mchid == SP_MCHID && account.payee_mchid() == SUB_MCHID)
+        .withf(|account, _| account.mchid == SP_MCHID && account.sub_merchant.as_ref().is_some_and(|s| s.sub_mchid == SUB_MCHID))
         .times(1)
         .returning(|_, no| Ok(PlatformTransaction { sub_mchid: Some(SUB_MCHID.into()), ..report(no, TradeState::Success) }));
     let svc = svc(repo, platform);
