@@ -17,6 +17,7 @@ use crate::routes::{
         auth::chat_qr, auth::chat_qr_status, auth::chat_qr_callback, auth::chat_bind,
         users::list, users::get, users::create, users::update, users::delete,
         partners::list, partners::get, partners::create, partners::update, partners::delete,
+        partners::get_share_plan, partners::put_share_plan,
         tenants::list, tenants::get, tenants::create, tenants::update, tenants::delete,
         employees::list, employees::get, employees::create, employees::update, employees::delete, employees::tax_year,
         payroll::list, payroll::get, payroll::create, payroll::update, payroll::calculate, payroll::approve, payroll::send,
@@ -203,6 +204,13 @@ fn object_rules(doc: &mut serde_json::Value) {
                 direct) requires `mchid` and `appid` and takes `api_v3_key`; sub-merchant mode (`mode` \"sub_merchant\", or absent \
                 while the tenant is one) requires `sub_mchid` and takes `sub_appid`. A field of the other mode is a 400 naming it. \
                 A tenant caller may leave out `tenant_id`; platform and partner callers name it."}),
+        ),
+        // PaymentService::put_share_plan: what a merchant receiver needs.
+        (
+            "ReceiverInput",
+            json!({"description": "A `MERCHANT_ID` receiver's `account` is a merchant id (digits) and its `name` the merchant's \
+                registered name (required); a `PERSONAL_OPENID` receiver's `account` is the person's openid in the service \
+                provider's app and its `name` is optional."}),
         ),
         // PublishRequest::release_mode: a percentage with `gray` only.
         (

@@ -42,7 +42,7 @@ pub use pay::{PayParams, PaymentMethod, RefundStatus};
 pub use period::Period;
 pub use reason::Reason;
 pub use secret::Secret;
-pub use text::{ByteText, Label, Name, Openid, Text, code_pattern, is_deceptive, one_line, parse_code, patch, shown};
+pub use text::{ByteText, Label, Name, Openid, Text, code_pattern, is_deceptive, mask_middle, one_line, parse_code, patch, shown};
 
 /// Schemas of the kernel's input types, for `schema_with` on fields whose type says less.
 #[cfg(feature = "openapi")]

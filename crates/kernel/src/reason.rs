@@ -103,6 +103,10 @@ pub enum Reason {
     NoEmployees,
     /// 409: a total is too large to write in a file; split the sheet.
     TotalTooLarge,
+    /// 409: the shares a payment would be split into add up to more than the sub-merchant
+    /// allows the service provider to split off (its `max_ratio` on the pay platform);
+    /// `data.errors` names the rate and each sub-merchant it exceeds.
+    OverMaxRatio,
     /// 405: the path exists, the method does not (`Allow` lists those that do).
     MethodNotAllowed,
     /// 408: the request body did not arrive in time; the connection is closed.

@@ -214,6 +214,13 @@ pub fn code_pattern(min: usize, max: usize, extra: &str) -> String {
     format!("^[0-9A-Za-z{class}]{{{min},{max}}}$")
 }
 
+/// `s` with every character but the first `keep_start` and the last `keep_end` replaced by
+/// `*`: `mask_middle("6222021234567890", 0, 4)` is `************7890`.
+pub fn mask_middle(s: &str, keep_start: usize, keep_end: usize) -> String {
+    let n = s.chars().count();
+    s.chars().enumerate().map(|(i, c)| if i < keep_start || i >= n.saturating_sub(keep_end) { c } else { '*' }).collect()
+}
+
 /// Declares a string newtype of `MIN..=MAX` ASCII characters, each alphanumeric or one of
 /// `EXTRA`, parsed on deserialising (platform numbers and ids: `out_trade_no`, an openid, an
 /// app id), with its schema behind the calling crate's `openapi` feature.

@@ -1,4 +1,5 @@
 //! Chinese registration numbers, parsed with their check characters.
+use atrium_kernel::mask_middle;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -171,11 +172,6 @@ impl From<BankAccount> for String {
     fn from(c: BankAccount) -> String {
         c.0
     }
-}
-
-fn mask_middle(s: &str, keep_start: usize, keep_end: usize) -> String {
-    let n = s.chars().count();
-    s.chars().enumerate().map(|(i, c)| if i < keep_start || i >= n.saturating_sub(keep_end) { c } else { '*' }).collect()
 }
 
 #[cfg(test)]

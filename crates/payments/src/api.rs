@@ -2,6 +2,7 @@
 //! transaction requests and their views. Money is fen throughout; no view ever carries a key.
 use crate::lifecycle::TradeState;
 use crate::model::*;
+use crate::sharing::*;
 use atrium_kernel::RefundStatus;
 use atrium_kernel::{ByteText, Id, Money, Openid, PayParams, PaymentMethod, Secret};
 use chrono::NaiveDate;
@@ -433,6 +434,104 @@ impl From<&ProviderConfig> for ProviderConfigView {
             default_commission_bp: c.default_commission_bp,
             enabled: c.enabled,
             updated_at: c.updated_at,
+        }
+    }
+}
+
+atrium_kernel::ascii_code!(
+    /// A profit-sharing receiver's account: a merchant id (`MERCHANT_ID`, digits) or an openid
+    /// in the provider's app (`PERSONAL_OPENID`).
+    ReceiverAccount, 1, 64, "_-", "a merchant id (MERCHANT_ID) or an openid in the provider's app (PERSONAL_OPENID)"
+);
+
+/// Who receives a partner's commission, as sent.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ReceiverInput {
+    /// `MERCHANT_ID` or `PERSONAL_OPENID`.
+    #[serde(rename = "type")]
+    pub kind: ReceiverType,
+    /// The merchant id (digits), or the person's openid in the provider's app.
+    pub account: ReceiverAccount,
+    /// The merchant's registered name (required for `MERCHANT_ID`), or the person's real
+    /// name (optional; the platform checks it against the openid when given).
+    pub name: Option<MerchantName>,
+}
+
+/// `PUT /partners/{id}/share-plan`: a partner's share plan. Each call stores a new version;
+/// an absent rate follows the provider's default, now and when the default changes.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"commission_bp": 500, "receiver": {"type": "MERCHANT_ID", "account": "1900000301", "name": "Harbour Agency Ltd"}})))]
+pub struct SharePlanPut {
+    /// The partner's commission of each payment of its sub-merchant tenants, basis points
+    /// 0–10,000; absent: the provider's `default_commission_bp`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 10_000))]
+    pub commission_bp: Option<i64>,
+    /// The platform's share of those payments, basis points 0–10,000; absent: the provider's
+    /// `platform_bp`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 10_000))]
+    pub platform_bp: Option<i64>,
+    /// Where the commission goes.
+    pub receiver: ReceiverInput,
+}
+
+/// A profit-sharing receiver as shown: the account masked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ReceiverView {
+    /// `MERCHANT_ID` or `PERSONAL_OPENID`.
+    #[serde(rename = "type")]
+    pub kind: ReceiverType,
+    /// The account, its middle masked.
+    pub account: String,
+    /// The merchant's or person's name, if given.
+    pub name: Option<String>,
+}
+
+impl From<&Receiver> for ReceiverView {
+    fn from(r: &Receiver) -> Self {
+        ReceiverView { kind: r.kind, account: r.masked_account(), name: r.name.clone() }
+    }
+}
+
+/// A partner's current share plan, with the rates in force.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SharePlanView {
+    /// The partner.
+    pub partner_id: Id,
+    /// The partner's commission now, basis points.
+    pub commission_bp: u32,
+    /// The platform's share of the partner's tenants' payments now, basis points.
+    pub platform_bp: u32,
+    /// Whether `commission_bp` is the provider's default (the plan names none).
+    pub commission_bp_default: bool,
+    /// Whether `platform_bp` is the provider's default (the plan names none).
+    pub platform_bp_default: bool,
+    /// Where the commission goes.
+    pub receiver: ReceiverView,
+    /// The plan's version: 1 for the first, one more for each change. Shares record it.
+    pub version: i64,
+    /// When this version was set.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl SharePlanView {
+    /// `plan` with its rates as they are under `provider`.
+    pub fn of(plan: &SharePlan, provider: Option<&ProviderConfig>) -> Self {
+        let rates = Rates::of(Some(plan), provider);
+        SharePlanView {
+            partner_id: plan.partner_id,
+            commission_bp: rates.commission_bp,
+            platform_bp: rates.platform_bp,
+            commission_bp_default: plan.commission_bp.is_none(),
+            platform_bp_default: plan.platform_bp.is_none(),
+            receiver: (&plan.receiver).into(),
+            version: plan.version,
+            updated_at: plan.created_at,
         }
     }
 }

@@ -7,6 +7,8 @@
 //!   encrypts at rest), transactions ([`Transaction`]), refunds ([`Refund`]) and what the
 //!   platform reports. `api`: what clients send and receive ([`UnifiedOrderRequest`],
 //!   [`RefundRequest`], [`TransactionView`], …).
+//! - `sharing`: profit sharing in service-provider mode: partners' share plans
+//!   ([`SharePlan`], versioned) and the [`Rates`] a payment is shared at.
 //! - `lifecycle`: [`TradeState`] and [`RefundStatus`]; each only moves forward.
 //! - Ports: [`PaymentRepo`] (storage; its refund reservation is the one place the "never more
 //!   refunded than paid" rule is enforced under concurrency), [`PayPlatform`] (the pay
@@ -28,6 +30,7 @@ mod lifecycle;
 mod model;
 mod ports;
 mod service;
+mod sharing;
 
 pub use api::*;
 pub use atrium_kernel::{ByteText, Openid, PayParams, PaymentMethod, RefundStatus, Secret};
@@ -36,3 +39,4 @@ pub use lifecycle::TradeState;
 pub use model::*;
 pub use ports::*;
 pub use service::*;
+pub use sharing::*;

@@ -3,6 +3,7 @@
 //! ([`MerchantKeys`]), which keeps PEM and X.509 parsing out of the domain.
 use crate::lifecycle::TradeState;
 use crate::model::*;
+use crate::sharing::{SharePlan, SubMerchantTenant};
 use async_trait::async_trait;
 use atrium_kernel::PayParams;
 use atrium_kernel::RefundStatus;
@@ -39,6 +40,20 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// Inserts or replaces the platform's one service-provider account with its audit record,
     /// in one transaction, and returns what it stored.
     async fn put_provider(&self, config: ProviderConfig, audit: AuditRecord) -> Result<ProviderConfig>;
+
+    /// Whether partner `partner_id` exists.
+    async fn partner_exists(&self, partner_id: Id) -> Result<bool>;
+    /// The partner's current share plan (its latest version); `None` before one is set.
+    async fn share_plan(&self, partner_id: Id) -> Result<Option<SharePlan>>;
+    /// Stores `plan` as a new version of its partner's plan with its audit record, in one
+    /// transaction, and returns it. Versions are never changed. MUST return
+    /// - `NotFound` when the partner does not exist;
+    /// - `Conflict` (`TryAgain`), writing nothing, when the partner already has a plan of
+    ///   `plan.version` (another change came first: the caller read an older version).
+    async fn put_share_plan(&self, plan: SharePlan, audit: AuditRecord) -> Result<SharePlan>;
+    /// The tenants collecting as sub-merchants (payment configuration in `sub_merchant` mode)
+    /// — those of `partner_id` when given, else all — each with its partner's current plan.
+    async fn sub_merchant_tenants(&self, partner_id: Option<Id>) -> Result<Vec<SubMerchantTenant>>;
 
     /// Stores a new transaction with its [`Effects`] (one database transaction) and returns
     /// it with its id. MUST return `Conflict`, writing nothing, when
@@ -162,6 +177,11 @@ pub trait PayPlatform: Send + Sync + 'static {
     async fn refund(&self, account: &MerchantAccount, refund: &RefundOrder) -> PayResult<PlatformRefund>;
     /// The refund as the platform knows it; `Refused` when the platform does not know it.
     async fn query_refund(&self, account: &MerchantAccount, out_refund_no: &str) -> PayResult<PlatformRefund>;
+    /// The largest share of a payment, in basis points, the provider may split off the
+    /// payments of the sub-merchant `account` acts for (`GET
+    /// /v3/profitsharing/merchant-configs/{sub_mchid}`); `Credentials` for an account acting
+    /// for no sub-merchant.
+    async fn max_ratio(&self, account: &MerchantAccount) -> PayResult<u32>;
     /// The day's trade bill: downloaded, its SHA-1 checked, parsed, amounts in fen. An empty
     /// day (`NO_STATEMENT_EXIST`) is an empty list.
     async fn trade_bill(&self, account: &MerchantAccount, date: BillDate) -> PayResult<Vec<BillLine>>;

@@ -2,6 +2,7 @@
 mod jobs;
 mod ledger;
 mod payments;
+mod plans;
 mod provider;
 
 pub use jobs::{

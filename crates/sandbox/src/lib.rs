@@ -75,6 +75,9 @@
 //!   /v3/refund/domestic/refunds/{no}?sub_mchid=`, `GET /v3/bill/tradebill?…&sub_mchid=`: the
 //!   sub-merchant's refunds and bill (the provider under 商户号, the sub-merchant under
 //!   特约商户号). Refunds and `REFUND.*` resources carry `sub_mchid` (resources `sp_mchid` too).
+//! * `GET /v3/profitsharing/merchant-configs/{sub_mchid}` → `{sub_mchid, max_ratio}`: the
+//!   largest share of a payment (basis points) the provider may split off that sub-merchant's
+//!   payments.
 //! * Notifications of a sub-merchant's orders and refunds are sealed with the provider's APIv3
 //!   key; `wx.requestPayment`'s parameters are signed by the provider, `appId` the `sub_appid`
 //!   the order named, else the `sp_appid`.
@@ -85,12 +88,13 @@
 //!   private_key_pem, certificate_pem, merchant_serial_no, api_v3_key,
 //!   platform_public_key_pem, platform_public_key_id, not_after}`: everything a tenant uploads
 //!   as its payment configuration ([`Sandbox::register_merchant`]).
-//! * `POST {prefix}/control/sub-merchant` — `{"sp_mchid", "sub_mchid", "sub_appid"?}` →
-//!   `{sp_mchid, sub_mchid, sub_appid, max_ratio: 3000}`: `sub_mchid` becomes a sub-merchant
+//! * `POST {prefix}/control/sub-merchant` — `{"sp_mchid", "sub_mchid", "sub_appid"?,
+//!   "max_ratio"?}` → `{sp_mchid, sub_mchid, sub_appid, max_ratio}`: `sub_mchid` becomes a sub-merchant
 //!   of the registered merchant `sp_mchid`, paying in its own mini-program `sub_appid` when
 //!   given; the same again answers the same; a merchant's `mchid` or another provider's
 //!   sub-merchant is refused ([`Sandbox::register_sub_merchant`]). `max_ratio` is the largest
-//!   profit share in basis points. The `mchid` the other control calls take may name a
+//!   profit share in basis points (3000 unless given; [`Sandbox::set_max_ratio`] changes it
+//!   as the sub-merchant would on the platform). The `mchid` the other control calls take may name a
 //!   sub-merchant.
 //! * `POST {prefix}/control/pay` — `{"out_trade_no", "result": "SUCCESS" | "PAYERROR",
 //!   "mchid"?, "pay_params"?, "paid_at"?}`: the payer pays. With `pay_params` (what

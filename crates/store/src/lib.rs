@@ -45,6 +45,7 @@ mod rate;
 mod releases;
 pub mod schema;
 pub mod seed;
+mod share_plans;
 mod standing;
 mod static_sql;
 pub mod testing;

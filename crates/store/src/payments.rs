@@ -10,6 +10,7 @@ use crate::jobs::enqueue_in;
 use crate::org::parse_enum;
 use crate::org::tenants::in_scope;
 use crate::schema::{orders, pay_provider, payment_configs, payment_notifications, payment_refunds, payment_transactions};
+use crate::share_plans;
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
@@ -17,7 +18,7 @@ use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Party, Result, Timestamp};
 use atrium_payments::{
     Effects, MerchantCredentials, PaymentConfig, PaymentMethod, PaymentMode, PaymentRepo, PaymentTenant, ProviderConfig, Refund,
-    RefundReservation, RefundRule, RefundStatus, Secret, TradeState, Transaction, Unsettled,
+    RefundReservation, RefundRule, RefundStatus, Secret, SharePlan, SubMerchantTenant, TradeState, Transaction, Unsettled,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -608,6 +609,28 @@ impl PaymentRepo for PaymentStore {
                 Ok(config)
             })
             .await
+    }
+
+    async fn partner_exists(&self, partner_id: Id) -> Result<bool> {
+        self.db.run(move |conn| share_plans::partner_exists(conn, partner_id)).await
+    }
+
+    async fn share_plan(&self, partner_id: Id) -> Result<Option<SharePlan>> {
+        self.db.run(move |conn| share_plans::current_plan(conn, partner_id)).await
+    }
+
+    async fn put_share_plan(&self, plan: SharePlan, audit: AuditRecord) -> Result<SharePlan> {
+        self.db
+            .write(move |conn| {
+                share_plans::insert_plan(conn, &plan)?;
+                write_audit(conn, &audit)?;
+                Ok(plan)
+            })
+            .await
+    }
+
+    async fn sub_merchant_tenants(&self, partner_id: Option<Id>) -> Result<Vec<SubMerchantTenant>> {
+        self.db.run(move |conn| share_plans::sub_merchant_tenants(conn, partner_id)).await
     }
 
     async fn insert_transaction(&self, tx: Transaction, effects: Effects) -> Result<Transaction> {

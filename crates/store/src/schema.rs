@@ -405,6 +405,21 @@ diesel::table! {
     }
 }
 
+// ----- share plans (migration 2026-12-08-000100_share_plans) -------------------------------
+
+diesel::table! {
+    share_plans (partner_id, version) {
+        partner_id -> BigInt,
+        version -> BigInt,
+        commission_bp -> Nullable<Integer>,
+        platform_bp -> Nullable<Integer>,
+        receiver_type -> Text,
+        receiver_account -> Text,
+        receiver_name -> Nullable<Text>,
+        created_at -> Timestamp,
+    }
+}
+
 diesel::table! {
     payment_transactions (id) {
         id -> BigInt,

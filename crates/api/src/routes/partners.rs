@@ -2,6 +2,7 @@
 use crate::query::Query;
 use actix_web::web;
 use atrium_org::{NewPartner, Partner, PartnerListParams, PartnerPatch, PartnerQuery};
+use atrium_payments::{SharePlanPut, SharePlanView};
 
 use super::{DeleteParams, IdPath};
 use crate::app::AppState;
@@ -19,7 +20,8 @@ permission!(
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/partners").route(web::get().to(list)).route(web::post().to(create)))
-        .service(web::resource("/partners/{id}").route(web::get().to(get)).route(web::put().to(update)).route(web::delete().to(delete)));
+        .service(web::resource("/partners/{id}").route(web::get().to(get)).route(web::put().to(update)).route(web::delete().to(delete)))
+        .service(web::resource("/partners/{id}/share-plan").route(web::get().to(get_share_plan)).route(web::put().to(put_share_plan)));
 }
 
 /// List partners.
@@ -56,4 +58,30 @@ pub async fn update(state: web::Data<AppState>, auth: Authorized<AgentUpdate>, i
 pub async fn delete(state: web::Data<AppState>, auth: Authorized<AgentDelete>, id: web::Path<i64>, q: Query<DeleteParams>) -> ApiResult {
     state.partners.delete(&auth.actor, id.into_inner(), q.cascade.unwrap_or(false)).await?;
     ok(serde_json::json!({}))
+}
+
+/// The partner's share plan: its commission of its sub-merchant tenants' payments, the
+/// platform's rate for them, where the commission goes, and the plan's version. The platform
+/// reads any partner's, a partner its own; 404 for anyone else, and before a plan is set.
+#[utoipa::path(get, path = "/api/v1/partners/{id}/share-plan", tag = "partners", params(IdPath), security(("bearer" = ["agent:read"])),
+    responses((status = 200, body = SharePlanView), (status = 404, description = "No such partner in your scope, or no plan yet")))]
+pub async fn get_share_plan(state: web::Data<AppState>, auth: Authorized<AgentRead>, id: web::Path<i64>) -> ApiResult {
+    ok(state.payments.get_share_plan(&auth.actor, id.into_inner()).await?)
+}
+
+/// Set the partner's share plan (platform users only; a partner reads its own and never sets
+/// it). Each call stores a new version; an absent rate follows the service provider's default.
+/// Refused (409 `over_max_ratio`) when it raises what a sub-merchant tenant of the partner
+/// would share above that sub-merchant's `max_ratio` on the pay platform.
+#[utoipa::path(put, path = "/api/v1/partners/{id}/share-plan", tag = "partners", params(IdPath), request_body = SharePlanPut,
+    security(("bearer" = ["agent:update"])),
+    responses((status = 200, body = SharePlanView), (status = 400), (status = 403, description = "Not a platform user"), (status = 404),
+        (status = 409, description = "Over a sub-merchant's max_ratio, or changed meanwhile"), (status = 502)))]
+pub async fn put_share_plan(
+    state: web::Data<AppState>,
+    auth: Authorized<AgentUpdate>,
+    id: web::Path<i64>,
+    body: Json<SharePlanPut>,
+) -> ApiResult {
+    ok(state.payments.put_share_plan(&auth.actor, id.into_inner(), body.0).await?)
 }

@@ -59,7 +59,9 @@ pub async fn get_config(state: web::Data<AppState>, auth: Authorized<Miniprogram
 /// Set the merchant id, app id, APIv3 key (write-only) and whether payments are enabled.
 #[utoipa::path(put, path = "/api/v1/miniprogram/payment/config", tag = "payments", request_body = PaymentConfigPut,
     security(("bearer" = ["miniprogram:payment"])),
-    responses((status = 200, body = PaymentConfigView), (status = 409, description = "Enabling an incomplete configuration")))]
+    responses((status = 200, body = PaymentConfigView),
+        (status = 409, description = "Enabling an incomplete configuration; switching with money in flight; a sub-merchant the provider does not have, or whose max_ratio the tenant's shares exceed"),
+        (status = 502, description = "The pay platform could not be asked for the sub-merchant's max_ratio")))]
 pub async fn put_config(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, body: Json<PaymentConfigPut>) -> ApiResult {
     ok(state.payments.put_config(&auth.actor, body.0).await?)
 }
@@ -205,7 +207,9 @@ pub async fn get_provider(state: web::Data<AppState>, auth: Authorized<Miniprogr
 /// points), and whether sub-merchants may take payments. Platform users only.
 #[utoipa::path(put, path = "/api/v1/platform/pay-provider", tag = "payments", request_body = ProviderConfigPut,
     security(("bearer" = ["miniprogram:payment"])),
-    responses((status = 200, body = ProviderConfigView), (status = 403, description = "Not a platform user"), (status = 409, description = "Enabling an incomplete account")))]
+    responses((status = 200, body = ProviderConfigView), (status = 403, description = "Not a platform user"),
+        (status = 409, description = "Enabling an incomplete account; a raised default over a sub-merchant's max_ratio"),
+        (status = 502, description = "The pay platform could not be asked for a sub-merchant's max_ratio")))]
 pub async fn put_provider(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, body: Json<ProviderConfigPut>) -> ApiResult {
     ok(state.payments.put_provider(&auth.actor, body.0).await?)
 }

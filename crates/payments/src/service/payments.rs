@@ -5,10 +5,12 @@
 //! Records only move forward (see `lifecycle`): every write of a transaction or refund is a
 //! conditional update against the state it was read in, retried after a lost race, so a
 //! notification, a query and a close racing each other settle on the furthest state.
+use super::plans::RatioCheck;
 use crate::api::*;
 use crate::config::PaymentSettings;
 use crate::model::*;
 use crate::ports::{MerchantKeys, PayPlatform, PayPlatformError, PaymentRepo};
+use crate::sharing::Rates;
 use atrium_kernel::Reason;
 use atrium_kernel::failpoint;
 use atrium_kernel::secret::nonce;
@@ -245,9 +247,10 @@ impl PaymentService {
         }
         let switching = before.as_ref().is_some_and(|b| b.mode != mode);
         config.mode = mode;
-        if mode == PaymentMode::SubMerchant && (switching || before.is_none()) {
-            match self.repo.get_provider().await? {
-                Some(p) if p.missing_parts().is_empty() => {}
+        let new_sub_merchant = before.as_ref().is_none_or(|b| b.mode != mode || b.sub_mchid != config.sub_mchid);
+        if let (PaymentMode::SubMerchant, true, Some(sub_mchid)) = (mode, new_sub_merchant, &config.sub_mchid) {
+            let provider = match self.repo.get_provider().await? {
+                Some(p) if p.missing_parts().is_empty() => p,
                 _ => {
                     return Err(Error::blocked(
                         Reason::PaymentsNotReady,
@@ -255,7 +258,16 @@ impl PaymentService {
                         "the platform's service-provider account is not set up: a tenant cannot collect as its sub-merchant yet",
                     ));
                 }
-            }
+            };
+            // The sub-merchant must be the provider's, and allow what the tenant's payments
+            // would be shared at.
+            let plan = match tenant.partner_id {
+                Some(partner_id) => self.repo.share_plan(partner_id).await?,
+                None => None,
+            };
+            let total = Rates::of(plan.as_ref(), Some(&provider)).total();
+            let sub = SubMerchant { sub_mchid: sub_mchid.clone(), sub_appid: config.sub_appid.clone() };
+            self.check_max_ratio(Some(&provider), vec![RatioCheck { tenant_id: tenant.id, sub, total }], "sub_mchid").await?;
         }
         if let Some(enabled) = input.enabled {
             config.enabled = enabled;

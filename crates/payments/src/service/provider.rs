@@ -2,9 +2,11 @@
 //! sub-merchant mode collect under. Only platform users with `miniprogram:payment` see or
 //! change it; its keys are inspected, stored and tested exactly as a tenant's own.
 use super::payments::{PaymentService, complete_to_enable};
+use super::plans::{RatioCheck, basis_points};
 use crate::api::*;
 use crate::model::*;
-use atrium_kernel::{Actor, AuditRecord, Error, FieldError, Party, Reason, Result};
+use crate::sharing::Rates;
+use atrium_kernel::{Actor, AuditRecord, Error, Party, Reason, Result};
 
 /// The most basis points a rate can hold: all of it.
 pub const MAX_BP: i64 = 10_000;
@@ -36,16 +38,8 @@ impl PaymentService {
     pub async fn put_provider(&self, actor: &Actor, input: ProviderConfigPut) -> Result<ProviderConfigView> {
         Self::platform_only(actor)?;
         let mut errors = Vec::new();
-        let mut rate = |field: &str, value: Option<i64>| match value {
-            Some(bp) if (0..=MAX_BP).contains(&bp) => u32::try_from(bp).ok(),
-            Some(_) => {
-                errors.push(FieldError::new(field, format!("must be basis points from 0 to {MAX_BP}")));
-                None
-            }
-            None => None,
-        };
-        let platform_bp = rate("platform_bp", input.platform_bp);
-        let default_commission_bp = rate("default_commission_bp", input.default_commission_bp);
+        let platform_bp = basis_points("platform_bp", input.platform_bp, &mut errors);
+        let default_commission_bp = basis_points("default_commission_bp", input.default_commission_bp, &mut errors);
         if !errors.is_empty() {
             return Err(Error::Invalid(errors));
         }
@@ -72,11 +66,29 @@ impl PaymentService {
         if config.enabled {
             complete_to_enable("service-provider account", config.missing_parts())?;
         }
+        if let Some(before) =
+            before.as_ref().filter(|b| config.platform_bp > b.platform_bp || config.default_commission_bp > b.default_commission_bp)
+        {
+            self.check_raised_defaults(before, &config).await?;
+        }
         config.updated_at = now;
         let action = if before.is_some() { "pay_provider.update" } else { "pay_provider.create" };
         let audit = self.provider_audit(actor, action, before.as_ref(), &config);
         let stored = self.repo.put_provider(config, audit).await?;
         Ok((&stored).into())
+    }
+
+    /// A raised default rate must fit every sub-merchant tenant whose rates follow it: those
+    /// whose shares it raises are checked against their `max_ratio` (409 `over_max_ratio`).
+    async fn check_raised_defaults(&self, before: &ProviderConfig, after: &ProviderConfig) -> Result<()> {
+        let field = if after.platform_bp > before.platform_bp { "platform_bp" } else { "default_commission_bp" };
+        let checks = (self.repo.sub_merchant_tenants(None).await?.into_iter())
+            .filter_map(|t| {
+                let (old, new) = (Rates::of(t.plan.as_ref(), Some(before)), Rates::of(t.plan.as_ref(), Some(after)));
+                (new.total() > old.total()).then_some(RatioCheck { tenant_id: t.tenant_id, sub: t.sub, total: new.total() })
+            })
+            .collect();
+        self.check_max_ratio(Some(after), checks, field).await
     }
 
     /// `POST /platform/pay-provider/cert/upload`: the provider's merchant key, certificate and

@@ -30,6 +30,7 @@ mod config;
 mod jobs;
 mod notifications;
 mod orders;
+mod plans;
 mod provider;
 mod reconciliation;
 mod refunds;

@@ -33,17 +33,24 @@ pub(crate) struct SubMerchantRequest {
     sp_mchid: String,
     sub_mchid: String,
     sub_appid: Option<String>,
+    max_ratio: Option<u32>,
 }
 
 /// `POST {prefix}/control/sub-merchant`: registers a sub-merchant of a registered merchant
-/// ([`Sandbox::register_sub_merchant`]).
+/// ([`Sandbox::register_sub_merchant`]), and sets its `max_ratio` when one is given
+/// ([`Sandbox::set_max_ratio`]).
 pub(crate) async fn control_sub_merchant(sb: web::Data<Sandbox>, body: web::Bytes) -> HttpResponse {
-    let takes = r#"sub-merchant takes {"sp_mchid", "sub_mchid", "sub_appid"?}"#;
+    let takes = r#"sub-merchant takes {"sp_mchid", "sub_mchid", "sub_appid"?, "max_ratio"?}"#;
     let body: SubMerchantRequest = match control_body(&body, takes) {
         Ok(b) => b,
         Err(msg) => return bad_control(msg),
     };
-    match sb.register_sub_merchant(&body.sp_mchid, &body.sub_mchid, body.sub_appid.as_deref()) {
+    let registered = sb.register_sub_merchant(&body.sp_mchid, &body.sub_mchid, body.sub_appid.as_deref());
+    let done = match (registered, body.max_ratio) {
+        (Ok(_), Some(ratio)) => sb.set_max_ratio(&body.sub_mchid, ratio),
+        (other, _) => other,
+    };
+    match done {
         Ok(sub) => HttpResponse::Ok().json(sub),
         Err(msg) => bad_control(msg),
     }

@@ -727,6 +727,20 @@ impl Sandbox {
         Ok(sub)
     }
 
+    /// Sets the largest share of a payment the provider may split off from sub-merchant
+    /// `sub_mchid`'s payments, in basis points (0–10,000), as the sub-merchant does on the
+    /// platform; `GET /v3/profitsharing/merchant-configs/{sub_mchid}` answers it.
+    pub fn set_max_ratio(&self, sub_mchid: &str, max_ratio: u32) -> Result<SandboxSubMerchant, String> {
+        if max_ratio > 10_000 {
+            return Err("max_ratio must be basis points from 0 to 10000".into());
+        }
+        let mut state = self.lock();
+        let sub = state.pay.sub_merchants.get_mut(sub_mchid).ok_or_else(|| format!("{sub_mchid} is not a registered sub-merchant"))?;
+        sub.max_ratio = max_ratio;
+        log::info!("sandbox pay platform: sub-merchant {sub_mchid} allows profit sharing up to {max_ratio} bp");
+        Ok(sub.clone())
+    }
+
     /// The sub-merchant `sub_mchid`, if registered.
     pub fn sub_merchant(&self, sub_mchid: &str) -> Option<SandboxSubMerchant> {
         self.lock().pay.sub_merchants.get(sub_mchid).cloned()
@@ -867,6 +881,9 @@ impl Sandbox {
             }
             ("POST", ["v3", "refund", "domestic", "refunds"]) => json_body().map(|b| self.refund(&mchid, &b)),
             ("GET", ["v3", "refund", "domestic", "refunds", no]) => Ok(self.query_refund(&mchid, query.get("sub_mchid"), no)),
+            ("GET", ["v3", "profitsharing", "merchant-configs", sub]) => Ok(self
+                .sub_merchant_of(&mchid, sub)
+                .map_or_else(|refusal| refusal, |s| Answer::ok(json!({"sub_mchid": s.sub_mchid, "max_ratio": s.max_ratio})))),
             ("GET", ["v3", "bill", "tradebill"]) => Ok(self.trade_bill(&mchid, &query, base)),
             ("GET", ["v3", "billdownload", "file"]) => return self.bill_file(&mchid, query.get("token")),
             _ => Ok(Answer::error(404, "NOT_FOUND", format!("the sandbox pay platform has no {method} {path}"))),
@@ -1540,6 +1557,25 @@ mod tests {
         assert!(sb.register_merchant("1900000200", "wx_sub").unwrap_err().contains("sub-merchant"), "a sub-merchant is not a merchant");
         let plain = sb.register_sub_merchant("1900000109", "1900000201", None).unwrap();
         assert_eq!((plain.sub_appid, plain.max_ratio), (None, DEFAULT_MAX_RATIO));
+    }
+
+    #[test]
+    fn a_sub_merchants_max_ratio_is_told_to_its_provider_only() {
+        let sb = Sandbox::new();
+        let sp = sb.register_merchant("1900000109", "wx_sp").unwrap();
+        let other_sp = sb.register_merchant("1900000110", "wx_sp2").unwrap();
+        sb.register_sub_merchant("1900000109", "1900000200", None).unwrap();
+        let path = "/v3/profitsharing/merchant-configs/1900000200";
+
+        let answer = call(&sb, &sp, "GET", path, "", 0);
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.body, Some(json!({"sub_mchid": "1900000200", "max_ratio": DEFAULT_MAX_RATIO})));
+        assert_eq!(sb.set_max_ratio("1900000200", 1500).unwrap().max_ratio, 1500);
+        assert_eq!(call(&sb, &sp, "GET", path, "", 0).body.unwrap()["max_ratio"], 1500);
+
+        assert_eq!(code(&call(&sb, &other_sp, "GET", path, "", 0)), (400, "INVALID_REQUEST".into()), "another provider's sub-merchant");
+        assert!(sb.set_max_ratio("1900000200", 10_001).is_err());
+        assert!(sb.set_max_ratio("1900000999", 1000).is_err(), "not a sub-merchant");
     }
 
     /// A partner order of `sub_mchid` placed by `sp_mchid`: the payer in `sub_appid` when given.

@@ -1132,3 +1132,91 @@ store_test!(a_transaction_keeps_the_sub_merchant_it_was_placed_for, |db| {
     assert_eq!(read.sub_mchid.as_deref(), Some("1900000201"));
     assert_eq!(read, paid);
 });
+
+// --- share plans -------------------------------------------------------------------------------
+
+fn share_plan(partner_id: i64, version: i64, commission_bp: Option<u32>) -> SharePlan {
+    SharePlan {
+        partner_id,
+        version,
+        commission_bp,
+        platform_bp: None,
+        receiver: Receiver { kind: ReceiverType::MerchantId, account: "1900000301".into(), name: Some("Harbour Agency Ltd".into()) },
+        created_at: t0() + Duration::minutes(version),
+    }
+}
+
+fn plan_audit(partner_id: i64) -> AuditRecord {
+    AuditRecord::system(t0(), "share_plan.update", "share_plan", Some(partner_id)).owned_by(Some(partner_id), None)
+}
+
+fn plan_audits(db: &Db) -> i64 {
+    let mut conn = db.conn().unwrap();
+    audit_logs::table.filter(audit_logs::target_type.eq("share_plan")).count().get_result(&mut *conn).unwrap()
+}
+
+store_test!(share_plans_are_versioned_the_latest_is_current_and_a_version_is_never_written_twice, |db| {
+    let f = fixture(&db).await;
+    assert_eq!(f.repo.share_plan(f.partner).await.unwrap(), None);
+    assert!(f.repo.partner_exists(f.partner).await.unwrap());
+    assert!(!f.repo.partner_exists(f.partner + 100).await.unwrap());
+
+    f.repo.put_share_plan(share_plan(f.partner, 1, Some(500)), plan_audit(f.partner)).await.unwrap();
+    let person = SharePlan {
+        platform_bp: Some(0),
+        receiver: Receiver { kind: ReceiverType::PersonalOpenid, account: "o-ann".into(), name: None },
+        ..share_plan(f.partner, 2, None)
+    };
+    f.repo.put_share_plan(person.clone(), plan_audit(f.partner)).await.unwrap();
+    let again = f.repo.put_share_plan(share_plan(f.partner, 2, Some(900)), plan_audit(f.partner)).await.unwrap_err();
+    let missing = f.repo.put_share_plan(share_plan(f.partner + 100, 1, Some(1)), plan_audit(f.partner + 100)).await.unwrap_err();
+
+    assert_eq!(f.repo.share_plan(f.partner).await.unwrap(), Some(person));
+    assert!(matches!(again, Error::Conflict(Reason::TryAgain, _)), "{again:?}");
+    assert!(matches!(missing, Error::NotFound("partner")), "{missing:?}");
+    assert_eq!(plan_audits(&db), 2, "a refused write writes no audit either");
+});
+
+store_test!(concurrent_changes_of_one_plan_store_one_version_each, |db| {
+    let f = Arc::new(fixture(&db).await);
+    f.repo.put_share_plan(share_plan(f.partner, 1, Some(500)), plan_audit(f.partner)).await.unwrap();
+
+    let racing: Vec<_> = (0..8)
+        .map(|i| {
+            let f = f.clone();
+            tokio::spawn(async move { f.repo.put_share_plan(share_plan(f.partner, 2, Some(600 + i)), plan_audit(f.partner)).await })
+        })
+        .collect();
+    let mut won = Vec::new();
+    for r in racing {
+        match r.await.unwrap() {
+            Ok(p) => won.push(p),
+            Err(e) => assert!(matches!(e, Error::Conflict(Reason::TryAgain, _)), "{e:?}"),
+        }
+    }
+
+    assert_eq!(won.len(), 1, "one change read version 1 and wrote version 2");
+    assert_eq!(f.repo.share_plan(f.partner).await.unwrap(), Some(won[0].clone()));
+    assert_eq!(plan_audits(&db), 2);
+});
+
+store_test!(sub_merchant_tenants_come_with_their_partners_current_plan, |db| {
+    let f = fixture(&db).await;
+    let org = OrgStore::new(db.clone(), FieldCipher::new(&[9u8; 32]));
+    let own = org.insert_tenant(Tenant::draft(None, "Own", t0()), AuditRecord::system(t0(), "tenant.create", "tenant", None)).await.unwrap();
+    f.repo.put_config(sub_config(f.tenant, "1900000201"), config_audit(f.tenant), false).await.unwrap();
+    f.repo.put_config(sub_config(f.other, "1900000202"), config_audit(f.other), false).await.unwrap();
+    f.repo.put_config(config(own.id), config_audit(own.id), false).await.unwrap();
+    f.repo.put_share_plan(share_plan(f.partner, 1, Some(500)), plan_audit(f.partner)).await.unwrap();
+    f.repo.put_share_plan(share_plan(f.partner, 2, Some(700)), plan_audit(f.partner)).await.unwrap();
+
+    let all = f.repo.sub_merchant_tenants(None).await.unwrap();
+    let of_partner = f.repo.sub_merchant_tenants(Some(f.partner)).await.unwrap();
+
+    let seen: Vec<_> = all.iter().map(|t| (t.tenant_id, t.sub.sub_mchid.as_str(), t.plan.as_ref().map(|p| p.version))).collect();
+    assert_eq!(seen, [(f.tenant, "1900000201", Some(2)), (f.other, "1900000202", None)], "a direct tenant is not one");
+    assert_eq!(of_partner.len(), 1);
+    assert_eq!(of_partner[0].partner_id, Some(f.partner));
+    assert_eq!(of_partner[0].sub.sub_appid.as_deref(), Some("wx_sub"));
+    assert_eq!(of_partner[0].plan, Some(share_plan(f.partner, 2, Some(700))));
+});

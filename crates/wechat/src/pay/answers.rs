@@ -52,6 +52,13 @@ pub(crate) struct RefundAnswer {
     sub_mchid: Option<String>,
 }
 
+/// `GET /v3/profitsharing/merchant-configs/{sub_mchid}`: the largest share of a payment the
+/// provider may split off, in basis points.
+#[derive(Deserialize)]
+pub(crate) struct MaxRatioAnswer {
+    pub max_ratio: u32,
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct PrepayAnswer {
     pub prepay_id: String,

@@ -29,7 +29,7 @@ pub mod sign;
 pub use keys::OpensslMerchantKeys;
 
 use crate::CallRecorder;
-use answers::{BillAnswer, ErrorAnswer, PrepayAnswer, RefundAnswer, TransactionAnswer};
+use answers::{BillAnswer, ErrorAnswer, MaxRatioAnswer, PrepayAnswer, RefundAnswer, TransactionAnswer};
 use async_trait::async_trait;
 use atrium_kernel::Timestamp;
 use atrium_payments::{
@@ -506,6 +506,17 @@ impl PayPlatform for WechatPay {
         let call = self.call(Method::GET, path, "/v3/refund/domestic/refunds/{out_refund_no}", None, &verifier);
         let answer: RefundAnswer = parse(&self.send(account, &signer, call).await?, "refund")?;
         answer.into_report().map_err(|e| PayPlatformError::Unavailable(format!("the pay platform sent an unreadable refund: {e}")))
+    }
+
+    async fn max_ratio(&self, account: &MerchantAccount) -> PayResult<u32> {
+        let Some(sub) = &account.sub_merchant else {
+            return Err(PayPlatformError::Credentials("a profit-sharing ratio belongs to a sub-merchant; the account names none".into()));
+        };
+        let (signer, verifier) = self.credentials(account)?;
+        let path = format!("/v3/profitsharing/merchant-configs/{}", segment(&sub.sub_mchid));
+        let call = self.call(Method::GET, path, "/v3/profitsharing/merchant-configs/{sub_mchid}", None, &verifier);
+        let answer: MaxRatioAnswer = parse(&self.send(account, &signer, call).await?, "profit-sharing configuration")?;
+        Ok(answer.max_ratio)
     }
 
     async fn trade_bill(&self, account: &MerchantAccount, date: BillDate) -> PayResult<Vec<BillLine>> {

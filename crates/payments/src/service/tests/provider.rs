@@ -3,11 +3,11 @@
 //! through the account they were made with.
 use super::*;
 
-const SP_MCHID: &str = "1900000100";
-const SUB_MCHID: &str = "1900000201";
+pub(super) const SP_MCHID: &str = "1900000100";
+pub(super) const SUB_MCHID: &str = "1900000201";
 
 /// A complete, enabled provider account.
-fn provider() -> ProviderConfig {
+pub(super) fn provider() -> ProviderConfig {
     let mut p = ProviderConfig::new(SP_MCHID.into(), "wx_sp".into(), now() - Duration::days(30));
     p.credentials = MerchantCredentials {
         merchant_private_key: Some(Secret::new("-----BEGIN PRIVATE KEY-----provider")),
@@ -19,20 +19,33 @@ fn provider() -> ProviderConfig {
 }
 
 /// The tenant's [`config`] switched to sub-merchant [`SUB_MCHID`], paying in its own app.
-fn sub_config() -> PaymentConfig {
+pub(super) fn sub_config() -> PaymentConfig {
     PaymentConfig { mode: PaymentMode::SubMerchant, sub_mchid: Some(SUB_MCHID.into()), sub_appid: Some("wx_sub".into()), ..config() }
 }
 
-fn with_provider(mut repo: MockPaymentRepo, provider: Option<ProviderConfig>) -> MockPaymentRepo {
+pub(super) fn with_provider(mut repo: MockPaymentRepo, provider: Option<ProviderConfig>) -> MockPaymentRepo {
     repo.expect_get_provider().returning(move || Ok(provider.clone()));
     repo
 }
 
-fn partner_actor() -> Actor {
+/// The tenant's partner has no share plan.
+pub(super) fn no_plan(mut repo: MockPaymentRepo) -> MockPaymentRepo {
+    repo.expect_share_plan().returning(|_| Ok(None));
+    repo
+}
+
+/// A pay platform whose sub-merchants all allow `max_ratio` basis points.
+pub(super) fn allowing(max_ratio: u32) -> MockPayPlatform {
+    let mut platform = MockPayPlatform::new();
+    platform.expect_max_ratio().returning(move |_| Ok(max_ratio));
+    platform
+}
+
+pub(super) fn partner_actor() -> Actor {
     Actor::new(20, "s", Party::Partner { partner_id: PARTNER }, ["*"])
 }
 
-fn provider_put() -> ProviderConfigPut {
+pub(super) fn provider_put() -> ProviderConfigPut {
     ProviderConfigPut {
         sp_mchid: Mchid::parse(SP_MCHID).unwrap(),
         sp_appid: Appid::parse("wx_sp").unwrap(),
@@ -44,7 +57,7 @@ fn provider_put() -> ProviderConfigPut {
     }
 }
 
-fn sub_put(sub_mchid: &str) -> PaymentConfigPut {
+pub(super) fn sub_put(sub_mchid: &str) -> PaymentConfigPut {
     PaymentConfigPut {
         tenant_id: None,
         mode: Some(PaymentMode::SubMerchant),
@@ -192,14 +205,14 @@ async fn fields_of_the_other_mode_are_a_400_naming_them() {
 
 #[tokio::test]
 async fn switching_mode_keeps_the_direct_account_and_asks_the_store_to_check_nothing_is_in_flight() {
-    let mut repo = with_provider(repo_with(Some(config())), Some(provider()));
+    let mut repo = no_plan(with_provider(repo_with(Some(config())), Some(provider())));
     let seen = Arc::new(Mutex::new(Vec::new()));
     let keep = seen.clone();
     repo.expect_put_config().times(1).returning(move |c, audit, settled_first| {
         keep.lock().unwrap().push((c.clone(), audit.action, settled_first));
         Ok(c)
     });
-    let svc = svc(repo, MockPayPlatform::new());
+    let svc = svc(repo, allowing(3000));
 
     let view = svc.put_config(&tenant_actor(), sub_put(SUB_MCHID)).await.unwrap();
 
@@ -212,9 +225,9 @@ async fn switching_mode_keeps_the_direct_account_and_asks_the_store_to_check_not
 
 #[tokio::test]
 async fn an_update_within_the_mode_does_not_wait_for_payments_to_settle() {
-    let mut repo = with_provider(repo_with(Some(sub_config())), Some(provider()));
+    let mut repo = no_plan(with_provider(repo_with(Some(sub_config())), Some(provider())));
     repo.expect_put_config().times(1).withf(|_, _, settled_first| !settled_first).returning(|c, _, _| Ok(c));
-    let svc = svc(repo, MockPayPlatform::new());
+    let svc = svc(repo, allowing(3000));
 
     let view = svc.put_config(&tenant_actor(), PaymentConfigPut { mode: None, ..sub_put("1900000202") }).await.unwrap();
 
