@@ -236,6 +236,10 @@ UNSTATEABLE = [
     # client generators cannot type one; the mode may also be the stored one).
     (r"(mchid|appid|sub_mchid)", r"^is required in (direct|sub_merchant) mode$"),
     (r"(mchid|appid|api_v3_key|sub_mchid|sub_appid)", r"^is not used in (direct|sub_merchant) mode$"),
+    # A share plan's receiver: what its type asks of the account and the name (said in the
+    # schema's description, for the reason above), and the provider's own merchant id.
+    (r"receiver\.account", r"^(must be a merchant id \(digits\) for a MERCHANT_ID receiver|is the platform's own merchant id)"),
+    (r"receiver\.name", r"^is required for a MERCHANT_ID receiver"),
     # Who calls: platform and partner callers name the record's tenant, a tenant caller may
     # leave it out for its own (the document cannot make a field required per caller).
     (r"tenant_id", r"^is required$"),

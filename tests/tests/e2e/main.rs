@@ -20,3 +20,4 @@ mod releases;
 mod security;
 mod security_org;
 mod service_provider;
+mod share_plans;

@@ -16,7 +16,7 @@ pub fn target_read_permission(target_type: &str) -> Option<&'static str> {
         "employee" => Some(perm::EMPLOYEE_READ.name),
         "user" => Some(perm::USER_READ.name),
         "tenant" => Some(perm::TENANT_READ.name),
-        "partner" => Some(perm::AGENT_READ.name),
+        "partner" | "share_plan" => Some(perm::AGENT_READ.name),
         "role" => Some(perm::ROLE_READ.name),
         "payroll_sheet" => Some(perm::PAYROLL_READ.name),
         "order" => Some(perm::ORDER_READ.name),

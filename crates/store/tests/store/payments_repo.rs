@@ -1203,7 +1203,8 @@ store_test!(concurrent_changes_of_one_plan_store_one_version_each, |db| {
 store_test!(sub_merchant_tenants_come_with_their_partners_current_plan, |db| {
     let f = fixture(&db).await;
     let org = OrgStore::new(db.clone(), FieldCipher::new(&[9u8; 32]));
-    let own = org.insert_tenant(Tenant::draft(None, "Own", t0()), AuditRecord::system(t0(), "tenant.create", "tenant", None)).await.unwrap();
+    let own =
+        org.insert_tenant(Tenant::draft(None, "Own", t0()), AuditRecord::system(t0(), "tenant.create", "tenant", None)).await.unwrap();
     f.repo.put_config(sub_config(f.tenant, "1900000201"), config_audit(f.tenant), false).await.unwrap();
     f.repo.put_config(sub_config(f.other, "1900000202"), config_audit(f.other), false).await.unwrap();
     f.repo.put_config(config(own.id), config_audit(own.id), false).await.unwrap();
