@@ -90,6 +90,9 @@ pub(crate) fn insert_plan(conn: &mut DbConn, plan: &SharePlan) -> Result<()> {
     Ok(())
 }
 
+/// `(tenant_id, partner_id, sub_mchid, sub_appid)` of a tenant in sub-merchant mode.
+type SubMerchantRow = (Id, Option<Id>, Option<String>, Option<String>);
+
 /// The tenants in sub-merchant mode (of `partner_id` when given), with their partners'
 /// current plans: two queries, whatever the number of tenants.
 pub(crate) fn sub_merchant_tenants(conn: &mut DbConn, partner_id: Option<Id>) -> Result<Vec<SubMerchantTenant>> {
@@ -102,7 +105,7 @@ pub(crate) fn sub_merchant_tenants(conn: &mut DbConn, partner_id: Option<Id>) ->
     if let Some(partner_id) = partner_id {
         query = query.filter(tenants::partner_id.eq(partner_id));
     }
-    let rows: Vec<(Id, Option<Id>, Option<String>, Option<String>)> = query.load(conn).map_err(db_error)?;
+    let rows: Vec<SubMerchantRow> = query.load(conn).map_err(db_error)?;
     let mut partner_ids: Vec<Id> = rows.iter().filter_map(|r| r.1).collect();
     partner_ids.sort_unstable();
     partner_ids.dedup();
@@ -115,8 +118,9 @@ pub(crate) fn sub_merchant_tenants(conn: &mut DbConn, partner_id: Option<Id>) ->
             .load(conn)
             .map_err(db_error)?;
         for row in all {
-            if !plans.contains_key(&row.partner_id) {
-                plans.insert(row.partner_id, plan_from_row(row)?);
+            // Newest first: the first row of each partner is its current plan.
+            if let std::collections::hash_map::Entry::Vacant(slot) = plans.entry(row.partner_id) {
+                slot.insert(plan_from_row(row)?);
             }
         }
     }
