@@ -41,8 +41,9 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// in one transaction, and returns what it stored.
     async fn put_provider(&self, config: ProviderConfig, audit: AuditRecord) -> Result<ProviderConfig>;
 
-    /// Whether partner `partner_id` exists.
-    async fn partner_exists(&self, partner_id: Id) -> Result<bool>;
+    /// Whether partner `partner_id` exists in `scope` (the platform sees every partner, a
+    /// partner itself only, a tenant none).
+    async fn partner(&self, scope: Party, partner_id: Id) -> Result<bool>;
     /// The partner's current share plan (its latest version); `None` before one is set.
     async fn share_plan(&self, partner_id: Id) -> Result<Option<SharePlan>>;
     /// Stores `plan` as a new version of its partner's plan with its audit record, in one

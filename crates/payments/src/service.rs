@@ -9,7 +9,7 @@ pub use jobs::{
     MAX_ATTEMPTS, RECONCILE, RECONCILE_AT_CST, RECONCILE_DAY, SETTLE_BACKOFF, SETTLE_REFUND, SETTLE_TRANSACTION, SWEEP, SWEEP_EVERY_SECS,
 };
 pub use payments::{ORDER_CHANGED, OrderChanged, PaymentService, platform_error};
-pub use provider::MAX_BP;
+pub use plans::MAX_BP;
 
 #[cfg(test)]
 mod tests;

@@ -611,8 +611,8 @@ impl PaymentRepo for PaymentStore {
             .await
     }
 
-    async fn partner_exists(&self, partner_id: Id) -> Result<bool> {
-        self.db.run(move |conn| share_plans::partner_exists(conn, partner_id)).await
+    async fn partner(&self, scope: Party, partner_id: Id) -> Result<bool> {
+        self.db.run(move |conn| Ok(crate::org::partners::get(conn, scope, partner_id)?.is_some())).await
     }
 
     async fn share_plan(&self, partner_id: Id) -> Result<Option<SharePlan>> {

@@ -4,7 +4,8 @@ use crate::db::DbConn;
 use crate::error::db_error;
 use crate::ids_in::ids_in;
 use crate::org::parse_enum;
-use crate::schema::{partners, payment_configs, share_plans, tenants};
+use crate::org::tenants::partner_exists;
+use crate::schema::{payment_configs, share_plans, tenants};
 use crate::time::{DbTime, from_db, to_db};
 use atrium_kernel::{Error, Id, Reason, Result, StrEnum};
 use atrium_payments::{PaymentMode, Receiver, ReceiverType, SharePlan, SubMerchant, SubMerchantTenant};
@@ -57,11 +58,6 @@ fn plan_row(p: &SharePlan) -> Result<PlanRow> {
         receiver_name: p.receiver.name.clone(),
         created_at: to_db(p.created_at),
     })
-}
-
-pub(crate) fn partner_exists(conn: &mut DbConn, partner_id: Id) -> Result<bool> {
-    let found: Option<i64> = partners::table.find(partner_id).select(partners::id).first(conn).optional().map_err(db_error)?;
-    Ok(found.is_some())
 }
 
 pub(crate) fn current_plan(conn: &mut DbConn, partner_id: Id) -> Result<Option<SharePlan>> {

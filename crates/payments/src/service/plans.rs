@@ -4,12 +4,14 @@
 //! against the `max_ratio` of every sub-merchant tenant it would apply to, on the pay
 //! platform, whenever a change raises what those tenants would share.
 use super::payments::{PaymentService, platform_error};
-use super::provider::MAX_BP;
 use crate::api::*;
 use crate::model::*;
 use crate::ports::PayPlatformError;
 use crate::sharing::*;
 use atrium_kernel::{Actor, AuditRecord, Error, FieldError, Id, Party, Reason, Result};
+
+/// The most basis points a rate can hold: all of it.
+pub const MAX_BP: i64 = 10_000;
 
 /// At most this many sub-merchants are named in one refusal: the rest are not checked.
 const MAX_RATIO_ERRORS: usize = 20;
@@ -35,15 +37,9 @@ pub(super) fn basis_points(field: &str, value: Option<i64>, errors: &mut Vec<Fie
 }
 
 impl PaymentService {
-    /// The partner, if `actor` may see it: the platform sees every partner, a partner itself
-    /// only; otherwise (and when it does not exist) 404.
+    /// 404 unless the partner exists in `actor`'s scope.
     async fn partner_in_scope(&self, actor: &Actor, partner_id: Id) -> Result<()> {
-        let visible = match actor.party {
-            Party::Platform => true,
-            Party::Partner { partner_id: own } => own == partner_id,
-            Party::Tenant { .. } => false,
-        };
-        if visible && self.repo.partner_exists(partner_id).await? { Ok(()) } else { Err(Error::NotFound("partner")) }
+        if self.repo.partner(actor.party, partner_id).await? { Ok(()) } else { Err(Error::NotFound("partner")) }
     }
 
     /// `GET /partners/{id}/share-plan`: the partner's current plan with the rates in force.
@@ -86,9 +82,7 @@ impl PaymentService {
         if !errors.is_empty() {
             return Err(Error::Invalid(errors));
         }
-        if !self.repo.partner_exists(partner_id).await? {
-            return Err(Error::NotFound("partner"));
-        }
+        self.partner_in_scope(actor, partner_id).await?;
         let provider = self.repo.get_provider().await?;
         if receiver.kind == ReceiverType::MerchantId && provider.as_ref().is_some_and(|p| p.sp_mchid == receiver.account) {
             return Err(Error::invalid(

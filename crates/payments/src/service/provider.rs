@@ -8,9 +8,6 @@ use crate::model::*;
 use crate::sharing::Rates;
 use atrium_kernel::{Actor, AuditRecord, Error, Party, Reason, Result};
 
-/// The most basis points a rate can hold: all of it.
-pub const MAX_BP: i64 = 10_000;
-
 impl PaymentService {
     /// Platform users only: a partner or a tenant never sees the provider's account.
     fn platform_only(actor: &Actor) -> Result<()> {

@@ -12,7 +12,7 @@ use diesel::{QueryResult, RunQueryDsl};
 
 mod audit;
 mod employees;
-mod partners;
+pub(crate) mod partners;
 pub(crate) mod tenants;
 
 /// The org repositories over the database; implements every org port.

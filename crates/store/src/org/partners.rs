@@ -66,6 +66,8 @@ fn filtered<'a>(scope: Party, q: &'a PartnerQuery) -> partners::BoxedQuery<'a, c
     query
 }
 
+/// The partner if it is in `scope` (the platform sees every partner, a partner itself only,
+/// a tenant none).
 pub(crate) fn get(conn: &mut DbConn, scope: Party, id: Id) -> Result<Option<Partner>> {
     let q = PartnerQuery::default();
     let row: Option<Row> =

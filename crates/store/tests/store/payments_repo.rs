@@ -1158,8 +1158,11 @@ fn plan_audits(db: &Db) -> i64 {
 store_test!(share_plans_are_versioned_the_latest_is_current_and_a_version_is_never_written_twice, |db| {
     let f = fixture(&db).await;
     assert_eq!(f.repo.share_plan(f.partner).await.unwrap(), None);
-    assert!(f.repo.partner_exists(f.partner).await.unwrap());
-    assert!(!f.repo.partner_exists(f.partner + 100).await.unwrap());
+    assert!(f.repo.partner(Party::Platform, f.partner).await.unwrap());
+    assert!(f.repo.partner(Party::Partner { partner_id: f.partner }, f.partner).await.unwrap());
+    assert!(!f.repo.partner(Party::Partner { partner_id: f.partner + 1 }, f.partner).await.unwrap(), "another partner's");
+    assert!(!f.repo.partner(Party::Tenant { tenant_id: f.tenant, partner_id: Some(f.partner) }, f.partner).await.unwrap());
+    assert!(!f.repo.partner(Party::Platform, f.partner + 100).await.unwrap());
 
     f.repo.put_share_plan(share_plan(f.partner, 1, Some(500)), plan_audit(f.partner)).await.unwrap();
     let person = SharePlan {

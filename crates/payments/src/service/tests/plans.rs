@@ -38,7 +38,8 @@ fn sub_tenant(tenant_id: Id, sub_mchid: &str, plan: Option<SharePlan>) -> SubMer
 /// sub-merchant tenants.
 fn plan_repo(current: Option<SharePlan>, tenants: Vec<SubMerchantTenant>) -> MockPaymentRepo {
     let mut repo = MockPaymentRepo::new();
-    repo.expect_partner_exists().returning(|id| Ok(id == PARTNER));
+    repo.expect_partner()
+        .returning(|scope, id| Ok(id == PARTNER && matches!(scope, Party::Platform | Party::Partner { partner_id: PARTNER })));
     repo.expect_share_plan().returning(move |_| Ok(current.clone()));
     let mut p = provider();
     p.platform_bp = 100;
