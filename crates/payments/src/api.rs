@@ -536,6 +536,105 @@ impl SharePlanView {
     }
 }
 
+/// `GET /miniprogram/payment/shares` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
+#[serde(deny_unknown_fields)]
+pub struct ShareListParams {
+    /// 1-based page number; default 1.
+    pub page: Option<i64>,
+    /// Shares per page; default 20, at most 100.
+    pub page_size: Option<i64>,
+    /// Only this tenant's shares (platform and partner users).
+    #[cfg_attr(feature = "openapi", param(value_type = Option<i64>, minimum = 1))]
+    pub tenant_id: Option<Id>,
+    /// Only shares of this partner's tenants.
+    #[cfg_attr(feature = "openapi", param(value_type = Option<i64>, minimum = 1))]
+    pub partner_id: Option<Id>,
+    /// Only shares in this status.
+    pub status: Option<ShareStatus>,
+    /// Only the shares of this transaction.
+    #[cfg_attr(feature = "openapi", param(value_type = Option<OutTradeNo>))]
+    pub out_trade_no: Option<OutTradeNo>,
+}
+
+impl TryFrom<ShareListParams> for ShareQuery {
+    type Error = atrium_kernel::Error;
+
+    fn try_from(p: ShareListParams) -> Result<ShareQuery, atrium_kernel::Error> {
+        Ok(ShareQuery {
+            page: atrium_kernel::PageRequest::new(p.page, p.page_size)?,
+            tenant_id: p.tenant_id,
+            partner_id: p.partner_id,
+            status: p.status,
+            out_trade_no: p.out_trade_no.map(OutTradeNo::into_string),
+        })
+    }
+}
+
+/// A share's receiver as shown: the account masked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ShareReceiverView {
+    /// `MERCHANT_ID` or `PERSONAL_OPENID`.
+    #[serde(rename = "type")]
+    pub kind: ReceiverType,
+    /// The account, its middle masked.
+    pub account: String,
+}
+
+/// One receiver's share of one transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ShareView {
+    /// The share's id.
+    pub id: Id,
+    /// The transaction shared.
+    pub out_trade_no: String,
+    /// The tenant whose payment it is.
+    pub tenant_id: Id,
+    /// The tenant's partner when the share was computed.
+    pub partner_id: Option<Id>,
+    /// `platform` or `partner`.
+    pub role: ShareRole,
+    /// Who receives it.
+    pub receiver: ShareReceiverView,
+    /// Fen.
+    pub amount: Money,
+    /// `pending`, `processing`, `succeeded`, `closed` or `returned`.
+    pub status: ShareStatus,
+    /// Why the pay platform closed it; null unless `closed` (or closed before a retry).
+    pub fail_reason: Option<String>,
+    /// The share request it was last sent in.
+    pub out_order_no: String,
+    /// The partner's share plan version it was computed under; null without a plan.
+    pub plan_version: Option<i64>,
+    /// When it was computed.
+    pub created_at: DateTime<Utc>,
+    /// When it succeeded (or was returned); null before.
+    pub settled_at: Option<DateTime<Utc>>,
+}
+
+impl From<Share> for ShareView {
+    fn from(s: Share) -> Self {
+        ShareView {
+            id: s.id,
+            receiver: ShareReceiverView { kind: s.receiver.kind, account: s.receiver.masked_account() },
+            out_trade_no: s.out_trade_no,
+            tenant_id: s.tenant_id,
+            partner_id: s.partner_id,
+            role: s.role,
+            amount: s.amount,
+            status: s.status,
+            fail_reason: s.fail_reason,
+            out_order_no: s.out_order_no,
+            plan_version: s.plan_version,
+            created_at: s.created_at,
+            settled_at: s.settled_at,
+        }
+    }
+}
+
 /// The answer to a unified order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

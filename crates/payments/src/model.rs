@@ -761,6 +761,13 @@ pub enum EventResource {
     Transaction(PlatformTransaction),
     /// A refund's new state (`REFUND.*`).
     Refund(PlatformRefund),
+    /// A profit-sharing receiver's result (`PROFITSHARING.*`): which request to settle sooner.
+    Share {
+        /// The share request's number.
+        out_order_no: String,
+        /// The platform's transaction id.
+        transaction_id: String,
+    },
     /// An event type we do not act on; acknowledged.
     Other,
 }

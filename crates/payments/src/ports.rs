@@ -3,11 +3,13 @@
 //! ([`MerchantKeys`]), which keeps PEM and X.509 parsing out of the domain.
 use crate::lifecycle::TradeState;
 use crate::model::*;
-use crate::sharing::{SharePlan, SubMerchantTenant};
+use crate::sharing::{
+    PlatformShareOrder, ReceiverAdd, Share, ShareOrder, SharePlan, ShareQuery, ShareStatus, Sharing, SubMerchantTenant, UnfreezeOrder,
+};
 use async_trait::async_trait;
 use atrium_kernel::PayParams;
 use atrium_kernel::RefundStatus;
-use atrium_kernel::{AuditRecord, Id, Party, Result, Secret, Timestamp};
+use atrium_kernel::{AuditRecord, Id, Page, Party, Result, Secret, Timestamp};
 
 /// Storage of payment configurations, transactions, refunds and seen notifications.
 ///
@@ -55,6 +57,28 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// The tenants collecting as sub-merchants (payment configuration in `sub_merchant` mode)
     /// — those of `partner_id` when given, else all — each with its partner's current plan.
     async fn sub_merchant_tenants(&self, partner_id: Option<Id>) -> Result<Vec<SubMerchantTenant>>;
+
+    /// How the transaction `payment_id` is shared, with its shares (oldest first); `None`
+    /// before sharing began.
+    async fn sharing(&self, payment_id: Id) -> Result<Option<(Sharing, Vec<Share>)>>;
+    /// Begins sharing a transaction: stores `sharing` and its `shares` in one database
+    /// transaction, unless the transaction's sharing is already stored (two runners racing),
+    /// and returns what is stored either way. So a transaction is shared once.
+    async fn begin_sharing(&self, sharing: Sharing, shares: Vec<Share>) -> Result<(Sharing, Vec<Share>)>;
+    /// Writes each share's mutable fields (status, fail reason, out_order_no, retries,
+    /// settled_at, updated_at) only where the stored status and `out_order_no` still equal
+    /// `read` (the status and number it was read with), with `effects`, in one database
+    /// transaction; returns how many it wrote. Nothing is written (effects neither) when none
+    /// matches.
+    async fn update_shares(&self, shares: Vec<Share>, read: Vec<(ShareStatus, String)>, effects: Effects) -> Result<u64>;
+    /// Records that the rest of the transaction was unfrozen for its tenant.
+    async fn set_unfrozen(&self, payment_id: Id, at: Timestamp) -> Result<()>;
+    /// The share `id` if its tenant is in `scope`.
+    async fn get_share(&self, scope: Party, id: Id) -> Result<Option<Share>>;
+    /// The shares in `scope` matching `query`, newest first.
+    async fn list_shares(&self, scope: Party, query: ShareQuery) -> Result<Page<Share>>;
+    /// The tenant's shares sent in request `out_order_no`.
+    async fn shares_in_order(&self, tenant_id: Id, out_order_no: String) -> Result<Vec<Share>>;
 
     /// Stores a new transaction with its [`Effects`] (one database transaction) and returns
     /// it with its id. MUST return `Conflict`, writing nothing, when
@@ -183,6 +207,19 @@ pub trait PayPlatform: Send + Sync + 'static {
     /// /v3/profitsharing/merchant-configs/{sub_mchid}`); `Credentials` for an account acting
     /// for no sub-merchant.
     async fn max_ratio(&self, account: &MerchantAccount) -> PayResult<u32>;
+    /// Adds a profit-sharing receiver for the sub-merchant `account` acts for; adding one
+    /// that is already there is no error. The receiver's name goes encrypted under the
+    /// platform's key.
+    async fn add_receiver(&self, account: &MerchantAccount, receiver: &ReceiverAdd) -> PayResult<()>;
+    /// Requests a share of a payment of the sub-merchant `account` acts for. The platform
+    /// answers a number it knows with that request's result (whatever this one asks).
+    async fn share(&self, account: &MerchantAccount, order: &ShareOrder) -> PayResult<PlatformShareOrder>;
+    /// The share or unfreeze request `out_order_no` of payment `transaction_id`;
+    /// `Refused` with `RESOURCE_NOT_EXISTS` when the platform does not know it.
+    async fn query_share(&self, account: &MerchantAccount, transaction_id: &str, out_order_no: &str) -> PayResult<PlatformShareOrder>;
+    /// Unfreezes what is left of a payment for the sub-merchant; the same number again is the
+    /// same request.
+    async fn unfreeze(&self, account: &MerchantAccount, order: &UnfreezeOrder) -> PayResult<PlatformShareOrder>;
     /// The day's trade bill: downloaded, its SHA-1 checked, parsed, amounts in fen. An empty
     /// day (`NO_STATEMENT_EXIST`) is an empty list.
     async fn trade_bill(&self, account: &MerchantAccount, date: BillDate) -> PayResult<Vec<BillLine>>;

@@ -5,7 +5,7 @@
 //! of a percent) of the payment; both together may not exceed the sub-merchant's `max_ratio`
 //! on the pay platform.
 use crate::model::{ProviderConfig, SubMerchant};
-use atrium_kernel::{Id, Timestamp};
+use atrium_kernel::{Id, Money, Timestamp};
 
 /// Who receives a share: a merchant by its merchant id, or a person by the openid they have in
 /// the provider's app (`sp_appid`).
@@ -103,6 +103,285 @@ pub struct SubMerchantTenant {
     pub plan: Option<SharePlan>,
 }
 
+/// How a receiver is related to the sub-merchant, as the platform records it when the
+/// receiver is added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, strum::IntoStaticStr, strum::EnumString)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
+pub enum Relation {
+    /// The platform itself, as the sub-merchant's service provider.
+    ServiceProvider,
+    /// The partner that brought the tenant.
+    Partner,
+}
+
+/// Who a share is for: the platform, or the tenant's partner.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize, strum::IntoStaticStr, strum::EnumString,
+)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ShareRole {
+    /// The platform's share (`platform_bp`), to the provider's own merchant account.
+    Platform,
+    /// The partner's commission (`commission_bp`), to its plan's receiver.
+    Partner,
+}
+
+impl ShareRole {
+    /// How the receiver of this role is related to the sub-merchant.
+    pub fn relation(self) -> Relation {
+        match self {
+            ShareRole::Platform => Relation::ServiceProvider,
+            ShareRole::Partner => Relation::Partner,
+        }
+    }
+}
+
+/// Where one share stands.
+///
+/// `pending` (computed, not yet requested, or to be requested again after a retry) →
+/// `processing` (requested; the platform is carrying it out) → `succeeded` | `closed` (the
+/// platform could not pay the receiver: `fail_reason` says why; a retry makes it `pending`
+/// again under a new `out_order_no`). `returned`: given back before a refund.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, strum::IntoStaticStr, strum::EnumString,
+)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ShareStatus {
+    /// Computed; not requested yet (or requested again after a retry).
+    Pending,
+    /// Requested; the platform has not finished it.
+    Processing,
+    /// The receiver has the money.
+    Succeeded,
+    /// The platform could not pay the receiver (`fail_reason`); kept until retried.
+    Closed,
+    /// Given back to the sub-merchant before a refund.
+    Returned,
+}
+
+/// One receiver's share of one transaction: what is recorded before the platform is asked,
+/// and what it reports since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Share {
+    /// 0 until stored.
+    pub id: Id,
+    /// The tenant (sub-merchant) whose payment is shared.
+    pub tenant_id: Id,
+    /// Our id of the transaction shared.
+    pub payment_id: Id,
+    /// Our number of the transaction shared.
+    pub out_trade_no: String,
+    /// The tenant's partner when the share was computed.
+    pub partner_id: Option<Id>,
+    /// The platform's share or the partner's commission.
+    pub role: ShareRole,
+    /// Who receives it.
+    pub receiver: Receiver,
+    /// Fen: `floor(base × rate / 10,000)`, at least 1 (nothing is requested for 0).
+    pub amount: Money,
+    /// Where it stands.
+    pub status: ShareStatus,
+    /// Why the platform closed it (its `fail_reason`, or its refusal of the request).
+    pub fail_reason: Option<String>,
+    /// The share request (`out_order_no`) it was last sent in, fixed before the call: the
+    /// first is the transaction's [`share_order_no`], a retry's that number with `-r1`, `-r2`….
+    pub out_order_no: String,
+    /// How many times it was retried.
+    pub retries: i32,
+    /// The version of the partner's share plan it was computed under; `None` without a plan.
+    pub plan_version: Option<i64>,
+    /// When it was computed.
+    pub created_at: Timestamp,
+    /// When it reached `succeeded` (or `returned`).
+    pub settled_at: Option<Timestamp>,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+}
+
+/// How one paid transaction is shared, fixed once when it is first shared: the base and rates,
+/// and whether the rest was unfrozen for the tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sharing {
+    /// Our id of the transaction.
+    pub payment_id: Id,
+    /// The tenant.
+    pub tenant_id: Id,
+    /// What the shares were computed on: paid minus refunded when sharing began.
+    pub base: Money,
+    /// The rates used.
+    pub rates: Rates,
+    /// When the rest was unfrozen for the tenant (the last step); `None` before.
+    pub unfrozen_at: Option<Timestamp>,
+    /// When sharing began.
+    pub created_at: Timestamp,
+}
+
+/// What `GET /miniprogram/payment/shares` asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShareQuery {
+    /// The page.
+    pub page: atrium_kernel::PageRequest,
+    /// Only this tenant's shares.
+    pub tenant_id: Option<Id>,
+    /// Only shares of this partner's tenants.
+    pub partner_id: Option<Id>,
+    /// Only shares in this status.
+    pub status: Option<ShareStatus>,
+    /// Only shares of this transaction.
+    pub out_trade_no: Option<String>,
+}
+
+/// The share request number of a transaction's first request: fixed, so asking again after a
+/// lost answer is the same request. Unique per sub-merchant since our ids are.
+pub fn share_order_no(payment_id: Id) -> String {
+    format!("PS{payment_id}")
+}
+
+/// The number of a transaction's unfreeze request (fixed for the same reason).
+pub fn unfreeze_order_no(payment_id: Id) -> String {
+    format!("PS{payment_id}-u")
+}
+
+/// The number of retry `n` (1, 2, …) of a share first sent as `first`.
+pub fn retry_order_no(first: &str, n: i32) -> String {
+    format!("{first}-r{n}")
+}
+
+/// The shares of `base` at `rates`: `floor(base × bp / 10,000)` for each role with a rate and a
+/// receiver, none of 0 fen. The tenant keeps the rest, so the shares and the rest add up to
+/// `base` exactly. `partner` is the partner's receiver (`None`: no partner or no plan).
+pub fn split(base: Money, rates: Rates, platform: &Receiver, partner: Option<&Receiver>) -> Vec<(ShareRole, Receiver, Money)> {
+    let part = |bp: u32| Money::from_fen(base.fen().max(0) * i64::from(bp.min(10_000)) / 10_000);
+    let mut shares = Vec::new();
+    let platform_part = part(rates.platform_bp);
+    if platform_part.is_positive() {
+        shares.push((ShareRole::Platform, platform.clone(), platform_part));
+    }
+    if let Some(receiver) = partner {
+        let commission = part(rates.commission_bp);
+        if commission.is_positive() {
+            shares.push((ShareRole::Partner, receiver.clone(), commission));
+        }
+    }
+    shares
+}
+
+// --- What the pay platform is asked and answers ---------------------------------------------
+
+/// A receiver to add for the sub-merchant an account acts for (`POST
+/// /v3/profitsharing/receivers/add`); adding one again is no error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiverAdd {
+    /// Who.
+    pub receiver: Receiver,
+    /// How it is related to the sub-merchant.
+    pub relation: Relation,
+}
+
+/// One receiver's amount in a share request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareLine {
+    /// Merchant or person.
+    pub kind: ReceiverType,
+    /// The merchant id or openid.
+    pub account: String,
+    /// Fen, at least 1.
+    pub amount: Money,
+    /// Shown to the receiver (at most 80 characters).
+    pub description: String,
+}
+
+/// A share request (`POST /v3/profitsharing/orders`) for the sub-merchant an account acts for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareOrder {
+    /// The platform's transaction id of the payment shared.
+    pub transaction_id: String,
+    /// Our number of the request, fixed before the call; the platform answers the same number
+    /// with the same request's result.
+    pub out_order_no: String,
+    /// Who gets what.
+    pub lines: Vec<ShareLine>,
+    /// Whether the platform should unfreeze the rest at once (Atrium sends `false` and
+    /// unfreezes once every share succeeded).
+    pub unfreeze_unsplit: bool,
+}
+
+/// An unfreeze request (`POST /v3/profitsharing/orders/unfreeze`): what is left of the payment
+/// goes to the sub-merchant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnfreezeOrder {
+    /// The platform's transaction id.
+    pub transaction_id: String,
+    /// Our number of the request, fixed before the call.
+    pub out_order_no: String,
+    /// Why (at most 80 characters).
+    pub description: String,
+}
+
+/// A share or unfreeze request's state on the platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
+pub enum ShareOrderState {
+    /// Being carried out.
+    Processing,
+    /// Done: every receiver's result is final.
+    Finished,
+}
+
+/// One receiver's result in a share request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReceiverResult {
+    /// Not paid yet.
+    Pending,
+    /// Paid.
+    Success,
+    /// Could not be paid (`fail_reason`).
+    Closed,
+}
+
+/// One receiver's line as the platform reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformShareLine {
+    /// Merchant or person.
+    pub kind: ReceiverType,
+    /// The merchant id or openid.
+    pub account: String,
+    /// Fen.
+    pub amount: Money,
+    /// Where it stands.
+    pub result: ReceiverResult,
+    /// Why it was closed (`ACCOUNT_ABNORMAL`, `NO_RELATION`, …).
+    pub fail_reason: Option<String>,
+    /// When it was finished.
+    pub finish_time: Option<Timestamp>,
+}
+
+/// A share or unfreeze request as the platform reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformShareOrder {
+    /// Our number of the request.
+    pub out_order_no: String,
+    /// The platform's number of the request.
+    pub order_id: Option<String>,
+    /// Where it stands.
+    pub state: ShareOrderState,
+    /// Each receiver's line (an unfreeze reports the sub-merchant's own).
+    pub lines: Vec<PlatformShareLine>,
+}
+
+impl PlatformShareOrder {
+    /// The line of `receiver`, if the request has one.
+    pub fn line_of(&self, receiver: &Receiver) -> Option<&PlatformShareLine> {
+        self.lines.iter().find(|l| l.kind == receiver.kind && l.account == receiver.account)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +429,29 @@ mod tests {
         assert_eq!(r.masked_account(), "19******09");
         r.account = "abc".into();
         assert_eq!(r.masked_account(), "***");
+    }
+
+    fn receiver(account: &str) -> Receiver {
+        Receiver { kind: ReceiverType::MerchantId, account: account.into(), name: Some("N".into()) }
+    }
+
+    #[test]
+    fn shares_are_floored_per_receiver_and_the_rest_is_the_tenants() {
+        let rates = Rates { platform_bp: 60, commission_bp: 250 };
+        for (base, platform, partner) in [(1, None, None), (333, Some(1), Some(8)), (10_001, Some(60), Some(250)), (100, None, Some(2))] {
+            let shares = split(Money::from_fen(base), rates, &receiver("1900000100"), Some(&receiver("1900000999")));
+            let of = |role| shares.iter().find(|s| s.0 == role).map(|s| s.2.fen());
+            assert_eq!((of(ShareRole::Platform), of(ShareRole::Partner)), (platform, partner), "{base}");
+            let shared: i64 = shares.iter().map(|s| s.2.fen()).sum();
+            assert!(shared <= base && shares.iter().all(|s| s.2.is_positive()), "{base}");
+        }
+    }
+
+    #[test]
+    fn without_a_partner_receiver_only_the_platform_shares_and_full_rates_take_everything() {
+        let shares = split(Money::from_fen(999), Rates { platform_bp: 10_000, commission_bp: 500 }, &receiver("1"), None);
+        assert_eq!(shares.len(), 1);
+        assert_eq!(shares[0].2, Money::from_fen(999));
+        assert!(split(Money::ZERO, Rates { platform_bp: 500, commission_bp: 500 }, &receiver("1"), Some(&receiver("2"))).is_empty());
     }
 }

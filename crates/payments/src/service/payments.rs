@@ -535,7 +535,7 @@ impl PaymentService {
                     }
                 }
             },
-            EventResource::Other => NotifyOutcome::Ignored,
+            EventResource::Share { .. } | EventResource::Other => NotifyOutcome::Ignored,
         };
         self.repo.record_notification(tenant_id, event.id, event.event_type, self.clock.now()).await?;
         Ok(outcome)

@@ -519,6 +519,22 @@ impl PayPlatform for WechatPay {
         Ok(answer.max_ratio)
     }
 
+    async fn add_receiver(&self, _account: &MerchantAccount, _receiver: &atrium_payments::ReceiverAdd) -> PayResult<()> {
+        Err(PayPlatformError::Unavailable("not yet".into()))
+    }
+
+    async fn share(&self, _account: &MerchantAccount, _order: &atrium_payments::ShareOrder) -> PayResult<atrium_payments::PlatformShareOrder> {
+        Err(PayPlatformError::Unavailable("not yet".into()))
+    }
+
+    async fn query_share(&self, _account: &MerchantAccount, _transaction_id: &str, _out_order_no: &str) -> PayResult<atrium_payments::PlatformShareOrder> {
+        Err(PayPlatformError::Unavailable("not yet".into()))
+    }
+
+    async fn unfreeze(&self, _account: &MerchantAccount, _order: &atrium_payments::UnfreezeOrder) -> PayResult<atrium_payments::PlatformShareOrder> {
+        Err(PayPlatformError::Unavailable("not yet".into()))
+    }
+
     async fn trade_bill(&self, account: &MerchantAccount, date: BillDate) -> PayResult<Vec<BillLine>> {
         let (signer, verifier) = self.credentials(account)?;
         let path = format!("/v3/bill/tradebill?bill_date={}{}&bill_type=ALL", date.format("%Y-%m-%d"), sub_mchid_param(account, false));
