@@ -97,6 +97,7 @@ pub(crate) const BY_OPERATION: &[(&str, u16, &[Reason])] = &[
     ),
     ("payments_close", 409, &[AlreadyPaid, State, WrongRoute, PaymentsNotReady, PlatformState, TryAgain]),
     ("payments_reconciliation", 409, &[PaymentsNotReady, PlatformState]),
+    ("payments_retry_share", 409, &[State, TryAgain]),
     ("orders_create", 409, &[Duplicate, WrongRoute, TryAgain, IdempotencyKeyReused]),
     (
         "orders_pay",

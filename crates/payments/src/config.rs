@@ -15,6 +15,9 @@ pub struct PaymentSettings {
     pub refund_window: chrono::Duration,
     /// At most this many refunds per transaction (the platform's limit is 50).
     pub max_refunds: u32,
+    /// How long after a sub-merchant's payment it is shared (`ATRIUM_SHARING_DELAY_SECS`,
+    /// default 120 s; the platform refuses a share in the first minute).
+    pub sharing_delay: chrono::Duration,
 }
 
 impl PaymentSettings {
@@ -26,6 +29,7 @@ impl PaymentSettings {
             max_expiry: chrono::Duration::days(7),
             refund_window: chrono::Duration::days(365),
             max_refunds: 50,
+            sharing_delay: chrono::Duration::seconds(120),
         }
     }
 

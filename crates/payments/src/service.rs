@@ -4,12 +4,14 @@ mod ledger;
 mod payments;
 mod plans;
 mod provider;
+mod sharing;
 
 pub use jobs::{
     MAX_ATTEMPTS, RECONCILE, RECONCILE_AT_CST, RECONCILE_DAY, SETTLE_BACKOFF, SETTLE_REFUND, SETTLE_TRANSACTION, SWEEP, SWEEP_EVERY_SECS,
 };
 pub use payments::{ORDER_CHANGED, OrderChanged, PaymentService, platform_error};
 pub use plans::MAX_BP;
+pub use sharing::SHARE;
 
 #[cfg(test)]
 mod tests;

@@ -247,9 +247,11 @@ pub fn unfreeze_order_no(payment_id: Id) -> String {
     format!("PS{payment_id}-u")
 }
 
-/// The number of retry `n` (1, 2, …) of a share first sent as `first`.
-pub fn retry_order_no(first: &str, n: i32) -> String {
-    format!("{first}-r{n}")
+/// The number of retry `n` (1, 2, …) of share `share_id`, first sent as `first`: the first
+/// number, `-r` and `n`, then the share (two shares of one request retried apart never share a
+/// number).
+pub fn retry_order_no(first: &str, share_id: Id, n: i32) -> String {
+    format!("{first}-r{n}-{share_id}")
 }
 
 /// The shares of `base` at `rates`: `floor(base × bp / 10,000)` for each role with a rate and a

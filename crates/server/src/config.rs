@@ -127,6 +127,8 @@ pub struct Config {
     pub audit_budgets: atrium_miniprogram::AuditBudgets,
     /// How often the sweep closing expired orders runs.
     pub order_sweep_secs: i64,
+    /// How long after a sub-merchant's payment it is shared (the platform refuses the first minute).
+    pub sharing_delay_secs: i64,
     /// How long an order can be paid when its creator sets no `expires_in`.
     pub order_default_expires_in: i64,
     /// The shortest `expires_in` a creator may set.
@@ -329,6 +331,8 @@ struct EnvVars {
     miniprogram_quota_reserve: u8,
     #[arg(long, env = "ATRIUM_ORDER_SWEEP_SECS", default_value_t = 60, value_parser = number::<i64>(Some(1), Some(3600)))]
     order_sweep_secs: i64,
+    #[arg(long, env = "ATRIUM_SHARING_DELAY_SECS", default_value_t = 120, value_parser = number::<i64>(Some(0), Some(86_400)))]
+    sharing_delay_secs: i64,
     #[arg(long, env = "ATRIUM_ORDER_DEFAULT_EXPIRES_IN", default_value_t = 1800, value_parser = number::<i64>(Some(1), Some(604_800)))]
     order_default_expires_in: i64,
     #[arg(long, env = "ATRIUM_ORDER_MIN_EXPIRES_IN", default_value_t = 60, value_parser = number::<i64>(Some(1), Some(604_800)))]
@@ -581,6 +585,7 @@ impl Config {
                 reserve_percent: env.miniprogram_quota_reserve,
             },
             order_sweep_secs: env.order_sweep_secs,
+            sharing_delay_secs: env.sharing_delay_secs,
             order_default_expires_in: env.order_default_expires_in,
             order_min_expires_in: env.order_min_expires_in,
             idempotency_stale_secs: env.idempotency_stale_secs,

@@ -281,7 +281,7 @@ pub fn payment_service(
         Arc::new(OpensslMerchantKeys),
         jobs,
         Arc::new(SystemClock),
-        PaymentSettings::new(public_url),
+        PaymentSettings { sharing_delay: chrono::Duration::seconds(config.sharing_delay_secs), ..PaymentSettings::new(public_url) },
     );
     Ok(Arc::new(service))
 }

@@ -46,6 +46,7 @@ mod releases;
 pub mod schema;
 pub mod seed;
 mod share_plans;
+mod shares;
 mod standing;
 mod static_sql;
 pub mod testing;

@@ -11,14 +11,16 @@ use crate::org::parse_enum;
 use crate::org::tenants::in_scope;
 use crate::schema::{orders, pay_provider, payment_configs, payment_notifications, payment_refunds, payment_transactions};
 use crate::share_plans;
+use crate::shares;
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{AuditRecord, Error, Id, Money, Party, Result, Timestamp};
+use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, Timestamp};
 use atrium_payments::{
     Effects, MerchantCredentials, PaymentConfig, PaymentMethod, PaymentMode, PaymentRepo, PaymentTenant, ProviderConfig, Refund,
-    RefundReservation, RefundRule, RefundStatus, Secret, SharePlan, SubMerchantTenant, TradeState, Transaction, Unsettled,
+    RefundReservation, RefundRule, RefundStatus, Secret, Share, SharePlan, ShareQuery, ShareStatus, Sharing, SubMerchantTenant, TradeState,
+    Transaction, Unsettled,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -407,7 +409,7 @@ fn refunds_of(conn: &mut DbConn, payment_id: Id) -> Result<Vec<Refund>> {
 }
 
 /// Writes what a ledger write brings about, in the caller's database transaction.
-fn write_effects(conn: &mut DbConn, effects: &Effects) -> Result<()> {
+pub(crate) fn write_effects(conn: &mut DbConn, effects: &Effects) -> Result<()> {
     for job in &effects.jobs {
         enqueue_in(conn, job)?;
     }
@@ -631,6 +633,34 @@ impl PaymentRepo for PaymentStore {
 
     async fn sub_merchant_tenants(&self, partner_id: Option<Id>) -> Result<Vec<SubMerchantTenant>> {
         self.db.run(move |conn| share_plans::sub_merchant_tenants(conn, partner_id)).await
+    }
+
+    async fn sharing(&self, payment_id: Id) -> Result<Option<(Sharing, Vec<Share>)>> {
+        self.db.run(move |conn| shares::sharing_of(conn, payment_id)).await
+    }
+
+    async fn begin_sharing(&self, sharing: Sharing, new: Vec<Share>) -> Result<(Sharing, Vec<Share>)> {
+        self.db.write(move |conn| shares::begin(conn, &sharing, &new)).await
+    }
+
+    async fn update_shares(&self, changed: Vec<Share>, read: Vec<(ShareStatus, String)>, effects: Effects) -> Result<u64> {
+        self.db.write(move |conn| shares::update(conn, &changed, &read, &effects)).await
+    }
+
+    async fn set_unfrozen(&self, payment_id: Id, at: Timestamp) -> Result<()> {
+        self.db.write(move |conn| shares::set_unfrozen(conn, payment_id, at)).await
+    }
+
+    async fn get_share(&self, scope: Party, id: Id) -> Result<Option<Share>> {
+        self.db.run(move |conn| shares::get(conn, scope, id)).await
+    }
+
+    async fn list_shares(&self, scope: Party, query: ShareQuery) -> Result<Page<Share>> {
+        self.db.run(move |conn| shares::list(conn, scope, &query)).await
+    }
+
+    async fn shares_in_order(&self, tenant_id: Id, out_order_no: String) -> Result<Vec<Share>> {
+        self.db.run(move |conn| shares::in_order(conn, tenant_id, &out_order_no)).await
     }
 
     async fn insert_transaction(&self, tx: Transaction, effects: Effects) -> Result<Transaction> {

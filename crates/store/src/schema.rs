@@ -420,6 +420,43 @@ diesel::table! {
     }
 }
 
+// ----- profit sharing (migration 2026-12-09-000100_payment_shares) -------------------------
+
+diesel::table! {
+    payment_sharings (payment_id) {
+        payment_id -> BigInt,
+        tenant_id -> BigInt,
+        base -> BigInt,
+        platform_bp -> Integer,
+        commission_bp -> Integer,
+        unfrozen_at -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    payment_shares (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        payment_id -> BigInt,
+        out_trade_no -> Text,
+        partner_id -> Nullable<BigInt>,
+        role -> Text,
+        receiver_type -> Text,
+        receiver_account -> Text,
+        receiver_name -> Nullable<Text>,
+        amount -> BigInt,
+        status -> Text,
+        fail_reason -> Nullable<Text>,
+        out_order_no -> Text,
+        retries -> Integer,
+        plan_version -> Nullable<BigInt>,
+        created_at -> Timestamp,
+        settled_at -> Nullable<Timestamp>,
+        updated_at -> Timestamp,
+    }
+}
+
 diesel::table! {
     payment_transactions (id) {
         id -> BigInt,
@@ -748,3 +785,4 @@ diesel::joinable!(mp_campaign_tenants -> tenants (tenant_id));
 diesel::allow_tables_to_appear_in_same_query!(mp_campaigns, mp_campaign_tenants, tenants);
 diesel::allow_tables_to_appear_in_same_query!(mp_campaigns, partners);
 diesel::allow_tables_to_appear_in_same_query!(mp_campaign_tenants, partners);
+diesel::allow_tables_to_appear_in_same_query!(payment_shares, payment_sharings, tenants);

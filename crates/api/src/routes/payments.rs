@@ -9,7 +9,7 @@ use atrium_kernel::{Error, Id};
 use atrium_payments::{
     CloseRequest, CloseView, KeyUpload, NotificationError, NotificationRequest, PaymentConfigPut, PaymentConfigView, PaymentTestRequest,
     PlatformKeyId, ProviderConfigPut, ProviderConfigView, QueryRequest, ReconciliationParams, ReconciliationView, RefundRequest,
-    RefundView, Secret, TestReport, TransactionView, UnifiedOrderRequest, UnifiedOrderView,
+    RefundView, Secret, ShareListParams, ShareView, TestReport, TransactionView, UnifiedOrderRequest, UnifiedOrderView,
 };
 use futures_util::StreamExt;
 
@@ -43,6 +43,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/miniprogram/payment/close").route(web::post().to(close)))
         .service(web::resource("/miniprogram/payment/reconciliation").route(web::get().to(reconciliation)))
         .service(web::resource("/miniprogram/payment/notify/{tenant_id}").route(web::post().to(notify)))
+        .service(web::resource("/miniprogram/payment/shares").route(web::get().to(list_shares)))
+        .service(web::resource("/miniprogram/payment/shares/{id}/retry").route(web::post().to(retry_share)))
         .service(web::resource("/platform/pay-provider").route(web::get().to(get_provider)).route(web::put().to(put_provider)))
         .service(web::resource("/platform/pay-provider/cert/upload").route(web::post().to(upload_provider_keys)))
         .service(web::resource("/platform/pay-provider/test").route(web::post().to(test_provider)));
@@ -144,6 +146,24 @@ pub async fn close(state: web::Data<AppState>, auth: Authorized<PaymentClose>, b
 pub async fn reconciliation(state: web::Data<AppState>, auth: Authorized<PaymentQuery>, q: Query<ReconciliationParams>) -> ApiResult {
     let q = q.into_inner();
     ok(state.payments.reconcile(&auth.actor, q.tenant_id, q.date).await?)
+}
+
+/// List profit-sharing shares of sub-merchant payments (one per receiver and transaction),
+/// newest first: the platform's, a partner's tenants', or the tenant's own.
+#[utoipa::path(get, path = "/api/v1/miniprogram/payment/shares", tag = "payments", params(ShareListParams),
+    security(("bearer" = ["payment:query"])), responses((status = 200, body = inline(atrium_kernel::Page<ShareView>)), (status = 400)))]
+pub async fn list_shares(state: web::Data<AppState>, auth: Authorized<PaymentQuery>, q: Query<ShareListParams>) -> ApiResult {
+    ok(state.payments.list_shares(&auth.actor, q.into_inner()).await?)
+}
+
+/// Request a `closed` share again (after its receiver was fixed), under a new `out_order_no`.
+/// No body; the sharing job sends it at once.
+#[utoipa::path(post, path = "/api/v1/miniprogram/payment/shares/{id}/retry", tag = "payments",
+    params(("id" = i64, Path, minimum = 1)), security(("bearer" = ["miniprogram:payment"])),
+    responses((status = 200, body = ShareView), (status = 404, description = "No such share, or not yours"),
+        (status = 409, description = "The share is not closed, or it changed meanwhile")))]
+pub async fn retry_share(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, id: web::Path<Id>) -> ApiResult {
+    ok(state.payments.retry_share(&auth.actor, id.into_inner()).await?)
 }
 
 /// The pay platform's notifications for a tenant (no token: the signature is the proof).

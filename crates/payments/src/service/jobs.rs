@@ -17,6 +17,7 @@
 use super::ledger::closed_report;
 use super::payments::PaymentService;
 use crate::lifecycle::TradeState;
+use super::sharing::SHARE;
 use crate::model::*;
 use crate::ports::PayPlatformError;
 use atrium_kernel::RefundStatus;
@@ -73,7 +74,7 @@ struct DayJob {
 }
 
 /// How one settling attempt ended.
-enum Step {
+pub(super) enum Step {
     Settled,
     Again(String),
 }
@@ -321,7 +322,7 @@ impl PaymentService {
 #[async_trait::async_trait]
 impl JobHandler for PaymentService {
     fn kinds(&self) -> Vec<String> {
-        [SETTLE_TRANSACTION, SETTLE_REFUND, RECONCILE_DAY, RECONCILE, SWEEP].map(String::from).to_vec()
+        [SETTLE_TRANSACTION, SETTLE_REFUND, RECONCILE_DAY, RECONCILE, SWEEP, SHARE].map(String::from).to_vec()
     }
 
     async fn run(&self, job: &Job) -> JobOutcome {
@@ -343,6 +344,10 @@ impl JobHandler for PaymentService {
                 Err(outcome) => return outcome,
             },
             (SWEEP, _) => self.sweep().await.map(|()| Step::Settled),
+            (SHARE, Some(tenant)) => match parse::<TransactionJob>(job) {
+                Ok(p) => self.share_payment(tenant, &p.out_trade_no).await,
+                Err(outcome) => return outcome,
+            },
             (kind, _) => return JobOutcome::Failed(format!("the payment jobs cannot run a {kind} job without a tenant")),
         };
         let why = match step {

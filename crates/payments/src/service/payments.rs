@@ -59,6 +59,7 @@ pub struct PaymentService {
     pub(super) jobs: Arc<dyn JobStore>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) settings: PaymentSettings,
+    pub(super) added: super::sharing::AddedReceivers,
 }
 
 impl PaymentService {
@@ -72,7 +73,7 @@ impl PaymentService {
         clock: Arc<dyn Clock>,
         settings: PaymentSettings,
     ) -> Self {
-        PaymentService { repo, platform, keys, jobs, clock, settings }
+        PaymentService { repo, platform, keys, jobs, clock, settings, added: Default::default() }
     }
 
     /// How many transactions hold a discrepancy now (for `/metrics`).
@@ -535,7 +536,10 @@ impl PaymentService {
                     }
                 }
             },
-            EventResource::Share { .. } | EventResource::Other => NotifyOutcome::Ignored,
+            EventResource::Share { out_order_no, .. } => {
+                if self.share_notified(tenant_id, out_order_no).await? { NotifyOutcome::Applied } else { NotifyOutcome::Unknown }
+            }
+            EventResource::Other => NotifyOutcome::Ignored,
         };
         self.repo.record_notification(tenant_id, event.id, event.event_type, self.clock.now()).await?;
         Ok(outcome)
@@ -691,6 +695,9 @@ impl PaymentService {
             let moved = tx.trade_state != before.trade_state || tx.discrepancy != before.discrepancy;
             if moved {
                 effects.jobs.extend(self.order_event(&tx));
+                if !before.is_paid() {
+                    effects.jobs.extend(self.share_job(&tx));
+                }
             }
             if let (Some(why), None) = (&tx.discrepancy, &before.discrepancy) {
                 log::error!("transaction {} of tenant {tenant_id}: discrepancy: {why}", tx.out_trade_no);

@@ -1,0 +1,290 @@
+//! Profit sharing for [`PaymentRepo`](atrium_payments::PaymentRepo): a transaction's sharing
+//! (written once, `INSERT … ON CONFLICT DO NOTHING`, so two runners beginning it store one) and
+//! its shares, changed only by conditional updates on the status and number they were read
+//! with.
+use crate::db::{DbConn, MultiBackend, on_backend};
+use crate::error::db_error;
+use crate::org::tenants::ids_of_partner;
+use crate::org::{count_up_to, page, parse_enum, total};
+use crate::payments::write_effects;
+use crate::schema::{payment_shares, payment_sharings};
+use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
+use atrium_kernel::{Error, Id, Money, Page, Party, Result, StrEnum, Timestamp};
+use atrium_payments::{Effects, Rates, Receiver, ReceiverType, Share, ShareQuery, ShareRole, ShareStatus, Sharing};
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = payment_sharings)]
+struct SharingRow {
+    payment_id: i64,
+    tenant_id: i64,
+    base: i64,
+    platform_bp: i32,
+    commission_bp: i32,
+    #[diesel(deserialize_as = DbTimeOpt)]
+    unfrozen_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTime)]
+    created_at: NaiveDateTime,
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = payment_shares)]
+struct ShareRow {
+    id: i64,
+    tenant_id: i64,
+    payment_id: i64,
+    out_trade_no: String,
+    partner_id: Option<i64>,
+    role: String,
+    receiver_type: String,
+    receiver_account: String,
+    receiver_name: Option<String>,
+    amount: i64,
+    status: String,
+    fail_reason: Option<String>,
+    out_order_no: String,
+    retries: i32,
+    plan_version: Option<i64>,
+    #[diesel(deserialize_as = DbTime)]
+    created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTimeOpt)]
+    settled_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTime)]
+    updated_at: NaiveDateTime,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = payment_shares)]
+struct NewShareRow<'a> {
+    tenant_id: i64,
+    payment_id: i64,
+    out_trade_no: &'a str,
+    partner_id: Option<i64>,
+    role: &'static str,
+    receiver_type: &'static str,
+    receiver_account: &'a str,
+    receiver_name: Option<&'a str>,
+    amount: i64,
+    status: &'static str,
+    fail_reason: Option<&'a str>,
+    out_order_no: &'a str,
+    retries: i32,
+    plan_version: Option<i64>,
+    created_at: NaiveDateTime,
+    settled_at: Option<NaiveDateTime>,
+    updated_at: NaiveDateTime,
+}
+
+fn bp(v: i32) -> Result<u32> {
+    u32::try_from(v).map_err(|_| Error::internal(format!("payment_sharings holds a negative rate {v}")))
+}
+
+fn sharing_from_row(r: SharingRow) -> Result<Sharing> {
+    Ok(Sharing {
+        payment_id: r.payment_id,
+        tenant_id: r.tenant_id,
+        base: Money::from_fen(r.base),
+        rates: Rates { platform_bp: bp(r.platform_bp)?, commission_bp: bp(r.commission_bp)? },
+        unfrozen_at: r.unfrozen_at.map(from_db),
+        created_at: from_db(r.created_at),
+    })
+}
+
+fn share_from_row(r: ShareRow) -> Result<Share> {
+    Ok(Share {
+        id: r.id,
+        tenant_id: r.tenant_id,
+        payment_id: r.payment_id,
+        out_trade_no: r.out_trade_no,
+        partner_id: r.partner_id,
+        role: parse_enum(&r.role, ShareRole::parse, "share role")?,
+        receiver: Receiver {
+            kind: parse_enum(&r.receiver_type, ReceiverType::parse, "receiver type")?,
+            account: r.receiver_account,
+            name: r.receiver_name,
+        },
+        amount: Money::from_fen(r.amount),
+        status: parse_enum(&r.status, ShareStatus::parse, "share status")?,
+        fail_reason: r.fail_reason,
+        out_order_no: r.out_order_no,
+        retries: r.retries,
+        plan_version: r.plan_version,
+        created_at: from_db(r.created_at),
+        settled_at: r.settled_at.map(from_db),
+        updated_at: from_db(r.updated_at),
+    })
+}
+
+fn new_share_row(s: &Share) -> NewShareRow<'_> {
+    NewShareRow {
+        tenant_id: s.tenant_id,
+        payment_id: s.payment_id,
+        out_trade_no: &s.out_trade_no,
+        partner_id: s.partner_id,
+        role: s.role.as_str(),
+        receiver_type: s.receiver.kind.as_str(),
+        receiver_account: &s.receiver.account,
+        receiver_name: s.receiver.name.as_deref(),
+        amount: s.amount.fen(),
+        status: s.status.as_str(),
+        fail_reason: s.fail_reason.as_deref(),
+        out_order_no: &s.out_order_no,
+        retries: s.retries,
+        plan_version: s.plan_version,
+        created_at: to_db(s.created_at),
+        settled_at: s.settled_at.map(to_db),
+        updated_at: to_db(s.updated_at),
+    }
+}
+
+fn rows(rows: Vec<ShareRow>) -> Result<Vec<Share>> {
+    rows.into_iter().map(share_from_row).collect()
+}
+
+/// The transaction's sharing and its shares, oldest first.
+pub(crate) fn sharing_of(conn: &mut DbConn, payment_id: Id) -> Result<Option<(Sharing, Vec<Share>)>> {
+    let Some(row) = payment_sharings::table
+        .find(payment_id)
+        .select(SharingRow::as_select())
+        .first(conn)
+        .optional()
+        .map_err(db_error)?
+    else {
+        return Ok(None);
+    };
+    let shares = payment_shares::table
+        .filter(payment_shares::payment_id.eq(payment_id))
+        .order(payment_shares::id.asc())
+        .select(ShareRow::as_select())
+        .load(conn)
+        .map_err(db_error)?;
+    Ok(Some((sharing_from_row(row)?, rows(shares)?)))
+}
+
+/// Stores the sharing and its shares unless the transaction's sharing is there already.
+pub(crate) fn begin(conn: &mut DbConn, sharing: &Sharing, shares: &[Share]) -> Result<(Sharing, Vec<Share>)> {
+    let bp = |v: u32| i32::try_from(v).map_err(|_| Error::invalid("basis_points", "must be at most 10000"));
+    let row = SharingRow {
+        payment_id: sharing.payment_id,
+        tenant_id: sharing.tenant_id,
+        base: sharing.base.fen(),
+        platform_bp: bp(sharing.rates.platform_bp)?,
+        commission_bp: bp(sharing.rates.commission_bp)?,
+        unfrozen_at: sharing.unfrozen_at.map(to_db),
+        created_at: to_db(sharing.created_at),
+    };
+    let inserted = on_backend!(conn, |c| diesel::insert_into(payment_sharings::table)
+        .values(&row)
+        .on_conflict(payment_sharings::payment_id)
+        .do_nothing()
+        .execute(c))
+    .map_err(db_error)?;
+    if inserted == 1 {
+        // One row at a time: the multi-backend connection has no batch insert (two rows at most).
+        for share in shares {
+            diesel::insert_into(payment_shares::table).values(new_share_row(share)).execute(conn).map_err(db_error)?;
+        }
+    }
+    sharing_of(conn, sharing.payment_id)?.ok_or_else(|| Error::internal("a sharing just stored is not there"))
+}
+
+/// Writes each share where its status and number are still as read; the effects only if one
+/// was written.
+pub(crate) fn update(conn: &mut DbConn, shares: &[Share], read: &[(ShareStatus, String)], effects: &Effects) -> Result<u64> {
+    if shares.len() != read.len() {
+        return Err(Error::internal("update_shares: a read state is needed for each share"));
+    }
+    let mut written = 0;
+    for (s, (status, no)) in shares.iter().zip(read) {
+        written += diesel::update(
+            payment_shares::table
+                .filter(payment_shares::id.eq(s.id))
+                .filter(payment_shares::status.eq(status.as_str()))
+                .filter(payment_shares::out_order_no.eq(no)),
+        )
+        .set((
+            payment_shares::status.eq(s.status.as_str()),
+            payment_shares::fail_reason.eq(s.fail_reason.as_deref()),
+            payment_shares::out_order_no.eq(&s.out_order_no),
+            payment_shares::retries.eq(s.retries),
+            payment_shares::settled_at.eq(s.settled_at.map(to_db)),
+            payment_shares::updated_at.eq(to_db(s.updated_at)),
+        ))
+        .execute(conn)
+        .map_err(db_error)? as u64;
+    }
+    if written > 0 {
+        write_effects(conn, effects)?;
+    }
+    Ok(written)
+}
+
+pub(crate) fn set_unfrozen(conn: &mut DbConn, payment_id: Id, at: Timestamp) -> Result<()> {
+    diesel::update(payment_sharings::table.find(payment_id).filter(payment_sharings::unfrozen_at.is_null()))
+        .set(payment_sharings::unfrozen_at.eq(to_db(at)))
+        .execute(conn)
+        .map_err(db_error)
+        .map(drop)
+}
+
+type Scoped = payment_shares::BoxedQuery<'static, MultiBackend>;
+
+fn scoped(scope: Party) -> Scoped {
+    let q = payment_shares::table.into_boxed();
+    match scope {
+        Party::Platform => q,
+        Party::Partner { partner_id } => q.filter(payment_shares::tenant_id.eq_any(ids_of_partner(partner_id))),
+        Party::Tenant { tenant_id, .. } => q.filter(payment_shares::tenant_id.eq(tenant_id)),
+    }
+}
+
+fn filtered(scope: Party, q: &ShareQuery) -> Scoped {
+    let mut query = scoped(scope);
+    if let Some(t) = q.tenant_id {
+        query = query.filter(payment_shares::tenant_id.eq(t));
+    }
+    if let Some(p) = q.partner_id {
+        query = query.filter(payment_shares::tenant_id.eq_any(ids_of_partner(p)));
+    }
+    if let Some(s) = q.status {
+        query = query.filter(payment_shares::status.eq(s.as_str()));
+    }
+    if let Some(no) = &q.out_trade_no {
+        query = query.filter(payment_shares::out_trade_no.eq(no.clone()));
+    }
+    query
+}
+
+pub(crate) fn get(conn: &mut DbConn, scope: Party, id: Id) -> Result<Option<Share>> {
+    let row = scoped(scope)
+        .filter(payment_shares::id.eq(id))
+        .select(ShareRow::as_select())
+        .first(conn)
+        .optional()
+        .map_err(db_error)?;
+    row.map(share_from_row).transpose()
+}
+
+pub(crate) fn list(conn: &mut DbConn, scope: Party, q: &ShareQuery) -> Result<Page<Share>> {
+    let found: Vec<ShareRow> = filtered(scope, q)
+        .order(payment_shares::id.desc())
+        .offset(q.page.offset())
+        .limit(q.page.limit())
+        .select(ShareRow::as_select())
+        .load(conn)
+        .map_err(db_error)?;
+    let total = total(q.page, found.len(), |n| count_up_to(filtered(scope, q).select(payment_shares::id).limit(n), conn))?;
+    Ok(page(rows(found)?, total, q.page))
+}
+
+pub(crate) fn in_order(conn: &mut DbConn, tenant_id: Id, out_order_no: &str) -> Result<Vec<Share>> {
+    let found = payment_shares::table
+        .filter(payment_shares::tenant_id.eq(tenant_id))
+        .filter(payment_shares::out_order_no.eq(out_order_no))
+        .order(payment_shares::id.asc())
+        .select(ShareRow::as_select())
+        .load(conn)
+        .map_err(db_error)?;
+    rows(found)
+}

@@ -1,0 +1,2 @@
+DROP TABLE payment_shares;
+DROP TABLE payment_sharings;
