@@ -34,6 +34,7 @@ mod plans;
 mod provider;
 mod reconciliation;
 mod refunds;
+mod sharing;
 mod transactions;
 
 const TENANT: Id = 3;

@@ -1,0 +1,391 @@
+//! The sharing job against an in-memory book of shares ([`Book`]) keeping the store's
+//! contract (a sharing begun once, conditional share writes) and a scripted platform.
+use super::provider::{SP_MCHID, SUB_MCHID, provider, sub_config};
+use super::*;
+use crate::service::SHARE;
+use crate::sharing::*;
+
+const PARTNER_OPENID: &str = "o-partner-receiver";
+
+/// The sub-merchant's payment of `fen`, paid a day ago.
+fn paid_sub(fen: i64) -> Transaction {
+    Transaction {
+        amount: Money::from_fen(fen),
+        payer_total: Some(Money::from_fen(fen)),
+        sub_mchid: Some(SUB_MCHID.into()),
+        ..tx("T0000001", TradeState::Success)
+    }
+}
+
+fn plan(commission_bp: u32) -> SharePlan {
+    SharePlan {
+        partner_id: PARTNER,
+        version: 3,
+        commission_bp: Some(commission_bp),
+        platform_bp: Some(60),
+        receiver: Receiver { kind: ReceiverType::PersonalOpenid, account: PARTNER_OPENID.into(), name: None },
+        created_at: now() - Duration::days(2),
+    }
+}
+
+/// What the store holds of the transaction's sharing, and the effects of each write.
+#[derive(Default)]
+struct Book {
+    sharing: Option<Sharing>,
+    shares: Vec<Share>,
+    effects: Vec<Effects>,
+}
+
+type Shared = Arc<Mutex<Book>>;
+
+/// A repository holding `stored`, its `refunds`, the sub-merchant configuration, the provider
+/// (with its name) and the partner's `plan`, and a book of shares.
+fn repo_sharing(stored: Transaction, refunds: Vec<Refund>, plan: Option<SharePlan>) -> (MockPaymentRepo, Shared) {
+    let (mut repo, _) = repo_holding(Some(sub_config()), stored);
+    let mut p = provider();
+    p.sp_name = Some("Atrium Platform Ltd".into());
+    p.platform_bp = 100;
+    p.default_commission_bp = 200;
+    repo.expect_get_provider().returning(move || Ok(Some(p.clone())));
+    repo.expect_share_plan().returning(move |_| Ok(plan.clone()));
+    repo.expect_refunds_of().returning(move |_, _| Ok(refunds.clone()));
+    let book: Shared = Arc::default();
+    let b = book.clone();
+    repo.expect_sharing().returning(move |_| {
+        let b = b.lock().unwrap();
+        Ok(b.sharing.clone().map(|s| (s, b.shares.clone())))
+    });
+    let b = book.clone();
+    repo.expect_begin_sharing().returning(move |sharing, shares| {
+        let mut b = b.lock().unwrap();
+        if b.sharing.is_none() {
+            b.sharing = Some(sharing);
+            b.shares = shares.into_iter().enumerate().map(|(i, s)| Share { id: 100 + i as Id, ..s }).collect();
+        }
+        Ok((b.sharing.clone().unwrap(), b.shares.clone()))
+    });
+    let b = book.clone();
+    repo.expect_update_shares().returning(move |changed, read, effects| {
+        let mut b = b.lock().unwrap();
+        let mut written = 0;
+        for (s, (status, no)) in changed.into_iter().zip(read) {
+            if let Some(stored) = b.shares.iter_mut().find(|x| x.id == s.id && x.status == status && x.out_order_no == no) {
+                *stored = s;
+                written += 1;
+            }
+        }
+        if written > 0 {
+            b.effects.push(effects);
+        }
+        Ok(written)
+    });
+    let b = book.clone();
+    repo.expect_set_unfrozen().returning(move |_, at| {
+        if let Some(s) = b.lock().unwrap().sharing.as_mut() {
+            s.unfrozen_at.get_or_insert(at);
+        }
+        Ok(())
+    });
+    let b = book.clone();
+    repo.expect_get_share().returning(move |scope, id| {
+        let visible = matches!(scope, Party::Platform) || scope == Party::Tenant { tenant_id: TENANT, partner_id: Some(PARTNER) };
+        Ok(b.lock().unwrap().shares.iter().find(|s| s.id == id && visible).cloned())
+    });
+    (repo, book)
+}
+
+/// The answer of a share request `no` giving each line `result`.
+fn answer(no: &str, state: ShareOrderState, lines: &[(ReceiverType, &str, i64, ReceiverResult)]) -> PlatformShareOrder {
+    PlatformShareOrder {
+        out_order_no: no.into(),
+        order_id: Some(format!("3008{no}")),
+        state,
+        lines: lines
+            .iter()
+            .map(|&(kind, account, fen, result)| PlatformShareLine {
+                kind,
+                account: account.into(),
+                amount: Money::from_fen(fen),
+                result,
+                fail_reason: (result == ReceiverResult::Closed).then(|| "ACCOUNT_ABNORMAL".into()),
+                finish_time: (result != ReceiverResult::Pending).then(now),
+            })
+            .collect(),
+    }
+}
+
+fn unfrozen(no: &str) -> PlatformShareOrder {
+    answer(no, ShareOrderState::Finished, &[(ReceiverType::MerchantId, SUB_MCHID, 1, ReceiverResult::Success)])
+}
+
+fn share_job() -> Job {
+    job(SHARE, serde_json::json!({"out_trade_no": "T0000001"}), 1)
+}
+
+fn statuses(book: &Shared) -> Vec<(ShareRole, i64, ShareStatus, String)> {
+    book.lock().unwrap().shares.iter().map(|s| (s.role, s.amount.fen(), s.status, s.out_order_no.clone())).collect()
+}
+
+#[test]
+fn the_share_job_is_queued_with_a_sub_merchants_payment_only() {
+    let (repo, _) = repo_holding(Some(sub_config()), paid_sub(100));
+    let svc = svc(repo, MockPayPlatform::new());
+    let paid_at = now() - Duration::days(1);
+
+    let job = svc.share_job(&paid_sub(100)).expect("a sub-merchant's payment is shared");
+
+    assert_eq!((job.kind.as_str(), job.run_at, job.dedupe_key.as_deref()), (SHARE, paid_at + Duration::seconds(120), Some("3:T0000001")));
+    assert_eq!(svc.share_job(&tx("T0000001", TradeState::Success)), None, "direct mode shares nothing");
+    assert_eq!(svc.share_job(&Transaction { trade_state: TradeState::NotPay, ..paid_sub(100) }), None, "unpaid");
+    assert_eq!(svc.share_job(&Transaction { discrepancy: Some("1 fen".into()), ..paid_sub(100) }), None, "a discrepancy");
+}
+
+#[tokio::test]
+async fn a_payment_notified_paid_queues_its_sharing_in_the_same_write() {
+    let (mut repo, cell) = repo_holding(Some(sub_config()), Transaction { trade_state: TradeState::NotPay, ..paid_sub(10_001) });
+    let written = conditional_writes(&mut repo, &cell, 1);
+    repo.expect_notification_seen().returning(|_, _| Ok(false));
+    repo.expect_record_notification().returning(|_, _, _, _| Ok(()));
+    let svc = svc(repo, MockPayPlatform::new());
+    let report = PlatformTransaction { sub_mchid: Some(SUB_MCHID.into()), amount: Some(Money::from_fen(10_001)), ..report("T0000001", TradeState::Success) };
+
+    svc.handle_event(TENANT, event("EV-1", EventResource::Transaction(report))).await.unwrap();
+
+    let effects = written.lock().unwrap()[0].clone();
+    assert!(effects.jobs.iter().any(|j| j.kind == SHARE && j.dedupe_key.as_deref() == Some("3:T0000001")), "{:?}", effects.jobs);
+}
+
+#[tokio::test]
+async fn awkward_amounts_are_floored_per_receiver_requested_once_settled_and_the_rest_unfrozen() {
+    for (fen, platform_fen, partner_fen) in [(10_001_i64, 60_i64, 250_i64), (333, 1, 8)] {
+        let (repo, book) = repo_sharing(paid_sub(fen), vec![], Some(plan(250)));
+        let mut platform = MockPayPlatform::new();
+        let added = Arc::new(Mutex::new(Vec::new()));
+        let a = added.clone();
+        platform.expect_add_receiver().returning(move |account, r| {
+            assert_eq!(account.sub_merchant.as_ref().map(|s| s.sub_mchid.as_str()), Some(SUB_MCHID));
+            a.lock().unwrap().push((r.receiver.account.clone(), r.relation, r.receiver.name.clone()));
+            Ok(())
+        });
+        platform.expect_share().times(1).returning(move |_, order| {
+            assert_eq!((order.out_order_no.as_str(), order.transaction_id.as_str(), order.unfreeze_unsplit), ("PS5", "4200000001", false));
+            let lines: Vec<(ReceiverType, &str, i64)> = order.lines.iter().map(|l| (l.kind, l.account.as_str(), l.amount.fen())).collect();
+            assert_eq!(lines, vec![(ReceiverType::MerchantId, SP_MCHID, platform_fen), (ReceiverType::PersonalOpenid, PARTNER_OPENID, partner_fen)]);
+            Ok(answer("PS5", ShareOrderState::Processing, &[]))
+        });
+        platform.expect_query_share().times(1).returning(move |_, transaction_id, no| {
+            assert_eq!((transaction_id, no), ("4200000001", "PS5"));
+            Ok(answer(
+                "PS5",
+                ShareOrderState::Finished,
+                &[
+                    (ReceiverType::MerchantId, SP_MCHID, platform_fen, ReceiverResult::Success),
+                    (ReceiverType::PersonalOpenid, PARTNER_OPENID, partner_fen, ReceiverResult::Success),
+                ],
+            ))
+        });
+        platform.expect_unfreeze().times(1).returning(|_, order| {
+            assert_eq!((order.out_order_no.as_str(), order.transaction_id.as_str()), ("PS5-u", "4200000001"));
+            Ok(unfrozen("PS5-u"))
+        });
+        let svc = svc(repo, platform);
+
+        let outcome = svc.run(&share_job()).await;
+
+        assert_eq!(outcome, JobOutcome::Done, "{fen}");
+        assert_eq!(
+            statuses(&book),
+            vec![
+                (ShareRole::Platform, platform_fen, ShareStatus::Succeeded, "PS5".into()),
+                (ShareRole::Partner, partner_fen, ShareStatus::Succeeded, "PS5".into())
+            ],
+            "{fen}"
+        );
+        let b = book.lock().unwrap();
+        let sharing = b.sharing.clone().unwrap();
+        assert_eq!((sharing.base.fen(), sharing.rates, sharing.unfrozen_at), (fen, Rates { platform_bp: 60, commission_bp: 250 }, Some(now())));
+        assert!(b.shares.iter().all(|s| s.plan_version == Some(3) && s.partner_id == Some(PARTNER) && s.settled_at == Some(now())));
+        assert_eq!(
+            *added.lock().unwrap(),
+            vec![
+                (SP_MCHID.to_owned(), Relation::ServiceProvider, Some("Atrium Platform Ltd".to_owned())),
+                (PARTNER_OPENID.to_owned(), Relation::Partner, None)
+            ]
+        );
+    }
+}
+
+#[tokio::test]
+async fn one_fen_is_too_little_to_share_and_is_unfrozen_whole() {
+    let (repo, book) = repo_sharing(paid_sub(1), vec![], Some(plan(250)));
+    let mut platform = MockPayPlatform::new();
+    platform.expect_add_receiver().never();
+    platform.expect_share().never();
+    platform.expect_unfreeze().times(1).returning(|_, _| Ok(unfrozen("PS5-u")));
+    let svc = svc(repo, platform);
+
+    assert_eq!(svc.run(&share_job()).await, JobOutcome::Done);
+
+    let b = book.lock().unwrap();
+    assert!(b.shares.is_empty());
+    assert_eq!(b.sharing.as_ref().and_then(|s| s.unfrozen_at), Some(now()));
+}
+
+#[tokio::test]
+async fn a_refund_processing_holds_the_sharing_and_a_refund_made_lowers_its_base() {
+    let (repo, book) = repo_sharing(paid_sub(1000), vec![refund("R1", 300, RefundStatus::Processing)], Some(plan(250)));
+    let waiting = svc(repo, MockPayPlatform::new());
+
+    let outcome = waiting.run(&share_job()).await;
+
+    assert!(matches!(&outcome, JobOutcome::Retry { reason, .. } if reason.contains("refund")), "{outcome:?}");
+    assert!(book.lock().unwrap().sharing.is_none(), "nothing is fixed while a refund may still change the base");
+
+    let refunds = vec![refund("R1", 300, RefundStatus::Succeeded), refund("R2", 100, RefundStatus::Failed)];
+    let (repo, book) = repo_sharing(paid_sub(1000), refunds, Some(plan(250)));
+    let mut platform = MockPayPlatform::new();
+    platform.expect_add_receiver().returning(|_, _| Ok(()));
+    platform.expect_share().returning(|_, _| Err(PayPlatformError::Unavailable("timed out".into())));
+    let svc = svc(repo, platform);
+
+    svc.run(&share_job()).await;
+
+    assert_eq!(book.lock().unwrap().sharing.as_ref().map(|s| s.base.fen()), Some(700));
+    assert_eq!(statuses(&book).iter().map(|s| s.1).collect::<Vec<_>>(), vec![4, 17], "floor(700 × 60 / 10,000), floor(700 × 250 / 10,000)");
+}
+
+#[tokio::test]
+async fn a_lost_answer_is_asked_again_as_the_same_request_and_nothing_is_shared_twice() {
+    let (repo, book) = repo_sharing(paid_sub(10_001), vec![], Some(plan(250)));
+    let mut platform = MockPayPlatform::new();
+    platform.expect_add_receiver().returning(|_, _| Ok(()));
+    let numbers = Arc::new(Mutex::new(Vec::new()));
+    let n = numbers.clone();
+    let mut seq = Sequence::new();
+    platform.expect_share().times(1).in_sequence(&mut seq).returning(move |_, o| {
+        n.lock().unwrap().push(o.out_order_no.clone());
+        Err(PayPlatformError::Unavailable("the answer was lost".into()))
+    });
+    let n = numbers.clone();
+    platform.expect_share().times(1).in_sequence(&mut seq).returning(move |_, o| {
+        n.lock().unwrap().push(o.out_order_no.clone());
+        Ok(answer(&o.out_order_no, ShareOrderState::Processing, &[]))
+    });
+    platform.expect_query_share().returning(|_, _, no| {
+        Ok(answer(
+            no,
+            ShareOrderState::Finished,
+            &[
+                (ReceiverType::MerchantId, SP_MCHID, 60, ReceiverResult::Success),
+                (ReceiverType::PersonalOpenid, PARTNER_OPENID, 250, ReceiverResult::Success),
+            ],
+        ))
+    });
+    platform.expect_unfreeze().times(1).returning(|_, _| Ok(unfrozen("PS5-u")));
+    let svc = svc(repo, platform);
+
+    let first = svc.run(&share_job()).await;
+    let second = svc.run(&share_job()).await;
+
+    assert!(matches!(first, JobOutcome::Retry { .. }), "{first:?}");
+    assert_eq!(second, JobOutcome::Done);
+    assert_eq!(*numbers.lock().unwrap(), vec!["PS5".to_owned(), "PS5".to_owned()], "the same number both times");
+    assert!(statuses(&book).iter().all(|s| s.2 == ShareStatus::Succeeded));
+}
+
+#[tokio::test]
+async fn a_closed_receiver_is_kept_with_its_reason_the_rest_stays_frozen_and_a_retry_sends_it_anew() {
+    let (repo, book) = repo_sharing(paid_sub(10_001), vec![], Some(plan(250)));
+    let mut platform = MockPayPlatform::new();
+    let adds = Arc::new(Mutex::new(0));
+    let a = adds.clone();
+    platform.expect_add_receiver().returning(move |_, _| {
+        *a.lock().unwrap() += 1;
+        Ok(())
+    });
+    platform.expect_share().returning(|_, o| Ok(answer(&o.out_order_no, ShareOrderState::Processing, &[])));
+    let mut seq = Sequence::new();
+    platform.expect_query_share().times(1).in_sequence(&mut seq).returning(|_, _, no| {
+        Ok(answer(
+            no,
+            ShareOrderState::Finished,
+            &[
+                (ReceiverType::MerchantId, SP_MCHID, 60, ReceiverResult::Success),
+                (ReceiverType::PersonalOpenid, PARTNER_OPENID, 250, ReceiverResult::Closed),
+            ],
+        ))
+    });
+    platform.expect_query_share().times(1).in_sequence(&mut seq).returning(|_, _, no| {
+        assert_eq!(no, "PS5-r1-101");
+        Ok(answer(no, ShareOrderState::Finished, &[(ReceiverType::PersonalOpenid, PARTNER_OPENID, 250, ReceiverResult::Success)]))
+    });
+    platform.expect_unfreeze().times(1).returning(|_, _| Ok(unfrozen("PS5-u")));
+    let (jobs, queued) = recording_jobs();
+    let svc = with_jobs(repo, platform, MockMerchantKeys::new(), jobs);
+
+    assert_eq!(svc.run(&share_job()).await, JobOutcome::Done, "nothing to do until an operator retries");
+    let closed = book.lock().unwrap().shares[1].clone();
+    assert_eq!((closed.status, closed.fail_reason.as_deref()), (ShareStatus::Closed, Some("ACCOUNT_ABNORMAL")));
+    assert_eq!(book.lock().unwrap().sharing.as_ref().and_then(|s| s.unfrozen_at), None, "the rest stays frozen");
+
+    let succeeded = book.lock().unwrap().shares[0].id;
+    let refused = svc.retry_share(&platform_actor(), succeeded).await.unwrap_err();
+    assert!(matches!(refused, Error::Conflict(Reason::State, _)), "{refused:?}");
+    let hidden = svc.retry_share(&partner_of_another(), closed.id).await.unwrap_err();
+    assert!(matches!(hidden, Error::NotFound(_)), "{hidden:?}");
+
+    let retried = svc.retry_share(&tenant_actor(), closed.id).await.unwrap();
+
+    assert_eq!((retried.status, retried.out_order_no.as_str()), (ShareStatus::Pending, "PS5-r1-101"));
+    let effects = book.lock().unwrap().effects.last().cloned().unwrap();
+    assert_eq!(effects.audit.as_ref().map(|a| a.action.as_str()), Some("share.retry"));
+    assert!(effects.jobs.iter().any(|j| j.kind == SHARE && j.run_at == now()), "{:?}", effects.jobs);
+    let again = svc.retry_share(&tenant_actor(), closed.id).await.unwrap_err();
+    assert!(matches!(again, Error::Conflict(Reason::State, _)), "a retry is pending: {again:?}");
+
+    let adds_before = *adds.lock().unwrap();
+    assert_eq!(svc.run(&share_job()).await, JobOutcome::Done);
+
+    assert_eq!(*adds.lock().unwrap(), adds_before + 1, "the retried receiver is added afresh");
+    assert!(statuses(&book).iter().all(|s| s.2 == ShareStatus::Succeeded), "{:?}", statuses(&book));
+    assert_eq!(book.lock().unwrap().sharing.as_ref().and_then(|s| s.unfrozen_at), Some(now()));
+    assert!(queued.lock().unwrap().is_empty(), "the retry's job is written with the retry");
+}
+
+#[tokio::test]
+async fn a_share_the_platform_refuses_is_closed_with_its_reason_and_nothing_is_unfrozen() {
+    let (repo, book) = repo_sharing(paid_sub(10_001), vec![], Some(plan(250)));
+    let mut platform = MockPayPlatform::new();
+    platform.expect_add_receiver().returning(|_, _| Ok(()));
+    platform.expect_share().times(1).returning(|_, _| {
+        Err(PayPlatformError::Refused { status: 400, code: "INVALID_REQUEST".into(), message: "over the max ratio".into() })
+    });
+    platform.expect_unfreeze().never();
+    let svc = svc(repo, platform);
+
+    assert_eq!(svc.run(&share_job()).await, JobOutcome::Done);
+
+    let b = book.lock().unwrap();
+    assert!(b.shares.iter().all(|s| s.status == ShareStatus::Closed && s.fail_reason.as_deref() == Some("INVALID_REQUEST: over the max ratio")));
+}
+
+#[tokio::test]
+async fn without_a_partner_plan_only_the_platform_shares() {
+    let (repo, book) = repo_sharing(paid_sub(10_000), vec![], None);
+    let mut platform = MockPayPlatform::new();
+    platform.expect_add_receiver().times(1).returning(|_, _| Ok(()));
+    platform.expect_share().returning(|_, o| {
+        assert_eq!(o.lines.len(), 1);
+        Ok(answer(&o.out_order_no, ShareOrderState::Finished, &[(ReceiverType::MerchantId, SP_MCHID, 100, ReceiverResult::Success)]))
+    });
+    platform.expect_unfreeze().returning(|_, _| Ok(unfrozen("PS5-u")));
+    let svc = svc(repo, platform);
+
+    assert_eq!(svc.run(&share_job()).await, JobOutcome::Done);
+
+    assert_eq!(statuses(&book), vec![(ShareRole::Platform, 100, ShareStatus::Succeeded, "PS5".into())], "the provider's platform_bp of 100");
+}
+
+fn partner_of_another() -> Actor {
+    Actor::new(21, "s", Party::Partner { partner_id: PARTNER + 1 }, ["*"])
+}
