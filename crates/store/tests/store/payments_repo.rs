@@ -5,7 +5,7 @@ use atrium_kernel::{AuditRecord, Error, Money, NewJob, Party, Reason, Timestamp}
 use atrium_orders::{Order, OrderRepo, OrderStatus};
 use atrium_org::*;
 use atrium_payments::*;
-use atrium_store::schema::{audit_logs, jobs, pay_provider, payment_configs, payment_refunds, payment_transactions};
+use atrium_store::schema::{audit_logs, jobs, pay_provider, payment_configs, payment_refunds, payment_shares, payment_transactions};
 use atrium_store::{Db, FieldCipher, OrdersStore, OrgStore, PaymentStore, store_test};
 use chrono::{Duration, TimeZone, Utc};
 use diesel::prelude::*;
@@ -1223,4 +1223,156 @@ store_test!(sub_merchant_tenants_come_with_their_partners_current_plan, |db| {
     assert_eq!(of_partner[0].partner_id, Some(f.partner));
     assert_eq!(of_partner[0].sub.sub_appid.as_deref(), Some("wx_sub"));
     assert_eq!(of_partner[0].plan, Some(share_plan(f.partner, 2, Some(700))));
+});
+
+// --- shares --------------------------------------------------------------------------------------
+
+fn sharing_of(tx: &Transaction, base: i64) -> Sharing {
+    Sharing {
+        payment_id: tx.id,
+        tenant_id: tx.tenant_id,
+        base: Money::from_fen(base),
+        rates: Rates { platform_bp: 60, commission_bp: 250 },
+        unfrozen_at: None,
+        created_at: t0() + Duration::minutes(3),
+    }
+}
+
+fn share(tx: &Transaction, partner_id: Option<i64>, role: ShareRole, fen: i64) -> Share {
+    let (kind, account, name) = match role {
+        ShareRole::Platform => (ReceiverType::MerchantId, "1900000100", Some("Atrium Platform Ltd".to_owned())),
+        ShareRole::Partner => (ReceiverType::PersonalOpenid, "o-partner", None),
+    };
+    Share {
+        id: 0,
+        tenant_id: tx.tenant_id,
+        payment_id: tx.id,
+        out_trade_no: tx.out_trade_no.clone(),
+        partner_id,
+        role,
+        receiver: Receiver { kind, account: account.into(), name },
+        amount: Money::from_fen(fen),
+        status: ShareStatus::Pending,
+        fail_reason: None,
+        out_order_no: share_order_no(tx.id),
+        retries: 0,
+        plan_version: partner_id.map(|_| 2),
+        created_at: t0() + Duration::minutes(3),
+        settled_at: None,
+        updated_at: t0() + Duration::minutes(3),
+    }
+}
+
+/// A paid sub-merchant transaction of the tenant, its sharing begun with two shares.
+async fn shared(f: &Fixture, tenant_id: i64, no: &str) -> (Transaction, Vec<Share>) {
+    let tx = pay(f, Transaction { sub_mchid: Some("1900000201".into()), ..transaction(tenant_id, no, 10_001) }).await;
+    let shares = vec![share(&tx, Some(f.partner), ShareRole::Platform, 60), share(&tx, Some(f.partner), ShareRole::Partner, 250)];
+    let (_, stored) = f.repo.begin_sharing(sharing_of(&tx, 10_001), shares).await.unwrap();
+    (tx, stored)
+}
+
+store_test!(a_sharing_round_trips_and_is_begun_once, |db| {
+    let f = fixture(&db).await;
+    let (tx, stored) = shared(&f, f.tenant, "T0000001").await;
+
+    let again = f.repo.begin_sharing(sharing_of(&tx, 9_999), vec![share(&tx, None, ShareRole::Platform, 1)]).await.unwrap();
+    let read = f.repo.sharing(tx.id).await.unwrap().unwrap();
+
+    assert_eq!(read, again, "the second begin returns what the first stored");
+    assert_eq!(read.0, sharing_of(&tx, 10_001));
+    assert_eq!(stored.len(), 2);
+    assert!(stored.iter().all(|s| s.id > 0));
+    let expected: Vec<Share> = [share(&tx, Some(f.partner), ShareRole::Platform, 60), share(&tx, Some(f.partner), ShareRole::Partner, 250)]
+        .into_iter()
+        .zip(&stored)
+        .map(|(s, got)| Share { id: got.id, ..s })
+        .collect();
+    assert_eq!(read.1, expected);
+    assert_eq!(f.repo.sharing(tx.id + 1000).await.unwrap(), None);
+});
+
+store_test!(runners_beginning_one_sharing_at_once_store_it_once, |db| {
+    let f = Arc::new(fixture(&db).await);
+    let tx = pay(&f, Transaction { sub_mchid: Some("1900000201".into()), ..transaction(f.tenant, "T0000001", 10_001) }).await;
+
+    let racing: Vec<_> = (0..8)
+        .map(|i| {
+            let (f, tx) = (f.clone(), tx.clone());
+            tokio::spawn(async move {
+                let shares = vec![share(&tx, None, ShareRole::Platform, 60 + i)];
+                f.repo.begin_sharing(sharing_of(&tx, 10_001 - i), shares).await.unwrap()
+            })
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for r in racing {
+        seen.push(r.await.unwrap());
+    }
+
+    assert!(seen.windows(2).all(|w| w[0] == w[1]), "every runner got the one stored: {seen:?}");
+    let mut conn = db.conn().unwrap();
+    let rows: i64 = payment_shares::table.count().get_result(&mut *conn).unwrap();
+    assert_eq!(rows, 1);
+});
+
+store_test!(a_share_is_written_only_over_the_status_and_number_it_was_read_with, |db| {
+    let f = fixture(&db).await;
+    let (tx, stored) = shared(&f, f.tenant, "T0000001").await;
+    let closed = Share { status: ShareStatus::Closed, fail_reason: Some("ACCOUNT_ABNORMAL".into()), ..stored[1].clone() };
+    let retried = Share { status: ShareStatus::Pending, out_order_no: retry_order_no("PS1", closed.id, 1), retries: 1, ..closed.clone() };
+    let with_job = effects(f.tenant, "share.retry");
+
+    let first = f.repo.update_shares(vec![closed.clone()], vec![(ShareStatus::Pending, stored[1].out_order_no.clone())], none()).await.unwrap();
+    let stale = f.repo.update_shares(vec![retried.clone()], vec![(ShareStatus::Pending, closed.out_order_no.clone())], with_job.clone()).await.unwrap();
+    let retry = f.repo.update_shares(vec![retried.clone()], vec![(ShareStatus::Closed, closed.out_order_no.clone())], with_job.clone()).await.unwrap();
+    let twice = f.repo.update_shares(vec![retried.clone()], vec![(ShareStatus::Closed, closed.out_order_no.clone())], with_job).await.unwrap();
+
+    assert_eq!((first, stale, retry, twice), (1, 0, 1, 0));
+    assert_eq!(written(&db, "share.retry"), (1, 1), "the effects of the write that took, only");
+    let read = f.repo.sharing(tx.id).await.unwrap().unwrap().1;
+    assert_eq!(read[1], retried);
+    assert_eq!(read[0], stored[0], "the other share is untouched");
+    assert_eq!(f.repo.shares_in_order(f.tenant, retried.out_order_no.clone()).await.unwrap(), vec![retried.clone()]);
+    assert_eq!(f.repo.shares_in_order(f.other, retried.out_order_no.clone()).await.unwrap(), vec![], "another tenant's numbers are apart");
+
+    f.repo.set_unfrozen(tx.id, t0() + Duration::minutes(9)).await.unwrap();
+    f.repo.set_unfrozen(tx.id, t0() + Duration::minutes(10)).await.unwrap();
+    assert_eq!(f.repo.sharing(tx.id).await.unwrap().unwrap().0.unfrozen_at, Some(t0() + Duration::minutes(9)), "set once");
+});
+
+store_test!(shares_are_listed_in_the_callers_scope_newest_first_with_their_filters, |db| {
+    let f = fixture(&db).await;
+    let (_, mine) = shared(&f, f.tenant, "T0000001").await;
+    let (_, later) = shared(&f, f.tenant, "T0000002").await;
+    let (_, theirs) = shared(&f, f.other, "T0000003").await;
+    let closed = Share { status: ShareStatus::Closed, fail_reason: Some("NO_RELATION".into()), ..later[0].clone() };
+    f.repo.update_shares(vec![closed.clone()], vec![(ShareStatus::Pending, later[0].out_order_no.clone())], none()).await.unwrap();
+    let ids = |page: atrium_kernel::Page<Share>| page.items.iter().map(|s| s.id).collect::<Vec<_>>();
+    let all = ShareQuery::default();
+    let tenant = Party::Tenant { tenant_id: f.tenant, partner_id: Some(f.partner) };
+
+    let platform = f.repo.list_shares(Party::Platform, all.clone()).await.unwrap();
+    let partner = f.repo.list_shares(Party::Partner { partner_id: f.partner }, all.clone()).await.unwrap();
+    let own = f.repo.list_shares(tenant, all.clone()).await.unwrap();
+    let peeking = f.repo.list_shares(tenant, ShareQuery { tenant_id: Some(f.other), ..all.clone() }).await.unwrap();
+    let by_status = f.repo.list_shares(Party::Platform, ShareQuery { status: Some(ShareStatus::Closed), ..all.clone() }).await.unwrap();
+    let by_no = f.repo.list_shares(Party::Platform, ShareQuery { out_trade_no: Some("T0000001".into()), ..all.clone() }).await.unwrap();
+    let by_partner =
+        f.repo.list_shares(Party::Platform, ShareQuery { partner_id: Some(f.partner), ..all.clone() }).await.unwrap();
+    let small = ShareQuery { page: atrium_kernel::PageRequest::new(Some(2), Some(2)).unwrap(), ..all.clone() };
+    let second_page = f.repo.list_shares(Party::Platform, small).await.unwrap();
+
+    assert_eq!(platform.total, 6);
+    assert_eq!(ids(platform), vec![theirs[1].id, theirs[0].id, later[1].id, later[0].id, mine[1].id, mine[0].id]);
+    assert_eq!(ids(partner), vec![later[1].id, later[0].id, mine[1].id, mine[0].id]);
+    assert_eq!(ids(own).len(), 4);
+    assert!(peeking.items.is_empty(), "a tenant never sees another's shares");
+    assert_eq!(by_status.items, vec![closed]);
+    assert_eq!(ids(by_no), vec![mine[1].id, mine[0].id]);
+    assert_eq!(ids(by_partner).len(), 4);
+    assert_eq!((ids(second_page), 6), (vec![later[1].id, later[0].id], 6));
+
+    assert_eq!(f.repo.get_share(Party::Partner { partner_id: f.partner }, theirs[0].id).await.unwrap(), None);
+    assert_eq!(f.repo.get_share(tenant, mine[0].id).await.unwrap(), Some(mine[0].clone()));
+    assert_eq!(f.repo.get_share(Party::Platform, theirs[0].id).await.unwrap(), Some(theirs[0].clone()));
 });
