@@ -18,6 +18,9 @@ pub struct PaymentSettings {
     /// How long after a sub-merchant's payment it is shared (`ATRIUM_SHARING_DELAY_SECS`,
     /// default 120 s; the platform refuses a share in the first minute).
     pub sharing_delay: chrono::Duration,
+    /// The first wait of the sharing job after a run that could not finish
+    /// (`ATRIUM_SHARING_RETRY_SECS`, default 60 s); later waits follow the settle jobs' back-off.
+    pub sharing_retry: chrono::Duration,
 }
 
 impl PaymentSettings {
@@ -30,6 +33,7 @@ impl PaymentSettings {
             refund_window: chrono::Duration::days(365),
             max_refunds: 50,
             sharing_delay: chrono::Duration::seconds(120),
+            sharing_retry: chrono::Duration::seconds(60),
         }
     }
 

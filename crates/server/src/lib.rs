@@ -281,7 +281,11 @@ pub fn payment_service(
         Arc::new(OpensslMerchantKeys),
         jobs,
         Arc::new(SystemClock),
-        PaymentSettings { sharing_delay: chrono::Duration::seconds(config.sharing_delay_secs), ..PaymentSettings::new(public_url) },
+        PaymentSettings {
+            sharing_delay: chrono::Duration::seconds(config.sharing_delay_secs),
+            sharing_retry: chrono::Duration::seconds(config.sharing_retry_secs),
+            ..PaymentSettings::new(public_url)
+        },
     );
     Ok(Arc::new(service))
 }

@@ -360,7 +360,11 @@ impl JobHandler for PaymentService {
         // The sweep and the daily reconciliation each queue their next run: they never give
         // up, or their chain would end.
         let max_attempts = if matches!(job.kind.as_str(), SWEEP | RECONCILE_DAY) { i32::MAX } else { MAX_ATTEMPTS };
-        match backoff(job.attempts, &SETTLE_BACKOFF, max_attempts) {
+        let mut steps = SETTLE_BACKOFF;
+        if job.kind == SHARE {
+            steps[0] = self.settings.sharing_retry;
+        }
+        match backoff(job.attempts, &steps, max_attempts) {
             Some(wait) => JobOutcome::Retry { at: self.clock.now() + wait, reason: why },
             None => JobOutcome::Failed(format!("given up after {} tries: {why}", job.attempts)),
         }
