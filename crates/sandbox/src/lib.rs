@@ -78,6 +78,15 @@
 //! * `GET /v3/profitsharing/merchant-configs/{sub_mchid}` → `{sub_mchid, max_ratio}`: the
 //!   largest share of a payment (basis points) the provider may split off that sub-merchant's
 //!   payments.
+//! * Profit sharing (分账), each call naming `sub_mchid`: `POST
+//!   /v3/profitsharing/receivers/add` (a receiver's `name` sealed under the platform key,
+//!   RSA-OAEP, with `Wechatpay-Serial` naming it; a `MERCHANT_ID` needs one), `POST
+//!   /v3/profitsharing/orders` (a share, `PROCESSING`; the same `out_order_no` again is the
+//!   same request), `GET /v3/profitsharing/orders/{out_order_no}?sub_mchid=&transaction_id=`
+//!   (the first query finishes it) and `POST /v3/profitsharing/orders/unfreeze` (the rest to
+//!   the sub-merchant). A share is refused within a minute of the payment (429
+//!   `FREQUENCY_LIMITED`) and past the sub-merchant's `max_ratio` or what refunds left (400
+//!   `INVALID_REQUEST`); the rules are listed in `pay/sharing.rs`.
 //! * Notifications of a sub-merchant's orders and refunds are sealed with the provider's APIv3
 //!   key; `wx.requestPayment`'s parameters are signed by the provider, `appId` the `sub_appid`
 //!   the order named, else the `sp_appid`.
@@ -119,6 +128,15 @@
 //!   matches a start) answer that status and code ([`Sandbox::fail_next_pay_call`]).
 //! * `GET {prefix}/control/notifications?out_trade_no=…` — notifications sent, with their
 //!   attempts, oldest first ([`Sandbox::pay_notifications`]).
+//! * `GET {prefix}/control/profitsharing?sub_mchid=&out_trade_no=` — what the platform holds of
+//!   the profit sharing of a sub-merchant's transaction: the receivers added for the
+//!   sub-merchant, the transaction's share and unfreeze requests with their lines, `shared`,
+//!   `finished` and `unfrozen` ([`Sandbox::profit_sharing`], a [`ProfitSharingView`]).
+//! * `POST {prefix}/control/profitsharing/close-next` — `{"account", "fail_reason"}`: the next
+//!   share line for that receiver account ends `CLOSED` with that reason
+//!   ([`Sandbox::close_next_share`]).
+//! * `POST {prefix}/control/profitsharing/rules` — `{"one_minute": bool}`: switches the rule
+//!   that refuses a share within a minute of its payment ([`Sandbox::set_share_one_minute_rule`]).
 //!
 //! Notifications are POSTed to the order's (or the refund's) `notify_url` with the platform's
 //! body, the resource sealed with AEAD_AES_256_GCM under the merchant's APIv3 key, signed with
@@ -262,8 +280,9 @@ pub use open::{
 };
 pub use outbox::{OutboxMessage, SandboxOutbox};
 pub use pay::{
-    DEFAULT_MAX_RATIO, HOLD_DUPLICATE, MAX_REFUNDS_PER_ORDER, NotifyAttempt, PayNotification, PaymentResult, RefundResult, SandboxMerchant,
-    SandboxSubMerchant, SettleReport, SignedNotification,
+    DEFAULT_MAX_RATIO, HOLD_DUPLICATE, MAX_REFUNDS_PER_ORDER, MAX_SHARE_ORDERS_PER_TRANSACTION, MAX_SHARE_RECEIVERS, NotifyAttempt,
+    PayNotification, PaymentResult, ProfitSharingView, RefundResult, SandboxMerchant, SandboxSubMerchant, SettleReport, ShareLineView,
+    ShareOrderView, ShareReceiverView, SignedNotification, UnfrozenView,
 };
 pub use platform::Sandbox;
 

@@ -279,3 +279,56 @@ pub(crate) async fn control_notify_requests(sb: web::Data<Sandbox>, body: web::J
         Err(_) => bad_control("building the notifications failed"),
     }
 }
+
+/// `GET {prefix}/control/profitsharing?sub_mchid=&out_trade_no=`: what the platform holds of
+/// the profit sharing of a sub-merchant's transaction ([`Sandbox::profit_sharing`]).
+pub(crate) async fn control_profitsharing(
+    sb: web::Data<Sandbox>,
+    q: web::Query<std::collections::HashMap<String, String>>,
+) -> HttpResponse {
+    let (Some(sub_mchid), Some(out_trade_no)) = (q.get("sub_mchid"), q.get("out_trade_no")) else {
+        return bad_control("profitsharing takes ?sub_mchid=&out_trade_no=");
+    };
+    match sb.profit_sharing(sub_mchid, out_trade_no) {
+        Some(view) => HttpResponse::Ok().json(view),
+        None => bad_control(format!("sub-merchant {sub_mchid} has no order {out_trade_no}")),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CloseNextShareRequest {
+    account: String,
+    fail_reason: String,
+}
+
+/// `POST {prefix}/control/profitsharing/close-next`: the next share line of `account` closes
+/// with `fail_reason` ([`Sandbox::close_next_share`]).
+pub(crate) async fn control_share_close_next(sb: web::Data<Sandbox>, body: web::Bytes) -> HttpResponse {
+    let takes = r#"profitsharing/close-next takes {"account", "fail_reason"}"#;
+    let body: CloseNextShareRequest = match control_body(&body, takes) {
+        Ok(b) => b,
+        Err(msg) => return bad_control(msg),
+    };
+    match sb.close_next_share(&body.account, &body.fail_reason) {
+        Ok(()) => HttpResponse::Ok().json(json!({"account": body.account, "fail_reason": body.fail_reason})),
+        Err(msg) => bad_control(msg),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ShareRulesRequest {
+    one_minute: bool,
+}
+
+/// `POST {prefix}/control/profitsharing/rules`: switches the one-minute rule
+/// ([`Sandbox::set_share_one_minute_rule`]).
+pub(crate) async fn control_share_rules(sb: web::Data<Sandbox>, body: web::Bytes) -> HttpResponse {
+    let body: ShareRulesRequest = match control_body(&body, r#"profitsharing/rules takes {"one_minute": bool}"#) {
+        Ok(b) => b,
+        Err(msg) => return bad_control(msg),
+    };
+    sb.set_share_one_minute_rule(body.one_minute);
+    HttpResponse::Ok().json(json!({"one_minute": body.one_minute}))
+}

@@ -72,6 +72,34 @@ impl PlatformKeyPair {
         }
         sign(&self.key, &message)
     }
+
+    /// A sensitive request field sealed under this key (base64 RSA-OAEP, SHA-1), opened; `None`
+    /// when it is not base64, does not decrypt, or is not UTF-8.
+    pub(crate) fn decrypt_sensitive(&self, sealed: &str) -> Option<String> {
+        let data = STANDARD.decode(sealed.as_bytes()).ok()?;
+        let plain = (|| {
+            let mut decrypter = openssl::encrypt::Decrypter::new(&self.key)?;
+            decrypter.set_rsa_padding(openssl::rsa::Padding::PKCS1_OAEP)?;
+            let mut out = vec![0u8; decrypter.decrypt_len(&data)?];
+            let len = decrypter.decrypt(&data, &mut out)?;
+            out.truncate(len);
+            Ok::<_, openssl::error::ErrorStack>(out)
+        })()
+        .ok()?;
+        String::from_utf8(plain).ok()
+    }
+
+    /// `plaintext` sealed under this key's public half as a merchant seals a sensitive field.
+    #[cfg(test)]
+    pub(crate) fn encrypt_sensitive(&self, plaintext: &str) -> String {
+        let public = PKey::public_key_from_pem(self.public_pem.as_bytes()).expect("own public key");
+        let mut encrypter = openssl::encrypt::Encrypter::new(&public).expect("encrypter");
+        encrypter.set_rsa_padding(openssl::rsa::Padding::PKCS1_OAEP).expect("padding");
+        let mut out = vec![0u8; encrypter.encrypt_len(plaintext.as_bytes()).expect("length")];
+        let len = encrypter.encrypt(plaintext.as_bytes(), &mut out).expect("encrypted");
+        out.truncate(len);
+        STANDARD.encode(out)
+    }
 }
 
 /// What the sandbox issues to a merchant: a private key, a certificate for it, an APIv3 key.

@@ -17,12 +17,18 @@ mod bill;
 mod control;
 mod keys;
 mod notify;
+mod sharing;
 
 pub(crate) use control::{
     control_merchant, control_notifications, control_notify_fail, control_notify_lose, control_notify_requests, control_pay,
-    control_pay_delay, control_pay_fail, control_refund, control_sub_merchant, control_trade,
+    control_pay_delay, control_pay_fail, control_profitsharing, control_refund, control_share_close_next, control_share_rules,
+    control_sub_merchant, control_trade,
 };
 pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification, SignedNotification};
+pub use sharing::{
+    MAX_SHARE_ORDERS_PER_TRANSACTION, MAX_SHARE_RECEIVERS, ProfitSharingView, ShareLineView, ShareOrderView, ShareReceiverView,
+    UnfrozenView,
+};
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -297,6 +303,8 @@ pub(crate) struct PayState {
     /// "METHOD path" → calls received (signed or not).
     calls: HashMap<String, usize>,
     pub(crate) notify: notify::NotifyState,
+    /// Profit sharing: receivers, share and unfreeze orders, and the controls that steer them.
+    pub(crate) sharing: sharing::SharingState,
 }
 
 impl PayState {
@@ -363,6 +371,15 @@ impl PayState {
             (Some(_), Some(_)) => Err(format!("several merchants have a refund {out_refund_no}: name the mchid")),
         }
     }
+}
+
+/// The request headers a pay platform call reads besides its path, query and body.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CallHeaders<'a> {
+    /// `Authorization`: the merchant's signature.
+    pub(crate) authorization: Option<&'a str>,
+    /// `Wechatpay-Serial`: the platform key the body's sensitive fields are encrypted under.
+    pub(crate) wechatpay_serial: Option<&'a str>,
 }
 
 /// An answer before signing.
@@ -830,17 +847,17 @@ impl Sandbox {
 
     /// Answers one pay platform call: `path` relative to the pay mount, `raw_path_and_query`
     /// as signed, `base` the pay mount's absolute URL (for download addresses).
-    fn pay_call(&self, method: &str, path: &str, raw_path_and_query: &str, auth: Option<&str>, body: &[u8], base: &str) -> Answer {
+    fn pay_call(&self, method: &str, path: &str, raw_path_and_query: &str, headers: CallHeaders<'_>, body: &[u8], base: &str) -> Answer {
         let injected = {
             let mut state = self.lock();
             *state.pay.calls.entry(format!("{method} {path}")).or_default() += 1;
             state.pay.injected(path)
         };
         match injected {
-            None => self.carry_out(method, path, raw_path_and_query, auth, body, base),
+            None => self.carry_out(method, path, raw_path_and_query, headers, body, base),
             Some(Injected { status, code, after: false }) => Answer::error(status, &code, "injected failure"),
             Some(Injected { status, code, after: true }) => {
-                let done = self.carry_out(method, path, raw_path_and_query, auth, body, base);
+                let done = self.carry_out(method, path, raw_path_and_query, headers, body, base);
                 log::info!("sandbox pay platform: {method} {path} answered {}, which is lost: {status} {code} instead", done.status);
                 Answer::error(status, &code, "injected failure after the call was carried out")
             }
@@ -848,8 +865,8 @@ impl Sandbox {
     }
 
     /// Does what a pay platform call does and answers it.
-    fn carry_out(&self, method: &str, path: &str, raw_path_and_query: &str, auth: Option<&str>, body: &[u8], base: &str) -> Answer {
-        let mchid = match self.check_signature(method, raw_path_and_query, auth, body) {
+    fn carry_out(&self, method: &str, path: &str, raw_path_and_query: &str, headers: CallHeaders<'_>, body: &[u8], base: &str) -> Answer {
+        let mchid = match self.check_signature(method, raw_path_and_query, headers.authorization, body) {
             Ok(mchid) => mchid,
             Err(why) => {
                 log::info!("sandbox pay platform refused {method} {path}: {why}");
@@ -884,6 +901,12 @@ impl Sandbox {
             ("GET", ["v3", "profitsharing", "merchant-configs", sub]) => Ok(self
                 .sub_merchant_of(&mchid, sub)
                 .map_or_else(|refusal| refusal, |s| Answer::ok(json!({"sub_mchid": s.sub_mchid, "max_ratio": s.max_ratio})))),
+            ("POST", ["v3", "profitsharing", "receivers", "add"]) => {
+                json_body().map(|b| self.add_share_receiver(&mchid, &b, headers.wechatpay_serial))
+            }
+            ("POST", ["v3", "profitsharing", "orders", "unfreeze"]) => json_body().map(|b| self.unfreeze(&mchid, &b)),
+            ("POST", ["v3", "profitsharing", "orders"]) => json_body().map(|b| self.share(&mchid, &b)),
+            ("GET", ["v3", "profitsharing", "orders", no]) => Ok(self.query_share(&mchid, &query, no)),
             ("GET", ["v3", "bill", "tradebill"]) => Ok(self.trade_bill(&mchid, &query, base)),
             ("GET", ["v3", "billdownload", "file"]) => return self.bill_file(&mchid, query.get("token")),
             _ => Ok(Answer::error(404, "NOT_FOUND", format!("the sandbox pay platform has no {method} {path}"))),
@@ -1322,8 +1345,9 @@ pub(crate) async fn entry(sb: web::Data<Sandbox>, req: HttpRequest, body: web::B
         let conn = req.connection_info();
         format!("{}://{}{mount}", conn.scheme(), conn.host())
     };
-    let auth = req.headers().get("Authorization").and_then(|h| h.to_str().ok());
-    let answer = sb.pay_call(req.method().as_str(), rel, &path_and_query, auth, &body, &base);
+    let header = |name: &str| req.headers().get(name).and_then(|h| h.to_str().ok());
+    let headers = CallHeaders { authorization: header("Authorization"), wechatpay_serial: header("Wechatpay-Serial") };
+    let answer = sb.pay_call(req.method().as_str(), rel, &path_and_query, headers, &body, &base);
     if let Some(delay) = sb.take_pay_delay(rel) {
         // The work is done; only the answer is late. A timer, so the worker serves others meanwhile.
         tokio::time::sleep(delay).await;
@@ -1479,7 +1503,20 @@ mod tests {
     }
 
     /// Calls the pay platform as merchant `m` would, `skew` seconds off the clock.
-    fn call(sb: &Sandbox, m: &SandboxMerchant, method: &str, path_and_query: &str, body: &str, skew: i64) -> Answer {
+    pub(super) fn call(sb: &Sandbox, m: &SandboxMerchant, method: &str, path_and_query: &str, body: &str, skew: i64) -> Answer {
+        call_with_serial(sb, m, method, path_and_query, body, skew, None)
+    }
+
+    /// As [`call`], the request naming platform key `serial` in `Wechatpay-Serial`.
+    pub(super) fn call_with_serial(
+        sb: &Sandbox,
+        m: &SandboxMerchant,
+        method: &str,
+        path_and_query: &str,
+        body: &str,
+        skew: i64,
+        serial: Option<&str>,
+    ) -> Answer {
         let ts = Utc::now().timestamp() + skew;
         let key = openssl::pkey::PKey::private_key_from_pem(m.private_key_pem.as_bytes()).unwrap();
         let message = format!("{method}\n{path_and_query}\n{ts}\nN1\n{body}\n");
@@ -1491,10 +1528,11 @@ mod tests {
             m.merchant_serial_no
         );
         let path = path_and_query.split('?').next().unwrap();
-        sb.pay_call(method, path, path_and_query, Some(&auth), body.as_bytes(), "http://h/sandbox/pay")
+        let headers = CallHeaders { authorization: Some(&auth), wechatpay_serial: serial };
+        sb.pay_call(method, path, path_and_query, headers, body.as_bytes(), "http://h/sandbox/pay")
     }
 
-    fn code(a: &Answer) -> (u16, String) {
+    pub(super) fn code(a: &Answer) -> (u16, String) {
         (a.status, a.body.as_ref().and_then(|b| b["code"].as_str()).unwrap_or_default().to_owned())
     }
 
@@ -1516,7 +1554,7 @@ mod tests {
         let mut unknown = m.clone();
         unknown.mchid = "1900000999".into();
         assert_eq!(code(&call(&sb, &unknown, "GET", query, "", 0)), (401, "SIGN_ERROR".into()));
-        let unsigned = sb.pay_call("GET", "/v3/pay/transactions/out-trade-no/T000001", query, None, b"", "http://h");
+        let unsigned = sb.pay_call("GET", "/v3/pay/transactions/out-trade-no/T000001", query, CallHeaders::default(), b"", "http://h");
         assert_eq!(code(&unsigned), (401, "SIGN_ERROR".into()));
         assert_eq!(code(&call(&sb, &m, "GET", "/v3/certificates", "", 0)), (404, "NOT_FOUND".into()));
     }
@@ -1579,7 +1617,7 @@ mod tests {
     }
 
     /// A partner order of `sub_mchid` placed by `sp_mchid`: the payer in `sub_appid` when given.
-    fn partner_order(sp_mchid: &str, sub_mchid: &str, sub_appid: Option<&str>, no: &str) -> Value {
+    pub(super) fn partner_order(sp_mchid: &str, sub_mchid: &str, sub_appid: Option<&str>, no: &str) -> Value {
         let mut order = json!({
             "sp_appid": "wx_sp", "sp_mchid": sp_mchid, "sub_mchid": sub_mchid, "description": "Tea", "out_trade_no": no,
             "notify_url": "http://127.0.0.1:9/n", "settle_info": {"profit_sharing": true}, "amount": {"total": 100, "currency": "CNY"},

@@ -1,7 +1,10 @@
 //! The pay platform's JSON answers and decrypted notification resources, and their
 //! translation into the domain's reports.
 use atrium_kernel::{Money, StrEnum, Timestamp};
-use atrium_payments::{PlatformRefund, PlatformTransaction, RefundStatus, TradeState};
+use atrium_payments::{
+    PlatformRefund, PlatformShareLine, PlatformShareOrder, PlatformTransaction, ReceiverResult, ReceiverType, RefundStatus,
+    ShareOrderState, TradeState,
+};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -57,6 +60,40 @@ pub(crate) struct RefundAnswer {
 #[derive(Deserialize)]
 pub(crate) struct MaxRatioAnswer {
     pub max_ratio: u32,
+}
+
+/// A share or unfreeze request: the answer of `POST /v3/profitsharing/orders`, of its query
+/// and of `POST /v3/profitsharing/orders/unfreeze`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ShareOrderAnswer {
+    out_order_no: String,
+    #[serde(default)]
+    order_id: Option<String>,
+    state: String,
+    #[serde(default)]
+    receivers: Vec<ShareLineAnswer>,
+}
+
+/// One receiver's line of a share or unfreeze request.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ShareLineAnswer {
+    amount: i64,
+    #[serde(rename = "type")]
+    kind: String,
+    account: String,
+    result: String,
+    #[serde(default)]
+    fail_reason: Option<String>,
+    #[serde(default)]
+    finish_time: Option<String>,
+}
+
+/// The `PROFITSHARING.*` resource: one receiver's result of a share request. Only what names
+/// the request is read; the service settles it by querying.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ShareNotice {
+    pub out_order_no: String,
+    pub transaction_id: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -127,6 +164,37 @@ impl RefundAnswer {
             amount: money(self.amount.and_then(|a| a.refund))?,
             success_time: time(self.success_time)?,
             sub_mchid: self.sub_mchid.filter(|s| !s.is_empty()),
+        })
+    }
+}
+
+impl ShareOrderAnswer {
+    pub(crate) fn into_report(self) -> Result<PlatformShareOrder, String> {
+        let state: ShareOrderState = self.state.parse().map_err(|_| format!("unknown state {:?}", self.state))?;
+        let lines = self.receivers.into_iter().map(ShareLineAnswer::into_report).collect::<Result<_, _>>()?;
+        Ok(PlatformShareOrder { out_order_no: self.out_order_no, order_id: self.order_id.filter(|s| !s.is_empty()), state, lines })
+    }
+}
+
+impl ShareLineAnswer {
+    fn into_report(self) -> Result<PlatformShareLine, String> {
+        let kind: ReceiverType = self.kind.parse().map_err(|_| format!("unknown receiver type {:?}", self.kind))?;
+        let result: ReceiverResult = self.result.parse().map_err(|_| format!("unknown receiver result {:?}", self.result))?;
+        if self.amount < 0 {
+            return Err(format!("negative amount {}", self.amount));
+        }
+        // A line still pending has not finished, whatever time the answer puts there.
+        let finish_time = match result {
+            ReceiverResult::Pending => None,
+            ReceiverResult::Success | ReceiverResult::Closed => time(self.finish_time)?,
+        };
+        Ok(PlatformShareLine {
+            kind,
+            account: self.account,
+            amount: Money::from_fen(self.amount),
+            result,
+            fail_reason: self.fail_reason.filter(|s| !s.is_empty()),
+            finish_time,
         })
     }
 }

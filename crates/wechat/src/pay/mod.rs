@@ -18,6 +18,13 @@
 //! `Authorization`), and the provider's platform keys and APIv3 key verify and open answers and
 //! notifications, which then report the sub-merchant (`sub_mchid`). Direct mode is unchanged.
 //!
+//! Profit sharing (分账) exists in service-provider mode only: receivers are added (`POST
+//! /v3/profitsharing/receivers/add`, the receiver's name encrypted under the platform's first
+//! key, RSA-OAEP, which the request names in `Wechatpay-Serial`), shares requested, queried
+//! and the rest unfrozen (`/v3/profitsharing/orders`, `…/orders/{out_order_no}`,
+//! `…/orders/unfreeze`), each naming `sub_mchid`; `PROFITSHARING.*` notifications name the
+//! request they are about. An account acting for no sub-merchant cannot make these calls.
+//!
 //! Keys, the APIv3 key and signatures never appear in an error, a log line or `Debug` output.
 
 mod answers;
@@ -29,12 +36,13 @@ pub mod sign;
 pub use keys::OpensslMerchantKeys;
 
 use crate::CallRecorder;
-use answers::{BillAnswer, ErrorAnswer, MaxRatioAnswer, PrepayAnswer, RefundAnswer, TransactionAnswer};
+use answers::{BillAnswer, ErrorAnswer, MaxRatioAnswer, PrepayAnswer, RefundAnswer, ShareOrderAnswer, TransactionAnswer};
 use async_trait::async_trait;
 use atrium_kernel::Timestamp;
 use atrium_payments::{
     BillDate, BillLine, JsapiOrder, MerchantAccount, NotificationError, NotificationRequest, PayEvent, PayParams, PayPlatform,
-    PayPlatformError, PayResult, PlatformRefund, PlatformTransaction, RefundOrder, SubMerchant,
+    PayPlatformError, PayResult, PlatformRefund, PlatformShareOrder, PlatformTransaction, ReceiverAdd, RefundOrder, ShareOrder,
+    SubMerchant, UnfreezeOrder,
 };
 use reqwest::Method;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, USER_AGENT};
@@ -145,6 +153,8 @@ struct Call<'a> {
     body: Option<String>,
     /// `None` for the unsigned bill download.
     verifier: Option<&'a PlatformVerifier>,
+    /// `Wechatpay-Serial`: the platform key the body's sensitive fields are encrypted under.
+    serial: Option<String>,
 }
 
 /// Percent-encodes a path segment (our numbers may hold `|`, `*`, `@`).
@@ -212,7 +222,15 @@ impl WechatPay {
         body: Option<String>,
         verifier: &'a PlatformVerifier,
     ) -> Call<'a> {
-        Call { method, url: format!("{}{path_and_query}", self.base()), path_and_query, endpoint, body, verifier: Some(verifier) }
+        Call {
+            method,
+            url: format!("{}{path_and_query}", self.base()),
+            path_and_query,
+            endpoint,
+            body,
+            verifier: Some(verifier),
+            serial: None,
+        }
     }
 
     /// Sends a signed request, retrying what is worth retrying; returns the verified body of
@@ -260,6 +278,9 @@ impl WechatPay {
             .header(USER_AGENT, "atrium");
         if let Some(b) = &call.body {
             request = request.header(CONTENT_TYPE, "application/json").body(b.clone());
+        }
+        if let Some(serial) = &call.serial {
+            request = request.header("Wechatpay-Serial", serial);
         }
         let response = match request.send().await {
             Ok(r) => r,
@@ -342,6 +363,7 @@ impl WechatPay {
             endpoint: "/v3/billdownload/file",
             body: None,
             verifier: None,
+            serial: None,
         };
         let bytes = self.send(account, signer, call).await?;
         if !bill::sha1_hex(&bytes).eq_ignore_ascii_case(answer.hash_value.trim()) {
@@ -424,6 +446,43 @@ fn sub_mchid_param(account: &MerchantAccount, first: bool) -> String {
         Some(sub) => format!("{}sub_mchid={}", if first { '?' } else { '&' }, segment(&sub.sub_mchid)),
         None => String::new(),
     }
+}
+
+/// The sub-merchant a profit-sharing call acts for: `what` belongs to one, so an account
+/// acting for none cannot make the call.
+fn sharing_sub<'a>(account: &'a MerchantAccount, what: &str) -> PayResult<&'a SubMerchant> {
+    account
+        .sub_merchant
+        .as_ref()
+        .ok_or_else(|| PayPlatformError::Credentials(format!("{what} belongs to a sub-merchant; the account names none")))
+}
+
+/// A share or unfreeze answer as the domain's report.
+fn share_report(body: &[u8]) -> PayResult<PlatformShareOrder> {
+    let answer: ShareOrderAnswer = parse(body, "profit-sharing order")?;
+    answer
+        .into_report()
+        .map_err(|e| PayPlatformError::Unavailable(format!("the pay platform sent an unreadable profit-sharing order: {e}")))
+}
+
+/// The share request's body: the provider (`account`) asks for `sub`'s payment to be split.
+fn share_body(account: &MerchantAccount, sub: &SubMerchant, order: &ShareOrder) -> serde_json::Value {
+    let receivers: Vec<serde_json::Value> = order
+        .lines
+        .iter()
+        .map(|l| {
+            let kind: &'static str = l.kind.into();
+            json!({"type": kind, "account": l.account, "amount": l.amount.fen(), "description": l.description})
+        })
+        .collect();
+    json!({
+        "sub_mchid": sub.sub_mchid,
+        "appid": account.appid,
+        "transaction_id": order.transaction_id,
+        "out_order_no": order.out_order_no,
+        "receivers": receivers,
+        "unfreeze_unsplit": order.unfreeze_unsplit,
+    })
 }
 
 #[async_trait]
@@ -509,9 +568,7 @@ impl PayPlatform for WechatPay {
     }
 
     async fn max_ratio(&self, account: &MerchantAccount) -> PayResult<u32> {
-        let Some(sub) = &account.sub_merchant else {
-            return Err(PayPlatformError::Credentials("a profit-sharing ratio belongs to a sub-merchant; the account names none".into()));
-        };
+        let sub = sharing_sub(account, "a profit-sharing ratio")?;
         let (signer, verifier) = self.credentials(account)?;
         let path = format!("/v3/profitsharing/merchant-configs/{}", segment(&sub.sub_mchid));
         let call = self.call(Method::GET, path, "/v3/profitsharing/merchant-configs/{sub_mchid}", None, &verifier);
@@ -519,20 +576,71 @@ impl PayPlatform for WechatPay {
         Ok(answer.max_ratio)
     }
 
-    async fn add_receiver(&self, _account: &MerchantAccount, _receiver: &atrium_payments::ReceiverAdd) -> PayResult<()> {
-        Err(PayPlatformError::Unavailable("not yet".into()))
+    async fn add_receiver(&self, account: &MerchantAccount, receiver: &ReceiverAdd) -> PayResult<()> {
+        let sub = sharing_sub(account, "a profit-sharing receiver")?;
+        let (signer, verifier) = self.credentials(account)?;
+        let kind: &'static str = receiver.receiver.kind.into();
+        let relation: &'static str = receiver.relation.into();
+        let mut body = json!({
+            "sub_mchid": sub.sub_mchid,
+            "appid": account.appid,
+            "type": kind,
+            "account": receiver.receiver.account,
+            "relation_type": relation,
+        });
+        // The name goes encrypted under the platform's (first) key, which the request names.
+        let mut serial = None;
+        if let Some(name) = &receiver.receiver.name {
+            let platform = account
+                .platform_keys
+                .first()
+                .ok_or_else(|| PayPlatformError::Credentials("no platform key to encrypt the receiver's name under".into()))?;
+            let key = verifier
+                .key(&platform.id)
+                .ok_or_else(|| PayPlatformError::Credentials(format!("platform key {} is not readable", platform.id)))?;
+            body["name"] = json!(sign::encrypt_sensitive(key, name).map_err(PayPlatformError::Credentials)?);
+            serial = Some(platform.id.clone());
+        }
+        let path = "/v3/profitsharing/receivers/add";
+        let mut call = self.call(Method::POST, path.into(), path, Some(body.to_string()), &verifier);
+        call.serial = serial;
+        self.send(account, &signer, call).await.map(|_| ())
     }
 
-    async fn share(&self, _account: &MerchantAccount, _order: &atrium_payments::ShareOrder) -> PayResult<atrium_payments::PlatformShareOrder> {
-        Err(PayPlatformError::Unavailable("not yet".into()))
+    async fn share(&self, account: &MerchantAccount, order: &ShareOrder) -> PayResult<PlatformShareOrder> {
+        let sub = sharing_sub(account, "a profit-sharing request")?;
+        let (signer, verifier) = self.credentials(account)?;
+        let body = share_body(account, sub, order).to_string();
+        let call = self.call(Method::POST, "/v3/profitsharing/orders".into(), "/v3/profitsharing/orders", Some(body), &verifier);
+        share_report(&self.send(account, &signer, call).await?)
     }
 
-    async fn query_share(&self, _account: &MerchantAccount, _transaction_id: &str, _out_order_no: &str) -> PayResult<atrium_payments::PlatformShareOrder> {
-        Err(PayPlatformError::Unavailable("not yet".into()))
+    async fn query_share(&self, account: &MerchantAccount, transaction_id: &str, out_order_no: &str) -> PayResult<PlatformShareOrder> {
+        let sub = sharing_sub(account, "a profit-sharing request")?;
+        let (signer, verifier) = self.credentials(account)?;
+        let path = format!(
+            "/v3/profitsharing/orders/{}?sub_mchid={}&transaction_id={}",
+            segment(out_order_no),
+            segment(&sub.sub_mchid),
+            segment(transaction_id)
+        );
+        let call = self.call(Method::GET, path, "/v3/profitsharing/orders/{out_order_no}", None, &verifier);
+        share_report(&self.send(account, &signer, call).await?)
     }
 
-    async fn unfreeze(&self, _account: &MerchantAccount, _order: &atrium_payments::UnfreezeOrder) -> PayResult<atrium_payments::PlatformShareOrder> {
-        Err(PayPlatformError::Unavailable("not yet".into()))
+    async fn unfreeze(&self, account: &MerchantAccount, order: &UnfreezeOrder) -> PayResult<PlatformShareOrder> {
+        let sub = sharing_sub(account, "an unfreeze request")?;
+        let (signer, verifier) = self.credentials(account)?;
+        let body = json!({
+            "sub_mchid": sub.sub_mchid,
+            "transaction_id": order.transaction_id,
+            "out_order_no": order.out_order_no,
+            "description": order.description,
+        })
+        .to_string();
+        let path = "/v3/profitsharing/orders/unfreeze";
+        let call = self.call(Method::POST, path.into(), path, Some(body), &verifier);
+        share_report(&self.send(account, &signer, call).await?)
     }
 
     async fn trade_bill(&self, account: &MerchantAccount, date: BillDate) -> PayResult<Vec<BillLine>> {

@@ -1,7 +1,7 @@
 //! Notifications from the pay platform: the signature over the raw body, then the resource,
 //! decrypted with AEAD_AES_256_GCM under the 32-byte APIv3 key (the tag is the last 16 bytes
 //! of the base64 ciphertext), then parsed.
-use super::answers::{RefundAnswer, TransactionAnswer};
+use super::answers::{RefundAnswer, ShareNotice, TransactionAnswer};
 use super::sign::{PlatformVerifier, SignedHeaders, VerifyError};
 use atrium_payments::{EventResource, MerchantAccount, NotificationError, NotificationRequest, PayEvent};
 use base64::Engine;
@@ -94,6 +94,9 @@ pub(crate) fn open_with(
     } else if envelope.event_type.starts_with("REFUND.") {
         let answer: RefundAnswer = serde_json::from_slice(&plain).map_err(|_| NotificationError::NotJson)?;
         EventResource::Refund(answer.into_report().map_err(|_| NotificationError::NotJson)?)
+    } else if envelope.event_type.starts_with("PROFITSHARING.") {
+        let notice: ShareNotice = serde_json::from_slice(&plain).map_err(|_| NotificationError::NotJson)?;
+        EventResource::Share { out_order_no: notice.out_order_no, transaction_id: notice.transaction_id }
     } else {
         EventResource::Other
     };

@@ -8,11 +8,14 @@
 //! - The platform's answers and notifications are signed over `TIMESTAMP\nNONCE\nBODY\n` on
 //!   the raw body bytes, with the key its `Wechatpay-Serial` names: `PUB_KEY_ID_…` in
 //!   public-key mode, a platform certificate's serial otherwise.
+//! - Sensitive request fields (a profit-sharing receiver's name) go encrypted under a platform
+//!   key: RSA-OAEP with SHA-1, base64; the request names that key in `Wechatpay-Serial`.
 use atrium_payments::PlatformKey;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use openssl::hash::MessageDigest;
 use openssl::pkey::{PKey, Private, Public};
+use openssl::rsa::Padding;
 use openssl::sign::{Signer, Verifier};
 use openssl::x509::X509;
 use std::collections::HashMap;
@@ -83,6 +86,22 @@ pub(crate) fn public_key_from_pem(pem: &str) -> Option<PKey<Public>> {
     PKey::public_key_from_pem(pem.as_bytes()).ok().or_else(|| X509::from_pem(pem.as_bytes()).ok().and_then(|c| c.public_key().ok()))
 }
 
+/// Base64 RSA-OAEP (SHA-1, MGF1 with SHA-1) of `plaintext` under the platform key `key`, as
+/// the platform wants a sensitive field. The error never repeats the plaintext.
+pub fn encrypt_sensitive(key: &PKey<Public>, plaintext: &str) -> Result<String, String> {
+    let sealed = (|| {
+        let mut encrypter = openssl::encrypt::Encrypter::new(key)?;
+        encrypter.set_rsa_padding(Padding::PKCS1_OAEP)?;
+        let mut out = vec![0u8; encrypter.encrypt_len(plaintext.as_bytes())?];
+        let len = encrypter.encrypt(plaintext.as_bytes(), &mut out)?;
+        out.truncate(len);
+        Ok::<_, openssl::error::ErrorStack>(out)
+    })();
+    sealed
+        .map(|s| STANDARD.encode(s))
+        .map_err(|_| "encrypting a sensitive field with the platform key failed (too long for the key?)".to_owned())
+}
+
 /// The `Wechatpay-*` headers of an answer or notification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedHeaders {
@@ -122,6 +141,11 @@ impl PlatformVerifier {
             map.insert(k.id.clone(), key);
         }
         Ok(PlatformVerifier { keys: map })
+    }
+
+    /// The key with id `id`, to encrypt a sensitive field under.
+    pub fn key(&self, id: &str) -> Option<&PKey<Public>> {
+        self.keys.get(id)
     }
 
     /// Checks a platform signature over `body` (the raw bytes received) at `now` (Unix

@@ -6,8 +6,9 @@
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use atrium_kernel::Money;
 use atrium_payments::{
-    EventResource, JsapiOrder, MerchantAccount, NotificationRequest, PayPlatform, PayPlatformError, PlatformKey, RefundOrder, RefundStatus,
-    Secret, SubMerchant, TradeState,
+    EventResource, JsapiOrder, MerchantAccount, NotificationRequest, PayPlatform, PayPlatformError, PlatformKey, Receiver, ReceiverAdd,
+    ReceiverResult, ReceiverType, RefundOrder, RefundStatus, Relation, Secret, ShareLine, ShareOrder, ShareOrderState, SubMerchant,
+    TradeState, UnfreezeOrder,
 };
 use atrium_wechat::pay::sign::{MerchantSigner, request_message};
 use atrium_wechat::{CallRecorder, WechatPay, WechatPayConfig};
@@ -41,6 +42,8 @@ struct Seen {
     bodies: Vec<String>,
     /// (method, path and query, body) of each request, in order.
     requests: Vec<(String, String, String)>,
+    /// The `Wechatpay-Serial` of each request (empty when it has none), in order.
+    serials: Vec<String>,
 }
 
 struct Stub {
@@ -98,6 +101,8 @@ async fn handle(req: HttpRequest, body: web::Bytes, stub: web::Data<Stub>) -> Ht
         seen.bodies.push(body.clone());
         let path_and_query = req.uri().path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_default();
         seen.requests.push((req.method().to_string(), path_and_query, body.clone()));
+        let serial = req.headers().get("Wechatpay-Serial").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+        seen.serials.push(serial);
         seen.hits[&path]
     };
     if !stub.signed_by_merchant(&req, &body) {
@@ -152,6 +157,21 @@ async fn handle(req: HttpRequest, body: web::Bytes, stub: web::Data<Stub>) -> Ht
             200,
             r#"{"refund_id":"5000","out_refund_no":"R1","out_trade_no":"T1","status":"PROCESSING","amount":{"refund":300,"total":1000}}"#,
         ),
+        ("POST", "/v3/profitsharing/receivers/add") => {
+            let mut echo: serde_json::Value = serde_json::from_str(&body).unwrap();
+            echo.as_object_mut().unwrap().remove("appid");
+            stub.answer(200, &echo.to_string())
+        }
+        ("POST", "/v3/profitsharing/orders") if body.contains("PS_ODD_STATE") => stub.answer(200, &SHARE_PROCESSING.replace("PROCESSING", "PAUSED")),
+        ("POST", "/v3/profitsharing/orders") if body.contains("PS_ODD_TYPE") => stub.answer(200, &SHARE_PROCESSING.replace("PERSONAL_OPENID", "PERSONAL_SUB_OPENID")),
+        ("POST", "/v3/profitsharing/orders") if body.contains("PS_ODD_RESULT") => stub.answer(200, &SHARE_PROCESSING.replace("PENDING", "WAITING")),
+        ("POST", "/v3/profitsharing/orders") if body.contains("PS_USED") => {
+            stub.answer(400, r#"{"code":"INVALID_REQUEST","message":"the ratio is exceeded"}"#)
+        }
+        ("POST", "/v3/profitsharing/orders") => stub.answer(200, SHARE_PROCESSING),
+        ("POST", "/v3/profitsharing/orders/unfreeze") => stub.answer(200, SHARE_UNFROZEN),
+        ("GET", "/v3/profitsharing/orders/PS_UNKNOWN") => stub.answer(404, r#"{"code":"RESOURCE_NOT_EXISTS","message":"no such order"}"#),
+        ("GET", p) if p.starts_with("/v3/profitsharing/orders/") => stub.answer(200, SHARE_FINISHED),
         ("GET", "/v3/bill/tradebill") => {
             let query = req.query_string();
             if query.contains("2026-03-30") {
@@ -171,6 +191,16 @@ const PARTNER_TRANSACTION: &str = r#"{"sp_appid":"wx_mp","sp_mchid":"1900000109"
 
 /// A sub-merchant's refund as the refund endpoints answer it.
 const PARTNER_REFUND: &str = r#"{"sub_mchid":"1900000200","refund_id":"5001","out_refund_no":"R_SP_0001","out_trade_no":"T_SP_0001","status":"PROCESSING","amount":{"refund":300,"total":1000}}"#;
+
+/// A share request as the platform accepts it: processing, each line pending (the pending
+/// line's `finish_time` is a placeholder the client must not take for a finish).
+const SHARE_PROCESSING: &str = r#"{"sub_mchid":"1900000200","transaction_id":"4201","out_order_no":"PS17","order_id":"3008450740201411110007820472","state":"PROCESSING","receivers":[{"amount":30,"description":"platform share","type":"MERCHANT_ID","account":"1900000109","result":"PENDING","detail_id":"36011111111111111111111","create_time":"2026-04-01T12:01:00+08:00","finish_time":"1970-01-01T08:00:00+08:00"},{"amount":20,"description":"partner commission","type":"PERSONAL_OPENID","account":"o-partner-7","result":"PENDING","detail_id":"36011111111111111111112","create_time":"2026-04-01T12:01:00+08:00"}]}"#;
+
+/// The same request finished: one line paid, one closed.
+const SHARE_FINISHED: &str = r#"{"sub_mchid":"1900000200","transaction_id":"4201","out_order_no":"PS17","order_id":"3008450740201411110007820472","state":"FINISHED","receivers":[{"amount":30,"description":"platform share","type":"MERCHANT_ID","account":"1900000109","result":"SUCCESS","detail_id":"36011111111111111111111","create_time":"2026-04-01T12:01:00+08:00","finish_time":"2026-04-01T12:02:00+08:00"},{"amount":20,"description":"partner commission","type":"PERSONAL_OPENID","account":"o-partner-7","result":"CLOSED","fail_reason":"ACCOUNT_ABNORMAL","detail_id":"36011111111111111111112","create_time":"2026-04-01T12:01:00+08:00","finish_time":"2026-04-01T12:02:00+08:00"}]}"#;
+
+/// An unfreeze: the sub-merchant's own line.
+const SHARE_UNFROZEN: &str = r#"{"sub_mchid":"1900000200","transaction_id":"4201","out_order_no":"PS17-u","order_id":"3008450740201411110007820473","state":"FINISHED","receivers":[{"amount":950,"description":"rest to the tenant","type":"MERCHANT_ID","account":"1900000200","result":"SUCCESS","detail_id":"36011111111111111111113","create_time":"2026-04-01T12:03:00+08:00","finish_time":"2026-04-01T12:03:00+08:00"}]}"#;
 
 struct Platform {
     stub: web::Data<Stub>,
@@ -216,6 +246,10 @@ impl Platform {
     fn requests(&self) -> Vec<(String, String, serde_json::Value)> {
         let seen = self.stub.seen.lock().unwrap();
         seen.requests.iter().map(|(m, p, b)| (m.clone(), p.clone(), serde_json::from_str(b).unwrap_or_default())).collect()
+    }
+
+    fn serials(&self) -> Vec<String> {
+        self.stub.seen.lock().unwrap().serials.clone()
     }
 
     fn hits(&self, path: &str) -> usize {
@@ -648,41 +682,43 @@ async fn a_direct_account_still_sends_the_direct_paths_and_bodies() {
     platform.stop().await;
 }
 
-#[test]
-fn a_partner_notification_opens_with_the_providers_keys_and_reports_the_sub_merchant() {
+/// A notification as the platform sends it: `resource` sealed with the fixtures' APIv3 key,
+/// the body signed with the platform key.
+fn sealed_notification(event_type: &str, original_type: &str, resource: &serde_json::Value) -> NotificationRequest {
     let v: serde_json::Value = serde_json::from_str(&fixture("vectors.json")).unwrap();
     let api_v3_key = v["notification"]["api_v3_key"].as_str().unwrap().to_owned();
     let platform_key = MerchantSigner::from_pem(&fixture("platform_key.pem")).unwrap();
-    let seal = |original_type: &str, resource: &serde_json::Value| {
-        let nonce = "sp0123456789";
-        let mut tag = [0u8; 16];
-        let ciphertext = openssl::symm::encrypt_aead(
-            openssl::symm::Cipher::aes_256_gcm(),
-            api_v3_key.as_bytes(),
-            Some(nonce.as_bytes()),
-            original_type.as_bytes(),
-            resource.to_string().as_bytes(),
-            &mut tag,
-        )
-        .unwrap();
-        let sealed = STANDARD.encode([ciphertext, tag.to_vec()].concat());
-        let event_type = if original_type == "transaction" { "TRANSACTION.SUCCESS" } else { "REFUND.SUCCESS" };
-        let body = serde_json::json!({
-            "id": format!("EV-{original_type}"),
-            "create_time": "2026-04-01T12:00:00+08:00",
-            "resource_type": "encrypt-resource",
-            "event_type": event_type,
-            "summary": "",
-            "resource": {
-                "original_type": original_type, "algorithm": "AEAD_AES_256_GCM", "ciphertext": sealed,
-                "associated_data": original_type, "nonce": nonce,
-            },
-        })
-        .to_string();
-        let ts = chrono::Utc::now().timestamp().to_string();
-        let signature = platform_key.sign(&format!("{ts}\nN\n{body}\n")).unwrap();
-        NotificationRequest { timestamp: ts, nonce: "N".into(), signature, serial: PLATFORM_KEY_ID.into(), body: body.into_bytes() }
-    };
+    let nonce = "sp0123456789";
+    let mut tag = [0u8; 16];
+    let ciphertext = openssl::symm::encrypt_aead(
+        openssl::symm::Cipher::aes_256_gcm(),
+        api_v3_key.as_bytes(),
+        Some(nonce.as_bytes()),
+        original_type.as_bytes(),
+        resource.to_string().as_bytes(),
+        &mut tag,
+    )
+    .unwrap();
+    let sealed = STANDARD.encode([ciphertext, tag.to_vec()].concat());
+    let body = serde_json::json!({
+        "id": format!("EV-{original_type}"),
+        "create_time": "2026-04-01T12:00:00+08:00",
+        "resource_type": "encrypt-resource",
+        "event_type": event_type,
+        "summary": "",
+        "resource": {
+            "original_type": original_type, "algorithm": "AEAD_AES_256_GCM", "ciphertext": sealed,
+            "associated_data": original_type, "nonce": nonce,
+        },
+    })
+    .to_string();
+    let ts = chrono::Utc::now().timestamp().to_string();
+    let signature = platform_key.sign(&format!("{ts}\nN\n{body}\n")).unwrap();
+    NotificationRequest { timestamp: ts, nonce: "N".into(), signature, serial: PLATFORM_KEY_ID.into(), body: body.into_bytes() }
+}
+
+#[test]
+fn a_partner_notification_opens_with_the_providers_keys_and_reports_the_sub_merchant() {
     let transaction: serde_json::Value = serde_json::from_str(PARTNER_TRANSACTION).unwrap();
     let refund = serde_json::json!({
         "sp_mchid": "1900000109", "sub_mchid": "1900000200", "out_trade_no": "T_SP_0001", "transaction_id": "4201",
@@ -690,12 +726,255 @@ fn a_partner_notification_opens_with_the_providers_keys_and_reports_the_sub_merc
         "amount": {"total": 1000, "refund": 300, "payer_total": 1000, "payer_refund": 300},
     });
     let client = WechatPay::new(WechatPayConfig::new("http://127.0.0.1:9")).unwrap();
+    let account = partner_account(Some("wx_sub_mp"));
 
-    let paid = client.open_notification(&partner_account(Some("wx_sub_mp")), &seal("transaction", &transaction), chrono::Utc::now());
-    let refunded = client.open_notification(&partner_account(Some("wx_sub_mp")), &seal("refund", &refund), chrono::Utc::now());
+    let paid =
+        client.open_notification(&account, &sealed_notification("TRANSACTION.SUCCESS", "transaction", &transaction), chrono::Utc::now());
+    let refunded = client.open_notification(&account, &sealed_notification("REFUND.SUCCESS", "refund", &refund), chrono::Utc::now());
 
     let EventResource::Transaction(tx) = paid.unwrap().resource else { panic!("not a transaction") };
     assert_eq!((tx.trade_state, tx.sub_mchid.as_deref()), (TradeState::Success, Some("1900000200")));
     let EventResource::Refund(r) = refunded.unwrap().resource else { panic!("not a refund") };
     assert_eq!((r.status, r.amount, r.sub_mchid.as_deref()), (RefundStatus::Succeeded, Some(Money::from_fen(300)), Some("1900000200")));
+}
+
+// --- profit sharing ---------------------------------------------------------------------------
+
+/// Decrypts a sensitive field as the platform does: RSA-OAEP (SHA-1) with its private key.
+fn platform_decrypt(sealed: &str) -> String {
+    let key = PKey::private_key_from_pem(fixture("platform_key.pem").as_bytes()).unwrap();
+    let data = STANDARD.decode(sealed).unwrap();
+    let mut decrypter = openssl::encrypt::Decrypter::new(&key).unwrap();
+    decrypter.set_rsa_padding(openssl::rsa::Padding::PKCS1_OAEP).unwrap();
+    let mut out = vec![0u8; decrypter.decrypt_len(&data).unwrap()];
+    let len = decrypter.decrypt(&data, &mut out).unwrap();
+    out.truncate(len);
+    String::from_utf8(out).unwrap()
+}
+
+#[tokio::test]
+async fn a_receiver_is_added_with_its_name_encrypted_under_the_platform_key_the_request_names() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = platform.client(recorder.clone());
+    let account = partner_account(Some("wx_sub_mp"));
+    let merchant = ReceiverAdd {
+        receiver: Receiver { kind: ReceiverType::MerchantId, account: "1900000109".into(), name: Some("示例平台有限公司".into()) },
+        relation: Relation::ServiceProvider,
+    };
+    let person = ReceiverAdd {
+        receiver: Receiver { kind: ReceiverType::PersonalOpenid, account: "o-partner-7".into(), name: None },
+        relation: Relation::Partner,
+    };
+
+    client.add_receiver(&account, &merchant).await.unwrap();
+    client.add_receiver(&account, &person).await.unwrap();
+
+    let requests = platform.requests();
+    let (method, path, body) = &requests[0];
+    assert_eq!((method.as_str(), path.as_str()), ("POST", "/v3/profitsharing/receivers/add"));
+    let name = body["name"].as_str().unwrap();
+    assert!(!name.contains("示例"), "the name goes encrypted");
+    assert_eq!(platform_decrypt(name), "示例平台有限公司");
+    let mut without_name = body.clone();
+    without_name.as_object_mut().unwrap().remove("name");
+    assert_eq!(
+        without_name,
+        serde_json::json!({"sub_mchid": "1900000200", "appid": "wx_mp", "type": "MERCHANT_ID", "account": "1900000109", "relation_type": "SERVICE_PROVIDER"})
+    );
+    assert_eq!(
+        requests[1].2,
+        serde_json::json!({"sub_mchid": "1900000200", "appid": "wx_mp", "type": "PERSONAL_OPENID", "account": "o-partner-7", "relation_type": "PARTNER"})
+    );
+    assert_eq!(platform.serials(), [PLATFORM_KEY_ID, ""], "only a request with an encrypted field names the key");
+    assert_eq!(recorder.endpoints(), ["/v3/profitsharing/receivers/add", "/v3/profitsharing/receivers/add"]);
+
+    // No platform key to encrypt under: nothing is sent.
+    let keyless = MerchantAccount { platform_keys: vec![], ..account.clone() };
+    let refused = client.add_receiver(&keyless, &merchant).await.unwrap_err();
+    assert!(matches!(&refused, PayPlatformError::Credentials(m) if m.contains("no platform key")), "{refused:?}");
+    assert_eq!(platform.requests().len(), 2);
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn a_share_its_query_and_the_unfreeze_name_the_sub_merchant_and_read_the_platforms_answers() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = platform.client(recorder.clone());
+    let account = partner_account(None);
+    let order = ShareOrder {
+        transaction_id: "4201".into(),
+        out_order_no: "PS17".into(),
+        lines: vec![
+            ShareLine {
+                kind: ReceiverType::MerchantId,
+                account: "1900000109".into(),
+                amount: Money::from_fen(30),
+                description: "platform share".into(),
+            },
+            ShareLine {
+                kind: ReceiverType::PersonalOpenid,
+                account: "o-partner-7".into(),
+                amount: Money::from_fen(20),
+                description: "partner commission".into(),
+            },
+        ],
+        unfreeze_unsplit: false,
+    };
+
+    let accepted = client.share(&account, &order).await.unwrap();
+    let finished = client.query_share(&account, "4201", "PS17").await.unwrap();
+    let unfrozen = client
+        .unfreeze(
+            &account,
+            &UnfreezeOrder { transaction_id: "4201".into(), out_order_no: "PS17-u".into(), description: "rest to the tenant".into() },
+        )
+        .await
+        .unwrap();
+
+    let requests = platform.requests();
+    assert_eq!(
+        requests[0],
+        (
+            "POST".to_owned(),
+            "/v3/profitsharing/orders".to_owned(),
+            serde_json::json!({
+                "sub_mchid": "1900000200", "appid": "wx_mp", "transaction_id": "4201", "out_order_no": "PS17",
+                "receivers": [
+                    {"type": "MERCHANT_ID", "account": "1900000109", "amount": 30, "description": "platform share"},
+                    {"type": "PERSONAL_OPENID", "account": "o-partner-7", "amount": 20, "description": "partner commission"},
+                ],
+                "unfreeze_unsplit": false,
+            })
+        )
+    );
+    assert_eq!(
+        (requests[1].0.as_str(), requests[1].1.as_str()),
+        ("GET", "/v3/profitsharing/orders/PS17?sub_mchid=1900000200&transaction_id=4201")
+    );
+    assert_eq!(
+        requests[2],
+        (
+            "POST".to_owned(),
+            "/v3/profitsharing/orders/unfreeze".to_owned(),
+            serde_json::json!({"sub_mchid": "1900000200", "transaction_id": "4201", "out_order_no": "PS17-u", "description": "rest to the tenant"})
+        )
+    );
+    assert_eq!(
+        recorder.endpoints(),
+        ["/v3/profitsharing/orders", "/v3/profitsharing/orders/{out_order_no}", "/v3/profitsharing/orders/unfreeze"]
+    );
+
+    assert_eq!(
+        (accepted.out_order_no.as_str(), accepted.order_id.as_deref(), accepted.state),
+        ("PS17", Some("3008450740201411110007820472"), ShareOrderState::Processing)
+    );
+    let pending: Vec<_> = accepted.lines.iter().map(|l| (l.kind, l.account.as_str(), l.amount.fen(), l.result, l.finish_time)).collect();
+    assert_eq!(
+        pending,
+        [
+            (ReceiverType::MerchantId, "1900000109", 30, ReceiverResult::Pending, None),
+            (ReceiverType::PersonalOpenid, "o-partner-7", 20, ReceiverResult::Pending, None),
+        ],
+        "a pending line has no finish time"
+    );
+    let at = chrono::DateTime::parse_from_rfc3339("2026-04-01T12:02:00+08:00").unwrap().to_utc();
+    assert_eq!(finished.state, ShareOrderState::Finished);
+    let partner = Receiver { kind: ReceiverType::PersonalOpenid, account: "o-partner-7".into(), name: None };
+    let closed = finished.line_of(&partner).unwrap();
+    assert_eq!(
+        (closed.result, closed.fail_reason.as_deref(), closed.finish_time),
+        (ReceiverResult::Closed, Some("ACCOUNT_ABNORMAL"), Some(at))
+    );
+    assert_eq!((finished.lines[0].result, finished.lines[0].fail_reason.as_deref()), (ReceiverResult::Success, None));
+    assert_eq!((unfrozen.out_order_no.as_str(), unfrozen.state), ("PS17-u", ShareOrderState::Finished));
+    let own: Vec<_> = unfrozen.lines.iter().map(|l| (l.kind, l.account.as_str(), l.amount.fen(), l.result)).collect();
+    assert_eq!(own, [(ReceiverType::MerchantId, "1900000200", 950, ReceiverResult::Success)]);
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn an_unreadable_share_answer_is_unavailable_and_a_refusal_keeps_its_code() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = platform.client(recorder.clone());
+    let account = partner_account(None);
+    let order = |no: &str| ShareOrder {
+        transaction_id: "4201".into(),
+        out_order_no: no.into(),
+        lines: vec![ShareLine {
+            kind: ReceiverType::MerchantId,
+            account: "1900000109".into(),
+            amount: Money::from_fen(30),
+            description: "share".into(),
+        }],
+        unfreeze_unsplit: false,
+    };
+
+    for no in ["PS_ODD_STATE", "PS_ODD_TYPE", "PS_ODD_RESULT"] {
+        let err = client.share(&account, &order(no)).await.unwrap_err();
+        assert!(matches!(&err, PayPlatformError::Unavailable(m) if m.contains("unreadable profit-sharing order")), "{no}: {err:?}");
+    }
+    let used = client.share(&account, &order("PS_USED")).await.unwrap_err();
+    let unknown = client.query_share(&account, "4201", "PS_UNKNOWN").await.unwrap_err();
+
+    assert!(matches!(&used, PayPlatformError::Refused { status: 400, code, .. } if code == "INVALID_REQUEST"), "{used:?}");
+    assert!(matches!(&unknown, PayPlatformError::Refused { status: 404, code, .. } if code == "RESOURCE_NOT_EXISTS"), "{unknown:?}");
+    assert_eq!(platform.hits("/v3/profitsharing/orders"), 4, "a refusal is not retried");
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn profit_sharing_calls_need_an_account_acting_for_a_sub_merchant() {
+    let platform = Platform::start().await;
+    let client = platform.client(Arc::new(Recorder::default()));
+    let direct = account();
+    let receiver = ReceiverAdd {
+        receiver: Receiver { kind: ReceiverType::PersonalOpenid, account: "o-partner-7".into(), name: None },
+        relation: Relation::Partner,
+    };
+    let order = ShareOrder { transaction_id: "4201".into(), out_order_no: "PS17".into(), lines: vec![], unfreeze_unsplit: false };
+    let unfreeze = UnfreezeOrder { transaction_id: "4201".into(), out_order_no: "PS17-u".into(), description: "rest".into() };
+
+    let refusals = [
+        client.add_receiver(&direct, &receiver).await.unwrap_err(),
+        client.share(&direct, &order).await.unwrap_err(),
+        client.query_share(&direct, "4201", "PS17").await.unwrap_err(),
+        client.unfreeze(&direct, &unfreeze).await.unwrap_err(),
+        client.max_ratio(&direct).await.unwrap_err(),
+    ];
+
+    for refusal in refusals {
+        assert!(matches!(&refusal, PayPlatformError::Credentials(m) if m.contains("belongs to a sub-merchant")), "{refusal:?}");
+    }
+    assert!(platform.requests().is_empty(), "nothing was sent");
+    platform.stop().await;
+}
+
+#[test]
+fn a_profitsharing_notification_names_the_share_request() {
+    let resource = serde_json::json!({
+        "sp_mchid": "1900000109", "sub_mchid": "1900000200", "transaction_id": "4201", "order_id": "3008450740201411110007820472",
+        "out_order_no": "PS17", "receiver": {"type": "PERSONAL_OPENID", "account": "o-partner-7", "amount": 20, "description": "partner commission"},
+        "success_time": "2026-04-01T12:02:00+08:00",
+    });
+    let client = WechatPay::new(WechatPayConfig::new("http://127.0.0.1:9")).unwrap();
+    let account = partner_account(None);
+
+    let success =
+        client.open_notification(&account, &sealed_notification("PROFITSHARING.SUCCESS", "profitsharing", &resource), chrono::Utc::now());
+    let closed =
+        client.open_notification(&account, &sealed_notification("PROFITSHARING.CLOSED", "profitsharing", &resource), chrono::Utc::now());
+    let garbled = client.open_notification(
+        &account,
+        &sealed_notification("PROFITSHARING.SUCCESS", "profitsharing", &serde_json::json!({"x": 1})),
+        chrono::Utc::now(),
+    );
+
+    let expected = EventResource::Share { out_order_no: "PS17".into(), transaction_id: "4201".into() };
+    let success = success.unwrap();
+    assert_eq!((success.event_type.as_str(), &success.resource), ("PROFITSHARING.SUCCESS", &expected));
+    assert_eq!(closed.unwrap().resource, expected);
+    assert_eq!(garbled.unwrap_err(), atrium_payments::NotificationError::NotJson);
 }

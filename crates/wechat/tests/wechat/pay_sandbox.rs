@@ -7,7 +7,8 @@ use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use atrium_kernel::Money;
 use atrium_payments::{
     BillTradeState, EventResource, JsapiOrder, MerchantAccount, NotificationRequest, PayPlatform, PayPlatformError, PlatformKey,
-    RefundOrder, RefundStatus, Secret, SubMerchant, TradeState,
+    PlatformShareOrder, ReceiverAdd, ReceiverResult, ReceiverType, RefundOrder, RefundStatus, Relation, Secret, ShareLine, ShareOrder,
+    ShareOrderState, SubMerchant, TradeState, UnfreezeOrder,
 };
 use atrium_sandbox::Sandbox;
 use atrium_wechat::pay::sign::{MerchantSigner, PlatformVerifier, SignedHeaders, authorization, request_message};
@@ -760,5 +761,232 @@ async fn control_sub_merchant_refuses_bad_input_with_a_json_message() {
     assert_eq!(status, 400, "{answer}");
     assert!(answer["message"].as_str().unwrap_or_default().contains("another provider"), "{answer}");
     assert_eq!(env.sandbox.sub_merchant(SUB_MCHID).unwrap().sp_mchid, MCHID);
+    env.stop().await;
+}
+
+// --- profit sharing ---------------------------------------------------------------------------
+
+/// The partner's openid in the provider's app, receiving its commission.
+const PARTNER_OPENID: &str = "o-partner-7";
+
+impl Env {
+    /// A sub-merchant's order of `fen` placed through `client` and paid two minutes ago (past
+    /// the one-minute rule); answers its transaction id.
+    async fn paid_for_sharing(&self, client: &WechatPay, account: &MerchantAccount, out_trade_no: &str, fen: i64) -> String {
+        client.jsapi_order(account, &self.order(out_trade_no, fen)).await.unwrap();
+        let paid_at = (chrono::Utc::now() - chrono::Duration::minutes(2)).to_rfc3339();
+        let (status, paid) =
+            self.control("pay", json!({"out_trade_no": out_trade_no, "mchid": SUB_MCHID, "result": "SUCCESS", "paid_at": paid_at})).await;
+        assert_eq!(status, 200, "{paid}");
+        paid["transaction_id"].as_str().unwrap().to_owned()
+    }
+
+    /// What the sandbox holds of the transaction's sharing (`GET control/profitsharing`).
+    async fn sharing(&self, out_trade_no: &str) -> Value {
+        let (status, view) = self.control_get(&format!("profitsharing?sub_mchid={SUB_MCHID}&out_trade_no={out_trade_no}")).await;
+        assert_eq!(status, 200, "{view}");
+        view
+    }
+}
+
+fn platform_receiver(provider: &MerchantAccount) -> ReceiverAdd {
+    ReceiverAdd {
+        receiver: atrium_payments::Receiver {
+            kind: ReceiverType::MerchantId,
+            account: provider.mchid.clone(),
+            name: Some("Atrium 平台有限公司".into()),
+        },
+        relation: Relation::ServiceProvider,
+    }
+}
+
+fn partner_receiver() -> ReceiverAdd {
+    ReceiverAdd {
+        receiver: atrium_payments::Receiver { kind: ReceiverType::PersonalOpenid, account: PARTNER_OPENID.into(), name: None },
+        relation: Relation::Partner,
+    }
+}
+
+fn share_line(kind: ReceiverType, account: &str, fen: i64) -> ShareLine {
+    ShareLine { kind, account: account.into(), amount: Money::from_fen(fen), description: "Atrium share".into() }
+}
+
+fn share_order(transaction_id: &str, out_order_no: &str, lines: Vec<ShareLine>) -> ShareOrder {
+    ShareOrder { transaction_id: transaction_id.into(), out_order_no: out_order_no.into(), lines, unfreeze_unsplit: false }
+}
+
+/// (account, fen, result, fail reason) of each line.
+fn results(order: &PlatformShareOrder) -> Vec<(String, i64, ReceiverResult, Option<String>)> {
+    order.lines.iter().map(|l| (l.account.clone(), l.amount.fen(), l.result, l.fail_reason.clone())).collect()
+}
+
+#[tokio::test]
+async fn a_payment_is_shared_queried_closed_for_one_receiver_and_unfrozen_through_the_real_client() {
+    let env = Env::start().await;
+    let provider = env.register().await;
+    let account = env.register_sub(&provider, SUB_MCHID, None).await;
+    let client = env.client();
+    let tx = env.paid_for_sharing(&client, &account, "T_PS_0001", 1000).await;
+
+    // Receivers: the platform by merchant id with its name (encrypted on the way), the partner
+    // by openid; the sandbox decrypted the name with its platform key.
+    client.add_receiver(&account, &platform_receiver(&provider)).await.unwrap();
+    client.add_receiver(&account, &partner_receiver()).await.unwrap();
+    client.add_receiver(&account, &partner_receiver()).await.unwrap();
+    let view = env.sharing("T_PS_0001").await;
+    assert_eq!(
+        view["receivers"],
+        json!([
+            {"type": "MERCHANT_ID", "account": MCHID, "relation_type": "SERVICE_PROVIDER", "name": "Atrium 平台有限公司"},
+            {"type": "PERSONAL_OPENID", "account": PARTNER_OPENID, "relation_type": "PARTNER", "name": null},
+        ])
+    );
+
+    // A share: processing, each line pending; the query finishes it.
+    let lines = vec![share_line(ReceiverType::MerchantId, MCHID, 200), share_line(ReceiverType::PersonalOpenid, PARTNER_OPENID, 50)];
+    let accepted = client.share(&account, &share_order(&tx, "PS1", lines)).await.unwrap();
+    assert_eq!(accepted.state, ShareOrderState::Processing);
+    assert_eq!(
+        results(&accepted),
+        [(MCHID.to_owned(), 200, ReceiverResult::Pending, None), (PARTNER_OPENID.to_owned(), 50, ReceiverResult::Pending, None)]
+    );
+    assert!(accepted.lines.iter().all(|l| l.finish_time.is_none()));
+    let finished = client.query_share(&account, &tx, "PS1").await.unwrap();
+    assert_eq!((finished.state, finished.order_id.clone()), (ShareOrderState::Finished, accepted.order_id.clone()));
+    assert_eq!(
+        results(&finished),
+        [(MCHID.to_owned(), 200, ReceiverResult::Success, None), (PARTNER_OPENID.to_owned(), 50, ReceiverResult::Success, None)]
+    );
+    assert!(finished.lines.iter().all(|l| l.finish_time.is_some()));
+
+    // The partner's next line is closed by the platform: ACCOUNT_ABNORMAL.
+    let (status, marked) =
+        env.control("profitsharing/close-next", json!({"account": PARTNER_OPENID, "fail_reason": "ACCOUNT_ABNORMAL"})).await;
+    assert_eq!((status, marked), (200, json!({"account": PARTNER_OPENID, "fail_reason": "ACCOUNT_ABNORMAL"})));
+    let retry = vec![share_line(ReceiverType::PersonalOpenid, PARTNER_OPENID, 50)];
+    assert_eq!(client.share(&account, &share_order(&tx, "PS1-r1", retry)).await.unwrap().state, ShareOrderState::Processing);
+    let closed = client.query_share(&account, &tx, "PS1-r1").await.unwrap();
+    assert_eq!(results(&closed), [(PARTNER_OPENID.to_owned(), 50, ReceiverResult::Closed, Some("ACCOUNT_ABNORMAL".to_owned()))]);
+
+    // The rest goes to the sub-merchant: 1000 − 250 shared (the closed 50 was not).
+    let unfreeze = UnfreezeOrder { transaction_id: tx.clone(), out_order_no: "PS1-u".into(), description: "rest to the tenant".into() };
+    let unfrozen = client.unfreeze(&account, &unfreeze).await.unwrap();
+    assert_eq!(unfrozen.state, ShareOrderState::Finished);
+    let own: Vec<_> = unfrozen.lines.iter().map(|l| (l.kind, l.account.as_str(), l.amount.fen(), l.result)).collect();
+    assert_eq!(own, [(ReceiverType::MerchantId, SUB_MCHID, 750, ReceiverResult::Success)]);
+    assert_eq!(client.query_share(&account, &tx, "PS1-u").await.unwrap(), unfrozen, "the unfreeze is queried like a share");
+    assert_eq!(client.unfreeze(&account, &unfreeze).await.unwrap(), unfrozen, "the same number is the same request");
+    let after = client.share(&account, &share_order(&tx, "PS2", vec![share_line(ReceiverType::PersonalOpenid, PARTNER_OPENID, 1)])).await;
+    assert_eq!(refused(&after.unwrap_err()), (400, "INVALID_REQUEST"), "nothing is shared after the unfreeze");
+
+    let view = env.sharing("T_PS_0001").await;
+    assert_eq!((&view["shared"], &view["finished"], &view["unfrozen"]["amount"]), (&json!(250), &json!(true), &json!(750)), "{view}");
+    let states: Vec<_> =
+        view["orders"].as_array().unwrap().iter().map(|o| (o["out_order_no"].clone(), o["kind"].clone(), o["state"].clone())).collect();
+    assert_eq!(
+        states,
+        [
+            (json!("PS1"), json!("share"), json!("FINISHED")),
+            (json!("PS1-r1"), json!("share"), json!("FINISHED")),
+            (json!("PS1-u"), json!("unfreeze"), json!("FINISHED")),
+        ]
+    );
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_lost_share_answer_retried_with_the_same_number_gets_the_same_order() {
+    let env = Env::start().await;
+    let provider = env.register().await;
+    let account = env.register_sub(&provider, SUB_MCHID, None).await;
+    let recorder = Arc::new(Recorder::default());
+    let client = env.client_recording(recorder.clone());
+    let tx = env.paid_for_sharing(&client, &account, "T_PS_0002", 1000).await;
+    client.add_receiver(&account, &partner_receiver()).await.unwrap();
+    let order = share_order(&tx, "PS1", vec![share_line(ReceiverType::PersonalOpenid, PARTNER_OPENID, 300)]);
+
+    // Every answer lost: the client gives up, but the platform made the request.
+    let path = "/v3/profitsharing/orders";
+    assert_eq!(env.control("pay-fail", json!({"path": path, "status": 500, "times": ATTEMPTS, "after": true})).await.0, 200);
+    let lost = client.share(&account, &order).await.unwrap_err();
+    assert!(matches!(lost, PayPlatformError::Unavailable(_)), "{lost:?}");
+    // Asked again later with the same number: that request, not a second one (which the 30 %
+    // limit would refuse, the first holding all of it).
+    let again = client.share(&account, &order).await.unwrap();
+    // One lost answer: the client's own retry gets the request.
+    assert_eq!(env.control("pay-fail", json!({"path": path, "status": 500, "times": 1, "after": true})).await.0, 200);
+    let retried = client.share(&account, &order).await.unwrap();
+
+    assert_eq!(results(&again), [(PARTNER_OPENID.to_owned(), 300, ReceiverResult::Pending, None)]);
+    assert_eq!(retried, again);
+    assert_eq!(env.sandbox.pay_calls("POST /v3/profitsharing/orders"), (ATTEMPTS + 3) as usize);
+    let view = env.sandbox.profit_sharing(SUB_MCHID, "T_PS_0002").unwrap();
+    assert_eq!((view.orders.len(), view.orders[0].order_id.as_str()), (1, again.order_id.as_deref().unwrap()));
+    let codes = recorder.0.lock().unwrap().clone();
+    assert_eq!(&codes[codes.len() - 6..], ["http_5xx", "http_5xx", "http_5xx", "0", "http_5xx", "0"]);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn the_ratio_and_the_one_minute_rule_refuse_shares_the_platform_refuses() {
+    let env = Env::start().await;
+    let provider = env.register().await;
+    let account = env.register_sub(&provider, SUB_MCHID, None).await;
+    let (status, sub) = env.control("sub-merchant", json!({"sp_mchid": MCHID, "sub_mchid": SUB_MCHID, "max_ratio": 1000})).await;
+    assert_eq!((status, &sub["max_ratio"]), (200, &json!(1000)), "{sub}");
+    let recorder = Arc::new(Recorder::default());
+    let client = env.client_recording(recorder.clone());
+    let tx = env.paid_for_sharing(&client, &account, "T_PS_0003", 1000).await;
+    client.add_receiver(&account, &partner_receiver()).await.unwrap();
+    let of = |no: &str, fen: i64| share_order(&tx, no, vec![share_line(ReceiverType::PersonalOpenid, PARTNER_OPENID, fen)]);
+
+    // 10 % of 1000 fen: 100.
+    let over = client.share(&account, &of("PS1", 101)).await.unwrap_err();
+    assert_eq!(refused(&over), (400, "INVALID_REQUEST"));
+    assert!(over.to_string().contains("max_ratio"), "{over}");
+    client.share(&account, &of("PS1", 100)).await.unwrap();
+    assert_eq!(refused(&client.share(&account, &of("PS2", 1)).await.unwrap_err()), (400, "INVALID_REQUEST"));
+
+    // Paid just now: within the minute the platform answers 429, retried, then given up.
+    client.jsapi_order(&account, &env.order("T_PS_0004", 1000)).await.unwrap();
+    let (_, paid) = env.control("pay", json!({"out_trade_no": "T_PS_0004", "mchid": SUB_MCHID, "result": "SUCCESS"})).await;
+    let fresh = paid["transaction_id"].as_str().unwrap().to_owned();
+    recorder.0.lock().unwrap().clear();
+    let early =
+        client.share(&account, &share_order(&fresh, "PS3", vec![share_line(ReceiverType::PersonalOpenid, PARTNER_OPENID, 10)])).await;
+    assert!(matches!(early, Err(PayPlatformError::Unavailable(_))), "{early:?}");
+    assert_eq!(recorder.0.lock().unwrap().clone(), ["http_429", "http_429", "http_429"]);
+    let (status, rules) = env.control("profitsharing/rules", json!({"one_minute": false})).await;
+    assert_eq!((status, rules), (200, json!({"one_minute": false})));
+    let allowed =
+        client.share(&account, &share_order(&fresh, "PS3", vec![share_line(ReceiverType::PersonalOpenid, PARTNER_OPENID, 10)])).await;
+    assert_eq!(allowed.unwrap().state, ShareOrderState::Processing);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn the_profitsharing_controls_refuse_bad_input_with_a_json_message() {
+    let env = Env::start().await;
+    let provider = env.register().await;
+    env.register_sub(&provider, SUB_MCHID, None).await;
+    for (path, body, says) in [
+        ("profitsharing/close-next", json!({"account": PARTNER_OPENID}), "missing field `fail_reason`"),
+        ("profitsharing/close-next", json!({"account": PARTNER_OPENID, "fail_reason": "bad reason"}), "fail_reason must be"),
+        ("profitsharing/close-next", json!({"account": "", "fail_reason": "ACCOUNT_ABNORMAL"}), "account must be"),
+        ("profitsharing/rules", json!({"one_minute": "no"}), "one_minute"),
+        ("profitsharing/rules", json!({"one_minute": true, "ratio": 1}), "unknown field `ratio`"),
+    ] {
+        let (status, answer) = env.control(path, body.clone()).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert!(answer["message"].as_str().unwrap_or_default().contains(says), "{body}: {answer}");
+    }
+    for (query, says) in [
+        ("profitsharing?sub_mchid=1900000200", "takes ?sub_mchid="),
+        ("profitsharing?sub_mchid=1900000200&out_trade_no=T_NONE", "has no order"),
+    ] {
+        let (status, answer) = env.control_get(query).await;
+        assert_eq!(status, 400, "{query}: {answer}");
+        assert!(answer["message"].as_str().unwrap_or_default().contains(says), "{query}: {answer}");
+    }
     env.stop().await;
 }

@@ -1,0 +1,1193 @@
+//! Profit sharing (分账) in service-provider mode: a provider adds receivers for its
+//! sub-merchant, requests shares of the sub-merchant's paid transactions, queries them and
+//! unfreezes the rest for the sub-merchant. Every call names `sub_mchid`, which must be one of
+//! the signer's sub-merchants (else 400 `INVALID_REQUEST` "受理关系不存在").
+//!
+//! * `POST /v3/profitsharing/receivers/add` `{sub_mchid, appid, type, account, name?,
+//!   relation_type, custom_relation?}`: kept per sub-merchant by (type, account); adding again
+//!   updates the relation and the name. `name` is sealed under the platform key (RSA-OAEP,
+//!   SHA-1, base64) and the request names that key in `Wechatpay-Serial`; otherwise, or when it
+//!   does not decrypt, 400 `PARAM_ERROR`. A `MERCHANT_ID` needs a name.
+//! * `POST /v3/profitsharing/orders` `{sub_mchid, appid, transaction_id, out_order_no,
+//!   receivers: [{type, account, amount, description}], unfreeze_unsplit}`: a share request,
+//!   answered `PROCESSING` with each line `PENDING`. One number, one request: the same
+//!   `out_order_no` again answers that request as it stands, whatever the body says. The rules
+//!   (400 `INVALID_REQUEST` unless said): the transaction is the sub-merchant's, paid, and was
+//!   placed with `settle_info.profit_sharing`; 1 to 50 receivers, each added before and named
+//!   once, each amount at least 1 fen; the transaction's sharing is not over (unfrozen); at
+//!   most 50 share requests per transaction; not within a minute of the payment (429
+//!   `FREQUENCY_LIMITED`, [`Sandbox::set_share_one_minute_rule`]); and the transaction's
+//!   shares not closed, this one included, at most `floor(total × max_ratio / 10,000)` and at
+//!   most what its refunds left of it.
+//! * `GET /v3/profitsharing/orders/{out_order_no}?sub_mchid=&transaction_id=`: the first query
+//!   of a `PROCESSING` request finishes it: `FINISHED`, each line `SUCCESS`, or `CLOSED` with
+//!   the reason [`Sandbox::close_next_share`] gave its account. Unknown: 404
+//!   `RESOURCE_NOT_EXISTS`.
+//! * `POST /v3/profitsharing/orders/unfreeze` `{sub_mchid, transaction_id, out_order_no,
+//!   description}`: finishes the transaction's requests still processing (as a query would),
+//!   then gives the rest (total − refunds − shares paid) to the sub-merchant: `FINISHED` with
+//!   one `MERCHANT_ID` line of the sub-merchant, `SUCCESS`. No share follows it. The same
+//!   number again is the same request; its query answers it too.
+//!
+//! [`Sandbox::profit_sharing`] (and `GET {prefix}/control/profitsharing`) tells what the
+//! platform holds of one transaction's sharing.
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+
+use super::{Answer, KEEP_FAILURES, KEEP_ORDERS, Order, PayState, cst, opt_str_field, platform_time, str_field};
+use crate::platform::Sandbox;
+
+/// Receivers one share request may name, as on the platform.
+pub const MAX_SHARE_RECEIVERS: usize = 50;
+/// Share requests one transaction may have, as on the platform.
+pub const MAX_SHARE_ORDERS_PER_TRANSACTION: usize = 50;
+/// Receivers the sandbox keeps, over all sub-merchants.
+const KEEP_RECEIVERS: usize = 100_000;
+/// Share and unfreeze requests the sandbox keeps.
+const KEEP_SHARE_ORDERS: usize = KEEP_ORDERS;
+/// Seconds after its payment before a transaction may be shared (the one-minute rule).
+const SHARE_AFTER_SECS: i64 = 60;
+/// The longest description and account the platform takes, in characters.
+const MAX_DESCRIPTION: usize = 80;
+const MAX_ACCOUNT: usize = 64;
+
+const RECEIVER_TYPES: [&str; 2] = ["MERCHANT_ID", "PERSONAL_OPENID"];
+const RELATION_TYPES: [&str; 11] =
+    ["SERVICE_PROVIDER", "STORE", "STAFF", "STORE_OWNER", "PARTNER", "HEADQUARTER", "BRAND", "DISTRIBUTOR", "USER", "SUPPLIER", "CUSTOM"];
+
+const PROCESSING: &str = "PROCESSING";
+const FINISHED: &str = "FINISHED";
+const PENDING: &str = "PENDING";
+const SUCCESS: &str = "SUCCESS";
+const CLOSED: &str = "CLOSED";
+
+/// A receiver as added for a sub-merchant.
+#[derive(Debug, Clone)]
+struct KnownReceiver {
+    relation_type: &'static str,
+    custom_relation: Option<String>,
+    /// Decrypted.
+    name: Option<String>,
+}
+
+/// A share request or an unfreeze.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Share,
+    Unfreeze,
+}
+
+#[derive(Debug, Clone)]
+struct Line {
+    kind: &'static str,
+    account: String,
+    amount: i64,
+    description: String,
+    /// `PENDING`, `SUCCESS` or `CLOSED`.
+    result: &'static str,
+    fail_reason: Option<String>,
+    detail_id: String,
+    finish_time: Option<DateTime<Utc>>,
+    /// The reason it is to close with when it finishes ([`Sandbox::close_next_share`]), fixed
+    /// when it was requested.
+    close_with: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+struct ShareRequest {
+    kind: Kind,
+    sub_mchid: String,
+    transaction_id: String,
+    out_order_no: String,
+    order_id: String,
+    /// `PROCESSING` or `FINISHED`.
+    state: &'static str,
+    unfreeze_unsplit: bool,
+    lines: Vec<Line>,
+    created_at: DateTime<Utc>,
+}
+
+/// One transaction's sharing.
+#[derive(Debug, Clone, Default)]
+struct TransactionSharing {
+    out_trade_no: String,
+    /// Its share and unfreeze requests' numbers, oldest first.
+    orders: Vec<String>,
+    /// The request that ended its sharing: its unfreeze, or a share asking to unfreeze the rest.
+    ended_by: Option<String>,
+    /// What was unfrozen for the sub-merchant: by which request, how much, when.
+    unfrozen: Option<(String, i64, DateTime<Utc>)>,
+}
+
+/// The platform's profit sharing, inside the sandbox's one lock.
+pub(crate) struct SharingState {
+    /// sub_mchid → (type, account) → receiver.
+    receivers: HashMap<String, HashMap<(&'static str, String), KnownReceiver>>,
+    receiver_count: usize,
+    /// (sub_mchid, out_order_no) → share or unfreeze request.
+    orders: HashMap<(String, String), ShareRequest>,
+    /// (sub_mchid, transaction_id) → its sharing; made with its first request.
+    transactions: HashMap<(String, String), TransactionSharing>,
+    /// (account, fail_reason): the next share line of each account closes with that reason.
+    close_next: Vec<(String, String)>,
+    one_minute_rule: bool,
+}
+
+impl Default for SharingState {
+    fn default() -> Self {
+        SharingState {
+            receivers: HashMap::new(),
+            receiver_count: 0,
+            orders: HashMap::new(),
+            transactions: HashMap::new(),
+            close_next: Vec::new(),
+            one_minute_rule: true,
+        }
+    }
+}
+
+/// What the platform holds of one transaction's profit sharing: [`Sandbox::profit_sharing`]
+/// and `GET {prefix}/control/profitsharing`. Amounts in fen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProfitSharingView {
+    pub sub_mchid: String,
+    pub out_trade_no: String,
+    /// The platform's id of the payment; `None` while unpaid.
+    pub transaction_id: Option<String>,
+    /// What was paid.
+    pub total: i64,
+    /// What its refunds (those not closed) give back.
+    pub refunded: i64,
+    /// The sub-merchant's `max_ratio` now, basis points.
+    pub max_ratio: u32,
+    /// Every receiver added for the sub-merchant, by type and account.
+    pub receivers: Vec<ShareReceiverView>,
+    /// The transaction's share and unfreeze requests, oldest first.
+    pub orders: Vec<ShareOrderView>,
+    /// Paid to receivers: the `SUCCESS` lines of its share requests.
+    pub shared: i64,
+    /// Whether its sharing is over: unfrozen, or a share asked to unfreeze the rest.
+    pub finished: bool,
+    /// What was unfrozen for the sub-merchant; `None` before.
+    pub unfrozen: Option<UnfrozenView>,
+}
+
+/// A receiver added for a sub-merchant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShareReceiverView {
+    /// `MERCHANT_ID` or `PERSONAL_OPENID`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub account: String,
+    pub relation_type: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_relation: Option<String>,
+    /// The name as the platform decrypted it.
+    pub name: Option<String>,
+}
+
+/// A share or unfreeze request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShareOrderView {
+    pub out_order_no: String,
+    pub order_id: String,
+    /// `share` or `unfreeze`.
+    pub kind: String,
+    /// `PROCESSING` or `FINISHED`.
+    pub state: String,
+    pub unfreeze_unsplit: bool,
+    pub lines: Vec<ShareLineView>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One receiver's line of a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShareLineView {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub account: String,
+    pub amount: i64,
+    pub description: String,
+    /// `PENDING`, `SUCCESS` or `CLOSED`.
+    pub result: String,
+    pub fail_reason: Option<String>,
+    pub finish_time: Option<DateTime<Utc>>,
+}
+
+/// The rest of a payment given to its sub-merchant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnfrozenView {
+    /// The request that unfroze it: an unfreeze, or a share with `unfreeze_unsplit`.
+    pub out_order_no: String,
+    pub amount: i64,
+    pub at: DateTime<Utc>,
+}
+
+fn invalid(message: impl Into<String>) -> Answer {
+    Answer::error(400, "INVALID_REQUEST", message)
+}
+
+fn is_out_order_no(s: &str) -> bool {
+    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'|' | b'*' | b'@'))
+}
+
+/// `out_order_no`, in the platform's alphabet.
+fn out_order_no_field(body: &Value) -> Result<&str, Answer> {
+    let no = str_field(body, "out_order_no")?;
+    if is_out_order_no(no) { Ok(no) } else { Err(Answer::param("out_order_no", "must be 1 to 64 of 0-9 A-Z a-z _ - | * @")) }
+}
+
+/// A receiver type, as the platform's own string.
+fn receiver_type(value: Option<&Value>, field: &str) -> Result<&'static str, Answer> {
+    match value {
+        Some(Value::String(s)) => {
+            RECEIVER_TYPES.iter().find(|t| **t == s).copied().ok_or_else(|| Answer::param(field, "must be MERCHANT_ID or PERSONAL_OPENID"))
+        }
+        None | Some(Value::Null) => Err(Answer::param(field, "is required")),
+        Some(_) => Err(Answer::param(field, "must be a string")),
+    }
+}
+
+/// A non-empty string of at most `max` characters under `field`.
+fn text(value: Option<&Value>, field: &str, max: usize) -> Result<String, Answer> {
+    match value {
+        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= max => Ok(s.clone()),
+        Some(Value::String(s)) if !s.is_empty() => Err(Answer::param(field, format!("is longer than {max} characters"))),
+        Some(Value::String(_)) | None | Some(Value::Null) => Err(Answer::param(field, "is required")),
+        Some(_) => Err(Answer::param(field, "must be a string")),
+    }
+}
+
+/// A share request's lines as asked: (type, account, amount, description).
+type AskedLine = (&'static str, String, i64, String);
+
+/// `receivers` of a share request: 1 to 50, each amount at least 1 fen, each receiver once.
+fn asked_lines(body: &Value) -> Result<Vec<AskedLine>, Answer> {
+    let list = match body.get("receivers") {
+        Some(Value::Array(list)) => list,
+        None | Some(Value::Null) => return Err(Answer::param("receivers", "is required")),
+        Some(_) => return Err(Answer::param("receivers", "must be an array")),
+    };
+    if list.is_empty() || list.len() > MAX_SHARE_RECEIVERS {
+        return Err(invalid(format!("a share names 1 to {MAX_SHARE_RECEIVERS} receivers, not {}", list.len())));
+    }
+    let mut lines: Vec<AskedLine> = Vec::with_capacity(list.len());
+    for (i, r) in list.iter().enumerate() {
+        let field = |name: &str| format!("receivers[{i}].{name}");
+        if !r.is_object() {
+            return Err(Answer::param(&format!("receivers[{i}]"), "must be an object"));
+        }
+        let kind = receiver_type(r.get("type"), &field("type"))?;
+        let account = text(r.get("account"), &field("account"), MAX_ACCOUNT)?;
+        let amount = r.get("amount").and_then(Value::as_i64).ok_or_else(|| Answer::param(&field("amount"), "must be an integer (fen)"))?;
+        if amount < 1 {
+            return Err(invalid(format!("{} must be at least 1 fen", field("amount"))));
+        }
+        let description = text(r.get("description"), &field("description"), MAX_DESCRIPTION)?;
+        if lines.iter().any(|(k, a, _, _)| *k == kind && *a == account) {
+            return Err(invalid(format!("receiver {kind} {account} is named twice")));
+        }
+        lines.push((kind, account, amount, description));
+    }
+    Ok(lines)
+}
+
+fn line_json(line: &Line, created_at: DateTime<Utc>) -> Value {
+    let mut out = json!({
+        "amount": line.amount,
+        "description": line.description,
+        "type": line.kind,
+        "account": line.account,
+        "result": line.result,
+        "detail_id": line.detail_id,
+        "create_time": platform_time(created_at),
+    });
+    if let Some(reason) = &line.fail_reason {
+        out["fail_reason"] = json!(reason);
+    }
+    if let Some(at) = line.finish_time {
+        out["finish_time"] = json!(platform_time(at));
+    }
+    out
+}
+
+/// A request as the share, query and unfreeze answers write it.
+fn order_json(order: &ShareRequest) -> Value {
+    json!({
+        "sub_mchid": order.sub_mchid,
+        "transaction_id": order.transaction_id,
+        "out_order_no": order.out_order_no,
+        "order_id": order.order_id,
+        "state": order.state,
+        "receivers": order.lines.iter().map(|l| line_json(l, order.created_at)).collect::<Vec<_>>(),
+    })
+}
+
+/// Finishes a line: `CLOSED` with the reason it was marked with, `SUCCESS` otherwise.
+fn finish_lines(order: &mut ShareRequest, now: DateTime<Utc>) {
+    for line in &mut order.lines {
+        match line.close_with.take() {
+            Some(reason) => {
+                line.result = CLOSED;
+                line.fail_reason = Some(reason);
+            }
+            None => line.result = SUCCESS,
+        }
+        line.finish_time = Some(now);
+    }
+    order.state = FINISHED;
+}
+
+/// A platform id: `prefix`, the time in China Standard Time, a sequence number.
+fn platform_id(prefix: &str, pay: &mut PayState, now: DateTime<Utc>) -> String {
+    format!("{prefix}{}{:010}", now.with_timezone(&cst()).format("%Y%m%d%H%M%S"), pay.next())
+}
+
+impl PayState {
+    /// The sub-merchant's paid transaction `transaction_id` that may be shared, or why not.
+    fn shareable(&self, sub_mchid: &str, transaction_id: &str) -> Result<&Order, Answer> {
+        let order = self
+            .orders
+            .values()
+            .find(|o| o.mchid == sub_mchid && o.sp_mchid.is_some() && o.transaction_id.as_deref() == Some(transaction_id))
+            .ok_or_else(|| invalid(format!("transaction {transaction_id} of sub-merchant {sub_mchid} does not exist")))?;
+        if !order.state.is_paid() {
+            return Err(invalid(format!("transaction {transaction_id} is not paid")));
+        }
+        if !order.profit_sharing {
+            return Err(invalid(format!("transaction {transaction_id} was not placed for profit sharing (settle_info.profit_sharing)")));
+        }
+        Ok(order)
+    }
+
+    /// What the refunds of `order` (those not closed) give back.
+    fn refunded(&self, order: &Order) -> i64 {
+        order
+            .refunds
+            .iter()
+            .filter_map(|no| self.refunds.get(&(order.mchid.clone(), no.clone())))
+            .filter(|r| r.status != "CLOSED")
+            .map(|r| r.amount)
+            .sum()
+    }
+
+    /// The lines of the transaction's share requests (not its unfreeze).
+    fn share_lines<'a>(&'a self, sub_mchid: &'a str, tx: &'a TransactionSharing) -> impl Iterator<Item = &'a Line> + 'a {
+        tx.orders
+            .iter()
+            .filter_map(move |no| self.sharing.orders.get(&(sub_mchid.to_owned(), no.clone())))
+            .filter(|o| o.kind == Kind::Share)
+            .flat_map(|o| o.lines.iter())
+    }
+
+    /// Finishes the transaction's requests still processing.
+    fn finish_transaction(&mut self, sub_mchid: &str, transaction_id: &str, now: DateTime<Utc>) {
+        let key = (sub_mchid.to_owned(), transaction_id.to_owned());
+        let numbers = self.sharing.transactions.get(&key).map(|t| t.orders.clone()).unwrap_or_default();
+        for no in numbers {
+            if let Some(order) = self.sharing.orders.get_mut(&(sub_mchid.to_owned(), no)).filter(|o| o.state == PROCESSING) {
+                finish_lines(order, now);
+            }
+        }
+    }
+
+    /// What is left of the transaction for its sub-merchant: paid, less refunds and the
+    /// shares paid out; never below 0.
+    fn left(&self, sub_mchid: &str, transaction_id: &str) -> i64 {
+        let key = (sub_mchid.to_owned(), transaction_id.to_owned());
+        let Some(tx) = self.sharing.transactions.get(&key) else { return 0 };
+        let Some(order) = self.orders.get(&(sub_mchid.to_owned(), tx.out_trade_no.clone())) else { return 0 };
+        let shared: i64 = self.share_lines(sub_mchid, tx).filter(|l| l.result == SUCCESS).map(|l| l.amount).sum();
+        (order.total - self.refunded(order) - shared).max(0)
+    }
+
+    /// Finishes request `out_order_no` if it is processing; a share that asked to unfreeze
+    /// the rest then finishes the transaction's others and unfreezes.
+    fn finish(&mut self, sub_mchid: &str, out_order_no: &str, now: DateTime<Utc>) {
+        let Some(order) = self.sharing.orders.get_mut(&(sub_mchid.to_owned(), out_order_no.to_owned())) else { return };
+        if order.state != PROCESSING {
+            return;
+        }
+        finish_lines(order, now);
+        if !order.unfreeze_unsplit {
+            return;
+        }
+        let transaction_id = order.transaction_id.clone();
+        self.finish_transaction(sub_mchid, &transaction_id, now);
+        let left = self.left(sub_mchid, &transaction_id);
+        if let Some(tx) = self.sharing.transactions.get_mut(&(sub_mchid.to_owned(), transaction_id)) {
+            tx.unfrozen.get_or_insert((out_order_no.to_owned(), left, now));
+        }
+    }
+
+    /// Keeps a new request and its transaction's record of it.
+    fn keep_request(&mut self, order: ShareRequest, out_trade_no: &str) {
+        let tx = self.sharing.transactions.entry((order.sub_mchid.clone(), order.transaction_id.clone())).or_default();
+        tx.out_trade_no = out_trade_no.to_owned();
+        tx.orders.push(order.out_order_no.clone());
+        if order.kind == Kind::Unfreeze || order.unfreeze_unsplit {
+            tx.ended_by = Some(order.out_order_no.clone());
+        }
+        self.sharing.orders.insert((order.sub_mchid.clone(), order.out_order_no.clone()), order);
+    }
+}
+
+impl PayState {
+    /// Whether `appid` may be named in sub-merchant `sub_mchid`'s sharing by provider
+    /// `signer`: the provider's app, or the sub-merchant's own.
+    fn sharing_appid_matches(&self, signer: &str, sub_mchid: &str, appid: &str) -> bool {
+        let provider_app = self.merchants.get(signer).is_some_and(|m| m.issued.appid == appid);
+        provider_app || self.sub_merchants.get(sub_mchid).and_then(|s| s.sub_appid.as_deref()) == Some(appid)
+    }
+}
+
+/// Refused: `appid` is neither the provider's app nor the sub-merchant's.
+fn appid_mismatch() -> Answer {
+    Answer::error(400, "APPID_MCHID_NOT_MATCH", "appid is neither the provider's nor the sub-merchant's app")
+}
+
+impl Sandbox {
+    /// `POST /v3/profitsharing/receivers/add`.
+    pub(super) fn add_share_receiver(&self, signer: &str, body: &Value, serial: Option<&str>) -> Answer {
+        let parsed = (|| {
+            let sub_mchid = str_field(body, "sub_mchid")?;
+            let appid = str_field(body, "appid")?;
+            let kind = receiver_type(body.get("type"), "type")?;
+            let account = text(body.get("account"), "account", MAX_ACCOUNT)?;
+            let relation = str_field(body, "relation_type")?;
+            let relation = RELATION_TYPES
+                .iter()
+                .find(|r| **r == relation)
+                .copied()
+                .ok_or_else(|| Answer::param("relation_type", format!("must be one of {}", RELATION_TYPES.join(", "))))?;
+            let custom = opt_str_field(body, "custom_relation")?.filter(|c| !c.is_empty());
+            if relation == "CUSTOM" && custom.is_none() {
+                return Err(Answer::param("custom_relation", "is required with relation_type CUSTOM"));
+            }
+            Ok((sub_mchid, appid, kind, account, relation, custom, opt_str_field(body, "name")?))
+        })();
+        let (sub_mchid, appid, kind, account, relation, custom, sealed) = match parsed {
+            Ok(p) => p,
+            Err(refusal) => return refusal,
+        };
+        if let Err(refusal) = self.sub_merchant_of(signer, sub_mchid) {
+            return refusal;
+        }
+        if !self.lock().pay.sharing_appid_matches(signer, sub_mchid, appid) {
+            return appid_mismatch();
+        }
+        let name = match sealed {
+            None if kind == "MERCHANT_ID" => return Answer::param("name", "is required for a MERCHANT_ID receiver"),
+            None => None,
+            Some(sealed) => {
+                let platform = match self.platform_keys() {
+                    Ok(keys) => keys,
+                    Err(why) => return Answer::error(500, "SYSTEM_ERROR", why),
+                };
+                if serial != Some(platform.id.as_str()) {
+                    return Answer::param("name", "is encrypted, but the Wechatpay-Serial header does not name the platform key");
+                }
+                match platform.decrypt_sensitive(sealed).filter(|n| !n.is_empty()) {
+                    Some(name) => Some(name),
+                    None => return Answer::param("name", "does not decrypt with the platform key (RSA-OAEP, base64)"),
+                }
+            }
+        };
+        let mut state = self.lock();
+        let sharing = &mut state.pay.sharing;
+        let known = sharing.receivers.get(sub_mchid).is_some_and(|r| r.contains_key(&(kind, account.clone())));
+        if !known {
+            if sharing.receiver_count >= KEEP_RECEIVERS {
+                return Answer::error(429, "FREQUENCY_LIMITED", format!("the sandbox keeps at most {KEEP_RECEIVERS} receivers"));
+            }
+            sharing.receiver_count += 1;
+        }
+        let receiver = KnownReceiver { relation_type: relation, custom_relation: custom.map(str::to_owned), name };
+        sharing.receivers.entry(sub_mchid.to_owned()).or_default().insert((kind, account.clone()), receiver);
+        log::info!("sandbox pay platform: receiver {kind} {account} added for sub-merchant {sub_mchid} ({relation})");
+        let mut answer = json!({"sub_mchid": sub_mchid, "type": kind, "account": account, "relation_type": relation});
+        if let Some(sealed) = sealed {
+            answer["name"] = json!(sealed);
+        }
+        if let Some(custom) = custom {
+            answer["custom_relation"] = json!(custom);
+        }
+        Answer::ok(answer)
+    }
+
+    /// `POST /v3/profitsharing/orders`.
+    pub(super) fn share(&self, signer: &str, body: &Value) -> Answer {
+        let named = (|| Ok((str_field(body, "sub_mchid")?, out_order_no_field(body)?)))();
+        let (sub_mchid, out_order_no) = match named {
+            Ok(n) => n,
+            Err(refusal) => return refusal,
+        };
+        let sub = match self.sub_merchant_of(signer, sub_mchid) {
+            Ok(sub) => sub,
+            Err(refusal) => return refusal,
+        };
+        let now = Utc::now();
+        let mut state = self.lock();
+        let pay = &mut state.pay;
+        let key = (sub_mchid.to_owned(), out_order_no.to_owned());
+        if let Some(known) = pay.sharing.orders.get(&key) {
+            // One number, one request: a retry gets it as it stands.
+            return Answer::ok(order_json(known));
+        }
+        let parsed = (|| {
+            if !pay.sharing_appid_matches(signer, sub_mchid, str_field(body, "appid")?) {
+                return Err(appid_mismatch());
+            }
+            let transaction_id = str_field(body, "transaction_id")?;
+            let lines = asked_lines(body)?;
+            let unsplit = match body.get("unfreeze_unsplit") {
+                Some(Value::Bool(b)) => *b,
+                None | Some(Value::Null) => return Err(Answer::param("unfreeze_unsplit", "is required")),
+                Some(_) => return Err(Answer::param("unfreeze_unsplit", "must be a boolean")),
+            };
+            Ok((transaction_id, lines, unsplit))
+        })();
+        let (transaction_id, lines, unfreeze_unsplit) = match parsed {
+            Ok(p) => p,
+            Err(refusal) => return refusal,
+        };
+        let (total, refunded, out_trade_no, paid_at) = match pay.shareable(sub_mchid, transaction_id) {
+            Ok(order) => (order.total, pay.refunded(order), order.out_trade_no.clone(), order.success_time),
+            Err(refusal) => return refusal,
+        };
+        let added = pay.sharing.receivers.get(sub_mchid);
+        if let Some((kind, account, _, _)) = lines.iter().find(|(k, a, _, _)| added.is_none_or(|r| !r.contains_key(&(*k, a.clone())))) {
+            return invalid(format!("receiver {kind} {account} is not added for sub-merchant {sub_mchid}"));
+        }
+        let tx_key = (sub_mchid.to_owned(), transaction_id.to_owned());
+        let empty = TransactionSharing::default();
+        let tx = pay.sharing.transactions.get(&tx_key).unwrap_or(&empty);
+        if let Some(ended) = &tx.ended_by {
+            return invalid(format!("the profit sharing of transaction {transaction_id} is finished: {ended} unfroze the rest"));
+        }
+        let shares = tx
+            .orders
+            .iter()
+            .filter(|no| pay.sharing.orders.get(&(sub_mchid.to_owned(), (*no).clone())).is_some_and(|o| o.kind == Kind::Share));
+        if shares.count() >= MAX_SHARE_ORDERS_PER_TRANSACTION {
+            return invalid(format!(
+                "transaction {transaction_id} has {MAX_SHARE_ORDERS_PER_TRANSACTION} share requests, the most it may have"
+            ));
+        }
+        if pay.sharing.one_minute_rule && paid_at.is_some_and(|at| (now - at).num_seconds() < SHARE_AFTER_SECS) {
+            return Answer::error(
+                429,
+                "FREQUENCY_LIMITED",
+                format!("a payment may be shared one minute after it was paid at the earliest (transaction {transaction_id})"),
+            );
+        }
+        let held: i64 = pay.share_lines(sub_mchid, tx).filter(|l| l.result != CLOSED).map(|l| l.amount).fold(0, i64::saturating_add);
+        let asked = lines.iter().map(|(_, _, amount, _)| *amount).fold(0, i64::saturating_add);
+        let after = held.saturating_add(asked);
+        let ratio_limit = i64::try_from(i128::from(total) * i128::from(sub.max_ratio) / 10_000).unwrap_or(i64::MAX);
+        if after > ratio_limit {
+            return invalid(format!(
+                "the shares of transaction {transaction_id} would come to {after} fen, more than the {ratio_limit} fen the sub-merchant's \
+                 max_ratio of {} bp allows",
+                sub.max_ratio
+            ));
+        }
+        if after > total - refunded {
+            return invalid(format!(
+                "the shares of transaction {transaction_id} would come to {after} fen, more than the {} fen its refunds left",
+                total - refunded
+            ));
+        }
+        if pay.sharing.orders.len() >= KEEP_SHARE_ORDERS {
+            return Answer::error(429, "FREQUENCY_LIMITED", format!("the sandbox keeps at most {KEEP_SHARE_ORDERS} share requests"));
+        }
+        let mut kept = Vec::with_capacity(lines.len());
+        for (kind, account, amount, description) in lines {
+            let close_with = pay.sharing.close_next.iter().position(|(a, _)| *a == account).map(|i| pay.sharing.close_next.remove(i).1);
+            let detail_id = platform_id("36", pay, now);
+            kept.push(Line {
+                kind,
+                account,
+                amount,
+                description,
+                result: PENDING,
+                fail_reason: None,
+                detail_id,
+                finish_time: None,
+                close_with,
+            });
+        }
+        let order = ShareRequest {
+            kind: Kind::Share,
+            sub_mchid: sub_mchid.to_owned(),
+            transaction_id: transaction_id.to_owned(),
+            out_order_no: out_order_no.to_owned(),
+            order_id: platform_id("30", pay, now),
+            state: PROCESSING,
+            unfreeze_unsplit,
+            lines: kept,
+            created_at: now,
+        };
+        let answer = Answer::ok(order_json(&order));
+        log::info!("sandbox pay platform: share {out_order_no} of transaction {transaction_id} ({asked} fen) processing");
+        pay.keep_request(order, &out_trade_no);
+        answer
+    }
+
+    /// `GET /v3/profitsharing/orders/{out_order_no}?sub_mchid=&transaction_id=`; the first
+    /// query of a processing request finishes it.
+    pub(super) fn query_share(&self, signer: &str, query: &HashMap<String, String>, out_order_no: &str) -> Answer {
+        let Some(sub_mchid) = query.get("sub_mchid") else {
+            return Answer::error(400, "PARAM_ERROR", "the query must name sub_mchid");
+        };
+        let Some(transaction_id) = query.get("transaction_id") else {
+            return Answer::error(400, "PARAM_ERROR", "the query must name transaction_id");
+        };
+        if let Err(refusal) = self.sub_merchant_of(signer, sub_mchid) {
+            return refusal;
+        }
+        let mut state = self.lock();
+        let pay = &mut state.pay;
+        let key = (sub_mchid.clone(), out_order_no.to_owned());
+        if pay.sharing.orders.get(&key).is_none_or(|o| o.transaction_id != *transaction_id) {
+            return Answer::error(404, "RESOURCE_NOT_EXISTS", "the profit-sharing order does not exist");
+        }
+        pay.finish(sub_mchid, out_order_no, Utc::now());
+        match pay.sharing.orders.get(&key) {
+            Some(order) => Answer::ok(order_json(order)),
+            None => Answer::error(404, "RESOURCE_NOT_EXISTS", "the profit-sharing order does not exist"),
+        }
+    }
+
+    /// `POST /v3/profitsharing/orders/unfreeze`.
+    pub(super) fn unfreeze(&self, signer: &str, body: &Value) -> Answer {
+        let named = (|| Ok((str_field(body, "sub_mchid")?, out_order_no_field(body)?)))();
+        let (sub_mchid, out_order_no) = match named {
+            Ok(n) => n,
+            Err(refusal) => return refusal,
+        };
+        if let Err(refusal) = self.sub_merchant_of(signer, sub_mchid) {
+            return refusal;
+        }
+        let now = Utc::now();
+        let mut state = self.lock();
+        let pay = &mut state.pay;
+        let key = (sub_mchid.to_owned(), out_order_no.to_owned());
+        if let Some(known) = pay.sharing.orders.get(&key) {
+            return Answer::ok(order_json(known));
+        }
+        let parsed = (|| Ok((str_field(body, "transaction_id")?, text(body.get("description"), "description", MAX_DESCRIPTION)?)))();
+        let (transaction_id, description) = match parsed {
+            Ok(p) => p,
+            Err(refusal) => return refusal,
+        };
+        let out_trade_no = match pay.shareable(sub_mchid, transaction_id) {
+            Ok(order) => order.out_trade_no.clone(),
+            Err(refusal) => return refusal,
+        };
+        let tx_key = (sub_mchid.to_owned(), transaction_id.to_owned());
+        if let Some(ended) = pay.sharing.transactions.get(&tx_key).and_then(|t| t.ended_by.as_ref()) {
+            return invalid(format!("the profit sharing of transaction {transaction_id} is finished: {ended} unfroze the rest"));
+        }
+        if pay.sharing.orders.len() >= KEEP_SHARE_ORDERS {
+            return Answer::error(429, "FREQUENCY_LIMITED", format!("the sandbox keeps at most {KEEP_SHARE_ORDERS} share requests"));
+        }
+        pay.finish_transaction(sub_mchid, transaction_id, now);
+        // `left` reads the transaction's record: make it first.
+        pay.sharing.transactions.entry(tx_key.clone()).or_default().out_trade_no = out_trade_no.clone();
+        let left = pay.left(sub_mchid, transaction_id);
+        let line = Line {
+            kind: "MERCHANT_ID",
+            account: sub_mchid.to_owned(),
+            amount: left,
+            description,
+            result: SUCCESS,
+            fail_reason: None,
+            detail_id: platform_id("36", pay, now),
+            finish_time: Some(now),
+            close_with: None,
+        };
+        let order = ShareRequest {
+            kind: Kind::Unfreeze,
+            sub_mchid: sub_mchid.to_owned(),
+            transaction_id: transaction_id.to_owned(),
+            out_order_no: out_order_no.to_owned(),
+            order_id: platform_id("30", pay, now),
+            state: FINISHED,
+            unfreeze_unsplit: false,
+            lines: vec![line],
+            created_at: now,
+        };
+        let answer = Answer::ok(order_json(&order));
+        log::info!("sandbox pay platform: transaction {transaction_id} unfrozen by {out_order_no}: {left} fen to {sub_mchid}");
+        pay.keep_request(order, &out_trade_no);
+        if let Some(tx) = pay.sharing.transactions.get_mut(&tx_key) {
+            tx.unfrozen = Some((out_order_no.to_owned(), left, now));
+        }
+        answer
+    }
+
+    /// What the platform holds of the profit sharing of sub-merchant `sub_mchid`'s transaction
+    /// `out_trade_no`: the receivers added for the sub-merchant, the transaction's share and
+    /// unfreeze requests with their lines, what was paid out and unfrozen. `None` when the
+    /// sandbox has no such order of a sub-merchant.
+    pub fn profit_sharing(&self, sub_mchid: &str, out_trade_no: &str) -> Option<ProfitSharingView> {
+        let state = self.lock();
+        let pay = &state.pay;
+        let order = pay.orders.get(&(sub_mchid.to_owned(), out_trade_no.to_owned())).filter(|o| o.sp_mchid.is_some())?;
+        let mut receivers: Vec<ShareReceiverView> = pay
+            .sharing
+            .receivers
+            .get(sub_mchid)
+            .into_iter()
+            .flatten()
+            .map(|((kind, account), r)| ShareReceiverView {
+                kind: (*kind).to_owned(),
+                account: account.clone(),
+                relation_type: r.relation_type.to_owned(),
+                custom_relation: r.custom_relation.clone(),
+                name: r.name.clone(),
+            })
+            .collect();
+        receivers.sort_by(|a, b| (&a.kind, &a.account).cmp(&(&b.kind, &b.account)));
+        let tx = order.transaction_id.as_ref().and_then(|t| pay.sharing.transactions.get(&(sub_mchid.to_owned(), t.clone())));
+        let orders: Vec<ShareOrderView> = tx
+            .into_iter()
+            .flat_map(|t| t.orders.iter())
+            .filter_map(|no| pay.sharing.orders.get(&(sub_mchid.to_owned(), no.clone())))
+            .map(|o| ShareOrderView {
+                out_order_no: o.out_order_no.clone(),
+                order_id: o.order_id.clone(),
+                kind: match o.kind {
+                    Kind::Share => "share".to_owned(),
+                    Kind::Unfreeze => "unfreeze".to_owned(),
+                },
+                state: o.state.to_owned(),
+                unfreeze_unsplit: o.unfreeze_unsplit,
+                lines: o
+                    .lines
+                    .iter()
+                    .map(|l| ShareLineView {
+                        kind: l.kind.to_owned(),
+                        account: l.account.clone(),
+                        amount: l.amount,
+                        description: l.description.clone(),
+                        result: l.result.to_owned(),
+                        fail_reason: l.fail_reason.clone(),
+                        finish_time: l.finish_time,
+                    })
+                    .collect(),
+                created_at: o.created_at,
+            })
+            .collect();
+        let shared = tx.map_or(0, |t| pay.share_lines(sub_mchid, t).filter(|l| l.result == SUCCESS).map(|l| l.amount).sum());
+        Some(ProfitSharingView {
+            sub_mchid: sub_mchid.to_owned(),
+            out_trade_no: out_trade_no.to_owned(),
+            transaction_id: order.transaction_id.clone(),
+            total: order.total,
+            refunded: pay.refunded(order),
+            max_ratio: pay.sub_merchants.get(sub_mchid).map_or(0, |s| s.max_ratio),
+            receivers,
+            orders,
+            shared,
+            finished: tx.is_some_and(|t| t.ended_by.is_some()),
+            unfrozen: tx.and_then(|t| t.unfrozen.as_ref()).map(|(no, amount, at)| UnfrozenView {
+                out_order_no: no.clone(),
+                amount: *amount,
+                at: *at,
+            }),
+        })
+    }
+
+    /// Makes the next share line for `account` (a merchant id or an openid, of any
+    /// sub-merchant's request) end `CLOSED` with `fail_reason` (`ACCOUNT_ABNORMAL`,
+    /// `NO_RELATION`, …) when its request finishes: the platform could not pay that receiver.
+    /// Marks for one account apply in the order they were made.
+    pub fn close_next_share(&self, account: &str, fail_reason: &str) -> Result<(), String> {
+        if account.is_empty() || account.chars().count() > MAX_ACCOUNT {
+            return Err(format!("account must be 1 to {MAX_ACCOUNT} characters"));
+        }
+        if fail_reason.is_empty() || fail_reason.len() > 64 || !fail_reason.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
+            return Err("fail_reason must be 1 to 64 of A-Z and _, as ACCOUNT_ABNORMAL".into());
+        }
+        let mut state = self.lock();
+        let close_next = &mut state.pay.sharing.close_next;
+        if close_next.len() >= KEEP_FAILURES {
+            return Err(format!("at most {KEEP_FAILURES} receivers may be marked to close"));
+        }
+        close_next.push((account.to_owned(), fail_reason.to_owned()));
+        Ok(())
+    }
+
+    /// Switches the one-minute rule (on by default): while on, a share requested within a
+    /// minute of its payment is refused with 429 `FREQUENCY_LIMITED`, as on the platform.
+    pub fn set_share_one_minute_rule(&self, on: bool) {
+        self.lock().pay.sharing.one_minute_rule = on;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{call, call_with_serial, code, partner_order};
+    use super::super::{PaymentResult, SandboxMerchant};
+    use super::*;
+
+    const SP: &str = "1900000109";
+    const SUB: &str = "1900000200";
+    /// The provider's own merchant account, receiving the platform's share.
+    const PLATFORM_RECEIVER: &str = "1900000109";
+    const PARTNER: &str = "o-partner-7";
+
+    /// A sandbox with provider `SP`, its sub-merchant `SUB` (max_ratio `ratio`) and a paid
+    /// order `no` of 100 fen, paid two minutes ago; the receivers are added. Answers the
+    /// provider and the order's transaction id.
+    async fn paid(ratio: u32, nos: &[&str]) -> (Sandbox, SandboxMerchant, Vec<String>) {
+        let sb = Sandbox::new();
+        sb.set_notify_retry_delays(Vec::new());
+        let sp = sb.register_merchant(SP, "wx_sp").unwrap();
+        sb.register_sub_merchant(SP, SUB, None).unwrap();
+        sb.set_max_ratio(SUB, ratio).unwrap();
+        let mut ids = Vec::new();
+        for no in nos {
+            let order = partner_order(SP, SUB, None, no);
+            assert_eq!(call(&sb, &sp, "POST", "/v3/pay/partner/transactions/jsapi", &order.to_string(), 0).status, 200);
+            let two_minutes_ago = Utc::now() - chrono::Duration::minutes(2);
+            let report = sb.pay_order_at(Some(SUB), no, PaymentResult::Success, Some(two_minutes_ago)).await.unwrap();
+            ids.push(report.transaction_id.unwrap());
+        }
+        add(&sb, &sp, json!({"type": "MERCHANT_ID", "account": PLATFORM_RECEIVER, "relation_type": "SERVICE_PROVIDER"}), Some("示例平台"));
+        add(&sb, &sp, json!({"type": "PERSONAL_OPENID", "account": PARTNER, "relation_type": "PARTNER"}), None);
+        (sb, sp, ids)
+    }
+
+    /// Adds a receiver for `SUB`, its name sealed under the platform key.
+    fn add(sb: &Sandbox, sp: &SandboxMerchant, mut receiver: Value, name: Option<&str>) -> Answer {
+        receiver["sub_mchid"] = json!(SUB);
+        receiver["appid"] = json!("wx_sp");
+        let platform = sb.platform_keys().unwrap();
+        if let Some(name) = name {
+            receiver["name"] = json!(platform.encrypt_sensitive(name));
+        }
+        let serial = name.map(|_| platform.id.as_str());
+        call_with_serial(sb, sp, "POST", "/v3/profitsharing/receivers/add", &receiver.to_string(), 0, serial)
+    }
+
+    fn share_body(tx: &str, no: &str, lines: &[(&str, &str, i64)]) -> String {
+        let receivers: Vec<Value> = lines
+            .iter()
+            .map(|(kind, account, amount)| json!({"type": kind, "account": account, "amount": amount, "description": "share"}))
+            .collect();
+        json!({"sub_mchid": SUB, "appid": "wx_sp", "transaction_id": tx, "out_order_no": no, "receivers": receivers, "unfreeze_unsplit": false})
+            .to_string()
+    }
+
+    fn share(sb: &Sandbox, sp: &SandboxMerchant, tx: &str, no: &str, lines: &[(&str, &str, i64)]) -> Answer {
+        call(sb, sp, "POST", "/v3/profitsharing/orders", &share_body(tx, no, lines), 0)
+    }
+
+    fn query(sb: &Sandbox, sp: &SandboxMerchant, tx: &str, no: &str) -> Answer {
+        call(sb, sp, "GET", &format!("/v3/profitsharing/orders/{no}?sub_mchid={SUB}&transaction_id={tx}"), "", 0)
+    }
+
+    fn unfreeze(sb: &Sandbox, sp: &SandboxMerchant, tx: &str, no: &str) -> Answer {
+        let body = json!({"sub_mchid": SUB, "transaction_id": tx, "out_order_no": no, "description": "rest to the tenant"});
+        call(sb, sp, "POST", "/v3/profitsharing/orders/unfreeze", &body.to_string(), 0)
+    }
+
+    /// (type, account, amount, result) of each line of an answer.
+    fn lines(answer: &Answer) -> Vec<(String, String, i64, String)> {
+        let body = answer.body.as_ref().unwrap();
+        body["receivers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let s = |k: &str| l[k].as_str().unwrap().to_owned();
+                (s("type"), s("account"), l["amount"].as_i64().unwrap(), s("result"))
+            })
+            .collect()
+    }
+
+    fn line(kind: &str, account: &str, amount: i64, result: &str) -> (String, String, i64, String) {
+        (kind.to_owned(), account.to_owned(), amount, result.to_owned())
+    }
+
+    #[tokio::test]
+    async fn a_receiver_is_added_with_its_name_decrypted_and_added_again_updated() {
+        let (sb, sp, _) = paid(3000, &["T_PS_0001"]).await;
+
+        let again = add(&sb, &sp, json!({"type": "PERSONAL_OPENID", "account": PARTNER, "relation_type": "DISTRIBUTOR"}), Some("张三"));
+
+        assert_eq!(again.status, 200);
+        let answer = again.body.unwrap();
+        assert_eq!((&answer["sub_mchid"], &answer["relation_type"]), (&json!(SUB), &json!("DISTRIBUTOR")));
+        assert_ne!(answer["name"], json!("张三"), "the answer never carries the name in clear");
+        let view = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+        let known: Vec<_> =
+            view.receivers.iter().map(|r| (r.kind.as_str(), r.account.as_str(), r.relation_type.as_str(), r.name.as_deref())).collect();
+        assert_eq!(
+            known,
+            [
+                ("MERCHANT_ID", PLATFORM_RECEIVER, "SERVICE_PROVIDER", Some("示例平台")),
+                ("PERSONAL_OPENID", PARTNER, "DISTRIBUTOR", Some("张三"))
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_name_needs_the_platform_key_named_and_a_merchant_needs_a_name() {
+        let (sb, sp, _) = paid(3000, &["T_PS_0001"]).await;
+        let platform = sb.platform_keys().unwrap();
+        let body = |name: &str| {
+            json!({"sub_mchid": SUB, "appid": "wx_sp", "type": "PERSONAL_OPENID", "account": "o-ann", "relation_type": "USER", "name": name})
+                .to_string()
+        };
+        let sealed = platform.encrypt_sensitive("Ann");
+        let path = "/v3/profitsharing/receivers/add";
+
+        let no_serial = call(&sb, &sp, "POST", path, &body(&sealed), 0);
+        let other_serial = call_with_serial(&sb, &sp, "POST", path, &body(&sealed), 0, Some("PUB_KEY_ID_0000"));
+        let clear = call_with_serial(&sb, &sp, "POST", path, &body("Ann"), 0, Some(&platform.id));
+        let nameless_merchant = add(&sb, &sp, json!({"type": "MERCHANT_ID", "account": "1900000300", "relation_type": "PARTNER"}), None);
+        let bad_relation = add(&sb, &sp, json!({"type": "PERSONAL_OPENID", "account": "o-ann", "relation_type": "FRIEND"}), None);
+        let bad_type = add(&sb, &sp, json!({"type": "PERSONAL_SUB_OPENID", "account": "o-ann", "relation_type": "USER"}), None);
+
+        for refused in [&no_serial, &other_serial, &clear, &nameless_merchant, &bad_relation, &bad_type] {
+            assert_eq!(code(refused), (400, "PARAM_ERROR".into()), "{:?}", refused.body);
+        }
+        assert!(no_serial.body.unwrap()["message"].as_str().unwrap().contains("Wechatpay-Serial"));
+        assert_eq!(sb.profit_sharing(SUB, "T_PS_0001").unwrap().receivers.len(), 2, "nothing was added");
+        let named = call_with_serial(&sb, &sp, "POST", path, &body(&sealed), 0, Some(&platform.id));
+        assert_eq!(named.status, 200);
+    }
+
+    #[tokio::test]
+    async fn a_share_is_processing_until_queried_then_finished_and_the_same_number_is_the_same_request() {
+        let (sb, sp, ids) = paid(3000, &["T_PS_0001"]).await;
+        let tx = &ids[0];
+
+        let accepted = share(&sb, &sp, tx, "PS1", &[("MERCHANT_ID", PLATFORM_RECEIVER, 20), ("PERSONAL_OPENID", PARTNER, 10)]);
+
+        assert_eq!(accepted.status, 200, "{:?}", accepted.body);
+        let body = accepted.body.clone().unwrap();
+        assert_eq!((&body["state"], &body["out_order_no"], &body["transaction_id"]), (&json!("PROCESSING"), &json!("PS1"), &json!(tx)));
+        assert_eq!(
+            lines(&accepted),
+            [line("MERCHANT_ID", PLATFORM_RECEIVER, 20, "PENDING"), line("PERSONAL_OPENID", PARTNER, 10, "PENDING")]
+        );
+        // The same number with another body: that request as it stands.
+        let again = share(&sb, &sp, tx, "PS1", &[("PERSONAL_OPENID", PARTNER, 99)]);
+        assert_eq!(again.body, accepted.body);
+
+        let finished = query(&sb, &sp, tx, "PS1");
+
+        let body = finished.body.clone().unwrap();
+        assert_eq!((&body["state"], &body["order_id"]), (&json!("FINISHED"), &accepted.body.as_ref().unwrap()["order_id"]));
+        assert_eq!(
+            lines(&finished),
+            [line("MERCHANT_ID", PLATFORM_RECEIVER, 20, "SUCCESS"), line("PERSONAL_OPENID", PARTNER, 10, "SUCCESS")]
+        );
+        assert!(body["receivers"][0]["finish_time"].is_string());
+        assert_eq!(share(&sb, &sp, tx, "PS1", &[]).body, finished.body, "a retry now gets it finished");
+        let view = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+        assert_eq!((view.shared, view.orders.len(), view.finished), (30, 1, false));
+        assert_eq!(code(&query(&sb, &sp, tx, "PS_NONE")), (404, "RESOURCE_NOT_EXISTS".into()));
+        assert_eq!(code(&query(&sb, &sp, "4200000000000000000", "PS1")), (404, "RESOURCE_NOT_EXISTS".into()), "another transaction");
+    }
+
+    #[tokio::test]
+    async fn the_shares_may_not_exceed_the_max_ratio_nor_what_refunds_left() {
+        let (sb, sp, ids) = paid(3000, &["T_PS_0001", "T_PS_0002"]).await;
+
+        // 30 % of 100 fen: 30 fen over all requests not closed.
+        assert_eq!(share(&sb, &sp, &ids[0], "PS1", &[("MERCHANT_ID", PLATFORM_RECEIVER, 20)]).status, 200);
+        let over = share(&sb, &sp, &ids[0], "PS2", &[("PERSONAL_OPENID", PARTNER, 11)]);
+        assert_eq!(code(&over), (400, "INVALID_REQUEST".into()));
+        assert!(over.body.unwrap()["message"].as_str().unwrap().contains("max_ratio"));
+        assert_eq!(share(&sb, &sp, &ids[0], "PS2", &[("PERSONAL_OPENID", PARTNER, 10)]).status, 200, "exactly the limit");
+        // A closed line gives its amount back.
+        sb.set_max_ratio(SUB, 10_000).unwrap();
+        sb.close_next_share(PARTNER, "ACCOUNT_ABNORMAL").unwrap();
+        assert_eq!(share(&sb, &sp, &ids[0], "PS3", &[("PERSONAL_OPENID", PARTNER, 70)]).status, 200);
+        assert_eq!(lines(&query(&sb, &sp, &ids[0], "PS3")), [line("PERSONAL_OPENID", PARTNER, 70, "CLOSED")]);
+        assert_eq!(share(&sb, &sp, &ids[0], "PS4", &[("PERSONAL_OPENID", PARTNER, 70)]).status, 200);
+        assert_eq!(
+            code(&share(&sb, &sp, &ids[0], "PS5", &[("PERSONAL_OPENID", PARTNER, 1)])),
+            (400, "INVALID_REQUEST".into()),
+            "all 100 fen"
+        );
+
+        // A refund of 60 leaves 40 of the second payment to share, whatever max_ratio allows.
+        let refund =
+            json!({"sub_mchid": SUB, "out_trade_no": "T_PS_0002", "out_refund_no": "R_PS_1", "amount": {"refund": 60, "total": 100}});
+        assert_eq!(call(&sb, &sp, "POST", "/v3/refund/domestic/refunds", &refund.to_string(), 0).status, 200);
+        let over_refunds = share(&sb, &sp, &ids[1], "PS6", &[("PERSONAL_OPENID", PARTNER, 41)]);
+        assert_eq!(code(&over_refunds), (400, "INVALID_REQUEST".into()));
+        assert!(over_refunds.body.unwrap()["message"].as_str().unwrap().contains("refunds left"));
+        assert_eq!(share(&sb, &sp, &ids[1], "PS6", &[("PERSONAL_OPENID", PARTNER, 40)]).status, 200);
+        let view = sb.profit_sharing(SUB, "T_PS_0002").unwrap();
+        assert_eq!((view.refunded, view.orders.len()), (60, 1));
+    }
+
+    #[tokio::test]
+    async fn a_share_within_a_minute_of_the_payment_is_frequency_limited_unless_the_rule_is_off() {
+        let (sb, sp, _) = paid(3000, &[]).await;
+        let order = partner_order(SP, SUB, None, "T_PS_0009");
+        assert_eq!(call(&sb, &sp, "POST", "/v3/pay/partner/transactions/jsapi", &order.to_string(), 0).status, 200);
+        let tx = sb.pay_order(Some(SUB), "T_PS_0009", PaymentResult::Success).await.unwrap().transaction_id.unwrap();
+
+        let early = share(&sb, &sp, &tx, "PS1", &[("PERSONAL_OPENID", PARTNER, 10)]);
+        sb.set_share_one_minute_rule(false);
+        let allowed = share(&sb, &sp, &tx, "PS1", &[("PERSONAL_OPENID", PARTNER, 10)]);
+
+        assert_eq!(code(&early), (429, "FREQUENCY_LIMITED".into()));
+        assert_eq!(allowed.status, 200, "{:?}", allowed.body);
+        assert_eq!(sb.profit_sharing(SUB, "T_PS_0009").unwrap().orders.len(), 1, "the refused one was not kept");
+    }
+
+    #[tokio::test]
+    async fn a_share_is_refused_for_what_the_platform_refuses() {
+        let (sb, sp, ids) = paid(3000, &["T_PS_0001"]).await;
+        let tx = &ids[0];
+        // A paid order not placed for profit sharing.
+        let mut plain = partner_order(SP, SUB, None, "T_PS_0003");
+        plain["settle_info"] = json!({"profit_sharing": false});
+        assert_eq!(call(&sb, &sp, "POST", "/v3/pay/partner/transactions/jsapi", &plain.to_string(), 0).status, 200);
+        let earlier = Some(Utc::now() - chrono::Duration::minutes(2));
+        let plain_tx = sb.pay_order_at(Some(SUB), "T_PS_0003", PaymentResult::Success, earlier).await.unwrap().transaction_id.unwrap();
+        let too_many: Vec<(&str, &str, i64)> = (0..51).map(|_| ("PERSONAL_OPENID", PARTNER, 0)).collect();
+
+        for (why, answer) in [
+            ("no such transaction", share(&sb, &sp, "4200000000000000000", "PS1", &[("PERSONAL_OPENID", PARTNER, 1)])),
+            ("not for profit sharing", share(&sb, &sp, &plain_tx, "PS1", &[("PERSONAL_OPENID", PARTNER, 1)])),
+            ("no receivers", share(&sb, &sp, tx, "PS1", &[])),
+            ("51 receivers", share(&sb, &sp, tx, "PS1", &too_many)),
+            ("0 fen", share(&sb, &sp, tx, "PS1", &[("PERSONAL_OPENID", PARTNER, 0)])),
+            ("not added", share(&sb, &sp, tx, "PS1", &[("PERSONAL_OPENID", "o-stranger", 1)])),
+            ("named twice", share(&sb, &sp, tx, "PS1", &[("PERSONAL_OPENID", PARTNER, 1), ("PERSONAL_OPENID", PARTNER, 1)])),
+        ] {
+            assert_eq!(code(&answer), (400, "INVALID_REQUEST".into()), "{why}: {:?}", answer.body);
+        }
+        let mut other_app: Value = serde_json::from_str(&share_body(tx, "PS1", &[("PERSONAL_OPENID", PARTNER, 1)])).unwrap();
+        other_app["appid"] = json!("wx_other");
+        let other_app = call(&sb, &sp, "POST", "/v3/profitsharing/orders", &other_app.to_string(), 0);
+        assert_eq!(code(&other_app), (400, "APPID_MCHID_NOT_MATCH".into()));
+        let not_added = share(&sb, &sp, tx, "PS1", &[("PERSONAL_OPENID", "o-stranger", 1)]);
+        assert!(not_added.body.unwrap()["message"].as_str().unwrap().contains("is not added"));
+        assert!(sb.profit_sharing(SUB, "T_PS_0001").unwrap().orders.is_empty());
+        // 50 requests at most per transaction.
+        sb.set_max_ratio(SUB, 10_000).unwrap();
+        for n in 0..MAX_SHARE_ORDERS_PER_TRANSACTION {
+            assert_eq!(share(&sb, &sp, tx, &format!("PS_N{n}"), &[("PERSONAL_OPENID", PARTNER, 1)]).status, 200);
+        }
+        assert_eq!(code(&share(&sb, &sp, tx, "PS_N50", &[("PERSONAL_OPENID", PARTNER, 1)])), (400, "INVALID_REQUEST".into()));
+    }
+
+    #[tokio::test]
+    async fn unfreezing_finishes_the_requests_processing_gives_the_rest_and_ends_the_sharing() {
+        let (sb, sp, ids) = paid(3000, &["T_PS_0001"]).await;
+        let tx = &ids[0];
+        let refund =
+            json!({"sub_mchid": SUB, "out_trade_no": "T_PS_0001", "out_refund_no": "R_PS_1", "amount": {"refund": 10, "total": 100}});
+        assert_eq!(call(&sb, &sp, "POST", "/v3/refund/domestic/refunds", &refund.to_string(), 0).status, 200);
+        sb.close_next_share(PARTNER, "NO_RELATION").unwrap();
+        assert_eq!(share(&sb, &sp, tx, "PS1", &[("MERCHANT_ID", PLATFORM_RECEIVER, 20), ("PERSONAL_OPENID", PARTNER, 5)]).status, 200);
+
+        let unfrozen = unfreeze(&sb, &sp, tx, "PS1-u");
+
+        // 100 paid − 10 refunded − 20 shared (the 5 closed): 70 for the sub-merchant.
+        let body = unfrozen.body.clone().unwrap();
+        assert_eq!((&body["state"], &body["receivers"][0]["description"]), (&json!("FINISHED"), &json!("rest to the tenant")));
+        assert_eq!(lines(&unfrozen), [line("MERCHANT_ID", SUB, 70, "SUCCESS")]);
+        let finished = query(&sb, &sp, tx, "PS1");
+        assert_eq!(
+            lines(&finished),
+            [line("MERCHANT_ID", PLATFORM_RECEIVER, 20, "SUCCESS"), line("PERSONAL_OPENID", PARTNER, 5, "CLOSED")]
+        );
+        assert_eq!(finished.body.unwrap()["receivers"][1]["fail_reason"], "NO_RELATION");
+        assert_eq!(query(&sb, &sp, tx, "PS1-u").body, unfrozen.body, "its query answers it");
+        assert_eq!(unfreeze(&sb, &sp, tx, "PS1-u").body, unfrozen.body, "the same number is the same request");
+        assert_eq!(code(&unfreeze(&sb, &sp, tx, "PS1-u2")), (400, "INVALID_REQUEST".into()), "unfrozen once");
+        let after = share(&sb, &sp, tx, "PS2", &[("PERSONAL_OPENID", PARTNER, 1)]);
+        assert_eq!(code(&after), (400, "INVALID_REQUEST".into()), "no share after it");
+        let view = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+        assert_eq!((view.shared, view.finished, view.orders.len()), (20, true, 2));
+        assert_eq!(view.unfrozen.map(|u| (u.out_order_no, u.amount)), Some(("PS1-u".to_owned(), 70)));
+        assert_eq!(view.orders[1].kind, "unfreeze");
+    }
+
+    #[tokio::test]
+    async fn a_share_asking_to_unfreeze_the_rest_unfreezes_it_when_it_finishes() {
+        let (sb, sp, ids) = paid(3000, &["T_PS_0001"]).await;
+        let mut body: Value = serde_json::from_str(&share_body(&ids[0], "PS1", &[("PERSONAL_OPENID", PARTNER, 30)])).unwrap();
+        body["unfreeze_unsplit"] = json!(true);
+        assert_eq!(call(&sb, &sp, "POST", "/v3/profitsharing/orders", &body.to_string(), 0).status, 200);
+        assert_eq!(code(&share(&sb, &sp, &ids[0], "PS2", &[("PERSONAL_OPENID", PARTNER, 1)])), (400, "INVALID_REQUEST".into()));
+        assert_eq!(sb.profit_sharing(SUB, "T_PS_0001").unwrap().unfrozen, None, "not before it finishes");
+
+        query(&sb, &sp, &ids[0], "PS1");
+
+        let view = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+        assert_eq!((view.shared, view.finished), (30, true));
+        assert_eq!(view.unfrozen.map(|u| (u.out_order_no, u.amount)), Some(("PS1".to_owned(), 70)));
+    }
+
+    #[tokio::test]
+    async fn only_the_sub_merchants_provider_reaches_its_receivers_and_requests() {
+        let (sb, sp, ids) = paid(3000, &["T_PS_0001"]).await;
+        let other = sb.register_merchant("1900000110", "wx_other").unwrap();
+        assert_eq!(share(&sb, &sp, &ids[0], "PS1", &[("PERSONAL_OPENID", PARTNER, 10)]).status, 200);
+        let receiver = json!({"sub_mchid": SUB, "appid": "wx_other", "type": "PERSONAL_OPENID", "account": "o-x", "relation_type": "USER"});
+
+        let added = call(&sb, &other, "POST", "/v3/profitsharing/receivers/add", &receiver.to_string(), 0);
+        let shared =
+            call(&sb, &other, "POST", "/v3/profitsharing/orders", &share_body(&ids[0], "PS2", &[("PERSONAL_OPENID", PARTNER, 1)]), 0);
+        let repeated = call(&sb, &other, "POST", "/v3/profitsharing/orders", &share_body(&ids[0], "PS1", &[]), 0);
+        let queried = query(&sb, &other, &ids[0], "PS1");
+        let unfrozen = unfreeze(&sb, &other, &ids[0], "PS1-u");
+
+        for answer in [&added, &shared, &repeated, &queried, &unfrozen] {
+            assert_eq!(code(answer), (400, "INVALID_REQUEST".into()), "{:?}", answer.body);
+            assert!(answer.body.as_ref().unwrap()["message"].as_str().unwrap().contains("受理关系不存在"));
+        }
+        // The provider's appid must be its own (or the sub-merchant's).
+        let wrong_app =
+            json!({"sub_mchid": SUB, "appid": "wx_other", "type": "PERSONAL_OPENID", "account": "o-x", "relation_type": "USER"});
+        assert_eq!(
+            code(&call(&sb, &sp, "POST", "/v3/profitsharing/receivers/add", &wrong_app.to_string(), 0)),
+            (400, "APPID_MCHID_NOT_MATCH".into())
+        );
+        let view = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+        assert_eq!((view.receivers.len(), view.orders.len(), view.orders[0].state.as_str()), (2, 1, "PROCESSING"));
+        assert_eq!(sb.profit_sharing(SP, "T_PS_0001"), None, "not the provider's own order");
+    }
+
+    #[tokio::test]
+    async fn a_lost_share_answer_was_still_made_and_the_retry_gets_it() {
+        let (sb, sp, ids) = paid(3000, &["T_PS_0001"]).await;
+        sb.lose_next_pay_answers("/v3/profitsharing/orders", 500, "SYSTEM_ERROR", 1).unwrap();
+
+        let lost = share(&sb, &sp, &ids[0], "PS1", &[("PERSONAL_OPENID", PARTNER, 30)]);
+        let retried = share(&sb, &sp, &ids[0], "PS1", &[("PERSONAL_OPENID", PARTNER, 30)]);
+
+        assert_eq!(code(&lost), (500, "SYSTEM_ERROR".into()));
+        assert_eq!(retried.status, 200, "not refused by the ratio its own first attempt used up");
+        assert_eq!(lines(&retried), [line("PERSONAL_OPENID", PARTNER, 30, "PENDING")]);
+        assert_eq!(sb.profit_sharing(SUB, "T_PS_0001").unwrap().orders.len(), 1);
+        assert_eq!(sb.pay_calls("POST /v3/profitsharing/orders"), 2);
+    }
+
+    #[test]
+    fn close_marks_and_their_bounds() {
+        let sb = Sandbox::new();
+        assert!(sb.close_next_share("", "ACCOUNT_ABNORMAL").is_err());
+        assert!(sb.close_next_share(PARTNER, "account abnormal").is_err());
+        for _ in 0..KEEP_FAILURES {
+            sb.close_next_share(PARTNER, "ACCOUNT_ABNORMAL").unwrap();
+        }
+        assert!(sb.close_next_share(PARTNER, "ACCOUNT_ABNORMAL").is_err(), "bounded");
+    }
+}
