@@ -19,7 +19,8 @@ pub struct PaymentSettings {
     /// default 120 s; the platform refuses a share in the first minute).
     pub sharing_delay: chrono::Duration,
     /// The first wait of the sharing job after a run that could not finish
-    /// (`ATRIUM_SHARING_RETRY_SECS`, default 60 s); later waits follow the settle jobs' back-off.
+    /// (`ATRIUM_SHARING_RETRY_SECS`, default 60 s); later waits are 5, 10 and 30 times it, as
+    /// the settle jobs' back-off is of its minute.
     pub sharing_retry: chrono::Duration,
 }
 

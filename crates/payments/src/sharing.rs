@@ -145,9 +145,7 @@ impl ShareRole {
 /// `processing` (requested; the platform is carrying it out) → `succeeded` | `closed` (the
 /// platform could not pay the receiver: `fail_reason` says why; a retry makes it `pending`
 /// again under a new `out_order_no`). `returned`: given back before a refund.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, strum::IntoStaticStr, strum::EnumString,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]

@@ -144,12 +144,7 @@ fn rows(rows: Vec<ShareRow>) -> Result<Vec<Share>> {
 
 /// The transaction's sharing and its shares, oldest first.
 pub(crate) fn sharing_of(conn: &mut DbConn, payment_id: Id) -> Result<Option<(Sharing, Vec<Share>)>> {
-    let Some(row) = payment_sharings::table
-        .find(payment_id)
-        .select(SharingRow::as_select())
-        .first(conn)
-        .optional()
-        .map_err(db_error)?
+    let Some(row) = payment_sharings::table.find(payment_id).select(SharingRow::as_select()).first(conn).optional().map_err(db_error)?
     else {
         return Ok(None);
     };
@@ -257,12 +252,7 @@ fn filtered(scope: Party, q: &ShareQuery) -> Scoped {
 }
 
 pub(crate) fn get(conn: &mut DbConn, scope: Party, id: Id) -> Result<Option<Share>> {
-    let row = scoped(scope)
-        .filter(payment_shares::id.eq(id))
-        .select(ShareRow::as_select())
-        .first(conn)
-        .optional()
-        .map_err(db_error)?;
+    let row = scoped(scope).filter(payment_shares::id.eq(id)).select(ShareRow::as_select()).first(conn).optional().map_err(db_error)?;
     row.map(share_from_row).transpose()
 }
 

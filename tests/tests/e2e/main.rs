@@ -21,3 +21,4 @@ mod security;
 mod security_org;
 mod service_provider;
 mod share_plans;
+mod shares;

@@ -25,6 +25,7 @@ pub fn target_read_permission(target_type: &str) -> Option<&'static str> {
             Some(perm::MINIPROGRAM_READ.name)
         }
         "payment_transaction" => Some(perm::MINIPROGRAM_PAYMENT.name),
+        "payment_share" => Some(perm::PAYMENT_QUERY.name),
         "doc_project" | "doc_token" => Some(perm::DOC_MANAGE.name),
         _ => None,
     }

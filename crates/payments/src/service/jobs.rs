@@ -16,8 +16,8 @@
 //! [`SETTLE_BACKOFF`] schedule while the platform cannot answer.
 use super::ledger::closed_report;
 use super::payments::PaymentService;
-use crate::lifecycle::TradeState;
 use super::sharing::SHARE;
+use crate::lifecycle::TradeState;
 use crate::model::*;
 use crate::ports::PayPlatformError;
 use atrium_kernel::RefundStatus;
@@ -360,10 +360,9 @@ impl JobHandler for PaymentService {
         // The sweep and the daily reconciliation each queue their next run: they never give
         // up, or their chain would end.
         let max_attempts = if matches!(job.kind.as_str(), SWEEP | RECONCILE_DAY) { i32::MAX } else { MAX_ATTEMPTS };
-        let mut steps = SETTLE_BACKOFF;
-        if job.kind == SHARE {
-            steps[0] = self.settings.sharing_retry;
-        }
+        // The sharing job's waits are the settle jobs' scaled to its first (1, 5, 10, 30 ×).
+        let first = self.settings.sharing_retry;
+        let steps = if job.kind == SHARE { [first, first * 5, first * 10, first * 30] } else { SETTLE_BACKOFF };
         match backoff(job.attempts, &steps, max_attempts) {
             Some(wait) => JobOutcome::Retry { at: self.clock.now() + wait, reason: why },
             None => JobOutcome::Failed(format!("given up after {} tries: {why}", job.attempts)),

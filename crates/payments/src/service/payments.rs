@@ -537,7 +537,11 @@ impl PaymentService {
                 }
             },
             EventResource::Share { out_order_no, .. } => {
-                if self.share_notified(tenant_id, out_order_no).await? { NotifyOutcome::Applied } else { NotifyOutcome::Unknown }
+                if self.share_notified(tenant_id, out_order_no).await? {
+                    NotifyOutcome::Applied
+                } else {
+                    NotifyOutcome::Unknown
+                }
             }
             EventResource::Other => NotifyOutcome::Ignored,
         };

@@ -43,10 +43,13 @@ const MAX_ADDED: usize = 10_000;
 /// The receivers this instance has added for each sub-merchant, so a payment does not add them
 /// again. Only a cache: adding again is harmless, and a retry adds afresh.
 #[derive(Default)]
-pub(super) struct AddedReceivers(std::sync::Mutex<HashSet<(String, ReceiverType, String, Option<String>)>>);
+pub(super) struct AddedReceivers(std::sync::Mutex<HashSet<AddedKey>>);
+
+/// A receiver added for a sub-merchant: the sub-merchant, the receiver's type, account and name.
+type AddedKey = (String, ReceiverType, String, Option<String>);
 
 impl AddedReceivers {
-    fn key(sub_mchid: &str, r: &Receiver) -> (String, ReceiverType, String, Option<String>) {
+    fn key(sub_mchid: &str, r: &Receiver) -> AddedKey {
         (sub_mchid.to_owned(), r.kind, r.account.clone(), r.name.clone())
     }
 
@@ -149,11 +152,7 @@ impl PaymentService {
         if sharing.unfrozen_at.is_some() {
             return Ok(Step::Settled);
         }
-        let order = UnfreezeOrder {
-            transaction_id,
-            out_order_no: unfreeze_order_no(tx.id),
-            description: UNFREEZE_DESCRIPTION.into(),
-        };
+        let order = UnfreezeOrder { transaction_id, out_order_no: unfreeze_order_no(tx.id), description: UNFREEZE_DESCRIPTION.into() };
         match self.platform.unfreeze(&account, &order).await {
             Ok(answer) if answer.state == ShareOrderState::Finished => {
                 failpoint!("sharing.unfrozen");

@@ -1322,10 +1322,20 @@ store_test!(a_share_is_written_only_over_the_status_and_number_it_was_read_with,
     let retried = Share { status: ShareStatus::Pending, out_order_no: retry_order_no("PS1", closed.id, 1), retries: 1, ..closed.clone() };
     let with_job = effects(f.tenant, "share.retry");
 
-    let first = f.repo.update_shares(vec![closed.clone()], vec![(ShareStatus::Pending, stored[1].out_order_no.clone())], none()).await.unwrap();
-    let stale = f.repo.update_shares(vec![retried.clone()], vec![(ShareStatus::Pending, closed.out_order_no.clone())], with_job.clone()).await.unwrap();
-    let retry = f.repo.update_shares(vec![retried.clone()], vec![(ShareStatus::Closed, closed.out_order_no.clone())], with_job.clone()).await.unwrap();
-    let twice = f.repo.update_shares(vec![retried.clone()], vec![(ShareStatus::Closed, closed.out_order_no.clone())], with_job).await.unwrap();
+    let first =
+        f.repo.update_shares(vec![closed.clone()], vec![(ShareStatus::Pending, stored[1].out_order_no.clone())], none()).await.unwrap();
+    let stale = f
+        .repo
+        .update_shares(vec![retried.clone()], vec![(ShareStatus::Pending, closed.out_order_no.clone())], with_job.clone())
+        .await
+        .unwrap();
+    let retry = f
+        .repo
+        .update_shares(vec![retried.clone()], vec![(ShareStatus::Closed, closed.out_order_no.clone())], with_job.clone())
+        .await
+        .unwrap();
+    let twice =
+        f.repo.update_shares(vec![retried.clone()], vec![(ShareStatus::Closed, closed.out_order_no.clone())], with_job).await.unwrap();
 
     assert_eq!((first, stale, retry, twice), (1, 0, 1, 0));
     assert_eq!(written(&db, "share.retry"), (1, 1), "the effects of the write that took, only");
@@ -1357,8 +1367,7 @@ store_test!(shares_are_listed_in_the_callers_scope_newest_first_with_their_filte
     let peeking = f.repo.list_shares(tenant, ShareQuery { tenant_id: Some(f.other), ..all.clone() }).await.unwrap();
     let by_status = f.repo.list_shares(Party::Platform, ShareQuery { status: Some(ShareStatus::Closed), ..all.clone() }).await.unwrap();
     let by_no = f.repo.list_shares(Party::Platform, ShareQuery { out_trade_no: Some("T0000001".into()), ..all.clone() }).await.unwrap();
-    let by_partner =
-        f.repo.list_shares(Party::Platform, ShareQuery { partner_id: Some(f.partner), ..all.clone() }).await.unwrap();
+    let by_partner = f.repo.list_shares(Party::Platform, ShareQuery { partner_id: Some(f.partner), ..all.clone() }).await.unwrap();
     let small = ShareQuery { page: atrium_kernel::PageRequest::new(Some(2), Some(2)).unwrap(), ..all.clone() };
     let second_page = f.repo.list_shares(Party::Platform, small).await.unwrap();
 

@@ -147,7 +147,11 @@ async fn a_payment_notified_paid_queues_its_sharing_in_the_same_write() {
     repo.expect_notification_seen().returning(|_, _| Ok(false));
     repo.expect_record_notification().returning(|_, _, _, _| Ok(()));
     let svc = svc(repo, MockPayPlatform::new());
-    let report = PlatformTransaction { sub_mchid: Some(SUB_MCHID.into()), amount: Some(Money::from_fen(10_001)), ..report("T0000001", TradeState::Success) };
+    let report = PlatformTransaction {
+        sub_mchid: Some(SUB_MCHID.into()),
+        amount: Some(Money::from_fen(10_001)),
+        ..report("T0000001", TradeState::Success)
+    };
 
     svc.handle_event(TENANT, event("EV-1", EventResource::Transaction(report))).await.unwrap();
 
@@ -170,7 +174,10 @@ async fn awkward_amounts_are_floored_per_receiver_requested_once_settled_and_the
         platform.expect_share().times(1).returning(move |_, order| {
             assert_eq!((order.out_order_no.as_str(), order.transaction_id.as_str(), order.unfreeze_unsplit), ("PS5", "4200000001", false));
             let lines: Vec<(ReceiverType, &str, i64)> = order.lines.iter().map(|l| (l.kind, l.account.as_str(), l.amount.fen())).collect();
-            assert_eq!(lines, vec![(ReceiverType::MerchantId, SP_MCHID, platform_fen), (ReceiverType::PersonalOpenid, PARTNER_OPENID, partner_fen)]);
+            assert_eq!(
+                lines,
+                vec![(ReceiverType::MerchantId, SP_MCHID, platform_fen), (ReceiverType::PersonalOpenid, PARTNER_OPENID, partner_fen)]
+            );
             Ok(answer("PS5", ShareOrderState::Processing, &[]))
         });
         platform.expect_query_share().times(1).returning(move |_, transaction_id, no| {
@@ -203,7 +210,10 @@ async fn awkward_amounts_are_floored_per_receiver_requested_once_settled_and_the
         );
         let b = book.lock().unwrap();
         let sharing = b.sharing.clone().unwrap();
-        assert_eq!((sharing.base.fen(), sharing.rates, sharing.unfrozen_at), (fen, Rates { platform_bp: 60, commission_bp: 250 }, Some(now())));
+        assert_eq!(
+            (sharing.base.fen(), sharing.rates, sharing.unfrozen_at),
+            (fen, Rates { platform_bp: 60, commission_bp: 250 }, Some(now()))
+        );
         assert!(b.shares.iter().all(|s| s.plan_version == Some(3) && s.partner_id == Some(PARTNER) && s.settled_at == Some(now())));
         assert_eq!(
             *added.lock().unwrap(),
@@ -366,7 +376,9 @@ async fn a_share_the_platform_refuses_is_closed_with_its_reason_and_nothing_is_u
     assert_eq!(svc.run(&share_job()).await, JobOutcome::Done);
 
     let b = book.lock().unwrap();
-    assert!(b.shares.iter().all(|s| s.status == ShareStatus::Closed && s.fail_reason.as_deref() == Some("INVALID_REQUEST: over the max ratio")));
+    assert!(
+        b.shares.iter().all(|s| s.status == ShareStatus::Closed && s.fail_reason.as_deref() == Some("INVALID_REQUEST: over the max ratio"))
+    );
 }
 
 #[tokio::test]
@@ -383,7 +395,11 @@ async fn without_a_partner_plan_only_the_platform_shares() {
 
     assert_eq!(svc.run(&share_job()).await, JobOutcome::Done);
 
-    assert_eq!(statuses(&book), vec![(ShareRole::Platform, 100, ShareStatus::Succeeded, "PS5".into())], "the provider's platform_bp of 100");
+    assert_eq!(
+        statuses(&book),
+        vec![(ShareRole::Platform, 100, ShareStatus::Succeeded, "PS5".into())],
+        "the provider's platform_bp of 100"
+    );
 }
 
 fn partner_of_another() -> Actor {

@@ -1,0 +1,249 @@
+//! The sharing job over HTTP, on SQLite and PostgreSQL, through the sandbox's profit-sharing
+//! endpoints: a sub-merchant's payments shared by the partner's plan (awkward amounts), the rest
+//! unfrozen, a closed receiver shown and retried, a refund before sharing, lost answers, two
+//! instances racing, and who sees which shares.
+#![allow(clippy::unwrap_used)]
+use atrium_e2e::pay::{configure_provider, configure_sub_merchant, eventually};
+use atrium_e2e::serde_json::{Value, json};
+use atrium_e2e::{Org, TestApp, e2e};
+
+const SP_MCHID: &str = "1900000110";
+const SUB_MCHID: &str = "1900000211";
+const SUB_APPID: &str = "wx_share_shop";
+const PARTNER_OPENID: &str = "o_partner_receiver";
+
+/// Shares at once, retried after a second, jobs polled often.
+const SHARING: [(&str, &str); 3] = [("ATRIUM_SHARING_DELAY_SECS", "0"), ("ATRIUM_SHARING_RETRY_SECS", "1"), ("ATRIUM_JOB_POLL_MS", "50")];
+
+/// An org whose t1 collects as a sub-merchant of the platform's provider (platform default 100
+/// bp), its partner p1 on a plan of 60 bp for the platform and 250 bp for itself, paid to an
+/// openid; the sandbox's one-minute rule off.
+async fn sharing_org(app: &TestApp) -> Org {
+    let org = app.org().await;
+    configure_provider(app, &org.admin, SP_MCHID).await;
+    let rules = app.post("/sandbox/control/profitsharing/rules", json!({"one_minute": false}), None).await;
+    assert_eq!(rules.status, 200, "{}", rules.body);
+    let plan = json!({"commission_bp": 250, "platform_bp": 60, "receiver": {"type": "PERSONAL_OPENID", "account": PARTNER_OPENID}});
+    app.put(&format!("/api/v1/partners/{}/share-plan", org.p1), plan, Some(&org.admin)).await.expect(200);
+    configure_sub_merchant(app, &org.admin, org.t1, SP_MCHID, SUB_MCHID, Some(SUB_APPID)).await;
+    org
+}
+
+/// A payment of `fen` by the tenant, paid on the sandbox and known paid here.
+async fn paid(app: &TestApp, org: &Org, no: &str, fen: i64) {
+    let body = json!({"tenant_id": org.t1, "description": "Tea", "amount": fen, "openid": "o_share_payer", "out_trade_no": no});
+    let placed = app.post("/api/v1/miniprogram/payment/unified-order", body, Some(&org.admin)).await;
+    placed.expect(200);
+    let paid = app.post("/sandbox/control/pay", json!({"pay_params": placed.data()["pay_params"], "result": "SUCCESS"}), None).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+}
+
+/// What the sandbox platform holds of the payment's profit sharing.
+async fn on_platform(app: &TestApp, no: &str) -> Value {
+    let r = app.get(&format!("/sandbox/control/profitsharing?sub_mchid={SUB_MCHID}&out_trade_no={no}"), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
+}
+
+/// Waits until the platform has unfrozen the rest of the payment; returns what it holds. (A
+/// run that fails three times waits 1 + 5 + 10 s with a first retry of a second.)
+async fn settled_on_platform(app: &TestApp, no: &str) -> Value {
+    eventually(60, &format!("{no} shared and unfrozen on the platform"), async || {
+        let held = on_platform(app, no).await;
+        if held["unfrozen"].is_object() { Ok(held) } else { Err(held.to_string()) }
+    })
+    .await
+}
+
+/// The payment's shares as `token` sees them: (role, amount, status).
+async fn shares(app: &TestApp, token: &str, no: &str) -> Vec<Value> {
+    let r = app.get(&format!("/api/v1/miniprogram/payment/shares?out_trade_no={no}"), Some(token)).await;
+    r.expect(200);
+    r.data()["items"].as_array().cloned().unwrap()
+}
+
+fn summary(items: &[Value]) -> Vec<(String, i64, String)> {
+    let mut s: Vec<_> = items
+        .iter()
+        .map(|s| (s["role"].as_str().unwrap().to_owned(), s["amount"].as_i64().unwrap(), s["status"].as_str().unwrap().to_owned()))
+        .collect();
+    s.sort();
+    s
+}
+
+/// The share requests the platform holds for a payment (not its unfreeze).
+fn share_orders(held: &Value) -> Vec<Value> {
+    held["orders"].as_array().unwrap().iter().filter(|o| o["kind"] == "share").cloned().collect()
+}
+
+e2e!(awkward_amounts_are_shared_floored_per_receiver_and_the_rest_unfrozen_for_the_tenant, vars = SHARING, |app| {
+    let org = sharing_org(app).await;
+    for (no, fen, platform, partner) in [("T_SH_1", 1_i64, 0_i64, 0_i64), ("T_SH_333", 333, 1, 8), ("T_SH_10001", 10_001, 60, 250)] {
+        paid(app, &org, no, fen).await;
+
+        let held = settled_on_platform(app, no).await;
+
+        let ours = shares(app, &org.admin, no).await;
+        let mut want = Vec::new();
+        if platform > 0 {
+            want.push(("partner".to_owned(), partner, "succeeded".to_owned()));
+            want.push(("platform".to_owned(), platform, "succeeded".to_owned()));
+        }
+        assert_eq!(summary(&ours), want, "{no}");
+        assert_eq!(held["shared"], platform + partner, "{no}: {held}");
+        assert_eq!(held["unfrozen"]["amount"], fen - platform - partner, "{no}: the rest is the tenant's, to the fen: {held}");
+        let orders = share_orders(&held);
+        assert_eq!(orders.len(), usize::from(platform > 0), "{no}: one request at most: {held}");
+        for s in &ours {
+            assert_eq!(
+                (s["plan_version"].as_i64(), s["partner_id"].as_i64(), s["tenant_id"].as_i64()),
+                (Some(1), Some(org.p1), Some(org.t1))
+            );
+            assert_eq!(s["out_order_no"], orders[0]["out_order_no"]);
+            assert!(s["settled_at"].is_string() && s["fail_reason"].is_null(), "{s}");
+        }
+        if platform > 0 {
+            let receivers: Vec<(&str, &str)> = held["receivers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| (r["account"].as_str().unwrap(), r["relation_type"].as_str().unwrap()))
+                .collect();
+            assert!(receivers.contains(&(SP_MCHID, "SERVICE_PROVIDER")) && receivers.contains(&(PARTNER_OPENID, "PARTNER")), "{held}");
+            let platform_receiver = held["receivers"].as_array().unwrap().iter().find(|r| r["account"] == SP_MCHID).unwrap().clone();
+            assert_eq!(platform_receiver["name"], "Sandbox Platform Ltd", "the name reached the platform encrypted and was read there");
+            assert_eq!(orders[0]["unfreeze_unsplit"], false);
+        }
+    }
+});
+
+e2e!(a_closed_receiver_is_shown_keeps_the_rest_frozen_and_is_retried_once_fixed, vars = SHARING, |app| {
+    let org = sharing_org(app).await;
+    let closing = app
+        .post("/sandbox/control/profitsharing/close-next", json!({"account": PARTNER_OPENID, "fail_reason": "ACCOUNT_ABNORMAL"}), None)
+        .await;
+    assert_eq!(closing.status, 200, "{}", closing.body);
+    paid(app, &org, "T_SH_CLOSED", 10_001).await;
+
+    let closed = eventually(30, "the partner's share closed", async || {
+        let items = shares(app, &org.admin, "T_SH_CLOSED").await;
+        let done = summary(&items) == [("partner".into(), 250, "closed".into()), ("platform".into(), 60, "succeeded".into())];
+        if done { Ok(items.into_iter().find(|s| s["role"] == "partner").unwrap()) } else { Err(format!("{items:?}")) }
+    })
+    .await;
+    assert_eq!(closed["fail_reason"], "ACCOUNT_ABNORMAL");
+    assert_eq!(closed["receiver"], json!({"type": "PERSONAL_OPENID", "account": "o_pa**********iver"}), "{closed}");
+    let held = on_platform(app, "T_SH_CLOSED").await;
+    assert!(held["unfrozen"].is_null(), "the rest stays frozen while a share is closed: {held}");
+
+    // Closed shares are listed as such, in scope.
+    let listed = app.get("/api/v1/miniprogram/payment/shares?status=closed", Some(&org.p1_admin)).await;
+    listed.expect(200);
+    assert_eq!(listed.data()["items"].as_array().unwrap().len(), 1);
+    assert_eq!(listed.data()["items"][0]["id"], closed["id"]);
+    let other = app.get("/api/v1/miniprogram/payment/shares?status=closed", Some(&org.p2_admin)).await;
+    assert_eq!(other.data()["items"], json!([]), "another partner sees none of them");
+    assert_eq!(shares(app, &org.t2_admin, "T_SH_CLOSED").await, Vec::<Value>::new(), "another tenant sees none of them");
+    assert_eq!(shares(app, &org.t1_admin, "T_SH_CLOSED").await.len(), 2, "the tenant sees its own");
+    app.get("/api/v1/miniprogram/payment/shares?status=lost", Some(&org.admin)).await.expect(400);
+
+    // Retried by the operator: a new number, the receiver added afresh, then shared.
+    let id = closed["id"].as_i64().unwrap();
+    app.post(&format!("/api/v1/miniprogram/payment/shares/{id}/retry"), json!({}), Some(&org.t2_admin)).await.expect(404);
+    app.post(&format!("/api/v1/miniprogram/payment/shares/{}/retry", id + 1000), json!({}), Some(&org.admin)).await.expect(404);
+    let retried = app.post(&format!("/api/v1/miniprogram/payment/shares/{id}/retry"), json!({}), Some(&org.admin)).await;
+    retried.expect(200);
+    let first_no = closed["out_order_no"].as_str().unwrap();
+    assert_eq!(retried.data()["out_order_no"], format!("{first_no}-r1-{id}"));
+    app.post(&format!("/api/v1/miniprogram/payment/shares/{id}/retry"), json!({}), Some(&org.admin)).await.expect_reason(409, "state");
+
+    let held = settled_on_platform(app, "T_SH_CLOSED").await;
+    assert_eq!(
+        summary(&shares(app, &org.admin, "T_SH_CLOSED").await),
+        [("partner".into(), 250, "succeeded".into()), ("platform".into(), 60, "succeeded".into())]
+    );
+    assert_eq!((held["shared"].as_i64(), held["unfrozen"]["amount"].as_i64()), (Some(310), Some(10_001 - 310)), "{held}");
+    assert_eq!(share_orders(&held).len(), 2, "the first request and the retry: {held}");
+    let audit = app.get("/api/v1/audit-logs?action=share.retry", Some(&org.admin)).await;
+    audit.expect(200);
+    assert_eq!(audit.data()["items"].as_array().map(Vec::len), Some(1), "{}", audit.body);
+});
+
+e2e!(
+    a_refund_before_sharing_lowers_the_base,
+    vars = [("ATRIUM_SHARING_DELAY_SECS", "10"), ("ATRIUM_SHARING_RETRY_SECS", "1"), ("ATRIUM_JOB_POLL_MS", "50")],
+    |app| {
+        let org = sharing_org(app).await;
+        paid(app, &org, "T_SH_REFUNDED", 10_000).await;
+        eventually(10, "the payment known paid", async || {
+            let q = app
+                .post("/api/v1/miniprogram/payment/query", json!({"tenant_id": org.t1, "out_trade_no": "T_SH_REFUNDED"}), Some(&org.admin))
+                .await;
+            if q.data()["trade_state"] == "SUCCESS" { Ok(()) } else { Err(q.body.to_string()) }
+        })
+        .await;
+        let body = json!({"tenant_id": org.t1, "out_trade_no": "T_SH_REFUNDED", "out_refund_no": "R_SH_1", "amount": 4_000});
+        app.post("/api/v1/miniprogram/payment/refund", body, Some(&org.admin)).await.expect(200);
+        assert!(shares(app, &org.admin, "T_SH_REFUNDED").await.is_empty(), "not shared within the delay");
+        // The share waits while the refund is processing; it is settled later.
+        let settled = app.post("/sandbox/control/refund", json!({"out_refund_no": "R_SH_1", "result": "SUCCESS"}), None).await;
+        assert_eq!(settled.status, 200, "{}", settled.body);
+
+        let held = settled_on_platform(app, "T_SH_REFUNDED").await;
+
+        assert_eq!(
+            summary(&shares(app, &org.admin, "T_SH_REFUNDED").await),
+            [("partner".into(), 150, "succeeded".into()), ("platform".into(), 36, "succeeded".into())],
+            "shared on 6,000 fen"
+        );
+        assert_eq!((held["shared"].as_i64(), held["unfrozen"]["amount"].as_i64()), (Some(186), Some(6_000 - 186)), "{held}");
+    }
+);
+
+e2e!(lost_answers_are_asked_again_under_the_same_numbers_and_nothing_is_shared_twice, vars = SHARING, |app| {
+    let org = sharing_org(app).await;
+    let sandbox = app.running.sandbox.as_ref().unwrap();
+    for path in ["/v3/profitsharing/receivers/add", "/v3/profitsharing/orders", "/v3/profitsharing/orders/unfreeze"] {
+        sandbox.lose_next_pay_answers(path, 500, "SYSTEM_ERROR", 3).unwrap();
+    }
+    paid(app, &org, "T_SH_LOST", 10_001).await;
+
+    let held = settled_on_platform(app, "T_SH_LOST").await;
+
+    assert_eq!(share_orders(&held).len(), 1, "one request, asked again under its number: {held}");
+    assert_eq!((held["shared"].as_i64(), held["unfrozen"]["amount"].as_i64()), (Some(310), Some(10_001 - 310)), "{held}");
+    assert!(sandbox.pay_calls("POST /v3/profitsharing/orders") >= 4, "the lost answers were asked again");
+    assert_eq!(
+        summary(&shares(app, &org.admin, "T_SH_LOST").await),
+        [("partner".into(), 250, "succeeded".into()), ("platform".into(), 60, "succeeded".into())]
+    );
+});
+
+e2e!(
+    two_instances_share_each_payment_once,
+    vars = [("ATRIUM_SHARING_DELAY_SECS", "0"), ("ATRIUM_SHARING_RETRY_SECS", "1"), ("ATRIUM_JOB_POLL_MS", "20")],
+    |app| {
+        let second = app
+            .second_instance_with(&[
+                ("ATRIUM_SHARING_DELAY_SECS", "0"),
+                ("ATRIUM_SHARING_RETRY_SECS", "1"),
+                ("ATRIUM_JOB_POLL_MS", "20"),
+                ("ATRIUM_PUBLIC_URL", &app.base),
+            ])
+            .await;
+        let org = sharing_org(app).await;
+        let numbers: Vec<String> = (0..16).map(|i| format!("T_SH_TWO_{i:02}")).collect();
+        for no in &numbers {
+            paid(app, &org, no, 10_001).await;
+        }
+
+        for no in &numbers {
+            let held = settled_on_platform(app, no).await;
+            assert_eq!(share_orders(&held).len(), 1, "{no}: {held}");
+            assert_eq!((held["shared"].as_i64(), held["unfrozen"]["amount"].as_i64()), (Some(310), Some(10_001 - 310)), "{no}: {held}");
+        }
+        let all = app.get("/api/v1/miniprogram/payment/shares?page_size=100&status=succeeded", Some(&org.admin)).await;
+        assert_eq!(all.data()["total"], 32, "two shares a payment, each stored once");
+        second.stop().await;
+    }
+);
