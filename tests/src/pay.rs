@@ -171,3 +171,77 @@ pub async fn platform_refunds(app: &TestApp, out_trade_no: &str) -> Vec<Value> {
     assert_eq!(r.status, 200, "{}", r.body);
     r.body["refunds"].as_array().cloned().unwrap_or_default()
 }
+
+/// The partner receiver's openid the sharing tests' plans pay.
+pub const PARTNER_OPENID: &str = "o_partner_receiver";
+
+/// The server variables of a sharing test: shared at once, retried after a second, jobs polled
+/// often.
+pub const SHARING_VARS: [(&str, &str); 3] =
+    [("ATRIUM_SHARING_DELAY_SECS", "0"), ("ATRIUM_SHARING_RETRY_SECS", "1"), ("ATRIUM_JOB_POLL_MS", "50")];
+
+/// An org whose t1 collects as sub-merchant `sub_mchid` (paying in `sub_appid`) of the
+/// platform's provider `sp_mchid` (platform default 100 bp), its partner p1 on a plan of 60 bp
+/// for the platform and 250 bp for itself, paid to [`PARTNER_OPENID`]; the sandbox's
+/// one-minute rule off.
+pub async fn sharing_org(app: &TestApp, sp_mchid: &str, sub_mchid: &str, sub_appid: &str) -> Org {
+    let org = app.org().await;
+    configure_provider(app, &org.admin, sp_mchid).await;
+    let rules = app.post("/sandbox/control/profitsharing/rules", json!({"one_minute": false}), None).await;
+    assert_eq!(rules.status, 200, "{}", rules.body);
+    let plan = json!({"commission_bp": 250, "platform_bp": 60, "receiver": {"type": "PERSONAL_OPENID", "account": PARTNER_OPENID}});
+    app.put(&format!("/api/v1/partners/{}/share-plan", org.p1), plan, Some(&org.admin)).await.expect(200);
+    configure_sub_merchant(app, &org.admin, org.t1, sp_mchid, sub_mchid, Some(sub_appid)).await;
+    org
+}
+
+/// A payment of `fen` by `org`'s t1 through the payment routes, paid on the sandbox.
+pub async fn pay_tenant(app: &TestApp, org: &Org, no: &str, fen: i64) {
+    let body = json!({"tenant_id": org.t1, "description": "Tea", "amount": fen, "openid": "o_share_payer", "out_trade_no": no});
+    let placed = app.post("/api/v1/miniprogram/payment/unified-order", body, Some(&org.admin)).await;
+    placed.expect(200);
+    let paid = app.post("/sandbox/control/pay", json!({"pay_params": placed.data()["pay_params"], "result": "SUCCESS"}), None).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+}
+
+/// What the sandbox platform holds of the profit sharing of sub-merchant `sub_mchid`'s payment.
+pub async fn profit_sharing(app: &TestApp, sub_mchid: &str, no: &str) -> Value {
+    let r = app.get(&format!("/sandbox/control/profitsharing?sub_mchid={sub_mchid}&out_trade_no={no}"), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
+}
+
+/// Waits until the platform has unfrozen the rest of the payment; returns what it holds. (A
+/// run that fails three times waits 1 + 5 + 10 s with a first retry of a second.)
+pub async fn unfrozen_on_platform(app: &TestApp, sub_mchid: &str, no: &str) -> Value {
+    eventually(60, &format!("{no} shared and unfrozen on the platform"), async || {
+        let held = profit_sharing(app, sub_mchid, no).await;
+        if held["unfrozen"].is_object() { Ok(held) } else { Err(held.to_string()) }
+    })
+    .await
+}
+
+/// The share requests the platform holds for a payment (not its unfreeze).
+pub fn share_orders(held: &Value) -> Vec<Value> {
+    held["orders"].as_array().map(|o| o.iter().filter(|o| o["kind"] == "share").cloned().collect()).unwrap_or_default()
+}
+
+/// A payment's shares as `token` sees them.
+pub async fn shares_of(app: &TestApp, token: &str, no: &str) -> Vec<Value> {
+    let r = app.get(&format!("/api/v1/miniprogram/payment/shares?out_trade_no={no}"), Some(token)).await;
+    r.expect(200);
+    r.data()["items"].as_array().cloned().unwrap_or_default()
+}
+
+/// `(role, amount, status)` of each share, sorted.
+pub fn share_summary(items: &[Value]) -> Vec<(String, i64, String)> {
+    let mut s: Vec<_> = items
+        .iter()
+        .map(|s| {
+            let text = |k: &str| s[k].as_str().unwrap_or_default().to_owned();
+            (text("role"), s["amount"].as_i64().unwrap_or_default(), text("status"))
+        })
+        .collect();
+    s.sort();
+    s
+}

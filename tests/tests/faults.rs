@@ -7,7 +7,10 @@
 //! Failpoints are global to the process, so each test holds the failpoint scenario's lock
 //! for its whole run: the tests of this file run one at a time.
 #![allow(clippy::unwrap_used)]
-use atrium_e2e::pay::{configure_provider, configure_sub_merchant, new_order, paid_order, platform_refunds, shop, wait_order};
+use atrium_e2e::pay::{
+    SHARING_VARS, configure_provider, configure_sub_merchant, eventually, new_order, paid_order, pay_tenant, platform_refunds,
+    share_orders, share_summary, shares_of, sharing_org, shop, unfrozen_on_platform, wait_order,
+};
 use atrium_e2e::serde_json::{Value, json};
 use atrium_e2e::{TestApp, e2e};
 
@@ -143,4 +146,45 @@ e2e!(an_offline_payment_failing_to_tell_the_order_is_told_by_the_ledgers_event, 
         (Some("paid"), Some(12_000), Some("offline")),
         "{o}"
     );
+});
+
+/// The steps of the sharing job that talk to the platform or record what it said.
+const SHARE_STEPS: [&str; 4] = ["sharing.receivers_added", "sharing.requested", "sharing.recorded", "sharing.unfrozen"];
+
+const SHARE_SP_MCHID: &str = "1900000044";
+const SHARE_SUB_MCHID: &str = "1900000045";
+
+e2e!(a_share_failing_at_any_step_is_shared_and_unfrozen_exactly_once, vars = SHARING_VARS, |app| {
+    atrium_e2e::captured_log::keep();
+    let org = sharing_org(app, SHARE_SP_MCHID, SHARE_SUB_MCHID, "wx_fault_share").await;
+    let _scenario = fail::FailScenario::setup();
+    for step in SHARE_STEPS {
+        let no = format!("T_FAULT_{}", step.replace('.', "_").to_uppercase());
+        fail::cfg(step, "1*return").unwrap();
+
+        pay_tenant(app, &org, &no, 10_001).await;
+        let held = unfrozen_on_platform(app, SHARE_SUB_MCHID, &no).await;
+        fail::remove(step);
+
+        assert_eq!(share_orders(&held).len(), 1, "{step}: one share request reached the platform: {held}");
+        assert_eq!(
+            (held["shared"].as_i64(), held["unfrozen"]["amount"].as_i64()),
+            (Some(310), Some(10_001 - 310)),
+            "{step}: shared once, the rest unfrozen once: {held}"
+        );
+        let unfreezes = held["orders"].as_array().unwrap().iter().filter(|o| o["kind"] == "unfreeze").count();
+        assert_eq!(unfreezes, 1, "{step}: {held}");
+        let ours = eventually(10, &format!("{step}: the books settled"), async || {
+            let items = shares_of(app, &org.admin, &no).await;
+            let done = share_summary(&items) == [("partner".into(), 250, "succeeded".into()), ("platform".into(), 60, "succeeded".into())];
+            if done { Ok(items) } else { Err(format!("{items:?}")) }
+        })
+        .await;
+        assert!(ours.iter().all(|s| s["out_order_no"] == share_orders(&held)[0]["out_order_no"]), "{step}: the books match the platform's");
+        let fired = format!("failpoint {step} fired");
+        assert!(
+            atrium_e2e::captured_log::lines().iter().any(|l| l.message.contains("(payment.share, try") && l.message.contains(&fired)),
+            "{step}: the fault happened and the job ran again after it"
+        );
+    }
 });

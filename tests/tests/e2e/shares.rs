@@ -3,81 +3,38 @@
 //! unfrozen, a closed receiver shown and retried, a refund before sharing, lost answers, two
 //! instances racing, and who sees which shares.
 #![allow(clippy::unwrap_used)]
-use atrium_e2e::pay::{configure_provider, configure_sub_merchant, eventually};
+use atrium_e2e::pay::{
+    PARTNER_OPENID, SHARING_VARS as SHARING, eventually, pay_tenant, profit_sharing, share_orders, share_summary as summary, shares_of,
+    sharing_org, unfrozen_on_platform,
+};
 use atrium_e2e::serde_json::{Value, json};
 use atrium_e2e::{Org, TestApp, e2e};
 
 const SP_MCHID: &str = "1900000110";
 const SUB_MCHID: &str = "1900000211";
-const SUB_APPID: &str = "wx_share_shop";
-const PARTNER_OPENID: &str = "o_partner_receiver";
 
-/// Shares at once, retried after a second, jobs polled often.
-const SHARING: [(&str, &str); 3] = [("ATRIUM_SHARING_DELAY_SECS", "0"), ("ATRIUM_SHARING_RETRY_SECS", "1"), ("ATRIUM_JOB_POLL_MS", "50")];
-
-/// An org whose t1 collects as a sub-merchant of the platform's provider (platform default 100
-/// bp), its partner p1 on a plan of 60 bp for the platform and 250 bp for itself, paid to an
-/// openid; the sandbox's one-minute rule off.
-async fn sharing_org(app: &TestApp) -> Org {
-    let org = app.org().await;
-    configure_provider(app, &org.admin, SP_MCHID).await;
-    let rules = app.post("/sandbox/control/profitsharing/rules", json!({"one_minute": false}), None).await;
-    assert_eq!(rules.status, 200, "{}", rules.body);
-    let plan = json!({"commission_bp": 250, "platform_bp": 60, "receiver": {"type": "PERSONAL_OPENID", "account": PARTNER_OPENID}});
-    app.put(&format!("/api/v1/partners/{}/share-plan", org.p1), plan, Some(&org.admin)).await.expect(200);
-    configure_sub_merchant(app, &org.admin, org.t1, SP_MCHID, SUB_MCHID, Some(SUB_APPID)).await;
-    org
+async fn org(app: &TestApp) -> Org {
+    sharing_org(app, SP_MCHID, SUB_MCHID, "wx_share_shop").await
 }
 
-/// A payment of `fen` by the tenant, paid on the sandbox and known paid here.
 async fn paid(app: &TestApp, org: &Org, no: &str, fen: i64) {
-    let body = json!({"tenant_id": org.t1, "description": "Tea", "amount": fen, "openid": "o_share_payer", "out_trade_no": no});
-    let placed = app.post("/api/v1/miniprogram/payment/unified-order", body, Some(&org.admin)).await;
-    placed.expect(200);
-    let paid = app.post("/sandbox/control/pay", json!({"pay_params": placed.data()["pay_params"], "result": "SUCCESS"}), None).await;
-    assert_eq!(paid.status, 200, "{}", paid.body);
+    pay_tenant(app, org, no, fen).await;
 }
 
-/// What the sandbox platform holds of the payment's profit sharing.
 async fn on_platform(app: &TestApp, no: &str) -> Value {
-    let r = app.get(&format!("/sandbox/control/profitsharing?sub_mchid={SUB_MCHID}&out_trade_no={no}"), None).await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.body
+    profit_sharing(app, SUB_MCHID, no).await
 }
 
-/// Waits until the platform has unfrozen the rest of the payment; returns what it holds. (A
-/// run that fails three times waits 1 + 5 + 10 s with a first retry of a second.)
 async fn settled_on_platform(app: &TestApp, no: &str) -> Value {
-    eventually(60, &format!("{no} shared and unfrozen on the platform"), async || {
-        let held = on_platform(app, no).await;
-        if held["unfrozen"].is_object() { Ok(held) } else { Err(held.to_string()) }
-    })
-    .await
+    unfrozen_on_platform(app, SUB_MCHID, no).await
 }
 
-/// The payment's shares as `token` sees them: (role, amount, status).
 async fn shares(app: &TestApp, token: &str, no: &str) -> Vec<Value> {
-    let r = app.get(&format!("/api/v1/miniprogram/payment/shares?out_trade_no={no}"), Some(token)).await;
-    r.expect(200);
-    r.data()["items"].as_array().cloned().unwrap()
-}
-
-fn summary(items: &[Value]) -> Vec<(String, i64, String)> {
-    let mut s: Vec<_> = items
-        .iter()
-        .map(|s| (s["role"].as_str().unwrap().to_owned(), s["amount"].as_i64().unwrap(), s["status"].as_str().unwrap().to_owned()))
-        .collect();
-    s.sort();
-    s
-}
-
-/// The share requests the platform holds for a payment (not its unfreeze).
-fn share_orders(held: &Value) -> Vec<Value> {
-    held["orders"].as_array().unwrap().iter().filter(|o| o["kind"] == "share").cloned().collect()
+    shares_of(app, token, no).await
 }
 
 e2e!(awkward_amounts_are_shared_floored_per_receiver_and_the_rest_unfrozen_for_the_tenant, vars = SHARING, |app| {
-    let org = sharing_org(app).await;
+    let org = org(app).await;
     for (no, fen, platform, partner) in [("T_SH_1", 1_i64, 0_i64, 0_i64), ("T_SH_333", 333, 1, 8), ("T_SH_10001", 10_001, 60, 250)] {
         paid(app, &org, no, fen).await;
 
@@ -118,7 +75,7 @@ e2e!(awkward_amounts_are_shared_floored_per_receiver_and_the_rest_unfrozen_for_t
 });
 
 e2e!(a_closed_receiver_is_shown_keeps_the_rest_frozen_and_is_retried_once_fixed, vars = SHARING, |app| {
-    let org = sharing_org(app).await;
+    let org = org(app).await;
     let closing = app
         .post("/sandbox/control/profitsharing/close-next", json!({"account": PARTNER_OPENID, "fail_reason": "ACCOUNT_ABNORMAL"}), None)
         .await;
@@ -173,7 +130,7 @@ e2e!(
     a_refund_before_sharing_lowers_the_base,
     vars = [("ATRIUM_SHARING_DELAY_SECS", "10"), ("ATRIUM_SHARING_RETRY_SECS", "1"), ("ATRIUM_JOB_POLL_MS", "50")],
     |app| {
-        let org = sharing_org(app).await;
+        let org = org(app).await;
         paid(app, &org, "T_SH_REFUNDED", 10_000).await;
         eventually(10, "the payment known paid", async || {
             let q = app
@@ -201,7 +158,7 @@ e2e!(
 );
 
 e2e!(lost_answers_are_asked_again_under_the_same_numbers_and_nothing_is_shared_twice, vars = SHARING, |app| {
-    let org = sharing_org(app).await;
+    let org = org(app).await;
     let sandbox = app.running.sandbox.as_ref().unwrap();
     for path in ["/v3/profitsharing/receivers/add", "/v3/profitsharing/orders", "/v3/profitsharing/orders/unfreeze"] {
         sandbox.lose_next_pay_answers(path, 500, "SYSTEM_ERROR", 3).unwrap();
@@ -231,7 +188,7 @@ e2e!(
                 ("ATRIUM_PUBLIC_URL", &app.base),
             ])
             .await;
-        let org = sharing_org(app).await;
+        let org = org(app).await;
         let numbers: Vec<String> = (0..16).map(|i| format!("T_SH_TWO_{i:02}")).collect();
         for no in &numbers {
             paid(app, &org, no, 10_001).await;
