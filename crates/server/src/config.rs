@@ -131,6 +131,8 @@ pub struct Config {
     pub sharing_delay_secs: i64,
     /// The sharing job's first wait after a run that could not finish.
     pub sharing_retry_secs: i64,
+    /// Runners of the sharing job on this instance.
+    pub sharing_runners: usize,
     /// How long an order can be paid when its creator sets no `expires_in`.
     pub order_default_expires_in: i64,
     /// The shortest `expires_in` a creator may set.
@@ -337,6 +339,8 @@ struct EnvVars {
     sharing_delay_secs: i64,
     #[arg(long, env = "ATRIUM_SHARING_RETRY_SECS", default_value_t = 60, value_parser = number::<i64>(Some(1), Some(3600)))]
     sharing_retry_secs: i64,
+    #[arg(long, env = "ATRIUM_SHARING_RUNNERS", default_value_t = 8, value_parser = number::<usize>(Some(1), Some(16)))]
+    sharing_runners: usize,
     #[arg(long, env = "ATRIUM_ORDER_DEFAULT_EXPIRES_IN", default_value_t = 1800, value_parser = number::<i64>(Some(1), Some(604_800)))]
     order_default_expires_in: i64,
     #[arg(long, env = "ATRIUM_ORDER_MIN_EXPIRES_IN", default_value_t = 60, value_parser = number::<i64>(Some(1), Some(604_800)))]
@@ -591,6 +595,7 @@ impl Config {
             order_sweep_secs: env.order_sweep_secs,
             sharing_delay_secs: env.sharing_delay_secs,
             sharing_retry_secs: env.sharing_retry_secs,
+            sharing_runners: env.sharing_runners,
             order_default_expires_in: env.order_default_expires_in,
             order_min_expires_in: env.order_min_expires_in,
             idempotency_stale_secs: env.idempotency_stale_secs,

@@ -198,6 +198,52 @@ async fn run_one(ctx: &JobContext, store: &dyn JobStore, handler: &Arc<dyn JobHa
     }
 }
 
+/// The names of the runners of the sharing pool (`ATRIUM_SHARING_RUNNERS`, at most this many).
+pub const SHARING_RUNNERS: [&str; 16] = [
+    "sharing-1",
+    "sharing-2",
+    "sharing-3",
+    "sharing-4",
+    "sharing-5",
+    "sharing-6",
+    "sharing-7",
+    "sharing-8",
+    "sharing-9",
+    "sharing-10",
+    "sharing-11",
+    "sharing-12",
+    "sharing-13",
+    "sharing-14",
+    "sharing-15",
+    "sharing-16",
+];
+
+/// Some of a handler's job kinds, so a pool of runners serves them apart from the others
+/// (the sharing job's runners, which spend their time waiting on the pay platform).
+pub struct OnlyKinds {
+    pub handler: Arc<dyn JobHandler>,
+    pub kinds: Vec<String>,
+}
+
+impl OnlyKinds {
+    /// `handler`'s kinds among `kinds` (`keep`), or all but them.
+    pub fn of(handler: Arc<dyn JobHandler>, kinds: &[&str], keep: bool) -> Self {
+        let kinds = handler.kinds().into_iter().filter(|k| kinds.contains(&k.as_str()) == keep).collect();
+        OnlyKinds { handler, kinds }
+    }
+}
+
+#[async_trait::async_trait]
+impl JobHandler for OnlyKinds {
+    fn kinds(&self) -> Vec<String> {
+        self.kinds.clone()
+    }
+
+    async fn run(&self, job: &Job) -> JobOutcome {
+        self.handler.run(job).await
+    }
+}
+
 /// `idempotency.purge`: removes idempotency records older than a day, every hour.
 pub struct IdempotencyPurge {
     pub records: Arc<dyn IdempotencyStore>,

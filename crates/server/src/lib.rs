@@ -498,7 +498,15 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         let poll = Duration::from_millis(config.job_poll_ms);
         at_start("scheduling the reconciliation", wait, || async { Ok(payments.schedule_reconciliation().await?) }).await?;
         at_start("scheduling the payment sweep", wait, || async { Ok(payments.schedule_sweep().await?) }).await?;
-        jobs.run_queue("payments", job_store.clone(), payments.clone(), poll);
+        // The sharing job waits on the pay platform most of its run: a pool of its own keeps up
+        // with the platform's pace and never holds up the settle jobs.
+        let handler: Arc<dyn atrium_kernel::JobHandler> = payments.clone();
+        let others = jobs::OnlyKinds::of(handler.clone(), &[atrium_payments::SHARE], false);
+        jobs.run_queue("payments", job_store.clone(), Arc::new(others), poll);
+        let sharing = Arc::new(jobs::OnlyKinds::of(handler, &[atrium_payments::SHARE], true));
+        for name in jobs::SHARING_RUNNERS.iter().take(config.sharing_runners) {
+            jobs.run_queue(name, job_store.clone(), sharing.clone(), poll);
+        }
         let purge = Arc::new(jobs::IdempotencyPurge { records: idempotency.clone(), jobs: job_store.clone() });
         at_start("scheduling the idempotency purge", wait, || async { Ok(purge.schedule().await?) }).await?;
         jobs.run_queue("idempotency", job_store.clone(), purge, poll);
