@@ -57,7 +57,7 @@ pub(crate) const BY_OPERATION: &[(&str, u16, &[Reason])] = &[
     ("payments_put_config", 409, &[PaymentsNotReady, State, Duplicate, OverMaxRatio, PlatformState]),
     ("payments_get_provider", 403, &[PartyNotAllowed]),
     ("payments_put_provider", 403, &[PartyNotAllowed]),
-    ("payments_put_provider", 409, &[PaymentsNotReady, OverMaxRatio, PlatformState]),
+    ("payments_put_provider", 409, &[PaymentsNotReady, OverMaxRatio, PlatformState, State]),
     ("payments_upload_provider_keys", 403, &[PartyNotAllowed]),
     ("payments_test_provider", 403, &[PartyNotAllowed]),
     ("payments_test", 409, &[PaymentsNotReady, PlatformState]),

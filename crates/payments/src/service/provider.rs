@@ -63,6 +63,20 @@ impl PaymentService {
         if config.enabled {
             complete_to_enable("service-provider account", config.missing_parts())?;
         }
+        if let Some(old) = before.as_ref().filter(|b| b.sp_mchid != config.sp_mchid) {
+            // Its sub-merchants are the old provider's on the pay platform: their payments are
+            // settled and shared through it.
+            let moved = self.repo.sub_merchant_tenants(None).await?.len();
+            if moved > 0 {
+                return Err(Error::conflict(
+                    Reason::State,
+                    format!(
+                        "{moved} tenants collect as sub-merchants of provider {}; move them to direct mode before changing sp_mchid",
+                        old.sp_mchid
+                    ),
+                ));
+            }
+        }
         if let Some(before) =
             before.as_ref().filter(|b| config.platform_bp > b.platform_bp || config.default_commission_bp > b.default_commission_bp)
         {

@@ -129,6 +129,32 @@ async fn a_new_provider_account_is_stored_disabled_audited_and_shown_without_its
 }
 
 #[tokio::test]
+async fn the_providers_merchant_id_stays_while_tenants_collect_as_its_sub_merchants() {
+    let tenants = |n: usize| {
+        let mut repo = with_provider(MockPaymentRepo::new(), Some(provider()));
+        let one = crate::sharing::SubMerchantTenant {
+            tenant_id: TENANT,
+            partner_id: Some(PARTNER),
+            sub: SubMerchant { sub_mchid: SUB_MCHID.into(), sub_appid: None },
+            plan: None,
+        };
+        repo.expect_sub_merchant_tenants().returning(move |_| Ok(vec![one.clone(); n]));
+        repo
+    };
+    let moved = ProviderConfigPut { sp_mchid: Mchid::parse("1900000999").unwrap(), ..provider_put() };
+    let mut refusing = tenants(1);
+    refusing.expect_put_provider().never();
+
+    let err = svc(refusing, MockPayPlatform::new()).put_provider(&platform_actor(), moved.clone()).await.unwrap_err();
+
+    assert!(matches!(&err, Error::Conflict(Reason::State, m) if m.contains("1 tenants") && m.contains(SP_MCHID)), "{err:?}");
+    let mut free = tenants(0);
+    free.expect_put_provider().times(1).returning(|c, _| Ok(c));
+    let view = svc(free, MockPayPlatform::new()).put_provider(&platform_actor(), moved).await.unwrap();
+    assert_eq!(view.sp_mchid, "1900000999", "no sub-merchant: the account may move");
+}
+
+#[tokio::test]
 async fn enabling_a_provider_account_without_its_keys_is_a_409_naming_them() {
     let mut repo = with_provider(MockPaymentRepo::new(), None);
     repo.expect_put_provider().never();

@@ -405,3 +405,46 @@ async fn without_a_partner_plan_only_the_platform_shares() {
 fn partner_of_another() -> Actor {
     Actor::new(21, "s", Party::Partner { partner_id: PARTNER + 1 }, ["*"])
 }
+
+#[tokio::test]
+async fn a_profit_sharing_notification_runs_its_payments_sharing_now() {
+    let (mut repo, _) = repo_sharing(paid_sub(10_001), vec![], Some(plan(250)));
+    let shares = vec![Share {
+        id: 100,
+        tenant_id: TENANT,
+        payment_id: 5,
+        out_trade_no: "T0000001".into(),
+        partner_id: Some(PARTNER),
+        role: ShareRole::Partner,
+        receiver: plan(250).receiver,
+        amount: Money::from_fen(250),
+        status: ShareStatus::Processing,
+        fail_reason: None,
+        out_order_no: "PS5".into(),
+        retries: 0,
+        plan_version: Some(3),
+        created_at: now(),
+        settled_at: None,
+        updated_at: now(),
+    }];
+    repo.expect_shares_in_order().returning(move |_, no| Ok(if no == "PS5" { shares.clone() } else { vec![] }));
+    repo.expect_notification_seen().returning(|_, _| Ok(false));
+    repo.expect_record_notification().times(2).returning(|_, _, _, _| Ok(()));
+    let (jobs, queued) = recording_jobs();
+    let svc = with_jobs(repo, MockPayPlatform::new(), MockMerchantKeys::new(), jobs);
+    let notice = |no: &str| PayEvent {
+        id: format!("EV-{no}"),
+        event_type: "PROFITSHARING.SUCCESS".into(),
+        resource: EventResource::Share { out_order_no: no.into(), transaction_id: "4200000001".into() },
+    };
+
+    let known = svc.handle_event(TENANT, notice("PS5")).await.unwrap();
+    let unknown = svc.handle_event(TENANT, notice("PS404")).await.unwrap();
+
+    assert_eq!((known, unknown), (NotifyOutcome::Applied, NotifyOutcome::Unknown));
+    let queued = queued.lock().unwrap().clone();
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    assert_eq!((queued[0].kind.as_str(), queued[0].run_at), (SHARE, now()));
+    assert_eq!(queued[0].payload, serde_json::json!({"out_trade_no": "T0000001"}));
+    assert_eq!(queued[0].dedupe_key.as_deref(), Some("3:T0000001:notified:PS5"));
+}
