@@ -280,9 +280,10 @@ pub use open::{
 };
 pub use outbox::{OutboxMessage, SandboxOutbox};
 pub use pay::{
-    DEFAULT_MAX_RATIO, HOLD_DUPLICATE, MAX_REFUNDS_PER_ORDER, MAX_SHARE_ORDERS_PER_TRANSACTION, MAX_SHARE_RECEIVERS, NotifyAttempt,
-    PayNotification, PaymentResult, ProfitSharingView, RefundResult, SandboxMerchant, SandboxSubMerchant, SettleReport, ShareLineView,
-    ShareOrderView, ShareReceiverView, SignedNotification, UnfrozenView,
+    DEFAULT_MAX_RATIO, DEFAULT_SHARE_FINISH_AFTER, HOLD_DUPLICATE, MAX_REFUNDS_PER_ORDER, MAX_SHARE_FINISH_AFTER,
+    MAX_SHARE_ORDERS_PER_TRANSACTION, MAX_SHARE_RECEIVERS, NotifyAttempt, PayNotification, PaymentResult, ProfitSharingView, RefundResult,
+    SandboxMerchant, SandboxSubMerchant, SettleReport, ShareLineView, ShareOrderView, ShareReceiverView, ShareRules, SignedNotification,
+    UnfrozenView,
 };
 pub use platform::Sandbox;
 

@@ -319,16 +319,33 @@ pub(crate) async fn control_share_close_next(sb: web::Data<Sandbox>, body: web::
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ShareRulesRequest {
-    one_minute: bool,
+    one_minute: Option<bool>,
+    finish_after_ms: Option<u64>,
+    notify: Option<bool>,
 }
 
-/// `POST {prefix}/control/profitsharing/rules`: switches the one-minute rule
-/// ([`Sandbox::set_share_one_minute_rule`]).
+/// `POST {prefix}/control/profitsharing/rules`: `{"one_minute"?, "finish_after_ms"?,
+/// "notify"?}` switches the one-minute rule ([`Sandbox::set_share_one_minute_rule`]), sets how
+/// long after it was made a share request finishes by itself ([`Sandbox::set_share_finish_after`])
+/// and switches the `PROFITSHARING.*` notifications ([`Sandbox::set_share_notifications`]);
+/// what is not given stays. Nothing changes when one is refused. Answers the rules in force
+/// ([`Sandbox::share_rules`]).
 pub(crate) async fn control_share_rules(sb: web::Data<Sandbox>, body: web::Bytes) -> HttpResponse {
-    let body: ShareRulesRequest = match control_body(&body, r#"profitsharing/rules takes {"one_minute": bool}"#) {
+    let takes = r#"profitsharing/rules takes {"one_minute"?: bool, "finish_after_ms"?: 0 to 60000, "notify"?: bool}"#;
+    let body: ShareRulesRequest = match control_body(&body, takes) {
         Ok(b) => b,
         Err(msg) => return bad_control(msg),
     };
-    sb.set_share_one_minute_rule(body.one_minute);
-    HttpResponse::Ok().json(json!({"one_minute": body.one_minute}))
+    if let Some(ms) = body.finish_after_ms {
+        if let Err(msg) = sb.set_share_finish_after(Duration::from_millis(ms)) {
+            return bad_control(msg);
+        }
+    }
+    if let Some(on) = body.one_minute {
+        sb.set_share_one_minute_rule(on);
+    }
+    if let Some(on) = body.notify {
+        sb.set_share_notifications(on);
+    }
+    HttpResponse::Ok().json(sb.share_rules())
 }

@@ -26,8 +26,8 @@ pub(crate) use control::{
 };
 pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification, SignedNotification};
 pub use sharing::{
-    MAX_SHARE_ORDERS_PER_TRANSACTION, MAX_SHARE_RECEIVERS, ProfitSharingView, ShareLineView, ShareOrderView, ShareReceiverView,
-    UnfrozenView,
+    DEFAULT_SHARE_FINISH_AFTER, MAX_SHARE_FINISH_AFTER, MAX_SHARE_ORDERS_PER_TRANSACTION, MAX_SHARE_RECEIVERS, ProfitSharingView,
+    ShareLineView, ShareOrderView, ShareReceiverView, ShareRules, UnfrozenView,
 };
 
 use actix_web::http::StatusCode;
@@ -1765,7 +1765,7 @@ mod tests {
     }
 
     /// Opens a notification resource as the merchant would, with `api_v3_key`.
-    fn open_resource(api_v3_key: &str, resource: &Value) -> Value {
+    pub(super) fn open_resource(api_v3_key: &str, resource: &Value) -> Value {
         use base64::Engine;
         let raw = base64::engine::general_purpose::STANDARD.decode(resource["ciphertext"].as_str().unwrap()).unwrap();
         let (ciphertext, tag) = raw.split_at(raw.len() - 16);

@@ -1,5 +1,5 @@
 //! Notifications: built under the lock (resource encrypted with the merchant's APIv3 key, the
-//! provider's for a sub-merchant's order or refund), then posted to the notify URL, signed
+//! provider's for a sub-merchant's order, refund or share), then posted to the notify URL, signed
 //! with the platform key at each attempt. A failed attempt (no answer within 5 s, or not 2xx)
 //! is retried in the background after each of the retry delays. `notify-fail` makes the next
 //! notifications go twice and out of order: each one's copy is held back and sent right after
@@ -38,12 +38,18 @@ pub struct PayNotification {
     pub seq: u64,
     /// The event id: a duplicate carries the same one.
     pub id: String,
-    /// `TRANSACTION.SUCCESS`, `REFUND.SUCCESS`, `REFUND.ABNORMAL` or `REFUND.CLOSED`.
+    /// `TRANSACTION.SUCCESS`, `REFUND.SUCCESS`, `REFUND.ABNORMAL`, `REFUND.CLOSED`,
+    /// `PROFITSHARING.SUCCESS` or `PROFITSHARING.CLOSED`.
     pub event_type: String,
+    /// The merchant or sub-merchant whose order it is about.
     pub mchid: String,
+    /// The order (the payment), also for a refund's or a share's notification.
     pub out_trade_no: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub out_refund_no: Option<String>,
+    /// The share request, for a `PROFITSHARING.*` notification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_order_no: Option<String>,
     pub notify_url: String,
     /// The held-back copy of a notification sent twice.
     pub duplicate: bool,
@@ -99,7 +105,7 @@ impl NotifyState {
         self.records.iter_mut().rev().find(|r| r.seq == seq)
     }
 
-    fn push(&mut self, mut record: PayNotification) -> u64 {
+    pub(super) fn push(&mut self, mut record: PayNotification) -> u64 {
         self.next_seq += 1;
         record.seq = self.next_seq;
         if self.records.len() >= KEEP_NOTIFICATIONS {
@@ -111,19 +117,22 @@ impl NotifyState {
 }
 
 /// What a notification is about.
-struct Event<'a> {
-    event_type: String,
-    summary: &'static str,
-    original_type: &'static str,
-    mchid: &'a str,
-    out_trade_no: &'a str,
-    out_refund_no: Option<&'a str>,
-    notify_url: &'a str,
-    resource: Value,
+pub(super) struct Event<'a> {
+    pub(super) event_type: String,
+    pub(super) summary: &'static str,
+    /// The resource's `original_type`, also its `associated_data`.
+    pub(super) original_type: &'static str,
+    pub(super) mchid: &'a str,
+    pub(super) out_trade_no: &'a str,
+    pub(super) out_refund_no: Option<&'a str>,
+    pub(super) out_order_no: Option<&'a str>,
+    pub(super) notify_url: &'a str,
+    /// The resource before encryption.
+    pub(super) resource: Value,
 }
 
 /// A notification body: the resource sealed with `api_v3_key`.
-fn build(event: Event<'_>, api_v3_key: &str) -> Result<PayNotification, String> {
+pub(super) fn build(event: Event<'_>, api_v3_key: &str) -> Result<PayNotification, String> {
     let nonce = keys::random_chars(12, ALNUM);
     let plaintext = event.resource.to_string();
     let ciphertext = keys::encrypt_resource(api_v3_key.as_bytes(), nonce.as_bytes(), event.original_type.as_bytes(), plaintext.as_bytes())?;
@@ -151,6 +160,7 @@ fn build(event: Event<'_>, api_v3_key: &str) -> Result<PayNotification, String> 
         mchid: event.mchid.to_owned(),
         out_trade_no: event.out_trade_no.to_owned(),
         out_refund_no: event.out_refund_no.map(str::to_owned),
+        out_order_no: event.out_order_no.map(str::to_owned),
         notify_url: event.notify_url.to_owned(),
         duplicate: false,
         body: body.to_string(),
@@ -212,6 +222,7 @@ impl Sandbox {
                         mchid: &key.0,
                         out_trade_no,
                         out_refund_no: None,
+                        out_order_no: None,
                         notify_url: &order.notify_url,
                         resource: transaction_json(order),
                     })
@@ -262,6 +273,7 @@ impl Sandbox {
                         mchid: &key.0,
                         out_trade_no,
                         out_refund_no: None,
+                        out_order_no: None,
                         notify_url: &order.notify_url,
                         resource: transaction_json(order),
                     },
@@ -371,6 +383,7 @@ impl Sandbox {
                 mchid: &key.0,
                 out_trade_no: &refund.out_trade_no,
                 out_refund_no: Some(out_refund_no),
+                out_order_no: None,
                 notify_url: &refund.notify_url,
                 resource,
             };
@@ -418,7 +431,7 @@ impl Sandbox {
 
     /// Sends notification `seq` (first attempt awaited, retries in the background), then the
     /// duplicates held before it; holds its own copy if it is one of the "sent twice" ones.
-    async fn dispatch(&self, seq: u64) -> Option<PayNotification> {
+    pub(super) async fn dispatch(&self, seq: u64) -> Option<PayNotification> {
         {
             let mut state = self.lock();
             let notify = &mut state.pay.notify;

@@ -19,9 +19,8 @@
 //!   `FREQUENCY_LIMITED`, [`Sandbox::set_share_one_minute_rule`]); and the transaction's
 //!   shares not closed, this one included, at most `floor(total × max_ratio / 10,000)` and at
 //!   most what its refunds left of it.
-//! * `GET /v3/profitsharing/orders/{out_order_no}?sub_mchid=&transaction_id=`: the first query
-//!   of a `PROCESSING` request finishes it: `FINISHED`, each line `SUCCESS`, or `CLOSED` with
-//!   the reason [`Sandbox::close_next_share`] gave its account. Unknown: 404
+//! * `GET /v3/profitsharing/orders/{out_order_no}?sub_mchid=&transaction_id=`: the request as
+//!   it stands; the first query of a `PROCESSING` request finishes it. Unknown: 404
 //!   `RESOURCE_NOT_EXISTS`.
 //! * `POST /v3/profitsharing/orders/unfreeze` `{sub_mchid, transaction_id, out_order_no,
 //!   description}`: finishes the transaction's requests still processing (as a query would),
@@ -29,13 +28,34 @@
 //!   one `MERCHANT_ID` line of the sub-merchant, `SUCCESS`. No share follows it. The same
 //!   number again is the same request; its query answers it too.
 //!
+//! A share request finishes once, by whichever comes first: its first query, an unfreeze of
+//! its transaction, or the platform itself [`Sandbox::set_share_finish_after`] after it was
+//! made (1 s by default, [`DEFAULT_SHARE_FINISH_AFTER`]). Finishing makes it `FINISHED`, each
+//! line `SUCCESS`, or `CLOSED` with the reason [`Sandbox::close_next_share`] gave its account;
+//! a share that asked to unfreeze the rest then finishes the transaction's others and
+//! unfreezes. Each line of a finished share is then notified to the `notify_url` of the payment
+//! it shares, like a payment's notification (the same envelope, sealed with the provider's
+//! APIv3 key, through the same outbox, retries and `notify-fail` / `notify-lose`):
+//! `PROFITSHARING.SUCCESS` or `PROFITSHARING.CLOSED`, summary `分账`, `original_type`
+//! `profitsharing`, the resource `{sp_mchid, sub_mchid, transaction_id, order_id,
+//! out_order_no, receiver: {type, account, amount, description}, success_time}`, each with an
+//! event id of its own. An unfreeze sends none; [`Sandbox::set_share_notifications`] turns them
+//! off.
+//!
+//! The platform's own finish is a task per share request sleeping until its time (at most
+//! [`MAX_SHARE_FINISH_AFTER`]), on the Tokio runtime the request arrived on; the sandbox keeps
+//! at most `KEEP_ORDERS` requests, so at most that many such tasks. Without a runtime none is
+//! scheduled and the request waits for its query.
+//!
 //! [`Sandbox::profit_sharing`] (and `GET {prefix}/control/profitsharing`) tells what the
 //! platform holds of one transaction's sharing.
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::time::Duration;
 
+use super::notify::{Event, build};
 use super::{Answer, KEEP_FAILURES, KEEP_ORDERS, Order, PayState, cst, opt_str_field, platform_time, str_field};
 use crate::platform::Sandbox;
 
@@ -49,6 +69,11 @@ const KEEP_RECEIVERS: usize = 100_000;
 const KEEP_SHARE_ORDERS: usize = KEEP_ORDERS;
 /// Seconds after its payment before a transaction may be shared (the one-minute rule).
 const SHARE_AFTER_SECS: i64 = 60;
+/// How long after it was made the platform finishes a share request by itself, unless a query
+/// or an unfreeze finishes it before ([`Sandbox::set_share_finish_after`]).
+pub const DEFAULT_SHARE_FINISH_AFTER: Duration = Duration::from_secs(1);
+/// The longest [`Sandbox::set_share_finish_after`] takes.
+pub const MAX_SHARE_FINISH_AFTER: Duration = Duration::from_secs(60);
 /// The longest description and account the platform takes, in characters.
 const MAX_DESCRIPTION: usize = 80;
 const MAX_ACCOUNT: usize = 64;
@@ -79,6 +104,27 @@ enum Kind {
     Unfreeze,
 }
 
+/// What finished a share request: the first of these applies, once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    /// The platform by itself, `finish_after` after the request.
+    Timer,
+    /// Its first query.
+    Query,
+    /// An unfreeze of its transaction.
+    Unfreeze,
+}
+
+impl Trigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Timer => "timer",
+            Trigger::Query => "query",
+            Trigger::Unfreeze => "unfreeze",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Line {
     kind: &'static str,
@@ -107,6 +153,10 @@ struct ShareRequest {
     unfreeze_unsplit: bool,
     lines: Vec<Line>,
     created_at: DateTime<Utc>,
+    /// When it finished; an unfreeze is made finished.
+    finished_at: Option<DateTime<Utc>>,
+    /// What finished it.
+    finished_by: Option<Trigger>,
 }
 
 /// One transaction's sharing.
@@ -133,6 +183,14 @@ pub(crate) struct SharingState {
     /// (account, fail_reason): the next share line of each account closes with that reason.
     close_next: Vec<(String, String)>,
     one_minute_rule: bool,
+    /// How long after it was made a share request finishes by itself.
+    finish_after: Duration,
+    /// Whether finished shares send `PROFITSHARING.*` notifications.
+    notify: bool,
+    /// Timers that came due (whether or not they still had a request to finish): the tests'
+    /// way to know every timer has run.
+    #[cfg(test)]
+    timers_run: usize,
 }
 
 impl Default for SharingState {
@@ -144,8 +202,27 @@ impl Default for SharingState {
             transactions: HashMap::new(),
             close_next: Vec::new(),
             one_minute_rule: true,
+            finish_after: DEFAULT_SHARE_FINISH_AFTER,
+            notify: true,
+            #[cfg(test)]
+            timers_run: 0,
         }
     }
+}
+
+/// The rules the platform's profit sharing plays by: [`Sandbox::share_rules`] and the answer
+/// of `POST {prefix}/control/profitsharing/rules`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ShareRules {
+    /// Whether a share within a minute of its payment is refused
+    /// ([`Sandbox::set_share_one_minute_rule`]).
+    pub one_minute: bool,
+    /// How long after it was made a share request finishes by itself, in milliseconds
+    /// ([`Sandbox::set_share_finish_after`]).
+    pub finish_after_ms: u64,
+    /// Whether finished shares send `PROFITSHARING.*` notifications
+    /// ([`Sandbox::set_share_notifications`]).
+    pub notify: bool,
 }
 
 /// What the platform holds of one transaction's profit sharing: [`Sandbox::profit_sharing`]
@@ -200,6 +277,10 @@ pub struct ShareOrderView {
     pub unfreeze_unsplit: bool,
     pub lines: Vec<ShareLineView>,
     pub created_at: DateTime<Utc>,
+    /// When it finished; `None` while processing. An unfreeze is made finished.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// What finished it: `timer` (the platform by itself), `query` or `unfreeze`.
+    pub finished_by: Option<String>,
 }
 
 /// One receiver's line of a request.
@@ -325,8 +406,9 @@ fn order_json(order: &ShareRequest) -> Value {
     })
 }
 
-/// Finishes a line: `CLOSED` with the reason it was marked with, `SUCCESS` otherwise.
-fn finish_lines(order: &mut ShareRequest, now: DateTime<Utc>) {
+/// Finishes a request: each line `CLOSED` with the reason it was marked with, `SUCCESS`
+/// otherwise.
+fn finish_lines(order: &mut ShareRequest, now: DateTime<Utc>, by: Trigger) {
     for line in &mut order.lines {
         match line.close_with.take() {
             Some(reason) => {
@@ -338,6 +420,8 @@ fn finish_lines(order: &mut ShareRequest, now: DateTime<Utc>) {
         line.finish_time = Some(now);
     }
     order.state = FINISHED;
+    order.finished_at = Some(now);
+    order.finished_by = Some(by);
 }
 
 /// A platform id: `prefix`, the time in China Standard Time, a sequence number.
@@ -382,15 +466,18 @@ impl PayState {
             .flat_map(|o| o.lines.iter())
     }
 
-    /// Finishes the transaction's requests still processing.
-    fn finish_transaction(&mut self, sub_mchid: &str, transaction_id: &str, now: DateTime<Utc>) {
+    /// Finishes the transaction's requests still processing; answers their numbers.
+    fn finish_transaction(&mut self, sub_mchid: &str, transaction_id: &str, now: DateTime<Utc>, by: Trigger) -> Vec<String> {
         let key = (sub_mchid.to_owned(), transaction_id.to_owned());
         let numbers = self.sharing.transactions.get(&key).map(|t| t.orders.clone()).unwrap_or_default();
+        let mut finished = Vec::new();
         for no in numbers {
-            if let Some(order) = self.sharing.orders.get_mut(&(sub_mchid.to_owned(), no)).filter(|o| o.state == PROCESSING) {
-                finish_lines(order, now);
+            if let Some(order) = self.sharing.orders.get_mut(&(sub_mchid.to_owned(), no.clone())).filter(|o| o.state == PROCESSING) {
+                finish_lines(order, now, by);
+                finished.push(no);
             }
         }
+        finished
     }
 
     /// What is left of the transaction for its sub-merchant: paid, less refunds and the
@@ -404,22 +491,79 @@ impl PayState {
     }
 
     /// Finishes request `out_order_no` if it is processing; a share that asked to unfreeze
-    /// the rest then finishes the transaction's others and unfreezes.
-    fn finish(&mut self, sub_mchid: &str, out_order_no: &str, now: DateTime<Utc>) {
-        let Some(order) = self.sharing.orders.get_mut(&(sub_mchid.to_owned(), out_order_no.to_owned())) else { return };
+    /// the rest then finishes the transaction's others and unfreezes. Answers the numbers of
+    /// the requests it finished: none when that one was finished already, so whatever finishes
+    /// a request (under the lock) does it once.
+    fn finish(&mut self, sub_mchid: &str, out_order_no: &str, now: DateTime<Utc>, by: Trigger) -> Vec<String> {
+        let Some(order) = self.sharing.orders.get_mut(&(sub_mchid.to_owned(), out_order_no.to_owned())) else { return Vec::new() };
         if order.state != PROCESSING {
-            return;
+            return Vec::new();
         }
-        finish_lines(order, now);
+        finish_lines(order, now, by);
+        let mut finished = vec![out_order_no.to_owned()];
         if !order.unfreeze_unsplit {
-            return;
+            return finished;
         }
         let transaction_id = order.transaction_id.clone();
-        self.finish_transaction(sub_mchid, &transaction_id, now);
+        finished.extend(self.finish_transaction(sub_mchid, &transaction_id, now, by));
         let left = self.left(sub_mchid, &transaction_id);
         if let Some(tx) = self.sharing.transactions.get_mut(&(sub_mchid.to_owned(), transaction_id)) {
             tx.unfrozen.get_or_insert((out_order_no.to_owned(), left, now));
         }
+        finished
+    }
+
+    /// Records a `PROFITSHARING.*` notification for each line of the share requests
+    /// `finished` (numbers of sub-merchant `sub_mchid`'s requests, just finished), to the
+    /// `notify_url` of the payment each shares, sealed with the provider's APIv3 key; answers
+    /// their seqs, to dispatch once the lock is released. None while notifications are off,
+    /// none for an unfreeze.
+    fn notify_finished(&mut self, sub_mchid: &str, finished: &[String]) -> Vec<u64> {
+        if !self.sharing.notify || finished.is_empty() {
+            return Vec::new();
+        }
+        let api_v3_key = self.api_v3_key(sub_mchid);
+        let mut built = Vec::new();
+        for no in finished {
+            let Some(order) = self.sharing.orders.get(&(sub_mchid.to_owned(), no.clone())).filter(|o| o.kind == Kind::Share) else {
+                continue;
+            };
+            let tx_key = (sub_mchid.to_owned(), order.transaction_id.clone());
+            let Some(payment) =
+                self.sharing.transactions.get(&tx_key).and_then(|tx| self.orders.get(&(sub_mchid.to_owned(), tx.out_trade_no.clone())))
+            else {
+                log::warn!("sandbox pay platform: share {no} of sub-merchant {sub_mchid} has no payment to notify");
+                continue;
+            };
+            let sp_mchid = payment.sp_mchid.as_deref().unwrap_or_default();
+            for line in &order.lines {
+                let resource = json!({
+                    "sp_mchid": sp_mchid,
+                    "sub_mchid": sub_mchid,
+                    "transaction_id": order.transaction_id,
+                    "order_id": order.order_id,
+                    "out_order_no": order.out_order_no,
+                    "receiver": {"type": line.kind, "account": line.account, "amount": line.amount, "description": line.description},
+                    "success_time": platform_time(line.finish_time.or(order.finished_at).unwrap_or_else(Utc::now)),
+                });
+                let event = Event {
+                    event_type: format!("PROFITSHARING.{}", line.result),
+                    summary: "分账",
+                    original_type: "profitsharing",
+                    mchid: sub_mchid,
+                    out_trade_no: &payment.out_trade_no,
+                    out_refund_no: None,
+                    out_order_no: Some(&order.out_order_no),
+                    notify_url: &payment.notify_url,
+                    resource,
+                };
+                match build(event, &api_v3_key) {
+                    Ok(notification) => built.push(notification),
+                    Err(why) => log::error!("sandbox pay platform could not seal a notification of share {no}: {why}"),
+                }
+            }
+        }
+        built.into_iter().map(|n| self.notify.push(n)).collect()
     }
 
     /// Keeps a new request and its transaction's record of it.
@@ -629,15 +773,21 @@ impl Sandbox {
             unfreeze_unsplit,
             lines: kept,
             created_at: now,
+            finished_at: None,
+            finished_by: None,
         };
         let answer = Answer::ok(order_json(&order));
         log::info!("sandbox pay platform: share {out_order_no} of transaction {transaction_id} ({asked} fen) processing");
+        let finish_after = pay.sharing.finish_after;
         pay.keep_request(order, &out_trade_no);
+        drop(state);
+        self.schedule_share_finish(sub_mchid, out_order_no, finish_after);
         answer
     }
 
     /// `GET /v3/profitsharing/orders/{out_order_no}?sub_mchid=&transaction_id=`; the first
-    /// query of a processing request finishes it.
+    /// query of a processing request finishes it, and its notifications are sent in the
+    /// background.
     pub(super) fn query_share(&self, signer: &str, query: &HashMap<String, String>, out_order_no: &str) -> Answer {
         let Some(sub_mchid) = query.get("sub_mchid") else {
             return Answer::error(400, "PARAM_ERROR", "the query must name sub_mchid");
@@ -654,11 +804,15 @@ impl Sandbox {
         if pay.sharing.orders.get(&key).is_none_or(|o| o.transaction_id != *transaction_id) {
             return Answer::error(404, "RESOURCE_NOT_EXISTS", "the profit-sharing order does not exist");
         }
-        pay.finish(sub_mchid, out_order_no, Utc::now());
-        match pay.sharing.orders.get(&key) {
+        let finished = pay.finish(sub_mchid, out_order_no, Utc::now(), Trigger::Query);
+        let notifications = pay.notify_finished(sub_mchid, &finished);
+        let answer = match pay.sharing.orders.get(&key) {
             Some(order) => Answer::ok(order_json(order)),
             None => Answer::error(404, "RESOURCE_NOT_EXISTS", "the profit-sharing order does not exist"),
-        }
+        };
+        drop(state);
+        self.send_share_notifications(notifications);
+        answer
     }
 
     /// `POST /v3/profitsharing/orders/unfreeze`.
@@ -694,7 +848,8 @@ impl Sandbox {
         if pay.sharing.orders.len() >= KEEP_SHARE_ORDERS {
             return Answer::error(429, "FREQUENCY_LIMITED", format!("the sandbox keeps at most {KEEP_SHARE_ORDERS} share requests"));
         }
-        pay.finish_transaction(sub_mchid, transaction_id, now);
+        let finished = pay.finish_transaction(sub_mchid, transaction_id, now, Trigger::Unfreeze);
+        let notifications = pay.notify_finished(sub_mchid, &finished);
         // `left` reads the transaction's record: make it first.
         pay.sharing.transactions.entry(tx_key.clone()).or_default().out_trade_no = out_trade_no.clone();
         let left = pay.left(sub_mchid, transaction_id);
@@ -719,6 +874,8 @@ impl Sandbox {
             unfreeze_unsplit: false,
             lines: vec![line],
             created_at: now,
+            finished_at: Some(now),
+            finished_by: Some(Trigger::Unfreeze),
         };
         let answer = Answer::ok(order_json(&order));
         log::info!("sandbox pay platform: transaction {transaction_id} unfrozen by {out_order_no}: {left} fen to {sub_mchid}");
@@ -726,7 +883,58 @@ impl Sandbox {
         if let Some(tx) = pay.sharing.transactions.get_mut(&tx_key) {
             tx.unfrozen = Some((out_order_no.to_owned(), left, now));
         }
+        drop(state);
+        self.send_share_notifications(notifications);
         answer
+    }
+
+    /// Finishes share request `out_order_no` of `sub_mchid` `after` from now, unless its query
+    /// or an unfreeze finished it before, then sends its notifications: a task on the current
+    /// Tokio runtime, asleep until then. Without a runtime nothing is scheduled and the request
+    /// waits for its query.
+    fn schedule_share_finish(&self, sub_mchid: &str, out_order_no: &str, after: Duration) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            log::warn!("sandbox pay platform: no runtime to finish share {out_order_no} by itself; it waits for its query");
+            return;
+        };
+        let (sb, sub_mchid, out_order_no) = (self.clone(), sub_mchid.to_owned(), out_order_no.to_owned());
+        runtime.spawn(async move {
+            tokio::time::sleep(after).await;
+            let notifications = {
+                let mut state = sb.lock();
+                let pay = &mut state.pay;
+                #[cfg(test)]
+                {
+                    pay.sharing.timers_run += 1;
+                }
+                let finished = pay.finish(&sub_mchid, &out_order_no, Utc::now(), Trigger::Timer);
+                if !finished.is_empty() {
+                    log::info!("sandbox pay platform: share {out_order_no} of sub-merchant {sub_mchid} finished by itself");
+                }
+                pay.notify_finished(&sub_mchid, &finished)
+            };
+            for seq in notifications {
+                sb.dispatch(seq).await;
+            }
+        });
+    }
+
+    /// Sends notifications `seqs`, one after the other, in a task of their own: they stay
+    /// recorded, unsent, when there is no Tokio runtime.
+    fn send_share_notifications(&self, seqs: Vec<u64>) {
+        if seqs.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            log::warn!("sandbox pay platform: no runtime to send {} profit-sharing notification(s)", seqs.len());
+            return;
+        };
+        let sb = self.clone();
+        runtime.spawn(async move {
+            for seq in seqs {
+                sb.dispatch(seq).await;
+            }
+        });
     }
 
     /// What the platform holds of the profit sharing of sub-merchant `sub_mchid`'s transaction
@@ -780,6 +988,8 @@ impl Sandbox {
                     })
                     .collect(),
                 created_at: o.created_at,
+                finished_at: o.finished_at,
+                finished_by: o.finished_by.map(|by| by.as_str().to_owned()),
             })
             .collect();
         let shared = tx.map_or(0, |t| pay.share_lines(sub_mchid, t).filter(|l| l.result == SUCCESS).map(|l| l.amount).sum());
@@ -827,13 +1037,42 @@ impl Sandbox {
     pub fn set_share_one_minute_rule(&self, on: bool) {
         self.lock().pay.sharing.one_minute_rule = on;
     }
+
+    /// How long after it was made the platform finishes a share request by itself (1 s by
+    /// default, at most [`MAX_SHARE_FINISH_AFTER`]), unless its query or an unfreeze finishes
+    /// it first; for the requests made from now on.
+    pub fn set_share_finish_after(&self, after: Duration) -> Result<(), String> {
+        if after > MAX_SHARE_FINISH_AFTER {
+            return Err(format!("finish_after_ms must be at most {}", MAX_SHARE_FINISH_AFTER.as_millis()));
+        }
+        self.lock().pay.sharing.finish_after = after;
+        Ok(())
+    }
+
+    /// Switches the `PROFITSHARING.*` notifications of finished shares (on by default): off,
+    /// a share is settled by its query only, as far as the merchant can tell.
+    pub fn set_share_notifications(&self, on: bool) {
+        self.lock().pay.sharing.notify = on;
+    }
+
+    /// The rules the platform's profit sharing plays by now.
+    pub fn share_rules(&self) -> ShareRules {
+        let state = self.lock();
+        let sharing = &state.pay.sharing;
+        ShareRules {
+            one_minute: sharing.one_minute_rule,
+            finish_after_ms: u64::try_from(sharing.finish_after.as_millis()).unwrap_or(u64::MAX),
+            notify: sharing.notify,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{call, call_with_serial, code, partner_order};
-    use super::super::{PaymentResult, SandboxMerchant};
+    use super::super::tests::{call, call_with_serial, code, open_resource, partner_order};
+    use super::super::{PayNotification, PaymentResult, SandboxMerchant};
     use super::*;
+    use std::time::Instant;
 
     const SP: &str = "1900000109";
     const SUB: &str = "1900000200";
@@ -843,10 +1082,12 @@ mod tests {
 
     /// A sandbox with provider `SP`, its sub-merchant `SUB` (max_ratio `ratio`) and a paid
     /// order `no` of 100 fen, paid two minutes ago; the receivers are added. Answers the
-    /// provider and the order's transaction id.
+    /// provider and the order's transaction id. Share requests finish by their query (or an
+    /// unfreeze): the platform's own finish waits a minute unless a test says otherwise.
     async fn paid(ratio: u32, nos: &[&str]) -> (Sandbox, SandboxMerchant, Vec<String>) {
         let sb = Sandbox::new();
         sb.set_notify_retry_delays(Vec::new());
+        sb.set_share_finish_after(MAX_SHARE_FINISH_AFTER).unwrap();
         let sp = sb.register_merchant(SP, "wx_sp").unwrap();
         sb.register_sub_merchant(SP, SUB, None).unwrap();
         sb.set_max_ratio(SUB, ratio).unwrap();
@@ -913,6 +1154,174 @@ mod tests {
 
     fn line(kind: &str, account: &str, amount: i64, result: &str) -> (String, String, i64, String) {
         (kind.to_owned(), account.to_owned(), amount, result.to_owned())
+    }
+
+    /// Waits until `cond` holds, at most 10 s.
+    async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !cond() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// The `PROFITSHARING.*` notifications of share request `no`, oldest first.
+    fn share_notifications(sb: &Sandbox, no: &str) -> Vec<PayNotification> {
+        sb.pay_notifications(None).into_iter().filter(|n| n.out_order_no.as_deref() == Some(no)).collect()
+    }
+
+    /// The request `no` of `SUB`'s order `T_PS_0001` as the platform holds it.
+    fn held(sb: &Sandbox, no: &str) -> ShareOrderView {
+        let view = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+        view.orders.into_iter().find(|o| o.out_order_no == no).unwrap()
+    }
+
+    fn timers_run(sb: &Sandbox) -> usize {
+        sb.lock().pay.sharing.timers_run
+    }
+
+    #[tokio::test]
+    async fn a_share_finishes_by_itself_after_finish_after_and_each_line_is_notified_once() {
+        let (sb, sp, ids) = paid(3000, &["T_PS_0001"]).await;
+        sb.set_share_finish_after(Duration::from_millis(50)).unwrap();
+        sb.close_next_share(PARTNER, "ACCOUNT_ABNORMAL").unwrap();
+        let accepted = share(&sb, &sp, &ids[0], "PS1", &[("MERCHANT_ID", PLATFORM_RECEIVER, 20), ("PERSONAL_OPENID", PARTNER, 10)]);
+        assert_eq!(
+            lines(&accepted),
+            [line("MERCHANT_ID", PLATFORM_RECEIVER, 20, "PENDING"), line("PERSONAL_OPENID", PARTNER, 10, "PENDING")]
+        );
+
+        wait_for("PS1 finished by the platform", || held(&sb, "PS1").state == "FINISHED").await;
+
+        let order = held(&sb, "PS1");
+        assert_eq!(order.finished_by.as_deref(), Some("timer"));
+        let finished_at = order.finished_at.unwrap();
+        assert!(finished_at >= order.created_at + chrono::Duration::milliseconds(50), "not before its time");
+        let results: Vec<_> = order.lines.iter().map(|l| (l.result.as_str(), l.fail_reason.as_deref(), l.finish_time)).collect();
+        assert_eq!(results, [("SUCCESS", None, Some(finished_at)), ("CLOSED", Some("ACCOUNT_ABNORMAL"), Some(finished_at))]);
+        let sent = share_notifications(&sb, "PS1");
+        let types: Vec<_> = sent.iter().map(|n| n.event_type.as_str()).collect();
+        assert_eq!(types, ["PROFITSHARING.SUCCESS", "PROFITSHARING.CLOSED"]);
+        assert_ne!(sent[0].id, sent[1].id, "each line its own event");
+        let receivers = [
+            json!({"type": "MERCHANT_ID", "account": PLATFORM_RECEIVER, "amount": 20, "description": "share"}),
+            json!({
+                "type": "PERSONAL_OPENID", "account": PARTNER, "amount": 10, "description": "share"
+            }),
+        ];
+        for (n, receiver) in sent.iter().zip(receivers) {
+            assert_eq!((n.mchid.as_str(), n.out_trade_no.as_str(), n.notify_url.as_str()), (SUB, "T_PS_0001", "http://127.0.0.1:9/n"));
+            let body: Value = serde_json::from_str(&n.body).unwrap();
+            assert_eq!(
+                (&body["id"], &body["event_type"], &body["resource_type"], &body["summary"]),
+                (&json!(n.id), &json!(n.event_type), &json!("encrypt-resource"), &json!("分账"))
+            );
+            assert_eq!(
+                (&body["resource"]["original_type"], &body["resource"]["algorithm"]),
+                (&json!("profitsharing"), &json!("AEAD_AES_256_GCM"))
+            );
+            let opened = open_resource(&sp.api_v3_key, &body["resource"]);
+            assert_eq!(
+                opened,
+                json!({
+                    "sp_mchid": SP, "sub_mchid": SUB, "transaction_id": ids[0], "order_id": order.order_id, "out_order_no": "PS1",
+                    "receiver": receiver, "success_time": platform_time(finished_at),
+                }),
+                "sealed with the provider's APIv3 key"
+            );
+            assert!(opened["success_time"].as_str().unwrap().ends_with("+08:00"));
+        }
+        // Sent through the outbox: nobody listens on port 9.
+        wait_for("both attempted", || share_notifications(&sb, "PS1").iter().all(|n| !n.attempts.is_empty())).await;
+        assert_eq!(share_notifications(&sb, "PS1")[0].attempts[0].error.as_deref(), Some("could not connect"));
+
+        // A query now answers it as finished and finishes nothing again.
+        let queried = query(&sb, &sp, &ids[0], "PS1");
+        assert_eq!(queried.body.unwrap()["state"], "FINISHED");
+        assert_eq!(share_notifications(&sb, "PS1").len(), 2);
+        assert_eq!(held(&sb, "PS1"), order);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn whichever_of_the_timer_and_a_query_comes_first_finishes_a_share_once() {
+        let (sb, sp, ids) = paid(10_000, &["T_PS_0001"]).await;
+        let tx = &ids[0];
+        // The query well before the timer: the timer then finds it finished.
+        sb.set_share_finish_after(Duration::from_millis(100)).unwrap();
+        share(&sb, &sp, tx, "PS1", &[("MERCHANT_ID", PLATFORM_RECEIVER, 20), ("PERSONAL_OPENID", PARTNER, 10)]);
+        let queried = query(&sb, &sp, tx, "PS1");
+        assert_eq!(queried.body.unwrap()["state"], "FINISHED");
+        let by_query = held(&sb, "PS1");
+        assert_eq!(by_query.finished_by.as_deref(), Some("query"));
+        wait_for("the timer of PS1", || timers_run(&sb) == 1).await;
+        assert_eq!(held(&sb, "PS1"), by_query, "the timer changed nothing");
+        assert_eq!(share_notifications(&sb, "PS1").len(), 2);
+
+        // The timer due at once on another thread, the query right away: either wins, once.
+        sb.set_share_finish_after(Duration::ZERO).unwrap();
+        let racing = 20;
+        for n in 0..racing {
+            let no = format!("PS_R{n}");
+            share(&sb, &sp, tx, &no, &[("PERSONAL_OPENID", PARTNER, 1)]);
+            let queried = query(&sb, &sp, tx, &no);
+            assert_eq!(lines(&queried), [line("PERSONAL_OPENID", PARTNER, 1, "SUCCESS")]);
+        }
+        wait_for("every timer", || timers_run(&sb) == 1 + racing).await;
+
+        for n in 0..racing {
+            let no = format!("PS_R{n}");
+            let order = held(&sb, &no);
+            assert!(matches!(order.finished_by.as_deref(), Some("timer" | "query")), "{order:?}");
+            let sent = share_notifications(&sb, &no);
+            assert_eq!(sent.len(), 1, "{no}: {sent:?}");
+            assert_eq!(sent[0].resource["success_time"], json!(platform_time(order.finished_at.unwrap())));
+        }
+        assert_eq!(sb.profit_sharing(SUB, "T_PS_0001").unwrap().shared, 30 + racing as i64);
+    }
+
+    #[tokio::test]
+    async fn with_notifications_off_a_share_finishes_by_itself_unnotified() {
+        let (sb, sp, ids) = paid(10_000, &["T_PS_0001"]).await;
+        sb.set_share_notifications(false);
+        sb.set_share_finish_after(Duration::ZERO).unwrap();
+        assert_eq!(sb.share_rules(), ShareRules { one_minute: true, finish_after_ms: 0, notify: false });
+
+        share(&sb, &sp, &ids[0], "PS1", &[("MERCHANT_ID", PLATFORM_RECEIVER, 20), ("PERSONAL_OPENID", PARTNER, 10)]);
+        wait_for("the timer of PS1", || timers_run(&sb) == 1).await;
+
+        assert_eq!((held(&sb, "PS1").state.as_str(), held(&sb, "PS1").finished_by.as_deref()), ("FINISHED", Some("timer")));
+        assert!(share_notifications(&sb, "PS1").is_empty());
+        // On again: the next finish notifies (by query here).
+        sb.set_share_notifications(true);
+        sb.set_share_finish_after(MAX_SHARE_FINISH_AFTER).unwrap();
+        assert_eq!(share(&sb, &sp, &ids[0], "PS2", &[("PERSONAL_OPENID", PARTNER, 5)]).status, 200);
+        assert_eq!(query(&sb, &sp, &ids[0], "PS2").status, 200);
+        assert_eq!(share_notifications(&sb, "PS2").len(), 1);
+        assert!(sb.set_share_finish_after(MAX_SHARE_FINISH_AFTER + Duration::from_millis(1)).is_err());
+        assert_eq!(sb.share_rules(), ShareRules { one_minute: true, finish_after_ms: 60_000, notify: true });
+    }
+
+    #[tokio::test]
+    async fn an_unfreeze_notifies_the_shares_it_finishes_but_not_itself_through_the_outboxs_faults() {
+        let (sb, sp, ids) = paid(3000, &["T_PS_0001"]).await;
+        share(&sb, &sp, &ids[0], "PS1", &[("MERCHANT_ID", PLATFORM_RECEIVER, 20), ("PERSONAL_OPENID", PARTNER, 10)]);
+        sb.lose_next_notifications(1);
+
+        let unfrozen = unfreeze(&sb, &sp, &ids[0], "PS1-u");
+
+        assert_eq!(unfrozen.status, 200);
+        assert_eq!(held(&sb, "PS1").finished_by.as_deref(), Some("unfreeze"));
+        assert_eq!((held(&sb, "PS1-u").finished_by.as_deref(), held(&sb, "PS1-u").finished_at.is_some()), (Some("unfreeze"), true));
+        let types: Vec<_> = share_notifications(&sb, "PS1").into_iter().map(|n| n.event_type).collect();
+        assert_eq!(types, ["PROFITSHARING.SUCCESS", "PROFITSHARING.SUCCESS"]);
+        assert!(share_notifications(&sb, "PS1-u").is_empty(), "an unfreeze sends none");
+        // notify-lose takes the first; the second is attempted.
+        wait_for("both dispatched", || {
+            let sent = share_notifications(&sb, "PS1");
+            sent[0].lost && !sent[1].attempts.is_empty()
+        })
+        .await;
+        assert!(share_notifications(&sb, "PS1")[0].attempts.is_empty(), "lost: never sent");
     }
 
     #[tokio::test]
