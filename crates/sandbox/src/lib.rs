@@ -86,7 +86,13 @@
 //!   (the first query finishes it) and `POST /v3/profitsharing/orders/unfreeze` (the rest to
 //!   the sub-merchant). A share is refused within a minute of the payment (429
 //!   `FREQUENCY_LIMITED`) and past the sub-merchant's `max_ratio` or what refunds left (400
-//!   `INVALID_REQUEST`); the rules are listed in `pay/sharing.rs`.
+//!   `INVALID_REQUEST`); the rules are listed in `pay/sharing.rs`. A share also finishes by
+//!   itself 1 s after it was made ([`Sandbox::set_share_finish_after`]), once, whichever of
+//!   that, its query or an unfreeze comes first. Each line of a finished share is then
+//!   notified to the payment's `notify_url` like a payment (`PROFITSHARING.SUCCESS` or
+//!   `PROFITSHARING.CLOSED`, summary `分账`, resource `{sp_mchid, sub_mchid, transaction_id,
+//!   order_id, out_order_no, receiver: {type, account, amount, description}, success_time}`,
+//!   an event id each); an unfreeze sends none.
 //! * Notifications of a sub-merchant's orders and refunds are sealed with the provider's APIv3
 //!   key; `wx.requestPayment`'s parameters are signed by the provider, `appId` the `sub_appid`
 //!   the order named, else the `sp_appid`.
@@ -130,13 +136,21 @@
 //!   attempts, oldest first ([`Sandbox::pay_notifications`]).
 //! * `GET {prefix}/control/profitsharing?sub_mchid=&out_trade_no=` — what the platform holds of
 //!   the profit sharing of a sub-merchant's transaction: the receivers added for the
-//!   sub-merchant, the transaction's share and unfreeze requests with their lines, `shared`,
-//!   `finished` and `unfrozen` ([`Sandbox::profit_sharing`], a [`ProfitSharingView`]).
+//!   sub-merchant, the transaction's share and unfreeze requests with their lines and when and
+//!   by what each finished (`finished_at`, `finished_by`: `timer`, `query` or `unfreeze`),
+//!   `shared`, `finished` and `unfrozen` ([`Sandbox::profit_sharing`], a
+//!   [`ProfitSharingView`]).
 //! * `POST {prefix}/control/profitsharing/close-next` — `{"account", "fail_reason"}`: the next
 //!   share line for that receiver account ends `CLOSED` with that reason
 //!   ([`Sandbox::close_next_share`]).
-//! * `POST {prefix}/control/profitsharing/rules` — `{"one_minute": bool}`: switches the rule
-//!   that refuses a share within a minute of its payment ([`Sandbox::set_share_one_minute_rule`]).
+//! * `POST {prefix}/control/profitsharing/rules` — `{"one_minute"?: bool, "finish_after_ms"?:
+//!   0 to 60000, "notify"?: bool}` → the [`ShareRules`] in force, every field given: switches
+//!   the rule that refuses a share within a minute of its payment
+//!   ([`Sandbox::set_share_one_minute_rule`]), sets how long after it was made a share request
+//!   finishes by itself (1000 by default; for requests made from then on;
+//!   [`Sandbox::set_share_finish_after`]) and switches the `PROFITSHARING.*` notifications (on
+//!   by default; [`Sandbox::set_share_notifications`]). What is not given stays; nothing
+//!   changes when a value is refused.
 //!
 //! Notifications are POSTed to the order's (or the refund's) `notify_url` with the platform's
 //! body, the resource sealed with AEAD_AES_256_GCM under the merchant's APIv3 key, signed with

@@ -336,10 +336,11 @@ pub(crate) async fn control_share_rules(sb: web::Data<Sandbox>, body: web::Bytes
         Ok(b) => b,
         Err(msg) => return bad_control(msg),
     };
-    if let Some(ms) = body.finish_after_ms {
-        if let Err(msg) = sb.set_share_finish_after(Duration::from_millis(ms)) {
-            return bad_control(msg);
-        }
+    // The one value that may be refused goes first: a refused call changes nothing.
+    if let Some(ms) = body.finish_after_ms
+        && let Err(msg) = sb.set_share_finish_after(Duration::from_millis(ms))
+    {
+        return bad_control(msg);
     }
     if let Some(on) = body.one_minute {
         sb.set_share_one_minute_rule(on);

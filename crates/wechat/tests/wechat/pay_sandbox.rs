@@ -902,6 +902,8 @@ async fn a_lost_share_answer_retried_with_the_same_number_gets_the_same_order() 
     let recorder = Arc::new(Recorder::default());
     let client = env.client_recording(recorder.clone());
     let tx = env.paid_for_sharing(&client, &account, "T_PS_0002", 1000).await;
+    // The request stays pending all along: the platform would finish it by itself after a minute.
+    assert_eq!(env.control("profitsharing/rules", json!({"finish_after_ms": 60_000})).await.0, 200);
     client.add_receiver(&account, &partner_receiver()).await.unwrap();
     let order = share_order(&tx, "PS1", vec![share_line(ReceiverType::PersonalOpenid, PARTNER_OPENID, 300)]);
 
@@ -957,10 +959,52 @@ async fn the_ratio_and_the_one_minute_rule_refuse_shares_the_platform_refuses() 
     assert!(matches!(early, Err(PayPlatformError::Unavailable(_))), "{early:?}");
     assert_eq!(recorder.0.lock().unwrap().clone(), ["http_429", "http_429", "http_429"]);
     let (status, rules) = env.control("profitsharing/rules", json!({"one_minute": false})).await;
-    assert_eq!((status, rules), (200, json!({"one_minute": false})));
+    assert_eq!((status, rules), (200, json!({"one_minute": false, "finish_after_ms": 1000, "notify": true})));
     let allowed =
         client.share(&account, &share_order(&fresh, "PS3", vec![share_line(ReceiverType::PersonalOpenid, PARTNER_OPENID, 10)])).await;
     assert_eq!(allowed.unwrap().state, ShareOrderState::Processing);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_share_the_platform_finishes_by_itself_is_notified_line_by_line_and_the_client_opens_each() {
+    let env = Env::start().await;
+    let provider = env.register().await;
+    let account = env.register_sub(&provider, SUB_MCHID, None).await;
+    let client = env.client();
+    let tx = env.paid_for_sharing(&client, &account, "T_PS_0005", 1000).await;
+    assert_eq!(env.wait_for_notifications(1).await.len(), 1, "the payment's");
+    let (status, rules) = env.control("profitsharing/rules", json!({"finish_after_ms": 100})).await;
+    assert_eq!((status, rules), (200, json!({"one_minute": true, "finish_after_ms": 100, "notify": true})));
+    client.add_receiver(&account, &platform_receiver(&provider)).await.unwrap();
+    client.add_receiver(&account, &partner_receiver()).await.unwrap();
+    let (status, _) = env.control("profitsharing/close-next", json!({"account": PARTNER_OPENID, "fail_reason": "NO_RELATION"})).await;
+    assert_eq!(status, 200);
+    let lines = vec![share_line(ReceiverType::MerchantId, MCHID, 200), share_line(ReceiverType::PersonalOpenid, PARTNER_OPENID, 50)];
+    assert_eq!(client.share(&account, &share_order(&tx, "PS1", lines)).await.unwrap().state, ShareOrderState::Processing);
+
+    // Never queried: the platform finishes it and notifies each line to the payment's notify URL.
+    let got = env.wait_for_notifications(3).await;
+
+    assert_eq!(got.len(), 3);
+    let events: Vec<_> = got[1..].iter().map(|n| client.open_notification(&account, n, chrono::Utc::now()).unwrap()).collect();
+    let share = EventResource::Share { out_order_no: "PS1".into(), transaction_id: tx.clone() };
+    let opened: Vec<_> = events.iter().map(|e| (e.event_type.as_str(), &e.resource)).collect();
+    assert_eq!(opened, [("PROFITSHARING.SUCCESS", &share), ("PROFITSHARING.CLOSED", &share)]);
+    assert_ne!(events[0].id, events[1].id, "each line its own event");
+    let view = env.sharing("T_PS_0005").await;
+    assert_eq!((&view["orders"][0]["state"], &view["orders"][0]["finished_by"]), (&json!("FINISHED"), &json!("timer")), "{view}");
+    assert!(view["orders"][0]["finished_at"].is_string(), "{view}");
+    // Its query answers it as finished and sends nothing more.
+    let queried = client.query_share(&account, &tx, "PS1").await.unwrap();
+    assert_eq!(
+        results(&queried),
+        [
+            (MCHID.to_owned(), 200, ReceiverResult::Success, None),
+            (PARTNER_OPENID.to_owned(), 50, ReceiverResult::Closed, Some("NO_RELATION".to_owned()))
+        ]
+    );
+    assert_eq!(env.sandbox.pay_notifications(Some("T_PS_0005")).len(), 3);
     env.stop().await;
 }
 
@@ -975,11 +1019,19 @@ async fn the_profitsharing_controls_refuse_bad_input_with_a_json_message() {
         ("profitsharing/close-next", json!({"account": "", "fail_reason": "ACCOUNT_ABNORMAL"}), "account must be"),
         ("profitsharing/rules", json!({"one_minute": "no"}), "one_minute"),
         ("profitsharing/rules", json!({"one_minute": true, "ratio": 1}), "unknown field `ratio`"),
+        ("profitsharing/rules", json!({"finish_after_ms": 60_001, "one_minute": false}), "at most 60000"),
+        ("profitsharing/rules", json!({"finish_after_ms": -1}), "finish_after_ms"),
+        ("profitsharing/rules", json!({"notify": "off"}), "notify"),
     ] {
         let (status, answer) = env.control(path, body.clone()).await;
         assert_eq!(status, 400, "{body}: {answer}");
         assert!(answer["message"].as_str().unwrap_or_default().contains(says), "{body}: {answer}");
     }
+    // Nothing of a refused call applies.
+    assert_eq!(
+        env.control("profitsharing/rules", json!({})).await,
+        (200, json!({"one_minute": true, "finish_after_ms": 1000, "notify": true}))
+    );
     for (query, says) in [
         ("profitsharing?sub_mchid=1900000200", "takes ?sub_mchid="),
         ("profitsharing?sub_mchid=1900000200&out_trade_no=T_NONE", "has no order"),
