@@ -422,3 +422,96 @@ async fn killed_in_a_sub_merchants_platform_calls_on_postgres() {
     };
     killed_in_platform_calls_moves_the_money_exactly_once(db, Mode::SubMerchant).await;
 }
+
+/// What the platform holds of the profit sharing of the sub-merchant's payment `no`.
+async fn sharing_on_platform(w: &World, no: &str) -> Value {
+    let (status, body) = w.client.get(w.p(&format!("/sandbox/control/profitsharing?sub_mchid={SUB_MCHID}&out_trade_no={no}")), None).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+async fn killed_while_sharing_shares_exactly_once(db: TestDatabase) {
+    let mut w = World::new(db);
+    w.vars.extend([("ATRIUM_SHARING_DELAY_SECS", "0".to_owned()), ("ATRIUM_SHARING_RETRY_SECS", "1".to_owned())]);
+    let mut atrium = w.start();
+    let (token, tenant) = shop(&w, &atrium, Mode::SubMerchant).await;
+    let a = |p: &Proc, path: &str| format!("http://{}{path}", p.base);
+    // The provider's name (its share's receiver needs it), a partner on a plan, the tenant its.
+    let (status, body) = w
+        .client
+        .send(w.client.http.put(a(&atrium, "/api/v1/platform/pay-provider")).bearer_auth(&token).json(&json!({
+            "sp_mchid": SP_MCHID, "sp_appid": SP_APPID, "sp_name": "Crash Platform Ltd", "platform_bp": 60
+        })))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, partner) = w.client.post(a(&atrium, "/api/v1/partners"), json!({"name": "Crash Partner"}), Some(&token)).await;
+    assert_eq!(status, 200, "{partner}");
+    let partner = partner["data"]["id"].as_i64().unwrap();
+    let plan = json!({"commission_bp": 250, "receiver": {"type": "PERSONAL_OPENID", "account": "o_crash_partner"}});
+    let put_plan = w.client.http.put(a(&atrium, &format!("/api/v1/partners/{partner}/share-plan"))).bearer_auth(&token).json(&plan);
+    let (status, body) = w.client.send(put_plan).await;
+    assert_eq!(status, 200, "{body}");
+    let moved =
+        w.client.http.put(a(&atrium, &format!("/api/v1/tenants/{tenant}"))).bearer_auth(&token).json(&json!({"partner_id": partner}));
+    let (status, body) = w.client.send(moved).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = w.client.post(w.p("/sandbox/control/profitsharing/rules"), json!({"one_minute": false}), None).await;
+    assert_eq!(status, 200, "{body}");
+
+    // Paid; the platform takes the share request and holds its answer back; Atrium dies waiting.
+    hold_answer(&w, "/v3/profitsharing/orders").await;
+    let order =
+        json!({"tenant_id": tenant, "description": "Crash tea", "amount": 10_001, "openid": OPENID, "out_trade_no": "T_CRASH_SHARE"});
+    let (status, placed) = w.client.post(a(&atrium, "/api/v1/miniprogram/payment/unified-order"), order, Some(&token)).await;
+    assert_eq!(status, 200, "{placed}");
+    let (status, paid) =
+        w.client.post(w.p("/sandbox/control/pay"), json!({"pay_params": placed["data"]["pay_params"], "result": "SUCCESS"}), None).await;
+    assert_eq!(status, 200, "{paid}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let requested = loop {
+        let held = sharing_on_platform(&w, "T_CRASH_SHARE").await;
+        if held["orders"].as_array().is_some_and(|o| !o.is_empty()) || tokio::time::Instant::now() > deadline {
+            break held;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(requested["orders"].as_array().map(Vec::len), Some(1), "the platform got the share request: {requested}");
+    atrium.child.kill().unwrap();
+    atrium.child.wait().unwrap();
+    drop(atrium);
+
+    // Started again: the platform's profit-sharing notifications (retried while Atrium was down)
+    // run the sharing at once; the request is asked again under its number.
+    atrium = w.start();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let held = loop {
+        let held = sharing_on_platform(&w, "T_CRASH_SHARE").await;
+        if held["unfrozen"].is_object() || tokio::time::Instant::now() > deadline {
+            break held;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let shares: Vec<&Value> = held["orders"].as_array().unwrap().iter().filter(|o| o["kind"] == "share").collect();
+    assert_eq!(shares.len(), 1, "one share request, never a second: {held}");
+    assert_eq!((held["shared"].as_i64(), held["unfrozen"]["amount"].as_i64()), (Some(310), Some(10_001 - 310)), "{held}");
+    let (status, ours) = w.client.get(a(&atrium, "/api/v1/miniprogram/payment/shares?out_trade_no=T_CRASH_SHARE"), Some(&token)).await;
+    assert_eq!(status, 200, "{ours}");
+    let mut books: Vec<(i64, &str)> =
+        ours["data"]["items"].as_array().unwrap().iter().map(|s| (s["amount"].as_i64().unwrap(), s["status"].as_str().unwrap())).collect();
+    books.sort();
+    assert_eq!(books, [(60, "succeeded"), (250, "succeeded")], "the books match the platform's: {ours}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_while_sharing_on_sqlite() {
+    killed_while_sharing_shares_exactly_once(TestDatabase::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_while_sharing_on_postgres() {
+    let Some(db) = TestDatabase::postgres() else {
+        atrium_store::testing::skip_postgres(module_path!());
+        return;
+    };
+    killed_while_sharing_shares_exactly_once(db).await;
+}
