@@ -50,14 +50,14 @@ curl -sf -X PUT "$BASE/api/v1/miniprogram/payment/config" -H "$H" -H "$J" \
 # PAYMENTS payments of 10,001 fen, placed and paid (the platform notifies each at once).
 echo "paying $PAYMENTS sub-merchant payments…"
 pay_one() {
-  curl -sf "$BASE/api/v1/miniprogram/payment/unified-order" -H "$H" -H "$J" \
+  curl -sS -f "$BASE/api/v1/miniprogram/payment/unified-order" -H "$H" -H "$J" \
     -d "{\"tenant_id\":$TID,\"description\":\"Bench\",\"amount\":10001,\"openid\":\"o_bench\",\"out_trade_no\":\"T_SHARE_$1\"}" >/dev/null
   curl -sf "$STANDIN/sandbox/control/pay" -H "$J" -d "{\"out_trade_no\":\"T_SHARE_$1\",\"result\":\"SUCCESS\"}" \
     | jq -e '.notification.attempts[0].status == 204' >/dev/null || { echo "payment $1 not notified" >&2; return 1; }
 }
 export -f pay_one
 export BASE STANDIN H J TID
-seq -w 1 "$PAYMENTS" | xargs -P 8 -I{} bash -c 'pay_one {}'
+seq -w 1 "$PAYMENTS" | xargs -P 8 -I{} bash -c "pay_one {}" || { echo "paying failed" >&2; tail -5 "$OUT/server.log" >&2; exit 1; }
 stop_server
 
 # Every share succeeded: the 2×PAYMENTS-th succeeded share exists.
@@ -65,7 +65,11 @@ SHARES=$(( 2 * PAYMENTS ))
 shared() {
   curl -sf "$BASE/api/v1/miniprogram/payment/shares?status=succeeded&page=$SHARES&page_size=1" -H "$H" | jq -e '.data.items | length == 1' >/dev/null
 }
-PORT=$PORT start_server "$DB" "${SERVER_VARS[@]}"
+# Started again with its job runners (start_server would look for a first start's password).
+env DATABASE_URL="$DB" ATRIUM_BIND="127.0.0.1:$PORT" ATRIUM_LOG=warn ATRIUM_SECRETS_FILE="$OUT/bench.secrets.json" "${SERVER_VARS[@]}" \
+  "$ATRIUM_BIN" > "$OUT/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 1 100); do curl -sf "$BASE/healthz" >/dev/null && break; sleep 0.1; done
 started=$(date +%s.%N)
 server_before=$(cpu_ticks "$SERVER_PID") standin_before=$(cpu_ticks "$STANDIN_PID")
 until shared; do
