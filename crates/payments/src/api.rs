@@ -562,6 +562,15 @@ impl TryFrom<ShareListParams> for ShareQuery {
     type Error = atrium_kernel::Error;
 
     fn try_from(p: ShareListParams) -> Result<ShareQuery, atrium_kernel::Error> {
+        let mut errors = Vec::new();
+        for (field, id) in [("tenant_id", p.tenant_id), ("partner_id", p.partner_id)] {
+            if id.is_some_and(|id| id < 1) {
+                errors.push(atrium_kernel::FieldError::new(field, "must be at least 1"));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(atrium_kernel::Error::Invalid(errors));
+        }
         Ok(ShareQuery {
             page: atrium_kernel::PageRequest::new(p.page, p.page_size)?,
             tenant_id: p.tenant_id,

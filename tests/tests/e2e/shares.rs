@@ -103,6 +103,10 @@ e2e!(a_closed_receiver_is_shown_keeps_the_rest_frozen_and_is_retried_once_fixed,
     assert_eq!(shares(app, &org.t2_admin, "T_SH_CLOSED").await, Vec::<Value>::new(), "another tenant sees none of them");
     assert_eq!(shares(app, &org.t1_admin, "T_SH_CLOSED").await.len(), 2, "the tenant sees its own");
     app.get("/api/v1/miniprogram/payment/shares?status=lost", Some(&org.admin)).await.expect(400);
+    app.get("/api/v1/miniprogram/payment/shares?tenant_id=0&partner_id=-1", Some(&org.admin))
+        .await
+        .expect_field_error("tenant_id")
+        .expect_field_error("partner_id");
 
     // Retried by the operator: a new number, the receiver added afresh, then shared.
     let id = closed["id"].as_i64().unwrap();
