@@ -63,7 +63,11 @@ pub trait PaymentRepo: Send + Sync + 'static {
     async fn sharing(&self, payment_id: Id) -> Result<Option<(Sharing, Vec<Share>)>>;
     /// Begins sharing a transaction: stores `sharing` and its `shares` in one database
     /// transaction, unless the transaction's sharing is already stored (two runners racing),
-    /// and returns what is stored either way. So a transaction is shared once.
+    /// and returns what is stored either way. So a transaction is shared once. With the
+    /// transaction's row locked as [`PaymentRepo::reserve_refund`] locks it, it MUST return
+    /// `Conflict` (`TryAgain`), writing nothing, when a refund of the transaction is
+    /// processing, or when its amount less its succeeded refunds is not `sharing.base` (a
+    /// refund settled since the base was read).
     async fn begin_sharing(&self, sharing: Sharing, shares: Vec<Share>) -> Result<(Sharing, Vec<Share>)>;
     /// Writes each share's mutable fields (status, fail reason, out_order_no, retries,
     /// settled_at, updated_at) only where the stored status and `out_order_no` still equal

@@ -398,7 +398,7 @@ fn lock_transaction(conn: &mut DbConn, tenant_id: Id, out_trade_no: &str) -> Res
     row.map(tx_from_row).transpose()
 }
 
-fn refunds_of(conn: &mut DbConn, payment_id: Id) -> Result<Vec<Refund>> {
+pub(crate) fn refunds_of(conn: &mut DbConn, payment_id: Id) -> Result<Vec<Refund>> {
     let rows: Vec<RefundRow> = payment_refunds::table
         .filter(payment_refunds::payment_id.eq(payment_id))
         .order(payment_refunds::id.asc())

@@ -2,14 +2,14 @@
 //! (written once, `INSERT … ON CONFLICT DO NOTHING`, so two runners beginning it store one) and
 //! its shares, changed only by conditional updates on the status and number they were read
 //! with.
-use crate::db::{DbConn, MultiBackend, on_backend};
+use crate::db::{DbConn, MultiBackend, first_for_update, on_backend};
 use crate::error::db_error;
 use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, page, parse_enum, total};
-use crate::payments::write_effects;
-use crate::schema::{payment_shares, payment_sharings};
+use crate::payments::{refunds_of, write_effects};
+use crate::schema::{payment_shares, payment_sharings, payment_transactions};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
-use atrium_kernel::{Error, Id, Money, Page, Party, Result, StrEnum, Timestamp};
+use atrium_kernel::{Error, Id, Money, Page, Party, Reason, RefundStatus, Result, StrEnum, Timestamp};
 use atrium_payments::{Effects, Rates, Receiver, ReceiverType, Share, ShareQuery, ShareRole, ShareStatus, Sharing};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -157,8 +157,28 @@ pub(crate) fn sharing_of(conn: &mut DbConn, payment_id: Id) -> Result<Option<(Sh
     Ok(Some((sharing_from_row(row)?, rows(shares)?)))
 }
 
-/// Stores the sharing and its shares unless the transaction's sharing is there already.
+/// Stores the sharing and its shares unless the transaction's sharing is there already, with
+/// the transaction locked (so no refund is reserved meanwhile: a refund's reservation locks it
+/// too); refused (`TryAgain`) while a refund of it is processing or when its refunds no longer
+/// leave `sharing.base`.
 pub(crate) fn begin(conn: &mut DbConn, sharing: &Sharing, shares: &[Share]) -> Result<(Sharing, Vec<Share>)> {
+    let amount: Option<i64> = first_for_update!(
+        conn,
+        payment_transactions::table.filter(payment_transactions::id.eq(sharing.payment_id)).select(payment_transactions::amount)
+    )
+    .map_err(db_error)?;
+    let amount = amount.ok_or(Error::NotFound("transaction"))?;
+    if let Some(begun) = sharing_of(conn, sharing.payment_id)? {
+        return Ok(begun);
+    }
+    let refunds = refunds_of(conn, sharing.payment_id)?;
+    if refunds.iter().any(|r| r.status == RefundStatus::Processing) {
+        return Err(Error::conflict(Reason::TryAgain, "a refund of the payment is processing"));
+    }
+    let refunded: i64 = refunds.iter().filter(|r| r.status == RefundStatus::Succeeded).map(|r| r.amount.fen()).sum();
+    if amount - refunded != sharing.base.fen() {
+        return Err(Error::conflict(Reason::TryAgain, "the payment's refunds changed since its base was read"));
+    }
     let bp = |v: u32| i32::try_from(v).map_err(|_| Error::invalid("basis_points", "must be at most 10000"));
     let row = SharingRow {
         payment_id: sharing.payment_id,

@@ -205,7 +205,12 @@ impl PaymentService {
             })
             .collect();
         let sharing = Sharing { payment_id: tx.id, tenant_id: tx.tenant_id, base, rates, unfrozen_at: None, created_at: now };
-        Ok(Ok(self.repo.begin_sharing(sharing, shares).await?))
+        match self.repo.begin_sharing(sharing, shares).await {
+            Ok(begun) => Ok(Ok(begun)),
+            // A refund reserved or settled since its refunds were read: read them again.
+            Err(Error::Conflict(Reason::TryAgain, why)) => Ok(Err(why)),
+            Err(e) => Err(e),
+        }
     }
 
     /// Step 2 for the shares of request `no`: their receivers added, then the request sent

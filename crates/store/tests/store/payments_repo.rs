@@ -1300,7 +1300,7 @@ store_test!(runners_beginning_one_sharing_at_once_store_it_once, |db| {
             let (f, tx) = (f.clone(), tx.clone());
             tokio::spawn(async move {
                 let shares = vec![share(&tx, None, ShareRole::Platform, 60 + i)];
-                f.repo.begin_sharing(sharing_of(&tx, 10_001 - i), shares).await.unwrap()
+                f.repo.begin_sharing(Sharing { created_at: t0() + Duration::seconds(i), ..sharing_of(&tx, 10_001) }, shares).await.unwrap()
             })
         })
         .collect();
@@ -1384,4 +1384,24 @@ store_test!(shares_are_listed_in_the_callers_scope_newest_first_with_their_filte
     assert_eq!(f.repo.get_share(Party::Partner { partner_id: f.partner }, theirs[0].id).await.unwrap(), None);
     assert_eq!(f.repo.get_share(tenant, mine[0].id).await.unwrap(), Some(mine[0].clone()));
     assert_eq!(f.repo.get_share(Party::Platform, theirs[0].id).await.unwrap(), Some(theirs[0].clone()));
+});
+
+store_test!(a_sharing_is_not_begun_while_a_refund_is_processing_nor_on_a_base_its_refunds_changed, |db| {
+    let f = fixture(&db).await;
+    let tx = pay(&f, Transaction { sub_mchid: Some("1900000201".into()), ..transaction(f.tenant, "T0000001", 10_000) }).await;
+    let reserve = |r: Refund| f.repo.reserve_refund(r, rule(50), none());
+    reserve(refund(f.tenant, "T0000001", "R1", 4_000)).await.unwrap();
+    let shares = || vec![share(&tx, None, ShareRole::Platform, 60)];
+
+    let processing = f.repo.begin_sharing(sharing_of(&tx, 10_000), shares()).await.unwrap_err();
+    let stored = f.repo.get_refund(f.tenant, "R1".into()).await.unwrap().unwrap();
+    let settled = Refund { status: RefundStatus::Succeeded, succeeded_at: Some(t0()), ..stored };
+    assert!(f.repo.update_refund(settled, RefundStatus::Processing, none()).await.unwrap());
+    let stale = f.repo.begin_sharing(sharing_of(&tx, 10_000), shares()).await.unwrap_err();
+    let begun = f.repo.begin_sharing(sharing_of(&tx, 6_000), shares()).await.unwrap();
+
+    assert!(matches!(processing, Error::Conflict(Reason::TryAgain, _)), "{processing:?}");
+    assert!(matches!(stale, Error::Conflict(Reason::TryAgain, _)), "{stale:?}");
+    assert_eq!(begun.0.base, Money::from_fen(6_000));
+    assert_eq!(begun.1.len(), 1);
 });

@@ -448,3 +448,25 @@ async fn a_profit_sharing_notification_runs_its_payments_sharing_now() {
     assert_eq!(queued[0].payload, serde_json::json!({"out_trade_no": "T0000001"}));
     assert_eq!(queued[0].dedupe_key.as_deref(), Some("3:T0000001:notified:PS5"));
 }
+
+#[tokio::test]
+async fn a_refund_reserved_while_the_shares_are_computed_makes_the_job_read_again() {
+    let (mut repo, _) = repo_holding(Some(sub_config()), paid_sub(10_001));
+    let mut p = provider();
+    p.sp_name = Some("Atrium Platform Ltd".into());
+    repo.expect_get_provider().returning(move || Ok(Some(p.clone())));
+    repo.expect_share_plan().returning(|_| Ok(Some(plan(250))));
+    repo.expect_refunds_of().returning(|_, _| Ok(vec![]));
+    repo.expect_sharing().returning(|_| Ok(None));
+    repo.expect_begin_sharing().times(1).returning(|_, _| Err(Error::conflict(Reason::TryAgain, "a refund of the payment is processing")));
+    let mut platform = MockPayPlatform::new();
+    platform.expect_share().never();
+    let svc = svc(repo, platform);
+
+    let outcome = svc.run(&share_job()).await;
+
+    assert!(
+        matches!(&outcome, JobOutcome::Retry { reason, at } if reason.contains("refund") && *at == now() + Duration::seconds(60)),
+        "{outcome:?}"
+    );
+}
