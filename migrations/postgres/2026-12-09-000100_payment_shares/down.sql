@@ -1,2 +1,3 @@
+DELETE FROM jobs WHERE kind = 'payment.share';
 DROP TABLE payment_shares;
 DROP TABLE payment_sharings;

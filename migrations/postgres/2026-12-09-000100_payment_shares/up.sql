@@ -36,3 +36,11 @@ CREATE INDEX payment_shares_tenant_idx ON payment_shares(tenant_id, id);
 CREATE INDEX payment_shares_order_no_idx ON payment_shares(tenant_id, out_order_no);
 CREATE INDEX payment_shares_status_idx ON payment_shares(status, id);
 CREATE INDEX payment_shares_partner_idx ON payment_shares(partner_id, id);
+
+-- Sub-merchant payments paid before this release are shared too: their sharing jobs are queued
+-- now, due at once (a payment paid from now on gets its own with the write that records it).
+INSERT INTO jobs (kind, tenant_id, payload, status, dedupe_key, run_at, attempts, created_at, updated_at)
+SELECT 'payment.share', tenant_id, '{"out_trade_no":"' || out_trade_no || '"}', 'pending', tenant_id::text || ':' || out_trade_no,
+       now() AT TIME ZONE 'UTC', 0, now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC'
+FROM payment_transactions
+WHERE sub_mchid IS NOT NULL AND method <> 'offline' AND trade_state IN ('SUCCESS', 'REFUND') AND discrepancy IS NULL;

@@ -4,7 +4,7 @@
 //! offline after its platform order was closed — migrates with every fen in the ledger, each
 //! order's payment and refunds linked to it, and nothing counted twice.
 #![allow(clippy::unwrap_used)]
-use atrium_kernel::{Money, Party, PaymentMethod, RefundStatus};
+use atrium_kernel::{JobStore, Money, Party, PaymentMethod, RefundStatus};
 use atrium_orders::OrderRepo;
 use atrium_payments::{PaymentRepo, TradeState};
 use atrium_store::testing::{TestDatabase, skip_postgres};
@@ -102,4 +102,70 @@ async fn an_upgrade_moves_every_orders_money_into_the_ledger_on_postgres() {
         return;
     };
     an_upgrade_moves_every_orders_money_into_the_ledger(db).await;
+}
+
+/// The last migration before profit sharing.
+const BEFORE_SHARING: &str = "2026-12-08-000100";
+
+/// Payments of the release before sharing: only the sub-merchant's paid platform payments are
+/// to be shared.
+const BEFORE_SHARING_ROWS: &[&str] = &[
+    "INSERT INTO tenants (id, name, status, created_at, updated_at) VALUES (1, 'T', 'active', '2026-01-01 00:00:00', '2026-01-01 00:00:00')",
+    // Paid and refunded in part, as a sub-merchant: to be shared.
+    "INSERT INTO payment_transactions (id, tenant_id, out_trade_no, description, amount, openid, trade_state, transaction_id, success_time, \
+     expires_at, created_at, updated_at, method, sub_mchid) VALUES (20, 1, 'T_SUB_PAID', 'A', 1000, 'o1', 'REFUND', '4201', \
+     '2026-01-02 00:00:00', '2026-01-03 00:00:00', '2026-01-01 00:00:00', '2026-01-02 00:00:00', 'wechat_jsapi', '1900000201')",
+    // Unpaid, as a sub-merchant; paid in direct mode; a sub-merchant payment with a discrepancy.
+    "INSERT INTO payment_transactions (id, tenant_id, out_trade_no, description, amount, openid, trade_state, expires_at, created_at, \
+     updated_at, method, sub_mchid) VALUES (21, 1, 'T_SUB_UNPAID', 'B', 1000, 'o1', 'NOTPAY', '2026-01-03 00:00:00', \
+     '2026-01-01 00:00:00', '2026-01-01 00:00:00', 'wechat_jsapi', '1900000201')",
+    "INSERT INTO payment_transactions (id, tenant_id, out_trade_no, description, amount, openid, trade_state, transaction_id, success_time, \
+     expires_at, created_at, updated_at, method) VALUES (22, 1, 'T_DIRECT_PAID', 'C', 1000, 'o1', 'SUCCESS', '4202', \
+     '2026-01-02 00:00:00', '2026-01-03 00:00:00', '2026-01-01 00:00:00', '2026-01-02 00:00:00', 'wechat_jsapi')",
+    "INSERT INTO payment_transactions (id, tenant_id, out_trade_no, description, amount, openid, trade_state, expires_at, created_at, \
+     updated_at, method, sub_mchid, discrepancy) VALUES (23, 1, 'T_SUB_ODD', 'D', 1000, 'o1', 'NOTPAY', '2026-01-03 00:00:00', \
+     '2026-01-01 00:00:00', '2026-01-01 00:00:00', 'wechat_jsapi', '1900000201', '1 fen paid for 1000')",
+];
+
+async fn an_upgrade_queues_the_sharing_of_sub_merchant_payments_paid_before(test_db: TestDatabase) {
+    let db = Db::connect(&test_db.url, 4).unwrap();
+    assert!(db.migrate_until(BEFORE_SHARING).unwrap() > 0);
+    for row in BEFORE_SHARING_ROWS {
+        let sql = row.to_string();
+        db.write(move |conn| diesel::sql_query(sql).execute(conn).map_err(atrium_store::db_error)).await.unwrap();
+    }
+
+    assert!(db.migrate().unwrap() > 0, "the sharing migration runs");
+
+    let jobs = atrium_store::DbJobStore::new(db.clone());
+    let claimed = jobs.claim(vec![atrium_payments::SHARE.into()], chrono::Utc::now(), 60).await.unwrap();
+    let job = claimed.expect("the paid sub-merchant payment's sharing is queued and due");
+    assert_eq!((job.tenant_id, job.payload.clone()), (Some(1), serde_json::json!({"out_trade_no": "T_SUB_PAID"})));
+    let again = jobs.claim(vec![atrium_payments::SHARE.into()], chrono::Utc::now(), 60).await.unwrap();
+    assert_eq!(again, None, "nothing else is to be shared");
+    let queued = jobs
+        .enqueue(atrium_kernel::NewJob {
+            kind: atrium_payments::SHARE.into(),
+            tenant_id: Some(1),
+            payload: serde_json::json!({"out_trade_no": "T_SUB_PAID"}),
+            run_at: chrono::Utc::now(),
+            dedupe_key: Some("1:T_SUB_PAID".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(queued, None, "keyed as a payment's sharing job is: it is not queued twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_queues_the_sharing_of_sub_merchant_payments_paid_before_on_sqlite() {
+    an_upgrade_queues_the_sharing_of_sub_merchant_payments_paid_before(TestDatabase::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_queues_the_sharing_of_sub_merchant_payments_paid_before_on_postgres() {
+    let Some(db) = TestDatabase::postgres_empty() else {
+        skip_postgres(module_path!());
+        return;
+    };
+    an_upgrade_queues_the_sharing_of_sub_merchant_payments_paid_before(db).await;
 }
