@@ -9,7 +9,7 @@ use atrium_kernel::{Error, Id};
 use atrium_payments::{
     CloseRequest, CloseView, KeyUpload, NotificationError, NotificationRequest, PaymentConfigPut, PaymentConfigView, PaymentTestRequest,
     PlatformKeyId, ProviderConfigPut, ProviderConfigView, QueryRequest, ReconciliationParams, ReconciliationView, RefundRequest,
-    RefundView, Secret, ShareListParams, ShareView, TestReport, TransactionView, UnifiedOrderRequest, UnifiedOrderView,
+    RefundView, Secret, ShareListParams, ShareQuery, ShareView, TestReport, TransactionView, UnifiedOrderRequest, UnifiedOrderView,
 };
 use futures_util::StreamExt;
 
@@ -153,7 +153,8 @@ pub async fn reconciliation(state: web::Data<AppState>, auth: Authorized<Payment
 #[utoipa::path(get, path = "/api/v1/miniprogram/payment/shares", tag = "payments", params(ShareListParams),
     security(("bearer" = ["payment:query"])), responses((status = 200, body = inline(atrium_kernel::Page<ShareView>)), (status = 400)))]
 pub async fn list_shares(state: web::Data<AppState>, auth: Authorized<PaymentQuery>, q: Query<ShareListParams>) -> ApiResult {
-    ok(state.payments.list_shares(&auth.actor, q.into_inner()).await?)
+    let query = ShareQuery::try_from(q.into_inner())?;
+    ok(state.payments.list_shares(&auth.actor, query).await?)
 }
 
 /// Request a `closed` share again (after its receiver was fixed), under a new `out_order_no`.

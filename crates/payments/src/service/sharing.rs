@@ -24,7 +24,7 @@
 //! [`PaymentRepo::begin_sharing`]: crate::PaymentRepo::begin_sharing
 use super::jobs::Step;
 use super::payments::PaymentService;
-use crate::api::{ShareListParams, ShareView};
+use crate::api::ShareView;
 use crate::model::*;
 use crate::ports::PayPlatformError;
 use crate::sharing::*;
@@ -317,8 +317,7 @@ impl PaymentService {
     }
 
     /// `GET /miniprogram/payment/shares`: the shares in the caller's scope, newest first.
-    pub async fn list_shares(&self, actor: &Actor, params: ShareListParams) -> Result<Page<ShareView>> {
-        let query = ShareQuery::try_from(params)?;
+    pub async fn list_shares(&self, actor: &Actor, query: ShareQuery) -> Result<Page<ShareView>> {
         Ok(self.repo.list_shares(actor.party, query).await?.map(ShareView::from))
     }
 
