@@ -71,7 +71,7 @@ impl PaymentService {
     /// The sharing job of a transaction just paid, due `sharing_delay` after the payment;
     /// `None` unless it is a sub-merchant's platform payment.
     pub(super) fn share_job(&self, tx: &Transaction) -> Option<NewJob> {
-        if tx.sub_mchid.is_none() || tx.method == PaymentMethod::Offline || !tx.is_paid() || tx.discrepancy.is_some() {
+        if !shared(tx) {
             return None;
         }
         let paid_at = tx.success_time.unwrap_or(tx.updated_at);
@@ -102,14 +102,14 @@ impl PaymentService {
             log::warn!("sharing job: tenant {tenant_id} has no transaction {out_trade_no}");
             return Ok(Step::Settled);
         };
-        if self.share_job(&tx).is_none() {
+        if !shared(&tx) {
             return Ok(Step::Settled);
         }
         let Some(transaction_id) = tx.transaction_id.clone() else {
             log::error!("sharing job: paid transaction {out_trade_no} of tenant {tenant_id} has no platform transaction id");
             return Ok(Step::Settled);
         };
-        let (sharing, mut shares) = match self.repo.sharing(tx.id).await? {
+        let (sharing, shares) = match self.repo.sharing(tx.id).await? {
             Some(found) => found,
             None => match self.begin_sharing(&tx).await? {
                 Ok(begun) => begun,
@@ -119,15 +119,18 @@ impl PaymentService {
         let account = self.account_of(&tx).await?;
         let sub_mchid = account.sub_merchant.as_ref().map(|s| s.sub_mchid.clone()).unwrap_or_default();
 
+        let mut book = Book { shares, stale: false };
+
         // Request what is pending, one request per number.
-        for (no, group) in by_order_no(&shares, ShareStatus::Pending) {
-            if let Some(wait) = self.request_share(&account, &sub_mchid, &transaction_id, &no, group).await? {
-                return Ok(Step::Again(wait));
+        for (no, group) in by_order_no(&book.shares, ShareStatus::Pending) {
+            match self.request_share(&account, &sub_mchid, &transaction_id, &no, group).await? {
+                Sent::Unreachable(wait) => return Ok(Step::Again(wait)),
+                Sent::Recorded(written) => book.take(written),
             }
         }
-        shares = self.shares_of(tx.id, shares).await?;
+        self.refresh(&mut book, tx.id).await?;
         // Settle what is processing from the platform's record.
-        for (no, group) in by_order_no(&shares, ShareStatus::Processing) {
+        for (no, group) in by_order_no(&book.shares, ShareStatus::Processing) {
             let answer = match self.platform.query_share(&account, &transaction_id, &no).await {
                 Ok(answer) => answer,
                 // Never received (the request was lost before it arrived): ask again, same number.
@@ -138,9 +141,10 @@ impl PaymentService {
                 }
                 Err(e) => return Ok(Step::Again(e.to_string())),
             };
-            self.record_answer(group, &answer).await?;
+            book.take(self.record_answer(group, &answer).await?);
         }
-        shares = self.shares_of(tx.id, shares).await?;
+        self.refresh(&mut book, tx.id).await?;
+        let shares = book.shares;
         if shares.iter().any(|s| matches!(s.status, ShareStatus::Pending | ShareStatus::Processing)) {
             return Ok(Step::Again("the share is processing".into()));
         }
@@ -222,7 +226,7 @@ impl PaymentService {
         transaction_id: &str,
         no: &str,
         group: Vec<Share>,
-    ) -> Result<Option<String>> {
+    ) -> Result<Sent> {
         // A retried share adds its receiver afresh: the operator may have fixed it.
         let fresh = group.iter().any(|s| s.retries > 0);
         for share in &group {
@@ -234,10 +238,9 @@ impl PaymentService {
                 Ok(()) => self.added.insert(sub_mchid, &share.receiver),
                 Err(PayPlatformError::Refused { code, message, .. }) => {
                     let why = format!("the receiver could not be added: {code}: {message}");
-                    self.close_shares(group, &why).await?;
-                    return Ok(None);
+                    return Ok(Sent::Recorded(self.close_shares(group, &why).await?));
                 }
-                Err(e) => return Ok(Some(e.to_string())),
+                Err(e) => return Ok(Sent::Unreachable(e.to_string())),
             }
         }
         failpoint!("sharing.receivers_added");
@@ -258,21 +261,20 @@ impl PaymentService {
         match self.platform.share(account, &order).await {
             Ok(answer) => {
                 failpoint!("sharing.requested");
-                self.record_answer(group, &answer).await?;
+                let written = self.record_answer(group, &answer).await?;
                 failpoint!("sharing.recorded");
-                Ok(None)
+                Ok(Sent::Recorded(written))
             }
             // Refused as a whole (over the ratio, a receiver unknown, …): nothing was shared.
             Err(PayPlatformError::Refused { code, message, .. }) => {
-                self.close_shares(group, &format!("{code}: {message}")).await?;
-                Ok(None)
+                Ok(Sent::Recorded(self.close_shares(group, &format!("{code}: {message}")).await?))
             }
-            Err(e) => Ok(Some(e.to_string())),
+            Err(e) => Ok(Sent::Unreachable(e.to_string())),
         }
     }
 
     /// Records what the platform reports of the request `group` was sent in.
-    async fn record_answer(&self, group: Vec<Share>, answer: &PlatformShareOrder) -> Result<()> {
+    async fn record_answer(&self, group: Vec<Share>, answer: &PlatformShareOrder) -> Result<Option<Vec<Share>>> {
         let now = self.clock.now();
         let after = group
             .iter()
@@ -297,23 +299,30 @@ impl PaymentService {
     }
 
     /// Closes the shares of a request the platform refused, with its reason.
-    async fn close_shares(&self, group: Vec<Share>, why: &str) -> Result<()> {
+    async fn close_shares(&self, group: Vec<Share>, why: &str) -> Result<Option<Vec<Share>>> {
         log::warn!("share request {} refused: {why}", group.first().map(|s| s.out_order_no.as_str()).unwrap_or_default());
         let after = group.iter().map(|s| Share { status: ShareStatus::Closed, fail_reason: Some(why.to_owned()), ..s.clone() }).collect();
         self.record_shares(group, after, Effects::default()).await
     }
 
-    /// Writes `after` over `before` (conditionally on how each was read), with `effects`.
-    async fn record_shares(&self, before: Vec<Share>, after: Vec<Share>, effects: Effects) -> Result<()> {
+    /// Writes `after` over `before` (conditionally on how each was read), with `effects`;
+    /// `after` as written when every share was, `None` when another runner changed one first.
+    async fn record_shares(&self, before: Vec<Share>, after: Vec<Share>, effects: Effects) -> Result<Option<Vec<Share>>> {
         let now = self.clock.now();
         let read = before.iter().map(|s| (s.status, s.out_order_no.clone())).collect();
         let changed: Vec<Share> = after.into_iter().map(|s| Share { updated_at: now, ..s }).collect();
-        self.repo.update_shares(changed, read, effects).await.map(drop)
+        let written = self.repo.update_shares(changed.clone(), read, effects).await?;
+        Ok((written == changed.len() as u64).then_some(changed))
     }
 
-    /// The transaction's shares as stored now (`known` if its sharing is gone, which it never is).
-    async fn shares_of(&self, payment_id: Id, known: Vec<Share>) -> Result<Vec<Share>> {
-        Ok(self.repo.sharing(payment_id).await?.map_or(known, |(_, shares)| shares))
+    /// Reads the transaction's shares again if another runner changed one under this run.
+    async fn refresh(&self, book: &mut Book, payment_id: Id) -> Result<()> {
+        if book.stale
+            && let Some((_, shares)) = self.repo.sharing(payment_id).await?
+        {
+            *book = Book { shares, stale: false };
+        }
+        Ok(())
     }
 
     /// `GET /miniprogram/payment/shares`: the shares in the caller's scope, newest first.
@@ -365,6 +374,42 @@ impl PaymentService {
         };
         self.jobs.enqueue(self.share_job_now(tenant_id, &share.out_trade_no, &format!("notified:{out_order_no}"))).await?;
         Ok(true)
+    }
+}
+
+/// Whether `tx` is shared: a sub-merchant's platform payment, paid as reported.
+fn shared(tx: &Transaction) -> bool {
+    tx.sub_mchid.is_some() && tx.method != PaymentMethod::Offline && tx.is_paid() && tx.discrepancy.is_none()
+}
+
+/// What became of a share request.
+enum Sent {
+    /// The platform could not be reached: try again later, for this reason.
+    Unreachable(String),
+    /// Its answer (or refusal) was recorded: the shares as written, `None` if another runner
+    /// wrote one first.
+    Recorded(Option<Vec<Share>>),
+}
+
+/// A transaction's shares as one run knows them: kept up to date by the run's own writes, and
+/// read again (`stale`) only after a write another runner beat.
+struct Book {
+    shares: Vec<Share>,
+    stale: bool,
+}
+
+impl Book {
+    fn take(&mut self, written: Option<Vec<Share>>) {
+        match written {
+            Some(after) => {
+                for share in after {
+                    if let Some(known) = self.shares.iter_mut().find(|s| s.id == share.id) {
+                        *known = share;
+                    }
+                }
+            }
+            None => self.stale = true,
+        }
     }
 }
 

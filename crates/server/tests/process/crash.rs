@@ -168,6 +168,21 @@ impl World {
         body
     }
 
+    /// Waits up to `secs` for `done` on what the platform holds of the profit sharing of the
+    /// sub-merchant's payment `no`; returns what it holds last.
+    async fn wait_sharing(&self, no: &str, secs: u64, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            let url = self.p(&format!("/sandbox/control/profitsharing?sub_mchid={SUB_MCHID}&out_trade_no={no}"));
+            let (status, held) = self.client.get(url, None).await;
+            assert_eq!(status, 200, "{held}");
+            if done(&held) || tokio::time::Instant::now() > deadline {
+                return held;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Waits up to `secs` for `done` on what the platform holds of `out_trade_no`.
     async fn wait_trade(&self, out_trade_no: &str, secs: u64, done: impl Fn(&Value) -> bool) -> Value {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
@@ -207,22 +222,7 @@ async fn shop(w: &World, atrium: &Proc, mode: Mode) -> (String, i64) {
     let put = |body: Value| w.client.http.put(a("/api/v1/platform/pay-provider")).bearer_auth(&token).json(&body);
     let (status, body) = w.client.send(put(json!({"sp_mchid": SP_MCHID, "sp_appid": SP_APPID, "api_v3_key": m["api_v3_key"]}))).await;
     assert_eq!(status, 200, "{body}");
-    let text = |k: &str| m[k].as_str().unwrap().to_owned();
-    let (content_type, form) = multipart(&[
-        ("private_key", &text("private_key_pem")),
-        ("certificate", &text("certificate_pem")),
-        ("platform_public_key", &text("platform_public_key_pem")),
-        ("platform_public_key_id", &text("platform_public_key_id")),
-    ]);
-    let upload = w
-        .client
-        .http
-        .post(a("/api/v1/platform/pay-provider/cert/upload"))
-        .bearer_auth(&token)
-        .header("content-type", content_type)
-        .body(form);
-    let (status, body) = w.client.send(upload).await;
-    assert_eq!(status, 200, "{body}");
+    upload_keys(w, &a("/api/v1/platform/pay-provider/cert/upload"), &token, &m, &[]).await;
     let (status, body) = w.client.send(put(json!({"sp_mchid": SP_MCHID, "sp_appid": SP_APPID, "enabled": true}))).await;
     assert_eq!(status, 200, "{body}");
     let (status, body) =
@@ -251,27 +251,27 @@ async fn direct_shop(w: &World, atrium: &Proc) -> (String, i64) {
     let (status, body) =
         w.client.send(put(json!({"tenant_id": tenant, "mchid": MCHID, "appid": APPID, "api_v3_key": m["api_v3_key"]}))).await;
     assert_eq!(status, 200, "{body}");
-    let text = |k: &str| m[k].as_str().unwrap().to_owned();
-    let tid = tenant.to_string();
-    let (content_type, form) = multipart(&[
-        ("tenant_id", &tid),
-        ("private_key", &text("private_key_pem")),
-        ("certificate", &text("certificate_pem")),
-        ("platform_public_key", &text("platform_public_key_pem")),
-        ("platform_public_key_id", &text("platform_public_key_id")),
-    ]);
-    let upload = w
-        .client
-        .http
-        .post(a("/api/v1/miniprogram/payment/cert/upload"))
-        .bearer_auth(&token)
-        .header("content-type", content_type)
-        .body(form);
-    let (status, body) = w.client.send(upload).await;
-    assert_eq!(status, 200, "{body}");
+    upload_keys(w, &a("/api/v1/miniprogram/payment/cert/upload"), &token, &m, &[("tenant_id", &tenant.to_string())]).await;
     let (status, body) = w.client.send(put(json!({"tenant_id": tenant, "mchid": MCHID, "appid": APPID, "enabled": true}))).await;
     assert_eq!(status, 200, "{body}");
     (token, tenant)
+}
+
+/// Uploads the keys the platform issued merchant `m` to `url` (a tenant's or the provider's
+/// upload), with the `extra` parts.
+async fn upload_keys(w: &World, url: &str, token: &str, m: &Value, extra: &[(&str, &str)]) {
+    let text = |k: &str| m[k].as_str().unwrap().to_owned();
+    let keys = [
+        ("private_key", text("private_key_pem")),
+        ("certificate", text("certificate_pem")),
+        ("platform_public_key", text("platform_public_key_pem")),
+        ("platform_public_key_id", text("platform_public_key_id")),
+    ];
+    let parts: Vec<(&str, &str)> = extra.iter().copied().chain(keys.iter().map(|(k, v)| (*k, v.as_str()))).collect();
+    let (content_type, form) = multipart(&parts);
+    let upload = w.client.http.post(url).bearer_auth(token).header("content-type", content_type).body(form);
+    let (status, body) = w.client.send(upload).await;
+    assert_eq!(status, 200, "{body}");
 }
 
 async fn order(w: &World, atrium: &Proc, token: &str, id: i64) -> Value {
@@ -423,13 +423,6 @@ async fn killed_in_a_sub_merchants_platform_calls_on_postgres() {
     killed_in_platform_calls_moves_the_money_exactly_once(db, Mode::SubMerchant).await;
 }
 
-/// What the platform holds of the profit sharing of the sub-merchant's payment `no`.
-async fn sharing_on_platform(w: &World, no: &str) -> Value {
-    let (status, body) = w.client.get(w.p(&format!("/sandbox/control/profitsharing?sub_mchid={SUB_MCHID}&out_trade_no={no}")), None).await;
-    assert_eq!(status, 200, "{body}");
-    body
-}
-
 async fn killed_while_sharing_shares_exactly_once(db: TestDatabase) {
     let mut w = World::new(db);
     w.vars.extend([("ATRIUM_SHARING_DELAY_SECS", "0".to_owned()), ("ATRIUM_SHARING_RETRY_SECS", "1".to_owned())]);
@@ -467,14 +460,7 @@ async fn killed_while_sharing_shares_exactly_once(db: TestDatabase) {
     let (status, paid) =
         w.client.post(w.p("/sandbox/control/pay"), json!({"pay_params": placed["data"]["pay_params"], "result": "SUCCESS"}), None).await;
     assert_eq!(status, 200, "{paid}");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    let requested = loop {
-        let held = sharing_on_platform(&w, "T_CRASH_SHARE").await;
-        if held["orders"].as_array().is_some_and(|o| !o.is_empty()) || tokio::time::Instant::now() > deadline {
-            break held;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let requested = w.wait_sharing("T_CRASH_SHARE", 20, |held| held["orders"].as_array().is_some_and(|o| !o.is_empty())).await;
     assert_eq!(requested["orders"].as_array().map(Vec::len), Some(1), "the platform got the share request: {requested}");
     atrium.child.kill().unwrap();
     atrium.child.wait().unwrap();
@@ -483,14 +469,7 @@ async fn killed_while_sharing_shares_exactly_once(db: TestDatabase) {
     // Started again: the platform's profit-sharing notifications (retried while Atrium was down)
     // run the sharing at once; the request is asked again under its number.
     atrium = w.start();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    let held = loop {
-        let held = sharing_on_platform(&w, "T_CRASH_SHARE").await;
-        if held["unfrozen"].is_object() || tokio::time::Instant::now() > deadline {
-            break held;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let held = w.wait_sharing("T_CRASH_SHARE", 60, |held| held["unfrozen"].is_object()).await;
     let shares: Vec<&Value> = held["orders"].as_array().unwrap().iter().filter(|o| o["kind"] == "share").collect();
     assert_eq!(shares.len(), 1, "one share request, never a second: {held}");
     assert_eq!((held["shared"].as_i64(), held["unfrozen"]["amount"].as_i64()), (Some(310), Some(10_001 - 310)), "{held}");

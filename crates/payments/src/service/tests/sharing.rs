@@ -470,3 +470,27 @@ async fn a_refund_reserved_while_the_shares_are_computed_makes_the_job_read_agai
         "{outcome:?}"
     );
 }
+
+#[tokio::test]
+async fn shares_another_runner_settled_meanwhile_are_read_again_not_queried() {
+    let (repo, book) = repo_sharing(paid_sub(10_001), vec![], Some(plan(250)));
+    let mut platform = MockPayPlatform::new();
+    platform.expect_add_receiver().returning(|_, _| Ok(()));
+    let other = book.clone();
+    platform.expect_share().times(1).returning(move |_, o| {
+        // Another runner records the request's result while this one waits for its answer.
+        for s in other.lock().unwrap().shares.iter_mut() {
+            s.status = ShareStatus::Succeeded;
+            s.settled_at = Some(now());
+        }
+        Ok(answer(&o.out_order_no, ShareOrderState::Processing, &[]))
+    });
+    platform.expect_query_share().never();
+    platform.expect_unfreeze().times(1).returning(|_, _| Ok(unfrozen("PS5-u")));
+    let svc = svc(repo, platform);
+
+    assert_eq!(svc.run(&share_job()).await, JobOutcome::Done);
+
+    assert!(statuses(&book).iter().all(|s| s.2 == ShareStatus::Succeeded), "its stale answer wrote nothing: {:?}", statuses(&book));
+    assert_eq!(book.lock().unwrap().sharing.as_ref().and_then(|s| s.unfrozen_at), Some(now()));
+}
