@@ -92,7 +92,15 @@
 //!   notified to the payment's `notify_url` like a payment (`PROFITSHARING.SUCCESS` or
 //!   `PROFITSHARING.CLOSED`, summary `分账`, resource `{sp_mchid, sub_mchid, transaction_id,
 //!   order_id, out_order_no, receiver: {type, account, amount, description}, success_time}`,
-//!   an event id each); an unfreeze sends none.
+//!   an event id each); an unfreeze sends none. `POST /v3/profitsharing/return-orders
+//!   {sub_mchid, out_order_no, out_return_no, return_mchid, amount, description}` gives part of
+//!   a merchant receiver's `SUCCESS` line back to the sub-merchant (a person's line never: 400
+//!   `INVALID_REQUEST` "不支持分账给个人的分账单回退"), at most the line's amount over its
+//!   returns not failed, 50 per share request; `SUCCESS` at once, and the same `out_return_no`
+//!   again answers that return. What was shared off stays the receivers' until returned: a
+//!   refund of a sub-merchant's payment larger than what the sub-merchant holds of it (paid −
+//!   refunds − shares not closed + returns `SUCCESS`) is refused, 403 `NOT_ENOUGH`
+//!   "基本账户余额不足，请充值后重新发起".
 //! * Notifications of a sub-merchant's orders and refunds are sealed with the provider's APIv3
 //!   key; `wx.requestPayment`'s parameters are signed by the provider, `appId` the `sub_appid`
 //!   the order named, else the `sp_appid`.
@@ -137,20 +145,26 @@
 //! * `GET {prefix}/control/profitsharing?sub_mchid=&out_trade_no=` — what the platform holds of
 //!   the profit sharing of a sub-merchant's transaction: the receivers added for the
 //!   sub-merchant, the transaction's share and unfreeze requests with their lines and when and
-//!   by what each finished (`finished_at`, `finished_by`: `timer`, `query` or `unfreeze`),
-//!   `shared`, `finished` and `unfrozen` ([`Sandbox::profit_sharing`], a
-//!   [`ProfitSharingView`]).
+//!   by what each finished (`finished_at`, `finished_by`: `timer`, `query` or `unfreeze`), each
+//!   line's `returned`, `shared`, `finished`, `unfrozen` and the `returns` of its lines
+//!   ([`Sandbox::profit_sharing`], a [`ProfitSharingView`]).
 //! * `POST {prefix}/control/profitsharing/close-next` — `{"account", "fail_reason"}`: the next
 //!   share line for that receiver account ends `CLOSED` with that reason
 //!   ([`Sandbox::close_next_share`]).
 //! * `POST {prefix}/control/profitsharing/rules` — `{"one_minute"?: bool, "finish_after_ms"?:
-//!   0 to 60000, "notify"?: bool}` → the [`ShareRules`] in force, every field given: switches
-//!   the rule that refuses a share within a minute of its payment
+//!   0 to 60000, "notify"?: bool, "returns_processing"?: bool}` → the [`ShareRules`] in force,
+//!   every field given: switches the rule that refuses a share within a minute of its payment
 //!   ([`Sandbox::set_share_one_minute_rule`]), sets how long after it was made a share request
 //!   finishes by itself (1000 by default; for requests made from then on;
 //!   [`Sandbox::set_share_finish_after`]) and switches the `PROFITSHARING.*` notifications (on
-//!   by default; [`Sandbox::set_share_notifications`]). What is not given stays; nothing
-//!   changes when a value is refused.
+//!   by default; [`Sandbox::set_share_notifications`]). `returns_processing` (off by default;
+//!   [`Sandbox::set_returns_processing`]): a new return answers `PROCESSING` first, nothing
+//!   given back yet, and the next call under its number finishes it. What is not given stays;
+//!   nothing changes when a value is refused.
+//! * `POST {prefix}/control/profitsharing/return-fail-next` — `{"account", "fail_reason"}`: the
+//!   next return from merchant `account` answers `FAILED` with that reason
+//!   (`ACCOUNT_ABNORMAL`, `BALANCE_NOT_ENOUGH`, `TIME_OUT_CLOSED`, `PAYER_ACCOUNT_ABNORMAL` or
+//!   `INVALID_REQUEST`), nothing given back; once ([`Sandbox::fail_next_return`]).
 //!
 //! Notifications are POSTed to the order's (or the refund's) `notify_url` with the platform's
 //! body, the resource sealed with AEAD_AES_256_GCM under the merchant's APIv3 key, signed with
@@ -294,10 +308,10 @@ pub use open::{
 };
 pub use outbox::{OutboxMessage, SandboxOutbox};
 pub use pay::{
-    DEFAULT_MAX_RATIO, DEFAULT_SHARE_FINISH_AFTER, HOLD_DUPLICATE, MAX_REFUNDS_PER_ORDER, MAX_SHARE_FINISH_AFTER,
-    MAX_SHARE_ORDERS_PER_TRANSACTION, MAX_SHARE_RECEIVERS, NotifyAttempt, PayNotification, PaymentResult, ProfitSharingView, RefundResult,
-    SandboxMerchant, SandboxSubMerchant, SettleReport, ShareLineView, ShareOrderView, ShareReceiverView, ShareRules, SignedNotification,
-    UnfrozenView,
+    DEFAULT_MAX_RATIO, DEFAULT_SHARE_FINISH_AFTER, HOLD_DUPLICATE, MAX_REFUNDS_PER_ORDER, MAX_RETURNS_PER_SHARE_ORDER,
+    MAX_SHARE_FINISH_AFTER, MAX_SHARE_ORDERS_PER_TRANSACTION, MAX_SHARE_RECEIVERS, NotifyAttempt, PayNotification, PaymentResult,
+    ProfitSharingView, RETURN_FAIL_REASONS, RefundResult, SandboxMerchant, SandboxSubMerchant, SettleReport, ShareLineView, ShareOrderView,
+    ShareReceiverView, ShareReturnView, ShareRules, SignedNotification, UnfrozenView,
 };
 pub use platform::Sandbox;
 

@@ -105,6 +105,7 @@ impl Sandbox {
             .route("/control/trade", web::get().to(pay::control_trade))
             .route("/control/profitsharing", web::get().to(pay::control_profitsharing))
             .route("/control/profitsharing/close-next", web::post().to(pay::control_share_close_next))
+            .route("/control/profitsharing/return-fail-next", web::post().to(pay::control_share_return_fail_next))
             .route("/control/profitsharing/rules", web::post().to(pay::control_share_rules))
             .route("/api/cgi-bin/component/{name}", web::route().to(open::component_entry))
             .route("/api/wxa/{name}", web::route().to(open::wxa_entry))

@@ -316,22 +316,39 @@ pub(crate) async fn control_share_close_next(sb: web::Data<Sandbox>, body: web::
     }
 }
 
+/// `POST {prefix}/control/profitsharing/return-fail-next`: the next return from merchant
+/// `account` fails with `fail_reason` ([`Sandbox::fail_next_return`]).
+pub(crate) async fn control_share_return_fail_next(sb: web::Data<Sandbox>, body: web::Bytes) -> HttpResponse {
+    let takes = r#"profitsharing/return-fail-next takes {"account", "fail_reason"}"#;
+    let body: CloseNextShareRequest = match control_body(&body, takes) {
+        Ok(b) => b,
+        Err(msg) => return bad_control(msg),
+    };
+    match sb.fail_next_return(&body.account, &body.fail_reason) {
+        Ok(()) => HttpResponse::Ok().json(json!({"account": body.account, "fail_reason": body.fail_reason})),
+        Err(msg) => bad_control(msg),
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ShareRulesRequest {
     one_minute: Option<bool>,
     finish_after_ms: Option<u64>,
     notify: Option<bool>,
+    returns_processing: Option<bool>,
 }
 
 /// `POST {prefix}/control/profitsharing/rules`: `{"one_minute"?, "finish_after_ms"?,
-/// "notify"?}` switches the one-minute rule ([`Sandbox::set_share_one_minute_rule`]), sets how
-/// long after it was made a share request finishes by itself ([`Sandbox::set_share_finish_after`])
-/// and switches the `PROFITSHARING.*` notifications ([`Sandbox::set_share_notifications`]);
-/// what is not given stays. Nothing changes when one is refused. Answers the rules in force
-/// ([`Sandbox::share_rules`]).
+/// "notify"?, "returns_processing"?}` switches the one-minute rule
+/// ([`Sandbox::set_share_one_minute_rule`]), sets how long after it was made a share request
+/// finishes by itself ([`Sandbox::set_share_finish_after`]), switches the `PROFITSHARING.*`
+/// notifications ([`Sandbox::set_share_notifications`]) and whether a new return answers
+/// `PROCESSING` first ([`Sandbox::set_returns_processing`]); what is not given stays. Nothing
+/// changes when one is refused. Answers the rules in force ([`Sandbox::share_rules`]).
 pub(crate) async fn control_share_rules(sb: web::Data<Sandbox>, body: web::Bytes) -> HttpResponse {
-    let takes = r#"profitsharing/rules takes {"one_minute"?: bool, "finish_after_ms"?: 0 to 60000, "notify"?: bool}"#;
+    let takes =
+        r#"profitsharing/rules takes {"one_minute"?: bool, "finish_after_ms"?: 0 to 60000, "notify"?: bool, "returns_processing"?: bool}"#;
     let body: ShareRulesRequest = match control_body(&body, takes) {
         Ok(b) => b,
         Err(msg) => return bad_control(msg),
@@ -347,6 +364,9 @@ pub(crate) async fn control_share_rules(sb: web::Data<Sandbox>, body: web::Bytes
     }
     if let Some(on) = body.notify {
         sb.set_share_notifications(on);
+    }
+    if let Some(on) = body.returns_processing {
+        sb.set_returns_processing(on);
     }
     HttpResponse::Ok().json(sb.share_rules())
 }

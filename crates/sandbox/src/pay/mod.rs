@@ -21,13 +21,13 @@ mod sharing;
 
 pub(crate) use control::{
     control_merchant, control_notifications, control_notify_fail, control_notify_lose, control_notify_requests, control_pay,
-    control_pay_delay, control_pay_fail, control_profitsharing, control_refund, control_share_close_next, control_share_rules,
-    control_sub_merchant, control_trade,
+    control_pay_delay, control_pay_fail, control_profitsharing, control_refund, control_share_close_next, control_share_return_fail_next,
+    control_share_rules, control_sub_merchant, control_trade,
 };
 pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification, SignedNotification};
 pub use sharing::{
-    DEFAULT_SHARE_FINISH_AFTER, MAX_SHARE_FINISH_AFTER, MAX_SHARE_ORDERS_PER_TRANSACTION, MAX_SHARE_RECEIVERS, ProfitSharingView,
-    ShareLineView, ShareOrderView, ShareReceiverView, ShareRules, UnfrozenView,
+    DEFAULT_SHARE_FINISH_AFTER, MAX_RETURNS_PER_SHARE_ORDER, MAX_SHARE_FINISH_AFTER, MAX_SHARE_ORDERS_PER_TRANSACTION, MAX_SHARE_RECEIVERS,
+    ProfitSharingView, RETURN_FAIL_REASONS, ShareLineView, ShareOrderView, ShareReceiverView, ShareReturnView, ShareRules, UnfrozenView,
 };
 
 use actix_web::http::StatusCode;
@@ -907,6 +907,7 @@ impl Sandbox {
             ("POST", ["v3", "profitsharing", "orders", "unfreeze"]) => json_body().map(|b| self.unfreeze(&mchid, &b)),
             ("POST", ["v3", "profitsharing", "orders"]) => json_body().map(|b| self.share(&mchid, &b)),
             ("GET", ["v3", "profitsharing", "orders", no]) => Ok(self.query_share(&mchid, &query, no)),
+            ("POST", ["v3", "profitsharing", "return-orders"]) => json_body().map(|b| self.return_share(&mchid, &b)),
             ("GET", ["v3", "bill", "tradebill"]) => Ok(self.trade_bill(&mchid, &query, base)),
             ("GET", ["v3", "billdownload", "file"]) => return self.bill_file(&mchid, query.get("token")),
             _ => Ok(Answer::error(404, "NOT_FOUND", format!("the sandbox pay platform has no {method} {path}"))),
@@ -1188,7 +1189,7 @@ impl Sandbox {
                 None => Answer::error(404, "RESOURCE_NOT_EXISTS", "the order does not exist"),
             };
         }
-        let refunded: i64 = {
+        let (refunded, holds) = {
             let Some(order) = pay.orders.get(&order_key) else {
                 return Answer::error(404, "RESOURCE_NOT_EXISTS", "the order does not exist");
             };
@@ -1201,13 +1202,14 @@ impl Sandbox {
             if order.refunds.len() >= MAX_REFUNDS_PER_ORDER {
                 return Answer::error(403, "REFUND_TRANSACTION_ERROR", format!("an order has at most {MAX_REFUNDS_PER_ORDER} refunds"));
             }
-            order
+            let refunded: i64 = order
                 .refunds
                 .iter()
                 .filter_map(|no| pay.refunds.get(&(mchid.to_owned(), no.clone())))
                 .filter(|r| r.status != "CLOSED")
                 .map(|r| r.amount)
-                .sum()
+                .sum();
+            (refunded, pay.sub_merchant_holds(order))
         };
         let id = pay.next();
         let Some(order) = pay.orders.get_mut(&order_key) else {
@@ -1219,6 +1221,14 @@ impl Sandbox {
                 "INVALID_REQUEST",
                 format!("the refund exceeds what is left to refund ({} fen)", order.total - refunded),
             );
+        }
+        // A sub-merchant refunds from what it holds of the payment: what was shared off is
+        // the receivers' until returned.
+        if let Some(holds) = holds
+            && amount > holds
+        {
+            log::info!("sandbox pay platform: refund {out_refund_no} of {amount} fen refused: the sub-merchant holds {holds} fen");
+            return Answer::error(403, "NOT_ENOUGH", "基本账户余额不足，请充值后重新发起");
         }
         let refund = Refund {
             mchid: mchid.to_owned(),

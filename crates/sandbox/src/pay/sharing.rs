@@ -1,7 +1,8 @@
 //! Profit sharing (分账) in service-provider mode: a provider adds receivers for its
-//! sub-merchant, requests shares of the sub-merchant's paid transactions, queries them and
-//! unfreezes the rest for the sub-merchant. Every call names `sub_mchid`, which must be one of
-//! the signer's sub-merchants (else 400 `INVALID_REQUEST` "受理关系不存在").
+//! sub-merchant, requests shares of the sub-merchant's paid transactions, queries them,
+//! unfreezes the rest for the sub-merchant and has merchant receivers return their part before
+//! a refund. Every call names `sub_mchid`, which must be one of the signer's sub-merchants
+//! (else 400 `INVALID_REQUEST` "受理关系不存在").
 //!
 //! * `POST /v3/profitsharing/receivers/add` `{sub_mchid, appid, type, account, name?,
 //!   relation_type, custom_relation?}`: kept per sub-merchant by (type, account); adding again
@@ -27,6 +28,31 @@
 //!   then gives the rest (total − refunds − shares paid) to the sub-merchant: `FINISHED` with
 //!   one `MERCHANT_ID` line of the sub-merchant, `SUCCESS`. No share follows it. The same
 //!   number again is the same request; its query answers it too.
+//! * `POST /v3/profitsharing/return-orders` `{sub_mchid, out_order_no, out_return_no,
+//!   return_mchid, amount, description}`: a return (分账回退), part of a receiver's line back
+//!   to the sub-merchant, answered `{sub_mchid, order_id, out_order_no, out_return_no,
+//!   return_id, return_mchid, amount, description, result, fail_reason?, create_time,
+//!   finish_time?}`. One number, one return: the same `out_return_no` again answers that return
+//!   as it stands, whatever the body says. The rules (400 `INVALID_REQUEST` unless said; a
+//!   field missing or not in the platform's alphabet is 400 `PARAM_ERROR`): `out_order_no` is
+//!   a share request of the sub-merchant (not an unfreeze); `return_mchid` names a
+//!   `MERCHANT_ID` line of it whose result is `SUCCESS` — a `PERSONAL_OPENID` line is never
+//!   returned ("不支持分账给个人的分账单回退"); the amount at least 1 fen, and the line's
+//!   returns not failed, this one included, at most the line's amount; at most 50 returns per
+//!   share request ([`MAX_RETURNS_PER_SHARE_ORDER`]). A return is `SUCCESS` at once, with its
+//!   `finish_time`, and the money is back with the sub-merchant; or `FAILED` with the reason
+//!   [`Sandbox::fail_next_return`] gave its `return_mchid`, nothing given back. While
+//!   [`Sandbox::set_returns_processing`] is on a new return answers `PROCESSING` first
+//!   (nothing moved, no `finish_time`), and the next call under its number finishes it, as
+//!   decided when it was made.
+//!
+//! What was shared off a payment is the receivers' until returned. What a transaction has left
+//! for an unfreeze is paid − refunds − (shares `SUCCESS` − returns `SUCCESS`); and a refund of
+//! a sub-merchant's transaction (`POST /v3/refund/domestic/refunds` with `sub_mchid`) larger
+//! than what the sub-merchant holds of it — paid − refunds not closed − (shares not closed,
+//! those still pending included − returns `SUCCESS`) — is refused with 403 `NOT_ENOUGH`
+//! "基本账户余额不足，请充值后重新发起", the platform's answer when the balance cannot pay it.
+//! A merchant's own (direct) refunds are not concerned.
 //!
 //! A share request finishes once, by whichever comes first: its first query, an unfreeze of
 //! its transaction, or the platform itself [`Sandbox::set_share_finish_after`] after it was
@@ -47,8 +73,10 @@
 //! at most `KEEP_ORDERS` requests, so at most that many such tasks. Without a runtime none is
 //! scheduled and the request waits for its query.
 //!
+//! The sandbox keeps at most `KEEP_ORDERS` returns (then 429 `FREQUENCY_LIMITED`).
+//!
 //! [`Sandbox::profit_sharing`] (and `GET {prefix}/control/profitsharing`) tells what the
-//! platform holds of one transaction's sharing.
+//! platform holds of one transaction's sharing, each line's `returned` and its returns.
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -74,6 +102,13 @@ const SHARE_AFTER_SECS: i64 = 60;
 pub const DEFAULT_SHARE_FINISH_AFTER: Duration = Duration::from_secs(1);
 /// The longest [`Sandbox::set_share_finish_after`] takes.
 pub const MAX_SHARE_FINISH_AFTER: Duration = Duration::from_secs(60);
+/// Returns the sandbox keeps, over all sub-merchants.
+const KEEP_RETURNS: usize = KEEP_ORDERS;
+/// Returns one share request may have, as on the platform.
+pub const MAX_RETURNS_PER_SHARE_ORDER: usize = 50;
+/// Why a return fails, as the platform says it ([`Sandbox::fail_next_return`]).
+pub const RETURN_FAIL_REASONS: [&str; 5] =
+    ["ACCOUNT_ABNORMAL", "BALANCE_NOT_ENOUGH", "TIME_OUT_CLOSED", "PAYER_ACCOUNT_ABNORMAL", "INVALID_REQUEST"];
 /// The longest description and account the platform takes, in characters.
 const MAX_DESCRIPTION: usize = 80;
 const MAX_ACCOUNT: usize = 64;
@@ -87,6 +122,7 @@ const FINISHED: &str = "FINISHED";
 const PENDING: &str = "PENDING";
 const SUCCESS: &str = "SUCCESS";
 const CLOSED: &str = "CLOSED";
+const FAILED: &str = "FAILED";
 
 /// A receiver as added for a sub-merchant.
 #[derive(Debug, Clone)]
@@ -157,6 +193,30 @@ struct ShareRequest {
     finished_at: Option<DateTime<Utc>>,
     /// What finished it.
     finished_by: Option<Trigger>,
+    /// Its returns' numbers (`out_return_no`), oldest first.
+    returns: Vec<String>,
+}
+
+/// A return (`POST /v3/profitsharing/return-orders`): part of a merchant receiver's line of a
+/// share request back to the sub-merchant.
+#[derive(Debug, Clone)]
+struct ShareReturn {
+    out_order_no: String,
+    /// The share request's `order_id`.
+    order_id: String,
+    out_return_no: String,
+    return_id: String,
+    return_mchid: String,
+    amount: i64,
+    description: String,
+    /// `PROCESSING`, `SUCCESS` or `FAILED`.
+    result: &'static str,
+    fail_reason: Option<String>,
+    created_at: DateTime<Utc>,
+    finish_time: Option<DateTime<Utc>>,
+    /// The reason it is to fail with when it finishes ([`Sandbox::fail_next_return`]), fixed
+    /// when it was made.
+    fail_with: Option<String>,
 }
 
 /// One transaction's sharing.
@@ -182,6 +242,13 @@ pub(crate) struct SharingState {
     transactions: HashMap<(String, String), TransactionSharing>,
     /// (account, fail_reason): the next share line of each account closes with that reason.
     close_next: Vec<(String, String)>,
+    /// (sub_mchid, out_return_no) → return.
+    returns: HashMap<(String, String), ShareReturn>,
+    /// (return_mchid, fail_reason): the next return from each merchant fails with that reason.
+    fail_next_return: Vec<(String, String)>,
+    /// Whether a new return answers `PROCESSING` first, finished by the next call under its
+    /// number.
+    returns_processing: bool,
     one_minute_rule: bool,
     /// How long after it was made a share request finishes by itself.
     finish_after: Duration,
@@ -201,6 +268,9 @@ impl Default for SharingState {
             orders: HashMap::new(),
             transactions: HashMap::new(),
             close_next: Vec::new(),
+            returns: HashMap::new(),
+            fail_next_return: Vec::new(),
+            returns_processing: false,
             one_minute_rule: true,
             finish_after: DEFAULT_SHARE_FINISH_AFTER,
             notify: true,
@@ -223,6 +293,9 @@ pub struct ShareRules {
     /// Whether finished shares send `PROFITSHARING.*` notifications
     /// ([`Sandbox::set_share_notifications`]).
     pub notify: bool,
+    /// Whether a new return answers `PROCESSING` first, finished by the next call under its
+    /// number ([`Sandbox::set_returns_processing`]).
+    pub returns_processing: bool,
 }
 
 /// What the platform holds of one transaction's profit sharing: [`Sandbox::profit_sharing`]
@@ -249,6 +322,8 @@ pub struct ProfitSharingView {
     pub finished: bool,
     /// What was unfrozen for the sub-merchant; `None` before.
     pub unfrozen: Option<UnfrozenView>,
+    /// The returns of its share requests' lines, oldest first.
+    pub returns: Vec<ShareReturnView>,
 }
 
 /// A receiver added for a sub-merchant.
@@ -295,6 +370,22 @@ pub struct ShareLineView {
     pub result: String,
     pub fail_reason: Option<String>,
     pub finish_time: Option<DateTime<Utc>>,
+    /// What its `SUCCESS` returns gave back to the sub-merchant.
+    pub returned: i64,
+}
+
+/// A return of part of a merchant receiver's line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShareReturnView {
+    pub out_return_no: String,
+    /// The share request whose line it returns.
+    pub out_order_no: String,
+    /// The receiver that gives it back.
+    pub return_mchid: String,
+    pub amount: i64,
+    /// `PROCESSING`, `SUCCESS` or `FAILED`.
+    pub result: String,
+    pub fail_reason: Option<String>,
 }
 
 /// The rest of a payment given to its sub-merchant.
@@ -318,6 +409,12 @@ fn is_out_order_no(s: &str) -> bool {
 fn out_order_no_field(body: &Value) -> Result<&str, Answer> {
     let no = str_field(body, "out_order_no")?;
     if is_out_order_no(no) { Ok(no) } else { Err(Answer::param("out_order_no", "must be 1 to 64 of 0-9 A-Z a-z _ - | * @")) }
+}
+
+/// `out_return_no`, in the platform's alphabet.
+fn out_return_no_field(body: &Value) -> Result<&str, Answer> {
+    let no = str_field(body, "out_return_no")?;
+    if is_out_order_no(no) { Ok(no) } else { Err(Answer::param("out_return_no", "must be 1 to 64 of 0-9 A-Z a-z _ - | * @")) }
 }
 
 /// A receiver type, as the platform's own string.
@@ -406,6 +503,41 @@ fn order_json(order: &ShareRequest) -> Value {
     })
 }
 
+/// A return as the return answer writes it.
+fn return_json(sub_mchid: &str, r: &ShareReturn) -> Value {
+    let mut out = json!({
+        "sub_mchid": sub_mchid,
+        "order_id": r.order_id,
+        "out_order_no": r.out_order_no,
+        "out_return_no": r.out_return_no,
+        "return_id": r.return_id,
+        "return_mchid": r.return_mchid,
+        "amount": r.amount,
+        "description": r.description,
+        "result": r.result,
+        "create_time": platform_time(r.created_at),
+    });
+    if let Some(reason) = &r.fail_reason {
+        out["fail_reason"] = json!(reason);
+    }
+    if let Some(at) = r.finish_time {
+        out["finish_time"] = json!(platform_time(at));
+    }
+    out
+}
+
+/// Finishes a return: `FAILED` with the reason it was marked with, `SUCCESS` otherwise.
+fn finish_return(r: &mut ShareReturn, now: DateTime<Utc>) {
+    match r.fail_with.take() {
+        Some(reason) => {
+            r.result = FAILED;
+            r.fail_reason = Some(reason);
+        }
+        None => r.result = SUCCESS,
+    }
+    r.finish_time = Some(now);
+}
+
 /// Finishes a request: each line `CLOSED` with the reason it was marked with, `SUCCESS`
 /// otherwise.
 fn finish_lines(order: &mut ShareRequest, now: DateTime<Utc>, by: Trigger) {
@@ -480,14 +612,43 @@ impl PayState {
         finished
     }
 
+    /// The returns of the transaction's share requests, oldest first within each request.
+    fn share_returns<'a>(&'a self, sub_mchid: &'a str, tx: &'a TransactionSharing) -> impl Iterator<Item = &'a ShareReturn> + 'a {
+        tx.orders
+            .iter()
+            .filter_map(move |no| self.sharing.orders.get(&(sub_mchid.to_owned(), no.clone())))
+            .filter(|o| o.kind == Kind::Share)
+            .flat_map(move |o| o.returns.iter().filter_map(move |no| self.sharing.returns.get(&(sub_mchid.to_owned(), no.clone()))))
+    }
+
+    /// What the transaction's `SUCCESS` returns gave back to the sub-merchant.
+    fn returned(&self, sub_mchid: &str, tx: &TransactionSharing) -> i64 {
+        self.share_returns(sub_mchid, tx).filter(|r| r.result == SUCCESS).map(|r| r.amount).fold(0, i64::saturating_add)
+    }
+
     /// What is left of the transaction for its sub-merchant: paid, less refunds and the
-    /// shares paid out; never below 0.
+    /// shares paid out net of what returns gave back; never below 0.
     fn left(&self, sub_mchid: &str, transaction_id: &str) -> i64 {
         let key = (sub_mchid.to_owned(), transaction_id.to_owned());
         let Some(tx) = self.sharing.transactions.get(&key) else { return 0 };
         let Some(order) = self.orders.get(&(sub_mchid.to_owned(), tx.out_trade_no.clone())) else { return 0 };
         let shared: i64 = self.share_lines(sub_mchid, tx).filter(|l| l.result == SUCCESS).map(|l| l.amount).sum();
-        (order.total - self.refunded(order) - shared).max(0)
+        (order.total - self.refunded(order) - (shared - self.returned(sub_mchid, tx))).max(0)
+    }
+
+    /// What the sub-merchant holds of its transaction `order`, for a refund: paid, less its
+    /// refunds not closed and what its shares took, net of what returns gave back. A share
+    /// still pending has taken its amount already; a closed line took nothing. `None` for a
+    /// merchant's own order (no sharing) and for an unpaid one.
+    pub(super) fn sub_merchant_holds(&self, order: &Order) -> Option<i64> {
+        order.sp_mchid.as_ref()?;
+        let transaction_id = order.transaction_id.as_ref()?;
+        let refunded = self.refunded(order);
+        let Some(tx) = self.sharing.transactions.get(&(order.mchid.clone(), transaction_id.clone())) else {
+            return Some(order.total - refunded);
+        };
+        let taken: i64 = self.share_lines(&order.mchid, tx).filter(|l| l.result != CLOSED).map(|l| l.amount).fold(0, i64::saturating_add);
+        Some(order.total - refunded - (taken - self.returned(&order.mchid, tx)))
     }
 
     /// Finishes request `out_order_no` if it is processing; a share that asked to unfreeze
@@ -775,6 +936,7 @@ impl Sandbox {
             created_at: now,
             finished_at: None,
             finished_by: None,
+            returns: Vec::new(),
         };
         let answer = Answer::ok(order_json(&order));
         log::info!("sandbox pay platform: share {out_order_no} of transaction {transaction_id} ({asked} fen) processing");
@@ -876,6 +1038,7 @@ impl Sandbox {
             created_at: now,
             finished_at: Some(now),
             finished_by: Some(Trigger::Unfreeze),
+            returns: Vec::new(),
         };
         let answer = Answer::ok(order_json(&order));
         log::info!("sandbox pay platform: transaction {transaction_id} unfrozen by {out_order_no}: {left} fen to {sub_mchid}");
@@ -885,6 +1048,112 @@ impl Sandbox {
         }
         drop(state);
         self.send_share_notifications(notifications);
+        answer
+    }
+
+    /// `POST /v3/profitsharing/return-orders`: part of a merchant receiver's `SUCCESS` line of
+    /// a share request back to the sub-merchant. `SUCCESS` at once, or `PROCESSING` first while
+    /// [`Sandbox::set_returns_processing`] is on, finished by the next call under its number.
+    pub(super) fn return_share(&self, signer: &str, body: &Value) -> Answer {
+        let named = (|| Ok((str_field(body, "sub_mchid")?, out_return_no_field(body)?)))();
+        let (sub_mchid, out_return_no) = match named {
+            Ok(n) => n,
+            Err(refusal) => return refusal,
+        };
+        if let Err(refusal) = self.sub_merchant_of(signer, sub_mchid) {
+            return refusal;
+        }
+        let now = Utc::now();
+        let mut state = self.lock();
+        let pay = &mut state.pay;
+        let key = (sub_mchid.to_owned(), out_return_no.to_owned());
+        if let Some(known) = pay.sharing.returns.get_mut(&key) {
+            // One number, one return: a retry gets it as it stands, and finishes it when it
+            // was processing.
+            if known.result == PROCESSING {
+                finish_return(known, now);
+                log::info!("sandbox pay platform: return {out_return_no} of sub-merchant {sub_mchid} finished {}", known.result);
+            }
+            return Answer::ok(return_json(sub_mchid, known));
+        }
+        let parsed = (|| {
+            let out_order_no = out_order_no_field(body)?;
+            let return_mchid = text(body.get("return_mchid"), "return_mchid", MAX_ACCOUNT)?;
+            let amount = body.get("amount").and_then(Value::as_i64).ok_or_else(|| Answer::param("amount", "must be an integer (fen)"))?;
+            let description = text(body.get("description"), "description", MAX_DESCRIPTION)?;
+            Ok((out_order_no, return_mchid, amount, description))
+        })();
+        let (out_order_no, return_mchid, amount, description) = match parsed {
+            Ok(p) => p,
+            Err(refusal) => return refusal,
+        };
+        let order_key = (sub_mchid.to_owned(), out_order_no.to_owned());
+        let Some(order) = pay.sharing.orders.get(&order_key).filter(|o| o.kind == Kind::Share) else {
+            return invalid(format!("分账单不存在: sub-merchant {sub_mchid} has no share request {out_order_no}"));
+        };
+        let Some(line) = order.lines.iter().find(|l| l.account == return_mchid) else {
+            return invalid(format!("share request {out_order_no} paid nothing to {return_mchid}"));
+        };
+        if line.kind != "MERCHANT_ID" {
+            return invalid(format!("不支持分账给个人的分账单回退: the line of {return_mchid} in {out_order_no} is a person's"));
+        }
+        if line.result != SUCCESS {
+            return invalid(format!("the line of {return_mchid} in share request {out_order_no} is {}, not SUCCESS", line.result));
+        }
+        if amount < 1 {
+            return invalid("amount must be at least 1 fen");
+        }
+        if order.returns.len() >= MAX_RETURNS_PER_SHARE_ORDER {
+            return invalid(format!("share request {out_order_no} has {MAX_RETURNS_PER_SHARE_ORDER} returns, the most it may have"));
+        }
+        let returning: i64 = order
+            .returns
+            .iter()
+            .filter_map(|no| pay.sharing.returns.get(&(sub_mchid.to_owned(), no.clone())))
+            .filter(|r| r.return_mchid == return_mchid && r.result != FAILED)
+            .map(|r| r.amount)
+            .fold(0, i64::saturating_add);
+        let after = returning.saturating_add(amount);
+        if after > line.amount {
+            return invalid(format!(
+                "回退金额超过分账金额: the returns of {return_mchid} in {out_order_no} would come to {after} fen, more than the {} fen \
+                 it was paid",
+                line.amount
+            ));
+        }
+        if pay.sharing.returns.len() >= KEEP_RETURNS {
+            return Answer::error(429, "FREQUENCY_LIMITED", format!("the sandbox keeps at most {KEEP_RETURNS} returns"));
+        }
+        let order_id = order.order_id.clone();
+        let fail_with =
+            pay.sharing.fail_next_return.iter().position(|(a, _)| *a == return_mchid).map(|i| pay.sharing.fail_next_return.remove(i).1);
+        let mut made = ShareReturn {
+            out_order_no: out_order_no.to_owned(),
+            order_id,
+            out_return_no: out_return_no.to_owned(),
+            return_id: platform_id("30", pay, now),
+            return_mchid,
+            amount,
+            description,
+            result: PROCESSING,
+            fail_reason: None,
+            created_at: now,
+            finish_time: None,
+            fail_with,
+        };
+        if !pay.sharing.returns_processing {
+            finish_return(&mut made, now);
+        }
+        log::info!(
+            "sandbox pay platform: return {out_return_no} of share {out_order_no} ({amount} fen from {}) {}",
+            made.return_mchid,
+            made.result
+        );
+        let answer = Answer::ok(return_json(sub_mchid, &made));
+        if let Some(order) = pay.sharing.orders.get_mut(&order_key) {
+            order.returns.push(out_return_no.to_owned());
+        }
+        pay.sharing.returns.insert(key, made);
         answer
     }
 
@@ -985,6 +1254,13 @@ impl Sandbox {
                         result: l.result.to_owned(),
                         fail_reason: l.fail_reason.clone(),
                         finish_time: l.finish_time,
+                        returned: o
+                            .returns
+                            .iter()
+                            .filter_map(|no| pay.sharing.returns.get(&(sub_mchid.to_owned(), no.clone())))
+                            .filter(|r| r.return_mchid == l.account && r.result == SUCCESS)
+                            .map(|r| r.amount)
+                            .sum(),
                     })
                     .collect(),
                 created_at: o.created_at,
@@ -993,6 +1269,19 @@ impl Sandbox {
             })
             .collect();
         let shared = tx.map_or(0, |t| pay.share_lines(sub_mchid, t).filter(|l| l.result == SUCCESS).map(|l| l.amount).sum());
+        let mut returns: Vec<&ShareReturn> = tx.into_iter().flat_map(|t| pay.share_returns(sub_mchid, t)).collect();
+        returns.sort_by_key(|r| r.created_at);
+        let returns = returns
+            .into_iter()
+            .map(|r| ShareReturnView {
+                out_return_no: r.out_return_no.clone(),
+                out_order_no: r.out_order_no.clone(),
+                return_mchid: r.return_mchid.clone(),
+                amount: r.amount,
+                result: r.result.to_owned(),
+                fail_reason: r.fail_reason.clone(),
+            })
+            .collect();
         Some(ProfitSharingView {
             sub_mchid: sub_mchid.to_owned(),
             out_trade_no: out_trade_no.to_owned(),
@@ -1009,6 +1298,7 @@ impl Sandbox {
                 amount: *amount,
                 at: *at,
             }),
+            returns,
         })
     }
 
@@ -1030,6 +1320,33 @@ impl Sandbox {
         }
         close_next.push((account.to_owned(), fail_reason.to_owned()));
         Ok(())
+    }
+
+    /// Makes the next return from merchant `account` (the `return_mchid` of any sub-merchant's
+    /// return) fail with `fail_reason`, one of [`RETURN_FAIL_REASONS`]: answered `FAILED`,
+    /// nothing given back. Decided when the return is made, shown when it finishes (at once,
+    /// or at the next call under its number while [`Sandbox::set_returns_processing`] is on).
+    /// Marks for one account apply in the order they were made.
+    pub fn fail_next_return(&self, account: &str, fail_reason: &str) -> Result<(), String> {
+        if account.is_empty() || account.chars().count() > MAX_ACCOUNT {
+            return Err(format!("account must be 1 to {MAX_ACCOUNT} characters"));
+        }
+        if !RETURN_FAIL_REASONS.contains(&fail_reason) {
+            return Err(format!("fail_reason must be one of {}", RETURN_FAIL_REASONS.join(", ")));
+        }
+        let mut state = self.lock();
+        let marks = &mut state.pay.sharing.fail_next_return;
+        if marks.len() >= KEEP_FAILURES {
+            return Err(format!("at most {KEEP_FAILURES} returns may be marked to fail"));
+        }
+        marks.push((account.to_owned(), fail_reason.to_owned()));
+        Ok(())
+    }
+
+    /// Switches whether a new return answers `PROCESSING` first (off by default): nothing is
+    /// given back yet, and the next call under its number finishes it, `SUCCESS` or `FAILED`.
+    pub fn set_returns_processing(&self, on: bool) {
+        self.lock().pay.sharing.returns_processing = on;
     }
 
     /// Switches the one-minute rule (on by default): while on, a share requested within a
@@ -1063,6 +1380,7 @@ impl Sandbox {
             one_minute: sharing.one_minute_rule,
             finish_after_ms: u64::try_from(sharing.finish_after.as_millis()).unwrap_or(u64::MAX),
             notify: sharing.notify,
+            returns_processing: sharing.returns_processing,
         }
     }
 }
@@ -1284,7 +1602,7 @@ mod tests {
         let (sb, sp, ids) = paid(10_000, &["T_PS_0001"]).await;
         sb.set_share_notifications(false);
         sb.set_share_finish_after(Duration::ZERO).unwrap();
-        assert_eq!(sb.share_rules(), ShareRules { one_minute: true, finish_after_ms: 0, notify: false });
+        assert_eq!(sb.share_rules(), ShareRules { one_minute: true, finish_after_ms: 0, notify: false, returns_processing: false });
 
         share(&sb, &sp, &ids[0], "PS1", &[("MERCHANT_ID", PLATFORM_RECEIVER, 20), ("PERSONAL_OPENID", PARTNER, 10)]);
         wait_for("the timer of PS1", || timers_run(&sb) == 1).await;
@@ -1298,7 +1616,7 @@ mod tests {
         assert_eq!(query(&sb, &sp, &ids[0], "PS2").status, 200);
         assert_eq!(share_notifications(&sb, "PS2").len(), 1);
         assert!(sb.set_share_finish_after(MAX_SHARE_FINISH_AFTER + Duration::from_millis(1)).is_err());
-        assert_eq!(sb.share_rules(), ShareRules { one_minute: true, finish_after_ms: 60_000, notify: true });
+        assert_eq!(sb.share_rules(), ShareRules { one_minute: true, finish_after_ms: 60_000, notify: true, returns_processing: false });
     }
 
     #[tokio::test]
@@ -1587,6 +1905,261 @@ mod tests {
         assert_eq!(lines(&retried), [line("PERSONAL_OPENID", PARTNER, 30, "PENDING")]);
         assert_eq!(sb.profit_sharing(SUB, "T_PS_0001").unwrap().orders.len(), 1);
         assert_eq!(sb.pay_calls("POST /v3/profitsharing/orders"), 2);
+    }
+
+    fn return_body(no: &str, out_order_no: &str, return_mchid: &str, amount: i64) -> String {
+        json!({
+            "sub_mchid": SUB, "out_order_no": out_order_no, "out_return_no": no, "return_mchid": return_mchid, "amount": amount,
+            "description": "before a refund",
+        })
+        .to_string()
+    }
+
+    fn give_back(sb: &Sandbox, sp: &SandboxMerchant, no: &str, out_order_no: &str, return_mchid: &str, amount: i64) -> Answer {
+        call(sb, sp, "POST", "/v3/profitsharing/return-orders", &return_body(no, out_order_no, return_mchid, amount), 0)
+    }
+
+    fn refund(sb: &Sandbox, sp: &SandboxMerchant, out_trade_no: &str, no: &str, amount: i64) -> Answer {
+        let body = json!({"sub_mchid": SUB, "out_trade_no": out_trade_no, "out_refund_no": no, "amount": {"refund": amount, "total": 100}});
+        call(sb, sp, "POST", "/v3/refund/domestic/refunds", &body.to_string(), 0)
+    }
+
+    /// `T_PS_0001` paid (100 fen) and shared by `PS1`, finished: 20 to the platform's merchant
+    /// account, 10 to the partner.
+    async fn shared() -> (Sandbox, SandboxMerchant, String) {
+        let (sb, sp, ids) = paid(3000, &["T_PS_0001"]).await;
+        share(&sb, &sp, &ids[0], "PS1", &[("MERCHANT_ID", PLATFORM_RECEIVER, 20), ("PERSONAL_OPENID", PARTNER, 10)]);
+        assert_eq!(query(&sb, &sp, &ids[0], "PS1").body.unwrap()["state"], "FINISHED");
+        let tx = ids[0].clone();
+        (sb, sp, tx)
+    }
+
+    /// (result, fail_reason) of a return answer.
+    fn outcome(answer: &Answer) -> (String, Option<String>) {
+        let body = answer.body.as_ref().unwrap();
+        (body["result"].as_str().unwrap().to_owned(), body["fail_reason"].as_str().map(str::to_owned))
+    }
+
+    #[tokio::test]
+    async fn a_return_succeeds_at_once_and_the_same_number_answers_the_same_return() {
+        let (sb, sp, _) = shared().await;
+
+        let returned = give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 15);
+
+        assert_eq!(returned.status, 200, "{:?}", returned.body);
+        let body = returned.body.clone().unwrap();
+        let order_id = held(&sb, "PS1").order_id;
+        assert_eq!(
+            (&body["sub_mchid"], &body["order_id"], &body["out_order_no"], &body["out_return_no"], &body["return_mchid"]),
+            (&json!(SUB), &json!(order_id), &json!("PS1"), &json!("PR1"), &json!(PLATFORM_RECEIVER))
+        );
+        assert_eq!((&body["amount"], &body["description"], &body["result"]), (&json!(15), &json!("before a refund"), &json!("SUCCESS")));
+        assert!(body["return_id"].as_str().is_some_and(|id| !id.is_empty()));
+        assert!(body["create_time"].as_str().unwrap().ends_with("+08:00"));
+        assert!(body["finish_time"].as_str().unwrap().ends_with("+08:00"));
+        assert!(body.get("fail_reason").is_none());
+        // The same number with another body: that return as it stands, nothing more returned.
+        let again = give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 5);
+        assert_eq!(again.body, returned.body);
+        let view = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+        let returned_by_line: Vec<_> = view.orders[0].lines.iter().map(|l| (l.account.as_str(), l.returned)).collect();
+        assert_eq!(returned_by_line, [(PLATFORM_RECEIVER, 15), (PARTNER, 0)]);
+        assert_eq!(
+            view.returns,
+            [ShareReturnView {
+                out_return_no: "PR1".into(),
+                out_order_no: "PS1".into(),
+                return_mchid: PLATFORM_RECEIVER.into(),
+                amount: 15,
+                result: "SUCCESS".into(),
+                fail_reason: None,
+            }]
+        );
+        assert_eq!(view.shared, 30, "what was paid out stays told as paid");
+        // Only the sub-merchant's provider reaches it.
+        let other = sb.register_merchant("1900000110", "wx_other").unwrap();
+        let foreign = give_back(&sb, &other, "PR1", "PS1", PLATFORM_RECEIVER, 15);
+        assert_eq!(code(&foreign), (400, "INVALID_REQUEST".into()));
+        assert!(foreign.body.unwrap()["message"].as_str().unwrap().contains("受理关系不存在"));
+    }
+
+    #[tokio::test]
+    async fn a_line_returns_at_most_what_it_was_paid_and_a_failed_return_takes_nothing() {
+        let (sb, sp, _) = shared().await;
+        assert_eq!(give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 12).status, 200);
+
+        let over = give_back(&sb, &sp, "PR2", "PS1", PLATFORM_RECEIVER, 9);
+
+        assert_eq!(code(&over), (400, "INVALID_REQUEST".into()));
+        assert!(over.body.unwrap()["message"].as_str().unwrap().contains("more than the 20 fen"));
+        sb.fail_next_return(PLATFORM_RECEIVER, "BALANCE_NOT_ENOUGH").unwrap();
+        assert_eq!(outcome(&give_back(&sb, &sp, "PR3", "PS1", PLATFORM_RECEIVER, 8)).0, "FAILED");
+        assert_eq!(
+            outcome(&give_back(&sb, &sp, "PR4", "PS1", PLATFORM_RECEIVER, 8)).0,
+            "SUCCESS",
+            "exactly the rest, the failed one not counted"
+        );
+        assert_eq!(code(&give_back(&sb, &sp, "PR5", "PS1", PLATFORM_RECEIVER, 1)), (400, "INVALID_REQUEST".into()), "all 20 returned");
+        assert_eq!(
+            code(&give_back(&sb, &sp, "PR2", "PS1", PLATFORM_RECEIVER, 1)),
+            (400, "INVALID_REQUEST".into()),
+            "a refused number was not kept"
+        );
+        let view = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+        assert_eq!((view.orders[0].lines[0].returned, view.returns.len()), (20, 3));
+    }
+
+    #[tokio::test]
+    async fn a_return_is_refused_for_what_the_platform_refuses() {
+        let (sb, sp, tx) = shared().await;
+        // A share still pending, and an unfreeze.
+        sb.set_max_ratio(SUB, 10_000).unwrap();
+        share(&sb, &sp, &tx, "PS2", &[("MERCHANT_ID", PLATFORM_RECEIVER, 5)]);
+        sb.close_next_share(PLATFORM_RECEIVER, "ACCOUNT_ABNORMAL").unwrap();
+        share(&sb, &sp, &tx, "PS3", &[("MERCHANT_ID", PLATFORM_RECEIVER, 5)]);
+        query(&sb, &sp, &tx, "PS3");
+        let (sb2, sp2, ids2) = paid(3000, &["T_PS_0001"]).await;
+        assert_eq!(unfreeze(&sb2, &sp2, &ids2[0], "PS1-u").status, 200);
+
+        for (why, answer) in [
+            ("a person's line", give_back(&sb, &sp, "PR1", "PS1", PARTNER, 5)),
+            ("no such request", give_back(&sb, &sp, "PR1", "PS_NONE", PLATFORM_RECEIVER, 5)),
+            ("no line of that receiver", give_back(&sb, &sp, "PR1", "PS1", "1900000300", 5)),
+            ("a line pending", give_back(&sb, &sp, "PR1", "PS2", PLATFORM_RECEIVER, 5)),
+            ("a line closed", give_back(&sb, &sp, "PR1", "PS3", PLATFORM_RECEIVER, 5)),
+            ("0 fen", give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 0)),
+            ("an unfreeze", give_back(&sb2, &sp2, "PR1", "PS1-u", SUB, 5)),
+        ] {
+            assert_eq!(code(&answer), (400, "INVALID_REQUEST".into()), "{why}: {:?}", answer.body);
+        }
+        let person = give_back(&sb, &sp, "PR1", "PS1", PARTNER, 5);
+        assert!(person.body.unwrap()["message"].as_str().unwrap().contains("不支持分账给个人的分账单回退"));
+        let long = "R".repeat(65);
+        for bad in ["", "PR 1", long.as_str()] {
+            assert_eq!(code(&give_back(&sb, &sp, bad, "PS1", PLATFORM_RECEIVER, 5)), (400, "PARAM_ERROR".into()), "{bad:?}");
+        }
+        let mut no_description: Value = serde_json::from_str(&return_body("PR1", "PS1", PLATFORM_RECEIVER, 5)).unwrap();
+        no_description.as_object_mut().unwrap().remove("description");
+        let answer = call(&sb, &sp, "POST", "/v3/profitsharing/return-orders", &no_description.to_string(), 0);
+        assert_eq!(code(&answer), (400, "PARAM_ERROR".into()));
+        assert!(sb.profit_sharing(SUB, "T_PS_0001").unwrap().returns.is_empty(), "none was kept");
+        // 50 returns at most per share request.
+        for n in 0..MAX_RETURNS_PER_SHARE_ORDER {
+            sb.fail_next_return(PLATFORM_RECEIVER, "ACCOUNT_ABNORMAL").unwrap();
+            assert_eq!(outcome(&give_back(&sb, &sp, &format!("PR_N{n}"), "PS1", PLATFORM_RECEIVER, 1)).0, "FAILED");
+        }
+        assert_eq!(code(&give_back(&sb, &sp, "PR_N50", "PS1", PLATFORM_RECEIVER, 1)), (400, "INVALID_REQUEST".into()));
+    }
+
+    #[tokio::test]
+    async fn fail_next_makes_the_next_return_of_that_merchant_fail_once() {
+        let (sb, sp, _) = shared().await;
+        sb.fail_next_return("1900000300", "ACCOUNT_ABNORMAL").unwrap();
+        sb.fail_next_return(PLATFORM_RECEIVER, "TIME_OUT_CLOSED").unwrap();
+
+        let failed = give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 5);
+        let next = give_back(&sb, &sp, "PR2", "PS1", PLATFORM_RECEIVER, 5);
+
+        assert_eq!(outcome(&failed), ("FAILED".into(), Some("TIME_OUT_CLOSED".into())));
+        assert!(failed.body.as_ref().unwrap()["finish_time"].is_string());
+        assert_eq!(give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 5).body, failed.body, "failed it stays");
+        assert_eq!(outcome(&next), ("SUCCESS".into(), None), "once");
+        let view = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+        assert_eq!(view.orders[0].lines[0].returned, 5, "the failed one gave nothing back");
+        assert_eq!(view.returns[0].fail_reason.as_deref(), Some("TIME_OUT_CLOSED"));
+        assert_eq!(
+            sb.lock().pay.sharing.fail_next_return,
+            [("1900000300".to_owned(), "ACCOUNT_ABNORMAL".to_owned())],
+            "another's mark stays"
+        );
+    }
+
+    #[tokio::test]
+    async fn with_returns_processing_a_return_is_finished_by_the_next_call_of_its_number_as_decided_when_made() {
+        let (sb, sp, _) = shared().await;
+        sb.set_returns_processing(true);
+        assert!(sb.share_rules().returns_processing);
+        sb.fail_next_return(PLATFORM_RECEIVER, "ACCOUNT_ABNORMAL").unwrap();
+
+        let will_fail = give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 10);
+        let will_succeed = give_back(&sb, &sp, "PR2", "PS1", PLATFORM_RECEIVER, 10);
+
+        for processing in [&will_fail, &will_succeed] {
+            assert_eq!(outcome(processing), ("PROCESSING".into(), None));
+            assert!(processing.body.as_ref().unwrap().get("finish_time").is_none());
+        }
+        let view = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+        assert_eq!(view.orders[0].lines[0].returned, 0, "nothing moved yet");
+        // Both processing hold the line's 20 (the first will fail, but is not failed yet).
+        assert_eq!(code(&give_back(&sb, &sp, "PR3", "PS1", PLATFORM_RECEIVER, 1)), (400, "INVALID_REQUEST".into()));
+        // Switched off meanwhile: the mark and the processing still apply.
+        sb.set_returns_processing(false);
+
+        let failed = give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 10);
+        let succeeded = give_back(&sb, &sp, "PR2", "PS1", PLATFORM_RECEIVER, 10);
+
+        assert_eq!(outcome(&failed), ("FAILED".into(), Some("ACCOUNT_ABNORMAL".into())));
+        assert_eq!(outcome(&succeeded), ("SUCCESS".into(), None));
+        assert!(succeeded.body.as_ref().unwrap()["finish_time"].is_string());
+        assert_eq!(succeeded.body.as_ref().unwrap()["return_id"], will_succeed.body.as_ref().unwrap()["return_id"]);
+        assert_eq!(give_back(&sb, &sp, "PR2", "PS1", PLATFORM_RECEIVER, 10).body, succeeded.body, "finished once");
+        assert_eq!(sb.profit_sharing(SUB, "T_PS_0001").unwrap().orders[0].lines[0].returned, 10);
+    }
+
+    #[tokio::test]
+    async fn a_refund_that_would_take_shared_money_is_not_enough_until_the_return_is_made() {
+        let (sb, sp, tx) = shared().await;
+        // 100 paid, 30 shared: the sub-merchant holds 70.
+        let taking = refund(&sb, &sp, "T_PS_0001", "R_PS_1", 80);
+        assert_eq!(code(&taking), (403, "NOT_ENOUGH".into()));
+        assert_eq!(taking.body.unwrap()["message"], "基本账户余额不足，请充值后重新发起");
+        assert_eq!(sb.profit_sharing(SUB, "T_PS_0001").unwrap().refunded, 0, "nothing refunded");
+        // A share still pending holds its amount too (this one will close).
+        sb.set_max_ratio(SUB, 10_000).unwrap();
+        sb.close_next_share(PLATFORM_RECEIVER, "ACCOUNT_ABNORMAL").unwrap();
+        assert_eq!(share(&sb, &sp, &tx, "PS2", &[("MERCHANT_ID", PLATFORM_RECEIVER, 1)]).status, 200);
+        assert_eq!(code(&refund(&sb, &sp, "T_PS_0001", "R_PS_1", 70)), (403, "NOT_ENOUGH".into()), "69 held");
+
+        assert_eq!(outcome(&give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 11)).0, "SUCCESS");
+
+        // 100 − (31 − 11): 80.
+        let refunded = refund(&sb, &sp, "T_PS_0001", "R_PS_1", 80);
+        assert_eq!(refunded.status, 200, "{:?}", refunded.body);
+        assert_eq!(code(&refund(&sb, &sp, "T_PS_0001", "R_PS_2", 1)), (403, "NOT_ENOUGH".into()), "nothing more held");
+        // A closed share gives its amount back to the sub-merchant.
+        query(&sb, &sp, &tx, "PS2");
+        assert_eq!(refund(&sb, &sp, "T_PS_0001", "R_PS_2", 1).status, 200);
+        // What an unfreeze gives counts the return as the sub-merchant's: 100 − 81 − (30 − 11).
+        let unfrozen = unfreeze(&sb, &sp, &tx, "PS1-u");
+        assert_eq!(lines(&unfrozen), [line("MERCHANT_ID", SUB, 0, "SUCCESS")]);
+    }
+
+    #[tokio::test]
+    async fn a_merchants_own_refund_is_not_concerned_by_sharing() {
+        let (sb, _, _) = paid(3000, &[]).await;
+        let m = sb.register_merchant("1900000120", "wx_own").unwrap();
+        let order = json!({
+            "appid": "wx_own", "mchid": "1900000120", "description": "cup", "out_trade_no": "T_OWN_1",
+            "notify_url": "http://127.0.0.1:9/n", "amount": {"total": 100, "currency": "CNY"}, "payer": {"openid": "o-ann"},
+        });
+        assert_eq!(call(&sb, &m, "POST", "/v3/pay/transactions/jsapi", &order.to_string(), 0).status, 200);
+        sb.pay_order(Some("1900000120"), "T_OWN_1", PaymentResult::Success).await.unwrap();
+        let body = json!({"out_trade_no": "T_OWN_1", "out_refund_no": "R_OWN_1", "amount": {"refund": 100, "total": 100}});
+        assert_eq!(call(&sb, &m, "POST", "/v3/refund/domestic/refunds", &body.to_string(), 0).status, 200);
+    }
+
+    #[test]
+    fn return_fail_marks_take_the_platforms_reasons_and_are_bounded() {
+        let sb = Sandbox::new();
+        assert!(sb.fail_next_return("", "ACCOUNT_ABNORMAL").is_err());
+        assert!(sb.fail_next_return(PLATFORM_RECEIVER, "NO_RELATION").is_err());
+        for reason in RETURN_FAIL_REASONS {
+            sb.fail_next_return(PLATFORM_RECEIVER, reason).unwrap();
+        }
+        for _ in RETURN_FAIL_REASONS.len()..KEEP_FAILURES {
+            sb.fail_next_return(PLATFORM_RECEIVER, "ACCOUNT_ABNORMAL").unwrap();
+        }
+        assert!(sb.fail_next_return(PLATFORM_RECEIVER, "ACCOUNT_ABNORMAL").is_err(), "bounded");
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! translation into the domain's reports.
 use atrium_kernel::{Money, StrEnum, Timestamp};
 use atrium_payments::{
-    PlatformRefund, PlatformShareLine, PlatformShareOrder, PlatformTransaction, ReceiverResult, ReceiverType, RefundStatus,
-    ShareOrderState, TradeState,
+    PlatformRefund, PlatformReturn, PlatformShareLine, PlatformShareOrder, PlatformTransaction, ReceiverResult, ReceiverType, RefundStatus,
+    ReturnResult, ShareOrderState, TradeState,
 };
 use serde::Deserialize;
 
@@ -84,6 +84,21 @@ pub(crate) struct ShareLineAnswer {
     result: String,
     #[serde(default)]
     fail_reason: Option<String>,
+    #[serde(default)]
+    finish_time: Option<String>,
+}
+
+/// A return: the answer of `POST /v3/profitsharing/return-orders`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ReturnAnswer {
+    out_return_no: String,
+    #[serde(default)]
+    return_id: Option<String>,
+    result: String,
+    #[serde(default)]
+    fail_reason: Option<String>,
+    #[serde(default)]
+    amount: Option<i64>,
     #[serde(default)]
     finish_time: Option<String>,
 }
@@ -194,6 +209,25 @@ impl ShareLineAnswer {
             amount: Money::from_fen(self.amount),
             result,
             fail_reason: self.fail_reason.filter(|s| !s.is_empty()),
+            finish_time,
+        })
+    }
+}
+
+impl ReturnAnswer {
+    pub(crate) fn into_report(self) -> Result<PlatformReturn, String> {
+        let result: ReturnResult = self.result.parse().map_err(|_| format!("unknown return result {:?}", self.result))?;
+        // A return still processing has not finished, whatever time the answer puts there.
+        let finish_time = match result {
+            ReturnResult::Processing => None,
+            ReturnResult::Success | ReturnResult::Failed => time(self.finish_time)?,
+        };
+        Ok(PlatformReturn {
+            out_return_no: self.out_return_no,
+            return_id: self.return_id.filter(|s| !s.is_empty()),
+            result,
+            fail_reason: self.fail_reason.filter(|s| !s.is_empty()),
+            amount: money(self.amount)?,
             finish_time,
         })
     }

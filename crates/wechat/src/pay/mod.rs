@@ -22,7 +22,10 @@
 //! /v3/profitsharing/receivers/add`, the receiver's name encrypted under the platform's first
 //! key, RSA-OAEP, which the request names in `Wechatpay-Serial`), shares requested, queried
 //! and the rest unfrozen (`/v3/profitsharing/orders`, `…/orders/{out_order_no}`,
-//! `…/orders/unfreeze`), each naming `sub_mchid`; `PROFITSHARING.*` notifications name the
+//! `…/orders/unfreeze`), and a merchant receiver's part returned to the sub-merchant before a
+//! refund (`POST /v3/profitsharing/return-orders`, answered with the return's result:
+//! `PROCESSING`, `SUCCESS` or `FAILED` with its `fail_reason`; the same `out_return_no` again
+//! answers that return), each naming `sub_mchid`; `PROFITSHARING.*` notifications name the
 //! request they are about. An account acting for no sub-merchant cannot make these calls.
 //!
 //! Keys, the APIv3 key and signatures never appear in an error, a log line or `Debug` output.
@@ -36,13 +39,13 @@ pub mod sign;
 pub use keys::OpensslMerchantKeys;
 
 use crate::CallRecorder;
-use answers::{BillAnswer, ErrorAnswer, MaxRatioAnswer, PrepayAnswer, RefundAnswer, ShareOrderAnswer, TransactionAnswer};
+use answers::{BillAnswer, ErrorAnswer, MaxRatioAnswer, PrepayAnswer, RefundAnswer, ReturnAnswer, ShareOrderAnswer, TransactionAnswer};
 use async_trait::async_trait;
 use atrium_kernel::Timestamp;
 use atrium_payments::{
     BillDate, BillLine, JsapiOrder, MerchantAccount, NotificationError, NotificationRequest, PayEvent, PayParams, PayPlatform,
-    PayPlatformError, PayResult, PlatformRefund, PlatformShareOrder, PlatformTransaction, ReceiverAdd, RefundOrder, ShareOrder,
-    SubMerchant, UnfreezeOrder,
+    PayPlatformError, PayResult, PlatformRefund, PlatformReturn, PlatformShareOrder, PlatformTransaction, ReceiverAdd, RefundOrder,
+    ReturnOrder, ShareOrder, SubMerchant, UnfreezeOrder,
 };
 use reqwest::Method;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, USER_AGENT};
@@ -485,6 +488,27 @@ fn share_body(account: &MerchantAccount, sub: &SubMerchant, order: &ShareOrder) 
     })
 }
 
+/// The return's body: the provider (`account`) asks `order.return_mchid` to give part of its
+/// share back to `sub`.
+fn return_body(sub: &SubMerchant, order: &ReturnOrder) -> serde_json::Value {
+    json!({
+        "sub_mchid": sub.sub_mchid,
+        "out_order_no": order.out_order_no,
+        "out_return_no": order.out_return_no,
+        "return_mchid": order.return_mchid,
+        "amount": order.amount.fen(),
+        "description": order.description,
+    })
+}
+
+/// A return answer as the domain's report.
+fn return_report(body: &[u8]) -> PayResult<PlatformReturn> {
+    let answer: ReturnAnswer = parse(body, "profit-sharing return")?;
+    answer
+        .into_report()
+        .map_err(|e| PayPlatformError::Unavailable(format!("the pay platform sent an unreadable profit-sharing return: {e}")))
+}
+
 #[async_trait]
 impl PayPlatform for WechatPay {
     async fn jsapi_order(&self, account: &MerchantAccount, order: &JsapiOrder) -> PayResult<String> {
@@ -641,6 +665,15 @@ impl PayPlatform for WechatPay {
         let path = "/v3/profitsharing/orders/unfreeze";
         let call = self.call(Method::POST, path.into(), path, Some(body), &verifier);
         share_report(&self.send(account, &signer, call).await?)
+    }
+
+    async fn return_share(&self, account: &MerchantAccount, order: &ReturnOrder) -> PayResult<PlatformReturn> {
+        let sub = sharing_sub(account, "a profit-sharing return")?;
+        let (signer, verifier) = self.credentials(account)?;
+        let body = return_body(sub, order).to_string();
+        let path = "/v3/profitsharing/return-orders";
+        let call = self.call(Method::POST, path.into(), path, Some(body), &verifier);
+        return_report(&self.send(account, &signer, call).await?)
     }
 
     async fn trade_bill(&self, account: &MerchantAccount, date: BillDate) -> PayResult<Vec<BillLine>> {

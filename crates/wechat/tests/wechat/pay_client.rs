@@ -7,8 +7,8 @@ use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use atrium_kernel::Money;
 use atrium_payments::{
     EventResource, JsapiOrder, MerchantAccount, NotificationRequest, PayPlatform, PayPlatformError, PlatformKey, Receiver, ReceiverAdd,
-    ReceiverResult, ReceiverType, RefundOrder, RefundStatus, Relation, Secret, ShareLine, ShareOrder, ShareOrderState, SubMerchant,
-    TradeState, UnfreezeOrder,
+    ReceiverResult, ReceiverType, RefundOrder, RefundStatus, Relation, ReturnOrder, ReturnResult, Secret, ShareLine, ShareOrder,
+    ShareOrderState, SubMerchant, TradeState, UnfreezeOrder,
 };
 use atrium_wechat::pay::sign::{MerchantSigner, request_message};
 use atrium_wechat::{CallRecorder, WechatPay, WechatPayConfig};
@@ -170,6 +170,15 @@ async fn handle(req: HttpRequest, body: web::Bytes, stub: web::Data<Stub>) -> Ht
         }
         ("POST", "/v3/profitsharing/orders") => stub.answer(200, SHARE_PROCESSING),
         ("POST", "/v3/profitsharing/orders/unfreeze") => stub.answer(200, SHARE_UNFROZEN),
+        // A 5xx first: the retry carries the same body.
+        ("POST", "/v3/profitsharing/return-orders") if body.contains("PR_FLAKY") && hits == 1 => HttpResponse::ServiceUnavailable().body("busy"),
+        ("POST", "/v3/profitsharing/return-orders") if body.contains("PR_FAILED") => stub.answer(200, RETURN_FAILED),
+        ("POST", "/v3/profitsharing/return-orders") if body.contains("PR_PROCESSING") => stub.answer(200, RETURN_PROCESSING),
+        ("POST", "/v3/profitsharing/return-orders") if body.contains("PR_ODD_RESULT") => stub.answer(200, &RETURN_PROCESSING.replace("PROCESSING", "DONE")),
+        ("POST", "/v3/profitsharing/return-orders") if body.contains("PR_PERSON") => {
+            stub.answer(400, r#"{"code":"INVALID_REQUEST","message":"不支持分账给个人的分账单回退"}"#)
+        }
+        ("POST", "/v3/profitsharing/return-orders") => stub.answer(200, RETURN_SUCCESS),
         ("GET", "/v3/profitsharing/orders/PS_UNKNOWN") => stub.answer(404, r#"{"code":"RESOURCE_NOT_EXISTS","message":"no such order"}"#),
         ("GET", p) if p.starts_with("/v3/profitsharing/orders/") => stub.answer(200, SHARE_FINISHED),
         ("GET", "/v3/bill/tradebill") => {
@@ -201,6 +210,16 @@ const SHARE_FINISHED: &str = r#"{"sub_mchid":"1900000200","transaction_id":"4201
 
 /// An unfreeze: the sub-merchant's own line.
 const SHARE_UNFROZEN: &str = r#"{"sub_mchid":"1900000200","transaction_id":"4201","out_order_no":"PS17-u","order_id":"3008450740201411110007820473","state":"FINISHED","receivers":[{"amount":950,"description":"rest to the tenant","type":"MERCHANT_ID","account":"1900000200","result":"SUCCESS","detail_id":"36011111111111111111113","create_time":"2026-04-01T12:03:00+08:00","finish_time":"2026-04-01T12:03:00+08:00"}]}"#;
+
+/// A return carried out at once: the receiver's 30 fen are back with the sub-merchant.
+const RETURN_SUCCESS: &str = r#"{"sub_mchid":"1900000200","order_id":"3008450740201411110007820472","out_order_no":"PS17","out_return_no":"PR17","return_id":"3008450740201411110007820480","return_mchid":"1900000109","amount":30,"description":"before a refund","result":"SUCCESS","create_time":"2026-04-02T09:00:00+08:00","finish_time":"2026-04-02T09:00:01+08:00"}"#;
+
+/// A return still being carried out (its `finish_time` a placeholder the client must not take
+/// for a finish).
+const RETURN_PROCESSING: &str = r#"{"sub_mchid":"1900000200","order_id":"3008450740201411110007820472","out_order_no":"PS17","out_return_no":"PR_PROCESSING","return_id":"3008450740201411110007820481","return_mchid":"1900000109","amount":30,"description":"before a refund","result":"PROCESSING","create_time":"2026-04-02T09:00:00+08:00","finish_time":"1970-01-01T08:00:00+08:00"}"#;
+
+/// A return the receiver could not make.
+const RETURN_FAILED: &str = r#"{"sub_mchid":"1900000200","order_id":"3008450740201411110007820472","out_order_no":"PS17","out_return_no":"PR_FAILED","return_id":"3008450740201411110007820482","return_mchid":"1900000109","amount":30,"description":"before a refund","result":"FAILED","fail_reason":"BALANCE_NOT_ENOUGH","create_time":"2026-04-02T09:00:00+08:00","finish_time":"2026-04-02T09:00:02+08:00"}"#;
 
 struct Platform {
     stub: web::Data<Stub>,
@@ -925,6 +944,92 @@ async fn an_unreadable_share_answer_is_unavailable_and_a_refusal_keeps_its_code(
     platform.stop().await;
 }
 
+fn return_order(out_return_no: &str) -> ReturnOrder {
+    ReturnOrder {
+        out_order_no: "PS17".into(),
+        out_return_no: out_return_no.into(),
+        return_mchid: "1900000109".into(),
+        amount: Money::from_fen(30),
+        description: "before a refund".into(),
+    }
+}
+
+#[tokio::test]
+async fn a_return_names_the_sub_merchant_and_the_receiver_and_reads_the_platforms_answer() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = platform.client(recorder.clone());
+    let account = partner_account(Some("wx_sub_mp"));
+
+    let returned = client.return_share(&account, &return_order("PR17")).await.unwrap();
+
+    assert_eq!(
+        platform.requests(),
+        [(
+            "POST".to_owned(),
+            "/v3/profitsharing/return-orders".to_owned(),
+            serde_json::json!({
+                "sub_mchid": "1900000200", "out_order_no": "PS17", "out_return_no": "PR17", "return_mchid": "1900000109",
+                "amount": 30, "description": "before a refund",
+            })
+        )],
+        "no appid: a return names the sub-merchant and the receiver only"
+    );
+    assert_eq!(recorder.endpoints(), ["/v3/profitsharing/return-orders"]);
+    assert_eq!(recorder.codes(), ["0"]);
+    let at = chrono::DateTime::parse_from_rfc3339("2026-04-02T09:00:01+08:00").unwrap().to_utc();
+    assert_eq!(
+        returned,
+        atrium_payments::PlatformReturn {
+            out_return_no: "PR17".into(),
+            return_id: Some("3008450740201411110007820480".into()),
+            result: ReturnResult::Success,
+            fail_reason: None,
+            amount: Some(Money::from_fen(30)),
+            finish_time: Some(at),
+        }
+    );
+    platform.stop().await;
+}
+
+#[tokio::test]
+async fn a_return_failed_or_processing_is_read_as_such_and_an_odd_or_refused_one_is_not_believed_or_retried() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = platform.client(recorder.clone());
+    let account = partner_account(None);
+
+    // A 5xx is retried with the same body; the retry is read.
+    let flaky = client.return_share(&account, &return_order("PR_FLAKY")).await.unwrap();
+    let failed = client.return_share(&account, &return_order("PR_FAILED")).await.unwrap();
+    let processing = client.return_share(&account, &return_order("PR_PROCESSING")).await.unwrap();
+    let odd = client.return_share(&account, &return_order("PR_ODD_RESULT")).await.unwrap_err();
+    let person = client.return_share(&account, &return_order("PR_PERSON")).await.unwrap_err();
+
+    assert_eq!(flaky.result, ReturnResult::Success);
+    let bodies: Vec<_> = platform.requests().into_iter().take(2).map(|(_, _, body)| body).collect();
+    assert_eq!(bodies[0], bodies[1], "the retry is the same request");
+    assert_eq!(
+        (failed.result, failed.fail_reason.as_deref(), failed.return_id.as_deref()),
+        (ReturnResult::Failed, Some("BALANCE_NOT_ENOUGH"), Some("3008450740201411110007820482"))
+    );
+    assert_eq!(failed.finish_time, Some(chrono::DateTime::parse_from_rfc3339("2026-04-02T09:00:02+08:00").unwrap().to_utc()));
+    assert_eq!(
+        (processing.out_return_no.as_str(), processing.result, processing.fail_reason, processing.finish_time),
+        ("PR_PROCESSING", ReturnResult::Processing, None, None),
+        "a return processing has no finish time"
+    );
+    assert!(matches!(&odd, PayPlatformError::Unavailable(m) if m.contains("unreadable profit-sharing return")), "{odd:?}");
+    assert!(
+        matches!(&person, PayPlatformError::Refused { status: 400, code, message } if code == "INVALID_REQUEST" && message.contains("个人")),
+        "{person:?}"
+    );
+    // 2 for the flaky one, then one each: the refusal is not retried.
+    assert_eq!(platform.hits("/v3/profitsharing/return-orders"), 6);
+    assert_eq!(recorder.codes(), ["http_5xx", "0", "0", "0", "0", "INVALID_REQUEST"]);
+    platform.stop().await;
+}
+
 #[tokio::test]
 async fn profit_sharing_calls_need_an_account_acting_for_a_sub_merchant() {
     let platform = Platform::start().await;
@@ -936,12 +1041,14 @@ async fn profit_sharing_calls_need_an_account_acting_for_a_sub_merchant() {
     };
     let order = ShareOrder { transaction_id: "4201".into(), out_order_no: "PS17".into(), lines: vec![], unfreeze_unsplit: false };
     let unfreeze = UnfreezeOrder { transaction_id: "4201".into(), out_order_no: "PS17-u".into(), description: "rest".into() };
+    let give_back = return_order("PR17");
 
     let refusals = [
         client.add_receiver(&direct, &receiver).await.unwrap_err(),
         client.share(&direct, &order).await.unwrap_err(),
         client.query_share(&direct, "4201", "PS17").await.unwrap_err(),
         client.unfreeze(&direct, &unfreeze).await.unwrap_err(),
+        client.return_share(&direct, &give_back).await.unwrap_err(),
         client.max_ratio(&direct).await.unwrap_err(),
     ];
 

@@ -7,8 +7,8 @@ use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use atrium_kernel::Money;
 use atrium_payments::{
     BillTradeState, EventResource, JsapiOrder, MerchantAccount, NotificationRequest, PayPlatform, PayPlatformError, PlatformKey,
-    PlatformShareOrder, ReceiverAdd, ReceiverResult, ReceiverType, RefundOrder, RefundStatus, Relation, Secret, ShareLine, ShareOrder,
-    ShareOrderState, SubMerchant, TradeState, UnfreezeOrder,
+    PlatformShareOrder, ReceiverAdd, ReceiverResult, ReceiverType, RefundOrder, RefundStatus, Relation, ReturnOrder, ReturnResult, Secret,
+    ShareLine, ShareOrder, ShareOrderState, SubMerchant, TradeState, UnfreezeOrder,
 };
 use atrium_sandbox::Sandbox;
 use atrium_wechat::pay::sign::{MerchantSigner, PlatformVerifier, SignedHeaders, authorization, request_message};
@@ -959,7 +959,7 @@ async fn the_ratio_and_the_one_minute_rule_refuse_shares_the_platform_refuses() 
     assert!(matches!(early, Err(PayPlatformError::Unavailable(_))), "{early:?}");
     assert_eq!(recorder.0.lock().unwrap().clone(), ["http_429", "http_429", "http_429"]);
     let (status, rules) = env.control("profitsharing/rules", json!({"one_minute": false})).await;
-    assert_eq!((status, rules), (200, json!({"one_minute": false, "finish_after_ms": 1000, "notify": true})));
+    assert_eq!((status, rules), (200, json!({"one_minute": false, "finish_after_ms": 1000, "notify": true, "returns_processing": false})));
     let allowed =
         client.share(&account, &share_order(&fresh, "PS3", vec![share_line(ReceiverType::PersonalOpenid, PARTNER_OPENID, 10)])).await;
     assert_eq!(allowed.unwrap().state, ShareOrderState::Processing);
@@ -975,7 +975,7 @@ async fn a_share_the_platform_finishes_by_itself_is_notified_line_by_line_and_th
     let tx = env.paid_for_sharing(&client, &account, "T_PS_0005", 1000).await;
     assert_eq!(env.wait_for_notifications(1).await.len(), 1, "the payment's");
     let (status, rules) = env.control("profitsharing/rules", json!({"finish_after_ms": 100})).await;
-    assert_eq!((status, rules), (200, json!({"one_minute": true, "finish_after_ms": 100, "notify": true})));
+    assert_eq!((status, rules), (200, json!({"one_minute": true, "finish_after_ms": 100, "notify": true, "returns_processing": false})));
     client.add_receiver(&account, &platform_receiver(&provider)).await.unwrap();
     client.add_receiver(&account, &partner_receiver()).await.unwrap();
     let (status, _) = env.control("profitsharing/close-next", json!({"account": PARTNER_OPENID, "fail_reason": "NO_RELATION"})).await;
@@ -1022,6 +1022,10 @@ async fn the_profitsharing_controls_refuse_bad_input_with_a_json_message() {
         ("profitsharing/rules", json!({"finish_after_ms": 60_001, "one_minute": false}), "at most 60000"),
         ("profitsharing/rules", json!({"finish_after_ms": -1}), "finish_after_ms"),
         ("profitsharing/rules", json!({"notify": "off"}), "notify"),
+        ("profitsharing/rules", json!({"returns_processing": "yes"}), "returns_processing"),
+        ("profitsharing/return-fail-next", json!({"account": MCHID}), "missing field `fail_reason`"),
+        ("profitsharing/return-fail-next", json!({"account": MCHID, "fail_reason": "NO_RELATION"}), "fail_reason must be one of"),
+        ("profitsharing/return-fail-next", json!({"account": "", "fail_reason": "BALANCE_NOT_ENOUGH"}), "account must be"),
     ] {
         let (status, answer) = env.control(path, body.clone()).await;
         assert_eq!(status, 400, "{body}: {answer}");
@@ -1030,7 +1034,7 @@ async fn the_profitsharing_controls_refuse_bad_input_with_a_json_message() {
     // Nothing of a refused call applies.
     assert_eq!(
         env.control("profitsharing/rules", json!({})).await,
-        (200, json!({"one_minute": true, "finish_after_ms": 1000, "notify": true}))
+        (200, json!({"one_minute": true, "finish_after_ms": 1000, "notify": true, "returns_processing": false}))
     );
     for (query, says) in [
         ("profitsharing?sub_mchid=1900000200", "takes ?sub_mchid="),
@@ -1040,5 +1044,74 @@ async fn the_profitsharing_controls_refuse_bad_input_with_a_json_message() {
         assert_eq!(status, 400, "{query}: {answer}");
         assert!(answer["message"].as_str().unwrap_or_default().contains(says), "{query}: {answer}");
     }
+    env.stop().await;
+}
+
+fn return_order(out_return_no: &str, fen: i64, return_mchid: &str) -> ReturnOrder {
+    ReturnOrder {
+        out_order_no: "PS1".into(),
+        out_return_no: out_return_no.into(),
+        return_mchid: return_mchid.into(),
+        amount: Money::from_fen(fen),
+        description: "before a refund".into(),
+    }
+}
+
+#[tokio::test]
+async fn a_shared_payment_is_refunded_past_its_rest_only_once_the_merchant_receiver_returned_its_part() {
+    let env = Env::start().await;
+    let provider = env.register().await;
+    let account = env.register_sub(&provider, SUB_MCHID, None).await;
+    let client = env.client();
+    let tx = env.paid_for_sharing(&client, &account, "T_PS_0006", 1000).await;
+    client.add_receiver(&account, &platform_receiver(&provider)).await.unwrap();
+    client.add_receiver(&account, &partner_receiver()).await.unwrap();
+    let lines = vec![share_line(ReceiverType::MerchantId, MCHID, 200), share_line(ReceiverType::PersonalOpenid, PARTNER_OPENID, 50)];
+    client.share(&account, &share_order(&tx, "PS1", lines)).await.unwrap();
+    client.query_share(&account, &tx, "PS1").await.unwrap();
+
+    // 1000 paid, 250 shared: the sub-merchant holds 750 of it.
+    let early = client.refund(&account, &env.refund("T_PS_0006", "R_PS_1", 900, 1000)).await.unwrap_err();
+    assert_eq!(refused(&early), (403, "NOT_ENOUGH"));
+    assert!(early.to_string().contains("基本账户余额不足"), "{early}");
+    // A person gives nothing back.
+    let person = client.return_share(&account, &return_order("PR0", 50, PARTNER_OPENID)).await.unwrap_err();
+    assert_eq!(refused(&person), (400, "INVALID_REQUEST"));
+    // The platform's merchant account cannot pay it back, once.
+    let (status, marked) =
+        env.control("profitsharing/return-fail-next", json!({"account": MCHID, "fail_reason": "BALANCE_NOT_ENOUGH"})).await;
+    assert_eq!((status, marked), (200, json!({"account": MCHID, "fail_reason": "BALANCE_NOT_ENOUGH"})));
+    let failed = client.return_share(&account, &return_order("PR1", 200, MCHID)).await.unwrap();
+    assert_eq!((failed.result, failed.fail_reason.as_deref()), (ReturnResult::Failed, Some("BALANCE_NOT_ENOUGH")));
+    // Processing first: nothing has moved until the same number is asked again.
+    let (status, rules) = env.control("profitsharing/rules", json!({"returns_processing": true})).await;
+    assert_eq!((status, &rules["returns_processing"]), (200, &json!(true)), "{rules}");
+    let processing = client.return_share(&account, &return_order("PR2", 200, MCHID)).await.unwrap();
+    assert_eq!((processing.result, processing.finish_time), (ReturnResult::Processing, None));
+    let still = client.refund(&account, &env.refund("T_PS_0006", "R_PS_1", 900, 1000)).await.unwrap_err();
+    assert_eq!(refused(&still), (403, "NOT_ENOUGH"));
+    let returned = client.return_share(&account, &return_order("PR2", 200, MCHID)).await.unwrap();
+    assert_eq!(
+        (returned.result, returned.return_id.clone(), returned.amount),
+        (ReturnResult::Success, processing.return_id, Some(Money::from_fen(200)))
+    );
+    assert!(returned.finish_time.is_some());
+
+    // 1000 − (250 − 200): 950 the sub-merchant holds.
+    let refund = client.refund(&account, &env.refund("T_PS_0006", "R_PS_1", 900, 1000)).await.unwrap();
+    assert_eq!(refund.status, RefundStatus::Processing);
+    let view = env.sharing("T_PS_0006").await;
+    assert_eq!(
+        (&view["orders"][0]["lines"][0]["returned"], &view["orders"][0]["lines"][1]["returned"]),
+        (&json!(200), &json!(0)),
+        "{view}"
+    );
+    assert_eq!(
+        view["returns"],
+        json!([
+            {"out_return_no": "PR1", "out_order_no": "PS1", "return_mchid": MCHID, "amount": 200, "result": "FAILED", "fail_reason": "BALANCE_NOT_ENOUGH"},
+            {"out_return_no": "PR2", "out_order_no": "PS1", "return_mchid": MCHID, "amount": 200, "result": "SUCCESS", "fail_reason": null},
+        ])
+    );
     env.stop().await;
 }
