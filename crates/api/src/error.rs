@@ -34,12 +34,14 @@ pub(crate) struct ErrorData<'a> {
     errcode: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     errmsg: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fail_reason: Option<&'a str>,
 }
 
 impl<'a> ErrorData<'a> {
     /// `{"reason": …}` alone: the data of an error that names nothing more.
     pub(crate) fn new(reason: Reason) -> Self {
-        ErrorData { reason, errors: None, errcode: None, errmsg: None }
+        ErrorData { reason, errors: None, errcode: None, errmsg: None, fail_reason: None }
     }
 
     /// The data of an error answered before any route ran (no route, a wrong method, a body
@@ -57,7 +59,7 @@ impl ApiError {
             Error::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             Error::Forbidden(..) => StatusCode::FORBIDDEN,
             Error::NotFound(_) | Error::NoSuch(_) => StatusCode::NOT_FOUND,
-            Error::Conflict(..) | Error::Blocked(..) => StatusCode::CONFLICT,
+            Error::Conflict(..) | Error::Blocked(..) | Error::PlatformFailed { .. } => StatusCode::CONFLICT,
             Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::Upstream(_) | Error::PlatformRefused { .. } => StatusCode::BAD_GATEWAY,
@@ -108,6 +110,9 @@ impl ResponseError for ApiError {
             Error::NotFound(what) => respond(status, code, &format!("{what} not found"), Some(data)),
             Error::PlatformRefused { errcode, errmsg } => {
                 respond(status, code, &self.0.to_string(), Some(ErrorData { errcode: Some(*errcode), errmsg: Some(errmsg), ..data }))
+            }
+            Error::PlatformFailed { message, fail_reason, .. } => {
+                respond(status, code, message, Some(ErrorData { fail_reason: Some(fail_reason), ..data }))
             }
             Error::NoSuch(error) => respond(
                 status,

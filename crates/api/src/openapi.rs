@@ -133,7 +133,8 @@ fn contract(doc: &mut serde_json::Value) {
                                 "properties": {"field": {"type": "string"}, "message": {"type": "string"}}
                             }},
                             "errcode": {"type": "integer", "description": "A platform's own error code (502 `platform_refused`)"},
-                            "errmsg": {"type": "string", "description": "A platform's own error message (502 `platform_refused`)"}
+                            "errmsg": {"type": "string", "description": "A platform's own error message (502 `platform_refused`)"},
+                            "fail_reason": {"type": "string", "description": "A platform's own reason a step it had to carry out first failed (409 `return_failed`)"}
                         }
                     }
                 }

@@ -73,6 +73,18 @@ pub enum Error {
         /// The platform's own message.
         errmsg: String,
     },
+    /// A step a remote platform had to carry out first failed for the platform's own reason,
+    /// so the request was not carried out (409): `data.fail_reason` carries the platform's
+    /// word (a share's return before a refund, say). The message is safe to show.
+    #[error("{message}")]
+    PlatformFailed {
+        /// Why, as the stable name.
+        reason: Reason,
+        /// What happened, in English.
+        message: String,
+        /// The platform's own reason (`BALANCE_NOT_ENOUGH`, …).
+        fail_reason: String,
+    },
     /// A dependency of ours (the database) is down or saturated for now (503); try again
     /// after the given number of seconds.
     #[error("{message}")]
@@ -120,6 +132,7 @@ impl Error {
             Error::Invalid(_) | Error::BadRequest(_) => Reason::InvalidInput,
             Error::Unauthenticated(_) => Reason::Unauthenticated,
             Error::Forbidden(reason, _) | Error::Conflict(reason, _) | Error::Blocked(reason, _) => *reason,
+            Error::PlatformFailed { reason, .. } => *reason,
             Error::NotFound(_) | Error::NoSuch(_) => Reason::NotFound,
             Error::TooLarge(_) => Reason::TooLarge,
             Error::RateLimited { .. } => Reason::RateLimited,

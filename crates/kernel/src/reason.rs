@@ -107,6 +107,10 @@ pub enum Reason {
     /// allows the service provider to split off (its `max_ratio` on the pay platform);
     /// `data.errors` names the rate and each sub-merchant it exceeds.
     OverMaxRatio,
+    /// 409: the refund of a shared payment needs part of a share back from its receiver first,
+    /// and it could not be taken back (the platform's word in `data.fail_reason`, or a share
+    /// paid to a person, whom the platform takes nothing back from). The refund was not sent.
+    ReturnFailed,
     /// 405: the path exists, the method does not (`Allow` lists those that do).
     MethodNotAllowed,
     /// 408: the request body did not arrive in time; the connection is closed.

@@ -608,9 +608,14 @@ pub struct ShareView {
     pub role: ShareRole,
     /// Who receives it.
     pub receiver: ShareReceiverView,
-    /// Fen.
+    /// Fen: what the share was computed as.
     pub amount: Money,
-    /// `pending`, `processing`, `succeeded`, `closed` or `returned`.
+    /// Fen the receiver gave back before refunds of the payment.
+    pub returned: Money,
+    /// Fen kept back from the share for refunds made while it was closed (a retry pays
+    /// `amount − withheld`).
+    pub withheld: Money,
+    /// `pending`, `processing`, `succeeded`, `closed` or `returned` (all of it given back).
     pub status: ShareStatus,
     /// Why the pay platform closed it; null unless `closed` (or closed before a retry).
     pub fail_reason: Option<String>,
@@ -634,6 +639,8 @@ impl From<Share> for ShareView {
             partner_id: s.partner_id,
             role: s.role,
             amount: s.amount,
+            returned: s.returned,
+            withheld: s.withheld,
             status: s.status,
             fail_reason: s.fail_reason,
             out_order_no: s.out_order_no,
@@ -736,6 +743,9 @@ pub struct RefundView {
     pub reason: Option<String>,
     /// The user who asked for it; null when the system did.
     pub requested_by: Option<Id>,
+    /// Why it failed, when known: the pay platform's reason a share of the payment could not
+    /// be taken back first (the refund was then never sent).
+    pub fail_reason: Option<String>,
     /// When the platform reported it succeeded.
     pub succeeded_at: Option<DateTime<Utc>>,
     /// When it was requested.
@@ -753,6 +763,7 @@ impl From<Refund> for RefundView {
             amount: r.amount,
             reason: r.reason,
             requested_by: r.requested_by,
+            fail_reason: r.fail_reason,
             succeeded_at: r.succeeded_at,
             created_at: r.created_at,
         }

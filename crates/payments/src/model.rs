@@ -495,6 +495,9 @@ pub struct Refund {
     pub reason: Option<String>,
     /// The user who asked for it; `None` when the system did.
     pub requested_by: Option<Id>,
+    /// Why it failed, when Atrium knows: a share's return the platform refused (its
+    /// `fail_reason`), so the refund was never sent.
+    pub fail_reason: Option<String>,
     /// When the money went back, once it did.
     pub succeeded_at: Option<Timestamp>,
     /// When the refund was reserved.
@@ -571,6 +574,16 @@ pub enum RefundRefusal {
         /// What is left to refund.
         refundable: Money,
     },
+    /// A share of the transaction is being requested: the money may be leaving for its
+    /// receiver; try again once it settled.
+    BeingShared,
+    /// The refund needs part of share `share_id` back, and it went to a person: the platform
+    /// takes nothing back from a person, and shared money is never refunded from the
+    /// tenant's rest.
+    NotReturnable {
+        /// The share.
+        share_id: Id,
+    },
 }
 
 /// The ledger's one refund rule: what may be refunded of a transaction, checked by
@@ -606,6 +619,7 @@ impl RefundRule {
     ///     status: RefundStatus::Processing,
     ///     reason: None,
     ///     requested_by: None,
+    ///     fail_reason: None,
     ///     succeeded_at: None,
     ///     created_at: now,
     ///     updated_at: now,
@@ -928,6 +942,7 @@ mod tests {
             status,
             reason: None,
             requested_by: None,
+            fail_reason: None,
             succeeded_at: None,
             created_at: now(),
             updated_at: now(),

@@ -4,7 +4,8 @@
 use crate::lifecycle::TradeState;
 use crate::model::*;
 use crate::sharing::{
-    PlatformShareOrder, ReceiverAdd, Share, ShareOrder, SharePlan, ShareQuery, ShareStatus, Sharing, SubMerchantTenant, UnfreezeOrder,
+    PlatformReturn, PlatformShareOrder, ReceiverAdd, ReturnOrder, ReturnStatus, Share, ShareOrder, SharePlan, ShareQuery, ShareReturn,
+    ShareStatus, Sharing, SubMerchantTenant, UnfreezeOrder,
 };
 use async_trait::async_trait;
 use atrium_kernel::PayParams;
@@ -83,6 +84,22 @@ pub trait PaymentRepo: Send + Sync + 'static {
     async fn list_shares(&self, scope: Party, query: ShareQuery) -> Result<Page<Share>>;
     /// The tenant's shares sent in request `out_order_no`.
     async fn shares_in_order(&self, tenant_id: Id, out_order_no: String) -> Result<Vec<Share>>;
+    /// Makes the closed share `read` pending again under `out_order_no` at `at`, as
+    /// [`Share::retried`] says (what refunds took of it while closed is kept back), with
+    /// `effects`, in one database transaction with the share's transaction locked as
+    /// [`PaymentRepo::reserve_refund`] locks it, so no refund is reserved meanwhile. MUST
+    /// return `Conflict` (`TryAgain`), writing nothing, while a refund of the transaction is
+    /// processing; `None`, writing nothing, when the share's status or number is no longer as
+    /// read; else the share as written.
+    async fn retry_share(&self, read: Share, out_order_no: String, at: Timestamp, effects: Effects) -> Result<Option<Share>>;
+    /// The returns of the tenant's refund `out_refund_no` (oldest first).
+    async fn returns_of(&self, tenant_id: Id, out_refund_no: String) -> Result<Vec<ShareReturn>>;
+    /// Writes a return's status, platform id, fail reason, settled_at and updated_at only if
+    /// its stored status still equals `read`; returns whether it wrote. A return written
+    /// `succeeded` from `processing` adds its amount to its share's `returned` in the same
+    /// database transaction, and a succeeded share that holds nothing after is `returned`
+    /// (its `settled_at` then the return's).
+    async fn settle_return(&self, ret: ShareReturn, read: ReturnStatus) -> Result<bool>;
 
     /// Stores a new transaction with its [`Effects`] (one database transaction) and returns
     /// it with its id. MUST return `Conflict`, writing nothing, when
@@ -113,9 +130,11 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// 2. no transaction `refund.out_trade_no` of the tenant → `NotFound`;
     /// 3. `rule.check(transaction, its refunds, refund)` refuses → `Refused(why)`, nothing
     ///    written;
-    /// 4. otherwise stores `refund` with the status it carries (`processing`, or
-    ///    `succeeded` for an offline payment's refund) and its [`Effects`] →
-    ///    `Reserved(stored)`.
+    /// 4. the transaction's sharing has begun and [`plan_returns`](crate::plan_returns) (with
+    ///    its shares, returns and refunds as stored) refuses → `Refused(why)`, nothing written;
+    /// 5. otherwise stores `refund` with the status it carries (`processing`, or
+    ///    `succeeded` for an offline payment's refund), the returns planned, and its
+    ///    [`Effects`] → `Reserved(stored)`.
     ///
     /// So concurrent refunds of one transaction can never together exceed what was paid, nor
     /// the count limit. `out_refund_no` is unique per tenant.
@@ -127,7 +146,8 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// The refunds of these orders (of any tenant: the caller names each order's tenant and
     /// checks it), by order, oldest first.
     async fn refunds_of_orders(&self, order_ids: Vec<Id>) -> Result<Vec<Refund>>;
-    /// Writes `refund`'s mutable fields (refund id, status, succeeded_at, updated_at) and its
+    /// Writes `refund`'s mutable fields (refund id, status, fail reason, succeeded_at,
+    /// updated_at) and its
     /// [`Effects`] only if the stored status still equals `read_status`; returns whether it
     /// wrote. A refund leaving `processing` for `failed` or `closed` gives its amount back
     /// to what [`PaymentRepo::reserve_refund`] allows.
@@ -224,6 +244,9 @@ pub trait PayPlatform: Send + Sync + 'static {
     /// Unfreezes what is left of a payment for the sub-merchant; the same number again is the
     /// same request.
     async fn unfreeze(&self, account: &MerchantAccount, order: &UnfreezeOrder) -> PayResult<PlatformShareOrder>;
+    /// Returns part of a merchant receiver's share to the sub-merchant `account` acts for,
+    /// before a refund. The platform answers a number it knows with that return's result.
+    async fn return_share(&self, account: &MerchantAccount, order: &ReturnOrder) -> PayResult<PlatformReturn>;
     /// The day's trade bill: downloaded, its SHA-1 checked, parsed, amounts in fen. An empty
     /// day (`NO_STATEMENT_EXIST`) is an empty list.
     async fn trade_bill(&self, account: &MerchantAccount, date: BillDate) -> PayResult<Vec<BillLine>>;

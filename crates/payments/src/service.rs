@@ -4,6 +4,7 @@ mod ledger;
 mod payments;
 mod plans;
 mod provider;
+mod returns;
 mod sharing;
 
 pub use jobs::{

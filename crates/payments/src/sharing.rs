@@ -4,8 +4,9 @@
 //! the tenant's partner takes its commission by its share plan. Rates are basis points (1/100
 //! of a percent) of the payment; both together may not exceed the sub-merchant's `max_ratio`
 //! on the pay platform.
-use crate::model::{ProviderConfig, SubMerchant};
+use crate::model::{ProviderConfig, Refund, RefundRefusal, SubMerchant};
 use atrium_kernel::{Id, Money, Timestamp};
+use std::collections::HashSet;
 
 /// Who receives a share: a merchant by its merchant id, or a person by the openid they have in
 /// the provider's app (`sp_appid`).
@@ -144,7 +145,9 @@ impl ShareRole {
 /// `pending` (computed, not yet requested, or to be requested again after a retry) →
 /// `processing` (requested; the platform is carrying it out) → `succeeded` | `closed` (the
 /// platform could not pay the receiver: `fail_reason` says why; a retry makes it `pending`
-/// again under a new `out_order_no`). `returned`: given back before a refund.
+/// again under a new `out_order_no`). `returned`: all of it given back before refunds (or,
+/// for a closed share, kept back for refunds made while it was closed), so the receiver
+/// holds nothing of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
@@ -158,7 +161,7 @@ pub enum ShareStatus {
     Succeeded,
     /// The platform could not pay the receiver (`fail_reason`); kept until retried.
     Closed,
-    /// Given back to the sub-merchant before a refund.
+    /// All of it given back to the sub-merchant before refunds; the receiver holds nothing.
     Returned,
 }
 
@@ -182,6 +185,11 @@ pub struct Share {
     pub receiver: Receiver,
     /// Fen: `floor(base × rate / 10,000)`, at least 1 (nothing is requested for 0).
     pub amount: Money,
+    /// Fen given back so far by succeeded returns, before refunds.
+    pub returned: Money,
+    /// Fen kept back from a retried share for the refunds made while it was closed: a retry
+    /// requests `amount − withheld`.
+    pub withheld: Money,
     /// Where it stands.
     pub status: ShareStatus,
     /// Why the platform closed it (its `fail_reason`, or its refusal of the request).
@@ -201,6 +209,40 @@ pub struct Share {
     pub updated_at: Timestamp,
 }
 
+impl Share {
+    /// What a request of this share pays its receiver: its amount less what was kept back.
+    pub fn to_pay(&self) -> Money {
+        self.amount.checked_sub(self.withheld).unwrap_or(Money::ZERO).max(Money::ZERO)
+    }
+
+    /// What the receiver holds of it now: paid, less what it gave back.
+    pub fn held(&self) -> Money {
+        match self.status {
+            ShareStatus::Succeeded | ShareStatus::Returned => {
+                self.to_pay().checked_sub(self.returned).unwrap_or(Money::ZERO).max(Money::ZERO)
+            }
+            _ => Money::ZERO,
+        }
+    }
+
+    /// This closed share to be requested again under `out_order_no` at `now`: what the
+    /// refunds made while it was closed took of it (their parts in `returns`, counting only
+    /// refunds in `refunds` that still hold their amount) is kept back, and a share left with
+    /// nothing to pay is `returned` at once. Called with the transaction locked and no refund
+    /// of it processing, so the parts are final.
+    pub fn retried(&self, returns: &[ShareReturn], refunds: &[Refund], out_order_no: String, now: Timestamp) -> Share {
+        let live = live_refunds(refunds);
+        let mine: Vec<&ShareReturn> = returns.iter().filter(|r| r.share_id == self.id).collect();
+        let withheld = owed(&mine, &live).checked_sub(back(&mine)).unwrap_or(Money::ZERO).max(Money::ZERO).min(self.amount);
+        let retried = Share { withheld, out_order_no, retries: self.retries + 1, fail_reason: None, updated_at: now, ..self.clone() };
+        if retried.to_pay().is_positive() {
+            Share { status: ShareStatus::Pending, ..retried }
+        } else {
+            Share { status: ShareStatus::Returned, settled_at: Some(now), ..retried }
+        }
+    }
+}
+
 /// How one paid transaction is shared, fixed once when it is first shared: the base and rates,
 /// and whether the rest was unfrozen for the tenant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,6 +259,183 @@ pub struct Sharing {
     pub unfrozen_at: Option<Timestamp>,
     /// When sharing began.
     pub created_at: Timestamp,
+}
+
+/// Where a return stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, strum::IntoStaticStr, strum::EnumString)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ReturnStatus {
+    /// To be asked of the platform, or asked and not finished.
+    Processing,
+    /// The money is back with the sub-merchant (or nothing had to be asked).
+    Succeeded,
+    /// The platform could not take it back (`fail_reason`); its refund is not sent.
+    Failed,
+}
+
+/// One share's part of one refund of a shared transaction, taken back from the receiver before
+/// the refund is sent (the platform's 分账回退). Stored with the refund's reservation, under a
+/// number fixed before the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareReturn {
+    /// 0 until stored.
+    pub id: Id,
+    /// The tenant (sub-merchant).
+    pub tenant_id: Id,
+    /// Our id of the transaction.
+    pub payment_id: Id,
+    /// The share it takes from.
+    pub share_id: Id,
+    /// The refund it is for.
+    pub out_refund_no: String,
+    /// What the refund takes of the share: `floor(share × refund / base)`, or all that is left
+    /// of it for the refund that brings the refunded total to the base.
+    pub part: Money,
+    /// What is asked back of the receiver: the part, less what earlier returns brought back
+    /// beyond what their refunds took (a refund that failed after its returns). 0 asks
+    /// nothing, and a closed share's part is never asked: its money never left.
+    pub amount: Money,
+    /// Where it stands.
+    pub status: ReturnStatus,
+    /// Our number of the return ([`return_no`]).
+    pub out_return_no: String,
+    /// The platform's number of it, once known.
+    pub return_id: Option<String>,
+    /// Why the platform did not take it back.
+    pub fail_reason: Option<String>,
+    /// When it was stored.
+    pub created_at: Timestamp,
+    /// When it finished.
+    pub settled_at: Option<Timestamp>,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+}
+
+/// The number of the `n`-th return (1, 2, …) taken from share `share_id`: fixed before the
+/// call, unique per sub-merchant since our ids are.
+pub fn return_no(share_id: Id, n: usize) -> String {
+    format!("PR{share_id}-{n}")
+}
+
+/// The refunds that hold their amount (processing or succeeded), by number.
+fn live_refunds(refunds: &[Refund]) -> HashSet<&str> {
+    refunds.iter().filter(|r| r.status.holds_amount()).map(|r| r.out_refund_no.as_str()).collect()
+}
+
+/// What the live refunds took of a share: the parts of its returns for them.
+fn owed(returns: &[&ShareReturn], live: &HashSet<&str>) -> Money {
+    sum(returns.iter().filter(|r| live.contains(r.out_refund_no.as_str())).map(|r| r.part))
+}
+
+/// What a share's receiver gave back or is giving back: its returns that did not fail.
+fn back(returns: &[&ShareReturn]) -> Money {
+    sum(returns.iter().filter(|r| r.status != ReturnStatus::Failed).map(|r| r.amount))
+}
+
+fn sum(amounts: impl Iterator<Item = Money>) -> Money {
+    Money::checked_sum(amounts).unwrap_or(Money::MAX_INPUT)
+}
+
+/// The returns a refund of `wanted.amount` needs before it is sent, from the shares of a
+/// transaction of `paid` fen shared as `sharing`, with the returns and refunds it has so far
+/// (`refunds` without `wanted`). Called by the store with the transaction locked, after the
+/// [`RefundRule`](crate::RefundRule) allowed the refund.
+///
+/// - While a share is being requested (`pending`, `processing`) nothing is refunded
+///   ([`RefundRefusal::BeingShared`]): the money may be leaving.
+/// - Share i gives back `floor(share_i × refund / base)`; the refund that brings what was
+///   refunded since the sharing to the base takes all that is left of each share, so every
+///   fen shared comes back once the whole base is refunded.
+/// - A closed share's part is recorded (a later retry pays that much less) but never asked:
+///   its money is still with the sub-merchant.
+/// - What a receiver already gave back beyond what live refunds took (returns of a refund
+///   that failed after them) is counted first, so nothing is given back twice.
+/// - A person's part cannot be taken back by the platform ([`RefundRefusal::NotReturnable`]).
+///
+/// ```
+/// use atrium_kernel::{Money, RefundStatus};
+/// use atrium_payments::*;
+///
+/// let now = chrono::Utc::now();
+/// let receiver = |account: &str| Receiver { kind: ReceiverType::MerchantId, account: account.into(), name: Some("N".into()) };
+/// let share = |id, fen| Share {
+///     id, tenant_id: 7, payment_id: 1, out_trade_no: "T1".into(), partner_id: Some(3), role: ShareRole::Partner,
+///     receiver: receiver("1900000109"), amount: Money::from_fen(fen), returned: Money::ZERO, withheld: Money::ZERO,
+///     status: ShareStatus::Succeeded, fail_reason: None, out_order_no: "PS1".into(), retries: 0, plan_version: Some(1),
+///     created_at: now, settled_at: Some(now), updated_at: now,
+/// };
+/// let sharing = Sharing { payment_id: 1, tenant_id: 7, base: Money::from_fen(10_001), rates: Rates { platform_bp: 60, commission_bp: 250 }, unfrozen_at: None, created_at: now };
+/// let refund = |no: &str, fen| Refund {
+///     id: 0, tenant_id: 7, out_trade_no: "T1".into(), order_id: None, out_refund_no: no.into(), refund_id: None,
+///     amount: Money::from_fen(fen), status: RefundStatus::Processing, reason: None, requested_by: None, fail_reason: None,
+///     succeeded_at: None, created_at: now, updated_at: now,
+/// };
+/// let shares = [share(1, 60), share(2, 250)];
+/// // A third back: floor(60 × 3,333 / 10,001) = 19, floor(250 × 3,333 / 10,001) = 83.
+/// let first = plan_returns(Money::from_fen(10_001), &sharing, &shares, &[], &[], &refund("R1", 3_333)).unwrap();
+/// assert_eq!(first.iter().map(|r| r.amount.fen()).collect::<Vec<_>>(), [19, 83]);
+/// // The rest: all that is left of each share.
+/// let last = plan_returns(Money::from_fen(10_001), &sharing, &shares, &first, &[refund("R1", 3_333)], &refund("R2", 6_668)).unwrap();
+/// assert_eq!(last.iter().map(|r| r.amount.fen()).collect::<Vec<_>>(), [41, 167]);
+/// ```
+pub fn plan_returns(
+    paid: Money,
+    sharing: &Sharing,
+    shares: &[Share],
+    returns: &[ShareReturn],
+    refunds: &[Refund],
+    wanted: &Refund,
+) -> Result<Vec<ShareReturn>, RefundRefusal> {
+    if shares.iter().any(|s| matches!(s.status, ShareStatus::Pending | ShareStatus::Processing)) {
+        return Err(RefundRefusal::BeingShared);
+    }
+    let base = sharing.base.fen();
+    if base <= 0 {
+        return Ok(Vec::new());
+    }
+    let live = live_refunds(refunds);
+    let refunded = sum(refunds.iter().filter(|r| r.status.holds_amount()).map(|r| r.amount)).fen();
+    // What was refunded since the sharing began: the refunds before it made the base.
+    let since = (refunded - (paid.fen() - base)).max(0);
+    let completes = since + wanted.amount.fen() >= base;
+    let mut planned = Vec::new();
+    for share in shares {
+        let mine: Vec<&ShareReturn> = returns.iter().filter(|r| r.share_id == share.id).collect();
+        let owed = owed(&mine, &live);
+        let left = (share.amount.fen() - owed.fen()).max(0);
+        let part =
+            if completes { left } else { (i128::from(share.amount.fen()) * i128::from(wanted.amount.fen()) / i128::from(base)) as i64 };
+        let part = part.min(left);
+        if part <= 0 {
+            continue;
+        }
+        let ask = match share.status {
+            ShareStatus::Closed => 0,
+            _ => (owed.fen() + part - back(&mine).fen() - share.withheld.fen()).clamp(0, part),
+        };
+        if ask > 0 && share.receiver.kind != ReceiverType::MerchantId {
+            return Err(RefundRefusal::NotReturnable { share_id: share.id });
+        }
+        planned.push(ShareReturn {
+            id: 0,
+            tenant_id: share.tenant_id,
+            payment_id: share.payment_id,
+            share_id: share.id,
+            out_refund_no: wanted.out_refund_no.clone(),
+            part: Money::from_fen(part),
+            amount: Money::from_fen(ask),
+            status: if ask > 0 { ReturnStatus::Processing } else { ReturnStatus::Succeeded },
+            out_return_no: return_no(share.id, mine.len() + 1),
+            return_id: None,
+            fail_reason: None,
+            created_at: wanted.created_at,
+            settled_at: (ask == 0).then_some(wanted.created_at),
+            updated_at: wanted.created_at,
+        });
+    }
+    Ok(planned)
 }
 
 /// What `GET /miniprogram/payment/shares` asks for.
@@ -382,6 +601,53 @@ impl PlatformShareOrder {
     }
 }
 
+/// A return (`POST /v3/profitsharing/return-orders`): part of what a merchant receiver was
+/// paid in a share request goes back to the sub-merchant, before a refund. Only a merchant's
+/// part can be returned; the platform takes nothing back from a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReturnOrder {
+    /// The share request the part was paid in.
+    pub out_order_no: String,
+    /// Our number of the return, fixed before the call: the platform answers the same number
+    /// with the same return's result.
+    pub out_return_no: String,
+    /// The receiver's merchant id, who gives the money back.
+    pub return_mchid: String,
+    /// Fen, at least 1; all returns of one receiver's line at most what the line paid it.
+    pub amount: Money,
+    /// Why (at most 80 characters).
+    pub description: String,
+}
+
+/// A return's result on the platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReturnResult {
+    /// Being carried out; asking again under the same number tells the result.
+    Processing,
+    /// The money is back with the sub-merchant.
+    Success,
+    /// It could not be taken back (`fail_reason`: `BALANCE_NOT_ENOUGH`, `ACCOUNT_ABNORMAL`, …).
+    Failed,
+}
+
+/// A return as the platform reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformReturn {
+    /// Our number of the return.
+    pub out_return_no: String,
+    /// The platform's number of it, once it has one.
+    pub return_id: Option<String>,
+    /// Where it stands.
+    pub result: ReturnResult,
+    /// Why it failed.
+    pub fail_reason: Option<String>,
+    /// Fen, as the platform recorded it.
+    pub amount: Option<Money>,
+    /// When it finished.
+    pub finish_time: Option<Timestamp>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,5 +719,192 @@ mod tests {
         assert_eq!(shares.len(), 1);
         assert_eq!(shares[0].2, Money::from_fen(999));
         assert!(split(Money::ZERO, Rates { platform_bp: 500, commission_bp: 500 }, &receiver("1"), Some(&receiver("2"))).is_empty());
+    }
+
+    // --- plan_returns and retried ---------------------------------------------------------
+
+    fn t0() -> Timestamp {
+        Utc.with_ymd_and_hms(2026, 12, 1, 0, 0, 0).unwrap()
+    }
+
+    fn shared(id: Id, kind: ReceiverType, fen: i64, status: ShareStatus) -> Share {
+        Share {
+            id,
+            tenant_id: 7,
+            payment_id: 1,
+            out_trade_no: "T1".into(),
+            partner_id: Some(3),
+            role: if id == 1 { ShareRole::Platform } else { ShareRole::Partner },
+            receiver: Receiver { kind, account: format!("acct-{id}"), name: None },
+            amount: Money::from_fen(fen),
+            returned: Money::ZERO,
+            withheld: Money::ZERO,
+            status,
+            fail_reason: None,
+            out_order_no: "PS1".into(),
+            retries: 0,
+            plan_version: Some(1),
+            created_at: t0(),
+            settled_at: Some(t0()),
+            updated_at: t0(),
+        }
+    }
+
+    fn sharing_of(base: i64) -> Sharing {
+        Sharing { payment_id: 1, tenant_id: 7, base: Money::from_fen(base), rates: Rates::default(), unfrozen_at: None, created_at: t0() }
+    }
+
+    fn refund(no: &str, fen: i64, status: atrium_kernel::RefundStatus) -> Refund {
+        Refund {
+            id: 0,
+            tenant_id: 7,
+            out_trade_no: "T1".into(),
+            order_id: None,
+            out_refund_no: no.into(),
+            refund_id: None,
+            amount: Money::from_fen(fen),
+            status,
+            reason: None,
+            requested_by: None,
+            fail_reason: None,
+            succeeded_at: None,
+            created_at: t0(),
+            updated_at: t0(),
+        }
+    }
+
+    fn amounts(planned: &[ShareReturn]) -> Vec<(Id, i64, i64, ReturnStatus)> {
+        planned.iter().map(|r| (r.share_id, r.part.fen(), r.amount.fen(), r.status)).collect()
+    }
+
+    /// Plans `refunds` one after the other (each stored processing, its returns succeeded),
+    /// returning what each took.
+    fn in_turn(paid: i64, base: i64, shares: &[Share], refunds: &[i64]) -> Vec<Vec<(Id, i64, i64, ReturnStatus)>> {
+        use atrium_kernel::RefundStatus::Processing;
+        let (mut stored, mut made, mut out) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, fen) in refunds.iter().enumerate() {
+            let wanted = refund(&format!("R{i}"), *fen, Processing);
+            let planned = plan_returns(Money::from_fen(paid), &sharing_of(base), shares, &stored, &made, &wanted).unwrap();
+            out.push(amounts(&planned));
+            stored.extend(planned.into_iter().map(|r| ShareReturn { status: ReturnStatus::Succeeded, ..r }));
+            made.push(wanted);
+        }
+        out
+    }
+
+    #[test]
+    fn each_receiver_gives_back_its_floored_part_and_the_refund_completing_the_base_takes_the_rest() {
+        use ReturnStatus::Processing;
+        let shares = [
+            shared(1, ReceiverType::MerchantId, 60, ShareStatus::Succeeded),
+            shared(2, ReceiverType::MerchantId, 250, ShareStatus::Succeeded),
+        ];
+        let taken = in_turn(10_001, 10_001, &shares, &[333, 1, 5_000, 4_667]);
+        // floor(60 × 333 / 10,001) = 1, floor(250 × 333 / 10,001) = 8.
+        assert_eq!(taken[0], vec![(1, 1, 1, Processing), (2, 8, 8, Processing)]);
+        // 1 fen takes nothing of either.
+        assert!(taken[1].is_empty());
+        assert_eq!(taken[2], vec![(1, 29, 29, Processing), (2, 124, 124, Processing)]);
+        // The last refund brings the refunded total to the base: all that is left.
+        assert_eq!(taken[3], vec![(1, 30, 30, Processing), (2, 118, 118, Processing)]);
+        for id in [1, 2] {
+            let back: i64 = taken.iter().flatten().filter(|r| r.0 == id).map(|r| r.2).sum();
+            assert_eq!(back, shares[id as usize - 1].amount.fen(), "share {id} comes back whole");
+        }
+    }
+
+    #[test]
+    fn refunds_before_the_sharing_made_the_base_and_do_not_count_toward_completing_it() {
+        use atrium_kernel::RefundStatus::{Failed, Succeeded};
+        let shares = [shared(2, ReceiverType::MerchantId, 250, ShareStatus::Succeeded)];
+        // 10,001 paid, 1 fen refunded before the share: base 10,000; a failed refund counts not.
+        let before = [refund("R0", 1, Succeeded), refund("RX", 9_000, Failed)];
+        let all =
+            plan_returns(Money::from_fen(10_001), &sharing_of(10_000), &shares, &[], &before, &refund("R1", 10_000, Succeeded)).unwrap();
+        assert_eq!(amounts(&all), vec![(2, 250, 250, ReturnStatus::Processing)]);
+        let half =
+            plan_returns(Money::from_fen(10_001), &sharing_of(10_000), &shares, &[], &before, &refund("R1", 5_000, Succeeded)).unwrap();
+        assert_eq!(amounts(&half), vec![(2, 125, 125, ReturnStatus::Processing)]);
+        assert_eq!(half[0].out_return_no, "PR2-1");
+    }
+
+    #[test]
+    fn nothing_is_refunded_while_a_share_is_being_requested_nor_a_persons_part_taken_back() {
+        use atrium_kernel::RefundStatus::Processing;
+        for status in [ShareStatus::Pending, ShareStatus::Processing] {
+            let shares =
+                [shared(1, ReceiverType::MerchantId, 60, ShareStatus::Succeeded), shared(2, ReceiverType::MerchantId, 250, status)];
+            let refused = plan_returns(Money::from_fen(10_001), &sharing_of(10_001), &shares, &[], &[], &refund("R1", 1, Processing));
+            assert_eq!(refused, Err(RefundRefusal::BeingShared), "{status:?}");
+        }
+        let person = [shared(2, ReceiverType::PersonalOpenid, 250, ShareStatus::Succeeded)];
+        let refused = plan_returns(Money::from_fen(10_001), &sharing_of(10_001), &person, &[], &[], &refund("R1", 5_000, Processing));
+        assert_eq!(refused, Err(RefundRefusal::NotReturnable { share_id: 2 }));
+        // A refund too small to take any of it is no return at all.
+        let small = plan_returns(Money::from_fen(10_001), &sharing_of(10_001), &person, &[], &[], &refund("R1", 40, Processing));
+        assert_eq!(small, Ok(vec![]));
+    }
+
+    #[test]
+    fn what_a_failed_refund_took_back_counts_toward_the_next_so_nothing_comes_back_twice() {
+        use atrium_kernel::RefundStatus::{Failed, Processing};
+        let shares = [
+            shared(1, ReceiverType::MerchantId, 60, ShareStatus::Succeeded),
+            shared(2, ReceiverType::MerchantId, 250, ShareStatus::Succeeded),
+        ];
+        let first = refund("R1", 5_000, Processing);
+        let planned = plan_returns(Money::from_fen(10_001), &sharing_of(10_001), &shares, &[], &[], &first).unwrap();
+        // Share 1 gave its part back, share 2's return failed: R1 failed, never sent.
+        let stored: Vec<ShareReturn> = planned
+            .into_iter()
+            .map(|r| ShareReturn { status: if r.share_id == 1 { ReturnStatus::Succeeded } else { ReturnStatus::Failed }, ..r })
+            .collect();
+        let failed = [Refund { status: Failed, ..first }];
+        let again = plan_returns(Money::from_fen(10_001), &sharing_of(10_001), &shares, &stored, &failed, &refund("R2", 5_000, Processing))
+            .unwrap();
+        // Share 1's 29 fen are back already: nothing more asked; share 2 asked its part anew.
+        assert_eq!(amounts(&again), vec![(1, 29, 0, ReturnStatus::Succeeded), (2, 124, 124, ReturnStatus::Processing)]);
+        assert_eq!((again[0].out_return_no.as_str(), again[1].out_return_no.as_str()), ("PR1-2", "PR2-2"));
+    }
+
+    #[test]
+    fn a_closed_shares_part_is_recorded_not_asked_and_its_retry_pays_that_much_less() {
+        use atrium_kernel::RefundStatus::{Failed, Processing, Succeeded};
+        let closed = shared(2, ReceiverType::PersonalOpenid, 250, ShareStatus::Closed);
+        let planned = plan_returns(
+            Money::from_fen(10_001),
+            &sharing_of(10_001),
+            std::slice::from_ref(&closed),
+            &[],
+            &[],
+            &refund("R1", 5_000, Processing),
+        )
+        .unwrap();
+        assert_eq!(amounts(&planned), vec![(2, 124, 0, ReturnStatus::Succeeded)], "a person's closed share: nothing to take back");
+        let retried = closed.retried(&planned, &[refund("R1", 5_000, Succeeded)], "PS1-r1-2".into(), t0());
+        assert_eq!((retried.status, retried.withheld.fen(), retried.to_pay().fen(), retried.retries), (ShareStatus::Pending, 124, 126, 1));
+        assert_eq!(retried.out_order_no, "PS1-r1-2");
+        // The refund failed after all: nothing kept back.
+        let retried = closed.retried(&planned, &[refund("R1", 5_000, Failed)], "PS1-r1-2".into(), t0());
+        assert_eq!(retried.withheld, Money::ZERO);
+        // Refunded whole while closed: nothing left to pay, returned at once.
+        let all = plan_returns(
+            Money::from_fen(10_001),
+            &sharing_of(10_001),
+            std::slice::from_ref(&closed),
+            &[],
+            &[],
+            &refund("R1", 10_001, Processing),
+        )
+        .unwrap();
+        let retried = closed.retried(&all, &[refund("R1", 10_001, Succeeded)], "PS1-r1-2".into(), t0());
+        assert_eq!((retried.status, retried.to_pay()), (ShareStatus::Returned, Money::ZERO));
+        // Paid less after the retry, the receiver later gives back only the rest.
+        let paid = Share { status: ShareStatus::Succeeded, withheld: Money::from_fen(124), ..closed.clone() };
+        let paid = Share { receiver: Receiver { kind: ReceiverType::MerchantId, ..paid.receiver.clone() }, ..paid };
+        let made = [refund("R1", 5_000, Succeeded)];
+        let rest =
+            plan_returns(Money::from_fen(10_001), &sharing_of(10_001), &[paid], &planned, &made, &refund("R2", 5_001, Processing)).unwrap();
+        assert_eq!(amounts(&rest), vec![(2, 126, 126, ReturnStatus::Processing)]);
     }
 }

@@ -19,8 +19,8 @@ use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, Timestamp};
 use atrium_payments::{
     Effects, MerchantCredentials, PaymentConfig, PaymentMethod, PaymentMode, PaymentRepo, PaymentTenant, ProviderConfig, Refund,
-    RefundReservation, RefundRule, RefundStatus, Secret, Share, SharePlan, ShareQuery, ShareStatus, Sharing, SubMerchantTenant, TradeState,
-    Transaction, Unsettled,
+    RefundReservation, RefundRule, RefundStatus, ReturnStatus, Secret, Share, SharePlan, ShareQuery, ShareReturn, ShareStatus, Sharing,
+    SubMerchantTenant, TradeState, Transaction, Unsettled, plan_returns,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -333,6 +333,7 @@ struct RefundRow {
     updated_at: NaiveDateTime,
     order_id: Option<i64>,
     requested_by: Option<i64>,
+    fail_reason: Option<String>,
 }
 
 fn refund_row(r: &Refund, payment_id: Id) -> RefundRow {
@@ -351,6 +352,7 @@ fn refund_row(r: &Refund, payment_id: Id) -> RefundRow {
         updated_at: to_db(r.updated_at),
         order_id: r.order_id,
         requested_by: r.requested_by,
+        fail_reason: r.fail_reason.clone(),
     }
 }
 
@@ -366,6 +368,7 @@ fn refund_from_row(r: RefundRow) -> Result<Refund> {
         status: parse_enum(&r.status, RefundStatus::parse, "refund status")?,
         reason: r.reason,
         requested_by: r.requested_by,
+        fail_reason: r.fail_reason,
         succeeded_at: r.succeeded_at.map(from_db),
         created_at: from_db(r.created_at),
         updated_at: from_db(r.updated_at),
@@ -434,11 +437,25 @@ fn reserve(conn: &mut DbConn, refund: Refund, rule: RefundRule, effects: &Effect
     if let Err(why) = rule.check(&tx, &existing, &refund) {
         return Ok(RefundReservation::Refused(why));
     }
+    // A shared transaction's receivers give their parts back first: planned now, under the lock.
+    let returns = match shares::sharing_of(conn, tx.id)? {
+        Some((sharing, shares)) => {
+            let stored = shares::returns_of_payment(conn, tx.id)?;
+            match plan_returns(tx.amount, &sharing, &shares, &stored, &existing, &refund) {
+                Ok(planned) => planned,
+                Err(why) => return Ok(RefundReservation::Refused(why)),
+            }
+        }
+        None => Vec::new(),
+    };
     let id: i64 = diesel::insert_into(payment_refunds::table)
         .values(refund_row(&refund, tx.id))
         .returning(payment_refunds::id)
         .get_result(conn)
         .map_err(db_error)?;
+    for ret in &returns {
+        shares::insert_return(conn, ret)?;
+    }
     write_effects(conn, effects)?;
     Ok(RefundReservation::Reserved(Refund { id, ..refund }))
 }
@@ -663,6 +680,18 @@ impl PaymentRepo for PaymentStore {
         self.db.run(move |conn| shares::in_order(conn, tenant_id, &out_order_no)).await
     }
 
+    async fn retry_share(&self, read: Share, out_order_no: String, at: Timestamp, effects: Effects) -> Result<Option<Share>> {
+        self.db.write(move |conn| shares::retry(conn, &read, out_order_no, at, &effects)).await
+    }
+
+    async fn returns_of(&self, tenant_id: Id, out_refund_no: String) -> Result<Vec<ShareReturn>> {
+        self.db.run(move |conn| shares::returns_of_refund(conn, tenant_id, &out_refund_no)).await
+    }
+
+    async fn settle_return(&self, ret: ShareReturn, read: ReturnStatus) -> Result<bool> {
+        self.db.write(move |conn| shares::settle_return(conn, &ret, read)).await
+    }
+
     async fn insert_transaction(&self, tx: Transaction, effects: Effects) -> Result<Transaction> {
         self.db.write(move |conn| insert_transaction(conn, tx, &effects)).await
     }
@@ -786,6 +815,7 @@ impl PaymentRepo for PaymentStore {
                 .set((
                     payment_refunds::refund_id.eq(&refund.refund_id),
                     payment_refunds::status.eq(refund.status.as_str()),
+                    payment_refunds::fail_reason.eq(&refund.fail_reason),
                     payment_refunds::succeeded_at.eq(refund.succeeded_at.map(to_db)),
                     payment_refunds::updated_at.eq(to_db(refund.updated_at)),
                 ))

@@ -454,6 +454,29 @@ diesel::table! {
         created_at -> Timestamp,
         settled_at -> Nullable<Timestamp>,
         updated_at -> Timestamp,
+        returned -> BigInt,
+        withheld -> BigInt,
+    }
+}
+
+// ----- returns before refunds (migration 2026-12-10-000100_share_returns) ------------------
+
+diesel::table! {
+    payment_share_returns (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        payment_id -> BigInt,
+        share_id -> BigInt,
+        out_refund_no -> Text,
+        part -> BigInt,
+        amount -> BigInt,
+        status -> Text,
+        out_return_no -> Text,
+        return_id -> Nullable<Text>,
+        fail_reason -> Nullable<Text>,
+        created_at -> Timestamp,
+        settled_at -> Nullable<Timestamp>,
+        updated_at -> Timestamp,
     }
 }
 
@@ -499,6 +522,7 @@ diesel::table! {
         updated_at -> Timestamp,
         order_id -> Nullable<BigInt>,
         requested_by -> Nullable<BigInt>,
+        fail_reason -> Nullable<Text>,
     }
 }
 

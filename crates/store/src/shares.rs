@@ -7,10 +7,12 @@ use crate::error::db_error;
 use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, page, parse_enum, total};
 use crate::payments::{refunds_of, write_effects};
-use crate::schema::{payment_shares, payment_sharings, payment_transactions};
+use crate::schema::{payment_share_returns, payment_shares, payment_sharings, payment_transactions};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use atrium_kernel::{Error, Id, Money, Page, Party, Reason, RefundStatus, Result, StrEnum, Timestamp};
-use atrium_payments::{Effects, Rates, Receiver, ReceiverType, Share, ShareQuery, ShareRole, ShareStatus, Sharing};
+use atrium_payments::{
+    Effects, Rates, Receiver, ReceiverType, ReturnStatus, Share, ShareQuery, ShareReturn, ShareRole, ShareStatus, Sharing,
+};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
@@ -52,6 +54,8 @@ struct ShareRow {
     settled_at: Option<NaiveDateTime>,
     #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
+    returned: i64,
+    withheld: i64,
 }
 
 #[derive(Insertable)]
@@ -74,6 +78,67 @@ struct NewShareRow<'a> {
     created_at: NaiveDateTime,
     settled_at: Option<NaiveDateTime>,
     updated_at: NaiveDateTime,
+    returned: i64,
+    withheld: i64,
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = payment_share_returns)]
+struct ReturnRow {
+    id: i64,
+    tenant_id: i64,
+    payment_id: i64,
+    share_id: i64,
+    out_refund_no: String,
+    part: i64,
+    amount: i64,
+    status: String,
+    out_return_no: String,
+    return_id: Option<String>,
+    fail_reason: Option<String>,
+    #[diesel(deserialize_as = DbTime)]
+    created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTimeOpt)]
+    settled_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTime)]
+    updated_at: NaiveDateTime,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = payment_share_returns)]
+struct NewReturnRow<'a> {
+    tenant_id: i64,
+    payment_id: i64,
+    share_id: i64,
+    out_refund_no: &'a str,
+    part: i64,
+    amount: i64,
+    status: &'static str,
+    out_return_no: &'a str,
+    return_id: Option<&'a str>,
+    fail_reason: Option<&'a str>,
+    created_at: NaiveDateTime,
+    settled_at: Option<NaiveDateTime>,
+    updated_at: NaiveDateTime,
+}
+
+fn return_from_row(r: ReturnRow) -> Result<ShareReturn> {
+    Ok(ShareReturn {
+        id: r.id,
+        tenant_id: r.tenant_id,
+        payment_id: r.payment_id,
+        share_id: r.share_id,
+        out_refund_no: r.out_refund_no,
+        part: Money::from_fen(r.part),
+        amount: Money::from_fen(r.amount),
+        status: parse_enum(&r.status, ReturnStatus::parse, "return status")?,
+        out_return_no: r.out_return_no,
+        return_id: r.return_id,
+        fail_reason: r.fail_reason,
+        created_at: from_db(r.created_at),
+        settled_at: r.settled_at.map(from_db),
+        updated_at: from_db(r.updated_at),
+    })
 }
 
 fn bp(v: i32) -> Result<u32> {
@@ -105,6 +170,8 @@ fn share_from_row(r: ShareRow) -> Result<Share> {
             name: r.receiver_name,
         },
         amount: Money::from_fen(r.amount),
+        returned: Money::from_fen(r.returned),
+        withheld: Money::from_fen(r.withheld),
         status: parse_enum(&r.status, ShareStatus::parse, "share status")?,
         fail_reason: r.fail_reason,
         out_order_no: r.out_order_no,
@@ -135,6 +202,8 @@ fn new_share_row(s: &Share) -> NewShareRow<'_> {
         created_at: to_db(s.created_at),
         settled_at: s.settled_at.map(to_db),
         updated_at: to_db(s.updated_at),
+        returned: s.returned.fen(),
+        withheld: s.withheld.fen(),
     }
 }
 
@@ -297,4 +366,129 @@ pub(crate) fn in_order(conn: &mut DbConn, tenant_id: Id, out_order_no: &str) -> 
         .load(conn)
         .map_err(db_error)?;
     rows(found)
+}
+
+/// Makes a closed share pending again (or `returned`, when refunds took all of it) with the
+/// transaction locked: refused while a refund of it is processing; `None` when the share is no
+/// longer as read.
+pub(crate) fn retry(conn: &mut DbConn, read: &Share, out_order_no: String, at: Timestamp, effects: &Effects) -> Result<Option<Share>> {
+    let locked: Option<i64> = first_for_update!(
+        conn,
+        payment_transactions::table.filter(payment_transactions::id.eq(read.payment_id)).select(payment_transactions::id)
+    )
+    .map_err(db_error)?;
+    locked.ok_or(Error::NotFound("transaction"))?;
+    let refunds = refunds_of(conn, read.payment_id)?;
+    if refunds.iter().any(|r| r.status == RefundStatus::Processing) {
+        return Err(Error::conflict(Reason::TryAgain, "a refund of the payment is processing"));
+    }
+    let returns = returns_of_payment(conn, read.payment_id)?;
+    let retried = read.retried(&returns, &refunds, out_order_no, at);
+    let written = diesel::update(
+        payment_shares::table
+            .filter(payment_shares::id.eq(read.id))
+            .filter(payment_shares::status.eq(read.status.as_str()))
+            .filter(payment_shares::out_order_no.eq(&read.out_order_no)),
+    )
+    .set((
+        payment_shares::status.eq(retried.status.as_str()),
+        payment_shares::fail_reason.eq(retried.fail_reason.as_deref()),
+        payment_shares::out_order_no.eq(&retried.out_order_no),
+        payment_shares::retries.eq(retried.retries),
+        payment_shares::withheld.eq(retried.withheld.fen()),
+        payment_shares::settled_at.eq(retried.settled_at.map(to_db)),
+        payment_shares::updated_at.eq(to_db(retried.updated_at)),
+    ))
+    .execute(conn)
+    .map_err(db_error)?;
+    if written == 0 {
+        return Ok(None);
+    }
+    write_effects(conn, effects)?;
+    Ok(Some(retried))
+}
+
+/// The returns of a transaction's shares, oldest first.
+pub(crate) fn returns_of_payment(conn: &mut DbConn, payment_id: Id) -> Result<Vec<ShareReturn>> {
+    let found: Vec<ReturnRow> = payment_share_returns::table
+        .filter(payment_share_returns::payment_id.eq(payment_id))
+        .order(payment_share_returns::id.asc())
+        .select(ReturnRow::as_select())
+        .load(conn)
+        .map_err(db_error)?;
+    found.into_iter().map(return_from_row).collect()
+}
+
+/// The returns of the tenant's refund `out_refund_no`, oldest first.
+pub(crate) fn returns_of_refund(conn: &mut DbConn, tenant_id: Id, out_refund_no: &str) -> Result<Vec<ShareReturn>> {
+    let found: Vec<ReturnRow> = payment_share_returns::table
+        .filter(payment_share_returns::tenant_id.eq(tenant_id))
+        .filter(payment_share_returns::out_refund_no.eq(out_refund_no))
+        .order(payment_share_returns::id.asc())
+        .select(ReturnRow::as_select())
+        .load(conn)
+        .map_err(db_error)?;
+    found.into_iter().map(return_from_row).collect()
+}
+
+/// Stores a planned return (with its refund's reservation).
+pub(crate) fn insert_return(conn: &mut DbConn, r: &ShareReturn) -> Result<()> {
+    let row = NewReturnRow {
+        tenant_id: r.tenant_id,
+        payment_id: r.payment_id,
+        share_id: r.share_id,
+        out_refund_no: &r.out_refund_no,
+        part: r.part.fen(),
+        amount: r.amount.fen(),
+        status: r.status.as_str(),
+        out_return_no: &r.out_return_no,
+        return_id: r.return_id.as_deref(),
+        fail_reason: r.fail_reason.as_deref(),
+        created_at: to_db(r.created_at),
+        settled_at: r.settled_at.map(to_db),
+        updated_at: to_db(r.updated_at),
+    };
+    diesel::insert_into(payment_share_returns::table).values(row).execute(conn).map_err(db_error).map(drop)
+}
+
+/// Writes a return's settlement where its status is still as read; a return newly succeeded
+/// adds its amount to its share's `returned`, and a succeeded share left holding nothing is
+/// `returned`.
+pub(crate) fn settle_return(conn: &mut DbConn, r: &ShareReturn, read: ReturnStatus) -> Result<bool> {
+    let written = diesel::update(
+        payment_share_returns::table.filter(payment_share_returns::id.eq(r.id)).filter(payment_share_returns::status.eq(read.as_str())),
+    )
+    .set((
+        payment_share_returns::status.eq(r.status.as_str()),
+        payment_share_returns::return_id.eq(r.return_id.as_deref()),
+        payment_share_returns::fail_reason.eq(r.fail_reason.as_deref()),
+        payment_share_returns::settled_at.eq(r.settled_at.map(to_db)),
+        payment_share_returns::updated_at.eq(to_db(r.updated_at)),
+    ))
+    .execute(conn)
+    .map_err(db_error)?;
+    if written == 0 {
+        return Ok(false);
+    }
+    if read == ReturnStatus::Processing && r.status == ReturnStatus::Succeeded && r.amount.is_positive() {
+        // An increment, not a value read before: two refunds' returns of one share may settle
+        // at once.
+        diesel::update(payment_shares::table.filter(payment_shares::id.eq(r.share_id)))
+            .set((
+                payment_shares::returned.eq(payment_shares::returned + r.amount.fen()),
+                payment_shares::updated_at.eq(to_db(r.updated_at)),
+            ))
+            .execute(conn)
+            .map_err(db_error)?;
+        diesel::update(
+            payment_shares::table
+                .filter(payment_shares::id.eq(r.share_id))
+                .filter(payment_shares::status.eq(ShareStatus::Succeeded.as_str()))
+                .filter((payment_shares::returned + payment_shares::withheld).ge(payment_shares::amount)),
+        )
+        .set((payment_shares::status.eq(ShareStatus::Returned.as_str()), payment_shares::settled_at.eq(r.settled_at.map(to_db))))
+        .execute(conn)
+        .map_err(db_error)?;
+    }
+    Ok(true)
 }

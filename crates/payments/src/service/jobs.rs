@@ -16,6 +16,7 @@
 //! [`SETTLE_BACKOFF`] schedule while the platform cannot answer.
 use super::ledger::closed_report;
 use super::payments::PaymentService;
+use super::returns::TakenBack;
 use super::sharing::SHARE;
 use crate::lifecycle::TradeState;
 use crate::model::*;
@@ -210,6 +211,16 @@ impl PaymentService {
             return Ok(Step::Settled);
         }
         let tx = self.transaction(tenant_id, &refund.out_trade_no).await?;
+        // A shared payment's receivers give their parts back first; the refund is sent after.
+        match self.take_back(&tx, &refund).await? {
+            TakenBack::Done => {}
+            TakenBack::Waiting(why) => return Ok(Step::Again(why)),
+            TakenBack::Unreachable(e) => return Ok(Step::Again(e.to_string())),
+            TakenBack::Failed(e) => {
+                log::warn!("settle job: refund {out_refund_no} of tenant {tenant_id} not sent: {e}");
+                return Ok(Step::Settled);
+            }
+        }
         let account = self.account_of(&tx).await?;
         let report = match self.platform.query_refund(&account, out_refund_no).await {
             Ok(report) => report,

@@ -14,10 +14,12 @@
 //! payment routes answer 409 naming the order, and no other transaction may take an order's
 //! number.
 use super::payments::{PaymentService, platform_error};
+use super::returns::{TakenBack, return_failed};
 use crate::api::*;
 use crate::lifecycle::TradeState;
 use crate::model::*;
 use crate::ports::PayPlatformError;
+use crate::sharing::ReturnStatus;
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::failpoint;
@@ -402,6 +404,7 @@ impl PaymentService {
             status: if offline { RefundStatus::Succeeded } else { RefundStatus::Processing },
             reason,
             requested_by,
+            fail_reason: None,
             succeeded_at: offline.then_some(now),
             created_at: now,
             updated_at: now,
@@ -420,6 +423,12 @@ impl PaymentService {
                         format!("out_refund_no {out_refund_no} already names a different refund"),
                     ));
                 }
+                if let (RefundStatus::Failed, Some(why)) = (r.status, &r.fail_reason) {
+                    // Failed because a share could not be taken back: answered as at first.
+                    let share_id = self.repo.returns_of(tenant_id, r.out_refund_no.clone()).await?;
+                    let share_id = share_id.iter().find(|x| x.status == ReturnStatus::Failed).map_or(0, |x| x.share_id);
+                    return Err(return_failed(&r.out_refund_no, share_id, why));
+                }
                 if r.status.is_final() || r.refund_id.is_some() || offline {
                     return Ok(r);
                 }
@@ -431,6 +440,14 @@ impl PaymentService {
             return Ok(refund);
         }
         failpoint!("ledger.refund.reserved");
+        // A shared payment's receivers give their parts back first.
+        match self.take_back(tx, &refund).await? {
+            TakenBack::Done => {}
+            // The refund's settle job carries on once the platform finished the returns.
+            TakenBack::Waiting(_) => return Ok(refund),
+            TakenBack::Unreachable(e) => return Err(platform_error(e)),
+            TakenBack::Failed(e) => return Err(e),
+        }
         let account = self.account_of(tx).await?;
         let order = RefundOrder {
             out_trade_no: tx.out_trade_no.clone(),
@@ -552,6 +569,17 @@ fn refusal(why: RefundRefusal) -> Error {
         RefundRefusal::ExceedsPaid { refundable } => {
             Error::conflict(Reason::RefundExceedsPaid, format!("only {} fen are left to refund", refundable.fen()))
         }
+        RefundRefusal::BeingShared => Error::conflict(
+            Reason::TryAgain,
+            "the payment is being shared with its receivers; refund it once that settled (usually within a minute)",
+        ),
+        RefundRefusal::NotReturnable { share_id } => Error::conflict(
+            Reason::ReturnFailed,
+            format!(
+                "share {share_id} of the payment went to a person, and the pay platform takes nothing back from a person; \
+                 shared money is never refunded from the tenant's rest, so the refund was not sent"
+            ),
+        ),
     }
 }
 

@@ -198,6 +198,8 @@ impl PaymentService {
                 role,
                 receiver,
                 amount,
+                returned: Money::ZERO,
+                withheld: Money::ZERO,
                 status: ShareStatus::Pending,
                 fail_reason: None,
                 out_order_no: no.clone(),
@@ -252,7 +254,7 @@ impl PaymentService {
                 .map(|s| ShareLine {
                     kind: s.receiver.kind,
                     account: s.receiver.account.clone(),
-                    amount: s.amount,
+                    amount: s.to_pay(),
                     description: SHARE_DESCRIPTION.into(),
                 })
                 .collect(),
@@ -332,37 +334,34 @@ impl PaymentService {
 
     /// `POST /miniprogram/payment/shares/{id}/retry`: a `closed` share is requested again under
     /// a new number (the platform answers a number it knows with its old result), its receiver
-    /// added afresh; 409 for a share in any other status.
+    /// added afresh, less what refunds made while it was closed took of it; 409 for a share in
+    /// any other status, or while a refund of its payment is processing.
     pub async fn retry_share(&self, actor: &Actor, id: Id) -> Result<ShareView> {
         let share = self.repo.get_share(actor.party, id).await?.ok_or(Error::NotFound("share"))?;
         if share.status != ShareStatus::Closed {
             let status: &str = share.status.into();
             return Err(Error::conflict(Reason::State, format!("only a closed share can be retried; this one is {status}")));
         }
-        let retries = share.retries + 1;
         let now = self.clock.now();
-        let retried = Share {
-            status: ShareStatus::Pending,
-            out_order_no: retry_order_no(&share_order_no(share.payment_id), share.id, retries),
-            retries,
-            updated_at: now,
-            ..share.clone()
-        };
+        let no = retry_order_no(&share_order_no(share.payment_id), share.id, share.retries + 1);
         let audit = AuditRecord::by(actor, now, "share.retry", "payment_share", Some(share.id))
             .owned_by(share.partner_id, Some(share.tenant_id))
             .with_after(serde_json::json!({
                 "out_trade_no": share.out_trade_no,
                 "closed_as": share.out_order_no,
                 "fail_reason": share.fail_reason,
-                "out_order_no": retried.out_order_no,
+                "out_order_no": no,
             }));
-        let job = self.share_job_now(share.tenant_id, &share.out_trade_no, &format!("retry:{}", retried.out_order_no));
+        let job = self.share_job_now(share.tenant_id, &share.out_trade_no, &format!("retry:{no}"));
         let effects = Effects { jobs: vec![job], audit: Some(audit) };
-        let read = vec![(share.status, share.out_order_no.clone())];
-        if self.repo.update_shares(vec![retried.clone()], read, effects).await? == 0 {
-            return Err(Error::conflict(Reason::TryAgain, "the share changed meanwhile; reload it"));
+        match self.repo.retry_share(share, no, now, effects).await {
+            Ok(Some(retried)) => Ok(retried.into()),
+            Ok(None) => Err(Error::conflict(Reason::TryAgain, "the share changed meanwhile; reload it")),
+            Err(Error::Conflict(Reason::TryAgain, _)) => {
+                Err(Error::conflict(Reason::TryAgain, "a refund of the payment is processing; retry the share once it settled"))
+            }
+            Err(e) => Err(e),
         }
-        Ok(retried.into())
     }
 
     /// A profit-sharing notification: the transaction's sharing job runs now, which settles

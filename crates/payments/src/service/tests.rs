@@ -143,6 +143,7 @@ fn refund(no: &str, amount: i64, status: RefundStatus) -> Refund {
         status,
         reason: None,
         requested_by: None,
+        fail_reason: None,
         succeeded_at: None,
         created_at: now(),
         updated_at: now(),
@@ -189,6 +190,14 @@ fn repo_with(config: Option<PaymentConfig>) -> MockPaymentRepo {
 /// A repository holding one transaction in memory, with conditional writes as the store
 /// does them.
 fn repo_holding(config: Option<PaymentConfig>, stored: Transaction) -> (MockPaymentRepo, Arc<Mutex<Transaction>>) {
+    let (mut repo, cell) = repo_holding_unshared(config, stored);
+    // Not shared: no refund of it takes anything back from a share.
+    repo.expect_returns_of().returning(|_, _| Ok(vec![]));
+    (repo, cell)
+}
+
+/// As [`repo_holding`], leaving the returns of its refunds to the test.
+fn repo_holding_unshared(config: Option<PaymentConfig>, stored: Transaction) -> (MockPaymentRepo, Arc<Mutex<Transaction>>) {
     let mut repo = repo_with(config);
     let cell = Arc::new(Mutex::new(stored));
     let read = cell.clone();
@@ -471,6 +480,8 @@ impl Ledger {
     /// only what [`inserts`](Self::inserts) and the like allow.
     fn repo(&self, config: Option<PaymentConfig>) -> MockPaymentRepo {
         let mut repo = repo_with(config);
+        // Nothing here is shared: no refund takes anything back from a share.
+        repo.expect_returns_of().returning(|_, _| Ok(vec![]));
         let books = self.0.clone();
         repo.expect_get_transaction().returning(move |_, no| Ok(books.lock().unwrap().txs.iter().find(|t| t.out_trade_no == no).cloned()));
         let books = self.0.clone();

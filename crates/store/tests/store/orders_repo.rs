@@ -170,6 +170,7 @@ fn ledger_refund(tx: &ledger::Transaction, out_refund_no: &str, amount: i64, min
         status: RefundStatus::Processing,
         reason: Some("changed mind".into()),
         requested_by: Some(7),
+        fail_reason: None,
         succeeded_at: None,
         created_at: at,
         updated_at: at,

@@ -33,6 +33,7 @@ fn plan(commission_bp: u32) -> SharePlan {
 struct Book {
     sharing: Option<Sharing>,
     shares: Vec<Share>,
+    returns: Vec<ShareReturn>,
     effects: Vec<Effects>,
 }
 
@@ -41,15 +42,32 @@ type Shared = Arc<Mutex<Book>>;
 /// A repository holding `stored`, its `refunds`, the sub-merchant configuration, the provider
 /// (with its name) and the partner's `plan`, and a book of shares.
 fn repo_sharing(stored: Transaction, refunds: Vec<Refund>, plan: Option<SharePlan>) -> (MockPaymentRepo, Shared) {
-    let (mut repo, _) = repo_holding(Some(sub_config()), stored);
+    let (mut repo, _) = repo_holding_unshared(Some(sub_config()), stored);
     let mut p = provider();
     p.sp_name = Some("Atrium Platform Ltd".into());
     p.platform_bp = 100;
     p.default_commission_bp = 200;
     repo.expect_get_provider().returning(move || Ok(Some(p.clone())));
     repo.expect_share_plan().returning(move |_| Ok(plan.clone()));
+    let made = refunds.clone();
     repo.expect_refunds_of().returning(move |_, _| Ok(refunds.clone()));
     let book: Shared = Arc::default();
+    let b = book.clone();
+    repo.expect_retry_share().returning(move |read, no, at, effects| {
+        let mut b = b.lock().unwrap();
+        let returns = b.returns.clone();
+        let Some(stored) = b.shares.iter_mut().find(|x| x.id == read.id && x.status == read.status && x.out_order_no == read.out_order_no)
+        else {
+            return Ok(None);
+        };
+        *stored = read.retried(&returns, &made, no, at);
+        let retried = stored.clone();
+        b.effects.push(effects);
+        Ok(Some(retried))
+    });
+    let b = book.clone();
+    repo.expect_returns_of()
+        .returning(move |_, no| Ok(b.lock().unwrap().returns.iter().filter(|r| r.out_refund_no == no).cloned().collect()));
     let b = book.clone();
     repo.expect_sharing().returning(move |_| {
         let b = b.lock().unwrap();
@@ -418,6 +436,8 @@ async fn a_profit_sharing_notification_runs_its_payments_sharing_now() {
         role: ShareRole::Partner,
         receiver: plan(250).receiver,
         amount: Money::from_fen(250),
+        returned: Money::ZERO,
+        withheld: Money::ZERO,
         status: ShareStatus::Processing,
         fail_reason: None,
         out_order_no: "PS5".into(),
@@ -493,4 +513,242 @@ async fn shares_another_runner_settled_meanwhile_are_read_again_not_queried() {
 
     assert!(statuses(&book).iter().all(|s| s.2 == ShareStatus::Succeeded), "its stale answer wrote nothing: {:?}", statuses(&book));
     assert_eq!(book.lock().unwrap().sharing.as_ref().and_then(|s| s.unfrozen_at), Some(now()));
+}
+
+// --- Refunds of shared money -----------------------------------------------------------------
+
+const PARTNER_MCHID: &str = "1900000109";
+
+/// A payment of 10,001 fen shared (60 to the platform, 250 to the partner's merchant account,
+/// both succeeded), with the store's refund reservation (the rule, then the returns planned
+/// under the lock), its refunds and returns in the book.
+fn shared_payment() -> (MockPaymentRepo, Shared, Arc<Mutex<Vec<Refund>>>) {
+    let merchant_plan = SharePlan {
+        receiver: Receiver { kind: ReceiverType::MerchantId, account: PARTNER_MCHID.into(), name: Some("P".into()) },
+        ..plan(250)
+    };
+    let (mut repo, book) = repo_sharing(paid_sub(10_001), vec![], Some(merchant_plan.clone()));
+    {
+        let mut b = book.lock().unwrap();
+        b.sharing = Some(Sharing {
+            payment_id: 5,
+            tenant_id: TENANT,
+            base: Money::from_fen(10_001),
+            rates: Rates { platform_bp: 60, commission_bp: 250 },
+            unfrozen_at: Some(now()),
+            created_at: now(),
+        });
+        let share = |id, role, receiver: Receiver, fen| Share {
+            id,
+            tenant_id: TENANT,
+            payment_id: 5,
+            out_trade_no: "T0000001".into(),
+            partner_id: Some(PARTNER),
+            role,
+            receiver,
+            amount: Money::from_fen(fen),
+            returned: Money::ZERO,
+            withheld: Money::ZERO,
+            status: ShareStatus::Succeeded,
+            fail_reason: None,
+            out_order_no: "PS5".into(),
+            retries: 0,
+            plan_version: Some(3),
+            created_at: now(),
+            settled_at: Some(now()),
+            updated_at: now(),
+        };
+        let platform = Receiver { kind: ReceiverType::MerchantId, account: SP_MCHID.into(), name: None };
+        b.shares = vec![share(100, ShareRole::Platform, platform, 60), share(101, ShareRole::Partner, merchant_plan.receiver, 250)];
+    }
+    let refunds: Arc<Mutex<Vec<Refund>>> = Arc::default();
+    let (b, made) = (book.clone(), refunds.clone());
+    repo.expect_reserve_refund().returning(move |wanted, rule, _| {
+        let mut made = made.lock().unwrap();
+        if let Some(r) = made.iter().find(|r| r.out_refund_no == wanted.out_refund_no) {
+            return Ok(RefundReservation::Existing(r.clone()));
+        }
+        if let Err(why) = rule.check(&paid_sub(10_001), &made, &wanted) {
+            return Ok(RefundReservation::Refused(why));
+        }
+        let mut b = b.lock().unwrap();
+        let planned = match plan_returns(Money::from_fen(10_001), b.sharing.as_ref().unwrap(), &b.shares, &b.returns, &made, &wanted) {
+            Ok(planned) => planned,
+            Err(why) => return Ok(RefundReservation::Refused(why)),
+        };
+        let next = b.returns.len() as Id;
+        b.returns.extend(planned.into_iter().enumerate().map(|(i, r)| ShareReturn { id: next + i as Id + 1, ..r }));
+        made.push(wanted.clone());
+        Ok(RefundReservation::Reserved(wanted))
+    });
+    let made = refunds.clone();
+    repo.expect_get_refund().returning(move |_, no| Ok(made.lock().unwrap().iter().find(|r| r.out_refund_no == no).cloned()));
+    let made = refunds.clone();
+    repo.expect_update_refund().returning(move |r, read, _| {
+        let mut made = made.lock().unwrap();
+        match made.iter_mut().find(|x| x.out_refund_no == r.out_refund_no && x.status == read) {
+            Some(stored) => {
+                *stored = r;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    });
+    let b = book.clone();
+    repo.expect_settle_return().returning(move |ret, read| {
+        let mut b = b.lock().unwrap();
+        let Some(stored) = b.returns.iter_mut().find(|x| x.id == ret.id && x.status == read) else { return Ok(false) };
+        *stored = ret.clone();
+        if ret.status == ReturnStatus::Succeeded {
+            let share = b.shares.iter_mut().find(|s| s.id == ret.share_id).unwrap();
+            share.returned = share.returned.checked_add(ret.amount).unwrap();
+            if share.returned >= share.to_pay() {
+                share.status = ShareStatus::Returned;
+            }
+        }
+        Ok(true)
+    });
+    (repo, book, refunds)
+}
+
+fn return_answer(o: &ReturnOrder, result: ReturnResult, fail_reason: Option<&str>) -> PlatformReturn {
+    PlatformReturn {
+        out_return_no: o.out_return_no.clone(),
+        return_id: Some(format!("RT{}", o.out_return_no)),
+        result,
+        fail_reason: fail_reason.map(Into::into),
+        amount: Some(o.amount),
+        finish_time: (result != ReturnResult::Processing).then(now),
+    }
+}
+
+fn sub_refund_request(amount: i64, no: &str) -> RefundRequest {
+    refund_request(amount, Some(no))
+}
+
+fn returned(book: &Shared) -> Vec<(i64, ShareStatus)> {
+    book.lock().unwrap().shares.iter().map(|s| (s.returned.fen(), s.status)).collect()
+}
+
+#[tokio::test]
+async fn a_refund_after_the_sharing_takes_each_part_back_first_then_is_sent() {
+    let (repo, book, _) = shared_payment();
+    let mut seq = Sequence::new();
+    let mut platform = MockPayPlatform::new();
+    for (no, mchid, fen) in [("PR100-1", SP_MCHID, 19), ("PR101-1", PARTNER_MCHID, 83)] {
+        platform
+            .expect_return_share()
+            .withf(move |_, o| {
+                (o.out_order_no.as_str(), o.out_return_no.as_str(), o.return_mchid.as_str(), o.amount.fen()) == ("PS5", no, mchid, fen)
+            })
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, o| Ok(return_answer(o, ReturnResult::Success, None)));
+    }
+    platform.expect_refund().times(1).in_sequence(&mut seq).returning(|_, o| {
+        assert_eq!((o.out_refund_no.as_str(), o.amount.fen()), ("R1", 3_333));
+        Ok(refund_report(RefundStatus::Processing))
+    });
+    let svc = svc(repo, platform);
+
+    let view = svc.refund(&tenant_actor(), sub_refund_request(3_333, "R1"), None).await.unwrap();
+
+    assert_eq!(view.status, RefundStatus::Processing);
+    assert_eq!(returned(&book), vec![(19, ShareStatus::Succeeded), (83, ShareStatus::Succeeded)]);
+}
+
+#[tokio::test]
+async fn a_return_that_fails_stops_the_refund_which_says_why_and_says_it_again_under_its_number() {
+    let (repo, book, refunds) = shared_payment();
+    let mut platform = MockPayPlatform::new();
+    platform.expect_return_share().times(2).returning(|_, o| {
+        Ok(if o.return_mchid == PARTNER_MCHID {
+            return_answer(o, ReturnResult::Failed, Some("BALANCE_NOT_ENOUGH"))
+        } else {
+            return_answer(o, ReturnResult::Success, None)
+        })
+    });
+    platform.expect_refund().never();
+    let svc = svc(repo, platform);
+
+    for _ in 0..2 {
+        let err = svc.refund(&tenant_actor(), sub_refund_request(10_001, "R1"), None).await.unwrap_err();
+        match err {
+            Error::PlatformFailed { reason, fail_reason, message } => {
+                assert_eq!((reason, fail_reason.as_str()), (Reason::ReturnFailed, "BALANCE_NOT_ENOUGH"));
+                assert!(message.contains("share 101"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let r = refunds.lock().unwrap()[0].clone();
+    assert_eq!((r.status, r.fail_reason.as_deref()), (RefundStatus::Failed, Some("BALANCE_NOT_ENOUGH")));
+    assert_eq!(returned(&book), vec![(60, ShareStatus::Returned), (0, ShareStatus::Succeeded)]);
+}
+
+#[tokio::test]
+async fn a_refund_after_a_failed_one_asks_only_what_is_not_back_yet() {
+    let (repo, book, _) = shared_payment();
+    let mut platform = MockPayPlatform::new();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let a = asked.clone();
+    let mut fail_partner = true;
+    platform.expect_return_share().returning(move |_, o| {
+        a.lock().unwrap().push((o.out_return_no.clone(), o.amount.fen()));
+        if o.return_mchid == PARTNER_MCHID && std::mem::take(&mut fail_partner) {
+            return Ok(return_answer(o, ReturnResult::Failed, Some("ACCOUNT_ABNORMAL")));
+        }
+        Ok(return_answer(o, ReturnResult::Success, None))
+    });
+    platform.expect_refund().times(1).returning(|_, _| Ok(refund_report(RefundStatus::Processing)));
+    let svc = svc(repo, platform);
+
+    svc.refund(&tenant_actor(), sub_refund_request(10_001, "R1"), None).await.unwrap_err();
+    svc.refund(&tenant_actor(), sub_refund_request(10_001, "R2"), None).await.unwrap();
+
+    assert_eq!(
+        *asked.lock().unwrap(),
+        vec![("PR100-1".into(), 60), ("PR101-1".into(), 250), ("PR101-2".into(), 250)],
+        "the platform's 60 fen once"
+    );
+    assert_eq!(returned(&book), vec![(60, ShareStatus::Returned), (250, ShareStatus::Returned)]);
+}
+
+#[tokio::test]
+async fn a_return_processing_or_lost_holds_the_refund_until_its_job_finds_every_part_back() {
+    let (repo, book, refunds) = shared_payment();
+    let mut platform = MockPayPlatform::new();
+    let calls = Arc::new(Mutex::new(0));
+    let c = calls.clone();
+    platform.expect_return_share().returning(move |_, o| {
+        let mut n = c.lock().unwrap();
+        *n += 1;
+        match *n {
+            // The first answer is lost; the same number again is processing; then done.
+            1 => Err(PayPlatformError::Unavailable("timed out".into())),
+            2..=4 => Ok(return_answer(o, ReturnResult::Processing, None)),
+            _ => Ok(return_answer(o, ReturnResult::Success, None)),
+        }
+    });
+    platform.expect_query_refund().times(1).returning(|_, _| Err(refused(404, "RESOURCE_NOT_EXISTS")));
+    platform.expect_refund().times(1).returning(|_, o| {
+        assert_eq!(o.out_refund_no, "R1");
+        Ok(refund_report(RefundStatus::Processing))
+    });
+    let svc = svc(repo, platform);
+
+    let lost = svc.refund(&tenant_actor(), sub_refund_request(5_000, "R1"), None).await.unwrap_err();
+    assert!(matches!(lost, Error::Upstream(_)), "{lost:?}");
+    let held = svc.refund(&tenant_actor(), sub_refund_request(5_000, "R1"), None).await.unwrap();
+    assert_eq!(held.status, RefundStatus::Processing, "not sent while a part is still coming back");
+    let waiting = svc.run(&settle_refund_job(1)).await;
+    assert!(matches!(&waiting, JobOutcome::Retry { reason, .. } if reason.contains("PR10")), "{waiting:?}");
+
+    let sent = svc.run(&settle_refund_job(2)).await;
+    assert!(matches!(&sent, JobOutcome::Retry { reason, .. } if reason == "the refund is still processing"), "{sent:?}");
+
+    let b = book.lock().unwrap();
+    assert!(b.returns.iter().all(|r| r.status == ReturnStatus::Succeeded));
+    assert_eq!(b.shares.iter().map(|s| s.returned.fen()).collect::<Vec<_>>(), vec![29, 124]);
+    assert_eq!(refunds.lock().unwrap()[0].status, RefundStatus::Processing);
 }
