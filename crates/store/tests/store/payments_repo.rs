@@ -1408,3 +1408,143 @@ store_test!(a_sharing_is_not_begun_while_a_refund_is_processing_nor_on_a_base_it
     assert_eq!(begun.0.base, Money::from_fen(6_000));
     assert_eq!(begun.1.len(), 1);
 });
+
+// --- Returns before refunds ---------------------------------------------------------------
+
+/// A paid sub-merchant transaction of 10,000 fen shared to two merchants (60 and 250 fen),
+/// both succeeded.
+async fn shared_to_merchants(f: &Fixture, no: &str) -> (Transaction, Vec<Share>) {
+    let tx = pay(f, Transaction { sub_mchid: Some("1900000201".into()), ..transaction(f.tenant, no, 10_000) }).await;
+    let merchant = |s: Share| Share {
+        receiver: Receiver { kind: ReceiverType::MerchantId, account: "1900000109".into(), name: Some("P".into()) },
+        ..s
+    };
+    let shares = vec![share(&tx, Some(f.partner), ShareRole::Platform, 60), merchant(share(&tx, Some(f.partner), ShareRole::Partner, 250))];
+    let (_, stored) = f.repo.begin_sharing(sharing_of(&tx, 10_000), shares).await.unwrap();
+    let succeeded: Vec<Share> =
+        stored.iter().map(|s| Share { status: ShareStatus::Succeeded, settled_at: Some(t0()), ..s.clone() }).collect();
+    let read = stored.iter().map(|s| (s.status, s.out_order_no.clone())).collect();
+    assert_eq!(f.repo.update_shares(succeeded.clone(), read, none()).await.unwrap(), 2);
+    (tx, succeeded)
+}
+
+store_test!(a_refund_of_a_shared_payment_is_reserved_with_its_returns_and_waits_while_a_share_is_requested, |db| {
+    let f = fixture(&db).await;
+    let (tx, pending) = shared(&f, f.tenant, "T0000001").await;
+    let reserve = |r: Refund| f.repo.reserve_refund(r, rule(50), none());
+
+    let waiting = reserve(refund(f.tenant, "T0000001", "R1", 5_000)).await.unwrap();
+    assert_eq!(waiting, RefundReservation::Refused(RefundRefusal::BeingShared));
+    // Its partner was paid to a person: the platform takes nothing back from one.
+    let succeeded: Vec<Share> = pending.iter().map(|s| Share { status: ShareStatus::Succeeded, ..s.clone() }).collect();
+    f.repo.update_shares(succeeded, pending.iter().map(|s| (s.status, s.out_order_no.clone())).collect(), none()).await.unwrap();
+    let person = reserve(refund(f.tenant, "T0000001", "R1", 5_000)).await.unwrap();
+    assert_eq!(person, RefundReservation::Refused(RefundRefusal::NotReturnable { share_id: pending[1].id }));
+    assert_eq!(f.repo.refunds_of(f.tenant, tx.out_trade_no.clone()).await.unwrap(), vec![], "nothing reserved");
+
+    let (_, shares) = shared_to_merchants(&f, "T0000002").await;
+    let reserved = reserve(refund(f.tenant, "T0000002", "R2", 3_333)).await.unwrap();
+    assert!(matches!(reserved, RefundReservation::Reserved(_)), "{reserved:?}");
+    let returns = f.repo.returns_of(f.tenant, "R2".into()).await.unwrap();
+    let got: Vec<_> = returns.iter().map(|r| (r.share_id, r.part.fen(), r.amount.fen(), r.status, r.out_return_no.clone())).collect();
+    assert_eq!(
+        got,
+        vec![
+            (shares[0].id, 19, 19, ReturnStatus::Processing, format!("PR{}-1", shares[0].id)),
+            (shares[1].id, 83, 83, ReturnStatus::Processing, format!("PR{}-1", shares[1].id)),
+        ]
+    );
+    assert!(returns.iter().all(|r| r.id > 0 && r.payment_id == shares[0].payment_id && r.tenant_id == f.tenant));
+    assert_eq!(f.repo.returns_of(f.other, "R2".into()).await.unwrap(), vec![], "another tenant's numbers are apart");
+});
+
+store_test!(a_return_settles_once_adding_to_its_share_which_is_returned_once_it_holds_nothing, |db| {
+    let f = fixture(&db).await;
+    let (tx, shares) = shared_to_merchants(&f, "T0000001").await;
+    f.repo.reserve_refund(refund(f.tenant, "T0000001", "R1", 10_000), rule(50), none()).await.unwrap();
+    let returns = f.repo.returns_of(f.tenant, "R1".into()).await.unwrap();
+    let done = |r: &ShareReturn| ShareReturn {
+        status: ReturnStatus::Succeeded,
+        return_id: Some("RT1".into()),
+        settled_at: Some(t0() + Duration::minutes(9)),
+        updated_at: t0() + Duration::minutes(9),
+        ..r.clone()
+    };
+    let failed = ShareReturn { status: ReturnStatus::Failed, fail_reason: Some("BALANCE_NOT_ENOUGH".into()), ..returns[1].clone() };
+
+    let first = f.repo.settle_return(done(&returns[0]), ReturnStatus::Processing).await.unwrap();
+    let twice = f.repo.settle_return(done(&returns[0]), ReturnStatus::Processing).await.unwrap();
+    let other = f.repo.settle_return(failed.clone(), ReturnStatus::Processing).await.unwrap();
+
+    assert_eq!((first, twice, other), (true, false, true));
+    let now = f.repo.sharing(tx.id).await.unwrap().unwrap().1;
+    assert_eq!((now[0].returned.fen(), now[0].status, now[0].settled_at), (60, ShareStatus::Returned, Some(t0() + Duration::minutes(9))));
+    assert_eq!((now[1].returned.fen(), now[1].status), (0, ShareStatus::Succeeded), "a failed return gives nothing back");
+    assert_eq!(f.repo.returns_of(f.tenant, "R1".into()).await.unwrap(), vec![done(&returns[0]), failed]);
+    assert_eq!(now[0].id, shares[0].id);
+});
+
+store_test!(a_closed_share_is_retried_less_what_refunds_took_and_not_while_a_refund_is_processing, |db| {
+    let f = fixture(&db).await;
+    let (tx, shares) = shared_to_merchants(&f, "T0000001").await;
+    let closed = Share { status: ShareStatus::Closed, fail_reason: Some("ACCOUNT_ABNORMAL".into()), ..shares[1].clone() };
+    f.repo.update_shares(vec![closed.clone()], vec![(ShareStatus::Succeeded, closed.out_order_no.clone())], none()).await.unwrap();
+    f.repo.reserve_refund(refund(f.tenant, "T0000001", "R1", 4_000), rule(50), none()).await.unwrap();
+    let no = retry_order_no("PS1", closed.id, 1);
+    let at = t0() + Duration::minutes(20);
+
+    let processing = f.repo.retry_share(closed.clone(), no.clone(), at, effects(f.tenant, "share.retry")).await.unwrap_err();
+    let stored = f.repo.get_refund(f.tenant, "R1".into()).await.unwrap().unwrap();
+    let settled = Refund { status: RefundStatus::Succeeded, succeeded_at: Some(t0()), ..stored };
+    assert!(f.repo.update_refund(settled, RefundStatus::Processing, none()).await.unwrap());
+    let retried = f.repo.retry_share(closed.clone(), no.clone(), at, effects(f.tenant, "share.retry")).await.unwrap();
+    let stale = f.repo.retry_share(closed.clone(), no.clone(), at, effects(f.tenant, "share.retry")).await.unwrap();
+
+    assert!(matches!(processing, Error::Conflict(Reason::TryAgain, _)), "{processing:?}");
+    let retried = retried.expect("written");
+    // floor(250 × 4,000 / 10,000) = 100 fen of it were refunded while it was closed.
+    assert_eq!((retried.status, retried.withheld.fen(), retried.to_pay().fen(), retried.retries), (ShareStatus::Pending, 100, 150, 1));
+    assert_eq!(stale, None);
+    assert_eq!(written(&db, "share.retry"), (1, 1));
+    assert_eq!(f.repo.sharing(tx.id).await.unwrap().unwrap().1[1], retried);
+});
+
+store_test!(racing_refunds_of_a_shared_payment_take_each_share_back_whole_never_more, |db| {
+    let f = Arc::new(fixture(&db).await);
+    let (tx, shares) = shared_to_merchants(&f, "T0000001").await;
+
+    // Eight refunds of 1,250 fen at once: together the whole base, so together every share,
+    // whichever is reserved last; a ninth finds nothing left.
+    let racing: Vec<_> = (0..9)
+        .map(|i| {
+            let f = f.clone();
+            tokio::spawn(async move {
+                f.repo.reserve_refund(refund(f.tenant, "T0000001", &format!("R{i}"), 1_250), rule(50), none()).await.unwrap()
+            })
+        })
+        .collect();
+    let mut reserved = 0;
+    for r in racing {
+        match r.await.unwrap() {
+            RefundReservation::Reserved(_) => reserved += 1,
+            RefundReservation::Refused(RefundRefusal::ExceedsPaid { .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+
+    assert_eq!(reserved, 8);
+    let refunded: i64 = f.repo.refunds_of(f.tenant, tx.out_trade_no.clone()).await.unwrap().iter().map(|r| r.amount.fen()).sum();
+    assert_eq!(refunded, 10_000);
+    let mut conn = db.conn().unwrap();
+    use atrium_store::schema::payment_share_returns;
+    for share in &shares {
+        let rows: Vec<(i64, i64)> = payment_share_returns::table
+            .filter(payment_share_returns::share_id.eq(share.id))
+            .select((payment_share_returns::part, payment_share_returns::amount))
+            .load(&mut *conn)
+            .unwrap();
+        let parts: i64 = rows.iter().map(|r| r.0).sum();
+        let asked: i64 = rows.iter().map(|r| r.1).sum();
+        assert_eq!((parts, asked), (share.amount.fen(), share.amount.fen()), "share {}: {rows:?}", share.id);
+    }
+});
