@@ -195,6 +195,41 @@ pub async fn sharing_org(app: &TestApp, sp_mchid: &str, sub_mchid: &str, sub_app
     org
 }
 
+/// The partner's merchant account the refund tests' plans pay: only a merchant's part can be
+/// taken back before a refund.
+pub const PARTNER_MCHID: &str = "1900000109";
+
+/// Pays `org`'s partner p1 to its merchant account [`PARTNER_MCHID`] from now on (the same
+/// rates).
+pub async fn pay_partner_merchant(app: &TestApp, org: &Org) {
+    let plan = json!({"commission_bp": 250, "platform_bp": 60, "receiver": {"type": "MERCHANT_ID", "account": PARTNER_MCHID, "name": "Partner Trading Co"}});
+    app.put(&format!("/api/v1/partners/{}/share-plan", org.p1), plan, Some(&org.admin)).await.expect(200);
+}
+
+/// Refunds `fen` of `org`'s t1's payment `no` under `out_refund_no` through the payment routes.
+pub async fn refund_tenant(app: &TestApp, org: &Org, no: &str, out_refund_no: &str, fen: i64) -> crate::Resp {
+    let body = json!({"tenant_id": org.t1, "out_trade_no": no, "out_refund_no": out_refund_no, "amount": fen});
+    app.post("/api/v1/miniprogram/payment/refund", body, Some(&org.admin)).await
+}
+
+/// The platform's returns of a payment, `(return_mchid, amount, result)` in the order made.
+pub fn platform_returns(held: &Value) -> Vec<(String, i64, String)> {
+    held["returns"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .map(|r| {
+                    (
+                        r["return_mchid"].as_str().unwrap_or_default().to_owned(),
+                        r["amount"].as_i64().unwrap_or_default(),
+                        r["result"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A payment of `fen` by `org`'s t1 through the payment routes, paid on the sandbox.
 pub async fn pay_tenant(app: &TestApp, org: &Org, no: &str, fen: i64) {
     let body = json!({"tenant_id": org.t1, "description": "Tea", "amount": fen, "openid": "o_share_payer", "out_trade_no": no});

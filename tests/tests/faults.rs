@@ -8,8 +8,9 @@
 //! for its whole run: the tests of this file run one at a time.
 #![allow(clippy::unwrap_used)]
 use atrium_e2e::pay::{
-    SHARING_VARS, configure_provider, configure_sub_merchant, eventually, new_order, paid_order, pay_tenant, platform_refunds,
-    share_orders, share_summary, shares_of, sharing_org, shop, unfrozen_on_platform, wait_order,
+    PARTNER_MCHID, SHARING_VARS, configure_provider, configure_sub_merchant, eventually, new_order, paid_order, pay_partner_merchant,
+    pay_tenant, platform_refunds, platform_returns, profit_sharing, share_orders, share_summary, shares_of, sharing_org, shop,
+    unfrozen_on_platform, wait_order,
 };
 use atrium_e2e::serde_json::{Value, json};
 use atrium_e2e::{TestApp, e2e};
@@ -186,5 +187,44 @@ e2e!(a_share_failing_at_any_step_is_shared_and_unfrozen_exactly_once, vars = SHA
             atrium_e2e::captured_log::lines().iter().any(|l| l.message.contains("(payment.share, try") && l.message.contains(&fired)),
             "{step}: the fault happened and the job ran again after it"
         );
+    }
+});
+
+/// The steps a refund of a shared payment passes: reserved with its returns, each return
+/// answered, each recorded, the refund sent, its answer recorded.
+const RETURN_STEPS: [&str; 5] =
+    ["ledger.refund.reserved", "ledger.return.sent", "ledger.return.recorded", "ledger.refund.sent", "ledger.record"];
+
+const RETURN_SP_MCHID: &str = "1900000046";
+const RETURN_SUB_MCHID: &str = "1900000047";
+
+e2e!(a_shared_payments_refund_failing_at_any_step_takes_each_part_back_once_and_refunds_once, vars = SHARING_VARS, |app| {
+    let org = sharing_org(app, RETURN_SP_MCHID, RETURN_SUB_MCHID, "wx_fault_return").await;
+    pay_partner_merchant(app, &org).await;
+    let _scenario = fail::FailScenario::setup();
+    for (i, step) in RETURN_STEPS.into_iter().enumerate() {
+        let no = format!("T_FAULT_RET_{i}");
+        pay_tenant(app, &org, &no, 10_001).await;
+        unfrozen_on_platform(app, RETURN_SUB_MCHID, &no).await;
+        fail::cfg(step, "1*return").unwrap();
+
+        let body = json!({"tenant_id": org.t1, "out_trade_no": no, "amount": 3_333});
+        let (seen, answer) = until_ok(app, "/api/v1/miniprogram/payment/refund", &format!("return-{step}"), body, &org.admin).await;
+        fail::remove(step);
+        assert!(seen.len() >= 2 && seen[0] >= 500, "{step}: the fault happened on the request and its retry succeeded: {seen:?}");
+
+        let held = profit_sharing(app, RETURN_SUB_MCHID, &no).await;
+        assert_eq!(
+            platform_returns(&held),
+            vec![(RETURN_SP_MCHID.into(), 19, "SUCCESS".into()), (PARTNER_MCHID.into(), 83, "SUCCESS".into())],
+            "{step} ({seen:?}): each part taken back once: {held}"
+        );
+        let refunds = platform_refunds(app, &no).await;
+        assert_eq!(refunds.len(), 1, "{step} ({seen:?}): one refund reached the platform: {refunds:?}");
+        assert_eq!((refunds[0]["amount"].as_i64(), &refunds[0]["out_refund_no"]), (Some(3_333), &answer["out_refund_no"]), "{step}");
+        let ours = shares_of(app, &org.admin, &no).await;
+        let mut books: Vec<(i64, &str)> = ours.iter().map(|s| (s["returned"].as_i64().unwrap(), s["status"].as_str().unwrap())).collect();
+        books.sort();
+        assert_eq!(books, vec![(19, "succeeded"), (83, "succeeded")], "{step}: the books equal the platform's");
     }
 });

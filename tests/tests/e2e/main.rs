@@ -17,6 +17,7 @@ mod payments;
 mod payroll;
 mod preflight;
 mod releases;
+mod returns;
 mod security;
 mod security_org;
 mod service_provider;
