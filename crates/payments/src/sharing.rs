@@ -215,16 +215,6 @@ impl Share {
         self.amount.checked_sub(self.withheld).unwrap_or(Money::ZERO).max(Money::ZERO)
     }
 
-    /// What the receiver holds of it now: paid, less what it gave back.
-    pub fn held(&self) -> Money {
-        match self.status {
-            ShareStatus::Succeeded | ShareStatus::Returned => {
-                self.to_pay().checked_sub(self.returned).unwrap_or(Money::ZERO).max(Money::ZERO)
-            }
-            _ => Money::ZERO,
-        }
-    }
-
     /// This closed share to be requested again under `out_order_no` at `now`: what the
     /// refunds made while it was closed took of it (their parts in `returns`, counting only
     /// refunds in `refunds` that still hold their amount) is kept back, and a share left with

@@ -195,3 +195,36 @@ e2e!(a_share_closed_while_its_payment_was_refunded_is_retried_for_less, vars = S
     assert_eq!(retry["lines"][0]["amount"], 126, "{held}");
     assert_eq!(held["unfrozen"]["amount"], 10_001 - 5_000 - (60 - 29) - 126, "the rest is the tenant's, to the fen: {held}");
 });
+
+e2e!(lost_return_answers_are_asked_again_under_the_same_numbers_and_nothing_comes_back_twice, vars = SHARING, |app| {
+    let org = org(app).await;
+    shared(app, &org, "T_RT_LOST", 10_001).await;
+    let sandbox = app.running.sandbox.as_ref().unwrap();
+    // The platform takes each part back, and its answers are lost: more than the client's own
+    // retries, so the refund's first request fails and the caller asks again.
+    sandbox.lose_next_pay_answers("/v3/profitsharing/return-orders", 500, "SYSTEM_ERROR", 6).unwrap();
+
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        let r = refund_tenant(app, &org, "T_RT_LOST", "R_RT_L1", 3_333).await;
+        statuses.push(r.status);
+        if r.status == 200 {
+            break;
+        }
+        assert_eq!(r.status, 502, "{}", r.body);
+    }
+
+    assert_eq!(statuses.last(), Some(&200), "{statuses:?}");
+    assert!(statuses.len() > 1, "the lost answers failed a request first: {statuses:?}");
+    let held = profit_sharing(app, SUB_MCHID, "T_RT_LOST").await;
+    assert_eq!(
+        platform_returns(&held),
+        vec![(SP_MCHID.into(), 19, "SUCCESS".into()), (PARTNER_MCHID.into(), 83, "SUCCESS".into())],
+        "one return a part, asked again under its number: {held}"
+    );
+    assert_eq!(app.get("/sandbox/control/trade?out_trade_no=T_RT_LOST", None).await.body["refunds"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        returned(app, &org.admin, "T_RT_LOST").await,
+        vec![("partner".into(), 83, "succeeded".into()), ("platform".into(), 19, "succeeded".into())]
+    );
+});

@@ -423,6 +423,8 @@ async fn killed_in_a_sub_merchants_platform_calls_on_postgres() {
     killed_in_platform_calls_moves_the_money_exactly_once(db, Mode::SubMerchant).await;
 }
 
+/// Killed while the platform holds back the answer to a share request, then to a return before
+/// a refund: each is asked again under its number after the restart, nothing moves twice.
 async fn killed_while_sharing_shares_exactly_once(db: TestDatabase) {
     let mut w = World::new(db);
     w.vars.extend([("ATRIUM_SHARING_DELAY_SECS", "0".to_owned()), ("ATRIUM_SHARING_RETRY_SECS", "1".to_owned())]);
@@ -440,7 +442,9 @@ async fn killed_while_sharing_shares_exactly_once(db: TestDatabase) {
     let (status, partner) = w.client.post(a(&atrium, "/api/v1/partners"), json!({"name": "Crash Partner"}), Some(&token)).await;
     assert_eq!(status, 200, "{partner}");
     let partner = partner["data"]["id"].as_i64().unwrap();
-    let plan = json!({"commission_bp": 250, "receiver": {"type": "PERSONAL_OPENID", "account": "o_crash_partner"}});
+    // Paid to a merchant: only a merchant's part can be taken back before a refund.
+    let plan =
+        json!({"commission_bp": 250, "receiver": {"type": "MERCHANT_ID", "account": CRASH_PARTNER_MCHID, "name": "Crash Partner Co"}});
     let put_plan = w.client.http.put(a(&atrium, &format!("/api/v1/partners/{partner}/share-plan"))).bearer_auth(&token).json(&plan);
     let (status, body) = w.client.send(put_plan).await;
     assert_eq!(status, 200, "{body}");
@@ -479,7 +483,47 @@ async fn killed_while_sharing_shares_exactly_once(db: TestDatabase) {
         ours["data"]["items"].as_array().unwrap().iter().map(|s| (s["amount"].as_i64().unwrap(), s["status"].as_str().unwrap())).collect();
     books.sort();
     assert_eq!(books, [(60, "succeeded"), (250, "succeeded")], "the books match the platform's: {ours}");
+
+    // A refund of a third: the platform takes the first part back and holds its answer; Atrium
+    // dies waiting, before the second part and the refund.
+    hold_answer(&w, "/v3/profitsharing/return-orders").await;
+    let refund_url = a(&atrium, "/api/v1/miniprogram/payment/refund");
+    let refund = json!({"tenant_id": tenant, "out_trade_no": "T_CRASH_SHARE", "out_refund_no": "R_CRASH_SHARE", "amount": 3_333});
+    let in_flight = tokio::spawn({
+        let (http, token, url, body) = (w.client.http.clone(), token.clone(), refund_url.clone(), refund.clone());
+        async move { http.post(url).bearer_auth(token).json(&body).send().await.map(|r| r.status()) }
+    });
+    let asked = w.wait_sharing("T_CRASH_SHARE", 20, |held| held["returns"].as_array().is_some_and(|r| !r.is_empty())).await;
+    assert_eq!(asked["returns"].as_array().map(Vec::len), Some(1), "the platform took the first part back: {asked}");
+    atrium.child.kill().unwrap();
+    atrium.child.wait().unwrap();
+    assert!(in_flight.await.unwrap().is_err(), "the request in flight dies with the process");
+    drop(atrium);
+
+    // Asked again after the restart: the first return again under its number (the platform's
+    // answer is the one it made), the second, then the refund; nothing taken back twice.
+    atrium = w.start();
+    let (status, body) = w.client.post(a(&atrium, "/api/v1/miniprogram/payment/refund"), refund, Some(&token)).await;
+    assert_eq!(status, 200, "{body}");
+    let held = w.wait_sharing("T_CRASH_SHARE", 10, |held| held["returns"].as_array().is_some_and(|r| r.len() >= 2)).await;
+    let returns: Vec<(&str, i64, &str)> = held["returns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["return_mchid"].as_str().unwrap(), r["amount"].as_i64().unwrap(), r["result"].as_str().unwrap()))
+        .collect();
+    assert_eq!(returns, [(SP_MCHID, 19, "SUCCESS"), (CRASH_PARTNER_MCHID, 83, "SUCCESS")], "each part once: {held}");
+    let refunds = w.trade("T_CRASH_SHARE").await["refunds"].as_array().cloned().unwrap();
+    assert_eq!((refunds.len(), refunds[0]["amount"].as_i64()), (1, Some(3_333)), "one refund, after the returns: {refunds:?}");
+    let (status, ours) = w.client.get(a(&atrium, "/api/v1/miniprogram/payment/shares?out_trade_no=T_CRASH_SHARE"), Some(&token)).await;
+    assert_eq!(status, 200, "{ours}");
+    let mut books: Vec<i64> = ours["data"]["items"].as_array().unwrap().iter().map(|s| s["returned"].as_i64().unwrap()).collect();
+    books.sort();
+    assert_eq!(books, [19, 83], "the books match the platform's: {ours}");
 }
+
+/// The partner's merchant account in the crash test's share plan.
+const CRASH_PARTNER_MCHID: &str = "1900000190";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_while_sharing_on_sqlite() {
