@@ -84,7 +84,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::notify::{Event, build};
-use super::{Answer, KEEP_FAILURES, KEEP_ORDERS, Order, PayState, cst, opt_str_field, platform_time, str_field};
+use super::{Answer, KEEP_FAILURES, KEEP_ORDERS, Order, PayState, SandboxSubMerchant, cst, opt_str_field, platform_time, str_field};
 use crate::platform::Sandbox;
 
 /// Receivers one share request may name, as on the platform.
@@ -416,6 +416,10 @@ fn out_return_no_field(body: &Value) -> Result<&str, Answer> {
     let no = str_field(body, "out_return_no")?;
     if is_out_order_no(no) { Ok(no) } else { Err(Answer::param("out_return_no", "must be 1 to 64 of 0-9 A-Z a-z _ - | * @")) }
 }
+
+/// A request's `sub_mchid` and its own number (read by `number`), the sub-merchant one of the
+/// signer's.
+type Named<'a> = (&'a str, &'a str, SandboxSubMerchant);
 
 /// A receiver type, as the platform's own string.
 fn receiver_type(value: Option<&Value>, field: &str) -> Result<&'static str, Answer> {
@@ -822,15 +826,19 @@ impl Sandbox {
         Answer::ok(answer)
     }
 
+    /// The `sub_mchid` a request names and its number (read by `number`), the sub-merchant
+    /// checked as one of the signer's.
+    fn named<'a>(&self, signer: &str, body: &'a Value, number: fn(&Value) -> Result<&str, Answer>) -> Result<Named<'a>, Answer> {
+        let sub_mchid = str_field(body, "sub_mchid")?;
+        let no = number(body)?;
+        let sub = self.sub_merchant_of(signer, sub_mchid)?;
+        Ok((sub_mchid, no, sub))
+    }
+
     /// `POST /v3/profitsharing/orders`.
     pub(super) fn share(&self, signer: &str, body: &Value) -> Answer {
-        let named = (|| Ok((str_field(body, "sub_mchid")?, out_order_no_field(body)?)))();
-        let (sub_mchid, out_order_no) = match named {
+        let (sub_mchid, out_order_no, sub) = match self.named(signer, body, out_order_no_field) {
             Ok(n) => n,
-            Err(refusal) => return refusal,
-        };
-        let sub = match self.sub_merchant_of(signer, sub_mchid) {
-            Ok(sub) => sub,
             Err(refusal) => return refusal,
         };
         let now = Utc::now();
@@ -979,14 +987,10 @@ impl Sandbox {
 
     /// `POST /v3/profitsharing/orders/unfreeze`.
     pub(super) fn unfreeze(&self, signer: &str, body: &Value) -> Answer {
-        let named = (|| Ok((str_field(body, "sub_mchid")?, out_order_no_field(body)?)))();
-        let (sub_mchid, out_order_no) = match named {
+        let (sub_mchid, out_order_no, _) = match self.named(signer, body, out_order_no_field) {
             Ok(n) => n,
             Err(refusal) => return refusal,
         };
-        if let Err(refusal) = self.sub_merchant_of(signer, sub_mchid) {
-            return refusal;
-        }
         let now = Utc::now();
         let mut state = self.lock();
         let pay = &mut state.pay;
@@ -1055,14 +1059,10 @@ impl Sandbox {
     /// a share request back to the sub-merchant. `SUCCESS` at once, or `PROCESSING` first while
     /// [`Sandbox::set_returns_processing`] is on, finished by the next call under its number.
     pub(super) fn return_share(&self, signer: &str, body: &Value) -> Answer {
-        let named = (|| Ok((str_field(body, "sub_mchid")?, out_return_no_field(body)?)))();
-        let (sub_mchid, out_return_no) = match named {
+        let (sub_mchid, out_return_no, _) = match self.named(signer, body, out_return_no_field) {
             Ok(n) => n,
             Err(refusal) => return refusal,
         };
-        if let Err(refusal) = self.sub_merchant_of(signer, sub_mchid) {
-            return refusal;
-        }
         let now = Utc::now();
         let mut state = self.lock();
         let pay = &mut state.pay;
