@@ -228,3 +228,31 @@ e2e!(lost_return_answers_are_asked_again_under_the_same_numbers_and_nothing_come
         vec![("partner".into(), 83, "succeeded".into()), ("platform".into(), 19, "succeeded".into())]
     );
 });
+
+e2e!(racing_refunds_of_a_shared_payment_take_every_part_back_once_and_never_more_than_was_paid, vars = SHARING, |app| {
+    let org = org(app).await;
+    shared(app, &org, "T_RT_RACE", 10_000).await;
+
+    // Nine refunds of 1,250 fen at once on 10,000: eight fit, together the whole payment.
+    let racing = (0..9).map(|i| {
+        let org = &org;
+        async move { refund_tenant(app, org, "T_RT_RACE", &format!("R_RT_RACE_{i}"), 1_250).await }
+    });
+    let answers = atrium_e2e::join_all(racing).await;
+
+    let ok = answers.iter().filter(|r| r.status == 200).count();
+    assert_eq!(ok, 8, "{:?}", answers.iter().map(|r| (r.status, r.body.clone())).collect::<Vec<_>>());
+    for r in answers.iter().filter(|r| r.status != 200) {
+        r.expect_reason(409, "refund_exceeds_paid");
+    }
+    let trade = app.get("/sandbox/control/trade?out_trade_no=T_RT_RACE", None).await;
+    let refunded: i64 = trade.body["refunds"].as_array().unwrap().iter().map(|r| r["amount"].as_i64().unwrap()).sum();
+    assert_eq!(refunded, 10_000, "{}", trade.body);
+    let held = profit_sharing(app, SUB_MCHID, "T_RT_RACE").await;
+    assert_eq!(lines_returned(&held), vec![(PARTNER_MCHID.into(), 250), (SP_MCHID.into(), 60)], "every fen shared back, once: {held}");
+    assert!(platform_returns(&held).iter().all(|r| r.2 == "SUCCESS"), "{held}");
+    assert_eq!(
+        returned(app, &org.admin, "T_RT_RACE").await,
+        vec![("partner".into(), 250, "returned".into()), ("platform".into(), 60, "returned".into())]
+    );
+});
