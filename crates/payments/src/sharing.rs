@@ -224,7 +224,8 @@ impl Share {
         let live = live_refunds(refunds);
         let mine: Vec<&ShareReturn> = returns.iter().filter(|r| r.share_id == self.id).collect();
         let withheld = owed(&mine, &live).checked_sub(back(&mine)).unwrap_or(Money::ZERO).max(Money::ZERO).min(self.amount);
-        let retried = Share { withheld, out_order_no, retries: self.retries + 1, fail_reason: None, updated_at: now, ..self.clone() };
+        // The closed share's reason stays shown until the retry settles it.
+        let retried = Share { withheld, out_order_no, retries: self.retries + 1, updated_at: now, ..self.clone() };
         if retried.to_pay().is_positive() {
             Share { status: ShareStatus::Pending, ..retried }
         } else {

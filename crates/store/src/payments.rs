@@ -438,7 +438,9 @@ fn reserve(conn: &mut DbConn, refund: Refund, rule: RefundRule, effects: &Effect
         return Ok(RefundReservation::Refused(why));
     }
     // A shared transaction's receivers give their parts back first: planned now, under the lock.
-    let returns = match shares::sharing_of(conn, tx.id)? {
+    // Only a sub-merchant's payment is ever shared.
+    let sharing = if tx.sub_mchid.is_some() { shares::sharing_of(conn, tx.id)? } else { None };
+    let returns = match sharing {
         Some((sharing, shares)) => {
             let stored = shares::returns_of_payment(conn, tx.id)?;
             match plan_returns(tx.amount, &sharing, &shares, &stored, &existing, &refund) {

@@ -40,6 +40,10 @@ pub(super) enum TakenBack {
 impl PaymentService {
     /// Takes back from the shares of `tx` what `refund` needs first (steps 1–3 above).
     pub(super) async fn take_back(&self, tx: &Transaction, refund: &Refund) -> Result<TakenBack> {
+        if tx.sub_mchid.is_none() {
+            // Only a sub-merchant's payment is ever shared.
+            return Ok(TakenBack::Done);
+        }
         let mut returns = self.repo.returns_of(refund.tenant_id, refund.out_refund_no.clone()).await?;
         if returns.is_empty() {
             return Ok(TakenBack::Done);
@@ -120,23 +124,21 @@ impl PaymentService {
         Ok(again.into_iter().find(|r| r.id == ret.id))
     }
 
-    /// Fails a refund that was never sent because a return failed, with the platform's reason.
+    /// Fails `refund` (processing, as read), never sent because a return failed, with the
+    /// platform's reason. A lost race means another runner settled it the same way: returns
+    /// only move forward.
     async fn fail_refund(&self, refund: &Refund, fail_reason: &str) -> Result<()> {
-        let Some(stored) = self.repo.get_refund(refund.tenant_id, refund.out_refund_no.clone()).await? else {
-            return Err(Error::NotFound("refund"));
-        };
-        if stored.status != RefundStatus::Processing {
+        if refund.status != RefundStatus::Processing {
             return Ok(());
         }
         let failed = Refund {
             status: RefundStatus::Failed,
             fail_reason: Some(fail_reason.to_owned()),
             updated_at: self.clock.now(),
-            ..stored.clone()
+            ..refund.clone()
         };
         let effects = Effects { jobs: self.order_refund_event(&failed).into_iter().collect(), audit: None };
-        // A lost race means another runner settled it the same way: returns only move forward.
-        self.repo.update_refund(failed, stored.status, effects).await?;
+        self.repo.update_refund(failed, RefundStatus::Processing, effects).await?;
         Ok(())
     }
 }
