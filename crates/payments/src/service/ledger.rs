@@ -425,8 +425,8 @@ impl PaymentService {
                 }
                 if let (RefundStatus::Failed, Some(why)) = (r.status, &r.fail_reason) {
                     // Failed because a share could not be taken back: answered as at first.
-                    let share_id = self.repo.returns_of(tenant_id, r.out_refund_no.clone()).await?;
-                    let share_id = share_id.iter().find(|x| x.status == ReturnStatus::Failed).map_or(0, |x| x.share_id);
+                    let returns = self.repo.returns_of(tenant_id, r.out_refund_no.clone()).await?;
+                    let share_id = returns.iter().find(|x| x.status == ReturnStatus::Failed).map(|x| x.share_id);
                     return Err(return_failed(&r.out_refund_no, share_id, why));
                 }
                 if r.status.is_final() || r.refund_id.is_some() || offline {

@@ -93,7 +93,7 @@ impl PaymentService {
             Some(failed) => {
                 let fail_reason = failed.fail_reason.clone().unwrap_or_else(|| "FAILED".into());
                 self.fail_refund(refund, &fail_reason).await?;
-                Ok(TakenBack::Failed(return_failed(&refund.out_refund_no, failed.share_id, &fail_reason)))
+                Ok(TakenBack::Failed(return_failed(&refund.out_refund_no, Some(failed.share_id), &fail_reason)))
             }
             None => Ok(TakenBack::Done),
         }
@@ -143,12 +143,14 @@ impl PaymentService {
     }
 }
 
-/// The answer to a refund whose share `share_id` could not be taken back first (409).
-pub(super) fn return_failed(out_refund_no: &str, share_id: atrium_kernel::Id, fail_reason: &str) -> Error {
+/// The answer to a refund that was not sent because a share (`share_id`, when known) could not
+/// be taken back first (409).
+pub(super) fn return_failed(out_refund_no: &str, share_id: Option<atrium_kernel::Id>, fail_reason: &str) -> Error {
+    let share = share_id.map_or_else(|| "a share".to_owned(), |id| format!("share {id}"));
     Error::PlatformFailed {
         reason: Reason::ReturnFailed,
         message: format!(
-            "refund {out_refund_no} was not sent: share {share_id} of the payment could not be taken back from its receiver first ({fail_reason})"
+            "refund {out_refund_no} was not sent: {share} of the payment could not be taken back from its receiver first ({fail_reason})"
         ),
         fail_reason: fail_reason.to_owned(),
     }
