@@ -97,10 +97,12 @@
 //!   a merchant receiver's `SUCCESS` line back to the sub-merchant (a person's line never: 400
 //!   `INVALID_REQUEST` "不支持分账给个人的分账单回退"), at most the line's amount over its
 //!   returns not failed, 50 per share request; `SUCCESS` at once, and the same `out_return_no`
-//!   again answers that return. What was shared off stays the receivers' until returned: a
-//!   refund of a sub-merchant's payment larger than what the sub-merchant holds of it (paid −
-//!   refunds − shares not closed + returns `SUCCESS`) is refused, 403 `NOT_ENOUGH`
-//!   "基本账户余额不足，请充值后重新发起".
+//!   again answers that return, as does `GET
+//!   /v3/profitsharing/return-orders/{out_return_no}?sub_mchid=&out_order_no=`, which never
+//!   makes one (unknown, or of another share request: 404 `RESOURCE_NOT_EXISTS`). What was
+//!   shared off stays the receivers' until returned: a refund of a sub-merchant's payment
+//!   larger than what the sub-merchant holds of it (paid − refunds − shares not closed +
+//!   returns `SUCCESS`) is refused, 403 `NOT_ENOUGH` "基本账户余额不足，请充值后重新发起".
 //! * Notifications of a sub-merchant's orders and refunds are sealed with the provider's APIv3
 //!   key; `wx.requestPayment`'s parameters are signed by the provider, `appId` the `sub_appid`
 //!   the order named, else the `sp_appid`.
@@ -165,6 +167,21 @@
 //!   next return from merchant `account` answers `FAILED` with that reason
 //!   (`ACCOUNT_ABNORMAL`, `BALANCE_NOT_ENOUGH`, `TIME_OUT_CLOSED`, `PAYER_ACCOUNT_ABNORMAL` or
 //!   `INVALID_REQUEST`), nothing given back; once ([`Sandbox::fail_next_return`]).
+//! * `POST {prefix}/control/profitsharing/tamper` — `{"out_order_no", "sub_mchid"?, "account",
+//!   "result"?: "PENDING" | "SUCCESS" | "CLOSED", "amount"?: fen ≥ 0, "fail_reason"?}`: the
+//!   platform's own record of that receiver's line of a finished share request changes, as its
+//!   query answers it from then on (a `fail_reason` goes with `CLOSED` only; another result
+//!   drops it), and the answer is the request as its query now answers it
+//!   ([`Sandbox::tamper_share_line`]). `{"out_order_no", "sub_mchid"?, "forget": true}`: the
+//!   platform forgets the request and its returns, whose queries then answer 404
+//!   `RESOURCE_NOT_EXISTS`; answers `{sub_mchid, out_order_no, forgotten: true, returns}`
+//!   ([`Sandbox::forget_share`]). `sub_mchid` is needed only when several sub-merchants have
+//!   the number.
+//! * `POST {prefix}/control/profitsharing/tamper-return` — `{"out_return_no", "sub_mchid"?,
+//!   "result"?: "PROCESSING" | "SUCCESS" | "FAILED", "amount"?: fen ≥ 0, "fail_reason"?}`: the
+//!   platform's own record of that return changes, as its query (and its number's POST)
+//!   answers it from then on; it stays as set, one left `PROCESSING` is not finished by asking
+//!   again. Answers the return as its query now does ([`Sandbox::tamper_return`]).
 //!
 //! Notifications are POSTed to the order's (or the refund's) `notify_url` with the platform's
 //! body, the resource sealed with AEAD_AES_256_GCM under the merchant's APIv3 key, signed with

@@ -107,6 +107,8 @@ impl Sandbox {
             .route("/control/profitsharing/close-next", web::post().to(pay::control_share_close_next))
             .route("/control/profitsharing/return-fail-next", web::post().to(pay::control_share_return_fail_next))
             .route("/control/profitsharing/rules", web::post().to(pay::control_share_rules))
+            .route("/control/profitsharing/tamper", web::post().to(pay::control_share_tamper))
+            .route("/control/profitsharing/tamper-return", web::post().to(pay::control_share_tamper_return))
             .route("/api/cgi-bin/component/{name}", web::route().to(open::component_entry))
             .route("/api/wxa/{name}", web::route().to(open::wxa_entry))
             .route("/api/ci/upload", web::post().to(open::ci_upload))

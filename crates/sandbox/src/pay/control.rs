@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::time::Duration;
 
-use super::{PaymentResult, RefundResult};
+use super::{PaymentResult, RecordChange, RefundResult};
 use crate::platform::{Sandbox, bad_control};
 
 #[derive(Deserialize)]
@@ -326,6 +326,75 @@ pub(crate) async fn control_share_return_fail_next(sb: web::Data<Sandbox>, body:
     };
     match sb.fail_next_return(&body.account, &body.fail_reason) {
         Ok(()) => HttpResponse::Ok().json(json!({"account": body.account, "fail_reason": body.fail_reason})),
+        Err(msg) => bad_control(msg),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ShareTamperRequest {
+    out_order_no: String,
+    /// Whose request, when several sub-merchants have the number.
+    sub_mchid: Option<String>,
+    account: Option<String>,
+    result: Option<String>,
+    amount: Option<i64>,
+    fail_reason: Option<String>,
+    #[serde(default)]
+    forget: bool,
+}
+
+/// `POST {prefix}/control/profitsharing/tamper`: `{"out_order_no", "sub_mchid"?, "account",
+/// "result"?, "amount"?, "fail_reason"?}` changes the platform's record of that receiver's
+/// line ([`Sandbox::tamper_share_line`]) and answers the request as its query now does;
+/// `{"out_order_no", "sub_mchid"?, "forget": true}` makes the platform forget the request
+/// ([`Sandbox::forget_share`]).
+pub(crate) async fn control_share_tamper(sb: web::Data<Sandbox>, body: web::Bytes) -> HttpResponse {
+    let takes = r#"profitsharing/tamper takes {"out_order_no", "sub_mchid"?, "account", "result"?: "PENDING" | "SUCCESS" | "CLOSED", "amount"?: fen, "fail_reason"?} or {"out_order_no", "sub_mchid"?, "forget": true}"#;
+    let body: ShareTamperRequest = match control_body(&body, takes) {
+        Ok(b) => b,
+        Err(msg) => return bad_control(msg),
+    };
+    let change = RecordChange { result: body.result, amount: body.amount, fail_reason: body.fail_reason };
+    let sub_mchid = body.sub_mchid.as_deref();
+    let done = match (body.account, body.forget) {
+        (Some(_), true) => Err("forget takes no account: it forgets the whole share request".to_owned()),
+        (None, true) if change != RecordChange::default() => {
+            Err("forget takes no result, amount or fail_reason: it forgets the whole share request".to_owned())
+        }
+        (None, true) => sb.forget_share(sub_mchid, &body.out_order_no),
+        (Some(account), false) => sb.tamper_share_line(sub_mchid, &body.out_order_no, &account, &change),
+        (None, false) => Err(format!("{takes}: name the line's account, or forget the request")),
+    };
+    match done {
+        Ok(answer) => HttpResponse::Ok().json(answer),
+        Err(msg) => bad_control(msg),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReturnTamperRequest {
+    out_return_no: String,
+    /// Whose return, when several sub-merchants have the number.
+    sub_mchid: Option<String>,
+    result: Option<String>,
+    amount: Option<i64>,
+    fail_reason: Option<String>,
+}
+
+/// `POST {prefix}/control/profitsharing/tamper-return`: `{"out_return_no", "sub_mchid"?,
+/// "result"?, "amount"?, "fail_reason"?}` changes the platform's record of that return
+/// ([`Sandbox::tamper_return`]) and answers it as its query now does.
+pub(crate) async fn control_share_tamper_return(sb: web::Data<Sandbox>, body: web::Bytes) -> HttpResponse {
+    let takes = r#"profitsharing/tamper-return takes {"out_return_no", "sub_mchid"?, "result"?: "PROCESSING" | "SUCCESS" | "FAILED", "amount"?: fen, "fail_reason"?}"#;
+    let body: ReturnTamperRequest = match control_body(&body, takes) {
+        Ok(b) => b,
+        Err(msg) => return bad_control(msg),
+    };
+    let change = RecordChange { result: body.result, amount: body.amount, fail_reason: body.fail_reason };
+    match sb.tamper_return(body.sub_mchid.as_deref(), &body.out_return_no, &change) {
+        Ok(answer) => HttpResponse::Ok().json(answer),
         Err(msg) => bad_control(msg),
     }
 }

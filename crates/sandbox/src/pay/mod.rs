@@ -22,12 +22,13 @@ mod sharing;
 pub(crate) use control::{
     control_merchant, control_notifications, control_notify_fail, control_notify_lose, control_notify_requests, control_pay,
     control_pay_delay, control_pay_fail, control_profitsharing, control_refund, control_share_close_next, control_share_return_fail_next,
-    control_share_rules, control_sub_merchant, control_trade,
+    control_share_rules, control_share_tamper, control_share_tamper_return, control_sub_merchant, control_trade,
 };
 pub use notify::{HOLD_DUPLICATE, NotifyAttempt, PayNotification, SignedNotification};
 pub use sharing::{
     DEFAULT_SHARE_FINISH_AFTER, MAX_RETURNS_PER_SHARE_ORDER, MAX_SHARE_FINISH_AFTER, MAX_SHARE_ORDERS_PER_TRANSACTION, MAX_SHARE_RECEIVERS,
-    ProfitSharingView, RETURN_FAIL_REASONS, ShareLineView, ShareOrderView, ShareReceiverView, ShareReturnView, ShareRules, UnfrozenView,
+    ProfitSharingView, RETURN_FAIL_REASONS, RecordChange, ShareLineView, ShareOrderView, ShareReceiverView, ShareReturnView, ShareRules,
+    UnfrozenView,
 };
 
 use actix_web::http::StatusCode;
@@ -908,6 +909,7 @@ impl Sandbox {
             ("POST", ["v3", "profitsharing", "orders"]) => json_body().map(|b| self.share(&mchid, &b)),
             ("GET", ["v3", "profitsharing", "orders", no]) => Ok(self.query_share(&mchid, &query, no)),
             ("POST", ["v3", "profitsharing", "return-orders"]) => json_body().map(|b| self.return_share(&mchid, &b)),
+            ("GET", ["v3", "profitsharing", "return-orders", no]) => Ok(self.query_return(&mchid, &query, no)),
             ("GET", ["v3", "bill", "tradebill"]) => Ok(self.trade_bill(&mchid, &query, base)),
             ("GET", ["v3", "billdownload", "file"]) => return self.bill_file(&mchid, query.get("token")),
             _ => Ok(Answer::error(404, "NOT_FOUND", format!("the sandbox pay platform has no {method} {path}"))),

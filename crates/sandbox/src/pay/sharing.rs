@@ -45,6 +45,12 @@
 //!   [`Sandbox::set_returns_processing`] is on a new return answers `PROCESSING` first
 //!   (nothing moved, no `finish_time`), and the next call under its number finishes it, as
 //!   decided when it was made.
+//! * `GET /v3/profitsharing/return-orders/{out_return_no}?sub_mchid=&out_order_no=`: the
+//!   return as the POST answers it under the same number, the same body signed the same way
+//!   (a `PROCESSING` one finishes, as there). It never makes one: a number the sub-merchant
+//!   has no return under, or whose return is of another share request, is 404
+//!   `RESOURCE_NOT_EXISTS`; a query not naming `sub_mchid` or `out_order_no` is 400
+//!   `PARAM_ERROR`.
 //!
 //! What was shared off a payment is the receivers' until returned. What a transaction has left
 //! for an unfreeze is paid − refunds − (shares `SUCCESS` − returns `SUCCESS`); and a refund of
@@ -74,6 +80,12 @@
 //! scheduled and the request waits for its query.
 //!
 //! The sandbox keeps at most `KEEP_ORDERS` returns (then 429 `FREQUENCY_LIMITED`).
+//!
+//! The platform's own records can be made to differ from ours, for the reconciliation to find:
+//! [`Sandbox::tamper_share_line`] changes a finished request's line (result, amount,
+//! fail_reason), [`Sandbox::forget_share`] makes the platform forget a request and its
+//! returns (their queries 404 from then on), [`Sandbox::tamper_return`] changes a return,
+//! which then stays as set. The platform's queries and sums follow its records as changed.
 //!
 //! [`Sandbox::profit_sharing`] (and `GET {prefix}/control/profitsharing`) tells what the
 //! platform holds of one transaction's sharing, each line's `returned` and its returns.
@@ -217,6 +229,8 @@ struct ShareReturn {
     /// The reason it is to fail with when it finishes ([`Sandbox::fail_next_return`]), fixed
     /// when it was made.
     fail_with: Option<String>,
+    /// Changed by [`Sandbox::tamper_return`]: it stays as set, asking again finishes nothing.
+    tampered: bool,
 }
 
 /// One transaction's sharing.
@@ -296,6 +310,120 @@ pub struct ShareRules {
     /// Whether a new return answers `PROCESSING` first, finished by the next call under its
     /// number ([`Sandbox::set_returns_processing`]).
     pub returns_processing: bool,
+}
+
+/// A change to the platform's own record of a share line ([`Sandbox::tamper_share_line`]) or
+/// of a return ([`Sandbox::tamper_return`]): what is given replaces what the platform holds,
+/// what is not stays.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordChange {
+    /// A line's `PENDING`, `SUCCESS` or `CLOSED`; a return's `PROCESSING`, `SUCCESS` or
+    /// `FAILED`.
+    pub result: Option<String>,
+    /// Fen, at least 0.
+    pub amount: Option<i64>,
+    /// Why it closed or failed: A-Z and `_`, with a `CLOSED` line or a `FAILED` return only.
+    pub fail_reason: Option<String>,
+}
+
+/// What a share line and a return have alike, to change by a [`RecordChange`].
+struct Record {
+    result: &'static str,
+    amount: i64,
+    fail_reason: Option<String>,
+    finish_time: Option<DateTime<Utc>>,
+}
+
+/// A line's results, the one still open first.
+const LINE_RESULTS: [&str; 3] = [PENDING, SUCCESS, CLOSED];
+/// A return's results, the one still open first.
+const RETURN_RESULTS: [&str; 3] = [PROCESSING, SUCCESS, FAILED];
+
+/// What a [`RecordChange`] sets, its form checked: each `None` when not given.
+struct Given {
+    result: Option<&'static str>,
+    amount: Option<i64>,
+    fail_reason: Option<String>,
+}
+
+/// `change` read for a record that may be one of `results`, or why its form is refused.
+fn given(change: &RecordChange, results: [&'static str; 3]) -> Result<Given, String> {
+    let result = match &change.result {
+        None => None,
+        Some(r) => Some(
+            results.iter().find(|known| **known == r).copied().ok_or_else(|| format!("result must be one of {}", results.join(", ")))?,
+        ),
+    };
+    if let Some(fen) = change.amount.filter(|fen| *fen < 0) {
+        return Err(format!("amount must be at least 0 fen, not {fen}"));
+    }
+    if let Some(reason) = &change.fail_reason {
+        check_fail_reason(reason)?;
+    }
+    Ok(Given { result, amount: change.amount, fail_reason: change.fail_reason.clone() })
+}
+
+/// `record` with `given` made, or why it is refused. `results` are what the record may be,
+/// the open one first, and `failed` the one a `fail_reason` goes with: a record made another
+/// result loses its reason; one made open loses its finish time, one made finished gets one
+/// (now) unless it was finished so already.
+fn changed(record: Record, given: Given, results: [&'static str; 3], failed: &'static str, now: DateTime<Utc>) -> Result<Record, String> {
+    let result = given.result.unwrap_or(record.result);
+    let fail_reason = match given.fail_reason {
+        Some(_) if result != failed => return Err(format!("fail_reason goes with a {failed} result, not {result}")),
+        Some(reason) => Some(reason),
+        None if result == failed => record.fail_reason,
+        None => None,
+    };
+    let finish_time = if result == results[0] {
+        None
+    } else if result == record.result {
+        record.finish_time.or(Some(now))
+    } else {
+        Some(now)
+    };
+    Ok(Record { result, amount: given.amount.unwrap_or(record.amount), fail_reason, finish_time })
+}
+
+/// A reason a share line closes or a return fails: 1 to 64 of A-Z and `_`.
+fn check_fail_reason(reason: &str) -> Result<(), String> {
+    if reason.is_empty() || reason.len() > 64 || !reason.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
+        return Err("fail_reason must be 1 to 64 of A-Z and _, as ACCOUNT_ABNORMAL".into());
+    }
+    Ok(())
+}
+
+impl SharingState {
+    /// The key of share request `out_order_no`: of sub-merchant `sub_mchid` when given, else of
+    /// the one sub-merchant that has such a request.
+    fn order_key(&self, sub_mchid: Option<&str>, out_order_no: &str) -> Result<(String, String), String> {
+        let keys = self.orders.keys().filter(|(sub, no)| no == out_order_no && sub_mchid.is_none_or(|s| s == sub));
+        only_key(keys, "share request", out_order_no, sub_mchid)
+    }
+
+    /// The key of return `out_return_no`, as [`SharingState::order_key`] finds a request's.
+    fn return_key(&self, sub_mchid: Option<&str>, out_return_no: &str) -> Result<(String, String), String> {
+        let keys = self.returns.keys().filter(|(sub, no)| no == out_return_no && sub_mchid.is_none_or(|s| s == sub));
+        only_key(keys, "return", out_return_no, sub_mchid)
+    }
+}
+
+/// The one key of `keys`, or why there is none: `what` `no` is unknown, or several
+/// sub-merchants have one and `sub_mchid` must say whose.
+fn only_key<'a>(
+    mut keys: impl Iterator<Item = &'a (String, String)>,
+    what: &str,
+    no: &str,
+    sub_mchid: Option<&str>,
+) -> Result<(String, String), String> {
+    match (keys.next(), keys.next()) {
+        (Some(key), None) => Ok(key.clone()),
+        (Some(_), Some(_)) => Err(format!("several sub-merchants have a {what} {no}: name its sub_mchid")),
+        (None, _) => Err(match sub_mchid {
+            Some(sub) => format!("sub-merchant {sub} has no {what} {no}"),
+            None => format!("the platform has no {what} {no}"),
+        }),
+    }
 }
 
 /// What the platform holds of one transaction's profit sharing: [`Sandbox::profit_sharing`]
@@ -540,6 +668,17 @@ fn finish_return(r: &mut ShareReturn, now: DateTime<Utc>) {
         None => r.result = SUCCESS,
     }
     r.finish_time = Some(now);
+}
+
+/// A known return asked for again, by its number's POST or by its query: one still
+/// `PROCESSING` finishes now, as decided when it was made (unless [`Sandbox::tamper_return`]
+/// set it so); answered as it then stands.
+fn asked_again(sub_mchid: &str, known: &mut ShareReturn, now: DateTime<Utc>) -> Answer {
+    if known.result == PROCESSING && !known.tampered {
+        finish_return(known, now);
+        log::info!("sandbox pay platform: return {} of sub-merchant {sub_mchid} finished {}", known.out_return_no, known.result);
+    }
+    Answer::ok(return_json(sub_mchid, known))
 }
 
 /// Finishes a request: each line `CLOSED` with the reason it was marked with, `SUCCESS`
@@ -1070,11 +1209,7 @@ impl Sandbox {
         if let Some(known) = pay.sharing.returns.get_mut(&key) {
             // One number, one return: a retry gets it as it stands, and finishes it when it
             // was processing.
-            if known.result == PROCESSING {
-                finish_return(known, now);
-                log::info!("sandbox pay platform: return {out_return_no} of sub-merchant {sub_mchid} finished {}", known.result);
-            }
-            return Answer::ok(return_json(sub_mchid, known));
+            return asked_again(sub_mchid, known, now);
         }
         let parsed = (|| {
             let out_order_no = out_order_no_field(body)?;
@@ -1140,6 +1275,7 @@ impl Sandbox {
             created_at: now,
             finish_time: None,
             fail_with,
+            tampered: false,
         };
         if !pay.sharing.returns_processing {
             finish_return(&mut made, now);
@@ -1155,6 +1291,28 @@ impl Sandbox {
         }
         pay.sharing.returns.insert(key, made);
         answer
+    }
+
+    /// `GET /v3/profitsharing/return-orders/{out_return_no}?sub_mchid=&out_order_no=`: the
+    /// return as `POST /v3/profitsharing/return-orders` answers it under the same number (one
+    /// still processing finishes, as there). Never makes one: a number the sub-merchant has no
+    /// return under, or whose return is of another share request, is 404 `RESOURCE_NOT_EXISTS`.
+    pub(super) fn query_return(&self, signer: &str, query: &HashMap<String, String>, out_return_no: &str) -> Answer {
+        let Some(sub_mchid) = query.get("sub_mchid") else {
+            return Answer::error(400, "PARAM_ERROR", "the query must name sub_mchid");
+        };
+        let Some(out_order_no) = query.get("out_order_no") else {
+            return Answer::error(400, "PARAM_ERROR", "the query must name out_order_no");
+        };
+        if let Err(refusal) = self.sub_merchant_of(signer, sub_mchid) {
+            return refusal;
+        }
+        let mut state = self.lock();
+        let key = (sub_mchid.clone(), out_return_no.to_owned());
+        match state.pay.sharing.returns.get_mut(&key).filter(|r| r.out_order_no == *out_order_no) {
+            Some(known) => asked_again(sub_mchid, known, Utc::now()),
+            None => Answer::error(404, "RESOURCE_NOT_EXISTS", "the profit-sharing return does not exist"),
+        }
     }
 
     /// Finishes share request `out_order_no` of `sub_mchid` `after` from now, unless its query
@@ -1310,9 +1468,7 @@ impl Sandbox {
         if account.is_empty() || account.chars().count() > MAX_ACCOUNT {
             return Err(format!("account must be 1 to {MAX_ACCOUNT} characters"));
         }
-        if fail_reason.is_empty() || fail_reason.len() > 64 || !fail_reason.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
-            return Err("fail_reason must be 1 to 64 of A-Z and _, as ACCOUNT_ABNORMAL".into());
-        }
+        check_fail_reason(fail_reason)?;
         let mut state = self.lock();
         let close_next = &mut state.pay.sharing.close_next;
         if close_next.len() >= KEEP_FAILURES {
@@ -1370,6 +1526,99 @@ impl Sandbox {
     /// a share is settled by its query only, as far as the merchant can tell.
     pub fn set_share_notifications(&self, on: bool) {
         self.lock().pay.sharing.notify = on;
+    }
+
+    /// Changes the platform's own record of the line of `account` in share (or unfreeze)
+    /// request `out_order_no` — of sub-merchant `sub_mchid`, which may be left out when one
+    /// sub-merchant only has that number — so that our books and the platform's disagree: from
+    /// then on its query answers, [`Sandbox::profit_sharing`] and what the platform counts
+    /// (what a sub-merchant holds for a refund, what a return may take back) follow the line as
+    /// changed. The request must have finished (a `PROCESSING` one would overwrite its lines
+    /// when it finishes); its `state` stays. Answers the request as its query now answers it.
+    pub fn tamper_share_line(
+        &self,
+        sub_mchid: Option<&str>,
+        out_order_no: &str,
+        account: &str,
+        change: &RecordChange,
+    ) -> Result<Value, String> {
+        let given = given(change, LINE_RESULTS)?;
+        let now = Utc::now();
+        let mut state = self.lock();
+        let sharing = &mut state.pay.sharing;
+        let key = sharing.order_key(sub_mchid, out_order_no)?;
+        let order = sharing.orders.get_mut(&key).ok_or_else(|| format!("the platform has no share request {out_order_no}"))?;
+        if order.state == PROCESSING {
+            return Err(format!(
+                "share request {out_order_no} is still PROCESSING: change its lines once it has finished (its query finishes it)"
+            ));
+        }
+        let line = order
+            .lines
+            .iter_mut()
+            .find(|l| l.account == account)
+            .ok_or_else(|| format!("share request {out_order_no} has no line of {account}"))?;
+        let was = Record { result: line.result, amount: line.amount, fail_reason: line.fail_reason.clone(), finish_time: line.finish_time };
+        let now_is = changed(was, given, LINE_RESULTS, CLOSED, now)?;
+        (line.result, line.amount, line.fail_reason, line.finish_time) =
+            (now_is.result, now_is.amount, now_is.fail_reason, now_is.finish_time);
+        log::info!(
+            "sandbox pay platform: the line of {account} in share {out_order_no} of sub-merchant {} tampered with: {} fen, {}",
+            key.0,
+            line.amount,
+            line.result
+        );
+        Ok(order_json(order))
+    }
+
+    /// Makes the platform forget share (or unfreeze) request `out_order_no` — of sub-merchant
+    /// `sub_mchid`, which may be left out when one sub-merchant only has that number — and the
+    /// returns of its lines: their queries answer 404 `RESOURCE_NOT_EXISTS`, and the number may
+    /// be used again. A request that ended its transaction's sharing (an unfreeze, or a share
+    /// that asked to unfreeze the rest) no longer ends it. Answers `{sub_mchid, out_order_no,
+    /// forgotten: true, returns}`, `returns` the numbers of the returns forgotten with it.
+    pub fn forget_share(&self, sub_mchid: Option<&str>, out_order_no: &str) -> Result<Value, String> {
+        let mut state = self.lock();
+        let sharing = &mut state.pay.sharing;
+        let key = sharing.order_key(sub_mchid, out_order_no)?;
+        let order = sharing.orders.remove(&key).ok_or_else(|| format!("the platform has no share request {out_order_no}"))?;
+        let (sub, no) = key;
+        for return_no in &order.returns {
+            sharing.returns.remove(&(sub.clone(), return_no.clone()));
+        }
+        if let Some(tx) = sharing.transactions.get_mut(&(sub.clone(), order.transaction_id.clone())) {
+            tx.orders.retain(|n| *n != no);
+            if tx.ended_by.as_ref() == Some(&no) {
+                tx.ended_by = None;
+            }
+            if tx.unfrozen.as_ref().is_some_and(|(n, _, _)| *n == no) {
+                tx.unfrozen = None;
+            }
+        }
+        log::info!("sandbox pay platform: share {no} of sub-merchant {sub} forgotten, with {} return(s)", order.returns.len());
+        Ok(json!({"sub_mchid": sub, "out_order_no": no, "forgotten": true, "returns": order.returns}))
+    }
+
+    /// Changes the platform's own record of return `out_return_no` — of sub-merchant
+    /// `sub_mchid`, which may be left out when one sub-merchant only has that number — so that
+    /// our books and the platform's disagree: from then on its query and its number's POST
+    /// answer it as changed, and the platform counts it so. It stays as set: one left
+    /// `PROCESSING` is not finished by asking again. Answers the return as its query now
+    /// answers it.
+    pub fn tamper_return(&self, sub_mchid: Option<&str>, out_return_no: &str, change: &RecordChange) -> Result<Value, String> {
+        let given = given(change, RETURN_RESULTS)?;
+        let now = Utc::now();
+        let mut state = self.lock();
+        let sharing = &mut state.pay.sharing;
+        let key = sharing.return_key(sub_mchid, out_return_no)?;
+        let r = sharing.returns.get_mut(&key).ok_or_else(|| format!("the platform has no return {out_return_no}"))?;
+        let was = Record { result: r.result, amount: r.amount, fail_reason: r.fail_reason.clone(), finish_time: r.finish_time };
+        let now_is = changed(was, given, RETURN_RESULTS, FAILED, now)?;
+        (r.result, r.amount, r.fail_reason, r.finish_time) = (now_is.result, now_is.amount, now_is.fail_reason, now_is.finish_time);
+        r.fail_with = None;
+        r.tampered = true;
+        log::info!("sandbox pay platform: return {out_return_no} of sub-merchant {} tampered with: {} fen, {}", key.0, r.amount, r.result);
+        Ok(return_json(&key.0, r))
     }
 
     /// The rules the platform's profit sharing plays by now.
@@ -2160,6 +2409,237 @@ mod tests {
             sb.fail_next_return(PLATFORM_RECEIVER, "ACCOUNT_ABNORMAL").unwrap();
         }
         assert!(sb.fail_next_return(PLATFORM_RECEIVER, "ACCOUNT_ABNORMAL").is_err(), "bounded");
+    }
+
+    fn query_return(sb: &Sandbox, sp: &SandboxMerchant, no: &str, out_order_no: &str) -> Answer {
+        call(sb, sp, "GET", &format!("/v3/profitsharing/return-orders/{no}?sub_mchid={SUB}&out_order_no={out_order_no}"), "", 0)
+    }
+
+    /// A control call over HTTP, its handler called as the router would: (status, JSON body).
+    async fn control(sb: &Sandbox, path: &str, body: &str) -> (u16, Value) {
+        let data = actix_web::web::Data::new(sb.clone());
+        let body = actix_web::web::Bytes::from(body.to_owned());
+        let response = match path {
+            "profitsharing/tamper" => super::super::control_share_tamper(data, body).await,
+            "profitsharing/tamper-return" => super::super::control_share_tamper_return(data, body).await,
+            other => panic!("no control {other} here"),
+        };
+        let status = response.status().as_u16();
+        let bytes = actix_web::body::to_bytes(response.into_body()).await.unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_return_query_answers_a_known_return_as_its_post_does_and_never_makes_one() {
+        let (sb, sp, _) = shared().await;
+        let made = give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 15);
+
+        let queried = query_return(&sb, &sp, "PR1", "PS1");
+
+        assert_eq!(queried.status, 200, "{:?}", queried.body);
+        assert_eq!(queried.body, made.body, "the same body as the POST");
+        assert_eq!(queried.body, give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 15).body);
+        // A return processing is finished by its query, as by its number's POST, once.
+        sb.set_returns_processing(true);
+        let processing = give_back(&sb, &sp, "PR2", "PS1", PLATFORM_RECEIVER, 4);
+        assert_eq!(outcome(&processing), ("PROCESSING".into(), None));
+        let finished = query_return(&sb, &sp, "PR2", "PS1");
+        assert_eq!(outcome(&finished), ("SUCCESS".into(), None));
+        assert_eq!(finished.body.as_ref().unwrap()["return_id"], processing.body.as_ref().unwrap()["return_id"]);
+        assert!(finished.body.as_ref().unwrap()["finish_time"].is_string());
+        assert_eq!(give_back(&sb, &sp, "PR2", "PS1", PLATFORM_RECEIVER, 4).body, finished.body);
+        assert_eq!(query_return(&sb, &sp, "PR2", "PS1").body, finished.body);
+        assert_eq!(sb.profit_sharing(SUB, "T_PS_0001").unwrap().orders[0].lines[0].returned, 19);
+        sb.set_returns_processing(false);
+
+        // Unknown, or of another share request: 404, and nothing is made.
+        for (no, out_order_no) in [("PR9", "PS1"), ("PR1", "PS_OTHER"), ("PR1", "PS2")] {
+            let unknown = query_return(&sb, &sp, no, out_order_no);
+            assert_eq!(code(&unknown), (404, "RESOURCE_NOT_EXISTS".into()), "{no} of {out_order_no}");
+        }
+        assert_eq!(sb.profit_sharing(SUB, "T_PS_0001").unwrap().returns.len(), 2, "no return was made");
+        assert_eq!(code(&query_return(&sb, &sp, "PR9", "PS1")), (404, "RESOURCE_NOT_EXISTS".into()), "still unknown");
+        // Another sub-merchant of the same provider has none of them.
+        sb.register_sub_merchant(SP, "1900000201", None).unwrap();
+        let path = "/v3/profitsharing/return-orders/PR1?sub_mchid=1900000201&out_order_no=PS1";
+        assert_eq!(code(&call(&sb, &sp, "GET", path, "", 0)), (404, "RESOURCE_NOT_EXISTS".into()));
+        // Only the sub-merchant's provider asks, naming both.
+        let other = sb.register_merchant("1900000110", "wx_other").unwrap();
+        assert_eq!(code(&query_return(&sb, &other, "PR1", "PS1")), (400, "INVALID_REQUEST".into()));
+        for path in ["/v3/profitsharing/return-orders/PR1?sub_mchid=1900000200", "/v3/profitsharing/return-orders/PR1?out_order_no=PS1"] {
+            assert_eq!(code(&call(&sb, &sp, "GET", path, "", 0)), (400, "PARAM_ERROR".into()), "{path}");
+        }
+        // Its number stays free: the return is made by its POST.
+        assert_eq!(outcome(&give_back(&sb, &sp, "PR9", "PS1", PLATFORM_RECEIVER, 1)), ("SUCCESS".into(), None));
+        assert_eq!(query_return(&sb, &sp, "PR9", "PS1").status, 200);
+        assert_eq!(sb.profit_sharing(SUB, "T_PS_0001").unwrap().returns.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn tamper_changes_a_lines_result_and_amount_as_the_platform_answers_and_counts_it() {
+        let (sb, sp, tx) = shared().await;
+
+        let (status, answer) = control(
+            &sb,
+            "profitsharing/tamper",
+            r#"{"out_order_no": "PS1", "account": "o-partner-7", "result": "CLOSED", "amount": 7, "fail_reason": "ACCOUNT_ABNORMAL"}"#,
+        )
+        .await;
+
+        assert_eq!(status, 200, "{answer}");
+        let queried = query(&sb, &sp, &tx, "PS1");
+        assert_eq!(queried.body.as_ref(), Some(&answer), "the request as its query now answers it");
+        assert_eq!(lines(&queried), [line("MERCHANT_ID", PLATFORM_RECEIVER, 20, "SUCCESS"), line("PERSONAL_OPENID", PARTNER, 7, "CLOSED")]);
+        assert_eq!((&answer["state"], &answer["receivers"][1]["fail_reason"]), (&json!("FINISHED"), &json!("ACCOUNT_ABNORMAL")));
+        assert!(answer["receivers"][1]["finish_time"].is_string());
+        let view = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+        assert_eq!(
+            (view.orders[0].lines[1].result.as_str(), view.orders[0].lines[1].amount, view.shared),
+            ("CLOSED", 7, 20),
+            "the platform's view and sums follow"
+        );
+
+        // Back to SUCCESS: the reason goes. The platform's line made PENDING stays so, the
+        // request still finished, its queries finishing nothing.
+        let (status, answer) =
+            control(&sb, "profitsharing/tamper", r#"{"out_order_no": "PS1", "account": "o-partner-7", "result": "SUCCESS"}"#).await;
+        assert_eq!((status, answer["receivers"][1].get("fail_reason")), (200, None), "{answer}");
+        let (status, answer) =
+            control(&sb, "profitsharing/tamper", r#"{"out_order_no": "PS1", "account": "1900000109", "result": "PENDING", "amount": 0}"#)
+                .await;
+        assert_eq!(status, 200, "{answer}");
+        assert!(answer["receivers"][0].get("finish_time").is_none(), "a pending line has not finished: {answer}");
+        query(&sb, &sp, &tx, "PS1");
+        let queried = query(&sb, &sp, &tx, "PS1");
+        assert_eq!(lines(&queried), [line("MERCHANT_ID", PLATFORM_RECEIVER, 0, "PENDING"), line("PERSONAL_OPENID", PARTNER, 7, "SUCCESS")]);
+        assert_eq!(queried.body.as_ref().unwrap()["state"], "FINISHED");
+        assert_eq!(code(&give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 1)), (400, "INVALID_REQUEST".into()), "nothing to return");
+    }
+
+    #[tokio::test]
+    async fn forget_makes_the_platform_answer_404_for_the_share_and_its_returns() {
+        let (sb, sp, tx) = shared().await;
+        assert_eq!(outcome(&give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 5)).0, "SUCCESS");
+
+        let (status, answer) = control(&sb, "profitsharing/tamper", r#"{"out_order_no": "PS1", "forget": true}"#).await;
+
+        assert_eq!((status, answer), (200, json!({"sub_mchid": SUB, "out_order_no": "PS1", "forgotten": true, "returns": ["PR1"]})));
+        assert_eq!(code(&query(&sb, &sp, &tx, "PS1")), (404, "RESOURCE_NOT_EXISTS".into()));
+        assert_eq!(code(&query_return(&sb, &sp, "PR1", "PS1")), (404, "RESOURCE_NOT_EXISTS".into()));
+        let view = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+        assert_eq!((view.orders.len(), view.returns.len(), view.shared), (0, 0, 0));
+        let (status, again) = control(&sb, "profitsharing/tamper", r#"{"out_order_no": "PS1", "forget": true}"#).await;
+        assert_eq!(status, 400, "{again}");
+        assert!(again["message"].as_str().unwrap().contains("no share request PS1"), "{again}");
+    }
+
+    #[tokio::test]
+    async fn tamper_return_changes_what_the_return_query_answers_and_the_return_stays_so() {
+        let (sb, sp, _) = shared().await;
+        give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 15);
+
+        let (status, answer) = control(
+            &sb,
+            "profitsharing/tamper-return",
+            r#"{"out_return_no": "PR1", "result": "FAILED", "amount": 14, "fail_reason": "BALANCE_NOT_ENOUGH"}"#,
+        )
+        .await;
+
+        assert_eq!(status, 200, "{answer}");
+        let queried = query_return(&sb, &sp, "PR1", "PS1");
+        assert_eq!(queried.body.as_ref(), Some(&answer), "the return as its query now answers it");
+        assert_eq!(outcome(&queried), ("FAILED".into(), Some("BALANCE_NOT_ENOUGH".into())));
+        assert_eq!(answer["amount"], 14);
+        assert_eq!(give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 15).body, queried.body, "its POST answers the same");
+        let view = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+        assert_eq!((view.orders[0].lines[0].returned, view.returns[0].result.as_str()), (0, "FAILED"), "counted as failed");
+
+        // Made PROCESSING it stays so: asking again finishes nothing.
+        let (status, answer) = control(&sb, "profitsharing/tamper-return", r#"{"out_return_no": "PR1", "result": "PROCESSING"}"#).await;
+        assert_eq!((status, answer.get("fail_reason"), answer.get("finish_time")), (200, None, None), "{answer}");
+        assert_eq!(outcome(&query_return(&sb, &sp, "PR1", "PS1")), ("PROCESSING".into(), None));
+        assert_eq!(outcome(&give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 15)), ("PROCESSING".into(), None));
+        assert_eq!(query_return(&sb, &sp, "PR1", "PS1").body.as_ref(), Some(&answer));
+    }
+
+    #[tokio::test]
+    async fn the_tamper_controls_refuse_bad_bodies_with_a_json_message_and_change_nothing() {
+        let (sb, sp, tx) = shared().await;
+        give_back(&sb, &sp, "PR1", "PS1", PLATFORM_RECEIVER, 15);
+        sb.set_max_ratio(SUB, 10_000).unwrap();
+        share(&sb, &sp, &tx, "PS2", &[("MERCHANT_ID", PLATFORM_RECEIVER, 5)]);
+        let share_before = sb.profit_sharing(SUB, "T_PS_0001").unwrap();
+
+        for (path, body, says) in [
+            ("profitsharing/tamper", "nope", "profitsharing/tamper takes"),
+            ("profitsharing/tamper", r#"{"account": "o-partner-7"}"#, "missing field `out_order_no`"),
+            ("profitsharing/tamper", r#"{"out_order_no": "PS1", "account": "o-partner-7", "colour": "red"}"#, "unknown field `colour`"),
+            ("profitsharing/tamper", r#"{"out_order_no": "PS1"}"#, "name the line's account, or forget"),
+            ("profitsharing/tamper", r#"{"out_order_no": "PS_NONE", "account": "o-partner-7"}"#, "no share request PS_NONE"),
+            ("profitsharing/tamper", r#"{"out_order_no": "PS1", "account": "o-nobody"}"#, "has no line of o-nobody"),
+            ("profitsharing/tamper", r#"{"out_order_no": "PS2", "account": "1900000109", "amount": 1}"#, "still PROCESSING"),
+            (
+                "profitsharing/tamper",
+                r#"{"out_order_no": "PS1", "account": "o-partner-7", "result": "FAILED"}"#,
+                "result must be one of PENDING, SUCCESS, CLOSED",
+            ),
+            ("profitsharing/tamper", r#"{"out_order_no": "PS1", "account": "o-partner-7", "amount": -1}"#, "at least 0 fen"),
+            ("profitsharing/tamper", r#"{"out_order_no": "PS1", "account": "o-partner-7", "amount": 1.5}"#, "amount"),
+            ("profitsharing/tamper", r#"{"out_order_no": "PS1", "account": "o-partner-7", "amount": "10"}"#, "amount"),
+            (
+                "profitsharing/tamper",
+                r#"{"out_order_no": "PS1", "account": "o-partner-7", "fail_reason": "ACCOUNT_ABNORMAL"}"#,
+                "fail_reason goes with a CLOSED result, not SUCCESS",
+            ),
+            (
+                "profitsharing/tamper",
+                r#"{"out_order_no": "PS1", "account": "o-partner-7", "result": "CLOSED", "fail_reason": "bad reason"}"#,
+                "fail_reason must be 1 to 64 of A-Z and _",
+            ),
+            ("profitsharing/tamper", r#"{"out_order_no": "PS1", "account": "o-partner-7", "forget": true}"#, "forget takes no account"),
+            ("profitsharing/tamper", r#"{"out_order_no": "PS1", "forget": true, "result": "CLOSED"}"#, "forget takes no result"),
+            ("profitsharing/tamper", r#"{"out_order_no": "PS1", "forget": "yes"}"#, "forget"),
+            ("profitsharing/tamper", r#"{"out_order_no": "PS_NONE", "forget": true}"#, "no share request PS_NONE"),
+            (
+                "profitsharing/tamper",
+                r#"{"out_order_no": "PS1", "sub_mchid": "1900000299", "forget": true}"#,
+                "sub-merchant 1900000299 has no",
+            ),
+            ("profitsharing/tamper-return", r#"{"result": "FAILED"}"#, "missing field `out_return_no`"),
+            ("profitsharing/tamper-return", r#"{"out_return_no": "PR1", "account": "1900000109"}"#, "unknown field `account`"),
+            ("profitsharing/tamper-return", r#"{"out_return_no": "PR_NONE", "result": "FAILED"}"#, "no return PR_NONE"),
+            (
+                "profitsharing/tamper-return",
+                r#"{"out_return_no": "PR1", "result": "CLOSED"}"#,
+                "result must be one of PROCESSING, SUCCESS, FAILED",
+            ),
+            ("profitsharing/tamper-return", r#"{"out_return_no": "PR1", "amount": -5}"#, "at least 0 fen"),
+            (
+                "profitsharing/tamper-return",
+                r#"{"out_return_no": "PR1", "fail_reason": "BALANCE_NOT_ENOUGH"}"#,
+                "fail_reason goes with a FAILED result, not SUCCESS",
+            ),
+            ("profitsharing/tamper-return", "[]", "profitsharing/tamper-return takes"),
+        ] {
+            let (status, answer) = control(&sb, path, body).await;
+            assert_eq!(status, 400, "{path} {body}: {answer}");
+            assert!(answer["message"].as_str().unwrap_or_default().contains(says), "{path} {body}: {answer}");
+        }
+        assert_eq!(sb.profit_sharing(SUB, "T_PS_0001").unwrap(), share_before, "nothing of a refused call applies");
+        assert_eq!(outcome(&query_return(&sb, &sp, "PR1", "PS1")), ("SUCCESS".into(), None));
+    }
+
+    #[test]
+    fn a_number_several_sub_merchants_have_needs_its_sub_mchid() {
+        let keys = [("1900000200".to_owned(), "PS1".to_owned()), ("1900000201".to_owned(), "PS1".to_owned())];
+
+        let both = only_key(keys.iter(), "share request", "PS1", None);
+        let one = only_key(keys.iter().filter(|(sub, _)| sub == "1900000201"), "share request", "PS1", Some("1900000201"));
+        let none = only_key(keys.iter().take(0), "return", "PR1", None);
+
+        assert_eq!(both, Err("several sub-merchants have a share request PS1: name its sub_mchid".into()));
+        assert_eq!(one, Ok(keys[1].clone()));
+        assert_eq!(none, Err("the platform has no return PR1".into()));
     }
 
     #[test]

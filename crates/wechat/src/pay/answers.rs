@@ -88,7 +88,8 @@ pub(crate) struct ShareLineAnswer {
     finish_time: Option<String>,
 }
 
-/// A return: the answer of `POST /v3/profitsharing/return-orders`.
+/// A return: the answer of `POST /v3/profitsharing/return-orders` and of its query
+/// (`GET /v3/profitsharing/return-orders/{out_return_no}`).
 #[derive(Debug, Deserialize)]
 pub(crate) struct ReturnAnswer {
     out_return_no: String,

@@ -25,8 +25,10 @@
 //! `…/orders/unfreeze`), and a merchant receiver's part returned to the sub-merchant before a
 //! refund (`POST /v3/profitsharing/return-orders`, answered with the return's result:
 //! `PROCESSING`, `SUCCESS` or `FAILED` with its `fail_reason`; the same `out_return_no` again
-//! answers that return), each naming `sub_mchid`; `PROFITSHARING.*` notifications name the
-//! request they are about. An account acting for no sub-merchant cannot make these calls.
+//! answers that return) and a return queried (`GET
+//! …/return-orders/{out_return_no}?sub_mchid=&out_order_no=`, the same answer; asking makes
+//! none), each naming `sub_mchid`; `PROFITSHARING.*` notifications name the request they are
+//! about. An account acting for no sub-merchant cannot make these calls.
 //!
 //! Keys, the APIv3 key and signatures never appear in an error, a log line or `Debug` output.
 
@@ -673,6 +675,19 @@ impl PayPlatform for WechatPay {
         let body = return_body(sub, order).to_string();
         let path = "/v3/profitsharing/return-orders";
         let call = self.call(Method::POST, path.into(), path, Some(body), &verifier);
+        return_report(&self.send(account, &signer, call).await?)
+    }
+
+    async fn query_return(&self, account: &MerchantAccount, out_order_no: &str, out_return_no: &str) -> PayResult<PlatformReturn> {
+        let sub = sharing_sub(account, "a profit-sharing return")?;
+        let (signer, verifier) = self.credentials(account)?;
+        let path = format!(
+            "/v3/profitsharing/return-orders/{}?sub_mchid={}&out_order_no={}",
+            segment(out_return_no),
+            segment(&sub.sub_mchid),
+            segment(out_order_no)
+        );
+        let call = self.call(Method::GET, path, "/v3/profitsharing/return-orders/{out_return_no}", None, &verifier);
         return_report(&self.send(account, &signer, call).await?)
     }
 

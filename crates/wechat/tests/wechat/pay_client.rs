@@ -179,6 +179,11 @@ async fn handle(req: HttpRequest, body: web::Bytes, stub: web::Data<Stub>) -> Ht
             stub.answer(400, r#"{"code":"INVALID_REQUEST","message":"不支持分账给个人的分账单回退"}"#)
         }
         ("POST", "/v3/profitsharing/return-orders") => stub.answer(200, RETURN_SUCCESS),
+        ("GET", "/v3/profitsharing/return-orders/PR_UNKNOWN") => {
+            stub.answer(404, r#"{"code":"RESOURCE_NOT_EXISTS","message":"no such return"}"#)
+        }
+        ("GET", "/v3/profitsharing/return-orders/PR_ODD_RESULT") => stub.answer(200, &RETURN_PROCESSING.replace("PROCESSING", "DONE")),
+        ("GET", p) if p.starts_with("/v3/profitsharing/return-orders/") => stub.answer(200, RETURN_FAILED),
         ("GET", "/v3/profitsharing/orders/PS_UNKNOWN") => stub.answer(404, r#"{"code":"RESOURCE_NOT_EXISTS","message":"no such order"}"#),
         ("GET", p) if p.starts_with("/v3/profitsharing/orders/") => stub.answer(200, SHARE_FINISHED),
         ("GET", "/v3/bill/tradebill") => {
@@ -1031,6 +1036,47 @@ async fn a_return_failed_or_processing_is_read_as_such_and_an_odd_or_refused_one
 }
 
 #[tokio::test]
+async fn a_return_query_names_the_return_its_share_request_and_the_sub_merchant_and_reads_the_answer_like_a_return() {
+    let platform = Platform::start().await;
+    let recorder = Arc::new(Recorder::default());
+    let client = platform.client(recorder.clone());
+    let account = partner_account(Some("wx_sub_mp"));
+
+    let queried = client.query_return(&account, "PS|17", "PR|17").await.unwrap();
+    let unknown = client.query_return(&account, "PS17", "PR_UNKNOWN").await.unwrap_err();
+    let odd = client.query_return(&account, "PS17", "PR_ODD_RESULT").await.unwrap_err();
+
+    assert_eq!(
+        platform.requests()[0],
+        (
+            "GET".to_owned(),
+            "/v3/profitsharing/return-orders/PR%7C17?sub_mchid=1900000200&out_order_no=PS%7C17".to_owned(),
+            serde_json::Value::Null
+        ),
+        "our numbers percent-encoded, no body"
+    );
+    assert_eq!(recorder.endpoints(), ["/v3/profitsharing/return-orders/{out_return_no}"; 3], "no number in the endpoint reported");
+    assert_eq!(recorder.codes(), ["0", "RESOURCE_NOT_EXISTS", "0"]);
+    let at = chrono::DateTime::parse_from_rfc3339("2026-04-02T09:00:02+08:00").unwrap().to_utc();
+    assert_eq!(
+        queried,
+        atrium_payments::PlatformReturn {
+            out_return_no: "PR_FAILED".into(),
+            return_id: Some("3008450740201411110007820482".into()),
+            result: ReturnResult::Failed,
+            fail_reason: Some("BALANCE_NOT_ENOUGH".into()),
+            amount: Some(Money::from_fen(30)),
+            finish_time: Some(at),
+        },
+        "read as the return's answer"
+    );
+    assert!(matches!(&unknown, PayPlatformError::Refused { status: 404, code, .. } if code == "RESOURCE_NOT_EXISTS"), "{unknown:?}");
+    assert!(matches!(&odd, PayPlatformError::Unavailable(m) if m.contains("unreadable profit-sharing return")), "{odd:?}");
+    assert_eq!(platform.hits("/v3/profitsharing/return-orders/PR_UNKNOWN"), 1, "a refusal is not retried");
+    platform.stop().await;
+}
+
+#[tokio::test]
 async fn profit_sharing_calls_need_an_account_acting_for_a_sub_merchant() {
     let platform = Platform::start().await;
     let client = platform.client(Arc::new(Recorder::default()));
@@ -1049,6 +1095,7 @@ async fn profit_sharing_calls_need_an_account_acting_for_a_sub_merchant() {
         client.query_share(&direct, "4201", "PS17").await.unwrap_err(),
         client.unfreeze(&direct, &unfreeze).await.unwrap_err(),
         client.return_share(&direct, &give_back).await.unwrap_err(),
+        client.query_return(&direct, "PS17", "PR17").await.unwrap_err(),
         client.max_ratio(&direct).await.unwrap_err(),
     ];
 

@@ -1026,6 +1026,10 @@ async fn the_profitsharing_controls_refuse_bad_input_with_a_json_message() {
         ("profitsharing/return-fail-next", json!({"account": MCHID}), "missing field `fail_reason`"),
         ("profitsharing/return-fail-next", json!({"account": MCHID, "fail_reason": "NO_RELATION"}), "fail_reason must be one of"),
         ("profitsharing/return-fail-next", json!({"account": "", "fail_reason": "BALANCE_NOT_ENOUGH"}), "account must be"),
+        ("profitsharing/tamper", json!({"out_order_no": "PS_NONE", "forget": true}), "no share request PS_NONE"),
+        ("profitsharing/tamper", json!({"out_order_no": "PS_NONE"}), "name the line's account, or forget"),
+        ("profitsharing/tamper-return", json!({"out_return_no": "PR_NONE", "result": "FAILED"}), "no return PR_NONE"),
+        ("profitsharing/tamper-return", json!({"out_return_no": "PR_NONE", "result": "LOST"}), "result must be one of"),
     ] {
         let (status, answer) = env.control(path, body.clone()).await;
         assert_eq!(status, 400, "{body}: {answer}");
@@ -1113,5 +1117,57 @@ async fn a_shared_payment_is_refunded_past_its_rest_only_once_the_merchant_recei
             {"out_return_no": "PR2", "out_order_no": "PS1", "return_mchid": MCHID, "amount": 200, "result": "SUCCESS", "fail_reason": null},
         ])
     );
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_return_is_queried_through_the_real_client_and_the_platforms_books_can_be_made_to_differ_from_ours() {
+    let env = Env::start().await;
+    let provider = env.register().await;
+    let account = env.register_sub(&provider, SUB_MCHID, None).await;
+    let client = env.client();
+    let tx = env.paid_for_sharing(&client, &account, "T_PS_0007", 1000).await;
+    client.add_receiver(&account, &platform_receiver(&provider)).await.unwrap();
+    client.add_receiver(&account, &partner_receiver()).await.unwrap();
+    let lines = vec![share_line(ReceiverType::MerchantId, MCHID, 200), share_line(ReceiverType::PersonalOpenid, PARTNER_OPENID, 50)];
+    client.share(&account, &share_order(&tx, "PS1", lines)).await.unwrap();
+    client.query_share(&account, &tx, "PS1").await.unwrap();
+    assert_eq!(env.control("profitsharing/rules", json!({"returns_processing": true})).await.0, 200);
+
+    // The query finishes a return processing, as its number's POST would, and answers the same.
+    let processing = client.return_share(&account, &return_order("PR1", 200, MCHID)).await.unwrap();
+    let returned = client.query_return(&account, "PS1", "PR1").await.unwrap();
+    let unknown = client.query_return(&account, "PS1", "PR9").await.unwrap_err();
+
+    assert_eq!(processing.result, ReturnResult::Processing);
+    assert_eq!(
+        (returned.result, returned.return_id.clone(), returned.amount),
+        (ReturnResult::Success, processing.return_id.clone(), Some(Money::from_fen(200)))
+    );
+    assert_eq!(client.return_share(&account, &return_order("PR1", 200, MCHID)).await.unwrap(), returned, "the POST answers the same");
+    assert_eq!(refused(&unknown), (404, "RESOURCE_NOT_EXISTS"));
+    assert_eq!(env.sharing("T_PS_0007").await["returns"].as_array().map(Vec::len), Some(1), "asking made none");
+
+    // The platform's books made to differ: its answers follow.
+    let failed = json!({"out_return_no": "PR1", "result": "FAILED", "fail_reason": "BALANCE_NOT_ENOUGH"});
+    let (status, answer) = env.control("profitsharing/tamper-return", failed).await;
+    assert_eq!((status, &answer["result"]), (200, &json!("FAILED")), "{answer}");
+    let queried = client.query_return(&account, "PS1", "PR1").await.unwrap();
+    assert_eq!((queried.result, queried.fail_reason.as_deref()), (ReturnResult::Failed, Some("BALANCE_NOT_ENOUGH")));
+    let closed =
+        json!({"out_order_no": "PS1", "account": PARTNER_OPENID, "result": "CLOSED", "amount": 40, "fail_reason": "ACCOUNT_ABNORMAL"});
+    let (status, answer) = env.control("profitsharing/tamper", closed).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        results(&client.query_share(&account, &tx, "PS1").await.unwrap()),
+        [
+            (MCHID.to_owned(), 200, ReceiverResult::Success, None),
+            (PARTNER_OPENID.to_owned(), 40, ReceiverResult::Closed, Some("ACCOUNT_ABNORMAL".to_owned()))
+        ]
+    );
+    let (status, forgotten) = env.control("profitsharing/tamper", json!({"out_order_no": "PS1", "forget": true})).await;
+    assert_eq!((status, forgotten), (200, json!({"sub_mchid": SUB_MCHID, "out_order_no": "PS1", "forgotten": true, "returns": ["PR1"]})));
+    assert_eq!(refused(&client.query_share(&account, &tx, "PS1").await.unwrap_err()), (404, "RESOURCE_NOT_EXISTS"));
+    assert_eq!(refused(&client.query_return(&account, "PS1", "PR1").await.unwrap_err()), (404, "RESOURCE_NOT_EXISTS"));
     env.stop().await;
 }
