@@ -19,6 +19,13 @@ enum Command {
     #[command(after_help = atrium_server::config::ENVIRONMENT_HELP)]
     Migrate,
     /// Fill the database with synthetic tenants, their employees and orders (benchmarks, demos).
+    ///
+    /// The tenants are new, under one new partner; with `--shared-per-tenant N` they are spread
+    /// over `--partners` new partners (each on a share plan) and collect as sub-merchants, each
+    /// with N WeChat Pay payments paid over 2026 and profit-shared with the platform (1 %) and
+    /// its partner (2.5 %), 5 % of them partly refunded — what `bench/earnings.sh` reads:
+    /// `atrium seed --partners 50 --tenants 1000 --employees-per-tenant 0 --shared-per-tenant 1000`.
+    /// Employees and orders (0 for none) are added to the new tenants either way.
     Seed {
         #[arg(long, default_value_t = 1000)]
         tenants: i64,
@@ -27,6 +34,13 @@ enum Command {
         /// Orders for each new tenant: pending, paid offline, partially refunded and closed.
         #[arg(long, default_value_t = 0)]
         orders_per_tenant: i64,
+        /// Shared sub-merchant payments for each new tenant (with their shares, refunds and
+        /// returns of shares).
+        #[arg(long, default_value_t = 0)]
+        shared_per_tenant: i64,
+        /// How many new partners the tenants are spread over (with --shared-per-tenant only).
+        #[arg(long, requires = "shared_per_tenant", value_parser = clap::value_parser!(i64).range(1..))]
+        partners: Option<i64>,
     },
     /// Manage administrators.
     Admin {
@@ -86,21 +100,45 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("applied {ran} migration(s) to the {}", atrium_server::database_name(&config.database_url));
             Ok(())
         }
-        Command::Seed { tenants, employees_per_tenant, orders_per_tenant } => {
+        Command::Seed { tenants, employees_per_tenant, orders_per_tenant, shared_per_tenant, partners } => {
             let db_config = config.clone();
             let started = std::time::Instant::now();
-            let (first, last, orders) = tokio::task::spawn_blocking(move || -> anyhow::Result<(i64, i64, i64)> {
-                let db = open_existing_database(&db_config)?;
-                let (first, last) = atrium_store::seed::seed_org(&db, tenants, employees_per_tenant).map_err(|e| anyhow::anyhow!("{e}"))?;
-                let orders = match orders_per_tenant {
-                    0 => 0,
-                    n => atrium_store::seed::seed_orders(&db, first, last, n).map_err(|e| anyhow::anyhow!("{e}"))?,
-                };
-                Ok((first, last, orders))
-            })
-            .await??;
+            let seeded =
+                tokio::task::spawn_blocking(move || -> anyhow::Result<(i64, i64, i64, Option<atrium_store::seed::SeededShares>)> {
+                    let db = open_existing_database(&db_config)?;
+                    let fail = |e: atrium_kernel::Error| anyhow::anyhow!("{e}");
+                    let (first, last, shared) = if shared_per_tenant > 0 {
+                        let shared =
+                            atrium_store::seed::seed_shares(&db, partners.unwrap_or(1), tenants, shared_per_tenant).map_err(fail)?;
+                        let (first, last) = shared.tenants;
+                        atrium_store::seed::seed_employees(&db, first, last, employees_per_tenant).map_err(fail)?;
+                        (first, last, Some(shared))
+                    } else {
+                        let (first, last) = atrium_store::seed::seed_org(&db, tenants, employees_per_tenant).map_err(fail)?;
+                        (first, last, None)
+                    };
+                    let orders = match orders_per_tenant {
+                        0 => 0,
+                        n => atrium_store::seed::seed_orders(&db, first, last, n).map_err(fail)?,
+                    };
+                    Ok((first, last, orders, shared))
+                })
+                .await??;
+            let (first, last, orders, shared) = seeded;
+            let shared = match shared {
+                None => String::new(),
+                Some(s) => format!(
+                    " and {} ({}, {}, {}) under partners {} to {}",
+                    count(s.payments, "shared payment"),
+                    count(s.shares, "share"),
+                    count(s.refunds, "refund"),
+                    count(s.returns, "return"),
+                    s.partners.0,
+                    s.partners.1
+                ),
+            };
             println!(
-                "seeded {} with {} each and {} in {:.1}s",
+                "seeded {} with {} each and {}{shared} in {:.1}s",
                 tenant_range(first, last),
                 count(employees_per_tenant, "employee"),
                 count(orders, "order"),
