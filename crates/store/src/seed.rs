@@ -237,7 +237,7 @@ const PROCESSING_FROM: &str = "2026-12-28 16:00:00";
 /// 100 + (37 n + 11 × tenant id) mod 20,000 fen. Each has a sharing (base = amount, 1 % and
 /// 2.5 %) and a share per role, none of 0 fen (`PS` + payment id the request). Shares of the
 /// last day are `pending`, of the two days before `processing`, the partner's of payments
-/// with an id of 50 mod 100 `closed` (`ACCOUNT_ABNORMAL`), the rest `succeeded` (the rest of
+/// with an id of 50 mod 97 (1 %) `closed` (`ACCOUNT_ABNORMAL`), the rest `succeeded` (the rest of
 /// those payments unfrozen). Payment n ≡ 7 (mod 20) of each tenant (5 %), paid before the last
 /// three days, is refunded 30 % a day later (`REFUND`, a succeeded refund): each share gave
 /// back floor(share × refund / amount) first (its `returned`, and a succeeded return `PR` +
@@ -338,7 +338,9 @@ fn add_shared_payments(
     fresh_statistics(conn, "payment_transactions")?;
     let mine = format!("t.id > {newer_than} AND t.tenant_id BETWEEN {first} AND {last}");
     let (pending_from, processing_from) = (d.at(PENDING_FROM), d.at(PROCESSING_FROM));
-    let closed = "t.id % 100 = 50 AND t.trade_state = 'SUCCESS'";
+    // By id mod 97, not a divisor of 1,000: a tenant's payments are numbered a whole cycle of
+    // tenants apart, and a divisor would close all of a few tenants' shares and none of others'.
+    let closed = "t.id % 97 = 50 AND t.trade_state = 'SUCCESS'";
     diesel::sql_query(format!(
         "INSERT INTO payment_sharings (payment_id, tenant_id, base, platform_bp, commission_bp, unfrozen_at, created_at) \
          SELECT t.id, t.tenant_id, t.amount, {SEED_PLATFORM_BP}, {SEED_COMMISSION_BP}, \
@@ -525,6 +527,9 @@ mod tests {
         let status = |s: &str| one(&db, &format!("SELECT COUNT(*) AS n FROM payment_shares WHERE status = '{s}'"));
         let (pending, processing, closed, succeeded) = (status("pending"), status("processing"), status("closed"), status("succeeded"));
         assert!(pending > 0 && processing > 0 && closed > 0, "{pending} {processing} {closed}");
+        // The closed ones are every tenant's few, not all of a few tenants'.
+        assert_eq!(one(&db, "SELECT COUNT(DISTINCT tenant_id) AS n FROM payment_shares WHERE status = 'closed'"), 3);
+        assert!(closed < 2400 / 50, "{closed}");
         assert_eq!(pending + processing + closed + succeeded, 2400);
         assert_eq!(
             one(
