@@ -56,6 +56,7 @@ pub(crate) const BY_OPERATION: &[(&str, u16, &[Reason])] = &[
     ("partners_put_share_plan", 409, &[OverMaxRatio, PaymentsNotReady, PlatformState, TryAgain]),
     ("payments_put_config", 409, &[PaymentsNotReady, State, Duplicate, OverMaxRatio, PlatformState]),
     ("payments_get_provider", 403, &[PartyNotAllowed]),
+    ("payments_platform_earnings", 403, &[PartyNotAllowed]),
     ("payments_put_provider", 403, &[PartyNotAllowed]),
     ("payments_put_provider", 409, &[PaymentsNotReady, OverMaxRatio, PlatformState, State]),
     ("payments_upload_provider_keys", 403, &[PartyNotAllowed]),
@@ -98,7 +99,7 @@ pub(crate) const BY_OPERATION: &[(&str, u16, &[Reason])] = &[
     ),
     ("payments_close", 409, &[AlreadyPaid, State, WrongRoute, PaymentsNotReady, PlatformState, TryAgain]),
     ("payments_reconciliation", 409, &[PaymentsNotReady, PlatformState]),
-    ("payments_retry_share", 409, &[State, TryAgain]),
+    ("payments_retry_share", 409, &[State, Discrepancy, TryAgain]),
     ("orders_create", 409, &[Duplicate, WrongRoute, TryAgain, IdempotencyKeyReused]),
     (
         "orders_pay",

@@ -3,7 +3,8 @@
 //! ([`RefundStatus`]), what a payer's mini-program needs to pay ([`PayParams`]), and the port
 //! itself, [`OrderLedger`], with what crosses it — the requests ([`Charge`],
 //! [`OfflineCharge`], [`RefundCharge`]) and what the ledger holds of an order's money
-//! ([`OrderMoney`]: its [`LedgerPayment`] and [`OrderRefund`]s).
+//! ([`OrderMoney`]: its [`LedgerPayment`] and [`OrderRefund`]s), and how a shared payment is
+//! split ([`ShareView`], by [`OrderShare`]).
 //!
 //! Orders call the port and the payments ledger implements it, so neither domain depends on
 //! the other and the contract is written once, here.
@@ -211,12 +212,129 @@ pub struct OrderRefund {
     pub reason: Option<String>,
     /// The user who asked for it; `None` when the system did.
     pub requested_by: Option<Id>,
+    /// Why it failed, when the ledger knows: a share of the payment that could not be taken
+    /// back from its receiver first (the platform's `fail_reason`).
+    pub fail_reason: Option<String>,
     /// When it reached a final status (see [`RefundStatus::settled_at`]).
     pub settled_at: Option<Timestamp>,
     /// When it was requested.
     pub created_at: Timestamp,
     /// When its status last changed.
     pub updated_at: Timestamp,
+}
+
+// --- Shares of a payment (service-provider mode) -------------------------------------------
+
+/// Who receives a share: a merchant by its merchant id, or a person by the openid they have in
+/// the provider's app (`sp_appid`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReceiverType {
+    /// A merchant, by its merchant id; its registered name is required.
+    MerchantId,
+    /// A person, by their openid in the provider's app; a name is optional.
+    PersonalOpenid,
+}
+
+/// Who a share is for: the platform, or the tenant's partner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ShareRole {
+    /// The platform's share (`platform_bp`), to the provider's own merchant account.
+    Platform,
+    /// The partner's commission (`commission_bp`), to its plan's receiver.
+    Partner,
+}
+
+/// Where one share stands.
+///
+/// `pending` (computed, not yet requested, or to be requested again after a retry) →
+/// `processing` (requested; the platform is carrying it out) → `succeeded` | `closed` (the
+/// platform could not pay the receiver: `fail_reason` says why; a retry makes it `pending`
+/// again under a new `out_order_no`). `returned`: all of it given back before refunds (or,
+/// for a closed share, kept back for refunds made while it was closed), so the receiver
+/// holds nothing of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ShareStatus {
+    /// Computed; not requested yet (or requested again after a retry).
+    Pending,
+    /// Requested; the platform has not finished it.
+    Processing,
+    /// The receiver has the money.
+    Succeeded,
+    /// The platform could not pay the receiver (`fail_reason`); kept until retried.
+    Closed,
+    /// All of it given back to the sub-merchant before refunds; the receiver holds nothing.
+    Returned,
+}
+
+/// A share's receiver as shown: the account masked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ShareReceiverView {
+    /// `MERCHANT_ID` or `PERSONAL_OPENID`.
+    #[serde(rename = "type")]
+    pub kind: ReceiverType,
+    /// The account, its middle masked.
+    pub account: String,
+}
+
+/// One receiver's share of one transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ShareView {
+    /// The share's id.
+    pub id: Id,
+    /// The transaction shared.
+    pub out_trade_no: String,
+    /// The tenant whose payment it is.
+    pub tenant_id: Id,
+    /// The tenant's partner when the share was computed.
+    pub partner_id: Option<Id>,
+    /// `platform` or `partner`.
+    pub role: ShareRole,
+    /// Who receives it.
+    pub receiver: ShareReceiverView,
+    /// Fen: what the share was computed as.
+    pub amount: Money,
+    /// Fen the receiver gave back before refunds of the payment.
+    pub returned: Money,
+    /// Fen kept back from the share for refunds made while it was closed (a retry pays
+    /// `amount − withheld`).
+    pub withheld: Money,
+    /// `pending`, `processing`, `succeeded`, `closed` or `returned` (all of it given back).
+    pub status: ShareStatus,
+    /// Why the pay platform closed it; null unless `closed` (or closed before a retry).
+    pub fail_reason: Option<String>,
+    /// The share request it was last sent in.
+    pub out_order_no: String,
+    /// The partner's share plan version it was computed under; null without a plan.
+    pub plan_version: Option<i64>,
+    /// When it was computed.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// When it succeeded (or was returned); null before.
+    pub settled_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// What the pay platform's record of it says that ours does not (found by the daily
+    /// reconciliation): while set, the payment is not refunded and the share not retried.
+    /// Null normally.
+    pub discrepancy: Option<String>,
+}
+
+/// One receiver's share of an order's payment, as the ledger holds it (a sub-merchant's
+/// payment in service-provider mode is shared with the platform and the tenant's partner).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderShare {
+    /// The order whose payment it is a share of.
+    pub order_id: Id,
+    /// The share as every view shows it.
+    pub share: ShareView,
 }
 
 /// What the ledger holds of an order's money.
@@ -261,6 +379,10 @@ pub trait OrderLedger: Send + Sync + 'static {
     /// which may span tenants): every refund of those orders, oldest first, and none of any
     /// other order or tenant.
     async fn refunds(&self, orders: Vec<(Id, Id)>) -> Result<Vec<OrderRefund>>;
+    /// The shares of several orders' payments, named as for [`OrderLedger::refunds`]: each
+    /// receiver's share of a sub-merchant's payment, by order and then id; none for a payment
+    /// not shared (a direct merchant's, an offline one, one not shared yet).
+    async fn shares(&self, orders: Vec<(Id, Id)>) -> Result<Vec<OrderShare>>;
 }
 
 #[cfg(test)]

@@ -93,6 +93,7 @@ fn ledger(book: Arc<Mutex<OrderMoney>>) -> MockOrderLedger {
             status: RefundStatus::Succeeded,
             reason: charge.reason,
             requested_by: charge.requested_by,
+            fail_reason: None,
             settled_at: Some(now),
             created_at: now,
             updated_at: now,
@@ -103,6 +104,8 @@ fn ledger(book: Arc<Mutex<OrderMoney>>) -> MockOrderLedger {
     let money = book.clone();
     ledger.expect_money().returning(move |_tenant, _order| Ok(lock(&money).clone()));
     ledger.expect_refunds().returning(move |_orders| Ok(lock(&book).refunds.clone()));
+    // A direct merchant's payments are not shared.
+    ledger.expect_shares().returning(|_orders| Ok(Vec::new()));
     ledger
 }
 

@@ -8,7 +8,9 @@ use atrium_kernel::{AuditRecord, Id, Page, Party, Result, Timestamp};
 
 #[cfg(any(test, feature = "mock"))]
 pub use atrium_kernel::pay::MockOrderLedger;
-pub use atrium_kernel::pay::{Charge, LedgerPayment, OfflineCharge, OrderLedger, OrderMoney, OrderRefund, PaymentState, RefundCharge};
+pub use atrium_kernel::pay::{
+    Charge, LedgerPayment, OfflineCharge, OrderLedger, OrderMoney, OrderRefund, OrderShare, PaymentState, RefundCharge, ShareView,
+};
 
 /// Storage of orders and their items. An order's money is the ledger's: what the order knows
 /// of it is a projection written here by [`OrderRepo::update_order`], and its refunds are

@@ -1,9 +1,11 @@
 //! What clients send and receive for payments: the configuration, the certificate upload, the
 //! transaction requests and their views. Money is fen throughout; no view ever carries a key.
+use crate::earnings::*;
 use crate::lifecycle::TradeState;
 use crate::model::*;
 use crate::sharing::*;
 use atrium_kernel::RefundStatus;
+pub use atrium_kernel::pay::{ShareReceiverView, ShareView};
 use atrium_kernel::{ByteText, Id, Money, Openid, PayParams, PaymentMethod, Secret};
 use chrono::NaiveDate;
 use chrono::{DateTime, Utc};
@@ -556,6 +558,9 @@ pub struct ShareListParams {
     /// Only the shares of this transaction.
     #[cfg_attr(feature = "openapi", param(value_type = Option<OutTradeNo>))]
     pub out_trade_no: Option<OutTradeNo>,
+    /// `true`: only shares holding a discrepancy with the pay platform's record; `false`:
+    /// only those holding none.
+    pub discrepancy: Option<bool>,
 }
 
 impl TryFrom<ShareListParams> for ShareQuery {
@@ -577,56 +582,9 @@ impl TryFrom<ShareListParams> for ShareQuery {
             partner_id: p.partner_id,
             status: p.status,
             out_trade_no: p.out_trade_no.map(OutTradeNo::into_string),
+            discrepancy: p.discrepancy,
         })
     }
-}
-
-/// A share's receiver as shown: the account masked.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct ShareReceiverView {
-    /// `MERCHANT_ID` or `PERSONAL_OPENID`.
-    #[serde(rename = "type")]
-    pub kind: ReceiverType,
-    /// The account, its middle masked.
-    pub account: String,
-}
-
-/// One receiver's share of one transaction.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct ShareView {
-    /// The share's id.
-    pub id: Id,
-    /// The transaction shared.
-    pub out_trade_no: String,
-    /// The tenant whose payment it is.
-    pub tenant_id: Id,
-    /// The tenant's partner when the share was computed.
-    pub partner_id: Option<Id>,
-    /// `platform` or `partner`.
-    pub role: ShareRole,
-    /// Who receives it.
-    pub receiver: ShareReceiverView,
-    /// Fen: what the share was computed as.
-    pub amount: Money,
-    /// Fen the receiver gave back before refunds of the payment.
-    pub returned: Money,
-    /// Fen kept back from the share for refunds made while it was closed (a retry pays
-    /// `amount − withheld`).
-    pub withheld: Money,
-    /// `pending`, `processing`, `succeeded`, `closed` or `returned` (all of it given back).
-    pub status: ShareStatus,
-    /// Why the pay platform closed it; null unless `closed` (or closed before a retry).
-    pub fail_reason: Option<String>,
-    /// The share request it was last sent in.
-    pub out_order_no: String,
-    /// The partner's share plan version it was computed under; null without a plan.
-    pub plan_version: Option<i64>,
-    /// When it was computed.
-    pub created_at: DateTime<Utc>,
-    /// When it succeeded (or was returned); null before.
-    pub settled_at: Option<DateTime<Utc>>,
 }
 
 impl From<Share> for ShareView {
@@ -647,7 +605,108 @@ impl From<Share> for ShareView {
             plan_version: s.plan_version,
             created_at: s.created_at,
             settled_at: s.settled_at,
+            discrepancy: s.discrepancy,
         }
+    }
+}
+
+/// `GET /partners/{id}/earnings` and `GET /platform/earnings`: a statement of the paid
+/// sub-merchant payments of `from`–`to`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
+#[serde(deny_unknown_fields)]
+pub struct EarningsParams {
+    /// The first day, `YYYY-MM-DD` (China Standard Time), inclusive.
+    pub from: NaiveDate,
+    /// The last day, `YYYY-MM-DD` (China Standard Time), inclusive; at most 366 days after
+    /// `from`.
+    pub to: NaiveDate,
+    /// `day` (the default): a row per day a payment succeeded on; `tenant`: a row per tenant.
+    #[serde(default)]
+    pub group: EarningsGroup,
+}
+
+/// The sums of a statement row or of a whole statement, in fen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EarningsSumsView {
+    /// What payers paid: every paid sub-merchant payment, those too small to share included.
+    pub paid: Money,
+    /// What was refunded of them (succeeded refunds).
+    pub refunded: Money,
+    /// What the earner's shares that succeeded paid it.
+    pub shared: Money,
+    /// What the earner gave back of them before refunds.
+    pub returned: Money,
+    /// The earner's shares not settled yet.
+    pub pending: Money,
+    /// The earner's shares the pay platform closed, still closed now (retry them).
+    pub failed: Money,
+    /// `shared − returned`: what the earner holds of these payments now.
+    pub net: Money,
+}
+
+impl From<EarningsSums> for EarningsSumsView {
+    fn from(s: EarningsSums) -> Self {
+        EarningsSumsView {
+            paid: s.paid,
+            refunded: s.refunded,
+            shared: s.shared,
+            returned: s.returned,
+            pending: s.pending,
+            failed: s.failed,
+            net: s.net(),
+        }
+    }
+}
+
+/// One row of a statement: a day's payments or a tenant's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EarningsRowView {
+    /// The day the payments succeeded on (China Standard Time); only when grouped by day.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date: Option<NaiveDate>,
+    /// The tenant whose payments these are; only when grouped by tenant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<Id>,
+    /// The sums.
+    #[serde(flatten)]
+    pub sums: EarningsSumsView,
+}
+
+/// A statement of what a partner (its commission) or the platform (its share) earned from the
+/// sub-merchant payments that succeeded from `from` to `to`, each as it stands now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EarningsView {
+    /// The first day covered.
+    pub from: NaiveDate,
+    /// The last day covered.
+    pub to: NaiveDate,
+    /// `day` or `tenant`.
+    pub group: EarningsGroup,
+    /// Days ascending or tenants by id; only those with a paid payment.
+    pub rows: Vec<EarningsRowView>,
+    /// The sums of every row.
+    pub totals: EarningsSumsView,
+}
+
+impl EarningsView {
+    /// The view of `earnings` of `from`–`to` grouped by `group`.
+    pub fn of(earnings: Earnings, from: NaiveDate, to: NaiveDate, group: EarningsGroup) -> Self {
+        let rows = earnings
+            .rows
+            .into_iter()
+            .map(|r| {
+                let (date, tenant_id) = match r.key {
+                    EarningsKey::Day(d) => (Some(d), None),
+                    EarningsKey::Tenant(t) => (None, Some(t)),
+                };
+                EarningsRowView { date, tenant_id, sums: r.sums.into() }
+            })
+            .collect();
+        EarningsView { from, to, group, rows, totals: earnings.totals.into() }
     }
 }
 
@@ -699,6 +758,17 @@ pub struct TransactionView {
     pub created_at: DateTime<Utc>,
     /// When it last changed.
     pub updated_at: DateTime<Utc>,
+    /// A sub-merchant's payment: how it is settled — each receiver's share (the platform's,
+    /// the partner's commission) as it stands; the tenant keeps the rest. Empty for a direct
+    /// payment and before the payment is shared.
+    pub shares: Vec<ShareView>,
+}
+
+impl TransactionView {
+    /// The view of `t` with its `shares`.
+    pub fn with_shares(t: Transaction, shares: Vec<Share>) -> Self {
+        TransactionView { shares: shares.into_iter().map(ShareView::from).collect(), ..t.into() }
+    }
 }
 
 impl From<Transaction> for TransactionView {
@@ -719,6 +789,7 @@ impl From<Transaction> for TransactionView {
             expires_at: t.expires_at,
             created_at: t.created_at,
             updated_at: t.updated_at,
+            shares: Vec::new(),
         }
     }
 }

@@ -8,7 +8,8 @@
 //!   platform reports. `api`: what clients send and receive ([`UnifiedOrderRequest`],
 //!   [`RefundRequest`], [`TransactionView`], …).
 //! - `sharing`: profit sharing in service-provider mode: partners' share plans
-//!   ([`SharePlan`], versioned) and the [`Rates`] a payment is shared at.
+//!   ([`SharePlan`], versioned) and the [`Rates`] a payment is shared at; `earnings`: the
+//!   statements of what partners and the platform earned ([`Earnings`]).
 //! - `lifecycle`: [`TradeState`] and [`RefundStatus`]; each only moves forward.
 //! - Ports: [`PaymentRepo`] (storage; its refund reservation is the one place the "never more
 //!   refunded than paid" rule is enforced under concurrency), [`PayPlatform`] (the pay
@@ -26,6 +27,7 @@
 
 mod api;
 mod config;
+mod earnings;
 mod lifecycle;
 mod model;
 mod ports;
@@ -35,6 +37,7 @@ mod sharing;
 pub use api::*;
 pub use atrium_kernel::{ByteText, Openid, PayParams, PaymentMethod, RefundStatus, Secret};
 pub use config::PaymentSettings;
+pub use earnings::*;
 pub use lifecycle::TradeState;
 pub use model::*;
 pub use ports::*;

@@ -519,6 +519,7 @@ impl Refund {
             status: self.status,
             reason: self.reason.clone(),
             requested_by: self.requested_by,
+            fail_reason: self.fail_reason.clone(),
             settled_at: self.status.settled_at(self.succeeded_at, self.updated_at),
             created_at: self.created_at,
             updated_at: self.updated_at,
@@ -581,6 +582,12 @@ pub enum RefundRefusal {
     /// takes nothing back from a person, and shared money is never refunded from the
     /// tenant's rest.
     NotReturnable {
+        /// The share.
+        share_id: Id,
+    },
+    /// Share `share_id` of the transaction holds a discrepancy (the platform's record of it
+    /// differs from ours): nothing is refunded until a person resolved it.
+    ShareDiscrepancy {
         /// The share.
         share_id: Id,
     },

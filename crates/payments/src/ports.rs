@@ -1,6 +1,7 @@
 //! The payments domain's ports: storage ([`PaymentRepo`]), the pay platform
 //! ([`PayPlatform`]) and the inspection of merchant keys and certificates
 //! ([`MerchantKeys`]), which keeps PEM and X.509 parsing out of the domain.
+use crate::earnings::{Earner, EarningsGroup, EarningsRow};
 use crate::lifecycle::TradeState;
 use crate::model::*;
 use crate::sharing::{
@@ -146,6 +147,9 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// The refunds of these orders (of any tenant: the caller names each order's tenant and
     /// checks it), by order, oldest first.
     async fn refunds_of_orders(&self, order_ids: Vec<Id>) -> Result<Vec<Refund>>;
+    /// The shares of the payments of the orders `order_ids` (any tenant's: the caller keeps
+    /// those it named), each with its order, by order and then id.
+    async fn shares_of_orders(&self, order_ids: Vec<Id>) -> Result<Vec<(Id, Share)>>;
     /// Writes `refund`'s mutable fields (refund id, status, fail reason, succeeded_at,
     /// updated_at) and its
     /// [`Effects`] only if the stored status still equals `read_status`; returns whether it
@@ -178,6 +182,23 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// The tenants with a transaction or refund created before `to` and changed at or after
     /// `from`: those whose trade bill of that period is worth reconciling.
     async fn tenants_with_activity(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Id>>;
+    /// The statement of `earner` over the paid sub-merchant transactions whose payment
+    /// succeeded in `[from, to)`, one row per China Standard Time day or per tenant (see
+    /// [`crate::earnings`] for what each sum counts); rows only where something was paid, in
+    /// any order.
+    async fn earnings(&self, earner: Earner, from: Timestamp, to: Timestamp, group: EarningsGroup) -> Result<Vec<EarningsRow>>;
+    /// The shares sent to the platform (not `pending`) of `tenant_id`'s payments of which one
+    /// was created or changed in `[from, to)`: each such payment's every sent share, payments
+    /// with an id above `after_payment` in order of id, at most `payments` of them. What the
+    /// day's reconciliation checks against the platform's answers, a page at a time.
+    async fn shares_changed(&self, tenant_id: Id, from: Timestamp, to: Timestamp, after_payment: Id, payments: u32) -> Result<Vec<Share>>;
+    /// The returns of `tenant_id` created or changed in `[from, to)` with an id above `after`,
+    /// in order of id, at most `limit`.
+    async fn returns_changed(&self, tenant_id: Id, from: Timestamp, to: Timestamp, after: Id, limit: u32) -> Result<Vec<ShareReturn>>;
+    /// Records `why` as share `read.id`'s discrepancy (the platform's record of it differs
+    /// from ours), with `audit`, unless the share changed since it was read or already holds
+    /// one. Returns whether it was recorded.
+    async fn share_discrepancy(&self, read: Share, why: String, audit: AuditRecord) -> Result<bool>;
 }
 
 /// Why a pay platform call failed. Messages never carry a key, a signature or a secret.
@@ -247,6 +268,10 @@ pub trait PayPlatform: Send + Sync + 'static {
     /// Returns part of a merchant receiver's share to the sub-merchant `account` acts for,
     /// before a refund. The platform answers a number it knows with that return's result.
     async fn return_share(&self, account: &MerchantAccount, order: &ReturnOrder) -> PayResult<PlatformReturn>;
+    /// The return `out_return_no` of share request `out_order_no` as the platform knows it
+    /// (`GET /v3/profitsharing/return-orders/{out_return_no}?sub_mchid=&out_order_no=`):
+    /// asking never makes one. `Refused` with `RESOURCE_NOT_EXISTS` when it does not know it.
+    async fn query_return(&self, account: &MerchantAccount, out_order_no: &str, out_return_no: &str) -> PayResult<PlatformReturn>;
     /// The day's trade bill: downloaded, its SHA-1 checked, parsed, amounts in fen. An empty
     /// day (`NO_STATEMENT_EXIST`) is an empty list.
     async fn trade_bill(&self, account: &MerchantAccount, date: BillDate) -> PayResult<Vec<BillLine>>;

@@ -1,10 +1,12 @@
 //! The payment use cases ([`PaymentService`]) and their jobs.
+mod earnings;
 mod jobs;
 mod ledger;
 mod payments;
 mod plans;
 mod provider;
 mod returns;
+mod share_checks;
 mod sharing;
 
 pub use jobs::{
@@ -12,6 +14,7 @@ pub use jobs::{
 };
 pub use payments::{ORDER_CHANGED, OrderChanged, PaymentService, platform_error};
 pub use plans::MAX_BP;
+pub use share_checks::RECONCILE_SHARES;
 pub use sharing::SHARE;
 
 #[cfg(test)]

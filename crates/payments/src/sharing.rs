@@ -5,21 +5,9 @@
 //! of a percent) of the payment; both together may not exceed the sub-merchant's `max_ratio`
 //! on the pay platform.
 use crate::model::{ProviderConfig, Refund, RefundRefusal, SubMerchant};
+pub use atrium_kernel::pay::{ReceiverType, ShareRole, ShareStatus};
 use atrium_kernel::{Id, Money, Timestamp};
 use std::collections::HashSet;
-
-/// Who receives a share: a merchant by its merchant id, or a person by the openid they have in
-/// the provider's app (`sp_appid`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, strum::IntoStaticStr, strum::EnumString)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
-pub enum ReceiverType {
-    /// A merchant, by its merchant id; its registered name is required.
-    MerchantId,
-    /// A person, by their openid in the provider's app; a name is optional.
-    PersonalOpenid,
-}
 
 /// A profit-sharing receiver as the pay platform knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,53 +104,14 @@ pub enum Relation {
     Partner,
 }
 
-/// Who a share is for: the platform, or the tenant's partner.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize, strum::IntoStaticStr, strum::EnumString,
-)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum ShareRole {
-    /// The platform's share (`platform_bp`), to the provider's own merchant account.
-    Platform,
-    /// The partner's commission (`commission_bp`), to its plan's receiver.
-    Partner,
-}
-
-impl ShareRole {
-    /// How the receiver of this role is related to the sub-merchant.
-    pub fn relation(self) -> Relation {
-        match self {
+impl From<ShareRole> for Relation {
+    /// How the receiver of a role is related to the sub-merchant.
+    fn from(role: ShareRole) -> Relation {
+        match role {
             ShareRole::Platform => Relation::ServiceProvider,
             ShareRole::Partner => Relation::Partner,
         }
     }
-}
-
-/// Where one share stands.
-///
-/// `pending` (computed, not yet requested, or to be requested again after a retry) →
-/// `processing` (requested; the platform is carrying it out) → `succeeded` | `closed` (the
-/// platform could not pay the receiver: `fail_reason` says why; a retry makes it `pending`
-/// again under a new `out_order_no`). `returned`: all of it given back before refunds (or,
-/// for a closed share, kept back for refunds made while it was closed), so the receiver
-/// holds nothing of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, strum::IntoStaticStr, strum::EnumString)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum ShareStatus {
-    /// Computed; not requested yet (or requested again after a retry).
-    Pending,
-    /// Requested; the platform has not finished it.
-    Processing,
-    /// The receiver has the money.
-    Succeeded,
-    /// The platform could not pay the receiver (`fail_reason`); kept until retried.
-    Closed,
-    /// All of it given back to the sub-merchant before refunds; the receiver holds nothing.
-    Returned,
 }
 
 /// One receiver's share of one transaction: what is recorded before the platform is asked,
@@ -207,6 +156,11 @@ pub struct Share {
     pub settled_at: Option<Timestamp>,
     /// When it last changed.
     pub updated_at: Timestamp,
+    /// What the platform's record of it (or of a return from it) says that ours does not,
+    /// found by the daily reconciliation: kept for a person to resolve. While a share of a
+    /// payment holds one, the payment is not refunded and the share not retried. `None`
+    /// normally.
+    pub discrepancy: Option<String>,
 }
 
 impl Share {
@@ -355,7 +309,7 @@ fn sum(amounts: impl Iterator<Item = Money>) -> Money {
 ///     id, tenant_id: 7, payment_id: 1, out_trade_no: "T1".into(), partner_id: Some(3), role: ShareRole::Partner,
 ///     receiver: receiver("1900000109"), amount: Money::from_fen(fen), returned: Money::ZERO, withheld: Money::ZERO,
 ///     status: ShareStatus::Succeeded, fail_reason: None, out_order_no: "PS1".into(), retries: 0, plan_version: Some(1),
-///     created_at: now, settled_at: Some(now), updated_at: now,
+///     created_at: now, settled_at: Some(now), updated_at: now, discrepancy: None,
 /// };
 /// let sharing = Sharing { payment_id: 1, tenant_id: 7, base: Money::from_fen(10_001), rates: Rates { platform_bp: 60, commission_bp: 250 }, unfrozen_at: None, created_at: now };
 /// let refund = |no: &str, fen| Refund {
@@ -379,6 +333,9 @@ pub fn plan_returns(
     refunds: &[Refund],
     wanted: &Refund,
 ) -> Result<Vec<ShareReturn>, RefundRefusal> {
+    if let Some(share) = shares.iter().find(|s| s.discrepancy.is_some()) {
+        return Err(RefundRefusal::ShareDiscrepancy { share_id: share.id });
+    }
     if shares.iter().any(|s| matches!(s.status, ShareStatus::Pending | ShareStatus::Processing)) {
         return Err(RefundRefusal::BeingShared);
     }
@@ -429,6 +386,75 @@ pub fn plan_returns(
     Ok(planned)
 }
 
+/// What the day's reconciliation makes of one of our shares or returns and the platform's
+/// record of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    /// Both say the same (or it is still being carried out on both sides).
+    Agrees,
+    /// Ours is still processing and the platform's is final: settle ours from the platform, as
+    /// the sharing job does.
+    Settle,
+    /// They differ: this is what to keep as the share's discrepancy.
+    Differs(String),
+}
+
+/// `share` (sent: not `pending`) against `order`, the platform's answer for the request it was
+/// last sent in (`None`: the platform does not know that request).
+pub fn check_share(share: &Share, order: Option<&PlatformShareOrder>) -> Check {
+    let Some(order) = order else {
+        return Check::Differs(format!("the pay platform has no share request {}", share.out_order_no));
+    };
+    let Some(line) = order.line_of(&share.receiver) else {
+        return Check::Differs(format!("share request {} on the pay platform has no line for this receiver", share.out_order_no));
+    };
+    let theirs = |line: &PlatformShareLine| match (line.result, &line.fail_reason) {
+        (ReceiverResult::Closed, Some(why)) => format!("closed ({why})"),
+        (result, _) => <&str>::from(result).to_ascii_lowercase(),
+    };
+    match (share.status, line.result) {
+        (ShareStatus::Pending | ShareStatus::Processing, ReceiverResult::Pending) => Check::Agrees,
+        (ShareStatus::Pending | ShareStatus::Processing, _) => Check::Settle,
+        (ShareStatus::Succeeded | ShareStatus::Returned, ReceiverResult::Success) if line.amount == share.to_pay() => Check::Agrees,
+        (ShareStatus::Succeeded | ShareStatus::Returned, ReceiverResult::Success) => Check::Differs(format!(
+            "the pay platform paid the receiver {} fen in {}; our record says {} fen",
+            line.amount.fen(),
+            share.out_order_no,
+            share.to_pay().fen()
+        )),
+        (ShareStatus::Closed, ReceiverResult::Closed) => Check::Agrees,
+        (ours, _) => {
+            let ours: &str = ours.into();
+            Check::Differs(format!("the pay platform has this share {} in {}; our record says {ours}", theirs(line), share.out_order_no))
+        }
+    }
+}
+
+/// `ret` against `answer`, the platform's record of it (`None`: the platform does not know it).
+/// A return of 0 fen was never sent; one the platform refused outright was never made there.
+pub fn check_return(ret: &ShareReturn, answer: Option<&PlatformReturn>) -> Check {
+    let ours: &str = ret.status.into();
+    match (ret.status, answer) {
+        (_, _) if !ret.amount.is_positive() => Check::Agrees,
+        (ReturnStatus::Processing, None | Some(PlatformReturn { result: ReturnResult::Processing, .. })) => Check::Agrees,
+        (ReturnStatus::Processing, Some(_)) => Check::Settle,
+        (ReturnStatus::Failed, None | Some(PlatformReturn { result: ReturnResult::Failed, .. })) => Check::Agrees,
+        (ReturnStatus::Succeeded, Some(a)) if a.result == ReturnResult::Success && a.amount.is_none_or(|fen| fen == ret.amount) => {
+            Check::Agrees
+        }
+        (_, None) => Check::Differs(format!("the pay platform has no return {}; our record says {ours}", ret.out_return_no)),
+        (_, Some(a)) => {
+            let theirs = <&str>::from(a.result).to_ascii_lowercase();
+            let fen = a.amount.map_or_else(String::new, |fen| format!(" of {} fen", fen.fen()));
+            Check::Differs(format!(
+                "the pay platform has return {} {theirs}{fen}; our record says {ours} of {} fen",
+                ret.out_return_no,
+                ret.amount.fen()
+            ))
+        }
+    }
+}
+
 /// What `GET /miniprogram/payment/shares` asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ShareQuery {
@@ -442,6 +468,8 @@ pub struct ShareQuery {
     pub status: Option<ShareStatus>,
     /// Only shares of this transaction.
     pub out_trade_no: Option<String>,
+    /// Only shares holding a discrepancy (`true`) or none (`false`).
+    pub discrepancy: Option<bool>,
 }
 
 /// The share request number of a transaction's first request: fixed, so asking again after a
@@ -738,6 +766,7 @@ mod tests {
             created_at: t0(),
             settled_at: Some(t0()),
             updated_at: t0(),
+            discrepancy: None,
         }
     }
 
@@ -897,5 +926,96 @@ mod tests {
         let rest =
             plan_returns(Money::from_fen(10_001), &sharing_of(10_001), &[paid], &planned, &made, &refund("R2", 5_001, Processing)).unwrap();
         assert_eq!(amounts(&rest), vec![(2, 126, 126, ReturnStatus::Processing)]);
+    }
+
+    // --- check_share and check_return ----------------------------------------------------
+
+    fn platform_order(account: &str, fen: i64, result: ReceiverResult) -> PlatformShareOrder {
+        PlatformShareOrder {
+            out_order_no: "PS1".into(),
+            order_id: Some("3008450740201411110007820472".into()),
+            state: ShareOrderState::Finished,
+            lines: vec![PlatformShareLine {
+                kind: ReceiverType::MerchantId,
+                account: account.into(),
+                amount: Money::from_fen(fen),
+                result,
+                fail_reason: (result == ReceiverResult::Closed).then(|| "ACCOUNT_ABNORMAL".into()),
+                finish_time: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_share_agrees_with_the_platform_only_on_the_same_result_and_amount() {
+        use ReceiverResult::*;
+        use ShareStatus as S;
+        let share = |status| shared(2, ReceiverType::MerchantId, 250, status);
+        let check = |status, fen, result| check_share(&share(status), Some(&platform_order("acct-2", fen, result)));
+        assert_eq!(check(S::Succeeded, 250, Success), Check::Agrees);
+        assert_eq!(check(S::Returned, 250, Success), Check::Agrees, "returns do not change what was paid");
+        assert_eq!(check(S::Closed, 250, Closed), Check::Agrees);
+        assert_eq!(check(S::Processing, 250, Pending), Check::Agrees, "still being carried out on both sides");
+        assert_eq!(check(S::Processing, 250, Success), Check::Settle);
+        assert_eq!(check(S::Processing, 250, Closed), Check::Settle);
+        for (status, fen, result, says) in [
+            (S::Succeeded, 200, Success, "200 fen"),
+            (S::Succeeded, 250, Closed, "closed (ACCOUNT_ABNORMAL)"),
+            (S::Closed, 250, Success, "success"),
+            (S::Succeeded, 250, Pending, "pending"),
+        ] {
+            match check(status, fen, result) {
+                Check::Differs(why) => assert!(why.contains(says), "{status:?} vs {result:?}: {why}"),
+                other => panic!("{status:?} vs {result:?}: {other:?}"),
+            }
+        }
+        let retried = Share { withheld: Money::from_fen(124), ..share(S::Succeeded) };
+        assert_eq!(check_share(&retried, Some(&platform_order("acct-2", 126, Success))), Check::Agrees, "a retry paid amount − withheld");
+        assert!(matches!(check_share(&share(S::Succeeded), None), Check::Differs(why) if why.contains("no share request")));
+        let elsewhere = platform_order("acct-9", 250, Success);
+        assert!(matches!(check_share(&share(S::Succeeded), Some(&elsewhere)), Check::Differs(why) if why.contains("no line")));
+    }
+
+    #[test]
+    fn a_return_agrees_with_the_platform_on_its_result_and_amount_and_one_never_sent_is_not_asked_for() {
+        let ret = |status, fen| ShareReturn {
+            id: 1,
+            tenant_id: 7,
+            payment_id: 1,
+            share_id: 2,
+            out_refund_no: "R1".into(),
+            part: Money::from_fen(fen),
+            amount: Money::from_fen(fen),
+            status,
+            out_return_no: "PR2-1".into(),
+            return_id: None,
+            fail_reason: None,
+            created_at: t0(),
+            settled_at: None,
+            updated_at: t0(),
+        };
+        let answer = |result, fen| PlatformReturn {
+            out_return_no: "PR2-1".into(),
+            return_id: Some("3008450740201411110007820472".into()),
+            result,
+            fail_reason: None,
+            amount: Some(Money::from_fen(fen)),
+            finish_time: None,
+        };
+        use ReturnResult as P;
+        use ReturnStatus as R;
+        assert_eq!(check_return(&ret(R::Succeeded, 83), Some(&answer(P::Success, 83))), Check::Agrees);
+        assert_eq!(check_return(&ret(R::Failed, 83), Some(&answer(P::Failed, 83))), Check::Agrees);
+        assert_eq!(check_return(&ret(R::Failed, 83), None), Check::Agrees, "refused outright: never made on the platform");
+        assert_eq!(check_return(&ret(R::Processing, 83), Some(&answer(P::Success, 83))), Check::Settle);
+        assert_eq!(check_return(&ret(R::Succeeded, 0), None), Check::Agrees, "0 fen was never sent");
+        for (ours, theirs) in [
+            (ret(R::Succeeded, 83), Some(answer(P::Success, 80))),
+            (ret(R::Succeeded, 83), Some(answer(P::Failed, 83))),
+            (ret(R::Succeeded, 83), None),
+            (ret(R::Failed, 83), Some(answer(P::Success, 83))),
+        ] {
+            assert!(matches!(check_return(&ours, theirs.as_ref()), Check::Differs(_)), "{ours:?} vs {theirs:?}");
+        }
     }
 }

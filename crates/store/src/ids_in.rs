@@ -14,6 +14,10 @@ use diesel::query_builder::{AstPass, QueryFragment, QueryId};
 use diesel::serialize::ToSql;
 use diesel::sql_types::{BigInt, Bool, HasSqlType, Text};
 
+/// Values per `IN (…)` list where a caller splits a long list (a day's trade bill may name
+/// thousands): well under both backends' bind-parameter limits.
+pub(crate) const IN_LIST: usize = 500;
+
 /// `column IN (ids)` for `conn`'s backend (see the module documentation).
 pub(crate) fn ids_in<C>(conn: &DbConn, column: C, ids: &[i64]) -> IdsIn<C> {
     let form = match conn {

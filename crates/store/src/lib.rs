@@ -32,6 +32,7 @@ mod audit_log;
 pub mod crypto;
 mod db;
 mod docs;
+mod earnings;
 mod error;
 mod idempotency;
 mod identity;

@@ -4,12 +4,16 @@
 use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, first_for_update, on_backend};
+use crate::earnings;
 use crate::error::db_error;
-use crate::ids_in::ids_in;
+use crate::ids_in::{IN_LIST, ids_in};
 use crate::jobs::enqueue_in;
 use crate::org::parse_enum;
 use crate::org::tenants::in_scope;
-use crate::schema::{orders, pay_provider, payment_configs, payment_notifications, payment_refunds, payment_transactions};
+use crate::schema::{
+    orders, pay_provider, payment_configs, payment_notifications, payment_refunds, payment_share_returns, payment_shares,
+    payment_transactions,
+};
 use crate::share_plans;
 use crate::shares;
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
@@ -18,9 +22,9 @@ use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, Timestamp};
 use atrium_payments::{
-    Effects, MerchantCredentials, PaymentConfig, PaymentMethod, PaymentMode, PaymentRepo, PaymentTenant, ProviderConfig, Refund,
-    RefundReservation, RefundRule, RefundStatus, ReturnStatus, Secret, Share, SharePlan, ShareQuery, ShareReturn, ShareStatus, Sharing,
-    SubMerchantTenant, TradeState, Transaction, Unsettled, plan_returns,
+    Earner, EarningsGroup, EarningsRow, Effects, MerchantCredentials, PaymentConfig, PaymentMethod, PaymentMode, PaymentRepo,
+    PaymentTenant, ProviderConfig, Refund, RefundReservation, RefundRule, RefundStatus, ReturnStatus, Secret, Share, SharePlan, ShareQuery,
+    ShareReturn, ShareStatus, Sharing, SubMerchantTenant, TradeState, Transaction, Unsettled, plan_returns,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -694,6 +698,24 @@ impl PaymentRepo for PaymentStore {
         self.db.write(move |conn| shares::settle_return(conn, &ret, read)).await
     }
 
+    async fn earnings(&self, earner: Earner, from: Timestamp, to: Timestamp, group: EarningsGroup) -> Result<Vec<EarningsRow>> {
+        self.db.run(move |conn| earnings::earnings(conn, earner, from, to, group)).await
+    }
+
+    async fn shares_changed(&self, tenant_id: Id, from: Timestamp, to: Timestamp, after_payment: Id, payments: u32) -> Result<Vec<Share>> {
+        self.db.run(move |conn| shares::changed(conn, tenant_id, from, to, after_payment, payments)).await
+    }
+
+    async fn returns_changed(&self, tenant_id: Id, from: Timestamp, to: Timestamp, after: Id, limit: u32) -> Result<Vec<ShareReturn>> {
+        self.db.run(move |conn| shares::returns_changed(conn, tenant_id, from, to, after, limit)).await
+    }
+
+    async fn share_discrepancy(&self, read: Share, why: String, audit: AuditRecord) -> Result<bool> {
+        let at = audit.at;
+        let effects = Effects { jobs: Vec::new(), audit: Some(audit) };
+        self.db.write(move |conn| shares::record_discrepancy(conn, &read, &why, at, &effects)).await
+    }
+
     async fn insert_transaction(&self, tx: Transaction, effects: Effects) -> Result<Transaction> {
         self.db.write(move |conn| insert_transaction(conn, tx, &effects)).await
     }
@@ -805,6 +827,10 @@ impl PaymentRepo for PaymentStore {
             .await
     }
 
+    async fn shares_of_orders(&self, order_ids: Vec<Id>) -> Result<Vec<(Id, Share)>> {
+        self.db.run(move |conn| shares::of_orders(conn, &order_ids)).await
+    }
+
     async fn update_refund(&self, refund: Refund, read_status: RefundStatus, effects: Effects) -> Result<bool> {
         self.db
             .write(move |conn| {
@@ -878,7 +904,8 @@ impl PaymentRepo for PaymentStore {
                     .count()
                     .get_result(conn)
                     .map_err(db_error)?;
-                Ok(u64::try_from(n).unwrap_or(0))
+                let shares = shares::open_discrepancies(conn)?;
+                Ok(u64::try_from(n + shares).unwrap_or(0))
             })
             .await
     }
@@ -951,6 +978,23 @@ impl PaymentRepo for PaymentStore {
                     .load(conn)
                     .map_err(db_error)?;
                 tenants.extend(refunding);
+                // Shares and returns change days after their payment (a retry, a late settle).
+                let sharing: Vec<Id> = payment_shares::table
+                    .filter(payment_shares::updated_at.ge(to_db(from)))
+                    .filter(payment_shares::updated_at.lt(to_db(to)))
+                    .select(payment_shares::tenant_id)
+                    .distinct()
+                    .load(conn)
+                    .map_err(db_error)?;
+                tenants.extend(sharing);
+                let returning: Vec<Id> = payment_share_returns::table
+                    .filter(payment_share_returns::updated_at.ge(to_db(from)))
+                    .filter(payment_share_returns::updated_at.lt(to_db(to)))
+                    .select(payment_share_returns::tenant_id)
+                    .distinct()
+                    .load(conn)
+                    .map_err(db_error)?;
+                tenants.extend(returning);
                 tenants.sort_unstable();
                 tenants.dedup();
                 Ok(tenants)
@@ -1022,7 +1066,3 @@ impl PaymentRepo for PaymentStore {
             .await
     }
 }
-
-/// Numbers per `IN (…)` list: a day's trade bill may name thousands, well over SQLite's
-/// default bind-parameter limit in one statement.
-const IN_LIST: usize = 500;

@@ -456,6 +456,7 @@ diesel::table! {
         updated_at -> Timestamp,
         returned -> BigInt,
         withheld -> BigInt,
+        discrepancy -> Nullable<Text>,
     }
 }
 
@@ -810,3 +811,4 @@ diesel::allow_tables_to_appear_in_same_query!(mp_campaigns, mp_campaign_tenants,
 diesel::allow_tables_to_appear_in_same_query!(mp_campaigns, partners);
 diesel::allow_tables_to_appear_in_same_query!(mp_campaign_tenants, partners);
 diesel::allow_tables_to_appear_in_same_query!(payment_shares, payment_sharings, tenants);
+diesel::allow_tables_to_appear_in_same_query!(payment_shares, payment_transactions);

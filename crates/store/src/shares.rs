@@ -4,6 +4,7 @@
 //! with.
 use crate::db::{DbConn, MultiBackend, first_for_update, on_backend};
 use crate::error::db_error;
+use crate::ids_in::{IN_LIST, ids_in};
 use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, page, parse_enum, total};
 use crate::payments::{refunds_of, write_effects};
@@ -56,6 +57,7 @@ struct ShareRow {
     updated_at: NaiveDateTime,
     returned: i64,
     withheld: i64,
+    discrepancy: Option<String>,
 }
 
 #[derive(Insertable)]
@@ -180,6 +182,7 @@ fn share_from_row(r: ShareRow) -> Result<Share> {
         created_at: from_db(r.created_at),
         settled_at: r.settled_at.map(from_db),
         updated_at: from_db(r.updated_at),
+        discrepancy: r.discrepancy,
     })
 }
 
@@ -337,6 +340,11 @@ fn filtered(scope: Party, q: &ShareQuery) -> Scoped {
     if let Some(no) = &q.out_trade_no {
         query = query.filter(payment_shares::out_trade_no.eq(no.clone()));
     }
+    match q.discrepancy {
+        Some(true) => query = query.filter(payment_shares::discrepancy.is_not_null()),
+        Some(false) => query = query.filter(payment_shares::discrepancy.is_null()),
+        None => {}
+    }
     query
 }
 
@@ -388,7 +396,8 @@ pub(crate) fn retry(conn: &mut DbConn, read: &Share, out_order_no: String, at: T
         payment_shares::table
             .filter(payment_shares::id.eq(read.id))
             .filter(payment_shares::status.eq(read.status.as_str()))
-            .filter(payment_shares::out_order_no.eq(&read.out_order_no)),
+            .filter(payment_shares::out_order_no.eq(&read.out_order_no))
+            .filter(payment_shares::discrepancy.is_null()),
     )
     .set((
         payment_shares::status.eq(retried.status.as_str()),
@@ -491,4 +500,110 @@ pub(crate) fn settle_return(conn: &mut DbConn, r: &ShareReturn, read: ReturnStat
         .map_err(db_error)?;
     }
     Ok(true)
+}
+
+/// The sent shares of `tenant_id`'s payments of which one was sent and created or changed in
+/// `[from, to)`: the payments with an id above `after_payment`, in order, at most `payments`
+/// of them, each with its every sent share.
+pub(crate) fn changed(
+    conn: &mut DbConn,
+    tenant_id: Id,
+    from: Timestamp,
+    to: Timestamp,
+    after_payment: Id,
+    payments: u32,
+) -> Result<Vec<Share>> {
+    let sent = || payment_shares::status.ne(ShareStatus::Pending.as_str());
+    let ids: Vec<Id> = payment_shares::table
+        .filter(payment_shares::tenant_id.eq(tenant_id))
+        .filter(payment_shares::updated_at.ge(to_db(from)))
+        .filter(payment_shares::updated_at.lt(to_db(to)))
+        .filter(payment_shares::payment_id.gt(after_payment))
+        .filter(sent())
+        .select(payment_shares::payment_id)
+        .distinct()
+        .order(payment_shares::payment_id.asc())
+        .limit(i64::from(payments))
+        .load(conn)
+        .map_err(db_error)?;
+    let mut found = Vec::new();
+    for chunk in ids.chunks(IN_LIST) {
+        let rows: Vec<ShareRow> = payment_shares::table
+            .filter(ids_in(conn, payment_shares::payment_id, chunk))
+            .filter(sent())
+            .order((payment_shares::payment_id.asc(), payment_shares::id.asc()))
+            .select(ShareRow::as_select())
+            .load(conn)
+            .map_err(db_error)?;
+        found.extend(rows);
+    }
+    rows(found)
+}
+
+/// The returns of `tenant_id` created or changed in `[from, to)` with an id above `after`, in
+/// order, at most `limit`.
+pub(crate) fn returns_changed(
+    conn: &mut DbConn,
+    tenant_id: Id,
+    from: Timestamp,
+    to: Timestamp,
+    after: Id,
+    limit: u32,
+) -> Result<Vec<ShareReturn>> {
+    let found: Vec<ReturnRow> = payment_share_returns::table
+        .filter(payment_share_returns::tenant_id.eq(tenant_id))
+        .filter(payment_share_returns::updated_at.ge(to_db(from)))
+        .filter(payment_share_returns::updated_at.lt(to_db(to)))
+        .filter(payment_share_returns::id.gt(after))
+        .order(payment_share_returns::id.asc())
+        .limit(i64::from(limit))
+        .select(ReturnRow::as_select())
+        .load(conn)
+        .map_err(db_error)?;
+    found.into_iter().map(return_from_row).collect()
+}
+
+/// Records `why` on share `read.id` where it is still as read (status, number) and holds no
+/// discrepancy yet, with the audit record. Returns whether it was recorded.
+pub(crate) fn record_discrepancy(conn: &mut DbConn, read: &Share, why: &str, at: Timestamp, effects: &Effects) -> Result<bool> {
+    let written = diesel::update(
+        payment_shares::table
+            .filter(payment_shares::id.eq(read.id))
+            .filter(payment_shares::status.eq(read.status.as_str()))
+            .filter(payment_shares::out_order_no.eq(&read.out_order_no))
+            .filter(payment_shares::discrepancy.is_null()),
+    )
+    .set((payment_shares::discrepancy.eq(why), payment_shares::updated_at.eq(to_db(at))))
+    .execute(conn)
+    .map_err(db_error)?;
+    if written == 0 {
+        return Ok(false);
+    }
+    write_effects(conn, effects)?;
+    Ok(true)
+}
+
+/// How many shares hold a discrepancy.
+pub(crate) fn open_discrepancies(conn: &mut DbConn) -> Result<i64> {
+    payment_shares::table.filter(payment_shares::discrepancy.is_not_null()).count().get_result(conn).map_err(db_error)
+}
+
+/// The shares of the payments of orders `order_ids`, each with its order, by order and id.
+pub(crate) fn of_orders(conn: &mut DbConn, order_ids: &[Id]) -> Result<Vec<(Id, Share)>> {
+    let mut found = Vec::new();
+    for chunk in order_ids.chunks(IN_LIST) {
+        let rows: Vec<(Option<i64>, ShareRow)> = payment_shares::table
+            .inner_join(payment_transactions::table.on(payment_transactions::id.eq(payment_shares::payment_id)))
+            .filter(ids_in(conn, payment_transactions::order_id, chunk))
+            .order((payment_transactions::order_id.asc(), payment_shares::id.asc()))
+            .select((payment_transactions::order_id, ShareRow::as_select()))
+            .load(conn)
+            .map_err(db_error)?;
+        for (order_id, row) in rows {
+            if let Some(order_id) = order_id {
+                found.push((order_id, share_from_row(row)?));
+            }
+        }
+    }
+    Ok(found)
 }

@@ -8,6 +8,7 @@ mod auth;
 mod campaigns;
 mod contract;
 mod docs;
+mod earnings;
 mod http_shell;
 mod ledger;
 mod operations;

@@ -2,7 +2,7 @@
 use crate::query::Query;
 use actix_web::web;
 use atrium_org::{NewPartner, Partner, PartnerListParams, PartnerPatch, PartnerQuery};
-use atrium_payments::{SharePlanPut, SharePlanView};
+use atrium_payments::{EarningsParams, EarningsView, SharePlanPut, SharePlanView};
 
 use super::{DeleteParams, IdPath};
 use crate::app::AppState;
@@ -21,7 +21,8 @@ permission!(
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/partners").route(web::get().to(list)).route(web::post().to(create)))
         .service(web::resource("/partners/{id}").route(web::get().to(get)).route(web::put().to(update)).route(web::delete().to(delete)))
-        .service(web::resource("/partners/{id}/share-plan").route(web::get().to(get_share_plan)).route(web::put().to(put_share_plan)));
+        .service(web::resource("/partners/{id}/share-plan").route(web::get().to(get_share_plan)).route(web::put().to(put_share_plan)))
+        .service(web::resource("/partners/{id}/earnings").route(web::get().to(earnings)));
 }
 
 /// List partners.
@@ -84,4 +85,17 @@ pub async fn put_share_plan(
     body: Json<SharePlanPut>,
 ) -> ApiResult {
     ok(state.payments.put_share_plan(&auth.actor, id.into_inner(), body.0).await?)
+}
+
+/// The partner's statement: its commission of its tenants' sub-merchant payments that
+/// succeeded from `from` to `to` (China Standard Time days, inclusive), by day or by tenant,
+/// each payment as it stands now (paid, refunded, and the commission shared, returned before
+/// refunds, pending and failed; `net` = shared − returned). The platform reads any partner's,
+/// a partner its own; 404 for anyone else.
+#[utoipa::path(get, path = "/api/v1/partners/{id}/earnings", tag = "partners", params(IdPath, EarningsParams),
+    security(("bearer" = ["agent:read"])),
+    responses((status = 200, body = EarningsView), (status = 400, description = "A missing or malformed day, `to` before `from`, or more than 366 days"),
+        (status = 404, description = "No such partner in your scope")))]
+pub async fn earnings(state: web::Data<AppState>, auth: Authorized<AgentRead>, id: web::Path<i64>, q: Query<EarningsParams>) -> ApiResult {
+    ok(state.payments.partner_earnings(&auth.actor, id.into_inner(), q.into_inner()).await?)
 }

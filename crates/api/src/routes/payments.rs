@@ -7,9 +7,10 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use atrium_kernel::{Error, Id};
 use atrium_payments::{
-    CloseRequest, CloseView, KeyUpload, NotificationError, NotificationRequest, PaymentConfigPut, PaymentConfigView, PaymentTestRequest,
-    PlatformKeyId, ProviderConfigPut, ProviderConfigView, QueryRequest, ReconciliationParams, ReconciliationView, RefundRequest,
-    RefundView, Secret, ShareListParams, ShareQuery, ShareView, TestReport, TransactionView, UnifiedOrderRequest, UnifiedOrderView,
+    CloseRequest, CloseView, EarningsParams, EarningsView, KeyUpload, NotificationError, NotificationRequest, PaymentConfigPut,
+    PaymentConfigView, PaymentTestRequest, PlatformKeyId, ProviderConfigPut, ProviderConfigView, QueryRequest, ReconciliationParams,
+    ReconciliationView, RefundRequest, RefundView, Secret, ShareListParams, ShareQuery, ShareView, TestReport, TransactionView,
+    UnifiedOrderRequest, UnifiedOrderView,
 };
 use futures_util::StreamExt;
 
@@ -46,6 +47,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/miniprogram/payment/shares").route(web::get().to(list_shares)))
         .service(web::resource("/miniprogram/payment/shares/{id}/retry").route(web::post().to(retry_share)))
         .service(web::resource("/platform/pay-provider").route(web::get().to(get_provider)).route(web::put().to(put_provider)))
+        .service(web::resource("/platform/earnings").route(web::get().to(platform_earnings)))
         .service(web::resource("/platform/pay-provider/cert/upload").route(web::post().to(upload_provider_keys)))
         .service(web::resource("/platform/pay-provider/test").route(web::post().to(test_provider)));
 }
@@ -146,6 +148,18 @@ pub async fn close(state: web::Data<AppState>, auth: Authorized<PaymentClose>, b
 pub async fn reconciliation(state: web::Data<AppState>, auth: Authorized<PaymentQuery>, q: Query<ReconciliationParams>) -> ApiResult {
     let q = q.into_inner();
     ok(state.payments.reconcile(&auth.actor, q.tenant_id, q.date).await?)
+}
+
+/// The platform's statement: its share of the sub-merchant payments that succeeded from
+/// `from` to `to` (China Standard Time days, inclusive), by day or by tenant, each payment as it
+/// stands now (paid, refunded, and the platform's share shared, returned before refunds,
+/// pending and failed; `net` = shared − returned). Platform users only.
+#[utoipa::path(get, path = "/api/v1/platform/earnings", tag = "payments", params(EarningsParams),
+    security(("bearer" = ["miniprogram:payment"])),
+    responses((status = 200, body = EarningsView), (status = 400, description = "A missing or malformed day, `to` before `from`, or more than 366 days"),
+        (status = 403, description = "Not a platform user")))]
+pub async fn platform_earnings(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, q: Query<EarningsParams>) -> ApiResult {
+    ok(state.payments.platform_earnings(&auth.actor, q.into_inner()).await?)
 }
 
 /// List profit-sharing shares of sub-merchant payments (one per receiver and transaction),

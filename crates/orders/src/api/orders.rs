@@ -4,6 +4,7 @@ use crate::lifecycle::OrderStatus;
 use crate::model::*;
 use crate::ports::OrderRefund;
 use crate::text::{Openid, RefundReason, Subject};
+use atrium_kernel::pay::ShareView;
 use atrium_kernel::{Error, Id, ListQuery, Money, Name, PayParams, RefundStatus, Text};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -220,6 +221,9 @@ pub struct RefundView {
     pub reason: Option<String>,
     /// The user who asked for it; null when the system did.
     pub requested_by: Option<Id>,
+    /// Why it failed, when known: a share of the payment could not be taken back from its
+    /// receiver first (the pay platform's `fail_reason`). Null otherwise.
+    pub fail_reason: Option<String>,
     /// When it reached its final status; null while processing.
     pub settled_at: Option<DateTime<Utc>>,
     /// When it was requested.
@@ -259,6 +263,10 @@ pub struct OrderView {
     pub discrepancy: Option<String>,
     /// Oldest first.
     pub refunds: Vec<RefundView>,
+    /// A sub-merchant's payment: how it is settled — each receiver's share (the platform's,
+    /// the partner's commission) as it stands; the tenant keeps the rest. Empty for a direct
+    /// or offline payment and before the payment is shared.
+    pub shares: Vec<ShareView>,
     /// When an unpaid order is closed.
     pub expires_at: DateTime<Utc>,
     /// The user who created it.
@@ -297,6 +305,7 @@ impl From<OrderRefund> for RefundView {
             status: r.status,
             reason: r.reason,
             requested_by: r.requested_by,
+            fail_reason: r.fail_reason,
             settled_at: r.settled_at,
             created_at: r.created_at,
         }
@@ -321,11 +330,17 @@ impl OrderView {
             payment: o.payment.map(Into::into),
             discrepancy: o.discrepancy,
             refunds: refunds.into_iter().map(Into::into).collect(),
+            shares: Vec::new(),
             expires_at: o.expires_at,
             created_by: o.created_by,
             created_at: o.created_at,
             updated_at: o.updated_at,
         }
+    }
+
+    /// This view with the shares of the order's payment.
+    pub fn with_shares(self, shares: Vec<ShareView>) -> Self {
+        OrderView { shares, ..self }
     }
 }
 

@@ -16,6 +16,7 @@ use crate::ports::{Charge, LedgerPayment, OfflineCharge, OrderLedger, OrderMoney
 use crate::text::Openid;
 use atrium_kernel::Reason;
 use atrium_kernel::failpoint;
+use atrium_kernel::pay::ShareView;
 use atrium_kernel::secret::nonce;
 use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Party, RefundStatus, RequestKey, Result, Timestamp};
 use std::collections::HashMap;
@@ -136,8 +137,13 @@ impl OrderService {
     /// `GET /orders/{id}`, with the ledger's refunds of it; 404 for an order out of scope.
     pub async fn get(&self, actor: &Actor, id: Id) -> Result<OrderView> {
         let order = self.order(actor, id).await?;
-        let refunds = if may_have_refunds(&order) { self.ledger.refunds(vec![(order.tenant_id, order.id)]).await? } else { Vec::new() };
-        Ok(OrderView::new(order, refunds))
+        if !may_have_refunds(&order) {
+            return Ok(OrderView::new(order, Vec::new()));
+        }
+        let named = vec![(order.tenant_id, order.id)];
+        let refunds = self.ledger.refunds(named.clone()).await?;
+        let shares = self.ledger.shares(named).await?;
+        Ok(OrderView::new(order, refunds).with_shares(shares.into_iter().map(|s| s.share).collect()))
     }
 
     /// `GET /orders`: the orders in the caller's scope that match `query`, with the ledger's
@@ -145,15 +151,19 @@ impl OrderService {
     pub async fn list(&self, actor: &Actor, query: OrderQuery) -> Result<Page<OrderView>> {
         let page = self.repo.list_orders(actor.party, query).await?;
         let mut refunds: HashMap<Id, Vec<OrderRefund>> = HashMap::new();
+        let mut shares: HashMap<Id, Vec<ShareView>> = HashMap::new();
         let asked: Vec<(Id, Id)> = page.items.iter().filter(|o| may_have_refunds(o)).map(|o| (o.tenant_id, o.id)).collect();
         if !asked.is_empty() {
-            for r in self.ledger.refunds(asked).await? {
+            for r in self.ledger.refunds(asked.clone()).await? {
                 refunds.entry(r.order_id).or_default().push(r);
+            }
+            for s in self.ledger.shares(asked).await? {
+                shares.entry(s.order_id).or_default().push(s.share);
             }
         }
         Ok(page.map(|o| {
-            let of_order = refunds.remove(&o.id).unwrap_or_default();
-            OrderView::new(o, of_order)
+            let id = o.id;
+            OrderView::new(o, refunds.remove(&id).unwrap_or_default()).with_shares(shares.remove(&id).unwrap_or_default())
         }))
     }
 
@@ -359,7 +369,8 @@ impl OrderService {
             Some(refunds) => refunds,
             None => self.ledger.refunds(vec![(order.tenant_id, order.id)]).await?,
         };
-        Ok(OrderView::new(order, refunds))
+        let shares = if may_have_refunds(&order) { self.ledger.shares(vec![(order.tenant_id, order.id)]).await? } else { Vec::new() };
+        Ok(OrderView::new(order, refunds).with_shares(shares.into_iter().map(|s| s.share).collect()))
     }
 
     /// The order brought up to what the ledger holds, best-effort: as read when that fails.

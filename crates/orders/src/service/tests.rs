@@ -161,6 +161,7 @@ fn refund(order: &Order, id: Id, amount: i64, status: RefundStatus) -> OrderRefu
         status,
         reason: None,
         requested_by: Some(USER),
+        fail_reason: None,
         settled_at: status.is_final().then(now),
         created_at: now() - Duration::hours(1),
         updated_at: now() - Duration::hours(1),
@@ -469,6 +470,7 @@ impl OrderLedger for Ledger {
             status: if offline { RefundStatus::Succeeded } else { RefundStatus::Processing },
             reason: refund.reason,
             requested_by: refund.requested_by,
+            fail_reason: None,
             settled_at: offline.then(now),
             created_at: now(),
             updated_at: now(),
@@ -500,6 +502,11 @@ impl OrderLedger for Ledger {
         self.enter(Call::Refunds(orders.clone()), "refunds")?;
         let money = self.money.lock().unwrap();
         Ok(orders.iter().flat_map(|key| money.get(key).map(|m| m.refunds.clone()).unwrap_or_default()).collect())
+    }
+
+    /// A direct merchant's ledger: nothing is shared.
+    async fn shares(&self, _orders: Vec<(Id, Id)>) -> Result<Vec<OrderShare>> {
+        Ok(Vec::new())
     }
 }
 

@@ -10,13 +10,16 @@
 //! - `payment.reconcile_day` runs each morning at [`RECONCILE_AT_CST`] China Standard Time,
 //!   queues `payment.reconcile` for every tenant with payment activity the day before, and
 //!   queues itself for the next day. `payment.reconcile` compares the day's trade bill and
-//!   queries every payment and refund the bill shows settled but we do not.
+//!   queries every payment and refund the bill shows settled but we do not;
+//!   `payment.reconcile_shares`, queued with it, checks the day's shares and returns against
+//!   the platform's answers ([`super::share_checks`]).
 //!
 //! Every job is idempotent (a job whose runner crashed runs again) and retries on the
 //! [`SETTLE_BACKOFF`] schedule while the platform cannot answer.
 use super::ledger::closed_report;
 use super::payments::PaymentService;
 use super::returns::TakenBack;
+use super::share_checks::{RECONCILE_SHARES, SharesPage};
 use super::sharing::SHARE;
 use crate::lifecycle::TradeState;
 use crate::model::*;
@@ -262,12 +265,17 @@ impl PaymentService {
                     dedupe_key: Some(format!("{tenant_id}:{date}")),
                 })
                 .await?;
+            self.jobs.enqueue(self.reconcile_shares_job(tenant_id, date, 0, 0)).await?;
         }
         self.queue_reconcile_day(date + Duration::days(1)).await
     }
 
     /// [`account_of`](Self::account_of) `tx`, read once per merchant into `accounts`.
-    async fn account_once(&self, accounts: &mut HashMap<Option<String>, MerchantAccount>, tx: &Transaction) -> Result<MerchantAccount> {
+    pub(super) async fn account_once(
+        &self,
+        accounts: &mut HashMap<Option<String>, MerchantAccount>,
+        tx: &Transaction,
+    ) -> Result<MerchantAccount> {
         if let Some(account) = accounts.get(&tx.sub_mchid) {
             return Ok(account.clone());
         }
@@ -333,7 +341,7 @@ impl PaymentService {
 #[async_trait::async_trait]
 impl JobHandler for PaymentService {
     fn kinds(&self) -> Vec<String> {
-        [SETTLE_TRANSACTION, SETTLE_REFUND, RECONCILE_DAY, RECONCILE, SWEEP, SHARE].map(String::from).to_vec()
+        [SETTLE_TRANSACTION, SETTLE_REFUND, RECONCILE_DAY, RECONCILE, RECONCILE_SHARES, SWEEP, SHARE].map(String::from).to_vec()
     }
 
     async fn run(&self, job: &Job) -> JobOutcome {
@@ -352,6 +360,10 @@ impl JobHandler for PaymentService {
             },
             (RECONCILE, Some(tenant)) => match parse::<DayJob>(job) {
                 Ok(p) => self.reconcile_and_settle(tenant, p.date).await,
+                Err(outcome) => return outcome,
+            },
+            (RECONCILE_SHARES, Some(tenant)) => match parse::<SharesPage>(job) {
+                Ok(p) => self.reconcile_shares(tenant, p).await,
                 Err(outcome) => return outcome,
             },
             (SWEEP, _) => self.sweep().await.map(|()| Step::Settled),

@@ -23,7 +23,7 @@ use crate::sharing::ReturnStatus;
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::failpoint;
-use atrium_kernel::pay::{Charge, OfflineCharge, OrderLedger, OrderMoney, OrderRefund, RefundCharge};
+use atrium_kernel::pay::{Charge, OfflineCharge, OrderLedger, OrderMoney, OrderRefund, OrderShare, RefundCharge};
 use atrium_kernel::secret::nonce;
 use atrium_kernel::{Actor, AuditRecord, Error, Id, Money, PayParams, PaymentMethod, RefundStatus, RequestKey, Result};
 use std::collections::HashSet;
@@ -260,7 +260,7 @@ impl PaymentService {
     }
 
     /// `POST /miniprogram/payment/query`: asks the pay platform and keeps what it reports
-    /// (forward only).
+    /// (forward only); a sub-merchant's payment is shown with its shares.
     pub async fn query(&self, actor: &Actor, input: QueryRequest) -> Result<TransactionView> {
         let tenant = self.tenant(actor, input.tenant_id).await?;
         let out_trade_no = input.out_trade_no.into_string();
@@ -270,7 +270,13 @@ impl PaymentService {
         }
         let account = self.account_of(&tx).await?;
         let report = self.platform.query_order(&account, &out_trade_no).await.map_err(platform_error)?;
-        Ok(self.apply_transaction_report(tenant.id, &report).await?.into())
+        let tx = self.apply_transaction_report(tenant.id, &report).await?;
+        // Only a sub-merchant's payment is ever shared.
+        let shares = match tx.sub_mchid {
+            Some(_) => self.repo.sharing(tx.id).await?.map(|(_, shares)| shares).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        Ok(TransactionView::with_shares(tx, shares))
     }
 
     /// `POST /miniprogram/payment/close`: closes an unpaid transaction. A paid one is a 409,
@@ -541,6 +547,19 @@ impl OrderLedger for PaymentService {
     async fn refunds(&self, orders: Vec<(Id, Id)>) -> Result<Vec<OrderRefund>> {
         self.order_refunds(orders).await
     }
+
+    async fn shares(&self, orders: Vec<(Id, Id)>) -> Result<Vec<OrderShare>> {
+        if orders.is_empty() {
+            return Ok(Vec::new());
+        }
+        let named: HashSet<(Id, Id)> = orders.iter().copied().collect();
+        let shares = self.repo.shares_of_orders(orders.into_iter().map(|(_, order_id)| order_id).collect()).await?;
+        Ok(shares
+            .into_iter()
+            .filter(|(order_id, s)| named.contains(&(s.tenant_id, *order_id)))
+            .map(|(order_id, s)| OrderShare { order_id, share: s.into() })
+            .collect())
+    }
 }
 
 /// 409 naming the order a transaction pays, if it pays one.
@@ -572,6 +591,13 @@ fn refusal(why: RefundRefusal) -> Error {
         RefundRefusal::BeingShared => Error::conflict(
             Reason::TryAgain,
             "the payment is being shared with its receivers; refund it once that settled (usually within a minute)",
+        ),
+        RefundRefusal::ShareDiscrepancy { share_id } => Error::conflict(
+            Reason::Discrepancy,
+            format!(
+                "share {share_id} of the payment holds a discrepancy with the pay platform's record; \
+                 nothing is refunded until it is resolved"
+            ),
         ),
         RefundRefusal::NotReturnable { share_id } => Error::conflict(
             Reason::ReturnFailed,

@@ -86,7 +86,7 @@ impl PaymentService {
 
     /// A sharing job to run now, keyed by `why` (so it is queued beside a pending one that
     /// waits for its back-off).
-    fn share_job_now(&self, tenant_id: Id, out_trade_no: &str, why: &str) -> NewJob {
+    pub(super) fn share_job_now(&self, tenant_id: Id, out_trade_no: &str, why: &str) -> NewJob {
         NewJob {
             kind: SHARE.into(),
             tenant_id: Some(tenant_id),
@@ -208,6 +208,7 @@ impl PaymentService {
                 created_at: now,
                 settled_at: None,
                 updated_at: now,
+                discrepancy: None,
             })
             .collect();
         let sharing = Sharing { payment_id: tx.id, tenant_id: tx.tenant_id, base, rates, unfrozen_at: None, created_at: now };
@@ -235,7 +236,7 @@ impl PaymentService {
             if !fresh && self.added.contains(sub_mchid, &share.receiver) {
                 continue;
             }
-            let add = ReceiverAdd { receiver: share.receiver.clone(), relation: share.role.relation() };
+            let add = ReceiverAdd { receiver: share.receiver.clone(), relation: share.role.into() };
             match self.platform.add_receiver(account, &add).await {
                 Ok(()) => self.added.insert(sub_mchid, &share.receiver),
                 Err(PayPlatformError::Refused { code, message, .. }) => {
@@ -335,9 +336,16 @@ impl PaymentService {
     /// `POST /miniprogram/payment/shares/{id}/retry`: a `closed` share is requested again under
     /// a new number (the platform answers a number it knows with its old result), its receiver
     /// added afresh, less what refunds made while it was closed took of it; 409 for a share in
-    /// any other status, or while a refund of its payment is processing.
+    /// any other status, one holding a discrepancy, or while a refund of its payment is
+    /// processing.
     pub async fn retry_share(&self, actor: &Actor, id: Id) -> Result<ShareView> {
         let share = self.repo.get_share(actor.party, id).await?.ok_or(Error::NotFound("share"))?;
+        if let Some(why) = &share.discrepancy {
+            return Err(Error::conflict(
+                Reason::Discrepancy,
+                format!("the pay platform's record of this share differs from ours ({why}); it is not retried until that is resolved"),
+            ));
+        }
         if share.status != ShareStatus::Closed {
             let status: &str = share.status.into();
             return Err(Error::conflict(Reason::State, format!("only a closed share can be retried; this one is {status}")));

@@ -5,7 +5,7 @@ use super::OrdersStore;
 use crate::audit_log::{audit_created, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
-use crate::ids_in::ids_in;
+use crate::ids_in::{IN_LIST, ids_in};
 use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
 use crate::schema::{order_items, orders, payment_transactions, tenants};
@@ -19,9 +19,6 @@ use atrium_orders::{Order, OrderItem, OrderQuery, OrderRepo, OrderSort, OrderSta
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use std::collections::HashMap;
-
-/// Ids per `IN (…)` list, well under both backends' bind-parameter limits.
-const IN_LIST: usize = 500;
 
 #[derive(Queryable, Selectable, Insertable)]
 #[diesel(table_name = orders, treat_none_as_null = true)]

@@ -409,6 +409,7 @@ store_test!(an_orders_refunds_are_the_ledgers_of_its_payment_read_by_order, |db|
         status: r.status,
         reason: r.reason.clone(),
         requested_by: Some(7),
+        fail_reason: r.fail_reason.clone(),
         settled_at,
         created_at: r.created_at,
         updated_at: r.updated_at,

@@ -1263,6 +1263,7 @@ fn share(tx: &Transaction, partner_id: Option<i64>, role: ShareRole, fen: i64) -
         created_at: t0() + Duration::minutes(3),
         settled_at: None,
         updated_at: t0() + Duration::minutes(3),
+        discrepancy: None,
     }
 }
 
@@ -1547,4 +1548,167 @@ store_test!(racing_refunds_of_a_shared_payment_take_each_share_back_whole_never_
         let asked: i64 = rows.iter().map(|r| r.1).sum();
         assert_eq!((parts, asked), (share.amount.fen(), share.amount.fen()), "share {}: {rows:?}", share.id);
     }
+});
+
+// --- earnings ------------------------------------------------------------------------------------
+
+/// Stores `tx` and records it paid at `at`.
+async fn pay_at(f: &Fixture, tx: Transaction, at: Timestamp) -> Transaction {
+    let tx = f.repo.insert_transaction(tx, none()).await.unwrap();
+    let done = Transaction {
+        trade_state: TradeState::Success,
+        transaction_id: Some(format!("4200{}", tx.out_trade_no)),
+        payer_total: Some(tx.amount),
+        success_time: Some(at),
+        updated_at: at,
+        ..tx
+    };
+    assert!(f.repo.update_transaction(done.clone(), TradeState::NotPay, none()).await.unwrap());
+    done
+}
+
+/// `tx`'s sharing begun on `base` with a platform share and a partner's commission of `partner`,
+/// moved to `statuses` (platform's, partner's).
+async fn shared_as(
+    f: &Fixture,
+    tx: &Transaction,
+    partner: i64,
+    base: i64,
+    fen: (i64, i64),
+    statuses: (ShareStatus, ShareStatus),
+) -> Vec<Share> {
+    let shares = vec![share(tx, Some(partner), ShareRole::Platform, fen.0), share(tx, Some(partner), ShareRole::Partner, fen.1)];
+    let (_, stored) = f.repo.begin_sharing(sharing_of(tx, base), shares).await.unwrap();
+    let moved: Vec<Share> = stored.iter().zip([statuses.0, statuses.1]).map(|(s, status)| Share { status, ..s.clone() }).collect();
+    let read = stored.iter().map(|s| (s.status, s.out_order_no.clone())).collect();
+    f.repo.update_shares(moved.clone(), read, none()).await.unwrap();
+    moved
+}
+
+fn sums(paid: i64, refunded: i64, shared: i64, returned: i64, pending: i64, failed: i64) -> EarningsSums {
+    let fen = Money::from_fen;
+    EarningsSums {
+        paid: fen(paid),
+        refunded: fen(refunded),
+        shared: fen(shared),
+        returned: fen(returned),
+        pending: fen(pending),
+        failed: fen(failed),
+    }
+}
+
+store_test!(earnings_sum_the_paid_sub_merchant_payments_and_the_earners_shares_by_china_day_and_tenant, |db| {
+    use ShareStatus::*;
+    let f = fixture(&db).await;
+    let sub = |t: Transaction| Transaction { sub_mchid: Some("1900000201".into()), ..t };
+    // t0 is 17:00 China Standard Time on 1 May; 16:30 UTC is 00:30 on 2 May there.
+    let may_1 = t0() + Duration::minutes(1);
+    let may_2 = Utc.with_ymd_and_hms(2026, 5, 1, 16, 30, 0).single().expect("valid");
+
+    // 10,001 fen, 3,333 refunded before sharing, shared on 6,668: 40 and 166; 50 of the
+    // commission given back since.
+    let big = pay_at(&f, sub(transaction(f.tenant, "T_BIG", 10_001)), may_1).await;
+    let r = f.repo.reserve_refund(refund(f.tenant, "T_BIG", "R_BIG", 3_333), rule(5), none()).await.unwrap();
+    let r = match r {
+        RefundReservation::Reserved(r) => r,
+        other => panic!("{other:?}"),
+    };
+    let done = Refund { status: RefundStatus::Succeeded, succeeded_at: Some(may_1), ..r };
+    assert!(f.repo.update_refund(done, RefundStatus::Processing, none()).await.unwrap());
+    let big_shares = shared_as(&f, &big, f.partner, 6_668, (40, 166), (Succeeded, Succeeded)).await;
+    diesel::update(payment_shares::table.find(big_shares[1].id))
+        .set(payment_shares::returned.eq(50))
+        .execute(&mut *db.conn().unwrap())
+        .unwrap();
+    // Too small to share: paid, nothing shared.
+    pay_at(&f, sub(transaction(f.tenant, "T_SMALL", 50)), may_1).await;
+    // Paid after midnight in China: the next day's. The platform's share closed, the
+    // commission still processing.
+    let late = pay_at(&f, sub(transaction(f.tenant, "T_LATE", 333)), may_2).await;
+    shared_as(&f, &late, f.partner, 333, (1, 8), (Closed, Processing)).await;
+    // Another partner's tenant: the platform's, never this partner's.
+    let other = pay_at(&f, sub(transaction(f.other, "T_OTHER", 10_001)), may_1).await;
+    shared_as(&f, &other, f.partner + 1, 10_001, (60, 250), (Succeeded, Succeeded)).await;
+    // Not counted: a direct payment, an unpaid one, one paid with a discrepancy.
+    pay_at(&f, transaction(f.tenant, "T_DIRECT", 999), may_1).await;
+    f.repo.insert_transaction(sub(transaction(f.tenant, "T_UNPAID", 777)), none()).await.unwrap();
+    let odd = f.repo.insert_transaction(sub(transaction(f.tenant, "T_ODD", 555)), none()).await.unwrap();
+    let odd = Transaction { discrepancy: Some("1 fen reported for 555".into()), updated_at: may_1, ..odd };
+    assert!(f.repo.update_transaction(odd, TradeState::NotPay, none()).await.unwrap());
+
+    let day = |d| EarningsKey::Day(chrono::NaiveDate::from_ymd_opt(2026, 5, d).unwrap());
+    let (from, to) = (t0() - Duration::days(1), t0() + Duration::days(2));
+    let mut by_day = f.repo.earnings(Earner::Partner(f.partner), from, to, EarningsGroup::Day).await.unwrap();
+    by_day.sort_by_key(|r| r.key);
+    assert_eq!(
+        by_day,
+        [
+            EarningsRow { key: day(1), sums: sums(10_051, 3_333, 166, 50, 0, 0) },
+            EarningsRow { key: day(2), sums: sums(333, 0, 0, 0, 8, 0) },
+        ]
+    );
+    let by_tenant = f.repo.earnings(Earner::Partner(f.partner), from, to, EarningsGroup::Tenant).await.unwrap();
+    assert_eq!(by_tenant, [EarningsRow { key: EarningsKey::Tenant(f.tenant), sums: sums(10_384, 3_333, 166, 50, 8, 0) }]);
+
+    let mut platform = f.repo.earnings(Earner::Platform, from, to, EarningsGroup::Tenant).await.unwrap();
+    platform.sort_by_key(|r| r.key);
+    assert_eq!(
+        platform,
+        [
+            EarningsRow { key: EarningsKey::Tenant(f.tenant), sums: sums(10_384, 3_333, 40, 0, 0, 1) },
+            EarningsRow { key: EarningsKey::Tenant(f.other), sums: sums(10_001, 0, 60, 0, 0, 0) },
+        ]
+    );
+
+    // The period is half-open at its end: 2 May (China) starts at 16:00 UTC on 1 May.
+    let may_2_starts = Utc.with_ymd_and_hms(2026, 5, 1, 16, 0, 0).single().expect("valid");
+    let only_first = f.repo.earnings(Earner::Partner(f.partner), from, may_2_starts, EarningsGroup::Day).await.unwrap();
+    assert_eq!(only_first.iter().map(|r| r.key).collect::<Vec<_>>(), [day(1)]);
+    let only_second = f.repo.earnings(Earner::Partner(f.partner), may_2_starts, to, EarningsGroup::Day).await.unwrap();
+    assert_eq!(only_second.iter().map(|r| r.key).collect::<Vec<_>>(), [day(2)]);
+    let theirs = f.repo.earnings(Earner::Partner(f.partner + 1), from, to, EarningsGroup::Day).await.unwrap();
+    assert_eq!(
+        theirs,
+        [EarningsRow { key: day(1), sums: sums(10_001, 0, 250, 0, 0, 0) }],
+        "the other partner's tenant and commission only"
+    );
+});
+
+store_test!(a_share_discrepancy_is_kept_once_over_the_share_as_read_and_is_found_counted_and_blocks_a_retry, |db| {
+    let f = fixture(&db).await;
+    let (tx, stored) = shared(&f, f.tenant, "T0000001").await;
+    let (_, untouched) = shared(&f, f.tenant, "T0000002").await;
+    let sent: Vec<Share> =
+        stored.iter().map(|s| Share { status: ShareStatus::Succeeded, updated_at: t0() + Duration::minutes(5), ..s.clone() }).collect();
+    f.repo.update_shares(sent.clone(), stored.iter().map(|s| (s.status, s.out_order_no.clone())).collect(), none()).await.unwrap();
+    let audit = || effects(f.tenant, "share.discrepancy").audit.unwrap();
+    let day = (t0() - Duration::hours(1), t0() + Duration::hours(1));
+
+    // The day's sent shares, each payment's all; a pending one was never sent.
+    let changed = f.repo.shares_changed(f.tenant, day.0, day.1, 0, 10).await.unwrap();
+    assert_eq!(changed, sent, "{untouched:?} is pending: not sent, not checked");
+    assert_eq!(f.repo.shares_changed(f.tenant, day.0, day.1, tx.id, 10).await.unwrap(), [], "the page after it");
+    assert_eq!(f.repo.shares_changed(f.other, day.0, day.1, 0, 10).await.unwrap(), []);
+    assert_eq!(f.repo.shares_changed(f.tenant, day.1, day.1 + Duration::days(1), 0, 10).await.unwrap(), [], "another day");
+    let open_before = f.repo.open_discrepancies().await.unwrap();
+
+    let stale = f.repo.share_discrepancy(stored[1].clone(), "read before it succeeded".into(), audit()).await.unwrap();
+    let kept = f.repo.share_discrepancy(sent[1].clone(), "closed (ACCOUNT_ABNORMAL) on the platform".into(), audit()).await.unwrap();
+    let again = f.repo.share_discrepancy(sent[1].clone(), "found again".into(), audit()).await.unwrap();
+
+    assert_eq!((stale, kept, again), (false, true, false));
+    assert_eq!(written(&db, "share.discrepancy").1, 1, "audited once");
+    let read = f.repo.get_share(Party::Platform, sent[1].id).await.unwrap().unwrap();
+    assert_eq!(read.discrepancy.as_deref(), Some("closed (ACCOUNT_ABNORMAL) on the platform"));
+    assert_eq!(f.repo.open_discrepancies().await.unwrap(), open_before + 1);
+    let held = f.repo.list_shares(Party::Platform, ShareQuery { discrepancy: Some(true), ..Default::default() }).await.unwrap();
+    let clean = f.repo.list_shares(Party::Platform, ShareQuery { discrepancy: Some(false), ..Default::default() }).await.unwrap();
+    assert_eq!(held.items.iter().map(|s| s.id).collect::<Vec<_>>(), [sent[1].id]);
+    assert_eq!(clean.total, 3);
+
+    // A closed share holding a discrepancy is never retried, even by a caller that missed it.
+    let closed = Share { status: ShareStatus::Closed, ..read.clone() };
+    diesel::update(payment_shares::table.find(read.id)).set(payment_shares::status.eq("closed")).execute(&mut *db.conn().unwrap()).unwrap();
+    let retried = f.repo.retry_share(Share { discrepancy: None, ..closed }, "PS1-r1".into(), t0(), none()).await.unwrap();
+    assert_eq!(retried, None);
 });

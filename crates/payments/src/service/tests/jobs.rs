@@ -1,6 +1,6 @@
 //! The settle, sweep and reconciliation jobs.
 use super::*;
-use crate::service::{SWEEP, SWEEP_EVERY_SECS};
+use crate::service::{RECONCILE_SHARES, SWEEP, SWEEP_EVERY_SECS};
 
 #[tokio::test]
 async fn a_new_transaction_is_stored_with_its_settling_due_at_its_expiry_once() {
@@ -247,11 +247,18 @@ async fn the_daily_job_queues_each_active_tenants_reconciliation_and_the_next_da
         queued.iter().map(|j| (j.kind.as_str(), j.tenant_id, j.dedupe_key.as_deref())).collect();
     assert_eq!(
         summary,
-        [(RECONCILE, Some(3), Some("3:2026-03-31")), (RECONCILE, Some(4), Some("4:2026-03-31")), (RECONCILE_DAY, None, Some("2026-04-01"))]
+        [
+            (RECONCILE, Some(3), Some("3:2026-03-31")),
+            (RECONCILE_SHARES, Some(3), Some("3:2026-03-31:0:0")),
+            (RECONCILE, Some(4), Some("4:2026-03-31")),
+            (RECONCILE_SHARES, Some(4), Some("4:2026-03-31:0:0")),
+            (RECONCILE_DAY, None, Some("2026-04-01"))
+        ]
     );
+    assert_eq!(queued[1].payload, serde_json::json!({"date": "2026-03-31", "after_payment": 0, "after_return": 0}));
     // The next day's run: 2026-04-02 10:30 CST.
-    assert_eq!(queued[2].run_at, Utc.with_ymd_and_hms(2026, 4, 2, 2, 30, 0).single().unwrap());
-    assert_eq!(queued[2].payload, serde_json::json!({"date": "2026-04-01"}));
+    assert_eq!(queued[4].run_at, Utc.with_ymd_and_hms(2026, 4, 2, 2, 30, 0).single().unwrap());
+    assert_eq!(queued[4].payload, serde_json::json!({"date": "2026-04-01"}));
 }
 
 #[tokio::test]

@@ -341,6 +341,8 @@ async fn a_sub_merchants_payment_is_queried_through_the_provider_even_after_a_sw
     let (mut repo, cell) = repo_holding(Some(back_to_direct), placed);
     repo.expect_get_provider().returning(|| Ok(Some(provider())));
     conditional_writes(&mut repo, &cell, 1);
+    // Paid just now: not shared yet.
+    repo.expect_sharing().times(1).returning(|_| Ok(None));
     let mut platform = MockPayPlatform::new();
     platform
         .expect_query_order()
@@ -351,7 +353,9 @@ async fn a_sub_merchants_payment_is_queried_through_the_provider_even_after_a_sw
 
     let view = svc.query(&tenant_actor(), QueryRequest { tenant_id: None, out_trade_no: OutTradeNo::parse("T0000001").unwrap() }).await;
 
-    assert_eq!(view.unwrap().trade_state, TradeState::Success);
+    let view = view.unwrap();
+    assert_eq!(view.trade_state, TradeState::Success);
+    assert_eq!(view.shares, [], "its shares, none yet");
 }
 
 // --- notifications -----------------------------------------------------------------------------

@@ -446,6 +446,7 @@ async fn a_profit_sharing_notification_runs_its_payments_sharing_now() {
         created_at: now(),
         settled_at: None,
         updated_at: now(),
+        discrepancy: None,
     }];
     repo.expect_shares_in_order().returning(move |_, no| Ok(if no == "PS5" { shares.clone() } else { vec![] }));
     repo.expect_notification_seen().returning(|_, _| Ok(false));
@@ -557,6 +558,7 @@ fn shared_payment() -> (MockPaymentRepo, Shared, Arc<Mutex<Vec<Refund>>>) {
             created_at: now(),
             settled_at: Some(now()),
             updated_at: now(),
+            discrepancy: None,
         };
         let platform = Receiver { kind: ReceiverType::MerchantId, account: SP_MCHID.into(), name: None };
         b.shares = vec![share(100, ShareRole::Platform, platform, 60), share(101, ShareRole::Partner, merchant_plan.receiver, 250)];

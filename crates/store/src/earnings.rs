@@ -1,0 +1,129 @@
+//! Statements of shared money ([`atrium_payments::earnings`]): one aggregate query over the
+//! paid sub-merchant transactions of a period, each joined to the earner's one share of it
+//! (`UNIQUE (payment_id, role)`) and its succeeded refunds, grouped by China Standard Time day
+//! or by tenant.
+//!
+//! The transactions are found through `payment_transactions_paid_idx (tenant_id,
+//! success_time)`: a partner's statement reads its tenants' payments of the period only.
+use crate::db::{DbConn, MultiBackend};
+use crate::error::db_error;
+use crate::time::to_db;
+use atrium_kernel::{Error, Id, Money, Result, Timestamp};
+use atrium_payments::{Earner, EarningsGroup, EarningsKey, EarningsRow, EarningsSums};
+use chrono::NaiveDate;
+use diesel::RunQueryDsl;
+use diesel::sql_types::{BigInt, Text, Timestamp as SqlTimestamp};
+
+/// One row as the query answers it: the day (`YYYY-MM-DD`) or the tenant, and the sums.
+#[derive(diesel::QueryableByName)]
+struct Row {
+    #[diesel(sql_type = Text)]
+    day: String,
+    #[diesel(sql_type = BigInt)]
+    tenant_id: i64,
+    #[diesel(sql_type = BigInt)]
+    paid: i64,
+    #[diesel(sql_type = BigInt)]
+    refunded: i64,
+    #[diesel(sql_type = BigInt)]
+    shared: i64,
+    #[diesel(sql_type = BigInt)]
+    returned: i64,
+    #[diesel(sql_type = BigInt)]
+    pending: i64,
+    #[diesel(sql_type = BigInt)]
+    failed: i64,
+}
+
+/// The statement's rows (see [`atrium_payments::PaymentRepo::earnings`]).
+pub(crate) fn earnings(
+    conn: &mut DbConn,
+    earner: Earner,
+    from: Timestamp,
+    to: Timestamp,
+    group: EarningsGroup,
+) -> Result<Vec<EarningsRow>> {
+    let pg = matches!(conn, DbConn::Pg(_));
+    // The day a payment succeeded on, China Standard Time (UTC+8, no daylight saving).
+    let day =
+        if pg { "to_char(t.success_time + INTERVAL '8 hours', 'YYYY-MM-DD')" } else { "strftime('%Y-%m-%d', t.success_time, '+8 hours')" };
+    let (key, empty) = match group {
+        EarningsGroup::Day => (day, "CAST(0 AS BIGINT)"),
+        EarningsGroup::Tenant => ("t.tenant_id", "''"),
+    };
+    let (role, partner_share, partner_tenants) = match earner {
+        Earner::Partner(_) => ("partner", " AND s.partner_id = ?", " AND t.tenant_id IN (SELECT id FROM tenants WHERE partner_id = ?)"),
+        Earner::Platform => ("platform", "", ""),
+    };
+    // What a share paid its receiver: its amount less what was withheld for refunds before a
+    // retry (a share's withheld is 0 unless it was retried after a refund).
+    let sql = format!(
+        "SELECT {day_out} AS day, {tenant_out} AS tenant_id, \
+                CAST(SUM(x.amount) AS BIGINT) AS paid, CAST(SUM(x.refunded) AS BIGINT) AS refunded, \
+                CAST(SUM(x.shared) AS BIGINT) AS shared, CAST(SUM(x.returned) AS BIGINT) AS returned, \
+                CAST(SUM(x.pending) AS BIGINT) AS pending, CAST(SUM(x.failed) AS BIGINT) AS failed \
+         FROM (SELECT {key} AS k, t.amount, \
+                      COALESCE((SELECT SUM(r.amount) FROM payment_refunds r WHERE r.payment_id = t.id AND r.status = 'succeeded'), 0) AS refunded, \
+                      CASE WHEN s.status IN ('succeeded', 'returned') THEN s.amount - s.withheld ELSE 0 END AS shared, \
+                      COALESCE(s.returned, 0) AS returned, \
+                      CASE WHEN s.status IN ('pending', 'processing') THEN s.amount - s.withheld ELSE 0 END AS pending, \
+                      CASE WHEN s.status = 'closed' THEN s.amount - s.withheld ELSE 0 END AS failed \
+               FROM payment_transactions t \
+               LEFT JOIN payment_shares s ON s.payment_id = t.id AND s.role = '{role}'{partner_share} \
+               WHERE t.sub_mchid IS NOT NULL AND t.trade_state IN ('SUCCESS', 'REFUND') AND t.discrepancy IS NULL \
+                 AND t.success_time >= ? AND t.success_time < ?{partner_tenants}) x \
+         GROUP BY x.k",
+        day_out = if group == EarningsGroup::Day { "x.k" } else { empty },
+        tenant_out = if group == EarningsGroup::Tenant { "x.k" } else { empty },
+    );
+    let sql = if pg { numbered(&sql) } else { sql };
+    let mut query = diesel::sql_query(sql).into_boxed::<MultiBackend>();
+    if let Earner::Partner(partner_id) = earner {
+        query = query.bind::<BigInt, _>(partner_id);
+    }
+    query = query.bind::<SqlTimestamp, _>(to_db(from)).bind::<SqlTimestamp, _>(to_db(to));
+    if let Earner::Partner(partner_id) = earner {
+        query = query.bind::<BigInt, _>(partner_id);
+    }
+    let rows: Vec<Row> = query.load(conn).map_err(db_error)?;
+    rows.into_iter().map(|r| row(r, group)).collect()
+}
+
+fn row(r: Row, group: EarningsGroup) -> Result<EarningsRow> {
+    let key = match group {
+        EarningsGroup::Day => EarningsKey::Day(
+            NaiveDate::parse_from_str(&r.day, "%Y-%m-%d")
+                .map_err(|e| Error::Internal(anyhow::anyhow!("a statement day {:?}: {e}", r.day)))?,
+        ),
+        EarningsGroup::Tenant => EarningsKey::Tenant(r.tenant_id as Id),
+    };
+    let fen = Money::from_fen;
+    Ok(EarningsRow {
+        key,
+        sums: EarningsSums {
+            paid: fen(r.paid),
+            refunded: fen(r.refunded),
+            shared: fen(r.shared),
+            returned: fen(r.returned),
+            pending: fen(r.pending),
+            failed: fen(r.failed),
+        },
+    })
+}
+
+/// `sql` with its `?` placeholders numbered `$1`, `$2`, … for PostgreSQL (the text holds no
+/// other `?`).
+fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut n = 0;
+    for c in sql.chars() {
+        if c == '?' {
+            n += 1;
+            out.push('$');
+            out.push_str(&n.to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
