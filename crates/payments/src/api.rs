@@ -626,37 +626,21 @@ pub struct EarningsParams {
     pub group: EarningsGroup,
 }
 
-/// The sums of a statement row or of a whole statement, in fen.
+/// The sums of a statement row or of a whole statement, in fen, with what they leave the
+/// earner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EarningsSumsView {
-    /// What payers paid: every paid sub-merchant payment, those too small to share included.
-    pub paid: Money,
-    /// What was refunded of them (succeeded refunds).
-    pub refunded: Money,
-    /// What the earner's shares that succeeded paid it.
-    pub shared: Money,
-    /// What the earner gave back of them before refunds.
-    pub returned: Money,
-    /// The earner's shares not settled yet.
-    pub pending: Money,
-    /// The earner's shares the pay platform closed, still closed now (retry them).
-    pub failed: Money,
+    /// The sums.
+    #[serde(flatten)]
+    pub sums: EarningsSums,
     /// `shared − returned`: what the earner holds of these payments now.
     pub net: Money,
 }
 
 impl From<EarningsSums> for EarningsSumsView {
-    fn from(s: EarningsSums) -> Self {
-        EarningsSumsView {
-            paid: s.paid,
-            refunded: s.refunded,
-            shared: s.shared,
-            returned: s.returned,
-            pending: s.pending,
-            failed: s.failed,
-            net: s.net(),
-        }
+    fn from(sums: EarningsSums) -> Self {
+        EarningsSumsView { net: sums.net(), sums }
     }
 }
 

@@ -54,12 +54,14 @@ pub enum EarningsKey {
     Tenant(Id),
 }
 
-/// The sums of a statement row (or of the whole statement), in fen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The sums of a statement row (or of the whole statement), in fen (see the module
+/// documentation for what each counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EarningsSums {
-    /// What the payer paid.
+    /// What payers paid: every paid sub-merchant payment, those too small to share included.
     pub paid: Money,
-    /// What was refunded of it (succeeded refunds).
+    /// What was refunded of them (succeeded refunds).
     pub refunded: Money,
     /// What the earner's shares that succeeded paid it.
     pub shared: Money,
@@ -67,7 +69,7 @@ pub struct EarningsSums {
     pub returned: Money,
     /// The earner's shares not settled yet.
     pub pending: Money,
-    /// The earner's shares closed by the platform (still closed now).
+    /// The earner's shares the pay platform closed, still closed now (retry them).
     pub failed: Money,
 }
 

@@ -184,8 +184,8 @@ pub trait PaymentRepo: Send + Sync + 'static {
     async fn tenants_with_activity(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Id>>;
     /// The statement of `earner` over the paid sub-merchant transactions whose payment
     /// succeeded in `[from, to)`, one row per China Standard Time day or per tenant (see
-    /// [`crate::earnings`] for what each sum counts); rows only where something was paid, in
-    /// any order.
+    /// [`EarningsSums`](crate::EarningsSums) for what each sum counts); rows only where
+    /// something was paid, in any order.
     async fn earnings(&self, earner: Earner, from: Timestamp, to: Timestamp, group: EarningsGroup) -> Result<Vec<EarningsRow>>;
     /// The shares sent to the platform (not `pending`) of `tenant_id`'s payments of which one
     /// was created or changed in `[from, to)`: each such payment's every sent share, payments
