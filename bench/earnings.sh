@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Partner earnings bench: 1,000,000 shared sub-merchant payments of 1,000 tenants under 50
+# partners (seeded through the store: `atrium seed --shared-per-tenant`, each payment with the
+# platform's and the partner's share, 5 % partly refunded with their shares' returns, paid
+# over 2026), then one partner's statement of a month by day
+# (`GET /api/v1/partners/{id}/earnings?from=2026-03-01&to=2026-03-31&group=day`, as the
+# platform administrator) and by tenant with wrk, beside /healthz of the same server.
+#   bench/earnings.sh              (SQLite)      DB=postgres://…/db bench/earnings.sh   (PostgreSQL, empty db)
+#   SEEDED=1 DB=… bench/earnings.sh   reuses a database this script seeded before (no seeding)
+# Before the load, the month's answer is checked once: code 200 (the envelope's code is the
+# HTTP status), 31 rows, and totals equal to
+# the sums read from the database directly; the script fails otherwise, or on any non-2xx.
+# Target: the month by day ≥ 15 % of /healthz's requests per second, on both backends.
+source "$(dirname "$0")/lib.sh"
+need_wrk
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-16}
+PARTNERS=${PARTNERS:-50}
+TENANTS=${TENANTS:-1000}
+PER_TENANT=${PER_TENANT:-1000}
+TARGET=${TARGET:-15}
+DB=${DB:-sqlite://$OUT/earnings-bench.db}
+backend=sqlite
+case "$DB" in postgres*) backend=postgres ;; esac
+[ "$backend" = sqlite ] && ! command -v sqlite3 >/dev/null && apt-get update -qq && apt-get install -y -qq sqlite3 >/dev/null
+# sql QUERY → its rows, columns separated by a space, read from the database directly.
+sql() {
+  if [ "$backend" = sqlite ]; then sqlite3 -separator ' ' "${DB#sqlite://}" "$1"; else psql -qAt -F ' ' "$DB" -c "$1"; fi
+}
+build_release
+if [ "${SEEDED:-0}" != 1 ]; then
+  [ "$backend" = sqlite ] && rm -f "$OUT"/earnings-bench.db*
+  rm -f "$OUT/bench.secrets.json"
+  atrium_cli "$DB" migrate >/dev/null
+  atrium_cli "$DB" seed --partners "$PARTNERS" --tenants "$TENANTS" --employees-per-tenant 0 --shared-per-tenant "$PER_TENANT" \
+    | tee "$OUT/earnings-seed.txt"
+  [ "$backend" = postgres ] && psql -q "$DB" -c "VACUUM ANALYZE"
+fi
+# A database seeded before has its administrator: no first-start password for start_server
+# to find (its grep fails), which is not an error here.
+start_server "$DB" ATRIUM_BCRYPT_COST=10 || [ "${SEEDED:-0}" = 1 ]
+trap stop_server EXIT
+curl -sf "$BASE/healthz" >/dev/null || { echo "the server did not start: $OUT/server.log" >&2; exit 1; }
+if [ -n "$ADMIN_PASSWORD" ]; then
+  ADMIN=$(login admin "$ADMIN_PASSWORD")
+else
+  # A database seeded before (SEEDED=1): its first start printed the password; another
+  # administrator of the bench's own instead (made once, kept for the next run).
+  ATRIUM_ADMIN_PASSWORD=earnings-bench-1 atrium_cli "$DB" admin create --username earnings_bench >/dev/null 2>&1 || true
+  ADMIN=$(login earnings_bench earnings-bench-1)
+fi
+# The middle one of the seeded partners: its 20 tenants' payments lie among every other's.
+PID=$(sql "SELECT (MIN(partner_id) + MAX(partner_id)) / 2 FROM share_plans WHERE receiver_name LIKE 'Seed agency %'")
+[ -n "$PID" ] || { echo "no seeded partner found" >&2; exit 1; }
+FROM=2026-03-01 TO=2026-03-31
+MONTH="$BASE/api/v1/partners/$PID/earnings?from=$FROM&to=$TO"
+
+# The month's statement once, against the same sums read from the tables: March 2026 in China
+# Standard Time is [2026-02-28 16:00, 2026-03-31 16:00) UTC.
+curl -s "$MONTH&group=day" -H "authorization: Bearer $ADMIN" > "$OUT/earnings-month.json"
+rows=$(jq -r 'if .code == 200 then (.data.rows | length) else "code \(.code): \(.message // "")" end' "$OUT/earnings-month.json" 2>/dev/null || echo "not JSON")
+[ "$rows" = 31 ] || { echo "partner $PID's month by day: expected code 200 with 31 rows, got: $rows" >&2; head -c 600 "$OUT/earnings-month.json" >&2; exit 1; }
+got=$(jq -r '.data.totals | "\(.paid) \(.refunded) \(.shared) \(.returned) \(.pending) \(.failed)"' "$OUT/earnings-month.json")
+want=$(sql "SELECT SUM(t.amount), \
+    SUM(COALESCE((SELECT SUM(r.amount) FROM payment_refunds r WHERE r.payment_id = t.id AND r.status = 'succeeded'), 0)), \
+    SUM(CASE WHEN s.status IN ('succeeded', 'returned') THEN s.amount - s.withheld ELSE 0 END), SUM(COALESCE(s.returned, 0)), \
+    SUM(CASE WHEN s.status IN ('pending', 'processing') THEN s.amount - s.withheld ELSE 0 END), \
+    SUM(CASE WHEN s.status = 'closed' THEN s.amount - s.withheld ELSE 0 END) \
+  FROM payment_transactions t JOIN tenants tn ON tn.id = t.tenant_id \
+  LEFT JOIN payment_shares s ON s.payment_id = t.id AND s.role = 'partner' \
+  WHERE tn.partner_id = $PID AND t.sub_mchid IS NOT NULL AND t.trade_state IN ('SUCCESS', 'REFUND') AND t.discrepancy IS NULL \
+    AND t.success_time >= '2026-02-28 16:00:00' AND t.success_time < '2026-03-31 16:00:00'")
+[ "$got" = "$want" ] || { echo "partner $PID's month totals (paid refunded shared returned pending failed): answered $got, the tables hold $want" >&2; exit 1; }
+echo "partner $PID, $FROM to $TO: 31 days, totals (paid refunded shared returned pending failed, fen) $got — as the tables hold"
+GROUPINGS=(day)
+tenant_rows=$(curl -s "$MONTH&group=tenant" -H "authorization: Bearer $ADMIN" | jq -r 'if .code == 200 then (.data.rows | length) else "code \(.code)" end' 2>/dev/null || true)
+if [ "$tenant_rows" = $(( TENANTS / PARTNERS )) ]; then GROUPINGS+=(tenant); else echo "group=tenant answered $tenant_rows rows: not measured" >&2; fi
+
+run() { wrk_run "$1" "$2" -t2 -c"$CONNS" -d"$DURATION" -H "Authorization: Bearer $ADMIN"; }
+echo "backend: $backend; $PARTNERS partners, $TENANTS tenants x $PER_TENANT shared payments; wrk -t2 -c$CONNS -d$DURATION"
+{
+  wrk_run healthz "$BASE/healthz" -t2 -c"$CONNS" -d"$DURATION"
+  for g in "${GROUPINGS[@]}"; do
+    perf_start "earnings-month-$g"
+    run "earnings_month_$g" "$MONTH&group=$g"
+    perf_stop
+  done
+} | tee "$OUT/earnings-summary.txt"
+
+# The statement's query in the database alone: its plan and mean time over REPEAT runs, written
+# out here as crates/store/src/earnings.rs builds it (a partner's month by day), to
+# $OUT/earnings-plan-<backend>.md.
+REPEAT=${REPEAT:-20}
+if [ "$backend" = sqlite ]; then
+  day="strftime('%Y-%m-%d', t.success_time, '+8 hours')"
+else
+  day="to_char(t.success_time + INTERVAL '8 hours', 'YYYY-MM-DD')"
+fi
+statement="SELECT x.k AS day, CAST(SUM(x.amount) AS BIGINT) AS paid, CAST(SUM(x.refunded) AS BIGINT) AS refunded, \
+CAST(SUM(x.shared) AS BIGINT) AS shared, CAST(SUM(x.returned) AS BIGINT) AS returned, \
+CAST(SUM(x.pending) AS BIGINT) AS pending, CAST(SUM(x.failed) AS BIGINT) AS failed \
+FROM (SELECT $day AS k, t.amount, \
+COALESCE((SELECT SUM(r.amount) FROM payment_refunds r WHERE r.payment_id = t.id AND r.status = 'succeeded'), 0) AS refunded, \
+CASE WHEN s.status IN ('succeeded', 'returned') THEN s.amount - s.withheld ELSE 0 END AS shared, \
+COALESCE(s.returned, 0) AS returned, \
+CASE WHEN s.status IN ('pending', 'processing') THEN s.amount - s.withheld ELSE 0 END AS pending, \
+CASE WHEN s.status = 'closed' THEN s.amount - s.withheld ELSE 0 END AS failed \
+FROM payment_transactions t \
+LEFT JOIN payment_shares s ON s.payment_id = t.id AND s.role = 'partner' AND s.partner_id = $PID \
+WHERE t.sub_mchid IS NOT NULL AND t.trade_state IN ('SUCCESS', 'REFUND') AND t.discrepancy IS NULL \
+AND t.success_time >= '2026-02-28 16:00:00' AND t.success_time < '2026-03-31 16:00:00' \
+AND t.tenant_id IN (SELECT id FROM tenants WHERE partner_id = $PID)) x GROUP BY x.k"
+if [ "$backend" = sqlite ]; then
+  plan=$(sqlite3 "${DB#sqlite://}" "EXPLAIN QUERY PLAN $statement")
+  ms=$( { echo ".timer on"; for _ in $(seq "$REPEAT"); do echo "SELECT count(*) FROM ($statement);"; done; } | sqlite3 "${DB#sqlite://}" \
+    | awk '/^Run Time/ {s += $4; n++} END {printf "%.2f", 1000 * s / n}')
+else
+  plan=$(psql -qAt "$DB" -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) $statement")
+  ms=$(for _ in $(seq "$REPEAT"); do psql -qAt "$DB" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $statement"; done \
+    | awk '/^Execution Time/ {s += $3; n++} END {printf "%.2f", s / n}')
+fi
+printf '**Partner %s, March 2026 by day, in the database alone** — %s ms\n\n```sql\n%s\n```\n```\n%s\n```\n' \
+  "$PID" "$ms" "$statement" "$plan" > "$OUT/earnings-plan-$backend.md"
+echo "the statement's query alone: $ms ms (plan in $OUT/earnings-plan-$backend.md)"
+awk -v target="$TARGET" '/^healthz/ {h=$2; next}
+  {r = 100*$2/h; printf "%-28s %5.1f %% of healthz (p99 %s ms)%s\n", $1, r, $5, ($1 == "earnings_month_day" ? (r >= target ? "  target met" : "  TARGET MISSED (" target " %)") : "")}' \
+  "$OUT/earnings-summary.txt"
+# Every request answered 2xx (a 401 or 500 is fast, and would flatter the figures).
+awk '$NF != 0 {bad=1; print "non-2xx answers in " $1 ": " $NF > "/dev/stderr"} END {exit bad}' "$OUT/earnings-summary.txt"
