@@ -271,6 +271,8 @@ UNSTATEABLE = [
     # At least one of four contact fields; privacy keys unique by one property of the objects.
     (r"(privacy\.)?owner_setting", r"^needs at least one of"),
     (r"(privacy\.)?setting_list\[\d+\]\.privacy_key", r"is listed twice$"),
+    # A statement's period: `to` not before `from`, at most 366 days after it (two fields).
+    (r"to", r"^(must not be before from|a statement covers at most 366 days)$"),
 ]
 
 
