@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use atrium_kernel::PayParams;
 use atrium_kernel::RefundStatus;
 use atrium_kernel::{AuditRecord, Id, Page, Party, Result, Secret, Timestamp};
+use chrono::NaiveDate;
 
 /// Storage of payment configurations, transactions, refunds and seen notifications.
 ///
@@ -183,10 +184,10 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// `from`: those whose trade bill of that period is worth reconciling.
     async fn tenants_with_activity(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Id>>;
     /// The statement of `earner` over the paid sub-merchant transactions whose payment
-    /// succeeded in `[from, to)`, one row per China Standard Time day or per tenant (see
-    /// [`EarningsSums`](crate::EarningsSums) for what each sum counts); rows only where
-    /// something was paid, in any order.
-    async fn earnings(&self, earner: Earner, from: Timestamp, to: Timestamp, group: EarningsGroup) -> Result<Vec<EarningsRow>>;
+    /// succeeded from day `from` to day `to` (China Standard Time, inclusive), one row per day
+    /// or per tenant (see [`EarningsSums`](crate::EarningsSums) for what each sum counts);
+    /// rows only where something is counted, in any order.
+    async fn earnings(&self, earner: Earner, from: NaiveDate, to: NaiveDate, group: EarningsGroup) -> Result<Vec<EarningsRow>>;
     /// The shares sent to the platform (not `pending`) of `tenant_id`'s payments of which one
     /// was created or changed in `[from, to)`: each such payment's every sent share, payments
     /// with an id above `after_payment` in order of id, at most `payments` of them. What the

@@ -1,16 +1,60 @@
-//! Statements of shared money ([`atrium_payments::earnings`]): one aggregate query over the
-//! paid sub-merchant transactions of a period, each joined to the earner's one share of it
-//! (`UNIQUE (payment_id, role)`) and its succeeded refunds, grouped by China Standard Time day
-//! or by tenant.
+//! Statements of shared money ([`atrium_payments::EarningsSums`]).
 //!
-//! The transactions are found through `payment_transactions_paid_idx (tenant_id,
-//! success_time)`: a partner's statement reads its tenants' payments of the period only.
+//! A statement reads `payment_earning_days`: sums per tenant, China Standard Time day the
+//! payment succeeded on, role and partner, kept by triggers (migration
+//! `2026-12-12-000100_earning_days`) in the same transaction as every change to a payment,
+//! refund or share. A partner's month is then its tenants' thirty-odd rows each, whatever the
+//! number of payments. [`from_ledger`] sums the same from the payments themselves, one by one;
+//! the store's tests hold the two equal.
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::time::to_db;
 use atrium_kernel::{Error, Id, Money, Result, Timestamp};
 use atrium_payments::{Earner, EarningsGroup, EarningsKey, EarningsRow, EarningsSums};
 use chrono::NaiveDate;
+
+/// The statement's rows (see [`atrium_payments::PaymentRepo::earnings`]) from the sums kept by
+/// day, `from` and `to` inclusive.
+pub(crate) fn earnings(
+    conn: &mut DbConn,
+    earner: Earner,
+    from: NaiveDate,
+    to: NaiveDate,
+    group: EarningsGroup,
+) -> Result<Vec<EarningsRow>> {
+    let key = match group {
+        EarningsGroup::Day => "day AS day, CAST(0 AS BIGINT) AS tenant_id",
+        EarningsGroup::Tenant => "'' AS day, tenant_id AS tenant_id",
+    };
+    let by = match group {
+        EarningsGroup::Day => "day",
+        EarningsGroup::Tenant => "tenant_id",
+    };
+    let whose = match earner {
+        Earner::Partner(_) => {
+            "tenant_id IN (SELECT id FROM tenants WHERE partner_id = ?) AND (role = '' OR (role = 'partner' AND partner_id = ?))"
+        }
+        Earner::Platform => "role IN ('', 'platform')",
+    };
+    let sql = format!(
+        "SELECT {key}, CAST(SUM(paid) AS BIGINT) AS paid, CAST(SUM(refunded) AS BIGINT) AS refunded, \
+                CAST(SUM(shared) AS BIGINT) AS shared, CAST(SUM(returned) AS BIGINT) AS returned, \
+                CAST(SUM(pending) AS BIGINT) AS pending, CAST(SUM(failed) AS BIGINT) AS failed \
+         FROM payment_earning_days WHERE {whose} AND day >= ? AND day <= ? \
+         GROUP BY {by} HAVING SUM(paid) <> 0 OR SUM(refunded) <> 0 OR SUM(shared) <> 0 OR SUM(returned) <> 0 \
+                             OR SUM(pending) <> 0 OR SUM(failed) <> 0"
+    );
+    let sql = if matches!(conn, DbConn::Pg(_)) { numbered(&sql) } else { sql };
+    let mut query = diesel::sql_query(sql).into_boxed::<MultiBackend>();
+    if let Earner::Partner(partner_id) = earner {
+        query = query.bind::<BigInt, _>(partner_id).bind::<BigInt, _>(partner_id);
+    }
+    let day = |d: NaiveDate| d.format("%Y-%m-%d").to_string();
+    query = query.bind::<Text, _>(day(from)).bind::<Text, _>(day(to));
+    let rows: Vec<Row> = query.load(conn).map_err(db_error)?;
+    rows.into_iter().map(|r| row(r, group)).collect()
+}
+
 use diesel::RunQueryDsl;
 use diesel::sql_types::{BigInt, Text, Timestamp as SqlTimestamp};
 
@@ -35,8 +79,10 @@ struct Row {
     failed: i64,
 }
 
-/// The statement's rows (see [`atrium_payments::PaymentRepo::earnings`]).
-pub(crate) fn earnings(
+/// The statement's rows summed from the ledger itself, payment by payment, over payments that
+/// succeeded in `[from, to)`: what the sums kept by day must always equal (the store's tests
+/// compare them).
+pub(crate) fn from_ledger(
     conn: &mut DbConn,
     earner: Earner,
     from: Timestamp,

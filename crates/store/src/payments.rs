@@ -698,7 +698,13 @@ impl PaymentRepo for PaymentStore {
         self.db.write(move |conn| shares::settle_return(conn, &ret, read)).await
     }
 
-    async fn earnings(&self, earner: Earner, from: Timestamp, to: Timestamp, group: EarningsGroup) -> Result<Vec<EarningsRow>> {
+    async fn earnings(
+        &self,
+        earner: Earner,
+        from: chrono::NaiveDate,
+        to: chrono::NaiveDate,
+        group: EarningsGroup,
+    ) -> Result<Vec<EarningsRow>> {
         self.db.run(move |conn| earnings::earnings(conn, earner, from, to, group)).await
     }
 

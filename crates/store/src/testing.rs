@@ -381,3 +381,17 @@ mod throwaway {
         }
     }
 }
+
+/// A statement summed from the ledger itself, payment by payment, over payments that succeeded
+/// in `[from, to)`: what [`atrium_payments::PaymentRepo::earnings`] reads from the sums kept by
+/// day must always equal it.
+pub fn earnings_from_ledger(
+    db: &crate::Db,
+    earner: atrium_payments::Earner,
+    from: atrium_kernel::Timestamp,
+    to: atrium_kernel::Timestamp,
+    group: atrium_payments::EarningsGroup,
+) -> Result<Vec<atrium_payments::EarningsRow>, atrium_kernel::Error> {
+    let mut conn = db.conn()?;
+    crate::earnings::from_ledger(&mut conn, earner, from, to, group)
+}

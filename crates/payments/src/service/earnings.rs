@@ -3,7 +3,7 @@
 use super::payments::PaymentService;
 use crate::api::{EarningsParams, EarningsView};
 use crate::earnings::{Earner, Earnings, MAX_STATEMENT_DAYS};
-use atrium_kernel::{Actor, Error, Id, Party, Reason, Result, china_day};
+use atrium_kernel::{Actor, Error, Id, Party, Reason, Result};
 
 impl PaymentService {
     /// `GET /partners/{id}/earnings`: the partner's commission. The platform reads any
@@ -31,9 +31,7 @@ impl PaymentService {
         if (to - from).num_days() >= MAX_STATEMENT_DAYS {
             return Err(Error::invalid("to", format!("a statement covers at most {MAX_STATEMENT_DAYS} days")));
         }
-        let (start, _) = china_day(from);
-        let (_, end) = china_day(to);
-        let rows = self.repo.earnings(earner, start, end, group).await?;
+        let rows = self.repo.earnings(earner, from, to, group).await?;
         Ok(EarningsView::of(Earnings::of(rows), from, to, group))
     }
 }

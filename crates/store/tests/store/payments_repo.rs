@@ -1552,6 +1552,22 @@ store_test!(racing_refunds_of_a_shared_payment_take_each_share_back_whole_never_
 
 // --- earnings ------------------------------------------------------------------------------------
 
+/// Every statement of the fixture's earners from the sums kept by day equals the one summed
+/// payment by payment from the ledger.
+async fn same_as_the_ledger(db: &Db, f: &Fixture, from: chrono::NaiveDate, to: chrono::NaiveDate) {
+    let start = atrium_kernel::china_day(from).0;
+    let end = atrium_kernel::china_day(to).1;
+    for earner in [Earner::Platform, Earner::Partner(f.partner), Earner::Partner(f.partner + 1)] {
+        for group in [EarningsGroup::Day, EarningsGroup::Tenant] {
+            let mut kept = f.repo.earnings(earner, from, to, group).await.unwrap();
+            let mut summed = atrium_store::testing::earnings_from_ledger(db, earner, start, end, group).unwrap();
+            kept.sort_by_key(|r| r.key);
+            summed.sort_by_key(|r| r.key);
+            assert_eq!(kept, summed, "{earner:?} by {group:?}");
+        }
+    }
+}
+
 /// Stores `tx` and records it paid at `at`.
 async fn pay_at(f: &Fixture, tx: Transaction, at: Timestamp) -> Transaction {
     let tx = f.repo.insert_transaction(tx, none()).await.unwrap();
@@ -1637,7 +1653,8 @@ store_test!(earnings_sum_the_paid_sub_merchant_payments_and_the_earners_shares_b
     assert!(f.repo.update_transaction(odd, TradeState::NotPay, none()).await.unwrap());
 
     let day = |d| EarningsKey::Day(chrono::NaiveDate::from_ymd_opt(2026, 5, d).unwrap());
-    let (from, to) = (t0() - Duration::days(1), t0() + Duration::days(2));
+    let date = |m, d| chrono::NaiveDate::from_ymd_opt(2026, m, d).unwrap();
+    let (from, to) = (date(4, 30), date(5, 3));
     let mut by_day = f.repo.earnings(Earner::Partner(f.partner), from, to, EarningsGroup::Day).await.unwrap();
     by_day.sort_by_key(|r| r.key);
     assert_eq!(
@@ -1660,18 +1677,46 @@ store_test!(earnings_sum_the_paid_sub_merchant_payments_and_the_earners_shares_b
         ]
     );
 
-    // The period is half-open at its end: 2 May (China) starts at 16:00 UTC on 1 May.
-    let may_2_starts = Utc.with_ymd_and_hms(2026, 5, 1, 16, 0, 0).single().expect("valid");
-    let only_first = f.repo.earnings(Earner::Partner(f.partner), from, may_2_starts, EarningsGroup::Day).await.unwrap();
-    assert_eq!(only_first.iter().map(|r| r.key).collect::<Vec<_>>(), [day(1)]);
-    let only_second = f.repo.earnings(Earner::Partner(f.partner), may_2_starts, to, EarningsGroup::Day).await.unwrap();
-    assert_eq!(only_second.iter().map(|r| r.key).collect::<Vec<_>>(), [day(2)]);
+    // Days are China Standard Time: 2 May there starts at 16:00 UTC on 1 May.
+    let keys = |rows: Vec<EarningsRow>| rows.into_iter().map(|r| r.key).collect::<Vec<_>>();
+    assert_eq!(keys(f.repo.earnings(Earner::Partner(f.partner), from, date(5, 1), EarningsGroup::Day).await.unwrap()), [day(1)]);
+    assert_eq!(keys(f.repo.earnings(Earner::Partner(f.partner), date(5, 2), to, EarningsGroup::Day).await.unwrap()), [day(2)]);
     let theirs = f.repo.earnings(Earner::Partner(f.partner + 1), from, to, EarningsGroup::Day).await.unwrap();
     assert_eq!(
         theirs,
         [EarningsRow { key: day(1), sums: sums(10_001, 0, 250, 0, 0, 0) }],
         "the other partner's tenant and commission only"
     );
+    same_as_the_ledger(&db, &f, from, to).await;
+
+    // Later changes move the sums kept by day with them: the processing commission succeeds,
+    // the closed platform share is retried, the other tenant's payment is refunded in part,
+    // and a payment is deleted.
+    let late_shares = f.repo.sharing(late.id).await.unwrap().unwrap().1;
+    let (closed, processing) = (late_shares[0].clone(), late_shares[1].clone());
+    f.repo
+        .update_shares(vec![Share { status: Succeeded, ..processing.clone() }], vec![(Processing, processing.out_order_no.clone())], none())
+        .await
+        .unwrap();
+    f.repo.retry_share(closed, "PS-r1".into(), t0(), none()).await.unwrap().unwrap();
+    let r = match f.repo.reserve_refund(refund(f.other, "T_OTHER", "R_OTHER", 30), rule(5), none()).await.unwrap() {
+        RefundReservation::Reserved(r) => r,
+        other => panic!("{other:?}"),
+    };
+    assert!(f.repo.update_refund(Refund { status: RefundStatus::Succeeded, ..r }, RefundStatus::Processing, none()).await.unwrap());
+    diesel::delete(payment_transactions::table.filter(payment_transactions::out_trade_no.eq("T_SMALL")))
+        .execute(&mut *db.conn().unwrap())
+        .unwrap();
+    let mut by_day = f.repo.earnings(Earner::Partner(f.partner), from, to, EarningsGroup::Day).await.unwrap();
+    by_day.sort_by_key(|r| r.key);
+    assert_eq!(
+        by_day,
+        [
+            EarningsRow { key: day(1), sums: sums(10_001, 3_333, 166, 50, 0, 0) },
+            EarningsRow { key: day(2), sums: sums(333, 0, 8, 0, 0, 0) },
+        ]
+    );
+    same_as_the_ledger(&db, &f, from, to).await;
 });
 
 store_test!(a_share_discrepancy_is_kept_once_over_the_share_as_read_and_is_found_counted_and_blocks_a_retry, |db| {
@@ -1711,4 +1756,27 @@ store_test!(a_share_discrepancy_is_kept_once_over_the_share_as_read_and_is_found
     diesel::update(payment_shares::table.find(read.id)).set(payment_shares::status.eq("closed")).execute(&mut *db.conn().unwrap()).unwrap();
     let retried = f.repo.retry_share(Share { discrepancy: None, ..closed }, "PS1-r1".into(), t0(), none()).await.unwrap();
     assert_eq!(retried, None);
+});
+
+store_test!(payments_recorded_at_once_are_each_counted_in_the_days_sums, |db| {
+    let f = Arc::new(fixture(&db).await);
+    let at = t0() + Duration::minutes(1);
+    let paying: Vec<_> = (0..16)
+        .map(|i| {
+            let f = f.clone();
+            tokio::spawn(async move {
+                let tx =
+                    Transaction { sub_mchid: Some("1900000201".into()), ..transaction(f.tenant, &format!("T_AT_ONCE_{i:02}"), 100 + i) };
+                pay_at(&f, tx, at).await
+            })
+        })
+        .collect();
+    for p in paying {
+        p.await.unwrap();
+    }
+    let day = chrono::NaiveDate::from_ymd_opt(2026, 5, 1).unwrap();
+    let kept = f.repo.earnings(Earner::Platform, day, day, EarningsGroup::Day).await.unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].sums.paid, Money::from_fen((0..16).map(|i| 100 + i).sum()), "every payment counted once");
+    same_as_the_ledger(&db, &f, day, day).await;
 });

@@ -1,0 +1,10 @@
+DROP TRIGGER payment_shares_earning ON payment_shares;
+DROP TRIGGER payment_refunds_earning ON payment_refunds;
+DROP TRIGGER payment_transactions_earning ON payment_transactions;
+DROP FUNCTION earning_share();
+DROP FUNCTION earning_refund();
+DROP FUNCTION earning_day_of(BIGINT);
+DROP FUNCTION earning_payment();
+DROP FUNCTION earning_add(BIGINT, TEXT, TEXT, BIGINT, BIGINT, BIGINT, BIGINT, BIGINT, BIGINT, BIGINT);
+DROP FUNCTION earning_day(TIMESTAMP);
+DROP TABLE payment_earning_days;

@@ -1,0 +1,10 @@
+DROP TRIGGER payment_shares_earning_delete;
+DROP TRIGGER payment_shares_earning_update;
+DROP TRIGGER payment_shares_earning_insert;
+DROP TRIGGER payment_refunds_earning_delete;
+DROP TRIGGER payment_refunds_earning_update;
+DROP TRIGGER payment_refunds_earning_insert;
+DROP TRIGGER payment_transactions_earning_delete;
+DROP TRIGGER payment_transactions_earning_update;
+DROP TRIGGER payment_transactions_earning_insert;
+DROP TABLE payment_earning_days;
