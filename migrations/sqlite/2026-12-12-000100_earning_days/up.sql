@@ -3,7 +3,8 @@
 -- role, partner): role '' holds the paid sub-merchant payments' own sums (paid, refunded),
 -- role 'platform' / 'partner' the shares' sums, by the partner the share was paid to (0: none).
 -- The triggers below keep it in the same transaction as every change to a payment, refund or
--- share, by taking out what the old row counted and adding what the new one counts.
+-- share, by taking out what the old row counted and adding what the new one counts. Kept in
+-- key order (WITHOUT ROWID): a tenant's days are read together, not row by row.
 CREATE TABLE payment_earning_days (
     tenant_id BIGINT NOT NULL,
     day TEXT NOT NULL,
@@ -16,7 +17,7 @@ CREATE TABLE payment_earning_days (
     pending BIGINT NOT NULL DEFAULT 0,
     failed BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant_id, day, role, partner_id)
-);
+) WITHOUT ROWID;
 CREATE INDEX payment_earning_days_day_idx ON payment_earning_days(day, role);
 
 -- What is there already (before the triggers, which count from now on).
