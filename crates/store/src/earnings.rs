@@ -30,6 +30,9 @@ pub(crate) fn earnings(
         EarningsGroup::Day => "day",
         EarningsGroup::Tenant => "tenant_id",
     };
+    if let (Earner::Partner(partner_id), EarningsGroup::Day) = (earner, group) {
+        return partner_days(conn, partner_id, from, to);
+    }
     let whose = match earner {
         Earner::Partner(_) => {
             "tenant_id IN (SELECT id FROM tenants WHERE partner_id = ?) AND (role = '' OR (role = 'partner' AND partner_id = ?))"
@@ -133,6 +136,23 @@ pub(crate) fn from_ledger(
     }
     let rows: Vec<Row> = query.load(conn).map_err(db_error)?;
     rows.into_iter().map(|r| row(r, group)).collect()
+}
+
+/// A partner's statement by day from `payment_partner_days`: one row a day.
+fn partner_days(conn: &mut DbConn, partner_id: Id, from: NaiveDate, to: NaiveDate) -> Result<Vec<EarningsRow>> {
+    let sql = "SELECT day, CAST(0 AS BIGINT) AS tenant_id, paid, refunded, shared, returned, pending, failed FROM payment_partner_days \
+               WHERE partner_id = ? AND day >= ? AND day <= ? \
+                 AND (paid <> 0 OR refunded <> 0 OR shared <> 0 OR returned <> 0 OR pending <> 0 OR failed <> 0)";
+    let sql = if matches!(conn, DbConn::Pg(_)) { numbered(sql) } else { sql.to_owned() };
+    let day = |d: NaiveDate| d.format("%Y-%m-%d").to_string();
+    let rows: Vec<Row> = diesel::sql_query(sql)
+        .into_boxed::<MultiBackend>()
+        .bind::<BigInt, _>(partner_id)
+        .bind::<Text, _>(day(from))
+        .bind::<Text, _>(day(to))
+        .load(conn)
+        .map_err(db_error)?;
+    rows.into_iter().map(|r| row(r, EarningsGroup::Day)).collect()
 }
 
 fn row(r: Row, group: EarningsGroup) -> Result<EarningsRow> {

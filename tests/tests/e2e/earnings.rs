@@ -179,6 +179,27 @@ e2e!(an_orders_and_a_transactions_views_show_how_the_payment_was_shared, vars = 
     assert_eq!(q.data()["shares"].as_array().map(Vec::len), Some(2), "{}", q.body);
     // Another tenant's admin sees neither.
     app.get(&format!("/api/v1/orders/{}", o["id"]), Some(&org.t2_admin)).await.expect(404);
+
+    // A refund the partner's part could not be taken back for shows why on the order.
+    let failing = app
+        .post(
+            "/sandbox/control/profitsharing/return-fail-next",
+            json!({"account": PARTNER_MCHID, "fail_reason": "BALANCE_NOT_ENOUGH"}),
+            None,
+        )
+        .await;
+    assert_eq!(failing.status, 200, "{}", failing.body);
+    let refused = app.post(&format!("/api/v1/orders/{}/refund", o["id"]), json!({"amount": 5_000}), Some(&org.t1_admin)).await;
+    refused.expect_reason(409, "return_failed");
+    let after = app.get(&format!("/api/v1/orders/{}", o["id"]), Some(&org.t1_admin)).await;
+    let refunds = after.data()["refunds"].as_array().cloned().unwrap_or_default();
+    assert_eq!(refunds.len(), 1, "{}", after.body);
+    assert_eq!(
+        (refunds[0]["status"].as_str(), refunds[0]["fail_reason"].as_str()),
+        (Some("failed"), Some("BALANCE_NOT_ENOUGH")),
+        "{}",
+        after.body
+    );
 });
 
 /// Queues the share check of `date` for the tenant now.

@@ -5,7 +5,9 @@ use atrium_kernel::{AuditRecord, Error, Money, NewJob, Party, Reason, Timestamp}
 use atrium_orders::{Order, OrderRepo, OrderStatus};
 use atrium_org::*;
 use atrium_payments::*;
-use atrium_store::schema::{audit_logs, jobs, pay_provider, payment_configs, payment_refunds, payment_shares, payment_transactions};
+use atrium_store::schema::{
+    audit_logs, jobs, pay_provider, payment_configs, payment_refunds, payment_shares, payment_transactions, tenants,
+};
 use atrium_store::{Db, FieldCipher, OrdersStore, OrgStore, PaymentStore, store_test};
 use chrono::{Duration, TimeZone, Utc};
 use diesel::prelude::*;
@@ -1716,6 +1718,18 @@ store_test!(earnings_sum_the_paid_sub_merchant_payments_and_the_earners_shares_b
             EarningsRow { key: day(2), sums: sums(333, 0, 8, 0, 0, 0) },
         ]
     );
+    same_as_the_ledger(&db, &f, from, to).await;
+
+    // The other tenant moves to this partner, and back: its payments follow it; the
+    // commission paid to the other partner is not this one's.
+    let move_to = |partner: i64| {
+        diesel::update(tenants::table.find(f.other)).set(tenants::partner_id.eq(Some(partner))).execute(&mut *db.conn().unwrap()).unwrap()
+    };
+    move_to(f.partner);
+    let theirs_now = f.repo.earnings(Earner::Partner(f.partner), date(5, 1), date(5, 1), EarningsGroup::Day).await.unwrap();
+    assert_eq!(theirs_now, [EarningsRow { key: day(1), sums: sums(20_002, 3_363, 166, 50, 0, 0) }]);
+    same_as_the_ledger(&db, &f, from, to).await;
+    move_to(f.partner + 1);
     same_as_the_ledger(&db, &f, from, to).await;
 });
 

@@ -1,0 +1,4 @@
+DROP TRIGGER tenants_partner_days;
+DROP TRIGGER payment_earning_days_partner_update;
+DROP TRIGGER payment_earning_days_partner_insert;
+DROP TABLE payment_partner_days;
