@@ -113,28 +113,13 @@ echo "backend: $backend; $PARTNERS partners, $TENANTS tenants x $PER_TENANT shar
 } | tee "$OUT/earnings-summary.txt"
 
 # The statement's query in the database alone: its plan and mean time over REPEAT runs, written
-# out here as crates/store/src/earnings.rs builds it (a partner's month by day), to
+# out here as crates/store/src/earnings.rs builds it (a partner's month by day: the day sums
+# kept for the partner), to
 # $OUT/earnings-plan-<backend>.md.
 REPEAT=${REPEAT:-20}
-if [ "$backend" = sqlite ]; then
-  day="strftime('%Y-%m-%d', t.success_time, '+8 hours')"
-else
-  day="to_char(t.success_time + INTERVAL '8 hours', 'YYYY-MM-DD')"
-fi
-statement="SELECT x.k AS day, CAST(SUM(x.amount) AS BIGINT) AS paid, CAST(SUM(x.refunded) AS BIGINT) AS refunded, \
-CAST(SUM(x.shared) AS BIGINT) AS shared, CAST(SUM(x.returned) AS BIGINT) AS returned, \
-CAST(SUM(x.pending) AS BIGINT) AS pending, CAST(SUM(x.failed) AS BIGINT) AS failed \
-FROM (SELECT $day AS k, t.amount, \
-COALESCE((SELECT SUM(r.amount) FROM payment_refunds r WHERE r.payment_id = t.id AND r.status = 'succeeded'), 0) AS refunded, \
-CASE WHEN s.status IN ('succeeded', 'returned') THEN s.amount - s.withheld ELSE 0 END AS shared, \
-COALESCE(s.returned, 0) AS returned, \
-CASE WHEN s.status IN ('pending', 'processing') THEN s.amount - s.withheld ELSE 0 END AS pending, \
-CASE WHEN s.status = 'closed' THEN s.amount - s.withheld ELSE 0 END AS failed \
-FROM payment_transactions t \
-LEFT JOIN payment_shares s ON s.payment_id = t.id AND s.role = 'partner' AND s.partner_id = $PID \
-WHERE t.sub_mchid IS NOT NULL AND t.trade_state IN ('SUCCESS', 'REFUND') AND t.discrepancy IS NULL \
-AND t.success_time >= '2026-02-28 16:00:00' AND t.success_time < '2026-03-31 16:00:00' \
-AND t.tenant_id IN (SELECT id FROM tenants WHERE partner_id = $PID)) x GROUP BY x.k"
+statement="SELECT day, CAST(0 AS BIGINT) AS tenant_id, paid, refunded, shared, returned, pending, failed FROM payment_partner_days \
+WHERE partner_id = $PID AND day >= '$FROM' AND day <= '$TO' \
+AND (paid <> 0 OR refunded <> 0 OR shared <> 0 OR returned <> 0 OR pending <> 0 OR failed <> 0)"
 # Timed wrapped in one sum of every column, so that nothing of it can be left out (counting its
 # rows lets either database drop the shares' join and the sums).
 all="SELECT SUM(paid) + SUM(refunded) + SUM(shared) + SUM(returned) + SUM(pending) + SUM(failed) + COUNT(day) FROM ($statement) q"
