@@ -18,7 +18,9 @@ use atrium_kernel::Reason;
 use atrium_kernel::failpoint;
 use atrium_kernel::pay::ShareView;
 use atrium_kernel::secret::nonce;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Party, RefundStatus, RequestKey, Result, Timestamp};
+use atrium_kernel::{
+    Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Party, PaymentMethod, RefundStatus, RequestKey, Result, Timestamp,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -140,10 +142,9 @@ impl OrderService {
         if !may_have_refunds(&order) {
             return Ok(OrderView::new(order, Vec::new()));
         }
-        let named = vec![(order.tenant_id, order.id)];
-        let refunds = self.ledger.refunds(named.clone()).await?;
-        let shares = self.ledger.shares(named).await?;
-        Ok(OrderView::new(order, refunds).with_shares(shares.into_iter().map(|s| s.share).collect()))
+        let refunds = self.ledger.refunds(vec![(order.tenant_id, order.id)]).await?;
+        let shares = self.shares_of(std::slice::from_ref(&order)).await?.remove(&order.id).unwrap_or_default();
+        Ok(OrderView::new(order, refunds).with_shares(shares))
     }
 
     /// `GET /orders`: the orders in the caller's scope that match `query`, with the ledger's
@@ -151,16 +152,13 @@ impl OrderService {
     pub async fn list(&self, actor: &Actor, query: OrderQuery) -> Result<Page<OrderView>> {
         let page = self.repo.list_orders(actor.party, query).await?;
         let mut refunds: HashMap<Id, Vec<OrderRefund>> = HashMap::new();
-        let mut shares: HashMap<Id, Vec<ShareView>> = HashMap::new();
         let asked: Vec<(Id, Id)> = page.items.iter().filter(|o| may_have_refunds(o)).map(|o| (o.tenant_id, o.id)).collect();
         if !asked.is_empty() {
-            for r in self.ledger.refunds(asked.clone()).await? {
+            for r in self.ledger.refunds(asked).await? {
                 refunds.entry(r.order_id).or_default().push(r);
             }
-            for s in self.ledger.shares(asked).await? {
-                shares.entry(s.order_id).or_default().push(s.share);
-            }
         }
+        let mut shares = self.shares_of(&page.items).await?;
         Ok(page.map(|o| {
             let id = o.id;
             OrderView::new(o, refunds.remove(&id).unwrap_or_default()).with_shares(shares.remove(&id).unwrap_or_default())
@@ -369,8 +367,21 @@ impl OrderService {
             Some(refunds) => refunds,
             None => self.ledger.refunds(vec![(order.tenant_id, order.id)]).await?,
         };
-        let shares = if may_have_refunds(&order) { self.ledger.shares(vec![(order.tenant_id, order.id)]).await? } else { Vec::new() };
-        Ok(OrderView::new(order, refunds).with_shares(shares.into_iter().map(|s| s.share).collect()))
+        let shares = self.shares_of(std::slice::from_ref(&order)).await?.remove(&order.id).unwrap_or_default();
+        Ok(OrderView::new(order, refunds).with_shares(shares))
+    }
+
+    /// The ledger's shares of the payments of those of `orders` that may be shared (paid on the
+    /// platform), by order; the ledger is not asked when none may be.
+    async fn shares_of(&self, orders: &[Order]) -> Result<HashMap<Id, Vec<ShareView>>> {
+        let asked: Vec<(Id, Id)> = orders.iter().filter(|o| may_be_shared(o)).map(|o| (o.tenant_id, o.id)).collect();
+        let mut shares: HashMap<Id, Vec<ShareView>> = HashMap::new();
+        if !asked.is_empty() {
+            for s in self.ledger.shares(asked).await? {
+                shares.entry(s.order_id).or_default().push(s.share);
+            }
+        }
+        Ok(shares)
     }
 
     /// The order brought up to what the ledger holds, best-effort: as read when that fails.
@@ -552,6 +563,12 @@ pub(crate) fn project(order: &Order, money: &OrderMoney, now: Timestamp) -> Resu
 /// so an order never shown paid has none, and reading it does not ask.
 fn may_have_refunds(order: &Order) -> bool {
     order.status.is_paid()
+}
+
+/// Whether the ledger may hold shares of `order`'s payment: a paid one made on the platform
+/// (only a sub-merchant's platform payment is shared; an offline one never is).
+fn may_be_shared(order: &Order) -> bool {
+    may_have_refunds(order) && order.payment.as_ref().is_some_and(|p| p.method == PaymentMethod::WechatJsapi)
 }
 
 /// The order's payment as the ledger's `payment` says.

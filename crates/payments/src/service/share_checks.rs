@@ -23,7 +23,7 @@ use crate::sharing::*;
 use atrium_kernel::{AuditRecord, Error, Id, NewJob, Party, Result, china_day};
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The job that checks one tenant's shares and returns of a day against the platform.
 pub const RECONCILE_SHARES: &str = "payment.reconcile_shares";
@@ -70,14 +70,12 @@ impl PaymentService {
         let (mut checked, mut settling, mut differing) = (0, 0, 0);
 
         // Each share request once: the shares of one payment last sent under one number.
-        let mut requests: Vec<(String, String, Vec<&Share>)> = Vec::new();
+        let mut requests: BTreeMap<(Id, &str), Vec<&Share>> = BTreeMap::new();
         for share in &shares {
-            match requests.iter_mut().find(|(trade, no, _)| trade == &share.out_trade_no && no == &share.out_order_no) {
-                Some((_, _, of)) => of.push(share),
-                None => requests.push((share.out_trade_no.clone(), share.out_order_no.clone(), vec![share])),
-            }
+            requests.entry((share.payment_id, share.out_order_no.as_str())).or_default().push(share);
         }
-        for (out_trade_no, out_order_no, of) in &requests {
+        for ((_, out_order_no), of) in &requests {
+            let out_trade_no = &of[0].out_trade_no;
             let open: Vec<&Share> = of.iter().copied().filter(|s| s.discrepancy.is_none()).collect();
             if open.is_empty() {
                 continue;
@@ -152,7 +150,7 @@ impl PaymentService {
             }
         }
 
-        let payments_seen = requests.iter().map(|(trade, _, _)| trade).collect::<std::collections::HashSet<_>>().len();
+        let payments_seen = requests.keys().map(|(payment_id, _)| payment_id).collect::<BTreeSet<_>>().len();
         if payments_seen >= PAGE as usize || returns.len() >= PAGE as usize {
             let after_payment = shares.last().map_or(page.after_payment, |s| s.payment_id);
             let after_return = returns.last().map_or(page.after_return, |r| r.id);
