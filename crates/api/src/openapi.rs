@@ -29,7 +29,7 @@ use crate::routes::{
         doc_admin::list_tokens, doc_admin::create_token, doc_admin::revoke_token,
         payments::get_config, payments::put_config, payments::upload_keys, payments::test, payments::unified_order,
         payments::query, payments::refund, payments::close, payments::reconciliation, payments::notify,
-        payments::list_shares, payments::retry_share,
+        payments::list_shares, payments::retry_share, payments::list_discrepancies, payments::get_discrepancy, payments::resolve_discrepancy,
         payments::get_provider, payments::put_provider, payments::platform_earnings, payments::upload_provider_keys, payments::test_provider,
         orders::list, orders::get, orders::create, orders::pay, orders::refund,
         releases::authorization, releases::authorization_callback, releases::upload, releases::upload_tasks, releases::upload_task,

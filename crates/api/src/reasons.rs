@@ -100,6 +100,8 @@ pub(crate) const BY_OPERATION: &[(&str, u16, &[Reason])] = &[
     ("payments_close", 409, &[AlreadyPaid, State, WrongRoute, PaymentsNotReady, PlatformState, TryAgain]),
     ("payments_reconciliation", 409, &[PaymentsNotReady, PlatformState]),
     ("payments_retry_share", 409, &[State, Discrepancy, TryAgain]),
+    ("payments_resolve_discrepancy", 403, &[PartyNotAllowed]),
+    ("payments_resolve_discrepancy", 409, &[State, TryAgain, PaymentsNotReady, PlatformState, Duplicate]),
     ("orders_create", 409, &[Duplicate, WrongRoute, TryAgain, IdempotencyKeyReused]),
     (
         "orders_pay",

@@ -1,5 +1,6 @@
 //! What clients send and receive for payments: the configuration, the certificate upload, the
 //! transaction requests and their views. Money is fen throughout; no view ever carries a key.
+use crate::discrepancies::*;
 use crate::earnings::*;
 use crate::lifecycle::TradeState;
 use crate::model::*;
@@ -931,6 +932,134 @@ pub enum NotifyOutcome {
     Unknown,
     /// An event type we do not act on.
     Ignored,
+}
+
+/// `GET /miniprogram/payment/discrepancies` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams), into_params(parameter_in = Query))]
+#[serde(deny_unknown_fields)]
+pub struct DiscrepancyListParams {
+    /// 1-based page number; default 1.
+    pub page: Option<i64>,
+    /// Discrepancies per page; default 20, at most 100.
+    pub page_size: Option<i64>,
+    /// Only this tenant's (platform and partner users).
+    #[cfg_attr(feature = "openapi", param(value_type = Option<i64>, minimum = 1))]
+    pub tenant_id: Option<Id>,
+    /// Only `open` or only `resolved` ones.
+    pub status: Option<DiscrepancyStatus>,
+    /// Only of this kind.
+    pub kind: Option<DiscrepancyKind>,
+    /// Only those of this transaction.
+    #[cfg_attr(feature = "openapi", param(value_type = Option<OutTradeNo>))]
+    pub out_trade_no: Option<OutTradeNo>,
+}
+
+impl TryFrom<DiscrepancyListParams> for DiscrepancyQuery {
+    type Error = atrium_kernel::Error;
+
+    fn try_from(p: DiscrepancyListParams) -> Result<DiscrepancyQuery, atrium_kernel::Error> {
+        if p.tenant_id.is_some_and(|id| id < 1) {
+            return Err(atrium_kernel::Error::invalid("tenant_id", "must be at least 1"));
+        }
+        Ok(DiscrepancyQuery {
+            page: atrium_kernel::PageRequest::new(p.page, p.page_size)?,
+            tenant_id: p.tenant_id,
+            status: p.status,
+            kind: p.kind,
+            out_trade_no: p.out_trade_no.map(OutTradeNo::into_string),
+        })
+    }
+}
+
+/// The most characters of a resolution's note.
+pub const MAX_NOTE_CHARS: usize = 500;
+
+/// `POST /miniprogram/payment/discrepancies/{id}/resolve`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"action": "refund_excess", "note": "Payer charged 100.00 for a 99.00 order; ticket 4411"})))]
+#[serde(deny_unknown_fields)]
+pub struct ResolveRequest {
+    /// `refund_excess`: refund the payer what the platform took beyond our record (a payment
+    /// reported above its amount, or paid twice). `accept`: take the platform's record into the
+    /// books.
+    pub action: ResolveAction,
+    /// Why, for the audit trail: 1–500 characters.
+    pub note: String,
+}
+
+impl ResolveRequest {
+    /// The note, trimmed, if it is 1–500 characters.
+    pub fn checked_note(&self) -> atrium_kernel::Result<String> {
+        let note = self.note.trim();
+        if note.is_empty() {
+            return Err(atrium_kernel::Error::invalid("note", "must say why (1 to 500 characters)"));
+        }
+        if note.chars().count() > MAX_NOTE_CHARS {
+            return Err(atrium_kernel::Error::invalid("note", format!("must be at most {MAX_NOTE_CHARS} characters")));
+        }
+        if note.chars().any(|c| c.is_control() && c != '\n') {
+            return Err(atrium_kernel::Error::invalid("note", "must not hold control characters other than line breaks"));
+        }
+        Ok(note.to_owned())
+    }
+}
+
+/// Where our books and the pay platform's differ, and how a person resolved it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DiscrepancyView {
+    /// Its id, for `resolve`.
+    pub id: Id,
+    /// The tenant whose payment it is.
+    pub tenant_id: Id,
+    /// `amount` (reported at another amount or currency), `paid_twice` (a closed payment
+    /// reported paid while its order was paid another way), `share` or `return`.
+    pub kind: DiscrepancyKind,
+    /// The transaction.
+    pub out_trade_no: String,
+    /// The share it concerns (`share`, `return`).
+    pub share_id: Option<Id>,
+    /// The return it concerns (`return`).
+    pub return_id: Option<Id>,
+    /// What each side held when it was found.
+    pub description: String,
+    /// `open` or `resolved`.
+    pub status: DiscrepancyStatus,
+    /// How it was resolved.
+    pub action: Option<ResolveAction>,
+    /// Why, as whoever resolved it wrote.
+    pub note: Option<String>,
+    /// The user who resolved it.
+    pub resolved_by: Option<Id>,
+    /// The refund of the excess (`refund_excess`): follow it with `query`.
+    pub out_refund_no: Option<String>,
+    /// When it was found.
+    pub created_at: DateTime<Utc>,
+    /// When it was resolved.
+    pub resolved_at: Option<DateTime<Utc>>,
+}
+
+impl From<Discrepancy> for DiscrepancyView {
+    fn from(d: Discrepancy) -> Self {
+        DiscrepancyView {
+            id: d.id,
+            tenant_id: d.tenant_id,
+            kind: d.kind,
+            out_trade_no: d.out_trade_no,
+            share_id: d.share_id,
+            return_id: d.return_id,
+            description: d.description,
+            status: d.status,
+            action: d.action,
+            note: d.note,
+            resolved_by: d.resolved_by,
+            out_refund_no: d.out_refund_no,
+            created_at: d.created_at,
+            resolved_at: d.resolved_at,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,9 @@
 //!   [`RefundRequest`], [`TransactionView`], …).
 //! - `sharing`: profit sharing in service-provider mode: partners' share plans
 //!   ([`SharePlan`], versioned) and the [`Rates`] a payment is shared at; `earnings`: the
-//!   statements of what partners and the platform earned ([`Earnings`]).
+//!   statements of what partners and the platform earned ([`Earnings`]); `discrepancies`:
+//!   where our books and the platform's differ, and how a person resolves it
+//!   ([`Discrepancy`], [`ResolveAction`]).
 //! - `lifecycle`: [`TradeState`] and [`RefundStatus`]; each only moves forward.
 //! - Ports: [`PaymentRepo`] (storage; its refund reservation is the one place the "never more
 //!   refunded than paid" rule is enforced under concurrency), [`PayPlatform`] (the pay
@@ -27,6 +29,7 @@
 
 mod api;
 mod config;
+mod discrepancies;
 mod earnings;
 mod lifecycle;
 mod model;
@@ -37,6 +40,7 @@ mod sharing;
 pub use api::*;
 pub use atrium_kernel::{ByteText, Openid, PayParams, PaymentMethod, RefundStatus, Secret};
 pub use config::PaymentSettings;
+pub use discrepancies::*;
 pub use earnings::*;
 pub use lifecycle::TradeState;
 pub use model::*;

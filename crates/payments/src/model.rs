@@ -667,6 +667,8 @@ pub struct Effects {
     pub jobs: Vec<NewJob>,
     /// The audit record of the write, if it is audited.
     pub audit: Option<AuditRecord>,
+    /// A discrepancy the write marks, stored with it for a person to resolve.
+    pub discrepancy: Option<crate::NewDiscrepancy>,
 }
 
 /// A JSAPI (mini-program) order to place with the platform.

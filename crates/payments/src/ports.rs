@@ -1,6 +1,7 @@
 //! The payments domain's ports: storage ([`PaymentRepo`]), the pay platform
 //! ([`PayPlatform`]) and the inspection of merchant keys and certificates
 //! ([`MerchantKeys`]), which keeps PEM and X.509 parsing out of the domain.
+use crate::discrepancies::{Discrepancy, DiscrepancyQuery, Resolution};
 use crate::earnings::{Earner, EarningsGroup, EarningsRow};
 use crate::lifecycle::TradeState;
 use crate::model::*;
@@ -197,9 +198,36 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// in order of id, at most `limit`.
     async fn returns_changed(&self, tenant_id: Id, from: Timestamp, to: Timestamp, after: Id, limit: u32) -> Result<Vec<ShareReturn>>;
     /// Records `why` as share `read.id`'s discrepancy (the platform's record of it differs
-    /// from ours), with `audit`, unless the share changed since it was read or already holds
-    /// one. Returns whether it was recorded.
-    async fn share_discrepancy(&self, read: Share, why: String, audit: AuditRecord) -> Result<bool>;
+    /// from ours), with `effects` (its audit record and the
+    /// [`NewDiscrepancy`](crate::NewDiscrepancy) to resolve),
+    /// unless the share changed since it was read or already holds one. Returns whether it
+    /// was recorded.
+    async fn share_discrepancy(&self, read: Share, why: String, effects: Effects) -> Result<bool>;
+
+    /// Discrepancy `id` if its tenant is in `scope`.
+    async fn get_discrepancy(&self, scope: Party, id: Id) -> Result<Option<Discrepancy>>;
+    /// The discrepancies in `scope` matching `query`, newest first.
+    async fn list_discrepancies(&self, scope: Party, query: DiscrepancyQuery) -> Result<Page<Discrepancy>>;
+    /// Every discrepancy recorded of transaction `payment_id`, open or resolved, oldest first.
+    async fn discrepancies_of(&self, payment_id: Id) -> Result<Vec<Discrepancy>>;
+    /// The tenant's return `id` (of any share), if any.
+    async fn get_return(&self, tenant_id: Id, id: Id) -> Result<Option<ShareReturn>>;
+    /// Writes a [`Resolution`] in one database transaction, all of it or none:
+    /// 1. the discrepancy as resolved, only if it is still `open` as stored;
+    /// 2. the transaction's amount, trade state, platform id, payer total, success time,
+    ///    `discrepancy` (cleared) and updated_at, only where its stored trade state equals
+    ///    the one read and it still holds a discrepancy;
+    /// 3. the refund, inserted as it is (`Conflict` when its number is taken);
+    /// 4. the share's amount, returned, status, fail reason, settled_at, `discrepancy`
+    ///    (cleared) and updated_at, only where the stored share still has the status, number
+    ///    and `returned` it was read with and holds a discrepancy;
+    /// 5. the return's status, amount, platform id, fail reason, settled_at and updated_at,
+    ///    only where its stored status equals the one read;
+    /// 6. the effects.
+    ///
+    /// Returns `false`, writing nothing, when any of the conditions fails (resolved or changed
+    /// meanwhile: the caller reads again).
+    async fn resolve_discrepancy(&self, resolution: Resolution) -> Result<bool>;
 }
 
 /// Why a pay platform call failed. Messages never carry a key, a signature or a secret.

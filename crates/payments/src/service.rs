@@ -1,4 +1,5 @@
 //! The payment use cases ([`PaymentService`]) and their jobs.
+mod discrepancies;
 mod earnings;
 mod jobs;
 mod ledger;

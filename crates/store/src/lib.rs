@@ -31,6 +31,7 @@
 mod audit_log;
 pub mod crypto;
 mod db;
+mod discrepancies;
 mod docs;
 mod earnings;
 mod error;

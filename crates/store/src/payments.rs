@@ -4,6 +4,7 @@
 use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, first_for_update, on_backend};
+use crate::discrepancies;
 use crate::earnings;
 use crate::error::db_error;
 use crate::ids_in::{IN_LIST, ids_in};
@@ -22,9 +23,9 @@ use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, Timestamp};
 use atrium_payments::{
-    Earner, EarningsGroup, EarningsRow, Effects, MerchantCredentials, PaymentConfig, PaymentMethod, PaymentMode, PaymentRepo,
+    Discrepancy, DiscrepancyQuery, Earner, EarningsGroup, EarningsRow, Effects, MerchantCredentials, PaymentConfig, PaymentMethod, PaymentMode, PaymentRepo,
     PaymentTenant, ProviderConfig, Refund, RefundReservation, RefundRule, RefundStatus, ReturnStatus, Secret, Share, SharePlan, ShareQuery,
-    ShareReturn, ShareStatus, Sharing, SubMerchantTenant, TradeState, Transaction, Unsettled, plan_returns,
+    ShareReturn, ShareStatus, Sharing, SubMerchantTenant, TradeState, Transaction, Unsettled, plan_returns, Resolution,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -235,7 +236,7 @@ fn provider_from_row(r: ProviderRow, cipher: &FieldCipher) -> Result<ProviderCon
 
 #[derive(Queryable, Selectable, Insertable)]
 #[diesel(table_name = payment_transactions, treat_none_as_null = true)]
-struct TxRow {
+pub(crate) struct TxRow {
     #[diesel(skip_insertion)]
     id: i64,
     tenant_id: i64,
@@ -290,7 +291,7 @@ fn tx_row(t: &Transaction) -> TxRow {
     }
 }
 
-fn tx_from_row(r: TxRow) -> Result<Transaction> {
+pub(crate) fn tx_from_row(r: TxRow) -> Result<Transaction> {
     Ok(Transaction {
         id: r.id,
         tenant_id: r.tenant_id,
@@ -423,6 +424,15 @@ pub(crate) fn write_effects(conn: &mut DbConn, effects: &Effects) -> Result<()> 
     if let Some(audit) = &effects.audit {
         write_audit(conn, audit)?;
     }
+    if let Some(found) = &effects.discrepancy {
+        discrepancies::record(conn, found)?;
+    }
+    Ok(())
+}
+
+/// Inserts `refund` of transaction `payment_id` as it is; `Conflict` when its number is taken.
+pub(crate) fn insert_refund_row(conn: &mut DbConn, refund: &Refund, payment_id: Id) -> Result<()> {
+    diesel::insert_into(payment_refunds::table).values(refund_row(refund, payment_id)).execute(conn).map_err(db_error)?;
     Ok(())
 }
 
@@ -716,10 +726,29 @@ impl PaymentRepo for PaymentStore {
         self.db.run(move |conn| shares::returns_changed(conn, tenant_id, from, to, after, limit)).await
     }
 
-    async fn share_discrepancy(&self, read: Share, why: String, audit: AuditRecord) -> Result<bool> {
-        let at = audit.at;
-        let effects = Effects { jobs: Vec::new(), audit: Some(audit) };
+    async fn share_discrepancy(&self, read: Share, why: String, effects: Effects) -> Result<bool> {
+        let at = effects.discrepancy.as_ref().map_or(read.updated_at, |d| d.at);
         self.db.write(move |conn| shares::record_discrepancy(conn, &read, &why, at, &effects)).await
+    }
+
+    async fn get_discrepancy(&self, scope: Party, id: Id) -> Result<Option<Discrepancy>> {
+        self.db.run(move |conn| discrepancies::get(conn, scope, id)).await
+    }
+
+    async fn list_discrepancies(&self, scope: Party, query: DiscrepancyQuery) -> Result<Page<Discrepancy>> {
+        self.db.run(move |conn| discrepancies::list(conn, scope, &query)).await
+    }
+
+    async fn discrepancies_of(&self, payment_id: Id) -> Result<Vec<Discrepancy>> {
+        self.db.run(move |conn| discrepancies::of_payment(conn, payment_id)).await
+    }
+
+    async fn get_return(&self, tenant_id: Id, id: Id) -> Result<Option<ShareReturn>> {
+        self.db.run(move |conn| shares::get_return(conn, tenant_id, id)).await
+    }
+
+    async fn resolve_discrepancy(&self, resolution: Resolution) -> Result<bool> {
+        self.db.write(move |conn| discrepancies::resolve(conn, &resolution)).await
     }
 
     async fn insert_transaction(&self, tx: Transaction, effects: Effects) -> Result<Transaction> {

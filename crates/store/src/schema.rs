@@ -812,3 +812,27 @@ diesel::allow_tables_to_appear_in_same_query!(mp_campaigns, partners);
 diesel::allow_tables_to_appear_in_same_query!(mp_campaign_tenants, partners);
 diesel::allow_tables_to_appear_in_same_query!(payment_shares, payment_sharings, tenants);
 diesel::allow_tables_to_appear_in_same_query!(payment_shares, payment_transactions);
+
+// ----- discrepancies to resolve (migration 2026-12-13-000100_discrepancies) -----------------
+
+diesel::table! {
+    payment_discrepancies (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        kind -> Text,
+        payment_id -> BigInt,
+        out_trade_no -> Text,
+        share_id -> Nullable<BigInt>,
+        return_id -> Nullable<BigInt>,
+        description -> Text,
+        status -> Text,
+        action -> Nullable<Text>,
+        note -> Nullable<Text>,
+        resolved_by -> Nullable<BigInt>,
+        out_refund_no -> Nullable<Text>,
+        created_at -> Timestamp,
+        resolved_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(payment_discrepancies, tenants);

@@ -33,7 +33,7 @@ struct SharingRow {
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = payment_shares)]
-struct ShareRow {
+pub(crate) struct ShareRow {
     id: i64,
     tenant_id: i64,
     payment_id: i64,
@@ -86,7 +86,7 @@ struct NewShareRow<'a> {
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = payment_share_returns)]
-struct ReturnRow {
+pub(crate) struct ReturnRow {
     id: i64,
     tenant_id: i64,
     payment_id: i64,
@@ -124,7 +124,7 @@ struct NewReturnRow<'a> {
     updated_at: NaiveDateTime,
 }
 
-fn return_from_row(r: ReturnRow) -> Result<ShareReturn> {
+pub(crate) fn return_from_row(r: ReturnRow) -> Result<ShareReturn> {
     Ok(ShareReturn {
         id: r.id,
         tenant_id: r.tenant_id,
@@ -158,7 +158,7 @@ fn sharing_from_row(r: SharingRow) -> Result<Sharing> {
     })
 }
 
-fn share_from_row(r: ShareRow) -> Result<Share> {
+pub(crate) fn share_from_row(r: ShareRow) -> Result<Share> {
     Ok(Share {
         id: r.id,
         tenant_id: r.tenant_id,
@@ -581,6 +581,18 @@ pub(crate) fn record_discrepancy(conn: &mut DbConn, read: &Share, why: &str, at:
     }
     write_effects(conn, effects)?;
     Ok(true)
+}
+
+/// The tenant's return `id`, if any.
+pub(crate) fn get_return(conn: &mut DbConn, tenant_id: Id, id: Id) -> Result<Option<ShareReturn>> {
+    let row: Option<ReturnRow> = payment_share_returns::table
+        .filter(payment_share_returns::tenant_id.eq(tenant_id))
+        .filter(payment_share_returns::id.eq(id))
+        .select(ReturnRow::as_select())
+        .first(conn)
+        .optional()
+        .map_err(db_error)?;
+    row.map(return_from_row).transpose()
 }
 
 /// How many shares hold a discrepancy.

@@ -7,7 +7,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use atrium_kernel::{Error, Id};
 use atrium_payments::{
-    CloseRequest, CloseView, EarningsParams, EarningsView, KeyUpload, NotificationError, NotificationRequest, PaymentConfigPut,
+    CloseRequest, CloseView, DiscrepancyListParams, DiscrepancyQuery, DiscrepancyView, ResolveRequest, EarningsParams, EarningsView, KeyUpload, NotificationError, NotificationRequest, PaymentConfigPut,
     PaymentConfigView, PaymentTestRequest, PlatformKeyId, ProviderConfigPut, ProviderConfigView, QueryRequest, ReconciliationParams,
     ReconciliationView, RefundRequest, RefundView, Secret, ShareListParams, ShareQuery, ShareView, TestReport, TransactionView,
     UnifiedOrderRequest, UnifiedOrderView,
@@ -46,6 +46,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/miniprogram/payment/notify/{tenant_id}").route(web::post().to(notify)))
         .service(web::resource("/miniprogram/payment/shares").route(web::get().to(list_shares)))
         .service(web::resource("/miniprogram/payment/shares/{id}/retry").route(web::post().to(retry_share)))
+        .service(web::resource("/miniprogram/payment/discrepancies").route(web::get().to(list_discrepancies)))
+        .service(web::resource("/miniprogram/payment/discrepancies/{id}").route(web::get().to(get_discrepancy)))
+        .service(web::resource("/miniprogram/payment/discrepancies/{id}/resolve").route(web::post().to(resolve_discrepancy)))
         .service(web::resource("/platform/pay-provider").route(web::get().to(get_provider)).route(web::put().to(put_provider)))
         .service(web::resource("/platform/earnings").route(web::get().to(platform_earnings)))
         .service(web::resource("/platform/pay-provider/cert/upload").route(web::post().to(upload_provider_keys)))
@@ -179,6 +182,43 @@ pub async fn list_shares(state: web::Data<AppState>, auth: Authorized<PaymentQue
         (status = 409, description = "The share is not closed, or it changed meanwhile")))]
 pub async fn retry_share(state: web::Data<AppState>, auth: Authorized<MiniprogramPayment>, id: web::Path<Id>) -> ApiResult {
     ok(state.payments.retry_share(&auth.actor, id.into_inner()).await?)
+}
+
+/// List where our books and the pay platform's differ (payments reported at another amount,
+/// paid twice, shares and returns the platform holds otherwise), open and resolved, newest
+/// first: the platform's, a partner's tenants', or the tenant's own.
+#[utoipa::path(get, path = "/api/v1/miniprogram/payment/discrepancies", tag = "payments", params(DiscrepancyListParams),
+    security(("bearer" = ["payment:query"])), responses((status = 200, body = inline(atrium_kernel::Page<DiscrepancyView>)), (status = 400)))]
+pub async fn list_discrepancies(state: web::Data<AppState>, auth: Authorized<PaymentQuery>, q: Query<DiscrepancyListParams>) -> ApiResult {
+    let query = DiscrepancyQuery::try_from(q.into_inner())?;
+    ok(state.payments.list_discrepancies(&auth.actor, query).await?)
+}
+
+/// One discrepancy.
+#[utoipa::path(get, path = "/api/v1/miniprogram/payment/discrepancies/{id}", tag = "payments",
+    params(("id" = i64, Path, minimum = 1)), security(("bearer" = ["payment:query"])),
+    responses((status = 200, body = DiscrepancyView), (status = 404, description = "No such discrepancy, or not yours")))]
+pub async fn get_discrepancy(state: web::Data<AppState>, auth: Authorized<PaymentQuery>, id: web::Path<Id>) -> ApiResult {
+    ok(state.payments.get_discrepancy(&auth.actor, id.into_inner()).await?)
+}
+
+/// Resolve an open discrepancy, audited: `refund_excess` refunds the payer what the platform
+/// took beyond our record (the refund's number is in `out_refund_no`; it is sent at once and
+/// settled like any refund); `accept` takes the platform's record into the books. What the
+/// platform holds is asked afresh first. Platform users and the tenant's own.
+#[utoipa::path(post, path = "/api/v1/miniprogram/payment/discrepancies/{id}/resolve", tag = "payments",
+    request_body = ResolveRequest, params(("id" = i64, Path, minimum = 1)), security(("bearer" = ["payment:refund"])),
+    responses((status = 200, body = DiscrepancyView), (status = 400, description = "Unknown action, or no note"),
+        (status = 403, description = "A partner user"), (status = 404, description = "No such discrepancy, or not yours"),
+        (status = 409, description = "Resolved already; the action does not fit what the platform holds; or it kept changing"),
+        (status = 502, description = "The pay platform could not be asked; nothing was resolved")))]
+pub async fn resolve_discrepancy(
+    state: web::Data<AppState>,
+    auth: Authorized<PaymentRefund>,
+    id: web::Path<Id>,
+    body: Json<ResolveRequest>,
+) -> ApiResult {
+    ok(state.payments.resolve_discrepancy(&auth.actor, id.into_inner(), body.0).await?)
 }
 
 /// The pay platform's notifications for a tenant (no token: the signature is the proof).

@@ -153,6 +153,7 @@ impl PaymentService {
                         .flatten()
                         .collect(),
                     audit,
+                    discrepancy: None,
                 };
                 // Placed, and settled, with the tenant's current merchant: a later switch of
                 // mode does not move it.
@@ -251,7 +252,7 @@ impl PaymentService {
             success_time: Some(now),
             ..Transaction::unpaid(tenant_id, no, charge.description, charge.amount, String::new(), now, now)
         };
-        let effects = Effects { jobs: self.order_event(&tx).into_iter().collect(), audit: Some(charge.audit) };
+        let effects = Effects { jobs: self.order_event(&tx).into_iter().collect(), audit: Some(charge.audit), discrepancy: None };
         match self.repo.insert_transaction(tx, effects).await {
             Ok(_) => Ok(()),
             Err(Error::Conflict(..)) => Err(Error::conflict(Reason::State, "the order is already being paid another way; reload it")),
@@ -388,7 +389,7 @@ impl PaymentService {
     /// succeeded at once. A number already stored is the same refund: while it may not have
     /// reached the platform it is asked again under that number (which the platform treats
     /// as the same refund), otherwise answered as it stands.
-    async fn refund_transaction(&self, tx: &Transaction, asked: Asked) -> Result<Refund> {
+    pub(super) async fn refund_transaction(&self, tx: &Transaction, asked: Asked) -> Result<Refund> {
         let Asked { out_refund_no, amount, reason, requested_by, audit } = asked;
         let tenant_id = tx.tenant_id;
         if !amount.is_positive() {
@@ -415,7 +416,7 @@ impl PaymentService {
             created_at: now,
             updated_at: now,
         };
-        let mut effects = Effects { jobs: self.order_refund_event(&wanted).into_iter().collect(), audit: Some(audit) };
+        let mut effects = Effects { jobs: self.order_refund_event(&wanted).into_iter().collect(), audit: Some(audit), discrepancy: None };
         if !offline {
             effects.jobs.push(self.settle_refund_job(tenant_id, &out_refund_no));
         }
@@ -511,13 +512,13 @@ impl PaymentService {
 }
 
 /// What a refund request asks of [`PaymentService::refund_transaction`].
-struct Asked {
-    out_refund_no: String,
-    amount: Money,
-    reason: Option<String>,
-    requested_by: Option<Id>,
+pub(super) struct Asked {
+    pub(super) out_refund_no: String,
+    pub(super) amount: Money,
+    pub(super) reason: Option<String>,
+    pub(super) requested_by: Option<Id>,
     /// Written with the refund's reservation.
-    audit: AuditRecord,
+    pub(super) audit: AuditRecord,
 }
 
 /// The ledger as orders reach it: the one contract between them ([`atrium_kernel::pay`]).

@@ -8,6 +8,7 @@
 use super::plans::RatioCheck;
 use crate::api::*;
 use crate::config::PaymentSettings;
+use crate::discrepancies::{DiscrepancyKind, DiscrepancyStatus, NewDiscrepancy};
 use crate::model::*;
 use crate::ports::{MerchantKeys, PayPlatform, PayPlatformError, PaymentRepo};
 use crate::sharing::Rates;
@@ -705,6 +706,7 @@ impl PaymentService {
             }
             if let (Some(why), None) = (&tx.discrepancy, &before.discrepancy) {
                 log::error!("transaction {} of tenant {tenant_id}: discrepancy: {why}", tx.out_trade_no);
+                effects.discrepancy = Some(NewDiscrepancy::of_payment(&tx, why));
                 effects.audit = Some(
                     AuditRecord::system(tx.updated_at, "payment.discrepancy", "payment_transaction", Some(tx.id))
                         .owned_by(None, Some(tenant_id))
@@ -734,6 +736,12 @@ impl PaymentService {
         }
         let other = self.repo.order_transaction(after.tenant_id, order_id).await?;
         let Some(other) = other.filter(|o| o.id != after.id && !o.trade_state.is_closed()) else { return Ok(None) };
+        // Once a person resolved it (refunded or settled outside), a later report of the same
+        // payment is not a new discrepancy: the transaction stays as it was left.
+        let resolved = self.repo.discrepancies_of(after.id).await?;
+        if resolved.iter().any(|d| d.kind == DiscrepancyKind::PaidTwice && d.status == DiscrepancyStatus::Resolved) {
+            return Ok(Some(before.clone()));
+        }
         Ok(Some(Transaction {
             discrepancy: Some(format!(
                 "the pay platform reported {} fen paid for this closed payment of order {order_id}, which was paid another way ({}): \

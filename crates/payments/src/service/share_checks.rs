@@ -17,6 +17,7 @@
 //! long; the platform unreachable retries the page later.
 use super::jobs::Step;
 use super::payments::PaymentService;
+use crate::discrepancies::NewDiscrepancy;
 use crate::model::*;
 use crate::ports::PayPlatformError;
 use crate::sharing::*;
@@ -43,7 +44,7 @@ pub(super) struct SharesPage {
 }
 
 /// Whether a refusal says the platform does not know what was asked for.
-fn unknown(e: &PayPlatformError) -> bool {
+pub(super) fn unknown(e: &PayPlatformError) -> bool {
     matches!(e, PayPlatformError::Refused { code, .. } if matches!(code.as_str(), "RESOURCE_NOT_EXISTS" | "ORDER_NOT_EXIST" | "NOT_FOUND"))
 }
 
@@ -103,7 +104,7 @@ impl PaymentService {
                         settling += 1;
                         self.jobs.enqueue(self.share_job_now(tenant_id, out_trade_no, &format!("reconcile:{out_order_no}"))).await?;
                     }
-                    Check::Differs(why) => differing += usize::from(self.share_differs(share, why).await?),
+                    Check::Differs(why) => differing += usize::from(self.share_differs(share, None, why).await?),
                 }
             }
         }
@@ -146,7 +147,7 @@ impl PaymentService {
                     job.run_at = self.clock.now();
                     self.jobs.enqueue(job).await?;
                 }
-                Check::Differs(why) => differing += usize::from(self.share_differs(&share, why).await?),
+                Check::Differs(why) => differing += usize::from(self.share_differs(&share, Some(ret), why).await?),
             }
         }
 
@@ -186,11 +187,14 @@ impl PaymentService {
 
     /// Keeps `why` as `share`'s discrepancy (audited); whether it was recorded now (not when
     /// the share changed meanwhile or already holds one).
-    async fn share_differs(&self, share: &Share, why: String) -> Result<bool> {
+    async fn share_differs(&self, share: &Share, ret: Option<&ShareReturn>, why: String) -> Result<bool> {
         log::error!("share {} of transaction {} (tenant {}): {why}", share.id, share.out_trade_no, share.tenant_id);
-        let audit = AuditRecord::system(self.clock.now(), "share.discrepancy", "payment_share", Some(share.id))
+        let now = self.clock.now();
+        let audit = AuditRecord::system(now, "share.discrepancy", "payment_share", Some(share.id))
             .owned_by(share.partner_id, Some(share.tenant_id))
             .with_after(serde_json::json!({ "out_trade_no": share.out_trade_no, "out_order_no": share.out_order_no, "discrepancy": why }));
-        self.repo.share_discrepancy(share.clone(), why, audit).await
+        let effects =
+            Effects { jobs: Vec::new(), audit: Some(audit), discrepancy: Some(NewDiscrepancy::of_share(share, ret, &why, now)) };
+        self.repo.share_discrepancy(share.clone(), why, effects).await
     }
 }

@@ -222,6 +222,15 @@ pub(crate) struct Order {
 }
 
 impl Order {
+    /// What the payer paid, as the platform holds it: the order's total, or what a test made
+    /// the platform report instead (`control/pay {"reported_total"}`). Refunds and shares are
+    /// of this.
+    pub(crate) fn paid(&self) -> i64 {
+        self.reported_total.unwrap_or(self.total)
+    }
+}
+
+impl Order {
     /// The merchant that signs for the order: the provider of a sub-merchant's order, the
     /// merchant itself otherwise.
     pub(crate) fn signer(&self) -> &str {
@@ -459,7 +468,7 @@ pub(crate) fn transaction_json(order: &Order) -> Value {
         answer["transaction_id"] = json!(txid);
         answer["success_time"] = json!(platform_time(at));
         answer["bank_type"] = json!("OTHERS");
-        let total = order.reported_total.unwrap_or(order.total);
+        let total = order.paid();
         answer["amount"] = json!({"total": total, "payer_total": total, "currency": "CNY", "payer_currency": "CNY"});
     }
     answer
@@ -478,11 +487,11 @@ pub(crate) fn refund_json(refund: &Refund, order: &Order) -> Value {
         "status": refund.status,
         "funds_account": "AVAILABLE",
         "amount": {
-            "total": order.total,
+            "total": order.paid(),
             "refund": refund.amount,
-            "payer_total": order.total,
+            "payer_total": order.paid(),
             "payer_refund": refund.amount,
-            "settlement_total": order.total,
+            "settlement_total": order.paid(),
             "settlement_refund": refund.amount,
             "discount_refund": 0,
             "refund_fee": 0,
@@ -1198,7 +1207,7 @@ impl Sandbox {
             if !order.state.is_paid() {
                 return Answer::error(400, "INVALID_REQUEST", "the order is not paid");
             }
-            if order.total != total {
+            if order.paid() != total {
                 return Answer::param("amount.total", "is not the order's total");
             }
             if order.refunds.len() >= MAX_REFUNDS_PER_ORDER {
@@ -1217,11 +1226,11 @@ impl Sandbox {
         let Some(order) = pay.orders.get_mut(&order_key) else {
             return Answer::error(404, "RESOURCE_NOT_EXISTS", "the order does not exist");
         };
-        if amount > order.total - refunded {
+        if amount > order.paid() - refunded {
             return Answer::error(
                 400,
                 "INVALID_REQUEST",
-                format!("the refund exceeds what is left to refund ({} fen)", order.total - refunded),
+                format!("the refund exceeds what is left to refund ({} fen)", order.paid() - refunded),
             );
         }
         // A sub-merchant refunds from what it holds of the payment: what was shared off is

@@ -361,7 +361,7 @@ impl Sandbox {
                 "refund_id": refund.refund_id,
                 "refund_status": refund.status,
                 "user_received_account": full["user_received_account"],
-                "amount": {"total": order.total, "refund": refund.amount, "payer_total": order.total, "payer_refund": refund.amount},
+                "amount": {"total": order.paid(), "refund": refund.amount, "payer_total": order.paid(), "payer_refund": refund.amount},
             });
             if let Some(at) = refund.success_time {
                 resource["success_time"] = json!(platform_time(at));

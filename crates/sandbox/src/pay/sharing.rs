@@ -776,7 +776,7 @@ impl PayState {
         let Some(tx) = self.sharing.transactions.get(&key) else { return 0 };
         let Some(order) = self.orders.get(&(sub_mchid.to_owned(), tx.out_trade_no.clone())) else { return 0 };
         let shared: i64 = self.share_lines(sub_mchid, tx).filter(|l| l.result == SUCCESS).map(|l| l.amount).sum();
-        (order.total - self.refunded(order) - (shared - self.returned(sub_mchid, tx))).max(0)
+        (order.paid() - self.refunded(order) - (shared - self.returned(sub_mchid, tx))).max(0)
     }
 
     /// What the sub-merchant holds of its transaction `order`, for a refund: paid, less its
@@ -788,10 +788,10 @@ impl PayState {
         let transaction_id = order.transaction_id.as_ref()?;
         let refunded = self.refunded(order);
         let Some(tx) = self.sharing.transactions.get(&(order.mchid.clone(), transaction_id.clone())) else {
-            return Some(order.total - refunded);
+            return Some(order.paid() - refunded);
         };
         let taken: i64 = self.share_lines(&order.mchid, tx).filter(|l| l.result != CLOSED).map(|l| l.amount).fold(0, i64::saturating_add);
-        Some(order.total - refunded - (taken - self.returned(&order.mchid, tx)))
+        Some(order.paid() - refunded - (taken - self.returned(&order.mchid, tx)))
     }
 
     /// Finishes request `out_order_no` if it is processing; a share that asked to unfreeze
@@ -1006,7 +1006,7 @@ impl Sandbox {
             Err(refusal) => return refusal,
         };
         let (total, refunded, out_trade_no, paid_at) = match pay.shareable(sub_mchid, transaction_id) {
-            Ok(order) => (order.total, pay.refunded(order), order.out_trade_no.clone(), order.success_time),
+            Ok(order) => (order.paid(), pay.refunded(order), order.out_trade_no.clone(), order.success_time),
             Err(refusal) => return refusal,
         };
         let added = pay.sharing.receivers.get(sub_mchid);
@@ -1444,7 +1444,7 @@ impl Sandbox {
             sub_mchid: sub_mchid.to_owned(),
             out_trade_no: out_trade_no.to_owned(),
             transaction_id: order.transaction_id.clone(),
-            total: order.total,
+            total: order.paid(),
             refunded: pay.refunded(order),
             max_ratio: pay.sub_merchants.get(sub_mchid).map_or(0, |s| s.max_ratio),
             receivers,

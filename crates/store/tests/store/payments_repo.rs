@@ -127,6 +127,7 @@ fn effects(tenant_id: i64, tag: &str) -> Effects {
     Effects {
         jobs: vec![NewJob { kind: tag.into(), tenant_id: Some(tenant_id), payload: json!({ "tag": tag }), run_at: t0(), dedupe_key: None }],
         audit: Some(AuditRecord::system(t0(), tag, "payment", None).owned_by(None, Some(tenant_id))),
+        discrepancy: None,
     }
 }
 
@@ -1751,12 +1752,27 @@ store_test!(a_share_discrepancy_is_kept_once_over_the_share_as_read_and_is_found
     assert_eq!(f.repo.shares_changed(f.tenant, day.1, day.1 + Duration::days(1), 0, 10).await.unwrap(), [], "another day");
     let open_before = f.repo.open_discrepancies().await.unwrap();
 
-    let stale = f.repo.share_discrepancy(stored[1].clone(), "read before it succeeded".into(), audit()).await.unwrap();
-    let kept = f.repo.share_discrepancy(sent[1].clone(), "closed (ACCOUNT_ABNORMAL) on the platform".into(), audit()).await.unwrap();
-    let again = f.repo.share_discrepancy(sent[1].clone(), "found again".into(), audit()).await.unwrap();
+    let found = |share: &Share, why: &str| Effects {
+        jobs: vec![],
+        audit: Some(audit()),
+        discrepancy: Some(NewDiscrepancy::of_share(share, None, why, t0())),
+    };
+    let stale = f.repo.share_discrepancy(stored[1].clone(), "read before it succeeded".into(), found(&stored[1], "stale")).await.unwrap();
+    let why = "closed (ACCOUNT_ABNORMAL) on the platform";
+    let kept = f.repo.share_discrepancy(sent[1].clone(), why.into(), found(&sent[1], why)).await.unwrap();
+    let again = f.repo.share_discrepancy(sent[1].clone(), "found again".into(), found(&sent[1], "found again")).await.unwrap();
 
     assert_eq!((stale, kept, again), (false, true, false));
     assert_eq!(written(&db, "share.discrepancy").1, 1, "audited once");
+    let to_resolve = f.repo.list_discrepancies(Party::Platform, DiscrepancyQuery::default()).await.unwrap();
+    assert_eq!(to_resolve.items.len(), 1, "recorded once, to be resolved: {to_resolve:?}");
+    let d = &to_resolve.items[0];
+    assert_eq!(
+        (d.kind, d.status, d.share_id, d.payment_id, d.description.as_str()),
+        (DiscrepancyKind::Share, DiscrepancyStatus::Open, Some(sent[1].id), tx.id, why)
+    );
+    let others = f.repo.list_discrepancies(Party::Tenant { tenant_id: f.other, partner_id: None }, DiscrepancyQuery::default()).await.unwrap();
+    assert_eq!(others.items, [], "another tenant sees none of it");
     let read = f.repo.get_share(Party::Platform, sent[1].id).await.unwrap().unwrap();
     assert_eq!(read.discrepancy.as_deref(), Some("closed (ACCOUNT_ABNORMAL) on the platform"));
     assert_eq!(f.repo.open_discrepancies().await.unwrap(), open_before + 1);
@@ -1793,4 +1809,109 @@ store_test!(payments_recorded_at_once_are_each_counted_in_the_days_sums, |db| {
     assert_eq!(kept.len(), 1);
     assert_eq!(kept[0].sums.paid, Money::from_fen((0..16).map(|i| 100 + i).sum()), "every payment counted once");
     same_as_the_ledger(&db, &f, day, day).await;
+});
+
+/// A transaction of `fen` reported paid at `reported`: held unpaid with its discrepancy
+/// recorded, as the ledger records one.
+async fn misreported(f: &Fixture, no: &str, fen: i64, reported: i64) -> Transaction {
+    let tx = f.repo.insert_transaction(transaction(f.tenant, no, fen), none()).await.unwrap();
+    let why = format!("the pay platform reported {reported} fen paid for {fen}");
+    let marked = Transaction { discrepancy: Some(why.clone()), transaction_id: Some(format!("42000{no}")), ..tx.clone() };
+    let effects = Effects { discrepancy: Some(NewDiscrepancy::of_payment(&marked, &why)), ..none() };
+    assert!(f.repo.update_transaction(marked.clone(), tx.trade_state, effects.clone()).await.unwrap());
+    // Found again (a second notification): still one to resolve.
+    assert!(f.repo.update_transaction(marked.clone(), tx.trade_state, effects).await.unwrap());
+    marked
+}
+
+/// Resolving `d` of `tx` (reported at `reported`) with a refund of the excess under `no`.
+fn refunding(d: &Discrepancy, tx: &Transaction, reported: i64, no: &str, tag: &str) -> Resolution {
+    let paid = Transaction {
+        amount: Money::from_fen(reported),
+        trade_state: TradeState::Success,
+        discrepancy: None,
+        success_time: Some(t0()),
+        updated_at: t0() + Duration::minutes(1),
+        ..tx.clone()
+    };
+    let excess = refund(tx.tenant_id, &tx.out_trade_no, no, reported - tx.amount.fen());
+    Resolution {
+        discrepancy: Discrepancy {
+            status: DiscrepancyStatus::Resolved,
+            action: Some(ResolveAction::RefundExcess),
+            note: Some("payer charged twice the fee".into()),
+            resolved_by: Some(1),
+            out_refund_no: Some(no.into()),
+            resolved_at: Some(t0() + Duration::minutes(1)),
+            ..d.clone()
+        },
+        payment: Some((paid, tx.trade_state)),
+        refund: Some(excess),
+        share: None,
+        ret: None,
+        effects: effects(tx.tenant_id, tag),
+    }
+}
+
+store_test!(a_discrepancy_is_resolved_once_with_all_it_changes_or_nothing, |db| {
+    let f = fixture(&db).await;
+    let tx = misreported(&f, "T_EXCESS_1", 1_000, 1_200).await;
+    let open = f.repo.list_discrepancies(Party::Platform, DiscrepancyQuery::default()).await.unwrap().items;
+    assert_eq!(open.len(), 1, "one to resolve however often it was found: {open:?}");
+    let d = open[0].clone();
+    assert_eq!((d.kind, d.status, d.payment_id, d.share_id), (DiscrepancyKind::Amount, DiscrepancyStatus::Open, tx.id, None));
+    assert_eq!(f.repo.discrepancies_of(tx.id).await.unwrap(), [d.clone()]);
+    let tenant = Party::Tenant { tenant_id: f.tenant, partner_id: Some(f.partner) };
+    assert_eq!(f.repo.get_discrepancy(tenant, d.id).await.unwrap(), Some(d.clone()));
+    assert_eq!(f.repo.get_discrepancy(Party::Partner { partner_id: f.partner + 1 }, d.id).await.unwrap(), None, "not another partner's");
+
+    // Read in another state (a report came in meanwhile): nothing at all is written.
+    let mut stale = refunding(&d, &tx, 1_200, "EX-STALE", "stale");
+    stale.payment.as_mut().unwrap().1 = TradeState::UserPaying;
+    assert!(!f.repo.resolve_discrepancy(stale).await.unwrap());
+    assert_eq!(written(&db, "stale"), (0, 0));
+    assert_eq!(f.repo.get_refund(f.tenant, "EX-STALE".into()).await.unwrap(), None);
+    assert_eq!(f.repo.get_discrepancy(Party::Platform, d.id).await.unwrap().unwrap().status, DiscrepancyStatus::Open);
+
+    assert!(f.repo.resolve_discrepancy(refunding(&d, &tx, 1_200, "EX-1", "resolved")).await.unwrap());
+    assert!(!f.repo.resolve_discrepancy(refunding(&d, &tx, 1_200, "EX-2", "twice")).await.unwrap(), "resolved once");
+    assert_eq!((written(&db, "resolved"), written(&db, "twice")), ((1, 1), (0, 0)));
+    let now = f.repo.get_transaction(f.tenant, tx.out_trade_no.clone()).await.unwrap().unwrap();
+    assert_eq!((now.amount.fen(), now.trade_state, now.discrepancy.as_deref()), (1_200, TradeState::Success, None));
+    assert!(now.is_paid());
+    let refunds = f.repo.refunds_of(f.tenant, tx.out_trade_no.clone()).await.unwrap();
+    assert_eq!(refunds.iter().map(|r| (r.out_refund_no.as_str(), r.amount.fen(), r.status)).collect::<Vec<_>>(), [(
+        "EX-1",
+        200,
+        RefundStatus::Processing
+    )]);
+    let resolved = f.repo.get_discrepancy(Party::Platform, d.id).await.unwrap().unwrap();
+    assert_eq!(
+        (resolved.status, resolved.action, resolved.out_refund_no.as_deref(), resolved.resolved_by),
+        (DiscrepancyStatus::Resolved, Some(ResolveAction::RefundExcess), Some("EX-1"), Some(1))
+    );
+    let query = DiscrepancyQuery { status: Some(DiscrepancyStatus::Open), ..Default::default() };
+    assert_eq!(f.repo.list_discrepancies(Party::Platform, query).await.unwrap().items, []);
+    assert_eq!(f.repo.open_discrepancies().await.unwrap(), 0);
+});
+
+store_test!(resolutions_racing_resolve_a_discrepancy_once_and_refund_once, |db| {
+    let f = Arc::new(fixture(&db).await);
+    let tx = misreported(&f, "T_EXCESS_RACE", 5_000, 5_500).await;
+    let d = f.repo.discrepancies_of(tx.id).await.unwrap().remove(0);
+    let racing: Vec<_> = (0..12)
+        .map(|i| {
+            let (f, d, tx) = (f.clone(), d.clone(), tx.clone());
+            tokio::spawn(async move { f.repo.resolve_discrepancy(refunding(&d, &tx, 5_500, &format!("EX-RACE-{i}"), "raced")).await })
+        })
+        .collect();
+    let mut won = 0;
+    for r in racing {
+        won += usize::from(r.await.unwrap().unwrap());
+    }
+    assert_eq!(won, 1, "one resolution wins");
+    assert_eq!(written(&db, "raced"), (1, 1), "its effects once");
+    let refunds = f.repo.refunds_of(f.tenant, tx.out_trade_no.clone()).await.unwrap();
+    assert_eq!(refunds.len(), 1, "one refund of the excess: {refunds:?}");
+    assert_eq!(refunds[0].amount.fen(), 500);
 });

@@ -53,7 +53,7 @@ async fn a_change_of_an_orders_transaction_carries_one_order_event_and_a_stale_r
     assert_eq!((paid, late), (NotifyOutcome::Applied, NotifyOutcome::Stale));
     let stored = cell.lock().unwrap().clone();
     assert_eq!((stored.trade_state, stored.transaction_id.as_deref()), (TradeState::Success, Some("4200000001")));
-    assert_eq!(*effects.lock().unwrap(), [Effects { jobs: vec![order_changed(ORDER)], audit: None }]);
+    assert_eq!(*effects.lock().unwrap(), [Effects { jobs: vec![order_changed(ORDER)], audit: None, discrepancy: None }]);
 }
 
 #[tokio::test]
@@ -92,7 +92,7 @@ async fn a_refund_of_an_order_settled_by_a_query_carries_the_order_event_in_the_
     assert_eq!(outcome, JobOutcome::Done);
     let written = ledger.written();
     assert_eq!(ledger.writes(), [("update_refund", "R1".to_owned())]);
-    assert_eq!(written[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None });
+    assert_eq!(written[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None, discrepancy: None });
     assert_eq!(ledger.refunds()[0].status, RefundStatus::Succeeded);
 }
 
@@ -222,8 +222,8 @@ async fn recording_an_offline_payment_closes_the_orders_open_platform_payment_fi
     let offline_no = offline_trade_no(ORDER_NO);
     assert_eq!(ledger.writes(), [("update_transaction", ORDER_NO.to_owned()), ("insert_transaction", offline_no)], "closed first");
     let written = ledger.written();
-    assert_eq!(written[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None });
-    assert_eq!(written[1].effects, Effects { jobs: vec![order_changed(ORDER)], audit: Some(order_audit("order.pay_offline")) });
+    assert_eq!(written[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None, discrepancy: None });
+    assert_eq!(written[1].effects, Effects { jobs: vec![order_changed(ORDER)], audit: Some(order_audit("order.pay_offline")), discrepancy: None });
 }
 
 #[tokio::test]
@@ -344,7 +344,7 @@ async fn refunding_an_offline_payment_reserves_a_succeeded_refund_and_never_call
     assert_eq!(ledger.writes(), [("reserve_refund", "OR1".to_owned())], "reserved once");
     assert_eq!(
         written[0].effects,
-        Effects { jobs: vec![order_changed(ORDER)], audit: Some(order_audit("order.refund")) },
+        Effects { jobs: vec![order_changed(ORDER)], audit: Some(order_audit("order.refund")), discrepancy: None },
         "nothing to settle"
     );
 }
@@ -414,7 +414,7 @@ async fn closing_an_order_closes_its_open_platform_payment_with_the_order_event(
     svc.close_order(TENANT, ORDER).await.unwrap();
 
     assert_eq!(ledger.tx(ORDER_NO).map(|t| t.trade_state), Some(TradeState::Closed));
-    assert_eq!(ledger.written()[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None });
+    assert_eq!(ledger.written()[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None, discrepancy: None });
 }
 
 #[tokio::test]

@@ -1,0 +1,3 @@
+DROP INDEX payment_discrepancies_tenant_idx;
+DROP INDEX payment_discrepancies_open_idx;
+DROP TABLE payment_discrepancies;
