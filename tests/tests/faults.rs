@@ -228,3 +228,85 @@ e2e!(a_shared_payments_refund_failing_at_any_step_takes_each_part_back_once_and_
         assert_eq!(books, vec![(19, "succeeded"), (83, "succeeded")], "{step}: the books equal the platform's");
     }
 });
+
+/// The steps of resolving a discrepancy by refunding the excess: resolved (the refund stored
+/// with it), the refund sent, its answer recorded; and the platform's answer lost after it
+/// refunded.
+const EXCESS_STEPS: [&str; 5] = ["ledger.discrepancy.resolved", "ledger.refund.reserved", "ledger.refund.sent", "ledger.record", "lost answer"];
+
+/// Makes the queued jobs of `kind` due now, as their time would (a refund's first settling
+/// query waits a minute).
+fn due_now(app: &TestApp, kind: &str) {
+    use atrium_store::schema::jobs;
+    use diesel::prelude::*;
+    let long_ago = chrono::NaiveDate::from_ymd_opt(2020, 1, 1).unwrap().and_hms_opt(0, 0, 0).unwrap();
+    diesel::update(jobs::table.filter(jobs::kind.eq(kind)))
+        .set(jobs::run_at.eq(long_ago))
+        .execute(&mut *app.running.db.conn().unwrap())
+        .unwrap();
+}
+
+e2e!(an_excess_refund_failing_at_any_step_goes_out_exactly_once, vars = [("ATRIUM_JOB_POLL_MS", "50")], |app| {
+    atrium_e2e::captured_log::keep();
+    let org = shop(app, "1900000048").await;
+    let t = &org.t1_admin;
+    let _scenario = fail::FailScenario::setup();
+    for step in EXCESS_STEPS {
+        let o = new_order(app, t, 10_000, OPENID).await;
+        let (id, no) = (o["id"].as_i64().unwrap(), o["order_no"].as_str().unwrap().to_owned());
+        let params = atrium_e2e::pay::pay_online(app, t, id).await;
+        let paid = app.post("/sandbox/control/pay", json!({"pay_params": params, "result": "SUCCESS", "reported_total": 10_700}), None).await;
+        assert_eq!(paid.status, 200, "{}", paid.body);
+        let found = eventually(15, "the discrepancy recorded", async || {
+            let r = app.get(&format!("/api/v1/miniprogram/payment/discrepancies?status=open&out_trade_no={no}"), Some(t)).await;
+            r.data()["items"].as_array().and_then(|i| i.first().cloned()).ok_or_else(|| r.body.to_string())
+        })
+        .await;
+        if step == "lost answer" {
+            let lose = json!({"path": "/v3/refund/domestic/refunds", "status": 500, "times": 3, "after": true});
+            assert_eq!(app.post("/sandbox/control/pay-fail", lose, None).await.status, 200);
+        } else {
+            fail::cfg(step, "1*return").unwrap();
+        }
+
+        let path = format!("/api/v1/miniprogram/payment/discrepancies/{}/resolve", found["id"]);
+        let first = app.post(&path, json!({"action": "refund_excess", "note": format!("fault at {step}")}), Some(t)).await;
+        fail::remove(step);
+        if step == "ledger.discrepancy.resolved" {
+            assert_eq!(first.status, 503, "{step}: the resolution was stored, the request failed: {}", first.body);
+        } else {
+            // Resolved; the refund is sent after, and its failure is the settle job's to mend.
+            first.expect(200);
+            let refund_no = first.data()["out_refund_no"].as_str().unwrap().to_owned();
+            let said = format!("refund {refund_no} of the excess");
+            let fault = if step == "lost answer" { "the pay platform is unavailable".to_owned() } else { format!("failpoint {step} fired") };
+            assert!(
+                atrium_e2e::captured_log::lines().iter().any(|l| l.message.contains(&said) && l.message.contains(&fault)),
+                "{step}: the fault happened after the resolution"
+            );
+        }
+        // Asked again, it is resolved already: nothing more goes out.
+        app.post(&path, json!({"action": "refund_excess", "note": "again"}), Some(t)).await.expect_reason(409, "state");
+
+        due_now(app, "payment.settle_refund");
+        let on_platform = eventually(15, &format!("{step}: the excess refunded on the platform"), async || {
+            let refunds = platform_refunds(app, &no).await;
+            if refunds.is_empty() { Err("none yet".into()) } else { Ok(refunds) }
+        })
+        .await;
+        assert_eq!(on_platform.len(), 1, "{step}: one refund reached the platform: {on_platform:?}");
+        assert_eq!(on_platform[0]["amount"], 700, "{step}");
+        let settled = app.post("/sandbox/control/refund", json!({"out_refund_no": on_platform[0]["out_refund_no"], "result": "SUCCESS"}), None).await;
+        assert_eq!(settled.status, 200, "{}", settled.body);
+        let o = wait_order(app, t, id, |o| o["refunded_amount"] == 700).await;
+        assert_eq!(
+            (o["status"].as_str(), o["paid_amount"].as_i64(), o["refunded_amount"].as_i64()),
+            (Some("partially_refunded"), Some(10_700), Some(700)),
+            "{step}: the books equal the platform's: {o}"
+        );
+        let refunds = o["refunds"].as_array().unwrap();
+        assert_eq!(refunds.len(), 1, "{step}: the books hold one refund: {o}");
+        assert_eq!(refunds[0]["out_refund_no"], on_platform[0]["out_refund_no"], "{step}");
+        assert_eq!(platform_refunds(app, &no).await.len(), 1, "{step}: still one");
+    }
+});

@@ -1033,8 +1033,10 @@ pub struct DiscrepancyView {
     pub note: Option<String>,
     /// The user who resolved it.
     pub resolved_by: Option<Id>,
-    /// The refund of the excess (`refund_excess`): follow it with `query`.
+    /// The number of the refund of the excess (`refund_excess`).
     pub out_refund_no: Option<String>,
+    /// That refund as it stands now.
+    pub refund: Option<RefundView>,
     /// When it was found.
     pub created_at: DateTime<Utc>,
     /// When it was resolved.
@@ -1056,6 +1058,7 @@ impl From<Discrepancy> for DiscrepancyView {
             note: d.note,
             resolved_by: d.resolved_by,
             out_refund_no: d.out_refund_no,
+            refund: None,
             created_at: d.created_at,
             resolved_at: d.resolved_at,
         }

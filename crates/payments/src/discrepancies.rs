@@ -325,3 +325,165 @@ pub fn adopt_return(share: &Share, ret: &ShareReturn, answer: Option<&PlatformRe
     }
     Ok((moved, adopted))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lifecycle::TradeState;
+    use crate::sharing::{PlatformShareLine, Receiver, ReceiverType, ShareOrderState, ShareRole};
+    use chrono::TimeZone;
+
+    fn now() -> Timestamp {
+        chrono::Utc.with_ymd_and_hms(2026, 12, 2, 10, 0, 0).single().expect("valid")
+    }
+
+    fn tx(fen: i64) -> Transaction {
+        let mut tx = Transaction::unpaid(7, "T0001".into(), "Tea".into(), Money::from_fen(fen), "o-payer".into(), now(), now());
+        tx.id = 3;
+        tx.discrepancy = Some("reported otherwise".into());
+        tx
+    }
+
+    fn report(fen: i64, currency: &str, state: TradeState) -> PlatformTransaction {
+        PlatformTransaction {
+            out_trade_no: "T0001".into(),
+            trade_state: state,
+            transaction_id: Some("4200".into()),
+            amount: Some(Money::from_fen(fen)),
+            currency: Some(currency.into()),
+            payer_total: Some(Money::from_fen(fen)),
+            success_time: Some(now()),
+            sub_mchid: None,
+        }
+    }
+
+    #[test]
+    fn an_excess_is_refunded_only_of_a_payment_reported_above_its_amount_in_cny() {
+        let (amount, paid_twice) = (DiscrepancyKind::Amount, DiscrepancyKind::PaidTwice);
+        let (refund, accept) = (ResolveAction::RefundExcess, ResolveAction::Accept);
+        assert_eq!(payment_refusal(&tx(1_000), amount, refund, &report(1_200, "CNY", TradeState::Success)), None);
+        assert!(payment_refusal(&tx(1_000), amount, refund, &report(1_000, "CNY", TradeState::Success)).is_some_and(|w| w.contains("nothing")));
+        assert!(payment_refusal(&tx(1_000), amount, refund, &report(900, "CNY", TradeState::Success)).is_some());
+        assert_eq!(payment_refusal(&tx(1_000), amount, accept, &report(900, "CNY", TradeState::Success)), None);
+        assert!(payment_refusal(&tx(1_000), amount, accept, &report(1_000, "USD", TradeState::Success)).is_some_and(|w| w.contains("USD")));
+        assert!(payment_refusal(&tx(1_000), amount, accept, &report(1_000, "CNY", TradeState::NotPay)).is_some_and(|w| w.contains("NOTPAY")));
+        assert_eq!(payment_refusal(&tx(1_000), paid_twice, refund, &report(1_000, "CNY", TradeState::Success)), None);
+        assert_eq!(excess(amount, Money::from_fen(1_000), Money::from_fen(1_200)), Money::from_fen(200));
+        assert_eq!(excess(amount, Money::from_fen(1_000), Money::from_fen(900)), Money::ZERO);
+        assert_eq!(excess(paid_twice, Money::from_fen(1_000), Money::from_fen(1_000)), Money::from_fen(1_000));
+    }
+
+    #[test]
+    fn an_accepted_payment_is_paid_at_what_the_platform_reports_and_holds_no_discrepancy() {
+        let paid = paid_as_reported(&tx(1_000), &report(900, "CNY", TradeState::Success), now());
+        assert_eq!((paid.amount, paid.trade_state, paid.discrepancy.as_deref()), (Money::from_fen(900), TradeState::Success, None));
+        assert!(paid.is_paid());
+        assert_eq!((paid.transaction_id.as_deref(), paid.success_time), (Some("4200"), Some(now())));
+    }
+
+    fn share(status: ShareStatus, fen: i64, returned: i64, withheld: i64) -> Share {
+        Share {
+            id: 5,
+            tenant_id: 7,
+            payment_id: 3,
+            out_trade_no: "T0001".into(),
+            partner_id: Some(2),
+            role: ShareRole::Partner,
+            receiver: Receiver { kind: ReceiverType::MerchantId, account: "1900000109".into(), name: None },
+            amount: Money::from_fen(fen),
+            returned: Money::from_fen(returned),
+            withheld: Money::from_fen(withheld),
+            status,
+            fail_reason: None,
+            out_order_no: "PS3".into(),
+            retries: 0,
+            plan_version: Some(1),
+            created_at: now(),
+            settled_at: Some(now()),
+            updated_at: now(),
+            discrepancy: Some("differs".into()),
+        }
+    }
+
+    fn order(result: ReceiverResult, fen: i64) -> PlatformShareOrder {
+        PlatformShareOrder {
+            out_order_no: "PS3".into(),
+            order_id: Some("3008".into()),
+            state: ShareOrderState::Finished,
+            lines: vec![PlatformShareLine {
+                kind: ReceiverType::MerchantId,
+                account: "1900000109".into(),
+                amount: Money::from_fen(fen),
+                result,
+                fail_reason: (result == ReceiverResult::Closed).then(|| "ACCOUNT_ABNORMAL".into()),
+                finish_time: Some(now()),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_share_takes_the_platforms_record_of_its_request() {
+        let paid = adopt_share(&share(ShareStatus::Succeeded, 250, 0, 0), Some(&order(ReceiverResult::Success, 200)), now());
+        assert_eq!((paid.amount, paid.status, paid.discrepancy.as_deref()), (Money::from_fen(200), ShareStatus::Succeeded, None));
+        // What was kept back for refunds stays kept back: the platform paid the rest.
+        let kept = adopt_share(&share(ShareStatus::Succeeded, 250, 0, 50), Some(&order(ReceiverResult::Success, 150)), now());
+        assert_eq!((kept.amount, kept.to_pay()), (Money::from_fen(200), Money::from_fen(150)));
+        // Returns took all the platform paid: nothing is held.
+        let gone = adopt_share(&share(ShareStatus::Succeeded, 250, 100, 0), Some(&order(ReceiverResult::Success, 100)), now());
+        assert_eq!(gone.status, ShareStatus::Returned);
+        let closed = adopt_share(&share(ShareStatus::Succeeded, 250, 0, 0), Some(&order(ReceiverResult::Closed, 250)), now());
+        assert_eq!((closed.status, closed.fail_reason.as_deref(), closed.settled_at), (ShareStatus::Closed, Some("ACCOUNT_ABNORMAL"), None));
+        let pending = adopt_share(&share(ShareStatus::Closed, 250, 0, 0), Some(&order(ReceiverResult::Pending, 250)), now());
+        assert_eq!(pending.status, ShareStatus::Processing);
+        let unknown = adopt_share(&share(ShareStatus::Succeeded, 250, 0, 0), None, now());
+        assert_eq!(unknown.status, ShareStatus::Closed, "to be retried");
+        assert!(unknown.fail_reason.is_some_and(|w| w.contains("no record")));
+    }
+
+    fn ret(status: ReturnStatus, fen: i64) -> ShareReturn {
+        ShareReturn {
+            id: 9,
+            tenant_id: 7,
+            payment_id: 3,
+            share_id: 5,
+            out_refund_no: "R1".into(),
+            part: Money::from_fen(100),
+            amount: Money::from_fen(fen),
+            status,
+            out_return_no: "PR5-1".into(),
+            return_id: None,
+            fail_reason: None,
+            created_at: now(),
+            settled_at: Some(now()),
+            updated_at: now(),
+        }
+    }
+
+    fn answer(result: ReturnResult, fen: i64) -> PlatformReturn {
+        PlatformReturn {
+            out_return_no: "PR5-1".into(),
+            return_id: Some("3009".into()),
+            result,
+            fail_reason: (result == ReturnResult::Failed).then(|| "BALANCE_NOT_ENOUGH".into()),
+            amount: Some(Money::from_fen(fen)),
+            finish_time: Some(now()),
+        }
+    }
+
+    #[test]
+    fn a_return_takes_the_platforms_record_and_moves_what_its_share_got_back() {
+        // Ours failed, the platform's took 100 back: the share holds 100 less.
+        let (s, r) = adopt_return(&share(ShareStatus::Succeeded, 250, 0, 0), &ret(ReturnStatus::Failed, 100), Some(&answer(ReturnResult::Success, 100)), now()).unwrap();
+        assert_eq!((s.returned, s.status, r.status, s.discrepancy.as_deref()), (Money::from_fen(100), ShareStatus::Succeeded, ReturnStatus::Succeeded, None));
+        // Ours succeeded, the platform has none: the receiver kept it.
+        let (s, r) = adopt_return(&share(ShareStatus::Returned, 100, 100, 0), &ret(ReturnStatus::Succeeded, 100), None, now()).unwrap();
+        assert_eq!((s.returned, s.status, r.status), (Money::ZERO, ShareStatus::Succeeded, ReturnStatus::Failed));
+        assert!(r.fail_reason.is_some_and(|w| w.contains("no record")));
+        // Another amount: the platform's.
+        let (s, r) = adopt_return(&share(ShareStatus::Succeeded, 250, 100, 0), &ret(ReturnStatus::Succeeded, 100), Some(&answer(ReturnResult::Success, 60)), now()).unwrap();
+        assert_eq!((s.returned, r.amount), (Money::from_fen(60), Money::from_fen(60)));
+        // Still being carried out, or more than the part: not now.
+        assert!(adopt_return(&share(ShareStatus::Succeeded, 250, 0, 0), &ret(ReturnStatus::Failed, 100), Some(&answer(ReturnResult::Processing, 100)), now()).is_err());
+        assert!(adopt_return(&share(ShareStatus::Succeeded, 250, 0, 0), &ret(ReturnStatus::Failed, 100), Some(&answer(ReturnResult::Success, 101)), now()).is_err());
+    }
+}

@@ -17,7 +17,7 @@ const SP_MCHID: &str = "1900000130";
 const SUB_MCHID: &str = "1900000231";
 
 /// Today in China Standard Time, `YYYY-MM-DD`.
-fn today() -> String {
+pub(crate) fn today() -> String {
     (chrono::Utc::now() + chrono::Duration::hours(8)).format("%Y-%m-%d").to_string()
 }
 
@@ -203,7 +203,7 @@ e2e!(an_orders_and_a_transactions_views_show_how_the_payment_was_shared, vars = 
 });
 
 /// Queues the share check of `date` for the tenant now.
-async fn check_shares(app: &TestApp, tenant: i64, date: &str, tag: &str) {
+pub(crate) async fn check_shares(app: &TestApp, tenant: i64, date: &str, tag: &str) {
     let jobs = atrium_e2e::DbJobStore::new(app.running.db.clone());
     let queued = jobs
         .enqueue(NewJob {

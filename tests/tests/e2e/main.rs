@@ -7,6 +7,7 @@
 mod auth;
 mod campaigns;
 mod contract;
+mod discrepancies;
 mod docs;
 mod earnings;
 mod http_shell;

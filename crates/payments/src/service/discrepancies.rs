@@ -9,7 +9,7 @@
 use super::ledger::Asked;
 use super::payments::{PaymentService, platform_error};
 use super::share_checks::unknown;
-use crate::api::{DiscrepancyView, ResolveRequest};
+use crate::api::{DiscrepancyView, RefundView, ResolveRequest};
 use crate::discrepancies::*;
 use crate::model::*;
 use crate::sharing::{Share, ShareStatus};
@@ -22,12 +22,27 @@ const ATTEMPTS: usize = 3;
 impl PaymentService {
     /// `GET /miniprogram/payment/discrepancies`: those in the caller's scope, newest first.
     pub async fn list_discrepancies(&self, actor: &Actor, query: DiscrepancyQuery) -> Result<Page<DiscrepancyView>> {
-        Ok(self.repo.list_discrepancies(actor.party, query).await?.map(DiscrepancyView::from))
+        let mut page = self.repo.list_discrepancies(actor.party, query).await?.map(|d| (d, None));
+        // Few are ever resolved with a refund; each such one reads it.
+        for (d, view) in &mut page.items {
+            *view = Some(self.discrepancy_view(d.clone()).await?);
+        }
+        Ok(page.map(|(d, view)| view.unwrap_or_else(|| d.into())))
     }
 
     /// `GET /miniprogram/payment/discrepancies/{id}`.
     pub async fn get_discrepancy(&self, actor: &Actor, id: Id) -> Result<DiscrepancyView> {
-        Ok(self.repo.get_discrepancy(actor.party, id).await?.ok_or(Error::NotFound("discrepancy"))?.into())
+        let d = self.repo.get_discrepancy(actor.party, id).await?.ok_or(Error::NotFound("discrepancy"))?;
+        self.discrepancy_view(d).await
+    }
+
+    /// `d` as shown, with the refund of its excess as it stands now.
+    async fn discrepancy_view(&self, d: Discrepancy) -> Result<DiscrepancyView> {
+        let refund = match &d.out_refund_no {
+            Some(no) => self.repo.get_refund(d.tenant_id, no.clone()).await?.map(RefundView::from),
+            None => None,
+        };
+        Ok(DiscrepancyView { refund, ..d.into() })
     }
 
     /// `POST /miniprogram/payment/discrepancies/{id}/resolve`: platform users, and a tenant's
@@ -56,7 +71,7 @@ impl PaymentService {
             if let (Some(refund), Some((tx, _))) = (&resolution.refund, &resolution.payment) {
                 self.send_excess(tx, refund, actor).await;
             }
-            return Ok(resolution.discrepancy.into());
+            return self.discrepancy_view(resolution.discrepancy).await;
         }
         Err(Error::conflict(Reason::TryAgain, "the payment kept changing while the discrepancy was being resolved; try again"))
     }

@@ -85,6 +85,10 @@ pub(crate) struct PayRequest {
     /// Fen the platform then reports paid instead of the order's amount — a misbehaving or
     /// forged answer, signed like any other, to exercise "paid means paid in full".
     reported_total: Option<i64>,
+    /// The payment goes through although the order was closed: the close raced the payer on
+    /// the platform's side and lost — a closed order reported paid.
+    #[serde(default)]
+    after_close: bool,
 }
 
 pub(crate) async fn control_pay(sb: web::Data<Sandbox>, body: web::Json<PayRequest>) -> HttpResponse {
@@ -115,6 +119,11 @@ pub(crate) async fn control_pay(sb: web::Data<Sandbox>, body: web::Json<PayReque
         if let Err(msg) = sb.lock().pay.report_total(mchid.as_deref(), &out_trade_no, total) {
             return bad_control(msg);
         }
+    }
+    if body.after_close
+        && let Err(msg) = sb.lock().pay.reopen(mchid.as_deref(), &out_trade_no)
+    {
+        return bad_control(msg);
     }
     match sb.pay_order_at(mchid.as_deref(), &out_trade_no, body.result, body.paid_at).await {
         Ok(report) => HttpResponse::Ok().json(report),

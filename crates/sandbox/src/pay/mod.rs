@@ -362,6 +362,19 @@ impl PayState {
         Ok(())
     }
 
+    /// Makes closed order `out_trade_no` payable again, as if its close had lost a race with
+    /// the payer (`control/pay {"after_close": true}`); an order not closed is refused.
+    pub(crate) fn reopen(&mut self, mchid: Option<&str>, out_trade_no: &str) -> Result<(), String> {
+        let key = self.find_order(mchid, out_trade_no)?;
+        let order = self.orders.get_mut(&key).ok_or_else(|| format!("no order {out_trade_no}"))?;
+        if !matches!(order.state, TradeState::Closed) {
+            return Err(format!("order {out_trade_no} is not closed"));
+        }
+        order.state = TradeState::NotPay;
+        order.time_expire = None;
+        Ok(())
+    }
+
     /// The one order named `out_trade_no` (of `mchid`, a merchant or a sub-merchant, when
     /// given).
     pub(crate) fn find_order(&self, mchid: Option<&str>, out_trade_no: &str) -> Result<(String, String), String> {

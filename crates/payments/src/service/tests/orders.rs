@@ -1,6 +1,7 @@
 //! The order-facing use cases (through the server), and the order event that every change of
 //! an order's money carries in its own write.
 use super::*;
+use crate::discrepancies::{Discrepancy, DiscrepancyKind, DiscrepancyStatus, ResolveAction};
 
 fn charge() -> Charge {
     Charge {
@@ -507,6 +508,7 @@ async fn a_closed_platform_payment_reported_paid_after_the_order_was_paid_offlin
     ledger.tx_writes(&mut repo, 1);
     repo.expect_notification_seen().returning(|_, _| Ok(false));
     repo.expect_record_notification().returning(|_, _, _, _| Ok(()));
+    repo.expect_discrepancies_of().returning(|_| Ok(vec![]));
     let svc = svc(repo, MockPayPlatform::new());
 
     // Act
@@ -531,5 +533,50 @@ async fn a_closed_platform_payment_reported_paid_after_the_order_was_paid_offlin
     let written = ledger.written();
     assert_eq!(written[0].effects.jobs, vec![order_changed(ORDER)]);
     assert_eq!(written[0].effects.audit.as_ref().map(|a| a.action.as_str()), Some("payment.discrepancy"));
+    let found = written[0].effects.discrepancy.as_ref().expect("recorded to be resolved");
+    assert_eq!((found.kind, found.out_trade_no.as_str(), found.share_id), (DiscrepancyKind::PaidTwice, ORDER_NO, None));
     assert!(ledger.tx(&offline_trade_no(ORDER_NO)).is_some_and(|t| t.is_paid()));
+}
+
+#[tokio::test]
+async fn a_payment_taken_twice_and_resolved_is_not_found_again_by_a_later_report() {
+    // Arrange: the double payment was resolved (refunded); the platform reports it again.
+    let ledger = Ledger::holding(vec![order_tx(TradeState::Closed), offline_tx()], vec![]);
+    let mut repo = ledger.repo(Some(config()));
+    ledger.tx_writes(&mut repo, 0);
+    repo.expect_notification_seen().returning(|_, _| Ok(false));
+    repo.expect_record_notification().returning(|_, _, _, _| Ok(()));
+    repo.expect_discrepancies_of().returning(|payment_id| {
+        Ok(vec![Discrepancy {
+            id: 1,
+            tenant_id: TENANT,
+            kind: DiscrepancyKind::PaidTwice,
+            payment_id,
+            out_trade_no: ORDER_NO.into(),
+            share_id: None,
+            return_id: None,
+            description: "taken twice".into(),
+            status: DiscrepancyStatus::Resolved,
+            action: Some(ResolveAction::RefundExcess),
+            note: Some("refunded".into()),
+            resolved_by: Some(1),
+            out_refund_no: Some("EX1-abc".into()),
+            created_at: chrono::Utc::now(),
+            resolved_at: Some(chrono::Utc::now()),
+        }])
+    });
+    let svc = svc(repo, MockPayPlatform::new());
+
+    // Act
+    let event = PayEvent {
+        id: "EV-10".into(),
+        event_type: "TRANSACTION.SUCCESS".into(),
+        resource: EventResource::Transaction(report(ORDER_NO, TradeState::Success)),
+    };
+    svc.handle_event(TENANT, event).await.unwrap();
+
+    // Assert: nothing written; it stays closed without a discrepancy.
+    assert_eq!(ledger.written(), []);
+    let tx = ledger.tx(ORDER_NO).unwrap();
+    assert_eq!((tx.trade_state, tx.discrepancy), (TradeState::Closed, None));
 }
