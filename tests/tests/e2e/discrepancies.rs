@@ -2,14 +2,15 @@
 //! the platform reported above its amount has the excess refunded exactly once however many
 //! people resolve it at once; one reported below is accepted at what was paid; a payment taken
 //! twice is refunded whole while its order stays paid the other way; a share the platform
-//! paid otherwise takes the platform's record. Each caller sees and resolves its own only, a
+//! paid otherwise, or a return it failed, takes the platform's record. Each caller sees and resolves its own only, a
 //! partner none, and every resolution is audited.
 #![allow(clippy::unwrap_used)]
 use super::earnings::{check_shares, today};
 use atrium_e2e::pay::{
     PARTNER_MCHID, SHARING_VARS as SHARING, eventually, new_order, order, pay_online, pay_partner_merchant, pay_tenant, platform_refunds,
-    refund_tenant, shares_of, sharing_org, shop, unfrozen_on_platform, wait_order,
+    profit_sharing, refund_tenant, shares_of, sharing_org, shop, unfrozen_on_platform, wait_order,
 };
+use atrium_kernel::JobStore;
 use atrium_e2e::serde_json::{Value, json};
 use atrium_e2e::{Org, TestApp, e2e};
 
@@ -209,4 +210,60 @@ e2e!(a_share_the_platform_paid_otherwise_takes_the_platforms_record_and_frees_it
     refund_tenant(app, &org, no, "R_DISC_FREE", 100).await.expect(200);
     let audit = app.get("/api/v1/audit-logs?action=payment.discrepancy_resolved", Some(&org.admin)).await;
     assert_eq!(audit.data()["total"], 1, "{}", audit.body);
+});
+
+const RET_SP_MCHID: &str = "1900000164";
+const RET_SUB_MCHID: &str = "1900000265";
+
+e2e!(a_return_the_platform_failed_is_accepted_and_its_share_holds_what_was_not_given_back, vars = SHARING, |app| {
+    let org = sharing_org(app, RET_SP_MCHID, RET_SUB_MCHID, "wx_discrepancy_return").await;
+    pay_partner_merchant(app, &org).await;
+    let no = "T_DISC_RETURN";
+    pay_tenant(app, &org, no, 10_001).await;
+    unfrozen_on_platform(app, RET_SUB_MCHID, no).await;
+    // A third refunded: 83 of the partner's 250 and 19 of the platform's 60 come back first.
+    refund_tenant(app, &org, no, "R_DISC_RETURN", 3_333).await.expect(200);
+    let held = profit_sharing(app, RET_SUB_MCHID, no).await;
+    let partners = held["returns"].as_array().unwrap().iter().find(|r| r["return_mchid"] == PARTNER_MCHID).unwrap().clone();
+    assert_eq!((partners["amount"].as_i64(), partners["result"].as_str()), (Some(83), Some("SUCCESS")), "{held}");
+    // The platform's books now say that return failed: the partner kept its 83.
+    let tampered = app
+        .post(
+            "/sandbox/control/profitsharing/tamper-return",
+            json!({"out_return_no": partners["out_return_no"], "result": "FAILED", "fail_reason": "BALANCE_NOT_ENOUGH"}),
+            None,
+        )
+        .await;
+    assert_eq!(tampered.status, 200, "{}", tampered.body);
+    check_shares(app, org.t1, &today(), "return").await;
+    let found = open_of(app, &org.admin, no, 1).await.remove(0);
+    assert_eq!(found["kind"], "return", "{found}");
+    assert!(found["return_id"].is_i64(), "{found}");
+
+    let done = app.post(&resolve_path(&found["id"]), json!({"action": "accept", "note": "The partner keeps it; invoiced"}), Some(&org.admin)).await;
+    done.expect(200);
+    let mut books: Vec<(String, i64, String)> = shares_of(app, &org.admin, no)
+        .await
+        .iter()
+        .map(|s| (s["role"].as_str().unwrap().to_owned(), s["returned"].as_i64().unwrap(), s["status"].as_str().unwrap().to_owned()))
+        .collect();
+    books.sort();
+    assert_eq!(
+        books,
+        [("partner".to_owned(), 0, "succeeded".to_owned()), ("platform".to_owned(), 19, "succeeded".to_owned())],
+        "the partner's share holds what the platform says it kept"
+    );
+    assert!(shares_of(app, &org.admin, no).await.iter().all(|s| s["discrepancy"].is_null()));
+    // Checked again, it agrees now: nothing new to resolve.
+    check_shares(app, org.t1, &today(), "return-again").await;
+    eventually(15, "the second check done", async || {
+        let queued = atrium_e2e::DbJobStore::new(app.running.db.clone())
+            .depth("payment.reconcile_shares".into(), chrono::Utc::now() + chrono::Duration::days(1))
+            .await
+            .map_err(|e| e.to_string())?;
+        if queued == 0 { Ok(()) } else { Err(format!("{queued} checks queued")) }
+    })
+    .await;
+    let open = app.get(&format!("{LIST}?status=open"), Some(&org.admin)).await;
+    assert_eq!(open.data()["total"], 0, "{}", open.body);
 });
