@@ -232,7 +232,8 @@ e2e!(a_shared_payments_refund_failing_at_any_step_takes_each_part_back_once_and_
 /// The steps of resolving a discrepancy by refunding the excess: resolved (the refund stored
 /// with it), the refund sent, its answer recorded; and the platform's answer lost after it
 /// refunded.
-const EXCESS_STEPS: [&str; 5] = ["ledger.discrepancy.resolved", "ledger.refund.reserved", "ledger.refund.sent", "ledger.record", "lost answer"];
+const EXCESS_STEPS: [&str; 5] =
+    ["ledger.discrepancy.resolved", "ledger.refund.reserved", "ledger.refund.sent", "ledger.record", "lost answer"];
 
 /// Makes the queued jobs of `kind` due now, as their time would (a refund's first settling
 /// query waits a minute).
@@ -255,7 +256,8 @@ e2e!(an_excess_refund_failing_at_any_step_goes_out_exactly_once, vars = [("ATRIU
         let o = new_order(app, t, 10_000, OPENID).await;
         let (id, no) = (o["id"].as_i64().unwrap(), o["order_no"].as_str().unwrap().to_owned());
         let params = atrium_e2e::pay::pay_online(app, t, id).await;
-        let paid = app.post("/sandbox/control/pay", json!({"pay_params": params, "result": "SUCCESS", "reported_total": 10_700}), None).await;
+        let paid =
+            app.post("/sandbox/control/pay", json!({"pay_params": params, "result": "SUCCESS", "reported_total": 10_700}), None).await;
         assert_eq!(paid.status, 200, "{}", paid.body);
         let found = eventually(15, "the discrepancy recorded", async || {
             let r = app.get(&format!("/api/v1/miniprogram/payment/discrepancies?status=open&out_trade_no={no}"), Some(t)).await;
@@ -279,7 +281,8 @@ e2e!(an_excess_refund_failing_at_any_step_goes_out_exactly_once, vars = [("ATRIU
             first.expect(200);
             let refund_no = first.data()["out_refund_no"].as_str().unwrap().to_owned();
             let said = format!("refund {refund_no} of the excess");
-            let fault = if step == "lost answer" { "the pay platform is unavailable".to_owned() } else { format!("failpoint {step} fired") };
+            let fault =
+                if step == "lost answer" { "the pay platform is unavailable".to_owned() } else { format!("failpoint {step} fired") };
             assert!(
                 atrium_e2e::captured_log::lines().iter().any(|l| l.message.contains(&said) && l.message.contains(&fault)),
                 "{step}: the fault happened after the resolution"
@@ -296,7 +299,8 @@ e2e!(an_excess_refund_failing_at_any_step_goes_out_exactly_once, vars = [("ATRIU
         .await;
         assert_eq!(on_platform.len(), 1, "{step}: one refund reached the platform: {on_platform:?}");
         assert_eq!(on_platform[0]["amount"], 700, "{step}");
-        let settled = app.post("/sandbox/control/refund", json!({"out_refund_no": on_platform[0]["out_refund_no"], "result": "SUCCESS"}), None).await;
+        let settled =
+            app.post("/sandbox/control/refund", json!({"out_refund_no": on_platform[0]["out_refund_no"], "result": "SUCCESS"}), None).await;
         assert_eq!(settled.status, 200, "{}", settled.body);
         let o = wait_order(app, t, id, |o| o["refunded_amount"] == 700).await;
         assert_eq!(

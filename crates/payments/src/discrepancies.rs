@@ -278,7 +278,12 @@ pub fn adopt_share(share: &Share, order: Option<&PlatformShareOrder>, now: Times
 /// at `now`, and `share` as that leaves it (its `returned` moved by the difference, its mark
 /// cleared). `Err` says why it cannot be taken now: the platform is still carrying it out, or
 /// reports more than the part the return was for.
-pub fn adopt_return(share: &Share, ret: &ShareReturn, answer: Option<&PlatformReturn>, now: Timestamp) -> Result<(Share, ShareReturn), String> {
+pub fn adopt_return(
+    share: &Share,
+    ret: &ShareReturn,
+    answer: Option<&PlatformReturn>,
+    now: Timestamp,
+) -> Result<(Share, ShareReturn), String> {
     let back_before = if ret.status == ReturnStatus::Succeeded { ret.amount } else { Money::ZERO };
     let mut adopted = ShareReturn { updated_at: now, ..ret.clone() };
     match answer {
@@ -313,12 +318,8 @@ pub fn adopt_return(share: &Share, ret: &ShareReturn, answer: Option<&PlatformRe
         }
     }
     let back_after = if adopted.status == ReturnStatus::Succeeded { adopted.amount } else { Money::ZERO };
-    let returned = share
-        .returned
-        .checked_sub(back_before)
-        .and_then(|r| r.checked_add(back_after))
-        .unwrap_or(share.returned)
-        .max(Money::ZERO);
+    let returned =
+        share.returned.checked_sub(back_before).and_then(|r| r.checked_add(back_after)).unwrap_or(share.returned).max(Money::ZERO);
     let mut moved = Share { returned, discrepancy: None, updated_at: now, ..share.clone() };
     if matches!(share.status, ShareStatus::Succeeded | ShareStatus::Returned) {
         moved.status = if returned >= moved.to_pay() { ShareStatus::Returned } else { ShareStatus::Succeeded };
@@ -362,11 +363,15 @@ mod tests {
         let (amount, paid_twice) = (DiscrepancyKind::Amount, DiscrepancyKind::PaidTwice);
         let (refund, accept) = (ResolveAction::RefundExcess, ResolveAction::Accept);
         assert_eq!(payment_refusal(&tx(1_000), amount, refund, &report(1_200, "CNY", TradeState::Success)), None);
-        assert!(payment_refusal(&tx(1_000), amount, refund, &report(1_000, "CNY", TradeState::Success)).is_some_and(|w| w.contains("nothing")));
+        assert!(
+            payment_refusal(&tx(1_000), amount, refund, &report(1_000, "CNY", TradeState::Success)).is_some_and(|w| w.contains("nothing"))
+        );
         assert!(payment_refusal(&tx(1_000), amount, refund, &report(900, "CNY", TradeState::Success)).is_some());
         assert_eq!(payment_refusal(&tx(1_000), amount, accept, &report(900, "CNY", TradeState::Success)), None);
         assert!(payment_refusal(&tx(1_000), amount, accept, &report(1_000, "USD", TradeState::Success)).is_some_and(|w| w.contains("USD")));
-        assert!(payment_refusal(&tx(1_000), amount, accept, &report(1_000, "CNY", TradeState::NotPay)).is_some_and(|w| w.contains("NOTPAY")));
+        assert!(
+            payment_refusal(&tx(1_000), amount, accept, &report(1_000, "CNY", TradeState::NotPay)).is_some_and(|w| w.contains("NOTPAY"))
+        );
         assert_eq!(payment_refusal(&tx(1_000), paid_twice, refund, &report(1_000, "CNY", TradeState::Success)), None);
         assert_eq!(excess(amount, Money::from_fen(1_000), Money::from_fen(1_200)), Money::from_fen(200));
         assert_eq!(excess(amount, Money::from_fen(1_000), Money::from_fen(900)), Money::ZERO);
@@ -432,7 +437,10 @@ mod tests {
         let gone = adopt_share(&share(ShareStatus::Succeeded, 250, 100, 0), Some(&order(ReceiverResult::Success, 100)), now());
         assert_eq!(gone.status, ShareStatus::Returned);
         let closed = adopt_share(&share(ShareStatus::Succeeded, 250, 0, 0), Some(&order(ReceiverResult::Closed, 250)), now());
-        assert_eq!((closed.status, closed.fail_reason.as_deref(), closed.settled_at), (ShareStatus::Closed, Some("ACCOUNT_ABNORMAL"), None));
+        assert_eq!(
+            (closed.status, closed.fail_reason.as_deref(), closed.settled_at),
+            (ShareStatus::Closed, Some("ACCOUNT_ABNORMAL"), None)
+        );
         let pending = adopt_share(&share(ShareStatus::Closed, 250, 0, 0), Some(&order(ReceiverResult::Pending, 250)), now());
         assert_eq!(pending.status, ShareStatus::Processing);
         let unknown = adopt_share(&share(ShareStatus::Succeeded, 250, 0, 0), None, now());
@@ -473,17 +481,48 @@ mod tests {
     #[test]
     fn a_return_takes_the_platforms_record_and_moves_what_its_share_got_back() {
         // Ours failed, the platform's took 100 back: the share holds 100 less.
-        let (s, r) = adopt_return(&share(ShareStatus::Succeeded, 250, 0, 0), &ret(ReturnStatus::Failed, 100), Some(&answer(ReturnResult::Success, 100)), now()).unwrap();
-        assert_eq!((s.returned, s.status, r.status, s.discrepancy.as_deref()), (Money::from_fen(100), ShareStatus::Succeeded, ReturnStatus::Succeeded, None));
+        let (s, r) = adopt_return(
+            &share(ShareStatus::Succeeded, 250, 0, 0),
+            &ret(ReturnStatus::Failed, 100),
+            Some(&answer(ReturnResult::Success, 100)),
+            now(),
+        )
+        .unwrap();
+        assert_eq!(
+            (s.returned, s.status, r.status, s.discrepancy.as_deref()),
+            (Money::from_fen(100), ShareStatus::Succeeded, ReturnStatus::Succeeded, None)
+        );
         // Ours succeeded, the platform has none: the receiver kept it.
         let (s, r) = adopt_return(&share(ShareStatus::Returned, 100, 100, 0), &ret(ReturnStatus::Succeeded, 100), None, now()).unwrap();
         assert_eq!((s.returned, s.status, r.status), (Money::ZERO, ShareStatus::Succeeded, ReturnStatus::Failed));
         assert!(r.fail_reason.is_some_and(|w| w.contains("no record")));
         // Another amount: the platform's.
-        let (s, r) = adopt_return(&share(ShareStatus::Succeeded, 250, 100, 0), &ret(ReturnStatus::Succeeded, 100), Some(&answer(ReturnResult::Success, 60)), now()).unwrap();
+        let (s, r) = adopt_return(
+            &share(ShareStatus::Succeeded, 250, 100, 0),
+            &ret(ReturnStatus::Succeeded, 100),
+            Some(&answer(ReturnResult::Success, 60)),
+            now(),
+        )
+        .unwrap();
         assert_eq!((s.returned, r.amount), (Money::from_fen(60), Money::from_fen(60)));
         // Still being carried out, or more than the part: not now.
-        assert!(adopt_return(&share(ShareStatus::Succeeded, 250, 0, 0), &ret(ReturnStatus::Failed, 100), Some(&answer(ReturnResult::Processing, 100)), now()).is_err());
-        assert!(adopt_return(&share(ShareStatus::Succeeded, 250, 0, 0), &ret(ReturnStatus::Failed, 100), Some(&answer(ReturnResult::Success, 101)), now()).is_err());
+        assert!(
+            adopt_return(
+                &share(ShareStatus::Succeeded, 250, 0, 0),
+                &ret(ReturnStatus::Failed, 100),
+                Some(&answer(ReturnResult::Processing, 100)),
+                now()
+            )
+            .is_err()
+        );
+        assert!(
+            adopt_return(
+                &share(ShareStatus::Succeeded, 250, 0, 0),
+                &ret(ReturnStatus::Failed, 100),
+                Some(&answer(ReturnResult::Success, 101)),
+                now()
+            )
+            .is_err()
+        );
     }
 }

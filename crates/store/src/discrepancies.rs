@@ -157,11 +157,9 @@ pub(crate) fn resolve(conn: &mut DbConn, r: &Resolution) -> Result<bool> {
     let d = &r.discrepancy;
     // The rows in the order every other write takes them: transaction, share, return.
     if let Some((tx, read_state)) = &r.payment {
-        let stored: Option<TxRow> = first_for_update!(
-            conn,
-            payment_transactions::table.filter(payment_transactions::id.eq(tx.id)).select(TxRow::as_select())
-        )
-        .map_err(db_error)?;
+        let stored: Option<TxRow> =
+            first_for_update!(conn, payment_transactions::table.filter(payment_transactions::id.eq(tx.id)).select(TxRow::as_select()))
+                .map_err(db_error)?;
         let Some(stored) = stored.map(tx_from_row).transpose()? else { return Ok(false) };
         if stored.trade_state != *read_state || stored.discrepancy.is_none() {
             return Ok(false);

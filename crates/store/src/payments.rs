@@ -23,9 +23,10 @@ use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, Timestamp};
 use atrium_payments::{
-    Discrepancy, DiscrepancyQuery, Earner, EarningsGroup, EarningsRow, Effects, MerchantCredentials, PaymentConfig, PaymentMethod, PaymentMode, PaymentRepo,
-    PaymentTenant, ProviderConfig, Refund, RefundReservation, RefundRule, RefundStatus, ReturnStatus, Secret, Share, SharePlan, ShareQuery,
-    ShareReturn, ShareStatus, Sharing, SubMerchantTenant, TradeState, Transaction, Unsettled, plan_returns, Resolution,
+    Discrepancy, DiscrepancyQuery, Earner, EarningsGroup, EarningsRow, Effects, MerchantCredentials, PaymentConfig, PaymentMethod,
+    PaymentMode, PaymentRepo, PaymentTenant, ProviderConfig, Refund, RefundReservation, RefundRule, RefundStatus, Resolution, ReturnStatus,
+    Secret, Share, SharePlan, ShareQuery, ShareReturn, ShareStatus, Sharing, SubMerchantTenant, TradeState, Transaction, Unsettled,
+    plan_returns,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;

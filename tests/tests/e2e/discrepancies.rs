@@ -10,9 +10,9 @@ use atrium_e2e::pay::{
     PARTNER_MCHID, SHARING_VARS as SHARING, eventually, new_order, order, pay_online, pay_partner_merchant, pay_tenant, platform_refunds,
     profit_sharing, refund_tenant, shares_of, sharing_org, shop, unfrozen_on_platform, wait_order,
 };
-use atrium_kernel::JobStore;
 use atrium_e2e::serde_json::{Value, json};
 use atrium_e2e::{Org, TestApp, e2e};
+use atrium_kernel::JobStore;
 
 const MCHID: &str = "1900000161";
 const OPENID: &str = "o_discrepancy_payer";
@@ -197,7 +197,8 @@ e2e!(a_share_the_platform_paid_otherwise_takes_the_platforms_record_and_frees_it
     let refused = app.post(&path, json!({"action": "refund_excess", "note": "x"}), Some(&org.admin)).await;
     refused.expect_reason(409, "state");
     app.post(&path, json!({"action": "accept", "note": "ours"}), Some(&org.p1_admin)).await.expect_reason(403, "party_not_allowed");
-    let done = app.post(&path, json!({"action": "accept", "note": "The platform paid 200; settled with the partner"}), Some(&org.t1_admin)).await;
+    let done =
+        app.post(&path, json!({"action": "accept", "note": "The platform paid 200; settled with the partner"}), Some(&org.t1_admin)).await;
     done.expect(200);
 
     let now = shares_of(app, &org.admin, no).await.into_iter().find(|s| s["role"] == "partner").unwrap();
@@ -240,7 +241,9 @@ e2e!(a_return_the_platform_failed_is_accepted_and_its_share_holds_what_was_not_g
     assert_eq!(found["kind"], "return", "{found}");
     assert!(found["return_id"].is_i64(), "{found}");
 
-    let done = app.post(&resolve_path(&found["id"]), json!({"action": "accept", "note": "The partner keeps it; invoiced"}), Some(&org.admin)).await;
+    let done = app
+        .post(&resolve_path(&found["id"]), json!({"action": "accept", "note": "The partner keeps it; invoiced"}), Some(&org.admin))
+        .await;
     done.expect(200);
     let mut books: Vec<(String, i64, String)> = shares_of(app, &org.admin, no)
         .await

@@ -7,10 +7,10 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use atrium_kernel::{Error, Id};
 use atrium_payments::{
-    CloseRequest, CloseView, DiscrepancyListParams, DiscrepancyQuery, DiscrepancyView, ResolveRequest, EarningsParams, EarningsView, KeyUpload, NotificationError, NotificationRequest, PaymentConfigPut,
-    PaymentConfigView, PaymentTestRequest, PlatformKeyId, ProviderConfigPut, ProviderConfigView, QueryRequest, ReconciliationParams,
-    ReconciliationView, RefundRequest, RefundView, Secret, ShareListParams, ShareQuery, ShareView, TestReport, TransactionView,
-    UnifiedOrderRequest, UnifiedOrderView,
+    CloseRequest, CloseView, DiscrepancyListParams, DiscrepancyQuery, DiscrepancyView, EarningsParams, EarningsView, KeyUpload,
+    NotificationError, NotificationRequest, PaymentConfigPut, PaymentConfigView, PaymentTestRequest, PlatformKeyId, ProviderConfigPut,
+    ProviderConfigView, QueryRequest, ReconciliationParams, ReconciliationView, RefundRequest, RefundView, ResolveRequest, Secret,
+    ShareListParams, ShareQuery, ShareView, TestReport, TransactionView, UnifiedOrderRequest, UnifiedOrderView,
 };
 use futures_util::StreamExt;
 

@@ -51,7 +51,10 @@ impl PaymentService {
     /// when what it concerns kept changing.
     pub async fn resolve_discrepancy(&self, actor: &Actor, id: Id, input: ResolveRequest) -> Result<DiscrepancyView> {
         if matches!(actor.party, Party::Partner { .. }) {
-            return Err(Error::forbidden(Reason::PartyNotAllowed, "discrepancies are resolved by the platform or the tenant, not a partner"));
+            return Err(Error::forbidden(
+                Reason::PartyNotAllowed,
+                "discrepancies are resolved by the platform or the tenant, not a partner",
+            ));
         }
         let note = input.checked_note()?;
         for _ in 0..ATTEMPTS {
@@ -131,14 +134,18 @@ impl PaymentService {
             effects.jobs.extend(self.order_refund_event(refund));
         }
         let resolved = resolved(d, action, note, actor, refund.as_ref().map(|r| r.out_refund_no.clone()), now);
-        effects.audit = Some(self.resolution_audit(actor, &resolved, serde_json::json!({
-            "out_trade_no": tx.out_trade_no,
-            "order_id": tx.order_id,
-            "asked": tx.amount,
-            "reported": reported,
-            "paid": if d.kind == DiscrepancyKind::Amount { Some(after.amount) } else { None },
-            "refund": refund.as_ref().map(|r| serde_json::json!({"out_refund_no": r.out_refund_no, "amount": r.amount})),
-        })));
+        effects.audit = Some(self.resolution_audit(
+            actor,
+            &resolved,
+            serde_json::json!({
+                "out_trade_no": tx.out_trade_no,
+                "order_id": tx.order_id,
+                "asked": tx.amount,
+                "reported": reported,
+                "paid": if d.kind == DiscrepancyKind::Amount { Some(after.amount) } else { None },
+                "refund": refund.as_ref().map(|r| serde_json::json!({"out_refund_no": r.out_refund_no, "amount": r.amount})),
+            }),
+        ));
         Ok(Some(Resolution { discrepancy: resolved, payment: Some((after, tx.trade_state)), refund, share: None, ret: None, effects }))
     }
 
@@ -167,7 +174,8 @@ impl PaymentService {
                     Err(e) if unknown(&e) => None,
                     Err(e) => return Err(platform_error(e)),
                 };
-                let (after, adopted) = adopt_return(&share, &ret, answer.as_ref(), now).map_err(|why| Error::conflict(Reason::TryAgain, why))?;
+                let (after, adopted) =
+                    adopt_return(&share, &ret, answer.as_ref(), now).map_err(|why| Error::conflict(Reason::TryAgain, why))?;
                 (after, Some((adopted, ret.status)))
             }
             None => {
@@ -205,7 +213,9 @@ impl PaymentService {
     async fn send_excess(&self, tx: &Transaction, refund: &Refund, actor: &Actor) {
         let audit = AuditRecord::by(actor, self.clock.now(), "payment.refund", "payment_transaction", Some(tx.id))
             .owned_by(None, Some(tx.tenant_id))
-            .with_after(serde_json::json!({"out_trade_no": tx.out_trade_no, "out_refund_no": refund.out_refund_no, "amount": refund.amount}));
+            .with_after(
+                serde_json::json!({"out_trade_no": tx.out_trade_no, "out_refund_no": refund.out_refund_no, "amount": refund.amount}),
+            );
         let asked = Asked {
             out_refund_no: refund.out_refund_no.clone(),
             amount: refund.amount,
@@ -214,7 +224,12 @@ impl PaymentService {
             audit,
         };
         if let Err(e) = self.refund_transaction(tx, asked).await {
-            log::warn!("refund {} of the excess of {} (tenant {}) not settled yet: {e}", refund.out_refund_no, tx.out_trade_no, tx.tenant_id);
+            log::warn!(
+                "refund {} of the excess of {} (tenant {}) not settled yet: {e}",
+                refund.out_refund_no,
+                tx.out_trade_no,
+                tx.tenant_id
+            );
         }
     }
 
@@ -233,7 +248,14 @@ impl PaymentService {
 }
 
 /// `d` resolved by `actor` with `action` and `note` at `now`.
-fn resolved(d: &Discrepancy, action: ResolveAction, note: &str, actor: &Actor, out_refund_no: Option<String>, now: atrium_kernel::Timestamp) -> Discrepancy {
+fn resolved(
+    d: &Discrepancy,
+    action: ResolveAction,
+    note: &str,
+    actor: &Actor,
+    out_refund_no: Option<String>,
+    now: atrium_kernel::Timestamp,
+) -> Discrepancy {
     Discrepancy {
         status: DiscrepancyStatus::Resolved,
         action: Some(action),

@@ -1771,7 +1771,8 @@ store_test!(a_share_discrepancy_is_kept_once_over_the_share_as_read_and_is_found
         (d.kind, d.status, d.share_id, d.payment_id, d.description.as_str()),
         (DiscrepancyKind::Share, DiscrepancyStatus::Open, Some(sent[1].id), tx.id, why)
     );
-    let others = f.repo.list_discrepancies(Party::Tenant { tenant_id: f.other, partner_id: None }, DiscrepancyQuery::default()).await.unwrap();
+    let others =
+        f.repo.list_discrepancies(Party::Tenant { tenant_id: f.other, partner_id: None }, DiscrepancyQuery::default()).await.unwrap();
     assert_eq!(others.items, [], "another tenant sees none of it");
     let read = f.repo.get_share(Party::Platform, sent[1].id).await.unwrap().unwrap();
     assert_eq!(read.discrepancy.as_deref(), Some("closed (ACCOUNT_ABNORMAL) on the platform"));
@@ -1860,7 +1861,7 @@ store_test!(a_discrepancy_is_resolved_once_with_all_it_changes_or_nothing, |db| 
     assert_eq!(open.len(), 1, "one to resolve however often it was found: {open:?}");
     let d = open[0].clone();
     assert_eq!((d.kind, d.status, d.payment_id, d.share_id), (DiscrepancyKind::Amount, DiscrepancyStatus::Open, tx.id, None));
-    assert_eq!(f.repo.discrepancies_of(tx.id).await.unwrap(), [d.clone()]);
+    assert_eq!(f.repo.discrepancies_of(tx.id).await.unwrap(), std::slice::from_ref(&d));
     let tenant = Party::Tenant { tenant_id: f.tenant, partner_id: Some(f.partner) };
     assert_eq!(f.repo.get_discrepancy(tenant, d.id).await.unwrap(), Some(d.clone()));
     assert_eq!(f.repo.get_discrepancy(Party::Partner { partner_id: f.partner + 1 }, d.id).await.unwrap(), None, "not another partner's");
@@ -1880,11 +1881,10 @@ store_test!(a_discrepancy_is_resolved_once_with_all_it_changes_or_nothing, |db| 
     assert_eq!((now.amount.fen(), now.trade_state, now.discrepancy.as_deref()), (1_200, TradeState::Success, None));
     assert!(now.is_paid());
     let refunds = f.repo.refunds_of(f.tenant, tx.out_trade_no.clone()).await.unwrap();
-    assert_eq!(refunds.iter().map(|r| (r.out_refund_no.as_str(), r.amount.fen(), r.status)).collect::<Vec<_>>(), [(
-        "EX-1",
-        200,
-        RefundStatus::Processing
-    )]);
+    assert_eq!(
+        refunds.iter().map(|r| (r.out_refund_no.as_str(), r.amount.fen(), r.status)).collect::<Vec<_>>(),
+        [("EX-1", 200, RefundStatus::Processing)]
+    );
     let resolved = f.repo.get_discrepancy(Party::Platform, d.id).await.unwrap().unwrap();
     assert_eq!(
         (resolved.status, resolved.action, resolved.out_refund_no.as_deref(), resolved.resolved_by),

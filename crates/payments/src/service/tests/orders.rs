@@ -224,7 +224,10 @@ async fn recording_an_offline_payment_closes_the_orders_open_platform_payment_fi
     assert_eq!(ledger.writes(), [("update_transaction", ORDER_NO.to_owned()), ("insert_transaction", offline_no)], "closed first");
     let written = ledger.written();
     assert_eq!(written[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None, discrepancy: None });
-    assert_eq!(written[1].effects, Effects { jobs: vec![order_changed(ORDER)], audit: Some(order_audit("order.pay_offline")), discrepancy: None });
+    assert_eq!(
+        written[1].effects,
+        Effects { jobs: vec![order_changed(ORDER)], audit: Some(order_audit("order.pay_offline")), discrepancy: None }
+    );
 }
 
 #[tokio::test]
