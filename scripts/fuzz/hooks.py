@@ -236,6 +236,9 @@ UNSTATEABLE = [
     # client generators cannot type one; the mode may also be the stored one).
     (r"(mchid|appid|sub_mchid)", r"^is required in (direct|sub_merchant) mode$"),
     (r"(mchid|appid|api_v3_key|sub_mchid|sub_appid)", r"^is not used in (direct|sub_merchant) mode$"),
+    # A resolution's note: not only spaces, no control characters (a JSON Schema pattern over
+    # both would be one few clients can read).
+    (r"note", r"^must (say why, not only spaces|not hold control characters other than line breaks)$"),
     # A share plan's receiver: what its type asks of the account and the name (said in the
     # schema's description, for the reason above), and the provider's own merchant id.
     (r"receiver\.account", r"^(must be a merchant id \(digits\) for a MERCHANT_ID receiver|is the platform's own merchant id)"),

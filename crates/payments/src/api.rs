@@ -985,22 +985,25 @@ pub struct ResolveRequest {
     /// reported above its amount, or paid twice). `accept`: take the platform's record into the
     /// books.
     pub action: ResolveAction,
-    /// Why, for the audit trail: 1–500 characters.
+    /// Why, for the audit trail: 1–500 characters, not only spaces; no control characters
+    /// but line breaks.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 500))]
     pub note: String,
 }
 
 impl ResolveRequest {
-    /// The note, trimmed, if it is 1–500 characters.
+    /// The note, trimmed, if it is at most 500 characters, not blank, without control
+    /// characters but line breaks.
     pub fn checked_note(&self) -> atrium_kernel::Result<String> {
-        let note = self.note.trim();
-        if note.is_empty() {
-            return Err(atrium_kernel::Error::invalid("note", "must say why (1 to 500 characters)"));
-        }
-        if note.chars().count() > MAX_NOTE_CHARS {
+        if self.note.chars().count() > MAX_NOTE_CHARS {
             return Err(atrium_kernel::Error::invalid("note", format!("must be at most {MAX_NOTE_CHARS} characters")));
         }
-        if note.chars().any(|c| c.is_control() && c != '\n') {
+        if self.note.chars().any(|c| c.is_control() && c != '\n') {
             return Err(atrium_kernel::Error::invalid("note", "must not hold control characters other than line breaks"));
+        }
+        let note = self.note.trim();
+        if note.is_empty() {
+            return Err(atrium_kernel::Error::invalid("note", "must say why, not only spaces"));
         }
         Ok(note.to_owned())
     }
