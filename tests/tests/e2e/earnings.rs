@@ -202,6 +202,15 @@ e2e!(an_orders_and_a_transactions_views_show_how_the_payment_was_shared, vars = 
     );
 });
 
+/// Makes the platform's record of share request `out_order_no` say it paid the partner's
+/// merchant account `fen` (our books say otherwise: what the daily check must find).
+pub(crate) async fn pay_partner_less(app: &TestApp, out_order_no: &Value, fen: i64) {
+    let tampered = app
+        .post("/sandbox/control/profitsharing/tamper", json!({"out_order_no": out_order_no, "account": PARTNER_MCHID, "amount": fen}), None)
+        .await;
+    assert_eq!(tampered.status, 200, "{}", tampered.body);
+}
+
 /// Queues the share check of `date` for the tenant now.
 pub(crate) async fn check_shares(app: &TestApp, tenant: i64, date: &str, tag: &str) {
     let jobs = atrium_e2e::DbJobStore::new(app.running.db.clone());
@@ -227,14 +236,7 @@ e2e!(the_daily_check_keeps_a_share_the_platform_records_otherwise_as_a_discrepan
     let odd = shares_of(app, &org.admin, "T_REC_ODD").await;
     let partner = odd.iter().find(|s| s["role"] == "partner").unwrap().clone();
     // The platform's books now say it paid the partner 200 fen, not 250.
-    let tampered = app
-        .post(
-            "/sandbox/control/profitsharing/tamper",
-            json!({"out_order_no": partner["out_order_no"], "account": PARTNER_MCHID, "amount": 200}),
-            None,
-        )
-        .await;
-    assert_eq!(tampered.status, 200, "{}", tampered.body);
+    pay_partner_less(app, &partner["out_order_no"], 200).await;
 
     check_shares(app, org.t1, &today(), "first").await;
     let found = eventually(15, "the discrepancy kept", async || {

@@ -22,12 +22,13 @@ const ATTEMPTS: usize = 3;
 impl PaymentService {
     /// `GET /miniprogram/payment/discrepancies`: those in the caller's scope, newest first.
     pub async fn list_discrepancies(&self, actor: &Actor, query: DiscrepancyQuery) -> Result<Page<DiscrepancyView>> {
-        let mut page = self.repo.list_discrepancies(actor.party, query).await?.map(|d| (d, None));
+        let page = self.repo.list_discrepancies(actor.party, query).await?;
         // Few are ever resolved with a refund; each such one reads it.
-        for (d, view) in &mut page.items {
-            *view = Some(self.discrepancy_view(d.clone()).await?);
+        let mut refunds = std::collections::HashMap::new();
+        for d in &page.items {
+            refunds.insert(d.id, self.excess_refund(d).await?);
         }
-        Ok(page.map(|(d, view)| view.unwrap_or_else(|| d.into())))
+        Ok(page.map(|d| DiscrepancyView { refund: refunds.remove(&d.id).flatten(), ..d.into() }))
     }
 
     /// `GET /miniprogram/payment/discrepancies/{id}`.
@@ -38,11 +39,16 @@ impl PaymentService {
 
     /// `d` as shown, with the refund of its excess as it stands now.
     async fn discrepancy_view(&self, d: Discrepancy) -> Result<DiscrepancyView> {
-        let refund = match &d.out_refund_no {
-            Some(no) => self.repo.get_refund(d.tenant_id, no.clone()).await?.map(RefundView::from),
-            None => None,
-        };
+        let refund = self.excess_refund(&d).await?;
         Ok(DiscrepancyView { refund, ..d.into() })
+    }
+
+    /// The refund of `d`'s excess as it stands, if it has one.
+    async fn excess_refund(&self, d: &Discrepancy) -> Result<Option<RefundView>> {
+        match &d.out_refund_no {
+            Some(no) => Ok(self.repo.get_refund(d.tenant_id, no.clone()).await?.map(RefundView::from)),
+            None => Ok(None),
+        }
     }
 
     /// `POST /miniprogram/payment/discrepancies/{id}/resolve`: platform users, and a tenant's
@@ -72,7 +78,7 @@ impl PaymentService {
             }
             failpoint!("ledger.discrepancy.resolved");
             if let (Some(refund), Some((tx, _))) = (&resolution.refund, &resolution.payment) {
-                self.send_excess(tx, refund, actor).await;
+                self.send_excess(tx, refund).await;
             }
             return self.discrepancy_view(resolution.discrepancy).await;
         }
@@ -210,18 +216,13 @@ impl PaymentService {
     /// Sends the refund of an excess stored with its resolution, as the refund routes send
     /// one. A failure here is not the caller's: the refund stays `processing` and its settle
     /// job sends it under the same number (or it shows `failed` with the platform's refusal).
-    async fn send_excess(&self, tx: &Transaction, refund: &Refund, actor: &Actor) {
-        let audit = AuditRecord::by(actor, self.clock.now(), "payment.refund", "payment_transaction", Some(tx.id))
-            .owned_by(None, Some(tx.tenant_id))
-            .with_after(
-                serde_json::json!({"out_trade_no": tx.out_trade_no, "out_refund_no": refund.out_refund_no, "amount": refund.amount}),
-            );
+    async fn send_excess(&self, tx: &Transaction, refund: &Refund) {
         let asked = Asked {
             out_refund_no: refund.out_refund_no.clone(),
             amount: refund.amount,
             reason: refund.reason.clone(),
             requested_by: refund.requested_by,
-            audit,
+            audit: None,
         };
         if let Err(e) = self.refund_transaction(tx, asked).await {
             log::warn!(

@@ -363,7 +363,7 @@ impl PaymentService {
         let audit = AuditRecord::by(actor, self.clock.now(), "payment.refund", "payment_transaction", Some(tx.id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .with_after(serde_json::json!({"out_trade_no": tx.out_trade_no, "out_refund_no": out_refund_no, "amount": input.amount, "reason": reason}));
-        let asked = Asked { out_refund_no, amount: input.amount, reason, requested_by: Some(actor.user_id), audit };
+        let asked = Asked { out_refund_no, amount: input.amount, reason, requested_by: Some(actor.user_id), audit: Some(audit) };
         Ok(self.refund_transaction(&tx, asked).await?.into())
     }
 
@@ -378,7 +378,7 @@ impl PaymentService {
             amount: refund.amount,
             reason: refund.reason,
             requested_by: refund.requested_by,
-            audit: refund.audit,
+            audit: Some(refund.audit),
         };
         self.refund_transaction(&tx, asked).await
     }
@@ -416,7 +416,7 @@ impl PaymentService {
             created_at: now,
             updated_at: now,
         };
-        let mut effects = Effects { jobs: self.order_refund_event(&wanted).into_iter().collect(), audit: Some(audit), discrepancy: None };
+        let mut effects = Effects { jobs: self.order_refund_event(&wanted).into_iter().collect(), audit, discrepancy: None };
         if !offline {
             effects.jobs.push(self.settle_refund_job(tenant_id, &out_refund_no));
         }
@@ -517,8 +517,9 @@ pub(super) struct Asked {
     pub(super) amount: Money,
     pub(super) reason: Option<String>,
     pub(super) requested_by: Option<Id>,
-    /// Written with the refund's reservation.
-    pub(super) audit: AuditRecord,
+    /// Written with the refund's reservation; `None` for a refund stored already (the excess
+    /// of a resolved discrepancy, audited with its resolution).
+    pub(super) audit: Option<AuditRecord>,
 }
 
 /// The ledger as orders reach it: the one contract between them ([`atrium_kernel::pay`]).
