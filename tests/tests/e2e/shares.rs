@@ -1,7 +1,7 @@
 //! The sharing job over HTTP, on SQLite and PostgreSQL, through the sandbox's profit-sharing
 //! endpoints: a sub-merchant's payments shared by the partner's plan (awkward amounts), the rest
 //! unfrozen, a closed receiver shown and retried, a refund before sharing, lost answers, two
-//! instances racing, and who sees which shares.
+//! instances racing, profit-sharing notifications sent twice, and who sees which shares.
 #![allow(clippy::unwrap_used)]
 use atrium_e2e::pay::{
     PARTNER_OPENID, SHARING_VARS as SHARING, eventually, pay_tenant, profit_sharing, share_orders, share_summary as summary, shares_of,
@@ -208,3 +208,30 @@ e2e!(
         second.stop().await;
     }
 );
+
+e2e!(profit_sharing_notifications_sent_twice_and_out_of_order_share_nothing_twice, vars = SHARING, |app| {
+    let org = org(app).await;
+    let sandbox = app.running.sandbox.as_ref().unwrap();
+    // The payment's notification and each share line's are sent twice, the copy after the next.
+    sandbox.fail_next_notifications(3);
+    paid(app, &org, "T_SH_TWICE", 10_001).await;
+
+    let held = settled_on_platform(app, "T_SH_TWICE").await;
+    eventually(20, "each profit-sharing notification delivered twice", async || {
+        let sent: Vec<_> =
+            sandbox.pay_notifications(Some("T_SH_TWICE")).into_iter().filter(|n| n.event_type.starts_with("PROFITSHARING.")).collect();
+        let answered = sent.iter().filter(|n| n.delivered).count();
+        let copies = sent.iter().filter(|n| n.duplicate).count();
+        if (sent.len(), answered, copies) == (4, 4, 2) { Ok(()) } else { Err(format!("{sent:?}")) }
+    })
+    .await;
+
+    assert_eq!(share_orders(&held).len(), 1, "one share request: {held}");
+    let held = on_platform(app, "T_SH_TWICE").await;
+    let unfreezes = held["orders"].as_array().unwrap().iter().filter(|o| o["kind"] == "unfreeze").count();
+    assert_eq!(unfreezes, 1, "unfrozen once: {held}");
+    assert_eq!((held["shared"].as_i64(), held["unfrozen"]["amount"].as_i64()), (Some(310), Some(10_001 - 310)), "{held}");
+    let ours = shares(app, &org.admin, "T_SH_TWICE").await;
+    assert_eq!(summary(&ours), [("partner".into(), 250, "succeeded".into()), ("platform".into(), 60, "succeeded".into())]);
+    assert!(ours.iter().all(|s| s["out_order_no"] == share_orders(&held)[0]["out_order_no"]), "the books match the platform's: {ours:?}");
+});
