@@ -191,6 +191,9 @@ pub struct LedgerPayment {
     pub reference: Option<String>,
     /// The user who recorded an offline payment.
     pub paid_by: Option<Id>,
+    /// Placed for a sub-merchant (the platform's service provider collecting for the tenant):
+    /// only such a payment is shared, so only its order asks for [`OrderLedger::shares`].
+    pub sub_merchant: bool,
 }
 
 /// A refund of (part of) an order's payment, as the ledger holds it.

@@ -69,6 +69,7 @@ fn ledger(book: Arc<Mutex<OrderMoney>>) -> MockOrderLedger {
             state: PaymentState::Paid { transaction_id: None, paid_at: chrono::Utc::now() },
             reference: Some(charge.reference),
             paid_by: Some(charge.recorded_by),
+            sub_merchant: false,
         });
         Ok(())
     });

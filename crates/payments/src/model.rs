@@ -408,6 +408,7 @@ impl Transaction {
             state,
             reference: self.reference.clone(),
             paid_by: self.paid_by,
+            sub_merchant: self.sub_mchid.is_some(),
         }
     }
 

@@ -597,6 +597,7 @@ diesel::table! {
         created_at -> Timestamp,
         updated_at -> Timestamp,
         discrepancy -> Nullable<Text>,
+        pay_sub_merchant -> Bool,
     }
 }
 

@@ -39,6 +39,9 @@ pub struct Payment {
     pub reference: Option<String>,
     /// The user who recorded an offline payment.
     pub paid_by: Option<Id>,
+    /// Placed for a sub-merchant, so shared: only then does reading the order ask the ledger
+    /// for its shares.
+    pub sub_merchant: bool,
 }
 
 /// An order with its items and what it knows of its payment. Its refunds are the ledger's

@@ -566,9 +566,10 @@ fn may_have_refunds(order: &Order) -> bool {
 }
 
 /// Whether the ledger may hold shares of `order`'s payment: a paid one made on the platform
-/// (only a sub-merchant's platform payment is shared; an offline one never is).
+/// for a sub-merchant (only those are shared; a direct merchant's or an offline one never
+/// is), so reading a direct merchant's orders asks nothing more of the ledger.
 fn may_be_shared(order: &Order) -> bool {
-    may_have_refunds(order) && order.payment.as_ref().is_some_and(|p| p.method == PaymentMethod::WechatJsapi)
+    may_have_refunds(order) && order.payment.as_ref().is_some_and(|p| p.method == PaymentMethod::WechatJsapi && p.sub_merchant)
 }
 
 /// The order's payment as the ledger's `payment` says.
@@ -580,6 +581,7 @@ fn payment_of(payment: &LedgerPayment, transaction_id: Option<String>, paid_at: 
         paid_at,
         reference: payment.reference.clone(),
         paid_by: payment.paid_by,
+        sub_merchant: payment.sub_merchant,
     }
 }
 

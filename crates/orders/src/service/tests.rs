@@ -91,6 +91,7 @@ fn order(id: Id, status: OrderStatus) -> Order {
             paid_at: status.is_paid().then(|| now() - Duration::days(1)),
             reference: None,
             paid_by: None,
+            sub_merchant: false,
         });
     }
     if status.is_paid() {
@@ -115,6 +116,7 @@ fn paid(id: Id, method: PaymentMethod) -> Order {
             paid_at: Some(now() - Duration::days(1)),
             reference: Some("BANK-1".into()),
             paid_by: Some(USER),
+            sub_merchant: false,
         });
     }
     o
@@ -130,6 +132,7 @@ fn online(order: &Order, state: PaymentState) -> LedgerPayment {
         state,
         reference: None,
         paid_by: None,
+        sub_merchant: false,
     }
 }
 
@@ -148,6 +151,7 @@ fn offline_paid(order: &Order) -> LedgerPayment {
         state: PaymentState::Paid { transaction_id: None, paid_at: now() - Duration::days(1) },
         reference: Some("BANK-1".into()),
         paid_by: Some(USER),
+        sub_merchant: false,
     }
 }
 
@@ -325,6 +329,7 @@ enum Call {
     Close(Id, Id),
     Money(Id, Id),
     Refunds(Vec<(Id, Id)>),
+    Shares(Vec<(Id, Id)>),
 }
 
 type Hook = Box<dyn FnMut() + Send>;
@@ -386,7 +391,7 @@ impl Ledger {
 
     /// The calls other than reads of the money.
     fn actions(&self) -> Vec<Call> {
-        self.calls().into_iter().filter(|c| !matches!(c, Call::Money(..) | Call::Refunds(..))).collect()
+        self.calls().into_iter().filter(|c| !matches!(c, Call::Money(..) | Call::Refunds(..) | Call::Shares(..))).collect()
     }
 
     fn enter(&self, call: Call, name: &'static str) -> Result<()> {
@@ -414,6 +419,7 @@ impl OrderLedger for Ledger {
                     state: PaymentState::Unpaid,
                     reference: None,
                     paid_by: None,
+                    sub_merchant: false,
                 });
             }
             Some(p) if p.state == PaymentState::Unpaid && p.method == PaymentMethod::WechatJsapi => {
@@ -441,6 +447,7 @@ impl OrderLedger for Ledger {
             state: PaymentState::Paid { transaction_id: None, paid_at: now() },
             reference: Some(charge.reference),
             paid_by: Some(charge.recorded_by),
+            sub_merchant: false,
         });
         Ok(())
     }
@@ -504,8 +511,9 @@ impl OrderLedger for Ledger {
         Ok(orders.iter().flat_map(|key| money.get(key).map(|m| m.refunds.clone()).unwrap_or_default()).collect())
     }
 
-    /// A direct merchant's ledger: nothing is shared.
-    async fn shares(&self, _orders: Vec<(Id, Id)>) -> Result<Vec<OrderShare>> {
+    /// Nothing is shared here; what was asked is kept.
+    async fn shares(&self, orders: Vec<(Id, Id)>) -> Result<Vec<OrderShare>> {
+        self.enter(Call::Shares(orders), "shares")?;
         Ok(Vec::new())
     }
 }

@@ -48,6 +48,7 @@ struct OrderRow {
     #[diesel(deserialize_as = DbTime)]
     updated_at: NaiveDateTime,
     discrepancy: Option<String>,
+    pay_sub_merchant: bool,
 }
 
 fn order_row(o: &Order) -> OrderRow {
@@ -73,6 +74,7 @@ fn order_row(o: &Order) -> OrderRow {
         created_at: to_db(o.created_at),
         updated_at: to_db(o.updated_at),
         discrepancy: o.discrepancy.clone(),
+        pay_sub_merchant: p.is_some_and(|p| p.sub_merchant),
     }
 }
 
@@ -85,6 +87,7 @@ fn order_from_row(r: OrderRow, partner_id: Option<Id>, items: Vec<OrderItem>) ->
         paid_at: r.paid_at.map(from_db),
         reference: r.pay_reference,
         paid_by: r.paid_by,
+        sub_merchant: r.pay_sub_merchant,
     });
     Ok(Order {
         id: r.id,
@@ -340,6 +343,7 @@ impl OrderRepo for OrdersStore {
                     orders::paid_at.eq(p.and_then(|p| p.paid_at).map(to_db)),
                     orders::pay_reference.eq(p.and_then(|p| p.reference.as_deref())),
                     orders::paid_by.eq(p.and_then(|p| p.paid_by)),
+                    orders::pay_sub_merchant.eq(p.is_some_and(|p| p.sub_merchant)),
                     orders::discrepancy.eq(&order.discrepancy),
                     orders::updated_at.eq(to_db(order.updated_at)),
                 );

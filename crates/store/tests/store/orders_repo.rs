@@ -106,6 +106,7 @@ async fn paid(f: &Fixture, tenant_id: i64, order_no: &str, amount: i64) -> Order
             paid_at: Some(t0() + Duration::minutes(1)),
             reference: None,
             paid_by: None,
+            sub_merchant: false,
         }),
         updated_at: t0() + Duration::minutes(1),
         ..o
@@ -322,6 +323,8 @@ store_test!(a_status_update_applies_only_over_the_status_it_read, |db| {
             paid_at: None,
             reference: None,
             paid_by: None,
+            // Placed for a sub-merchant: written and read back as it is.
+            sub_merchant: true,
         }),
         updated_at: t0() + Duration::seconds(5),
         ..o.clone()
@@ -351,6 +354,7 @@ store_test!(a_status_update_applies_only_over_the_status_it_read, |db| {
             paid_at: Some(t0() + Duration::minutes(1)),
             reference: Some("BANK 2026-0042".into()),
             paid_by: Some(42),
+            sub_merchant: false,
         }),
         updated_at: t0() + Duration::minutes(1),
         ..cash
@@ -481,6 +485,7 @@ store_test!(an_order_update_writes_what_the_order_knows_and_is_refused_when_what
             paid_at: None,
             reference: None,
             paid_by: None,
+            sub_merchant: false,
         }),
         discrepancy: Some("the pay platform reported 99 fen in CNY paid for a transaction of 100 fen in CNY".into()),
         updated_at: t0() + Duration::minutes(5),

@@ -169,3 +169,63 @@ async fn an_upgrade_queues_the_sharing_of_sub_merchant_payments_paid_before_on_p
     };
     an_upgrade_queues_the_sharing_of_sub_merchant_payments_paid_before(db).await;
 }
+
+/// The last migration before orders knew whether their payment is shared.
+const BEFORE_ORDER_SHARED: &str = "2026-12-13-000100";
+
+/// Orders paid before: one through a sub-merchant (shared), one by a direct merchant, and one
+/// whose sub-merchant payment is still unpaid.
+const BEFORE_ORDER_SHARED_ROWS: &[&str] = &[
+    "INSERT INTO tenants (id, name, status, created_at, updated_at) VALUES (1, 'T', 'active', '2026-01-01 00:00:00', '2026-01-01 00:00:00')",
+    "INSERT INTO orders (id, tenant_id, order_no, subject, amount, paid_amount, refunded_amount, status, openid, out_trade_no, pay_method, \
+     transaction_id, paid_at, expires_at, created_at, updated_at) VALUES (1, 1, 'ORD_SUB_PAID', 'A', 1000, 1000, 0, 'paid', 'o1', \
+     'ORD_SUB_PAID', 'wechat_jsapi', '4301', '2026-01-02 00:00:00', '2026-01-03 00:00:00', '2026-01-01 00:00:00', '2026-01-02 00:00:00')",
+    "INSERT INTO payment_transactions (id, tenant_id, out_trade_no, order_id, description, amount, openid, trade_state, transaction_id, \
+     success_time, expires_at, created_at, updated_at, method, sub_mchid) VALUES (30, 1, 'ORD_SUB_PAID', 1, 'A', 1000, 'o1', 'SUCCESS', \
+     '4301', '2026-01-02 00:00:00', '2026-01-03 00:00:00', '2026-01-01 00:00:00', '2026-01-02 00:00:00', 'wechat_jsapi', '1900000201')",
+    "INSERT INTO orders (id, tenant_id, order_no, subject, amount, paid_amount, refunded_amount, status, openid, out_trade_no, pay_method, \
+     transaction_id, paid_at, expires_at, created_at, updated_at) VALUES (2, 1, 'ORD_DIRECT_PAID', 'B', 1000, 1000, 0, 'paid', 'o1', \
+     'ORD_DIRECT_PAID', 'wechat_jsapi', '4302', '2026-01-02 00:00:00', '2026-01-03 00:00:00', '2026-01-01 00:00:00', '2026-01-02 00:00:00')",
+    "INSERT INTO payment_transactions (id, tenant_id, out_trade_no, order_id, description, amount, openid, trade_state, transaction_id, \
+     success_time, expires_at, created_at, updated_at, method) VALUES (31, 1, 'ORD_DIRECT_PAID', 2, 'B', 1000, 'o1', 'SUCCESS', '4302', \
+     '2026-01-02 00:00:00', '2026-01-03 00:00:00', '2026-01-01 00:00:00', '2026-01-02 00:00:00', 'wechat_jsapi')",
+    "INSERT INTO orders (id, tenant_id, order_no, subject, amount, paid_amount, refunded_amount, status, openid, out_trade_no, pay_method, \
+     expires_at, created_at, updated_at) VALUES (3, 1, 'ORD_SUB_PAYING', 'C', 1000, 0, 0, 'paying', 'o1', 'ORD_SUB_PAYING', 'wechat_jsapi', \
+     '2026-01-03 00:00:00', '2026-01-01 00:00:00', '2026-01-01 00:00:00')",
+    "INSERT INTO payment_transactions (id, tenant_id, out_trade_no, order_id, description, amount, openid, trade_state, expires_at, \
+     created_at, updated_at, method, sub_mchid) VALUES (32, 1, 'ORD_SUB_PAYING', 3, 'C', 1000, 'o1', 'NOTPAY', '2026-01-03 00:00:00', \
+     '2026-01-01 00:00:00', '2026-01-01 00:00:00', 'wechat_jsapi', '1900000201')",
+];
+
+async fn an_upgrade_marks_the_orders_paid_through_a_sub_merchant(test_db: TestDatabase) {
+    let db = Db::connect(&test_db.url, 4).unwrap();
+    assert!(db.migrate_until(BEFORE_ORDER_SHARED).unwrap() > 0);
+    for row in BEFORE_ORDER_SHARED_ROWS {
+        let sql = row.to_string();
+        db.write(move |conn| diesel::sql_query(sql).execute(conn).map_err(atrium_store::db_error)).await.unwrap();
+    }
+
+    assert!(db.migrate().unwrap() > 0, "the migration runs");
+
+    let orders = OrdersStore::new(db.clone());
+    let mut shared = Vec::new();
+    for id in 1..=3 {
+        let order = orders.get_order(Party::Platform, id).await.unwrap().unwrap();
+        shared.push((id, order.payment.map(|p| p.sub_merchant)));
+    }
+    assert_eq!(shared, [(1, Some(true)), (2, Some(false)), (3, Some(false))], "only the order paid through a sub-merchant is shared");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_marks_the_orders_paid_through_a_sub_merchant_on_sqlite() {
+    an_upgrade_marks_the_orders_paid_through_a_sub_merchant(TestDatabase::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_marks_the_orders_paid_through_a_sub_merchant_on_postgres() {
+    let Some(db) = TestDatabase::postgres_empty() else {
+        skip_postgres(module_path!());
+        return;
+    };
+    an_upgrade_marks_the_orders_paid_through_a_sub_merchant(db).await;
+}

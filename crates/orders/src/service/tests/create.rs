@@ -274,6 +274,35 @@ async fn an_order_and_a_page_show_the_ledgers_refunds_of_each_order_asked_for_on
 }
 
 #[tokio::test]
+async fn only_a_sub_merchants_paid_orders_ask_the_ledger_for_shares() {
+    let direct = paid(1, PaymentMethod::WechatJsapi);
+    let mut shared = paid(2, PaymentMethod::WechatJsapi);
+    if let Some(p) = shared.payment.as_mut() {
+        p.sub_merchant = true;
+    }
+    let offline = paid(3, PaymentMethod::Offline);
+    let db = Db::with(vec![direct.clone(), shared.clone(), offline.clone(), order(4, OrderStatus::Paying)]);
+    let ledger = Ledger::default();
+    ledger.set(1, Some(online_paid(&direct)), Vec::new());
+    ledger.set(2, Some(LedgerPayment { sub_merchant: true, ..online_paid(&shared) }), Vec::new());
+    ledger.set(3, Some(offline_paid(&offline)), Vec::new());
+    let svc = svc(&db, &ledger);
+
+    svc.list(&tenant_actor(), OrderQuery::try_from(OrderListParams::default()).unwrap()).await.unwrap();
+    for id in 1..=4 {
+        svc.get(&tenant_actor(), id).await.unwrap();
+    }
+
+    let asked: Vec<Vec<(Id, Id)>> =
+        ledger.calls().into_iter().filter_map(|c| if let Call::Shares(of) = c { Some(of) } else { None }).collect();
+    assert_eq!(
+        asked,
+        [vec![(TENANT, 2)], vec![(TENANT, 2)]],
+        "the page and the order asked only for the sub-merchant's payment; a direct merchant's, an offline or an unpaid one asks nothing"
+    );
+}
+
+#[tokio::test]
 async fn a_page_or_an_order_whose_refunds_cannot_be_read_is_the_ledgers_error() {
     let db = Db::with(vec![paid(1, PaymentMethod::Offline)]);
     let ledger = Ledger::default();

@@ -216,6 +216,7 @@ async fn an_offline_payment_is_recorded_by_the_ledger_and_the_order_becomes_paid
             paid_at: Some(now()),
             reference: Some("BANK 2026-0042".into()),
             paid_by: Some(USER),
+            sub_merchant: false,
         })
     );
     let audit = db.audits().pop().unwrap();

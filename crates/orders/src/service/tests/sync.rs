@@ -40,9 +40,22 @@ fn a_paid_ledger_payment_is_recorded_in_full() {
             paid_at: Some(paid_at),
             reference: None,
             paid_by: None,
+            sub_merchant: false,
         })
     );
     assert_eq!((next.discrepancy, next.updated_at), (None, now()));
+}
+
+#[test]
+fn a_sub_merchants_payment_is_recorded_as_shared() {
+    let o = order(1, OrderStatus::Paying);
+    let ledger = LedgerPayment { sub_merchant: true, ..online_paid(&o) };
+
+    let (next, action) = projected(&o, &money(Some(ledger), vec![])).unwrap();
+
+    assert_eq!(action, "order.paid");
+    assert!(next.payment.as_ref().is_some_and(|p| p.sub_merchant), "{:?}", next.payment);
+    assert_eq!(projected(&next, &money(Some(LedgerPayment { sub_merchant: true, ..online_paid(&o) }), vec![])), None, "known");
 }
 
 #[test]

@@ -487,6 +487,7 @@ fn an_orders_payment_and_refunds_read_in_the_contracts_words() {
             state: PaymentState::Paid { transaction_id: paid.transaction_id.clone(), paid_at: paid.success_time.unwrap() },
             reference: None,
             paid_by: None,
+            sub_merchant: false,
         }
     );
     let mismatched = Transaction { discrepancy: Some("another amount".into()), ..paid.clone() };
