@@ -490,6 +490,8 @@ fn an_orders_payment_and_refunds_read_in_the_contracts_words() {
             sub_merchant: false,
         }
     );
+    let for_sub_merchant = Transaction { sub_mchid: Some("1900000201".into()), ..paid.clone() };
+    assert!(for_sub_merchant.as_order_payment().sub_merchant, "a payment placed for a sub-merchant says so");
     let mismatched = Transaction { discrepancy: Some("another amount".into()), ..paid.clone() };
     assert_eq!(mismatched.as_order_payment().state, PaymentState::Discrepancy("another amount".into()), "a discrepancy is never paid");
     assert_eq!(order_tx(TradeState::Closed).as_order_payment().state, PaymentState::Closed);
