@@ -13,8 +13,8 @@ pub use atrium_kernel::pay::{
 };
 
 /// Storage of orders and their items. An order's money is the ledger's: what the order knows
-/// of it is a projection written here by [`OrderRepo::update_order`], and its refunds are
-/// read through the [`OrderLedger`], never here.
+/// of it (its payment and its refunds) is a projection, synced through the [`OrderLedger`]
+/// and written here by [`OrderRepo::update_order`].
 ///
 /// Every write is one method here, run as one database transaction together with the
 /// [`AuditRecord`] it is given (written only when the write happens). Reads that take a
@@ -33,20 +33,22 @@ pub trait OrderRepo: Send + Sync + 'static {
     /// number).
     async fn insert_order(&self, order: Order, audit: AuditRecord) -> Result<Order>;
 
-    /// The order, with its items, if it exists and is in `scope`.
+    /// The order, with its items and refunds, if it exists and is in `scope`.
     async fn get_order(&self, scope: Party, id: Id) -> Result<Option<Order>>;
 
-    /// One page of the orders in `scope` that match `query`, each with its items;
-    /// newest (highest id) first unless sorted otherwise.
+    /// One page of the orders in `scope` that match `query`, each with its items and
+    /// refunds; newest (highest id) first unless sorted otherwise.
     async fn list_orders(&self, scope: Party, query: OrderQuery) -> Result<Page<Order>>;
 
     /// Writes what the order knows of its money — `status`, `paid_amount`,
     /// `refunded_amount`, `openid`, `payment` and `discrepancy` (and `updated_at`) — only if
     /// the stored ones still equal `read` (a conditional update), so racing writers cannot
-    /// both move an order, nor an older view of the ledger overwrite a newer one. Items are not
-    /// written. Returns whether it wrote (the audit record is written with it); on `false`
-    /// the caller reads again.
-    async fn update_order(&self, order: Order, read: OrderState, audit: AuditRecord) -> Result<bool>;
+    /// both move an order, nor an older view of the ledger overwrite a newer one. With it, its
+    /// `refunds`: each one not stored yet is added, and a stored one changes only while it is
+    /// stored processing (a final status is never taken back); none is removed. Items are not
+    /// written. Returns whether it wrote (the audit record, if any, is written with it); on
+    /// `false` the caller reads again.
+    async fn update_order(&self, order: Order, read: OrderState, audit: Option<AuditRecord>) -> Result<bool>;
 
     /// Up to `limit` orders still `pending` or `paying` whose `expires_at` is at or before
     /// `now` and that have no discrepancy, the longest expired first.

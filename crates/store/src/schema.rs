@@ -613,9 +613,29 @@ diesel::table! {
     }
 }
 
+// What an order knows of its refunds: the ledger's, as the order last synced them
+// (migration 2026-12-15-000100_order_refunds).
+diesel::table! {
+    order_refunds (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        order_id -> BigInt,
+        out_refund_no -> Text,
+        amount -> BigInt,
+        status -> Text,
+        reason -> Nullable<Text>,
+        requested_by -> Nullable<BigInt>,
+        fail_reason -> Nullable<Text>,
+        settled_at -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(orders -> tenants (tenant_id));
 diesel::joinable!(order_items -> orders (order_id));
-diesel::allow_tables_to_appear_in_same_query!(orders, order_items, tenants);
+diesel::joinable!(order_refunds -> orders (order_id));
+diesel::allow_tables_to_appear_in_same_query!(orders, order_items, order_refunds, tenants);
 
 // ----- code releases (migration 2026-11-23-000050_releases) ---------------------------------
 

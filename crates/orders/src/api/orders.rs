@@ -261,7 +261,9 @@ pub struct OrderView {
     /// What the pay platform reported that does not match the order (another amount or
     /// currency); such an order is not paid until a person resolves it. Null normally.
     pub discrepancy: Option<String>,
-    /// Oldest first.
+    /// The ledger's refunds of it, oldest first, as the order last learnt of them: a
+    /// refund's change shows here when its status does (at once for a refund asked for
+    /// through the order, within moments for one made through the payment routes).
     pub refunds: Vec<RefundView>,
     /// A sub-merchant's payment: how it is settled — each receiver's share (the platform's,
     /// the partner's commission) as it stands; the tenant keeps the rest. Empty for a direct
@@ -313,8 +315,8 @@ impl From<OrderRefund> for RefundView {
 }
 
 impl OrderView {
-    /// The order as shown, with the ledger's refunds of it (oldest first).
-    pub fn new(o: Order, refunds: Vec<OrderRefund>) -> Self {
+    /// The order as shown, with its refunds (oldest first) and no shares.
+    pub fn new(o: Order) -> Self {
         OrderView {
             id: o.id,
             order_no: o.order_no,
@@ -329,7 +331,7 @@ impl OrderView {
             openid: o.openid,
             payment: o.payment.map(Into::into),
             discrepancy: o.discrepancy,
-            refunds: refunds.into_iter().map(Into::into).collect(),
+            refunds: o.refunds.into_iter().map(Into::into).collect(),
             shares: Vec::new(),
             expires_at: o.expires_at,
             created_by: o.created_by,

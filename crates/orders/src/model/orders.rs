@@ -1,5 +1,6 @@
 //! Orders: what a tenant sells, how it was paid, and what was refunded.
 use crate::lifecycle::OrderStatus;
+use atrium_kernel::pay::OrderRefund;
 use atrium_kernel::{Id, ListQuery, Money, Timestamp};
 
 pub use atrium_kernel::PaymentMethod;
@@ -44,8 +45,8 @@ pub struct Payment {
     pub sub_merchant: bool,
 }
 
-/// An order with its items and what it knows of its payment. Its refunds are the ledger's
-/// ([`crate::OrderRefund`], read through [`crate::OrderLedger::refunds`]).
+/// An order with its items and what it knows of its money: its payment and its refunds, as
+/// it last synced them from the ledger (which holds the money itself).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Order {
     /// 0 until stored.
@@ -75,6 +76,9 @@ pub struct Order {
     /// What the platform reported that does not match the order (another amount or
     /// currency): the order is not paid until a person resolves it.
     pub discrepancy: Option<String>,
+    /// The ledger's refunds of it as last synced, oldest first. A refund's status only moves
+    /// from processing to a final one, so an older view of the ledger never takes one back.
+    pub refunds: Vec<OrderRefund>,
     /// After this an unpaid order is closed.
     pub expires_at: Timestamp,
     /// The user who created it; `None` when the system did.

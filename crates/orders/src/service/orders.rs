@@ -4,15 +4,15 @@
 //! past their expiry.
 //!
 //! The ledger owns every movement of an order's money; an order keeps its own state (status,
-//! items, expiry) and a projection of the ledger's: what was paid and how, what was refunded,
-//! a discrepancy. Every write of it is conditional on the state it was read in
+//! items, expiry) and a projection of the ledger's: what was paid and how, its refunds and
+//! what they returned, a discrepancy; so reading orders reads the orders' own tables only. Every write of it is conditional on the state it was read in
 //! ([`OrderRepo::update_order`]), so a caller, a ledger event and the expiry job racing each
 //! other cannot move an order twice, backwards, or to an older view of the ledger.
 use crate::api::*;
 use crate::config::OrderSettings;
 use crate::lifecycle::{OrderAction, OrderStatus};
 use crate::model::*;
-use crate::ports::{Charge, LedgerPayment, OfflineCharge, OrderLedger, OrderMoney, OrderRefund, OrderRepo, PaymentState, RefundCharge};
+use crate::ports::{Charge, LedgerPayment, OfflineCharge, OrderLedger, OrderMoney, OrderRepo, PaymentState, RefundCharge};
 use crate::text::Openid;
 use atrium_kernel::Reason;
 use atrium_kernel::failpoint;
@@ -115,6 +115,7 @@ impl OrderService {
             openid: input.openid.map(Openid::into_string),
             payment: None,
             discrepancy: None,
+            refunds: Vec::new(),
             expires_at: now + expiry,
             created_by: Some(actor.user_id),
             created_at: now,
@@ -127,7 +128,7 @@ impl OrderService {
                 .owned_by(tenant.partner_id, Some(tenant.id))
                 .change(None, Some(&order_json(&order)));
             match self.repo.insert_order(order.clone(), audit).await {
-                Ok(stored) => return Ok(OrderView::new(stored, Vec::new())),
+                Ok(stored) => return Ok(OrderView::new(stored)),
                 // The drawn number is taken: draw again.
                 Err(Error::Conflict(_, why)) => last = Some(why),
                 Err(e) => return Err(e),
@@ -136,32 +137,23 @@ impl OrderService {
         Err(Error::Conflict(Reason::TryAgain, last.unwrap_or_else(|| "no free order number was found; try again".into())))
     }
 
-    /// `GET /orders/{id}`, with the ledger's refunds of it; 404 for an order out of scope.
+    /// `GET /orders/{id}`, with its refunds as it last synced them from the ledger (and, for a
+    /// payment placed for a sub-merchant, the ledger's shares of it); 404 for an order out of
+    /// scope.
     pub async fn get(&self, actor: &Actor, id: Id) -> Result<OrderView> {
         let order = self.order(actor, id).await?;
-        if !may_have_refunds(&order) {
-            return Ok(OrderView::new(order, Vec::new()));
-        }
-        let refunds = self.ledger.refunds(vec![(order.tenant_id, order.id)]).await?;
         let shares = self.shares_of(std::slice::from_ref(&order)).await?.remove(&order.id).unwrap_or_default();
-        Ok(OrderView::new(order, refunds).with_shares(shares))
+        Ok(OrderView::new(order).with_shares(shares))
     }
 
-    /// `GET /orders`: the orders in the caller's scope that match `query`, with the ledger's
-    /// refunds of them (one call for the page).
+    /// `GET /orders`: the orders in the caller's scope that match `query`, each with its
+    /// refunds (and shares, as [`Self::get`]).
     pub async fn list(&self, actor: &Actor, query: OrderQuery) -> Result<Page<OrderView>> {
         let page = self.repo.list_orders(actor.party, query).await?;
-        let mut refunds: HashMap<Id, Vec<OrderRefund>> = HashMap::new();
-        let asked: Vec<(Id, Id)> = page.items.iter().filter(|o| may_have_refunds(o)).map(|o| (o.tenant_id, o.id)).collect();
-        if !asked.is_empty() {
-            for r in self.ledger.refunds(asked).await? {
-                refunds.entry(r.order_id).or_default().push(r);
-            }
-        }
         let mut shares = self.shares_of(&page.items).await?;
         Ok(page.map(|o| {
             let id = o.id;
-            OrderView::new(o, refunds.remove(&id).unwrap_or_default()).with_shares(shares.remove(&id).unwrap_or_default())
+            OrderView::new(o).with_shares(shares.remove(&id).unwrap_or_default())
         }))
     }
 
@@ -266,6 +258,11 @@ impl OrderService {
             audit: request_audit(actor, "order.refund", &order, asked, self.clock.now()),
         };
         let result = self.ledger.refund(order.tenant_id, charge).await;
+        if let Err(Error::PlatformFailed { .. }) = &result {
+            // The platform refused, and the ledger recorded the refund failed (a share that
+            // could not be taken back first, say): the order shows it by the time it answers.
+            self.caught_up(order.clone()).await;
+        }
         let refund = self.checked(&order, result).await?;
         Ok(OrderRefundView { order: self.synced(order).await?, refund: refund.into() })
     }
@@ -305,7 +302,7 @@ impl OrderService {
             let next = Order { status, updated_at: now, ..order.clone() };
             let audit = system_audit("order.close", &order, &next, now);
             // A lost race (paid or closed meanwhile) leaves it to whoever won.
-            return self.repo.update_order(next, order.state(), audit).await;
+            return self.repo.update_order(next, order.state(), Some(audit)).await;
         }
         if let Err(e) = self.ledger.close(order.tenant_id, order.id).await {
             log::warn!("order {}: the ledger could not close its payment, retried later: {e}", order.id);
@@ -324,9 +321,9 @@ impl OrderService {
         }
     }
 
-    /// [`Self::sync`] as of `now`, with the order as it stands afterwards and the ledger's
-    /// refunds of it (`None` when unknown).
-    async fn sync_at(&self, tenant_id: Id, order_id: Id, now: Timestamp) -> Result<(EventOutcome, Option<(Order, Vec<OrderRefund>)>)> {
+    /// [`Self::sync`] as of `now`, with the order as it stands afterwards (`None` when
+    /// unknown).
+    async fn sync_at(&self, tenant_id: Id, order_id: Id, now: Timestamp) -> Result<(EventOutcome, Option<Order>)> {
         for _ in 0..WRITE_ATTEMPTS {
             let Some(order) = self.repo.get_order(Party::Platform, order_id).await?.filter(|o| o.tenant_id == tenant_id) else {
                 log::warn!("sync of unknown order {order_id} of tenant {tenant_id}");
@@ -334,12 +331,13 @@ impl OrderService {
             };
             let money = self.ledger.money(tenant_id, order_id).await?;
             let Some((next, action)) = project(&order, &money, now)? else {
-                return Ok((EventOutcome::Stale, Some((order, money.refunds))));
+                return Ok((EventOutcome::Stale, Some(order)));
             };
-            let audit = system_audit(action, &order, &next, now);
+            // A change of the refunds alone is not audited here: the ledger audits each refund.
+            let audit = action.map(|action| system_audit(action, &order, &next, now));
             failpoint!("orders.sync");
             if self.repo.update_order(next.clone(), order.state(), audit).await? {
-                return Ok((EventOutcome::Applied, Some((next, money.refunds))));
+                return Ok((EventOutcome::Applied, Some(next)));
             }
             // Someone else moved the order meanwhile: read both again.
         }
@@ -359,16 +357,18 @@ impl OrderService {
     }
 
     /// The order as shown after a ledger call that succeeded, synced. The money moved, so a
-    /// failing sync is no error of the request's: it is logged, the order shown as read (with
-    /// the ledger's refunds), and the ledger's event syncs it later.
+    /// failing sync is no error of the request's: it is logged, the order shown as read with
+    /// the ledger's refunds of it read now, and the ledger's event syncs it later.
     async fn synced(&self, order: Order) -> Result<OrderView> {
-        let (order, refunds) = self.best_effort_sync(order, "after its ledger call (the ledger's event syncs it later)").await;
-        let refunds = match refunds {
-            Some(refunds) => refunds,
-            None => self.ledger.refunds(vec![(order.tenant_id, order.id)]).await?,
+        let order = match self.best_effort_sync(order, "after its ledger call (the ledger's event syncs it later)").await {
+            Ok(synced) => synced,
+            Err(read) => {
+                let refunds = self.ledger.refunds(vec![(read.tenant_id, read.id)]).await?;
+                Order { refunds, ..read }
+            }
         };
         let shares = self.shares_of(std::slice::from_ref(&order)).await?.remove(&order.id).unwrap_or_default();
-        Ok(OrderView::new(order, refunds).with_shares(shares))
+        Ok(OrderView::new(order).with_shares(shares))
     }
 
     /// The ledger's shares of the payments of those of `orders` that may be shared (paid on the
@@ -386,19 +386,18 @@ impl OrderService {
 
     /// The order brought up to what the ledger holds, best-effort: as read when that fails.
     async fn caught_up(&self, order: Order) -> Order {
-        self.best_effort_sync(order, "before a refund").await.0
+        self.best_effort_sync(order, "before a refund").await.unwrap_or_else(|read| read)
     }
 
-    /// The order synced with the ledger, and the ledger's refunds of it read on the way
-    /// (none for an unknown order); the order as read and `None` when the sync failed, which
-    /// is logged saying `when`.
-    async fn best_effort_sync(&self, order: Order, when: &str) -> (Order, Option<Vec<OrderRefund>>) {
+    /// The order synced with the ledger (as read for an unknown order); `Err` with the order
+    /// as read when the sync failed, which is logged saying `when`.
+    async fn best_effort_sync(&self, order: Order, when: &str) -> std::result::Result<Order, Order> {
         match self.sync_at(order.tenant_id, order.id, self.clock.now()).await {
-            Ok((_, Some((synced, refunds)))) => (synced, Some(refunds)),
-            Ok((_, None)) => (order, Some(Vec::new())),
+            Ok((_, Some(synced))) => Ok(synced),
+            Ok((_, None)) => Ok(order),
             Err(e) => {
                 log::warn!("order {}: syncing it {when} failed: {e}", order.id);
-                (order, None)
+                Err(order)
             }
         }
     }
@@ -496,8 +495,9 @@ impl OrderService {
 }
 
 /// The order once it shows what the ledger holds of its money (`money`) at `now`, with the
-/// audit action of the change; `None` when it shows it already. Only the projected fields
-/// (status, paid and refunded amounts, openid, payment, discrepancy) decide.
+/// audit action of the change; `None` when it shows it already. The projected fields
+/// (status, paid and refunded amounts, openid, payment, discrepancy) and the refunds decide;
+/// a change of the refunds alone has no action (the ledger audits each refund).
 ///
 /// - No payment in the ledger: unchanged.
 /// - Paid: paid in full, refunded the sum of the succeeded refunds, the status following
@@ -508,11 +508,11 @@ impl OrderService {
 /// - Discrepancy: shown, the status unchanged (never paid).
 ///
 /// `Conflict` only when the ledger's refunds do not add up to an amount.
-pub(crate) fn project(order: &Order, money: &OrderMoney, now: Timestamp) -> Result<Option<(Order, &'static str)>> {
+pub(crate) fn project(order: &Order, money: &OrderMoney, now: Timestamp) -> Result<Option<(Order, Option<&'static str>)>> {
     let Some(ledger) = &money.payment else {
         return Ok(None);
     };
-    let mut next = order.clone();
+    let mut next = Order { refunds: money.refunds.clone(), ..order.clone() };
     let action = match &ledger.state {
         PaymentState::Paid { transaction_id, paid_at } => {
             let succeeded = money.refunds.iter().filter(|r| r.status == RefundStatus::Succeeded).map(|r| r.amount);
@@ -530,46 +530,39 @@ pub(crate) fn project(order: &Order, money: &OrderMoney, now: Timestamp) -> Resu
                 && order.payment == next.payment
                 && order.openid == next.openid
                 && order.discrepancy.is_none();
-            if payment_known { "order.refund_settled" } else { "order.paid" }
+            if payment_known { Some("order.refund_settled") } else { Some("order.paid") }
         }
         PaymentState::Unpaid if order.status == OrderStatus::Pending => {
             next.status = OrderStatus::Paying;
             next.payment = Some(payment_of(ledger, None, None));
             next.openid = ledger.openid.clone().or(next.openid);
-            "order.paying"
+            Some("order.paying")
         }
         PaymentState::Closed if order.status.is_unpaid() && order.expires_at <= now => {
             next.status = OrderStatus::Closed;
-            "order.close"
+            Some("order.close")
         }
         PaymentState::Discrepancy(why) => {
             next.discrepancy = Some(why.clone());
-            "order.discrepancy"
+            Some("order.discrepancy")
         }
-        PaymentState::Unpaid | PaymentState::Closed => return Ok(None),
+        PaymentState::Unpaid | PaymentState::Closed => None,
     };
-    let changed = next.status != order.status
+    let projected = next.status != order.status
         || next.paid_amount != order.paid_amount
         || next.refunded_amount != order.refunded_amount
         || next.openid != order.openid
         || next.payment != order.payment
         || next.discrepancy != order.discrepancy;
-    Ok(changed.then_some((Order { updated_at: now, ..next }, action)))
-}
-
-/// Whether the ledger may hold refunds of `order`: only of one shown paid. The ledger refunds
-/// only a paid payment, an order's refund is asked for only once the order shows it paid
-/// (after catching up with the ledger), and a paid order stays paid whatever is refunded;
-/// so an order never shown paid has none, and reading it does not ask.
-fn may_have_refunds(order: &Order) -> bool {
-    order.status.is_paid()
+    let changed = projected || next.refunds != order.refunds;
+    Ok(changed.then_some((Order { updated_at: now, ..next }, action.filter(|_| projected))))
 }
 
 /// Whether the ledger may hold shares of `order`'s payment: a paid one made on the platform
 /// for a sub-merchant (only those are shared; a direct merchant's or an offline one never
-/// is), so reading a direct merchant's orders asks nothing more of the ledger.
+/// is), so reading a direct merchant's orders asks nothing of the ledger.
 fn may_be_shared(order: &Order) -> bool {
-    may_have_refunds(order) && order.payment.as_ref().is_some_and(|p| p.method == PaymentMethod::WechatJsapi && p.sub_merchant)
+    order.status.is_paid() && order.payment.as_ref().is_some_and(|p| p.method == PaymentMethod::WechatJsapi && p.sub_merchant)
 }
 
 /// The order's payment as the ledger's `payment` says.
@@ -599,7 +592,7 @@ fn check_not_expired(order: &Order, now: Timestamp) -> Result<()> {
 /// The order's own record as its audit entries show it: the refunds are the ledger's, with
 /// audit entries of their own.
 fn order_json(order: &Order) -> serde_json::Value {
-    let mut json = serde_json::to_value(OrderView::new(order.clone(), Vec::new())).unwrap_or_default();
+    let mut json = serde_json::to_value(OrderView::new(order.clone())).unwrap_or_default();
     if let Some(fields) = json.as_object_mut() {
         fields.remove("refunds");
     }

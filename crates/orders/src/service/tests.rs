@@ -78,6 +78,7 @@ fn order(id: Id, status: OrderStatus) -> Order {
         openid: Some("o-ann".into()),
         payment: None,
         discrepancy: None,
+        refunds: vec![],
         expires_at: created + Duration::minutes(30),
         created_by: Some(USER),
         created_at: created,
@@ -299,7 +300,16 @@ impl Db {
             stored.payment = order.payment;
             stored.discrepancy = order.discrepancy;
             stored.updated_at = order.updated_at;
-            audits.lock().unwrap().push(audit);
+            // As the store does: a refund not stored yet is added, a stored one changes only
+            // while processing.
+            for r in order.refunds {
+                match stored.refunds.iter_mut().find(|s| s.id == r.id) {
+                    None => stored.refunds.push(r),
+                    Some(s) if s.status == RefundStatus::Processing => *s = r,
+                    Some(_) => {}
+                }
+            }
+            audits.lock().unwrap().extend(audit);
             Ok(true)
         });
 

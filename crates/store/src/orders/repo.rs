@@ -1,21 +1,27 @@
-//! [`OrderRepo`]: orders with their items. Their refunds are the ledger's, read through its
-//! port, not here. What an order knows of its money is written by conditional updates against
-//! what was read, so an older view of the ledger never overwrites a newer one.
+//! [`OrderRepo`]: orders with their items and what they know of their money: the payment (on
+//! the order's row) and the ledger's refunds of it (`order_refunds`), both as the order last
+//! synced them through the ledger's port; the ledger's own tables are never read here. What
+//! an order knows of its money is written by conditional updates against what was read, and a
+//! refund's status only moves out of processing, so an older view of the ledger never
+//! overwrites a newer one.
 use super::OrdersStore;
 use crate::audit_log::{audit_created, write_audit};
-use crate::db::{DbConn, MultiBackend};
+use crate::db::{DbConn, MultiBackend, on_backend};
 use crate::error::db_error;
 use crate::ids_in::{IN_LIST, ids_in};
 use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
-use crate::schema::{order_items, orders, payment_transactions, tenants};
+use crate::schema::{order_items, order_refunds, orders, payment_transactions, tenants};
 use crate::static_sql::{StaticSql, sql_per_backend, static_sql};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, SortOrder, Timestamp};
-use atrium_orders::{Order, OrderItem, OrderQuery, OrderRepo, OrderSort, OrderState, OrderStatus, OrderTenant, Payment, PaymentMethod};
+use atrium_orders::{
+    Order, OrderItem, OrderQuery, OrderRefund, OrderRepo, OrderSort, OrderState, OrderStatus, OrderTenant, Payment, PaymentMethod,
+    RefundStatus,
+};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use std::collections::HashMap;
@@ -78,7 +84,7 @@ fn order_row(o: &Order) -> OrderRow {
     }
 }
 
-fn order_from_row(r: OrderRow, partner_id: Option<Id>, items: Vec<OrderItem>) -> Result<Order> {
+fn order_from_row(r: OrderRow, partner_id: Option<Id>, items: Vec<OrderItem>, refunds: Vec<OrderRefund>) -> Result<Order> {
     let method = r.pay_method.as_deref().map(|m| parse_enum(m, PaymentMethod::parse, "payment method")).transpose()?;
     let payment = method.map(|method| Payment {
         method,
@@ -103,6 +109,7 @@ fn order_from_row(r: OrderRow, partner_id: Option<Id>, items: Vec<OrderItem>) ->
         openid: r.openid,
         payment,
         discrepancy: r.discrepancy,
+        refunds,
         expires_at: from_db(r.expires_at),
         created_by: r.created_by,
         created_at: from_db(r.created_at),
@@ -117,6 +124,93 @@ struct ItemRow {
     name: String,
     quantity: i64,
     unit_price: i64,
+}
+
+/// What an order knows of one of its refunds (`order_refunds`).
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = order_refunds, treat_none_as_null = true)]
+struct RefundRow {
+    id: i64,
+    tenant_id: i64,
+    order_id: i64,
+    out_refund_no: String,
+    amount: i64,
+    status: String,
+    reason: Option<String>,
+    requested_by: Option<i64>,
+    fail_reason: Option<String>,
+    #[diesel(deserialize_as = DbTimeOpt)]
+    settled_at: Option<NaiveDateTime>,
+    #[diesel(deserialize_as = DbTime)]
+    created_at: NaiveDateTime,
+    #[diesel(deserialize_as = DbTime)]
+    updated_at: NaiveDateTime,
+}
+
+fn refund_row(r: &OrderRefund) -> RefundRow {
+    RefundRow {
+        id: r.id,
+        tenant_id: r.tenant_id,
+        order_id: r.order_id,
+        out_refund_no: r.out_refund_no.clone(),
+        amount: r.amount.fen(),
+        status: r.status.as_str().to_owned(),
+        reason: r.reason.clone(),
+        requested_by: r.requested_by,
+        fail_reason: r.fail_reason.clone(),
+        settled_at: r.settled_at.map(to_db),
+        created_at: to_db(r.created_at),
+        updated_at: to_db(r.updated_at),
+    }
+}
+
+fn refund_from_row(r: RefundRow) -> Result<OrderRefund> {
+    Ok(OrderRefund {
+        id: r.id,
+        order_id: r.order_id,
+        tenant_id: r.tenant_id,
+        out_refund_no: r.out_refund_no,
+        amount: Money::from_fen(r.amount),
+        status: parse_enum(&r.status, RefundStatus::parse, "refund status")?,
+        reason: r.reason,
+        requested_by: r.requested_by,
+        fail_reason: r.fail_reason,
+        settled_at: r.settled_at.map(from_db),
+        created_at: from_db(r.created_at),
+        updated_at: from_db(r.updated_at),
+    })
+}
+
+/// Writes what `order` knows of its refunds: each one not stored yet is added, and a stored
+/// one is changed only while it is stored processing, so a final status is never taken back
+/// by an older view of the ledger. None is removed (the ledger never removes a refund).
+fn write_refunds(conn: &mut DbConn, order: &Order) -> Result<()> {
+    for r in order.refunds.iter().filter(|r| r.order_id == order.id && r.tenant_id == order.tenant_id) {
+        let row = refund_row(r);
+        on_backend!(conn, |c| diesel::insert_into(order_refunds::table)
+            .values(&row)
+            .on_conflict(order_refunds::id)
+            .do_nothing()
+            .execute(c))
+        .map_err(db_error)?;
+        if r.status != RefundStatus::Processing || r.fail_reason.is_some() {
+            diesel::update(
+                order_refunds::table
+                    .filter(order_refunds::id.eq(r.id))
+                    .filter(order_refunds::order_id.eq(order.id))
+                    .filter(order_refunds::status.eq(RefundStatus::Processing.as_str())),
+            )
+            .set((
+                order_refunds::status.eq(&row.status),
+                order_refunds::fail_reason.eq(&row.fail_reason),
+                order_refunds::settled_at.eq(row.settled_at),
+                order_refunds::updated_at.eq(row.updated_at),
+            ))
+            .execute(conn)
+            .map_err(db_error)?;
+        }
+    }
+    Ok(())
 }
 
 /// Orders as a boxed query. A partner's reach goes through its tenants by their ids
@@ -190,10 +284,24 @@ fn filtered(scope: Party, q: &OrderQuery, read: Read) -> Scoped {
     query
 }
 
-/// The orders of `rows` with their items, in the order of `rows`.
+/// The orders of `rows` with their items and refunds, in the order of `rows`.
 fn assemble(conn: &mut DbConn, rows: Vec<(OrderRow, Option<Id>)>) -> Result<Vec<Order>> {
     let ids: Vec<Id> = rows.iter().map(|(r, _)| r.id).collect();
     let mut items: HashMap<Id, Vec<OrderItem>> = HashMap::new();
+    let mut refunds: HashMap<Id, Vec<OrderRefund>> = HashMap::new();
+    // Only a paid order (its paid amount set, for good) has refunds: unpaid ones read none.
+    let paid: Vec<Id> = rows.iter().filter(|(r, _)| r.paid_amount > 0).map(|(r, _)| r.id).collect();
+    for chunk in paid.chunks(IN_LIST) {
+        let refund_rows: Vec<RefundRow> = order_refunds::table
+            .filter(ids_in(conn, order_refunds::order_id, chunk))
+            .order(order_refunds::id.asc())
+            .select(RefundRow::as_select())
+            .load(conn)
+            .map_err(db_error)?;
+        for r in refund_rows {
+            refunds.entry(r.order_id).or_default().push(refund_from_row(r)?);
+        }
+    }
     for chunk in ids.chunks(IN_LIST) {
         let item_rows: Vec<ItemRow> = order_items::table
             .filter(ids_in(conn, order_items::order_id, chunk))
@@ -212,7 +320,7 @@ fn assemble(conn: &mut DbConn, rows: Vec<(OrderRow, Option<Id>)>) -> Result<Vec<
     rows.into_iter()
         .map(|(r, partner_id)| {
             let id = r.id;
-            order_from_row(r, partner_id, items.remove(&id).unwrap_or_default())
+            order_from_row(r, partner_id, items.remove(&id).unwrap_or_default(), refunds.remove(&id).unwrap_or_default())
         })
         .collect()
 }
@@ -323,7 +431,7 @@ impl OrderRepo for OrdersStore {
             .await
     }
 
-    async fn update_order(&self, order: Order, read: OrderState, audit: AuditRecord) -> Result<bool> {
+    async fn update_order(&self, order: Order, read: OrderState, audit: Option<AuditRecord>) -> Result<bool> {
         self.db
             .write(move |conn| {
                 let p = order.payment.as_ref();
@@ -356,7 +464,10 @@ impl OrderRepo for OrdersStore {
                 if n == 0 {
                     return Ok(false);
                 }
-                write_audit(conn, &audit)?;
+                write_refunds(conn, &order)?;
+                if let Some(audit) = &audit {
+                    write_audit(conn, audit)?;
+                }
                 Ok(true)
             })
             .await

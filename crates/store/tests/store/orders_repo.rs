@@ -76,6 +76,7 @@ fn draft(tenant_id: i64, order_no: &str, amount: i64) -> Order {
         openid: Some("oUpF8uMuAJO_M2pxb1Q9zNjWeS6o".into()),
         payment: None,
         discrepancy: None,
+        refunds: vec![],
         expires_at: t0() + Duration::minutes(30),
         created_by: Some(42),
         created_at: t0(),
@@ -111,7 +112,7 @@ async fn paid(f: &Fixture, tenant_id: i64, order_no: &str, amount: i64) -> Order
         updated_at: t0() + Duration::minutes(1),
         ..o
     };
-    assert!(f.repo.update_order(done.clone(), read, audit("order.paid", tenant_id, Some(done.id))).await.unwrap());
+    assert!(f.repo.update_order(done.clone(), read, Some(audit("order.paid", tenant_id, Some(done.id)))).await.unwrap());
     done
 }
 
@@ -331,16 +332,16 @@ store_test!(a_status_update_applies_only_over_the_status_it_read, |db| {
     };
     let closed = Order { status: OrderStatus::Closed, updated_at: t0() + Duration::seconds(6), ..o.clone() };
 
-    assert!(f.repo.update_order(paying.clone(), o.state(), audit("order.pay", f.tenant, Some(o.id))).await.unwrap());
+    assert!(f.repo.update_order(paying.clone(), o.state(), Some(audit("order.pay", f.tenant, Some(o.id)))).await.unwrap());
     // A racing writer that also read `pending` loses and writes nothing, its audit record included.
-    assert!(!f.repo.update_order(closed, o.state(), audit("order.close", f.tenant, Some(o.id))).await.unwrap());
+    assert!(!f.repo.update_order(closed, o.state(), Some(audit("order.close", f.tenant, Some(o.id)))).await.unwrap());
 
     assert_eq!(f.repo.get_order(Party::Platform, o.id).await.unwrap(), Some(paying.clone()));
     assert_eq!(audits(&db, "order.pay").len(), 1);
     assert!(audits(&db, "order.close").is_empty());
     // Wrong tenant: no write.
     let foreign = Order { tenant_id: f.other, status: OrderStatus::Closed, ..paying.clone() };
-    assert!(!f.repo.update_order(foreign, paying.state(), audit("order.close", f.other, Some(o.id))).await.unwrap());
+    assert!(!f.repo.update_order(foreign, paying.state(), Some(audit("order.close", f.other, Some(o.id)))).await.unwrap());
 
     let cash = insert(&f, draft(f.tenant, "U0000002", 100)).await;
     let read = cash.state();
@@ -359,7 +360,7 @@ store_test!(a_status_update_applies_only_over_the_status_it_read, |db| {
         updated_at: t0() + Duration::minutes(1),
         ..cash
     };
-    assert!(f.repo.update_order(offline.clone(), read, audit("order.pay", f.tenant, Some(offline.id))).await.unwrap());
+    assert!(f.repo.update_order(offline.clone(), read, Some(audit("order.pay", f.tenant, Some(offline.id)))).await.unwrap());
     assert_eq!(f.repo.get_order(Party::Platform, offline.id).await.unwrap(), Some(offline));
 });
 
@@ -446,6 +447,69 @@ store_test!(an_orders_refunds_are_the_ledgers_of_its_payment_read_by_order, |db|
     assert_eq!(f.ledger.refunds_of_orders(many).await.unwrap().len(), 3);
 });
 
+/// A refund of `order` as the ledger tells it, requested at `t0()`.
+fn known_refund(order: &Order, id: i64, fen: i64, status: RefundStatus) -> OrderRefund {
+    let settled = status.settled_at(None, t0() + Duration::minutes(id));
+    OrderRefund {
+        id,
+        order_id: order.id,
+        tenant_id: order.tenant_id,
+        out_refund_no: format!("RF{id}"),
+        amount: Money::from_fen(fen),
+        status,
+        reason: Some("damaged".into()),
+        requested_by: Some(42),
+        fail_reason: (status == RefundStatus::Failed).then(|| "BALANCE_NOT_ENOUGH".into()),
+        settled_at: settled,
+        created_at: t0(),
+        updated_at: settled.unwrap_or(t0()),
+    }
+}
+
+store_test!(an_order_keeps_its_refunds_and_an_older_view_never_takes_a_final_one_back, |db| {
+    let f = fixture(&db).await;
+    let o = paid(&f, f.tenant, "K0000001", 100).await;
+    let neighbour = paid(&f, f.tenant, "K0000002", 100).await;
+    let (a, b) = (known_refund(&o, 1, 30, RefundStatus::Processing), known_refund(&o, 2, 20, RefundStatus::Failed));
+    let noted = Order { refunds: vec![a.clone(), b.clone()], updated_at: t0() + Duration::minutes(5), ..o.clone() };
+    assert!(f.repo.update_order(noted.clone(), o.state(), None).await.unwrap(), "a change of the refunds alone, unaudited");
+    assert_eq!(f.repo.get_order(Party::Platform, o.id).await.unwrap(), Some(noted.clone()));
+
+    let a_done = known_refund(&o, 1, 30, RefundStatus::Succeeded);
+    let settled = Order {
+        status: OrderStatus::PartiallyRefunded,
+        refunded_amount: Money::from_fen(30),
+        refunds: vec![a_done.clone(), b.clone()],
+        updated_at: t0() + Duration::minutes(6),
+        ..o.clone()
+    };
+    assert!(f.repo.update_order(settled.clone(), noted.state(), Some(audit("order.refund_settled", f.tenant, Some(o.id)))).await.unwrap());
+    // A writer holding an older view of the refunds (the first still processing, none of them,
+    // or another order's) takes nothing back and adds nothing of another order.
+    let elsewhere = known_refund(&neighbour, 3, 10, RefundStatus::Succeeded);
+    for view in [vec![a.clone(), b.clone()], vec![], vec![elsewhere]] {
+        let older = Order { refunds: view, ..settled.clone() };
+        assert!(f.repo.update_order(older, settled.state(), None).await.unwrap());
+    }
+
+    let stored = f.repo.get_order(Party::Platform, o.id).await.unwrap().unwrap();
+    assert_eq!(stored.refunds, [a_done.clone(), b.clone()]);
+    assert_eq!(stored.refunds[0].settled_at, Some(t0() + Duration::minutes(1)));
+    assert!(f.repo.get_order(Party::Platform, neighbour.id).await.unwrap().unwrap().refunds.is_empty());
+    let page = f.repo.list_orders(Party::Tenant { tenant_id: f.tenant, partner_id: Some(f.partner) }, OrderQuery::default()).await.unwrap();
+    let listed: Vec<(i64, Vec<OrderRefund>)> = page.items.into_iter().map(|o| (o.id, o.refunds)).collect();
+    assert_eq!(listed, [(neighbour.id, vec![]), (o.id, vec![a_done, b])], "a page reads each order's own");
+    // The last processing one settles later: it moves.
+    let c = known_refund(&o, 4, 5, RefundStatus::Processing);
+    let more = Order { refunds: vec![c.clone()], ..stored.clone() };
+    assert!(f.repo.update_order(more, stored.state(), None).await.unwrap());
+    let c_closed = known_refund(&o, 4, 5, RefundStatus::Closed);
+    assert!(f.repo.update_order(Order { refunds: vec![c_closed.clone()], ..stored.clone() }, stored.state(), None).await.unwrap());
+    let last = f.repo.get_order(Party::Platform, o.id).await.unwrap().unwrap();
+    assert_eq!(last.refunds.last(), Some(&c_closed));
+    assert_eq!(audits(&db, "order.refund_settled").len(), 1, "only the audited write left an entry");
+});
+
 store_test!(an_order_update_writes_what_the_order_knows_and_is_refused_when_what_it_read_is_stale, |db| {
     let f = fixture(&db).await;
     let o = paid(&f, f.tenant, "V0000001", 100).await;
@@ -456,11 +520,11 @@ store_test!(an_order_update_writes_what_the_order_knows_and_is_refused_when_what
         updated_at: t0() + Duration::minutes(3),
         ..o.clone()
     };
-    assert!(f.repo.update_order(synced.clone(), read, audit("order.sync", f.tenant, Some(o.id))).await.unwrap());
+    assert!(f.repo.update_order(synced.clone(), read, Some(audit("order.sync", f.tenant, Some(o.id)))).await.unwrap());
 
     // A writer that read the order before that refund was counted writes nothing.
     let stale = Order { refunded_amount: Money::from_fen(20), updated_at: t0() + Duration::minutes(4), ..synced.clone() };
-    assert!(!f.repo.update_order(stale.clone(), read, audit("order.stale", f.tenant, Some(o.id))).await.unwrap());
+    assert!(!f.repo.update_order(stale.clone(), read, Some(audit("order.stale", f.tenant, Some(o.id)))).await.unwrap());
     // Nor one whose read differs only in the paid amount, or in whether a discrepancy is set.
     let now = synced.state();
     for wrong in [
@@ -468,7 +532,7 @@ store_test!(an_order_update_writes_what_the_order_knows_and_is_refused_when_what
         OrderState { discrepancy: true, ..now },
         OrderState { status: OrderStatus::Paid, ..now },
     ] {
-        assert!(!f.repo.update_order(stale.clone(), wrong, audit("order.stale", f.tenant, Some(o.id))).await.unwrap(), "{wrong:?}");
+        assert!(!f.repo.update_order(stale.clone(), wrong, Some(audit("order.stale", f.tenant, Some(o.id)))).await.unwrap(), "{wrong:?}");
     }
     assert_eq!(f.repo.get_order(Party::Platform, o.id).await.unwrap(), Some(synced.clone()));
     assert!(audits(&db, "order.stale").is_empty());
@@ -491,12 +555,12 @@ store_test!(an_order_update_writes_what_the_order_knows_and_is_refused_when_what
         updated_at: t0() + Duration::minutes(5),
         ..other.clone()
     };
-    assert!(f.repo.update_order(odd.clone(), other.state(), audit("order.sync", f.tenant, Some(other.id))).await.unwrap());
+    assert!(f.repo.update_order(odd.clone(), other.state(), Some(audit("order.sync", f.tenant, Some(other.id)))).await.unwrap());
     assert_eq!(f.repo.get_order(Party::Platform, other.id).await.unwrap(), Some(odd.clone()));
     // Once a discrepancy is set, only a writer that read it may write.
     let resolved = Order { status: OrderStatus::Closed, discrepancy: None, updated_at: t0() + Duration::minutes(6), ..odd.clone() };
-    assert!(!f.repo.update_order(resolved.clone(), other.state(), audit("order.stale", f.tenant, Some(other.id))).await.unwrap());
-    assert!(f.repo.update_order(resolved.clone(), odd.state(), audit("order.sync", f.tenant, Some(other.id))).await.unwrap());
+    assert!(!f.repo.update_order(resolved.clone(), other.state(), Some(audit("order.stale", f.tenant, Some(other.id)))).await.unwrap());
+    assert!(f.repo.update_order(resolved.clone(), odd.state(), Some(audit("order.sync", f.tenant, Some(other.id)))).await.unwrap());
     assert_eq!(f.repo.get_order(Party::Platform, other.id).await.unwrap(), Some(resolved));
     assert_eq!(audits(&db, "order.sync").len(), 3);
     assert!(audits(&db, "order.stale").is_empty());
@@ -519,7 +583,7 @@ store_test!(racing_order_updates_over_one_read_let_exactly_one_apply, |db| {
         };
         tasks.push(tokio::spawn(async move {
             start.wait().await;
-            let wrote = repo.update_order(next.clone(), read, audit("order.sync", tenant, Some(next.id))).await.unwrap();
+            let wrote = repo.update_order(next.clone(), read, Some(audit("order.sync", tenant, Some(next.id)))).await.unwrap();
             (wrote, next)
         }));
     }
@@ -578,18 +642,18 @@ store_test!(orders_due_for_expiry_are_the_unpaid_ones_past_it_oldest_first, |db|
     let later = insert(&f, Order { expires_at: at(10), ..draft(f.other, "E0000002", 100) }).await;
     let paying = insert(&f, Order { expires_at: at(1), ..draft(f.tenant, "E0000003", 100) }).await;
     let moved = Order { status: OrderStatus::Paying, updated_at: at(0), ..paying.clone() };
-    assert!(f.repo.update_order(moved, paying.state(), audit("order.pay", f.tenant, Some(paying.id))).await.unwrap());
+    assert!(f.repo.update_order(moved, paying.state(), Some(audit("order.pay", f.tenant, Some(paying.id)))).await.unwrap());
     insert(&f, Order { expires_at: at(60), ..draft(f.tenant, "E0000004", 100) }).await;
     // A paid order is not due, whatever its expiry says.
     let cash = insert(&f, Order { expires_at: at(2), ..draft(f.tenant, "E0000005", 100) }).await;
     let read = cash.state();
     let cash = Order { status: OrderStatus::Paid, paid_amount: cash.amount, ..cash };
-    assert!(f.repo.update_order(cash, read, audit("order.pay", f.tenant, None)).await.unwrap());
+    assert!(f.repo.update_order(cash, read, Some(audit("order.pay", f.tenant, None))).await.unwrap());
     // Nor is one with a discrepancy: a person resolves it, expiry does not close it.
     let odd = insert(&f, Order { expires_at: at(3), ..draft(f.tenant, "E0000006", 100) }).await;
     let read = odd.state();
     let odd = Order { status: OrderStatus::Paying, discrepancy: Some("the pay platform reported 99 fen".into()), ..odd };
-    assert!(f.repo.update_order(odd, read, audit("order.pay", f.tenant, None)).await.unwrap());
+    assert!(f.repo.update_order(odd, read, Some(audit("order.pay", f.tenant, None))).await.unwrap());
 
     let due = f.repo.due_for_expiry(at(10), 10).await.unwrap();
     let first = f.repo.due_for_expiry(at(10), 1).await.unwrap();

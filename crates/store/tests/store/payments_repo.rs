@@ -166,6 +166,7 @@ fn new_order(tenant_id: i64, order_no: &str, amount: i64) -> (Order, AuditRecord
         openid: None,
         payment: None,
         discrepancy: None,
+        refunds: vec![],
         expires_at: t0() + Duration::minutes(30),
         created_by: None,
         created_at: t0(),

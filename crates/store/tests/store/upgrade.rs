@@ -229,3 +229,84 @@ async fn an_upgrade_marks_the_orders_paid_through_a_sub_merchant_on_postgres() {
     };
     an_upgrade_marks_the_orders_paid_through_a_sub_merchant(db).await;
 }
+
+/// The last migration before orders kept their refunds.
+const BEFORE_ORDER_REFUNDS: &str = "2026-12-14-000100";
+
+/// A paid order refunded three times (succeeded, failed for a share not returned, still
+/// processing), another order's refund, and a refund of a payment the payment routes made (of
+/// no order).
+const BEFORE_ORDER_REFUNDS_ROWS: &[&str] = &[
+    "INSERT INTO tenants (id, name, status, created_at, updated_at) VALUES (1, 'T', 'active', '2026-01-01 00:00:00', '2026-01-01 00:00:00')",
+    "INSERT INTO orders (id, tenant_id, order_no, subject, amount, paid_amount, refunded_amount, status, openid, out_trade_no, pay_method, \
+     transaction_id, paid_at, expires_at, created_at, updated_at) VALUES (1, 1, 'ORD_REFUNDED', 'A', 1000, 1000, 300, 'partially_refunded', \
+     'o1', 'ORD_REFUNDED', 'wechat_jsapi', '4301', '2026-01-02 00:00:00', '2026-01-03 00:00:00', '2026-01-01 00:00:00', '2026-01-04 00:00:00')",
+    "INSERT INTO orders (id, tenant_id, order_no, subject, amount, paid_amount, refunded_amount, status, openid, out_trade_no, pay_method, \
+     transaction_id, paid_at, expires_at, created_at, updated_at) VALUES (2, 1, 'ORD_OTHER', 'B', 500, 500, 0, 'paid', 'o1', 'ORD_OTHER', \
+     'wechat_jsapi', '4302', '2026-01-02 00:00:00', '2026-01-03 00:00:00', '2026-01-01 00:00:00', '2026-01-02 00:00:00')",
+    "INSERT INTO payment_transactions (id, tenant_id, out_trade_no, order_id, description, amount, openid, trade_state, transaction_id, \
+     success_time, expires_at, created_at, updated_at, method) VALUES \
+     (30, 1, 'ORD_REFUNDED', 1, 'A', 1000, 'o1', 'REFUND', '4301', '2026-01-02 00:00:00', '2026-01-03 00:00:00', '2026-01-01 00:00:00', \
+      '2026-01-04 00:00:00', 'wechat_jsapi'), \
+     (31, 1, 'ORD_OTHER', 2, 'B', 500, 'o1', 'SUCCESS', '4302', '2026-01-02 00:00:00', '2026-01-03 00:00:00', '2026-01-01 00:00:00', \
+      '2026-01-02 00:00:00', 'wechat_jsapi'), \
+     (32, 1, 'PAY_ROUTE_TX', NULL, 'C', 100, 'o1', 'REFUND', '4303', '2026-01-02 00:00:00', '2026-01-03 00:00:00', '2026-01-01 00:00:00', \
+      '2026-01-04 00:00:00', 'wechat_jsapi')",
+    "INSERT INTO payment_refunds (id, tenant_id, payment_id, out_trade_no, out_refund_no, refund_id, amount, status, reason, succeeded_at, \
+     created_at, updated_at, order_id, requested_by, fail_reason) VALUES \
+     (40, 1, 30, 'ORD_REFUNDED', 'R40', '5040', 300, 'succeeded', 'damaged', '2026-01-04 00:00:00', '2026-01-03 00:00:00', '2026-01-04 00:00:01', 1, 7, NULL), \
+     (41, 1, 30, 'ORD_REFUNDED', 'R41', NULL, 100, 'failed', NULL, NULL, '2026-01-03 00:00:00', '2026-01-05 00:00:00', 1, NULL, 'BALANCE_NOT_ENOUGH'), \
+     (42, 1, 30, 'ORD_REFUNDED', 'R42', NULL, 50, 'processing', NULL, NULL, '2026-01-06 00:00:00', '2026-01-06 00:00:00', 1, 7, NULL), \
+     (43, 1, 31, 'ORD_OTHER', 'R43', NULL, 20, 'closed', NULL, NULL, '2026-01-03 00:00:00', '2026-01-07 00:00:00', 2, NULL, NULL), \
+     (44, 1, 32, 'PAY_ROUTE_TX', 'R44', NULL, 10, 'succeeded', NULL, '2026-01-04 00:00:00', '2026-01-03 00:00:00', '2026-01-04 00:00:00', NULL, NULL, NULL)",
+];
+
+async fn an_upgrade_copies_each_orders_refunds_to_the_order(test_db: TestDatabase) {
+    let db = Db::connect(&test_db.url, 4).unwrap();
+    assert!(db.migrate_until(BEFORE_ORDER_REFUNDS).unwrap() > 0);
+    for row in BEFORE_ORDER_REFUNDS_ROWS {
+        let sql = row.to_string();
+        db.write(move |conn| diesel::sql_query(sql).execute(conn).map_err(atrium_store::db_error)).await.unwrap();
+    }
+
+    assert!(db.migrate().unwrap() > 0, "the migration runs");
+
+    let orders = OrdersStore::new(db.clone());
+    let at = |s: &str| chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S").unwrap().and_utc();
+    let refunded = orders.get_order(Party::Platform, 1).await.unwrap().unwrap();
+    let shown: Vec<_> = refunded
+        .refunds
+        .iter()
+        .map(|r| (r.id, r.out_refund_no.as_str(), r.amount.fen(), r.status, r.requested_by, r.fail_reason.as_deref(), r.settled_at))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (40, "R40", 300, RefundStatus::Succeeded, Some(7), None, Some(at("2026-01-04 00:00:00"))),
+            (41, "R41", 100, RefundStatus::Failed, None, Some("BALANCE_NOT_ENOUGH"), Some(at("2026-01-05 00:00:00"))),
+            (42, "R42", 50, RefundStatus::Processing, Some(7), None, None),
+        ],
+        "every refund of the order, as the ledger tells it"
+    );
+    assert_eq!((refunded.refunds[0].reason.as_deref(), refunded.refunds[0].created_at), (Some("damaged"), at("2026-01-03 00:00:00")));
+    let other = orders.get_order(Party::Platform, 2).await.unwrap().unwrap();
+    assert_eq!(
+        other.refunds.iter().map(|r| (r.id, r.status, r.settled_at)).collect::<Vec<_>>(),
+        [(43, RefundStatus::Closed, Some(at("2026-01-07 00:00:00")))],
+        "each order its own; a refund of no order is copied to none"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_copies_each_orders_refunds_to_the_order_on_sqlite() {
+    an_upgrade_copies_each_orders_refunds_to_the_order(TestDatabase::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_copies_each_orders_refunds_to_the_order_on_postgres() {
+    let Some(db) = TestDatabase::postgres_empty() else {
+        skip_postgres(module_path!());
+        return;
+    };
+    an_upgrade_copies_each_orders_refunds_to_the_order(db).await;
+}

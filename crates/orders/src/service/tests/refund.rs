@@ -139,11 +139,13 @@ async fn the_ledgers_refusal_is_answered_unchanged() {
     let svc = svc(&db, &ledger);
 
     svc.refund(&tenant_actor(), 1, new_refund(600), None).await.unwrap();
+    let noted = db.writes();
     let err = svc.refund(&tenant_actor(), 1, new_refund(401), None).await.unwrap_err();
 
     assert!(matches!(err, Error::Conflict(_, ref m) if m == "only 400 fen are left to refund"), "{err:?}");
     assert_eq!(ledger.state(1).refunds.len(), 1);
-    assert_eq!(db.writes(), 0);
+    assert_eq!(noted, 1, "the order noted the first refund, processing");
+    assert_eq!(db.writes(), noted, "the refused one wrote nothing");
 }
 
 #[tokio::test]
@@ -205,4 +207,26 @@ async fn a_refund_of_an_order_not_paid_or_refunded_in_full_is_a_conflict_without
         assert_eq!(ledger.actions(), vec![], "{status:?}");
         assert!(db.audits().is_empty());
     }
+}
+
+#[tokio::test]
+async fn a_refund_the_platform_refused_shows_on_the_order_with_the_answer() {
+    let (db, ledger) = paid_with_ledger(PaymentMethod::WechatJsapi);
+    let o = db.order(1);
+    // The ledger records the refund failed (the receiver's share could not be taken back
+    // first) and answers the platform's refusal.
+    ledger.set(1, ledger.state(1).payment, vec![refund(&o, 7, 600, RefundStatus::Failed)]);
+    ledger.fail("refund", || Error::PlatformFailed {
+        reason: Reason::ReturnFailed,
+        message: "refund was not sent".into(),
+        fail_reason: "BALANCE_NOT_ENOUGH".into(),
+    });
+    let svc = svc(&db, &ledger);
+
+    let err = svc.refund(&tenant_actor(), 1, new_refund(600), None).await.unwrap_err();
+
+    assert!(matches!(err, Error::PlatformFailed { reason: Reason::ReturnFailed, .. }), "{err:?}");
+    let shown = svc.get(&tenant_actor(), 1).await.unwrap();
+    assert_eq!(shown.refunds.iter().map(|r| (r.id, r.status)).collect::<Vec<_>>(), [(7, RefundStatus::Failed)]);
+    assert_eq!((shown.status, shown.refunded_amount), (OrderStatus::Paid, Money::ZERO));
 }

@@ -8,8 +8,9 @@ fn money(payment: Option<LedgerPayment>, refunds: Vec<OrderRefund>) -> OrderMone
     OrderMoney { payment, refunds }
 }
 
-/// The projection of `order` at `now()`, with its audit action.
-fn projected(order: &Order, money: &OrderMoney) -> Option<(Order, &'static str)> {
+/// The projection of `order` at `now()`, with its audit action (`None` for a change of the
+/// refunds alone).
+fn projected(order: &Order, money: &OrderMoney) -> Option<(Order, Option<&'static str>)> {
     project(order, money, now()).unwrap()
 }
 
@@ -29,7 +30,7 @@ fn a_paid_ledger_payment_is_recorded_in_full() {
 
     let (next, action) = projected(&o, &money(Some(ledger), vec![])).unwrap();
 
-    assert_eq!(action, "order.paid");
+    assert_eq!(action, Some("order.paid"));
     assert_eq!((next.status, next.paid_amount, next.refunded_amount), (OrderStatus::Paid, Money::from_fen(1000), Money::ZERO));
     assert_eq!(
         next.payment,
@@ -53,7 +54,7 @@ fn a_sub_merchants_payment_is_recorded_as_shared() {
 
     let (next, action) = projected(&o, &money(Some(ledger), vec![])).unwrap();
 
-    assert_eq!(action, "order.paid");
+    assert_eq!(action, Some("order.paid"));
     assert!(next.payment.as_ref().is_some_and(|p| p.sub_merchant), "{:?}", next.payment);
     assert_eq!(projected(&next, &money(Some(LedgerPayment { sub_merchant: true, ..online_paid(&o) }), vec![])), None, "known");
 }
@@ -65,7 +66,7 @@ fn a_payment_beats_a_close_the_money_was_taken() {
 
         let (next, action) = projected(&o, &money(Some(online_paid(&o)), vec![])).unwrap();
 
-        assert_eq!((next.status, next.paid_amount, action), (OrderStatus::Paid, Money::from_fen(1000), "order.paid"), "{status:?}");
+        assert_eq!((next.status, next.paid_amount, action), (OrderStatus::Paid, Money::from_fen(1000), Some("order.paid")), "{status:?}");
     }
 }
 
@@ -83,11 +84,18 @@ fn only_succeeded_refunds_count_and_the_status_follows_them() {
         vec![r(1, 300, RefundStatus::Succeeded), r(2, 200, RefundStatus::Failed), r(4, 700, RefundStatus::Succeeded)],
     );
 
-    assert_eq!(projected(&o, &pending_only), None, "a processing or failed refund refunds nothing");
+    let (noted, action) = projected(&o, &pending_only).unwrap();
+    assert_eq!(
+        (noted.status, noted.refunded_amount, action, noted.refunds.clone()),
+        (o.status, Money::ZERO, None, pending_only.refunds.clone()),
+        "a processing or failed refund refunds nothing: the order only notes it, unaudited"
+    );
+    assert_eq!(projected(&noted, &pending_only), None, "noted once");
     let (partly, action) = projected(&o, &part).unwrap();
+    assert_eq!(partly.refunds, part.refunds, "the order keeps the ledger's refunds");
     assert_eq!(
         (partly.status, partly.refunded_amount, action),
-        (OrderStatus::PartiallyRefunded, Money::from_fen(300), "order.refund_settled")
+        (OrderStatus::PartiallyRefunded, Money::from_fen(300), Some("order.refund_settled"))
     );
     let (full, _) = projected(&partly, &all).unwrap();
     assert_eq!((full.status, full.refunded_amount), (OrderStatus::Refunded, Money::from_fen(1000)));
@@ -100,7 +108,7 @@ fn an_unpaid_ledger_payment_moves_only_a_pending_order_to_paying() {
 
     let (next, action) = projected(&pending, &ledger).unwrap();
 
-    assert_eq!((next.status, next.openid.as_deref(), action), (OrderStatus::Paying, Some("o-ann"), "order.paying"));
+    assert_eq!((next.status, next.openid.as_deref(), action), (OrderStatus::Paying, Some("o-ann"), Some("order.paying")));
     assert_eq!(next.payment, order(1, OrderStatus::Paying).payment);
     for status in [OrderStatus::Paying, OrderStatus::Paid, OrderStatus::Closed] {
         assert_eq!(projected(&order(1, status), &ledger), None, "{status:?}");
@@ -114,7 +122,7 @@ fn a_closed_ledger_payment_closes_only_an_unpaid_order_past_its_expiry() {
 
     for status in [OrderStatus::Pending, OrderStatus::Paying] {
         let (next, action) = projected(&expired(1, status, Duration::seconds(0)), &closed).unwrap();
-        assert_eq!((next.status, action), (OrderStatus::Closed, "order.close"), "{status:?}");
+        assert_eq!((next.status, action), (OrderStatus::Closed, Some("order.close")), "{status:?}");
     }
     assert_eq!(projected(&o, &closed), None, "not expired yet: an offline payment may follow the close");
     assert_eq!(projected(&Order { expires_at: now() - Duration::hours(1), ..paid(1, PaymentMethod::Offline) }, &closed), None);
@@ -128,7 +136,7 @@ fn a_discrepancy_is_shown_and_never_paid() {
 
     let (next, action) = projected(&o, &ledger).unwrap();
 
-    assert_eq!(action, "order.discrepancy");
+    assert_eq!(action, Some("order.discrepancy"));
     assert_eq!(next.discrepancy.as_deref(), Some("paid 999 fen of 1000"));
     assert_eq!((next.status, next.paid_amount), (OrderStatus::Paying, Money::ZERO));
     assert_eq!(projected(&next, &ledger), None, "shown once");
@@ -175,6 +183,7 @@ async fn syncing_partial_then_full_refunds_counts_only_the_succeeded_ones() {
     let svc = svc(&db, &ledger);
 
     let processing = svc.sync(TENANT, 1).await.unwrap();
+    let noted = db.order(1);
     ledger.settle(1, &refund(&o, 1, 0, RefundStatus::Processing).out_refund_no, RefundStatus::Succeeded);
     let part = svc.sync(TENANT, 1).await.unwrap();
     let after_part = db.order(1);
@@ -184,11 +193,19 @@ async fn syncing_partial_then_full_refunds_counts_only_the_succeeded_ones() {
     ledger.set(1, Some(online_paid(&o)), refunds);
     let full = svc.sync(TENANT, 1).await.unwrap();
 
-    assert_eq!((processing, part, full), (EventOutcome::Stale, EventOutcome::Applied, EventOutcome::Applied));
+    assert_eq!((processing, part, full), (EventOutcome::Applied, EventOutcome::Applied, EventOutcome::Applied));
+    let statuses = |o: &Order| o.refunds.iter().map(|r| (r.id, r.status)).collect::<Vec<_>>();
+    assert_eq!((noted.status, noted.refunded_amount), (OrderStatus::Paid, Money::ZERO), "nothing refunded yet");
+    assert_eq!(statuses(&noted), [(1, RefundStatus::Processing), (2, RefundStatus::Failed)], "yet both refunds are noted");
     assert_eq!((after_part.status, after_part.refunded_amount), (OrderStatus::PartiallyRefunded, Money::from_fen(300)));
+    assert_eq!(statuses(&after_part), [(1, RefundStatus::Succeeded), (2, RefundStatus::Failed)]);
     let stored = db.order(1);
     assert_eq!((stored.status, stored.refunded_amount), (OrderStatus::Refunded, Money::from_fen(1000)));
-    assert_eq!(db.actions(), ["order.refund_settled", "order.refund_settled"]);
+    assert_eq!(
+        statuses(&stored),
+        [(1, RefundStatus::Succeeded), (2, RefundStatus::Failed), (3, RefundStatus::Succeeded), (4, RefundStatus::Processing)]
+    );
+    assert_eq!(db.actions(), ["order.refund_settled", "order.refund_settled"], "noting a refund is not audited; the ledger audits it");
 }
 
 #[tokio::test]
