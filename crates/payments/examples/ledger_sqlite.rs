@@ -56,6 +56,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         openid: None,
         payment: None,
         discrepancy: None,
+        refunds: vec![],
         expires_at: now + chrono::Duration::minutes(30),
         created_by: Some(CLERK),
         created_at: now,
