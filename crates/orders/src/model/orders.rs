@@ -77,7 +77,7 @@ pub struct Order {
     /// currency): the order is not paid until a person resolves it.
     pub discrepancy: Option<String>,
     /// The ledger's refunds of it as last synced, oldest first. A refund's status only moves
-    /// from processing to a final one, so an older view of the ledger never takes one back.
+    /// from processing to a final one: an older view of the ledger never takes one back.
     pub refunds: Vec<OrderRefund>,
     /// After this an unpaid order is closed.
     pub expires_at: Timestamp,

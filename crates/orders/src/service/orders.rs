@@ -4,10 +4,11 @@
 //! past their expiry.
 //!
 //! The ledger owns every movement of an order's money; an order keeps its own state (status,
-//! items, expiry) and a projection of the ledger's: what was paid and how, its refunds and
-//! what they returned, a discrepancy; so reading orders reads the orders' own tables only. Every write of it is conditional on the state it was read in
-//! ([`OrderRepo::update_order`]), so a caller, a ledger event and the expiry job racing each
-//! other cannot move an order twice, backwards, or to an older view of the ledger.
+//! items, expiry) and a projection of the ledger's: what was paid and how, its refunds, a
+//! discrepancy; so reading orders reads the orders' own tables only. Every write of it is
+//! conditional on the state it was read in ([`OrderRepo::update_order`]), so a caller, a
+//! ledger event and the expiry job racing each other cannot move an order twice, backwards,
+//! or to an older view of the ledger.
 use crate::api::*;
 use crate::config::OrderSettings;
 use crate::lifecycle::{OrderAction, OrderStatus};

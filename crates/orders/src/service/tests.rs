@@ -301,11 +301,11 @@ impl Db {
             stored.discrepancy = order.discrepancy;
             stored.updated_at = order.updated_at;
             // As the store does: a refund not stored yet is added, a stored one changes only
-            // while processing.
+            // while processing or in its own status.
             for r in order.refunds {
                 match stored.refunds.iter_mut().find(|s| s.id == r.id) {
                     None => stored.refunds.push(r),
-                    Some(s) if s.status == RefundStatus::Processing => *s = r,
+                    Some(s) if s.status == RefundStatus::Processing || s.status == r.status => *s = r,
                     Some(_) => {}
                 }
             }

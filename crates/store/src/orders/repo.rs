@@ -182,8 +182,9 @@ fn refund_from_row(r: RefundRow) -> Result<OrderRefund> {
 }
 
 /// Writes what `order` knows of its refunds: each one not stored yet is added, and a stored
-/// one is changed only while it is stored processing, so a final status is never taken back
-/// by an older view of the ledger. None is removed (the ledger never removes a refund).
+/// one is changed only while it is stored processing or in the status it has now (when the
+/// ledger filled in when it settled), so a final status is never taken back or replaced by an
+/// older view of the ledger. None is removed (the ledger never removes a refund).
 fn write_refunds(conn: &mut DbConn, order: &Order) -> Result<()> {
     for r in order.refunds.iter().filter(|r| r.order_id == order.id && r.tenant_id == order.tenant_id) {
         let row = refund_row(r);
@@ -193,22 +194,20 @@ fn write_refunds(conn: &mut DbConn, order: &Order) -> Result<()> {
             .do_nothing()
             .execute(c))
         .map_err(db_error)?;
-        if r.status != RefundStatus::Processing || r.fail_reason.is_some() {
-            diesel::update(
-                order_refunds::table
-                    .filter(order_refunds::id.eq(r.id))
-                    .filter(order_refunds::order_id.eq(order.id))
-                    .filter(order_refunds::status.eq(RefundStatus::Processing.as_str())),
-            )
-            .set((
-                order_refunds::status.eq(&row.status),
-                order_refunds::fail_reason.eq(&row.fail_reason),
-                order_refunds::settled_at.eq(row.settled_at),
-                order_refunds::updated_at.eq(row.updated_at),
-            ))
-            .execute(conn)
-            .map_err(db_error)?;
-        }
+        diesel::update(
+            order_refunds::table
+                .filter(order_refunds::id.eq(r.id))
+                .filter(order_refunds::order_id.eq(order.id))
+                .filter(order_refunds::status.eq_any([RefundStatus::Processing.as_str(), r.status.as_str()])),
+        )
+        .set((
+            order_refunds::status.eq(&row.status),
+            order_refunds::fail_reason.eq(&row.fail_reason),
+            order_refunds::settled_at.eq(row.settled_at),
+            order_refunds::updated_at.eq(row.updated_at),
+        ))
+        .execute(conn)
+        .map_err(db_error)?;
     }
     Ok(())
 }

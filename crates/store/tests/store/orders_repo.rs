@@ -498,7 +498,7 @@ store_test!(an_order_keeps_its_refunds_and_an_older_view_never_takes_a_final_one
     assert!(f.repo.get_order(Party::Platform, neighbour.id).await.unwrap().unwrap().refunds.is_empty());
     let page = f.repo.list_orders(Party::Tenant { tenant_id: f.tenant, partner_id: Some(f.partner) }, OrderQuery::default()).await.unwrap();
     let listed: Vec<(i64, Vec<OrderRefund>)> = page.items.into_iter().map(|o| (o.id, o.refunds)).collect();
-    assert_eq!(listed, [(neighbour.id, vec![]), (o.id, vec![a_done, b])], "a page reads each order's own");
+    assert_eq!(listed, [(neighbour.id, vec![]), (o.id, vec![a_done.clone(), b])], "a page reads each order's own");
     // The last processing one settles later: it moves.
     let c = known_refund(&o, 4, 5, RefundStatus::Processing);
     let more = Order { refunds: vec![c.clone()], ..stored.clone() };
@@ -507,6 +507,15 @@ store_test!(an_order_keeps_its_refunds_and_an_older_view_never_takes_a_final_one
     assert!(f.repo.update_order(Order { refunds: vec![c_closed.clone()], ..stored.clone() }, stored.state(), None).await.unwrap());
     let last = f.repo.get_order(Party::Platform, o.id).await.unwrap().unwrap();
     assert_eq!(last.refunds.last(), Some(&c_closed));
+    // A final one takes in what the ledger filled in later (when it settled), in its status
+    // only: another final status never replaces it.
+    let a_later = OrderRefund { settled_at: Some(t0() + Duration::minutes(9)), updated_at: t0() + Duration::minutes(9), ..a_done.clone() };
+    let a_failed = OrderRefund { status: RefundStatus::Failed, ..a_done.clone() };
+    for view in [vec![a_later.clone()], vec![a_failed]] {
+        assert!(f.repo.update_order(Order { refunds: view, ..last.clone() }, last.state(), None).await.unwrap());
+    }
+    let refreshed = f.repo.get_order(Party::Platform, o.id).await.unwrap().unwrap();
+    assert_eq!(refreshed.refunds[0], a_later);
     assert_eq!(audits(&db, "order.refund_settled").len(), 1, "only the audited write left an entry");
 });
 
