@@ -46,9 +46,8 @@ pub trait OrderRepo: Send + Sync + 'static {
     /// both move an order, nor an older view of the ledger overwrite a newer one. With it, its
     /// `refunds`: each one not stored yet is added, and a stored one changes only while it is
     /// stored processing or in the status it has now (a final status is never taken back or
-    /// replaced); none is removed. Items are not
-    /// written. Returns whether it wrote (the audit record, if any, is written with it); on
-    /// `false` the caller reads again.
+    /// replaced); none is removed. Items are not written. Returns whether it wrote (the audit
+    /// record, if any, is written with it); on `false` the caller reads again.
     async fn update_order(&self, order: Order, read: OrderState, audit: Option<AuditRecord>) -> Result<bool>;
 
     /// Up to `limit` orders still `pending` or `paying` whose `expires_at` is at or before

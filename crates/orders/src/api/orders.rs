@@ -261,9 +261,9 @@ pub struct OrderView {
     /// What the pay platform reported that does not match the order (another amount or
     /// currency); such an order is not paid until a person resolves it. Null normally.
     pub discrepancy: Option<String>,
-    /// The ledger's refunds of it, oldest first, as the order last learnt of them: a
-    /// refund's change shows here when its status does (at once for a refund asked for
-    /// through the order, within moments for one made through the payment routes).
+    /// The ledger's refunds of it, oldest first, as the order last synced them: at once for a
+    /// refund asked for through the order, within moments for one made through the payment
+    /// routes or settled by the platform.
     pub refunds: Vec<RefundView>,
     /// A sub-merchant's payment: how it is settled — each receiver's share (the platform's,
     /// the partner's commission) as it stands; the tenant keeps the rest. Empty for a direct

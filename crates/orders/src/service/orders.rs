@@ -259,11 +259,6 @@ impl OrderService {
             audit: request_audit(actor, "order.refund", &order, asked, self.clock.now()),
         };
         let result = self.ledger.refund(order.tenant_id, charge).await;
-        if let Err(Error::PlatformFailed { .. }) = &result {
-            // The platform refused, and the ledger recorded the refund failed (a share that
-            // could not be taken back first, say): the order shows it by the time it answers.
-            self.caught_up(order.clone()).await;
-        }
         let refund = self.checked(&order, result).await?;
         Ok(OrderRefundView { order: self.synced(order).await?, refund: refund.into() })
     }
@@ -346,10 +341,11 @@ impl OrderService {
     }
 
     /// The ledger's answer to a call for `order`. After an error that leaves the ledger's
-    /// state unknown (unavailable), the order is synced best-effort first, since the ledger
-    /// may have acted; the error is answered unchanged.
+    /// state unknown (unavailable), or a refusal of the platform the ledger recorded (a refund
+    /// failed because a share could not be taken back first, say), the order is synced
+    /// best-effort first, so it shows what the ledger holds; the error is answered unchanged.
     async fn checked<T>(&self, order: &Order, result: Result<T>) -> Result<T> {
-        if let Err(Error::Upstream(_) | Error::Unavailable { .. }) = &result
+        if let Err(Error::Upstream(_) | Error::Unavailable { .. } | Error::PlatformFailed { .. }) = &result
             && let Err(e) = self.sync_at(order.tenant_id, order.id, self.clock.now()).await
         {
             log::warn!("order {}: syncing it after the ledger failed failed too: {e}", order.id);
