@@ -61,7 +61,13 @@ measure() {
 }
 
 ROOT_OUT=$OUT
-for _ in $(seq "$ROUNDS"); do
-  OUT=$ROOT_OUT one A "$A" "${DB_A:-sqlite://$ROOT_OUT/ab-A.db}"
-  OUT=$ROOT_OUT one B "$B" "${DB_B:-sqlite://$ROOT_OUT/ab-B.db}"
+# Rounds alternate which build goes first (A B, B A, …): a run measured right after another
+# pays for that run's leftovers (PostgreSQL's checkpoint of its writes, say), and a fixed
+# order would count that against the second build.
+for round in $(seq "$ROUNDS"); do
+  if (( round % 2 )); then order="A B"; else order="B A"; fi
+  for label in $order; do
+    if [ "$label" = A ]; then bin=$A db=${DB_A:-sqlite://$ROOT_OUT/ab-A.db}; else bin=$B db=${DB_B:-sqlite://$ROOT_OUT/ab-B.db}; fi
+    OUT=$ROOT_OUT one "$label" "$bin" "$db"
+  done
 done | tee "$ROOT_OUT/orders-ab.txt"

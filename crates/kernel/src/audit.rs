@@ -99,6 +99,21 @@ impl AuditRecord {
         }
     }
 
+    /// The record of a create once the created record's id is known: its target, its owner
+    /// when the record is a tenant or a partner, and `id` in `after`.
+    pub fn created(mut self, id: Id) -> Self {
+        self.target_id = Some(id);
+        match self.target_type {
+            "tenant" => self.tenant_id = Some(id),
+            "partner" => self.partner_id = Some(id),
+            _ => {}
+        }
+        if let Some(Value::Object(map)) = self.after.as_mut() {
+            map.insert("id".into(), Value::from(id));
+        }
+        self
+    }
+
     /// Records the change between two serialised states (either may be absent).
     pub fn change(mut self, before: Option<&Value>, after: Option<&Value>) -> Self {
         let (b, a) = diff(before, after);

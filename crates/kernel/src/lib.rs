@@ -13,6 +13,7 @@ mod actor;
 pub mod audit;
 mod clock;
 mod contact;
+pub mod effects;
 mod error;
 mod failpoint;
 pub mod idempotency;
@@ -32,6 +33,7 @@ pub use actor::{Actor, Party, PartyStanding, PartyType, PartyView, PermissionSet
 pub use audit::AuditRecord;
 pub use clock::{Clock, FixedClock, SystemClock, china_day, china_standard_time};
 pub use contact::{ContactTarget, Email, Phone};
+pub use effects::{Effects, Event};
 pub use error::{Error, FieldError, Result};
 pub use idempotency::{Claim, IdempotencyKey, IdempotencyStore, RequestKey};
 pub use jobs::{Job, JobHandler, JobOutcome, JobStore, NewJob};

@@ -46,6 +46,7 @@
 
 mod api;
 mod config;
+pub mod events;
 mod lifecycle;
 mod model;
 mod ports;

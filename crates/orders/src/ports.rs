@@ -4,7 +4,7 @@
 //! no other domain; it is re-exported here with what crosses it.
 use crate::model::*;
 use async_trait::async_trait;
-use atrium_kernel::{AuditRecord, Id, Page, Party, Result, Timestamp};
+use atrium_kernel::{Effects, Id, Page, Party, Result, Timestamp};
 
 #[cfg(any(test, feature = "mock"))]
 pub use atrium_kernel::pay::MockOrderLedger;
@@ -17,7 +17,7 @@ pub use atrium_kernel::pay::{
 /// and written here by [`OrderRepo::update_order`].
 ///
 /// Every write is one method here, run as one database transaction together with the
-/// [`AuditRecord`] it is given (written only when the write happens). Reads that take a
+/// [`Effects`] it is given (its audit record and events, written only when the write happens). Reads that take a
 /// `scope` see a partner's tenants' orders, a tenant's own, or (platform) all; an order out of
 /// scope is absent.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -27,11 +27,11 @@ pub trait OrderRepo: Send + Sync + 'static {
     async fn tenant(&self, scope: Party, tenant_id: Id) -> Result<Option<OrderTenant>>;
 
     /// Stores a new order with its items (ids and `partner_id` as given are ignored) and its
-    /// audit record (`target_id` set to the new id), and returns it as stored. MUST return
+    /// effects ([`Effects::created`] with the new id), and returns it as stored. MUST return
     /// `Conflict` when the tenant already has an order with this `order_no`, or the ledger
     /// already has a transaction numbered `order_no` (an order's number is its platform
     /// number).
-    async fn insert_order(&self, order: Order, audit: AuditRecord) -> Result<Order>;
+    async fn insert_order(&self, order: Order, effects: Effects) -> Result<Order>;
 
     /// The order, with its items and refunds, if it exists and is in `scope`.
     async fn get_order(&self, scope: Party, id: Id) -> Result<Option<Order>>;
@@ -46,9 +46,9 @@ pub trait OrderRepo: Send + Sync + 'static {
     /// both move an order, nor an older view of the ledger overwrite a newer one. With it, its
     /// `refunds`: each one not stored yet is added, and a stored one changes only while it is
     /// stored processing or in the status it has now (a final status is never taken back or
-    /// replaced); none is removed. Items are not written. Returns whether it wrote (the audit
-    /// record, if any, is written with it); on `false` the caller reads again.
-    async fn update_order(&self, order: Order, read: OrderState, audit: Option<AuditRecord>) -> Result<bool>;
+    /// replaced); none is removed. Items are not written. Returns whether it wrote (`effects`
+    /// are written with it); on `false` the caller reads again.
+    async fn update_order(&self, order: Order, read: OrderState, effects: Effects) -> Result<bool>;
 
     /// Up to `limit` orders still `pending` or `paying` whose `expires_at` is at or before
     /// `now` and that have no discrepancy, the longest expired first.

@@ -12,7 +12,7 @@
 //!
 //! Run it with `cargo run -p atrium-payments --example ledger_sqlite`.
 use atrium_kernel::pay::{OfflineCharge, OrderLedger, RefundCharge};
-use atrium_kernel::{AuditRecord, Clock, JobStore, Money, Party, PaymentMethod, StrEnum, SystemClock};
+use atrium_kernel::{AuditRecord, Clock, Effects, JobStore, Money, Party, PaymentMethod, StrEnum, SystemClock};
 use atrium_orders::{Order, OrderItem, OrderRepo, OrderStatus};
 use atrium_org::{Tenant, TenantRepo};
 use atrium_payments::{MockMerchantKeys, MockPayPlatform, ORDER_CHANGED, PaymentService, PaymentSettings};
@@ -62,7 +62,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         created_at: now,
         updated_at: now,
     };
-    let order = orders.insert_order(order, AuditRecord::system(now, "order.create", "order", None).owned_by(None, Some(tenant.id))).await?;
+    let order = orders
+        .insert_order(order, Effects::audited(AuditRecord::system(now, "order.create", "order", None).owned_by(None, Some(tenant.id))))
+        .await?;
     println!("order        {} of tenant {} ({}): {} fen", order.order_no, tenant.id, tenant.name, order.amount.fen());
 
     // The ledger, as the server wires it, with the platform's doubles.

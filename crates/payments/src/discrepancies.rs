@@ -17,9 +17,10 @@
 //!   keeps its closed state (the person settled it outside Atrium).
 //!
 //! Either is asked of the platform afresh when resolving, never from the stored text.
+use crate::events;
 use crate::model::{PlatformTransaction, Refund, Transaction};
 use crate::sharing::{PlatformReturn, PlatformShareOrder, ReceiverResult, ReturnResult, ReturnStatus, Share, ShareReturn, ShareStatus};
-use atrium_kernel::{Id, Money, PageRequest, Timestamp};
+use atrium_kernel::{Event, Id, Money, PageRequest, Timestamp};
 use serde::{Deserialize, Serialize};
 
 /// What kind of difference a discrepancy is.
@@ -133,6 +134,20 @@ impl NewDiscrepancy {
             description: why.to_owned(),
             at: tx.updated_at,
         }
+    }
+
+    /// `payment.discrepancy`: the event of this discrepancy, found on a payment (of order
+    /// `order_id`, if any) or on one of its shares or returns. About the payment.
+    pub fn event(&self, order_id: Option<Id>) -> Event {
+        let data = serde_json::json!({
+            "kind": self.kind,
+            "out_trade_no": self.out_trade_no,
+            "order_id": order_id,
+            "share_id": self.share_id,
+            "return_id": self.return_id,
+            "description": self.description,
+        });
+        Event::new(events::PAYMENT_DISCREPANCY, self.at, Some(self.tenant_id), Some(self.payment_id), data)
     }
 
     /// The discrepancy of `share` (or of its return `ret`), found at `at`.

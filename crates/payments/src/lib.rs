@@ -31,6 +31,7 @@ mod api;
 mod config;
 mod discrepancies;
 mod earnings;
+pub mod events;
 mod lifecycle;
 mod model;
 mod ports;

@@ -2,7 +2,7 @@
 //! and what the pay platform tells us about them (answers, notifications, trade bills).
 use crate::lifecycle::TradeState;
 use atrium_kernel::pay::{LedgerPayment, OrderRefund, PaymentState};
-use atrium_kernel::{AuditRecord, Id, Money, NewJob, PaymentMethod, RefundStatus, Secret, Timestamp};
+use atrium_kernel::{Id, Money, PaymentMethod, RefundStatus, Secret, Timestamp};
 use chrono::NaiveDate;
 
 /// How a tenant collects: into a merchant account of its own, or as a sub-merchant (特约商户)
@@ -659,18 +659,10 @@ impl RefundRule {
     }
 }
 
-/// What a ledger write brings about in the same database transaction, so that a crash
-/// leaves either none of it or all of it: the jobs that settle or follow the change (a
-/// settle job, an event for the order it belongs to) and its audit record.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Effects {
-    /// Jobs to queue with the write.
-    pub jobs: Vec<NewJob>,
-    /// The audit record of the write, if it is audited.
-    pub audit: Option<AuditRecord>,
-    /// A discrepancy the write marks, stored with it for a person to resolve.
-    pub discrepancy: Option<crate::NewDiscrepancy>,
-}
+/// What a ledger write leaves behind in the same database transaction, so that a crash
+/// leaves either none of it or all of it: the jobs that settle or follow the change (a settle
+/// job, an event for the order it belongs to), its audit record and its events.
+pub use atrium_kernel::Effects;
 
 /// A JSAPI (mini-program) order to place with the platform.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -121,9 +121,15 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// success time, discrepancy, updated_at) and its [`Effects`] only if the stored
     /// `trade_state` still equals `read_state` — a conditional update, so a notification and a
     /// query racing each other cannot move a transaction backwards. A recorded discrepancy is
-    /// never erased. Returns whether it wrote; on `false` the caller reads again and
-    /// re-applies.
-    async fn update_transaction(&self, tx: Transaction, read_state: TradeState, effects: Effects) -> Result<bool>;
+    /// never erased; `found`, a discrepancy the write marks, is stored with it for a person
+    /// to resolve. Returns whether it wrote; on `false` the caller reads again and re-applies.
+    async fn update_transaction(
+        &self,
+        tx: Transaction,
+        read_state: TradeState,
+        found: Option<crate::NewDiscrepancy>,
+        effects: Effects,
+    ) -> Result<bool>;
 
     /// Reserves a refund, atomically, in one write transaction that serialises with every
     /// other write of the same transaction (its row locked: `SELECT … FOR UPDATE` on
@@ -197,12 +203,11 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// The returns of `tenant_id` created or changed in `[from, to)` with an id above `after`,
     /// in order of id, at most `limit`.
     async fn returns_changed(&self, tenant_id: Id, from: Timestamp, to: Timestamp, after: Id, limit: u32) -> Result<Vec<ShareReturn>>;
-    /// Records `why` as share `read.id`'s discrepancy (the platform's record of it differs
-    /// from ours), with `effects` (its audit record and the
-    /// [`NewDiscrepancy`](crate::NewDiscrepancy) to resolve),
-    /// unless the share changed since it was read or already holds one. Returns whether it
-    /// was recorded.
-    async fn share_discrepancy(&self, read: Share, why: String, effects: Effects) -> Result<bool>;
+    /// Records `found` as share `read.id`'s discrepancy (the platform's record of it differs
+    /// from ours; its description on the share, the record for a person to resolve), with
+    /// `effects`, unless the share changed since it was read or already holds one. Returns
+    /// whether it was recorded.
+    async fn share_discrepancy(&self, read: Share, found: crate::NewDiscrepancy, effects: Effects) -> Result<bool>;
 
     /// Discrepancy `id` if its tenant is in `scope`.
     async fn get_discrepancy(&self, scope: Party, id: Id) -> Result<Option<Discrepancy>>;

@@ -35,16 +35,6 @@ pub(crate) fn write_audit(conn: &mut DbConn, a: &AuditRecord) -> Result<()> {
 }
 
 /// Audit for a create: the target id is known only after the insert.
-pub(crate) fn audit_created(conn: &mut DbConn, mut a: AuditRecord, id: Id) -> Result<()> {
-    a.target_id = Some(id);
-    if a.target_type == "tenant" {
-        a.tenant_id = Some(id);
-    }
-    if a.target_type == "partner" {
-        a.partner_id = Some(id);
-    }
-    if let Some(serde_json::Value::Object(map)) = a.after.as_mut() {
-        map.insert("id".into(), serde_json::Value::from(id));
-    }
-    write_audit(conn, &a)
+pub(crate) fn audit_created(conn: &mut DbConn, a: AuditRecord, id: Id) -> Result<()> {
+    write_audit(conn, &a.created(id))
 }

@@ -6,7 +6,8 @@ use crate::db::{DbConn, MultiBackend, first_for_update, on_backend};
 use crate::error::db_error;
 use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, page, parse_enum, total};
-use crate::payments::{TxRow, insert_refund_row, tx_from_row, write_effects};
+use crate::outbox;
+use crate::payments::{TxRow, insert_refund_row, tx_from_row};
 use crate::schema::{payment_discrepancies, payment_share_returns, payment_shares, payment_transactions};
 use crate::shares::{ReturnRow, ShareRow, return_from_row, share_from_row};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
@@ -250,6 +251,6 @@ pub(crate) fn resolve(conn: &mut DbConn, r: &Resolution) -> Result<bool> {
             .execute(conn)
             .map_err(db_error)?;
     }
-    write_effects(conn, &r.effects)?;
+    outbox::write(conn, &r.effects)?;
     Ok(true)
 }

@@ -41,6 +41,7 @@ mod ids_in;
 mod jobs;
 mod orders;
 mod org;
+mod outbox;
 mod payments;
 mod payroll;
 mod rate;

@@ -8,9 +8,9 @@ use crate::discrepancies;
 use crate::earnings;
 use crate::error::db_error;
 use crate::ids_in::{IN_LIST, ids_in};
-use crate::jobs::enqueue_in;
 use crate::org::parse_enum;
 use crate::org::tenants::in_scope;
+use crate::outbox;
 use crate::schema::{
     orders, pay_provider, payment_configs, payment_notifications, payment_refunds, payment_share_returns, payment_shares,
     payment_transactions,
@@ -23,10 +23,10 @@ use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, Timestamp};
 use atrium_payments::{
-    Discrepancy, DiscrepancyQuery, Earner, EarningsGroup, EarningsRow, Effects, MerchantCredentials, PaymentConfig, PaymentMethod,
-    PaymentMode, PaymentRepo, PaymentTenant, ProviderConfig, Refund, RefundReservation, RefundRule, RefundStatus, Resolution, ReturnStatus,
-    Secret, Share, SharePlan, ShareQuery, ShareReturn, ShareStatus, Sharing, SubMerchantTenant, TradeState, Transaction, Unsettled,
-    plan_returns,
+    Discrepancy, DiscrepancyQuery, Earner, EarningsGroup, EarningsRow, Effects, MerchantCredentials, NewDiscrepancy, PaymentConfig,
+    PaymentMethod, PaymentMode, PaymentRepo, PaymentTenant, ProviderConfig, Refund, RefundReservation, RefundRule, RefundStatus,
+    Resolution, ReturnStatus, Secret, Share, SharePlan, ShareQuery, ShareReturn, ShareStatus, Sharing, SubMerchantTenant, TradeState,
+    Transaction, Unsettled, plan_returns,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -417,20 +417,6 @@ pub(crate) fn refunds_of(conn: &mut DbConn, payment_id: Id) -> Result<Vec<Refund
     rows.into_iter().map(refund_from_row).collect()
 }
 
-/// Writes what a ledger write brings about, in the caller's database transaction.
-pub(crate) fn write_effects(conn: &mut DbConn, effects: &Effects) -> Result<()> {
-    for job in &effects.jobs {
-        enqueue_in(conn, job)?;
-    }
-    if let Some(audit) = &effects.audit {
-        write_audit(conn, audit)?;
-    }
-    if let Some(found) = &effects.discrepancy {
-        discrepancies::record(conn, found)?;
-    }
-    Ok(())
-}
-
 /// Inserts `refund` of transaction `payment_id` as it is; `Conflict` when its number is taken.
 pub(crate) fn insert_refund_row(conn: &mut DbConn, refund: &Refund, payment_id: Id) -> Result<()> {
     diesel::insert_into(payment_refunds::table).values(refund_row(refund, payment_id)).execute(conn).map_err(db_error)?;
@@ -473,7 +459,7 @@ fn reserve(conn: &mut DbConn, refund: Refund, rule: RefundRule, effects: &Effect
     for ret in &returns {
         shares::insert_return(conn, ret)?;
     }
-    write_effects(conn, effects)?;
+    outbox::write(conn, effects)?;
     Ok(RefundReservation::Reserved(Refund { id, ..refund }))
 }
 
@@ -538,7 +524,7 @@ fn insert_transaction(conn: &mut DbConn, tx: Transaction, effects: &Effects) -> 
                 other => other,
             },
         )?;
-    write_effects(conn, effects)?;
+    outbox::write(conn, effects)?;
     Ok(Transaction { id, ..tx })
 }
 
@@ -727,9 +713,8 @@ impl PaymentRepo for PaymentStore {
         self.db.run(move |conn| shares::returns_changed(conn, tenant_id, from, to, after, limit)).await
     }
 
-    async fn share_discrepancy(&self, read: Share, why: String, effects: Effects) -> Result<bool> {
-        let at = effects.discrepancy.as_ref().map_or(read.updated_at, |d| d.at);
-        self.db.write(move |conn| shares::record_discrepancy(conn, &read, &why, at, &effects)).await
+    async fn share_discrepancy(&self, read: Share, found: NewDiscrepancy, effects: Effects) -> Result<bool> {
+        self.db.write(move |conn| shares::record_discrepancy(conn, &read, &found, &effects)).await
     }
 
     async fn get_discrepancy(&self, scope: Party, id: Id) -> Result<Option<Discrepancy>> {
@@ -787,7 +772,13 @@ impl PaymentRepo for PaymentStore {
             .await
     }
 
-    async fn update_transaction(&self, tx: Transaction, read_state: TradeState, effects: Effects) -> Result<bool> {
+    async fn update_transaction(
+        &self,
+        tx: Transaction,
+        read_state: TradeState,
+        found: Option<NewDiscrepancy>,
+        effects: Effects,
+    ) -> Result<bool> {
         self.db
             .write(move |conn| {
                 let n = diesel::update(
@@ -813,7 +804,10 @@ impl PaymentRepo for PaymentStore {
                 .execute(conn)
                 .map_err(db_error)?;
                 if n > 0 {
-                    write_effects(conn, &effects)?;
+                    if let Some(found) = &found {
+                        discrepancies::record(conn, found)?;
+                    }
+                    outbox::write(conn, &effects)?;
                 }
                 Ok(n > 0)
             })
@@ -886,7 +880,7 @@ impl PaymentRepo for PaymentStore {
                 .execute(conn)
                 .map_err(db_error)?;
                 if n > 0 {
-                    write_effects(conn, &effects)?;
+                    outbox::write(conn, &effects)?;
                 }
                 Ok(n > 0)
             })

@@ -857,3 +857,21 @@ diesel::table! {
 }
 
 diesel::allow_tables_to_appear_in_same_query!(payment_discrepancies, tenants);
+
+// ----- events for our users' systems (migration 2026-12-16-000100_events) ---------------------
+
+diesel::table! {
+    events (id) {
+        id -> BigInt,
+        #[sql_name = "type"]
+        kind -> Text,
+        tenant_id -> Nullable<BigInt>,
+        partner_id -> Nullable<BigInt>,
+        subject_id -> Nullable<BigInt>,
+        data -> Text,
+        occurred_at -> Timestamp,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(events, tenants);

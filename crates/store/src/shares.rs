@@ -7,12 +7,13 @@ use crate::error::db_error;
 use crate::ids_in::{IN_LIST, ids_in};
 use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, page, parse_enum, total};
-use crate::payments::{refunds_of, write_effects};
+use crate::outbox;
+use crate::payments::refunds_of;
 use crate::schema::{payment_share_returns, payment_shares, payment_sharings, payment_transactions};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use atrium_kernel::{Error, Id, Money, Page, Party, Reason, RefundStatus, Result, StrEnum, Timestamp};
 use atrium_payments::{
-    Effects, Rates, Receiver, ReceiverType, ReturnStatus, Share, ShareQuery, ShareReturn, ShareRole, ShareStatus, Sharing,
+    Effects, NewDiscrepancy, Rates, Receiver, ReceiverType, ReturnStatus, Share, ShareQuery, ShareReturn, ShareRole, ShareStatus, Sharing,
 };
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -302,7 +303,7 @@ pub(crate) fn update(conn: &mut DbConn, shares: &[Share], read: &[(ShareStatus, 
         .map_err(db_error)? as u64;
     }
     if written > 0 {
-        write_effects(conn, effects)?;
+        outbox::write(conn, effects)?;
     }
     Ok(written)
 }
@@ -413,7 +414,7 @@ pub(crate) fn retry(conn: &mut DbConn, read: &Share, out_order_no: String, at: T
     if written == 0 {
         return Ok(None);
     }
-    write_effects(conn, effects)?;
+    outbox::write(conn, effects)?;
     Ok(Some(retried))
 }
 
@@ -565,7 +566,7 @@ pub(crate) fn returns_changed(
 
 /// Records `why` on share `read.id` where it is still as read (status, number) and holds no
 /// discrepancy yet, with the audit record. Returns whether it was recorded.
-pub(crate) fn record_discrepancy(conn: &mut DbConn, read: &Share, why: &str, at: Timestamp, effects: &Effects) -> Result<bool> {
+pub(crate) fn record_discrepancy(conn: &mut DbConn, read: &Share, found: &NewDiscrepancy, effects: &Effects) -> Result<bool> {
     let written = diesel::update(
         payment_shares::table
             .filter(payment_shares::id.eq(read.id))
@@ -573,13 +574,14 @@ pub(crate) fn record_discrepancy(conn: &mut DbConn, read: &Share, why: &str, at:
             .filter(payment_shares::out_order_no.eq(&read.out_order_no))
             .filter(payment_shares::discrepancy.is_null()),
     )
-    .set((payment_shares::discrepancy.eq(why), payment_shares::updated_at.eq(to_db(at))))
+    .set((payment_shares::discrepancy.eq(&found.description), payment_shares::updated_at.eq(to_db(found.at))))
     .execute(conn)
     .map_err(db_error)?;
     if written == 0 {
         return Ok(false);
     }
-    write_effects(conn, effects)?;
+    crate::discrepancies::record(conn, found)?;
+    outbox::write(conn, effects)?;
     Ok(true)
 }
 

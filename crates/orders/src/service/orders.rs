@@ -11,6 +11,7 @@
 //! or to an older view of the ledger.
 use crate::api::*;
 use crate::config::OrderSettings;
+use crate::events;
 use crate::lifecycle::{OrderAction, OrderStatus};
 use crate::model::*;
 use crate::ports::{Charge, LedgerPayment, OfflineCharge, OrderLedger, OrderMoney, OrderRepo, PaymentState, RefundCharge};
@@ -20,7 +21,8 @@ use atrium_kernel::failpoint;
 use atrium_kernel::pay::ShareView;
 use atrium_kernel::secret::nonce;
 use atrium_kernel::{
-    Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Party, PaymentMethod, RefundStatus, RequestKey, Result, Timestamp,
+    Actor, AuditRecord, Clock, Effects, Error, FieldError, Id, Money, Page, Party, PaymentMethod, RefundStatus, RequestKey, Result,
+    Timestamp,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -74,7 +76,7 @@ impl OrderService {
     ///
     /// let mut repo = MockOrderRepo::new();
     /// repo.expect_tenant().returning(|_, id| Ok(Some(OrderTenant { id, partner_id: None })));
-    /// repo.expect_insert_order().returning(|order, _audit| Ok(atrium_orders::Order { id: 1, ..order }));
+    /// repo.expect_insert_order().returning(|order, _effects| Ok(atrium_orders::Order { id: 1, ..order }));
     /// // Creating an order never reaches the ledger.
     /// let service = OrderService::new(Arc::new(repo), Arc::new(MockOrderLedger::new()), Arc::new(SystemClock), OrderSettings::default());
     ///
@@ -128,7 +130,7 @@ impl OrderService {
             let audit = AuditRecord::by(actor, now, "order.create", "order", None)
                 .owned_by(tenant.partner_id, Some(tenant.id))
                 .change(None, Some(&order_json(&order)));
-            match self.repo.insert_order(order.clone(), audit).await {
+            match self.repo.insert_order(order.clone(), Effects::audited(audit)).await {
                 Ok(stored) => return Ok(OrderView::new(stored)),
                 // The drawn number is taken: draw again.
                 Err(Error::Conflict(_, why)) => last = Some(why),
@@ -296,9 +298,10 @@ impl OrderService {
                 return Ok(false);
             };
             let next = Order { status, updated_at: now, ..order.clone() };
-            let audit = system_audit("order.close", &order, &next, now);
+            let effects =
+                Effects::audited(system_audit("order.close", &order, &next, now)).with_events(events::of_change(&order, &next, now));
             // A lost race (paid or closed meanwhile) leaves it to whoever won.
-            return self.repo.update_order(next, order.state(), Some(audit)).await;
+            return self.repo.update_order(next, order.state(), effects).await;
         }
         if let Err(e) = self.ledger.close(order.tenant_id, order.id).await {
             log::warn!("order {}: the ledger could not close its payment, retried later: {e}", order.id);
@@ -330,9 +333,11 @@ impl OrderService {
                 return Ok((EventOutcome::Stale, Some(order)));
             };
             // A change of the refunds alone is not audited here: the ledger audits each refund.
+            // It is an event (`order.refunded`) when a refund succeeded.
             let audit = action.map(|action| system_audit(action, &order, &next, now));
+            let effects = Effects::maybe_audited(audit).with_events(events::of_change(&order, &next, now));
             failpoint!("orders.sync");
-            if self.repo.update_order(next.clone(), order.state(), audit).await? {
+            if self.repo.update_order(next.clone(), order.state(), effects).await? {
                 return Ok((EventOutcome::Applied, Some(next)));
             }
             // Someone else moved the order meanwhile: read both again.

@@ -10,7 +10,7 @@ use crate::ports::*;
 use crate::service::OrderService;
 use async_trait::async_trait;
 use atrium_kernel::Reason;
-use atrium_kernel::{Actor, AuditRecord, Error, FixedClock, Id, Money, Page, Party, PayParams, RefundStatus, Result, Timestamp};
+use atrium_kernel::{Actor, AuditRecord, Error, Event, FixedClock, Id, Money, Page, Party, PayParams, RefundStatus, Result, Timestamp};
 use chrono::{Duration, TimeZone, Utc};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -199,6 +199,8 @@ fn fields_of(e: &Error) -> Vec<String> {
 struct Db {
     orders: Arc<Mutex<Vec<Order>>>,
     audits: Arc<Mutex<Vec<AuditRecord>>>,
+    /// The events written, in order.
+    events: Arc<Mutex<Vec<Event>>>,
     /// How many conditional writes were tried, written or not.
     writes: Arc<Mutex<usize>>,
     /// Run at the start of every conditional write: another writer getting there first.
@@ -232,6 +234,16 @@ impl Db {
         self.audits.lock().unwrap().clone()
     }
 
+    /// The types of the events written, in order.
+    fn event_kinds(&self) -> Vec<&'static str> {
+        self.events.lock().unwrap().iter().map(|e| e.kind).collect()
+    }
+
+    /// The events written, each as its type and data.
+    fn events(&self) -> Vec<(&'static str, serde_json::Value)> {
+        self.events.lock().unwrap().iter().map(|e| (e.kind, e.data.clone())).collect()
+    }
+
     fn before_write(&self, hook: impl FnMut() + Send + 'static) {
         *self.before_write.lock().unwrap() = Some(Box::new(hook));
     }
@@ -248,16 +260,17 @@ impl Db {
             Ok((partner_id.is_some() && scope.sees_tenant(id, partner_id)).then_some(OrderTenant { id, partner_id }))
         });
 
-        let (orders, audits) = (self.orders.clone(), self.audits.clone());
-        repo.expect_insert_order().returning(move |order, mut audit| {
+        let (orders, audits, events) = (self.orders.clone(), self.audits.clone(), self.events.clone());
+        repo.expect_insert_order().returning(move |order, effects| {
             let mut orders = orders.lock().unwrap();
             if orders.iter().any(|o| o.tenant_id == order.tenant_id && o.order_no == order.order_no) {
                 return Err(Error::conflict(Reason::Duplicate, "order no already exists"));
             }
             let stored = Order { id: 100 + orders.len() as Id, partner_id: partner_of(order.tenant_id), ..order };
             orders.push(stored.clone());
-            audit.target_id = Some(stored.id);
-            audits.lock().unwrap().push(audit);
+            let effects = effects.created(stored.id);
+            audits.lock().unwrap().extend(effects.audit);
+            events.lock().unwrap().extend(effects.events);
             Ok(stored)
         });
 
@@ -280,8 +293,9 @@ impl Db {
             Ok(Page::new(items, total, q.list.page))
         });
 
-        let (orders, audits, writes, before) = (self.orders.clone(), self.audits.clone(), self.writes.clone(), self.before_write.clone());
-        repo.expect_update_order().returning(move |order, read, audit| {
+        let (orders, audits, events, writes, before) =
+            (self.orders.clone(), self.audits.clone(), self.events.clone(), self.writes.clone(), self.before_write.clone());
+        repo.expect_update_order().returning(move |order, read, effects| {
             *writes.lock().unwrap() += 1;
             if let Some(hook) = before.lock().unwrap().as_mut() {
                 hook();
@@ -309,7 +323,8 @@ impl Db {
                     Some(_) => {}
                 }
             }
-            audits.lock().unwrap().extend(audit);
+            audits.lock().unwrap().extend(effects.audit);
+            events.lock().unwrap().extend(effects.events);
             Ok(true)
         });
 

@@ -153,7 +153,7 @@ impl PaymentService {
                         .flatten()
                         .collect(),
                     audit,
-                    discrepancy: None,
+                    events: Vec::new(),
                 };
                 // Placed, and settled, with the tenant's current merchant: a later switch of
                 // mode does not move it.
@@ -252,7 +252,7 @@ impl PaymentService {
             success_time: Some(now),
             ..Transaction::unpaid(tenant_id, no, charge.description, charge.amount, String::new(), now, now)
         };
-        let effects = Effects { jobs: self.order_event(&tx).into_iter().collect(), audit: Some(charge.audit), discrepancy: None };
+        let effects = Effects { jobs: self.order_event(&tx).into_iter().collect(), audit: Some(charge.audit), events: Vec::new() };
         match self.repo.insert_transaction(tx, effects).await {
             Ok(_) => Ok(()),
             Err(Error::Conflict(..)) => Err(Error::conflict(Reason::State, "the order is already being paid another way; reload it")),
@@ -416,7 +416,7 @@ impl PaymentService {
             created_at: now,
             updated_at: now,
         };
-        let mut effects = Effects { jobs: self.order_refund_event(&wanted).into_iter().collect(), audit, discrepancy: None };
+        let mut effects = Effects { jobs: self.order_refund_event(&wanted).into_iter().collect(), audit, events: Vec::new() };
         if !offline {
             effects.jobs.push(self.settle_refund_job(tenant_id, &out_refund_no));
         }

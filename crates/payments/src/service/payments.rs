@@ -697,6 +697,7 @@ impl PaymentService {
                 tx = paid_twice;
             }
             let mut effects = Effects::default();
+            let mut found = None;
             let moved = tx.trade_state != before.trade_state || tx.discrepancy != before.discrepancy;
             if moved {
                 effects.jobs.extend(self.order_event(&tx));
@@ -706,7 +707,9 @@ impl PaymentService {
             }
             if let (Some(why), None) = (&tx.discrepancy, &before.discrepancy) {
                 log::error!("transaction {} of tenant {tenant_id}: discrepancy: {why}", tx.out_trade_no);
-                effects.discrepancy = Some(NewDiscrepancy::of_payment(&tx, why));
+                let discrepancy = NewDiscrepancy::of_payment(&tx, why);
+                effects.events.push(discrepancy.event(tx.order_id));
+                found = Some(discrepancy);
                 effects.audit = Some(
                     AuditRecord::system(tx.updated_at, "payment.discrepancy", "payment_transaction", Some(tx.id))
                         .owned_by(None, Some(tenant_id))
@@ -714,7 +717,7 @@ impl PaymentService {
                 );
             }
             failpoint!("ledger.record");
-            match self.repo.update_transaction(tx.clone(), before.trade_state, effects).await {
+            match self.repo.update_transaction(tx.clone(), before.trade_state, found, effects).await {
                 Ok(true) => return Ok(tx),
                 Ok(false) => {}
                 // Its order got another live payment meanwhile: the next round sees it.

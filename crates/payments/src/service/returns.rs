@@ -137,7 +137,7 @@ impl PaymentService {
             updated_at: self.clock.now(),
             ..refund.clone()
         };
-        let effects = Effects { jobs: self.order_refund_event(&failed).into_iter().collect(), audit: None, discrepancy: None };
+        let effects = Effects { jobs: self.order_refund_event(&failed).into_iter().collect(), audit: None, events: Vec::new() };
         self.repo.update_refund(failed, RefundStatus::Processing, effects).await?;
         Ok(())
     }

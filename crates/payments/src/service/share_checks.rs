@@ -193,7 +193,8 @@ impl PaymentService {
         let audit = AuditRecord::system(now, "share.discrepancy", "payment_share", Some(share.id))
             .owned_by(share.partner_id, Some(share.tenant_id))
             .with_after(serde_json::json!({ "out_trade_no": share.out_trade_no, "out_order_no": share.out_order_no, "discrepancy": why }));
-        let effects = Effects { jobs: Vec::new(), audit: Some(audit), discrepancy: Some(NewDiscrepancy::of_share(share, ret, &why, now)) };
-        self.repo.share_discrepancy(share.clone(), why, effects).await
+        let found = NewDiscrepancy::of_share(share, ret, &why, now);
+        let effects = Effects::audited(audit).with_event(found.event(None));
+        self.repo.share_discrepancy(share.clone(), found, effects).await
     }
 }

@@ -361,7 +361,7 @@ impl PaymentService {
                 "out_order_no": no,
             }));
         let job = self.share_job_now(share.tenant_id, &share.out_trade_no, &format!("retry:{no}"));
-        let effects = Effects { jobs: vec![job], audit: Some(audit), discrepancy: None };
+        let effects = Effects { jobs: vec![job], audit: Some(audit), events: Vec::new() };
         match self.repo.retry_share(share, no, now, effects).await {
             Ok(Some(retried)) => Ok(retried.into()),
             Ok(None) => Err(Error::conflict(Reason::TryAgain, "the share changed meanwhile; reload it")),

@@ -5,6 +5,7 @@
 //! refund rule run against [`Ledger`], an in-memory ledger keeping the store's contract
 //! (unique numbers, one live transaction per order, the refund rule under the lock,
 //! conditional writes) and recording the [`Effects`] of every write.
+use crate::NewDiscrepancy;
 use crate::api::*;
 use crate::config::PaymentSettings;
 use crate::lifecycle::TradeState;
@@ -214,7 +215,7 @@ fn conditional_writes(repo: &mut MockPaymentRepo, cell: &Arc<Mutex<Transaction>>
     let write = cell.clone();
     let written = Arc::new(Mutex::new(Vec::new()));
     let log = written.clone();
-    repo.expect_update_transaction().times(times).returning(move |t, read_state, effects| {
+    repo.expect_update_transaction().times(times).returning(move |t, read_state, _found, effects| {
         let mut stored = write.lock().unwrap();
         if stored.trade_state != read_state {
             return Ok(false);
@@ -434,6 +435,8 @@ struct Written {
     /// The transaction's or refund's number.
     no: String,
     effects: Effects,
+    /// The discrepancy recorded with it, if any.
+    found: Option<NewDiscrepancy>,
 }
 
 #[derive(Debug, Default)]
@@ -518,7 +521,7 @@ impl Ledger {
                 return Err(Error::conflict(Reason::Duplicate, "the order has a live transaction"));
             }
             let stored = Transaction { id: 100 + books.txs.len() as Id, ..t };
-            books.written.push(Written { op: "insert_transaction", no: stored.out_trade_no.clone(), effects });
+            books.written.push(Written { op: "insert_transaction", no: stored.out_trade_no.clone(), effects, found: None });
             books.txs.push(stored.clone());
             Ok(stored)
         })
@@ -527,7 +530,7 @@ impl Ledger {
     /// `update_transaction`, `times` times, conditional on the stored trade state.
     fn tx_writes<'r>(&self, repo: &'r mut MockPaymentRepo, times: usize) -> &'r mut repo_mock::__update_transaction::Expectation {
         let books = self.0.clone();
-        repo.expect_update_transaction().times(times).returning(move |t, read_state, effects| {
+        repo.expect_update_transaction().times(times).returning(move |t, read_state, found, effects| {
             let mut books = books.lock().unwrap();
             let Some(i) = books.txs.iter().position(|s| s.out_trade_no == t.out_trade_no) else {
                 return Err(Error::NotFound("payment transaction"));
@@ -535,7 +538,7 @@ impl Ledger {
             if books.txs[i].trade_state != read_state {
                 return Ok(false);
             }
-            books.written.push(Written { op: "update_transaction", no: t.out_trade_no.clone(), effects });
+            books.written.push(Written { op: "update_transaction", no: t.out_trade_no.clone(), effects, found });
             books.txs[i] = t;
             Ok(true)
         })
@@ -558,7 +561,7 @@ impl Ledger {
                 return Ok(RefundReservation::Refused(why));
             }
             let stored = Refund { id: 200 + books.refunds.len() as Id, ..r };
-            books.written.push(Written { op: "reserve_refund", no: stored.out_refund_no.clone(), effects });
+            books.written.push(Written { op: "reserve_refund", no: stored.out_refund_no.clone(), effects, found: None });
             books.refunds.push(stored.clone());
             Ok(RefundReservation::Reserved(stored))
         })
@@ -575,7 +578,7 @@ impl Ledger {
             if books.refunds[i].status != read_status {
                 return Ok(false);
             }
-            books.written.push(Written { op: "update_refund", no: r.out_refund_no.clone(), effects });
+            books.written.push(Written { op: "update_refund", no: r.out_refund_no.clone(), effects, found: None });
             books.refunds[i] = r;
             Ok(true)
         })

@@ -5,19 +5,19 @@
 //! refund's status only moves out of processing, so an older view of the ledger never
 //! overwrites a newer one.
 use super::OrdersStore;
-use crate::audit_log::{audit_created, write_audit};
 use crate::db::{DbConn, MultiBackend, on_backend};
 use crate::error::db_error;
 use crate::ids_in::{IN_LIST, ids_in};
 use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
+use crate::outbox;
 use crate::schema::{order_items, order_refunds, orders, payment_transactions, tenants};
 use crate::static_sql::{StaticSql, sql_per_backend, static_sql};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, SortOrder, Timestamp};
+use atrium_kernel::{Effects, Error, Id, Money, Page, Party, Result, SortOrder, Timestamp};
 use atrium_orders::{
     Order, OrderItem, OrderQuery, OrderRefund, OrderRepo, OrderSort, OrderState, OrderStatus, OrderTenant, Payment, PaymentMethod,
     RefundStatus,
@@ -347,7 +347,7 @@ impl OrderRepo for OrdersStore {
             .await
     }
 
-    async fn insert_order(&self, order: Order, audit: AuditRecord) -> Result<Order> {
+    async fn insert_order(&self, order: Order, effects: Effects) -> Result<Order> {
         self.db
             .write(move |conn| {
                 // An order's number is also its platform number: none of the ledger's may have it.
@@ -389,7 +389,7 @@ impl OrderRepo for OrdersStore {
                 }
                 let partner_id: Option<Id> =
                     tenants::table.find(order.tenant_id).select(tenants::partner_id).first(conn).map_err(db_error)?;
-                audit_created(conn, audit, id)?;
+                outbox::write_created(conn, effects, id)?;
                 Ok(Order { id, partner_id, ..order })
             })
             .await
@@ -430,7 +430,7 @@ impl OrderRepo for OrdersStore {
             .await
     }
 
-    async fn update_order(&self, order: Order, read: OrderState, audit: Option<AuditRecord>) -> Result<bool> {
+    async fn update_order(&self, order: Order, read: OrderState, effects: Effects) -> Result<bool> {
         self.db
             .write(move |conn| {
                 let p = order.payment.as_ref();
@@ -464,9 +464,7 @@ impl OrderRepo for OrdersStore {
                     return Ok(false);
                 }
                 write_refunds(conn, &order)?;
-                if let Some(audit) = &audit {
-                    write_audit(conn, audit)?;
-                }
+                outbox::write(conn, &effects)?;
                 Ok(true)
             })
             .await

@@ -2,12 +2,12 @@
 //! refunds are the payments ledger's: they are written here through [`PaymentStore`], and an
 //! order's refunds are read back from it by order, as the ledger's port reads them.
 #![allow(clippy::unwrap_used)]
-use atrium_kernel::{AuditRecord, Error, ListQuery, Money, Party, Timestamp};
+use atrium_kernel::{AuditRecord, Effects, Error, Event, ListQuery, Money, Party, Timestamp};
 use atrium_orders::*;
 use atrium_org::*;
 use atrium_payments as ledger;
 use atrium_payments::PaymentRepo;
-use atrium_store::schema::audit_logs;
+use atrium_store::schema::{audit_logs, events};
 use atrium_store::{Db, FieldCipher, OrdersStore, OrgStore, PaymentStore, store_test};
 use chrono::{Duration, TimeZone, Utc};
 use diesel::prelude::*;
@@ -84,8 +84,16 @@ fn draft(tenant_id: i64, order_no: &str, amount: i64) -> Order {
     }
 }
 
-fn audit(action: &str, tenant_id: i64, target: Option<i64>) -> AuditRecord {
-    AuditRecord::system(t0(), action, "order", target).owned_by(None, Some(tenant_id))
+/// Effects tagged `action`: an audit record with that action, and an event carrying it (for a
+/// create, naming the new order once stored); [`audits`] finds both again.
+fn audit(action: &str, tenant_id: i64, target: Option<i64>) -> Effects {
+    Effects::audited(AuditRecord::system(t0(), action, "order", target).owned_by(None, Some(tenant_id))).with_event(Event::new(
+        "test.tagged",
+        t0(),
+        Some(tenant_id),
+        target,
+        serde_json::json!({ "tag": action }),
+    ))
 }
 
 async fn insert(f: &Fixture, order: Order) -> Order {
@@ -112,7 +120,7 @@ async fn paid(f: &Fixture, tenant_id: i64, order_no: &str, amount: i64) -> Order
         updated_at: t0() + Duration::minutes(1),
         ..o
     };
-    assert!(f.repo.update_order(done.clone(), read, Some(audit("order.paid", tenant_id, Some(done.id)))).await.unwrap());
+    assert!(f.repo.update_order(done.clone(), read, audit("order.paid", tenant_id, Some(done.id))).await.unwrap());
     done
 }
 
@@ -154,7 +162,7 @@ async fn pay_in_ledger(f: &Fixture, tx: ledger::Transaction) -> ledger::Transact
         updated_at: t0() + Duration::minutes(1),
         ..tx
     };
-    assert!(f.ledger.update_transaction(done.clone(), ledger::TradeState::NotPay, ledger::Effects::default()).await.unwrap());
+    assert!(f.ledger.update_transaction(done.clone(), ledger::TradeState::NotPay, None, ledger::Effects::default()).await.unwrap());
     done
 }
 
@@ -196,14 +204,24 @@ fn ids(page: &atrium_kernel::Page<Order>) -> Vec<i64> {
     page.items.iter().map(|o| o.id).collect()
 }
 
+/// The audit records of `action` as (target, tenant, partner); the events tagged with it must
+/// match them one for one (written with them or not at all, about the same order).
 fn audits(db: &Db, action: &str) -> Vec<(Option<i64>, Option<i64>, Option<i64>)> {
     let mut conn = db.conn().unwrap();
-    audit_logs::table
+    let audits: Vec<(Option<i64>, Option<i64>, Option<i64>)> = audit_logs::table
         .filter(audit_logs::action.eq(action))
         .order(audit_logs::id.asc())
         .select((audit_logs::target_id, audit_logs::tenant_id, audit_logs::partner_id))
         .load(&mut *conn)
-        .unwrap()
+        .unwrap();
+    let tagged: Vec<(Option<i64>, Option<i64>, Option<i64>)> = events::table
+        .filter(events::data.like(format!("%\"tag\":\"{action}\"%")))
+        .order(events::id.asc())
+        .select((events::subject_id, events::tenant_id, events::partner_id))
+        .load(&mut *conn)
+        .unwrap();
+    assert_eq!(tagged, audits, "the events of `{action}` are written with its audit records, about the same order and owner");
+    audits
 }
 
 store_test!(an_order_round_trips_with_its_items_and_its_audit_record, |db| {
@@ -332,16 +350,16 @@ store_test!(a_status_update_applies_only_over_the_status_it_read, |db| {
     };
     let closed = Order { status: OrderStatus::Closed, updated_at: t0() + Duration::seconds(6), ..o.clone() };
 
-    assert!(f.repo.update_order(paying.clone(), o.state(), Some(audit("order.pay", f.tenant, Some(o.id)))).await.unwrap());
+    assert!(f.repo.update_order(paying.clone(), o.state(), audit("order.pay", f.tenant, Some(o.id))).await.unwrap());
     // A racing writer that also read `pending` loses and writes nothing, its audit record included.
-    assert!(!f.repo.update_order(closed, o.state(), Some(audit("order.close", f.tenant, Some(o.id)))).await.unwrap());
+    assert!(!f.repo.update_order(closed, o.state(), audit("order.close", f.tenant, Some(o.id))).await.unwrap());
 
     assert_eq!(f.repo.get_order(Party::Platform, o.id).await.unwrap(), Some(paying.clone()));
     assert_eq!(audits(&db, "order.pay").len(), 1);
     assert!(audits(&db, "order.close").is_empty());
     // Wrong tenant: no write.
     let foreign = Order { tenant_id: f.other, status: OrderStatus::Closed, ..paying.clone() };
-    assert!(!f.repo.update_order(foreign, paying.state(), Some(audit("order.close", f.other, Some(o.id)))).await.unwrap());
+    assert!(!f.repo.update_order(foreign, paying.state(), audit("order.close", f.other, Some(o.id))).await.unwrap());
 
     let cash = insert(&f, draft(f.tenant, "U0000002", 100)).await;
     let read = cash.state();
@@ -360,7 +378,7 @@ store_test!(a_status_update_applies_only_over_the_status_it_read, |db| {
         updated_at: t0() + Duration::minutes(1),
         ..cash
     };
-    assert!(f.repo.update_order(offline.clone(), read, Some(audit("order.pay", f.tenant, Some(offline.id)))).await.unwrap());
+    assert!(f.repo.update_order(offline.clone(), read, audit("order.pay", f.tenant, Some(offline.id))).await.unwrap());
     assert_eq!(f.repo.get_order(Party::Platform, offline.id).await.unwrap(), Some(offline));
 });
 
@@ -472,7 +490,7 @@ store_test!(an_order_keeps_its_refunds_and_an_older_view_never_takes_a_final_one
     let neighbour = paid(&f, f.tenant, "K0000002", 100).await;
     let (a, b) = (known_refund(&o, 1, 30, RefundStatus::Processing), known_refund(&o, 2, 20, RefundStatus::Failed));
     let noted = Order { refunds: vec![a.clone(), b.clone()], updated_at: t0() + Duration::minutes(5), ..o.clone() };
-    assert!(f.repo.update_order(noted.clone(), o.state(), None).await.unwrap(), "a change of the refunds alone, unaudited");
+    assert!(f.repo.update_order(noted.clone(), o.state(), Effects::none()).await.unwrap(), "a change of the refunds alone, unaudited");
     assert_eq!(f.repo.get_order(Party::Platform, o.id).await.unwrap(), Some(noted.clone()));
 
     let a_done = known_refund(&o, 1, 30, RefundStatus::Succeeded);
@@ -483,13 +501,13 @@ store_test!(an_order_keeps_its_refunds_and_an_older_view_never_takes_a_final_one
         updated_at: t0() + Duration::minutes(6),
         ..o.clone()
     };
-    assert!(f.repo.update_order(settled.clone(), noted.state(), Some(audit("order.refund_settled", f.tenant, Some(o.id)))).await.unwrap());
+    assert!(f.repo.update_order(settled.clone(), noted.state(), audit("order.refund_settled", f.tenant, Some(o.id))).await.unwrap());
     // A writer holding an older view of the refunds (the first still processing, none of them,
     // or another order's) takes nothing back and adds nothing of another order.
     let elsewhere = known_refund(&neighbour, 3, 10, RefundStatus::Succeeded);
     for view in [vec![a.clone(), b.clone()], vec![], vec![elsewhere]] {
         let older = Order { refunds: view, ..settled.clone() };
-        assert!(f.repo.update_order(older, settled.state(), None).await.unwrap());
+        assert!(f.repo.update_order(older, settled.state(), Effects::none()).await.unwrap());
     }
 
     let stored = f.repo.get_order(Party::Platform, o.id).await.unwrap().unwrap();
@@ -502,9 +520,11 @@ store_test!(an_order_keeps_its_refunds_and_an_older_view_never_takes_a_final_one
     // The last processing one settles later: it moves.
     let c = known_refund(&o, 4, 5, RefundStatus::Processing);
     let more = Order { refunds: vec![c.clone()], ..stored.clone() };
-    assert!(f.repo.update_order(more, stored.state(), None).await.unwrap());
+    assert!(f.repo.update_order(more, stored.state(), Effects::none()).await.unwrap());
     let c_closed = known_refund(&o, 4, 5, RefundStatus::Closed);
-    assert!(f.repo.update_order(Order { refunds: vec![c_closed.clone()], ..stored.clone() }, stored.state(), None).await.unwrap());
+    assert!(
+        f.repo.update_order(Order { refunds: vec![c_closed.clone()], ..stored.clone() }, stored.state(), Effects::none()).await.unwrap()
+    );
     let last = f.repo.get_order(Party::Platform, o.id).await.unwrap().unwrap();
     assert_eq!(last.refunds.last(), Some(&c_closed));
     // A final one takes in what the ledger filled in later (when it settled), in its status
@@ -512,7 +532,7 @@ store_test!(an_order_keeps_its_refunds_and_an_older_view_never_takes_a_final_one
     let a_later = OrderRefund { settled_at: Some(t0() + Duration::minutes(9)), updated_at: t0() + Duration::minutes(9), ..a_done.clone() };
     let a_failed = OrderRefund { status: RefundStatus::Failed, ..a_done.clone() };
     for view in [vec![a_later.clone()], vec![a_failed]] {
-        assert!(f.repo.update_order(Order { refunds: view, ..last.clone() }, last.state(), None).await.unwrap());
+        assert!(f.repo.update_order(Order { refunds: view, ..last.clone() }, last.state(), Effects::none()).await.unwrap());
     }
     let refreshed = f.repo.get_order(Party::Platform, o.id).await.unwrap().unwrap();
     assert_eq!(refreshed.refunds[0], a_later);
@@ -529,11 +549,11 @@ store_test!(an_order_update_writes_what_the_order_knows_and_is_refused_when_what
         updated_at: t0() + Duration::minutes(3),
         ..o.clone()
     };
-    assert!(f.repo.update_order(synced.clone(), read, Some(audit("order.sync", f.tenant, Some(o.id)))).await.unwrap());
+    assert!(f.repo.update_order(synced.clone(), read, audit("order.sync", f.tenant, Some(o.id))).await.unwrap());
 
     // A writer that read the order before that refund was counted writes nothing.
     let stale = Order { refunded_amount: Money::from_fen(20), updated_at: t0() + Duration::minutes(4), ..synced.clone() };
-    assert!(!f.repo.update_order(stale.clone(), read, Some(audit("order.stale", f.tenant, Some(o.id)))).await.unwrap());
+    assert!(!f.repo.update_order(stale.clone(), read, audit("order.stale", f.tenant, Some(o.id))).await.unwrap());
     // Nor one whose read differs only in the paid amount, or in whether a discrepancy is set.
     let now = synced.state();
     for wrong in [
@@ -541,7 +561,7 @@ store_test!(an_order_update_writes_what_the_order_knows_and_is_refused_when_what
         OrderState { discrepancy: true, ..now },
         OrderState { status: OrderStatus::Paid, ..now },
     ] {
-        assert!(!f.repo.update_order(stale.clone(), wrong, Some(audit("order.stale", f.tenant, Some(o.id)))).await.unwrap(), "{wrong:?}");
+        assert!(!f.repo.update_order(stale.clone(), wrong, audit("order.stale", f.tenant, Some(o.id))).await.unwrap(), "{wrong:?}");
     }
     assert_eq!(f.repo.get_order(Party::Platform, o.id).await.unwrap(), Some(synced.clone()));
     assert!(audits(&db, "order.stale").is_empty());
@@ -564,12 +584,12 @@ store_test!(an_order_update_writes_what_the_order_knows_and_is_refused_when_what
         updated_at: t0() + Duration::minutes(5),
         ..other.clone()
     };
-    assert!(f.repo.update_order(odd.clone(), other.state(), Some(audit("order.sync", f.tenant, Some(other.id)))).await.unwrap());
+    assert!(f.repo.update_order(odd.clone(), other.state(), audit("order.sync", f.tenant, Some(other.id))).await.unwrap());
     assert_eq!(f.repo.get_order(Party::Platform, other.id).await.unwrap(), Some(odd.clone()));
     // Once a discrepancy is set, only a writer that read it may write.
     let resolved = Order { status: OrderStatus::Closed, discrepancy: None, updated_at: t0() + Duration::minutes(6), ..odd.clone() };
-    assert!(!f.repo.update_order(resolved.clone(), other.state(), Some(audit("order.stale", f.tenant, Some(other.id)))).await.unwrap());
-    assert!(f.repo.update_order(resolved.clone(), odd.state(), Some(audit("order.sync", f.tenant, Some(other.id)))).await.unwrap());
+    assert!(!f.repo.update_order(resolved.clone(), other.state(), audit("order.stale", f.tenant, Some(other.id))).await.unwrap());
+    assert!(f.repo.update_order(resolved.clone(), odd.state(), audit("order.sync", f.tenant, Some(other.id))).await.unwrap());
     assert_eq!(f.repo.get_order(Party::Platform, other.id).await.unwrap(), Some(resolved));
     assert_eq!(audits(&db, "order.sync").len(), 3);
     assert!(audits(&db, "order.stale").is_empty());
@@ -592,7 +612,7 @@ store_test!(racing_order_updates_over_one_read_let_exactly_one_apply, |db| {
         };
         tasks.push(tokio::spawn(async move {
             start.wait().await;
-            let wrote = repo.update_order(next.clone(), read, Some(audit("order.sync", tenant, Some(next.id)))).await.unwrap();
+            let wrote = repo.update_order(next.clone(), read, audit("order.sync", tenant, Some(next.id))).await.unwrap();
             (wrote, next)
         }));
     }
@@ -651,18 +671,18 @@ store_test!(orders_due_for_expiry_are_the_unpaid_ones_past_it_oldest_first, |db|
     let later = insert(&f, Order { expires_at: at(10), ..draft(f.other, "E0000002", 100) }).await;
     let paying = insert(&f, Order { expires_at: at(1), ..draft(f.tenant, "E0000003", 100) }).await;
     let moved = Order { status: OrderStatus::Paying, updated_at: at(0), ..paying.clone() };
-    assert!(f.repo.update_order(moved, paying.state(), Some(audit("order.pay", f.tenant, Some(paying.id)))).await.unwrap());
+    assert!(f.repo.update_order(moved, paying.state(), audit("order.pay", f.tenant, Some(paying.id))).await.unwrap());
     insert(&f, Order { expires_at: at(60), ..draft(f.tenant, "E0000004", 100) }).await;
     // A paid order is not due, whatever its expiry says.
     let cash = insert(&f, Order { expires_at: at(2), ..draft(f.tenant, "E0000005", 100) }).await;
     let read = cash.state();
     let cash = Order { status: OrderStatus::Paid, paid_amount: cash.amount, ..cash };
-    assert!(f.repo.update_order(cash, read, Some(audit("order.pay", f.tenant, None))).await.unwrap());
+    assert!(f.repo.update_order(cash, read, audit("order.pay", f.tenant, None)).await.unwrap());
     // Nor is one with a discrepancy: a person resolves it, expiry does not close it.
     let odd = insert(&f, Order { expires_at: at(3), ..draft(f.tenant, "E0000006", 100) }).await;
     let read = odd.state();
     let odd = Order { status: OrderStatus::Paying, discrepancy: Some("the pay platform reported 99 fen".into()), ..odd };
-    assert!(f.repo.update_order(odd, read, Some(audit("order.pay", f.tenant, None))).await.unwrap());
+    assert!(f.repo.update_order(odd, read, audit("order.pay", f.tenant, None)).await.unwrap());
 
     let due = f.repo.due_for_expiry(at(10), 10).await.unwrap();
     let first = f.repo.due_for_expiry(at(10), 1).await.unwrap();

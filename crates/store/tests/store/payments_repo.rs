@@ -1,12 +1,12 @@
 //! Contract tests of the payment repository — the one ledger of the payment routes' and the
 //! orders' money — on SQLite and PostgreSQL.
 #![allow(clippy::unwrap_used)]
-use atrium_kernel::{AuditRecord, Error, Money, NewJob, Party, Reason, Timestamp};
+use atrium_kernel::{AuditRecord, Error, Event, Money, NewJob, Party, Reason, Timestamp};
 use atrium_orders::{Order, OrderRepo, OrderStatus};
 use atrium_org::*;
 use atrium_payments::*;
 use atrium_store::schema::{
-    audit_logs, jobs, pay_provider, payment_configs, payment_refunds, payment_shares, payment_transactions, tenants,
+    audit_logs, events, jobs, pay_provider, payment_configs, payment_refunds, payment_shares, payment_transactions, tenants,
 };
 use atrium_store::{Db, FieldCipher, OrdersStore, OrgStore, PaymentStore, store_test};
 use chrono::{Duration, TimeZone, Utc};
@@ -121,13 +121,13 @@ fn none() -> Effects {
     Effects::default()
 }
 
-/// Effects tagged `tag`, to find them again with [`written`]: a job of kind `tag` and an audit
-/// record with action `tag`.
+/// Effects tagged `tag`, to find them again with [`written`]: a job of kind `tag`, an audit
+/// record with action `tag` and an event carrying `tag`.
 fn effects(tenant_id: i64, tag: &str) -> Effects {
     Effects {
         jobs: vec![NewJob { kind: tag.into(), tenant_id: Some(tenant_id), payload: json!({ "tag": tag }), run_at: t0(), dedupe_key: None }],
         audit: Some(AuditRecord::system(t0(), tag, "payment", None).owned_by(None, Some(tenant_id))),
-        discrepancy: None,
+        events: vec![Event::new("test.tagged", t0(), Some(tenant_id), None, json!({ "tag": tag }))],
     }
 }
 
@@ -136,6 +136,9 @@ fn written(db: &Db, tag: &str) -> (i64, i64) {
     let mut conn = db.conn().unwrap();
     let jobs: i64 = jobs::table.filter(jobs::kind.eq(tag)).count().get_result(&mut *conn).unwrap();
     let audits: i64 = audit_logs::table.filter(audit_logs::action.eq(tag)).count().get_result(&mut *conn).unwrap();
+    let tagged = format!("%\"tag\":\"{tag}\"%");
+    let events: i64 = events::table.filter(events::data.like(tagged)).count().get_result(&mut *conn).unwrap();
+    assert_eq!(events, audits, "the events of `{tag}` are written with its audit records, or neither");
     (jobs, audits)
 }
 
@@ -147,7 +150,7 @@ fn rule(max_refunds: u32) -> RefundRule {
 /// A stored order of the tenant, pending.
 async fn order(f: &Fixture, tenant_id: i64, order_no: &str, amount: i64) -> Order {
     let (o, audit) = new_order(tenant_id, order_no, amount);
-    f.orders.insert_order(o, audit).await.unwrap()
+    f.orders.insert_order(o, Effects::audited(audit)).await.unwrap()
 }
 
 /// A pending order of the tenant to store, with its audit record.
@@ -223,7 +226,7 @@ async fn pay(f: &Fixture, tx: Transaction) -> Transaction {
         updated_at: t0() + Duration::minutes(1),
         ..tx
     };
-    assert!(f.repo.update_transaction(done.clone(), TradeState::NotPay, none()).await.unwrap());
+    assert!(f.repo.update_transaction(done.clone(), TradeState::NotPay, None, none()).await.unwrap());
     done
 }
 
@@ -320,9 +323,9 @@ store_test!(a_transaction_update_applies_only_over_the_state_it_read, |db| {
         Transaction { prepay_id: Some("wx201410272009395522657a690389285100".into()), trade_state: TradeState::UserPaying, ..tx.clone() };
     let closed = Transaction { trade_state: TradeState::Closed, ..tx.clone() };
 
-    assert!(f.repo.update_transaction(paying.clone(), TradeState::NotPay, none()).await.unwrap());
+    assert!(f.repo.update_transaction(paying.clone(), TradeState::NotPay, None, none()).await.unwrap());
     // A racing writer that also read NOTPAY loses and must read again.
-    assert!(!f.repo.update_transaction(closed, TradeState::NotPay, none()).await.unwrap());
+    assert!(!f.repo.update_transaction(closed, TradeState::NotPay, None, none()).await.unwrap());
     assert_eq!(f.repo.get_transaction(f.tenant, "T1".into()).await.unwrap(), Some(paying.clone()));
 
     let done = paid(&f, f.tenant, "T2", 500).await;
@@ -348,13 +351,13 @@ store_test!(an_update_never_erases_a_recorded_discrepancy, |db| {
         updated_at: t0() + Duration::minutes(1),
         ..tx.clone()
     };
-    assert!(f.repo.update_transaction(mismatched.clone(), TradeState::NotPay, none()).await.unwrap());
+    assert!(f.repo.update_transaction(mismatched.clone(), TradeState::NotPay, None, none()).await.unwrap());
     assert_eq!(f.repo.get_transaction(f.tenant, "T1".into()).await.unwrap(), Some(mismatched.clone()));
 
     // A writer that never saw it (an older read) closes the transaction: the state moves, the
     // discrepancy stays.
     let closed = Transaction { trade_state: TradeState::Closed, updated_at: t0() + Duration::minutes(2), ..tx.clone() };
-    assert!(f.repo.update_transaction(closed, TradeState::NotPay, none()).await.unwrap());
+    assert!(f.repo.update_transaction(closed, TradeState::NotPay, None, none()).await.unwrap());
     let stored = f.repo.get_transaction(f.tenant, "T1".into()).await.unwrap().unwrap();
     assert_eq!((stored.trade_state, stored.discrepancy.as_deref()), (TradeState::Closed, Some(why)));
     // Another discrepancy does not replace the first.
@@ -364,7 +367,7 @@ store_test!(an_update_never_erases_a_recorded_discrepancy, |db| {
         updated_at: t0() + Duration::minutes(3),
         ..stored
     };
-    assert!(f.repo.update_transaction(other, TradeState::Closed, none()).await.unwrap());
+    assert!(f.repo.update_transaction(other, TradeState::Closed, None, none()).await.unwrap());
     let stored = f.repo.get_transaction(f.tenant, "T1".into()).await.unwrap().unwrap();
     assert_eq!((stored.trade_state, stored.discrepancy.as_deref()), (TradeState::Success, Some(why)));
     assert!(!stored.is_paid(), "a transaction with a discrepancy is not paid");
@@ -443,7 +446,7 @@ store_test!(one_live_transaction_per_order_when_an_online_and_an_offline_insert_
         let winner = pair.iter().find_map(|a| a.as_ref().ok()).unwrap().clone();
         let loser = if winner.method == PaymentMethod::Offline { online(o) } else { offline(o) };
         let read = winner.trade_state;
-        assert!(f.repo.update_transaction(Transaction { trade_state: TradeState::Closed, ..winner }, read, none()).await.unwrap());
+        assert!(f.repo.update_transaction(Transaction { trade_state: TradeState::Closed, ..winner }, read, None, none()).await.unwrap());
         let second = f.repo.insert_transaction(loser, none()).await.unwrap();
         assert_eq!(f.repo.order_transaction(f.tenant, o.id).await.unwrap(), Some(second));
         let third = Transaction { out_trade_no: format!("{}-2", o.order_no), ..offline(o) };
@@ -463,11 +466,19 @@ store_test!(a_closed_or_revoked_transaction_makes_way_for_another_of_its_order, 
     let closed = Transaction { out_trade_no: "W0000001-closed".into(), trade_state: TradeState::Closed, ..online(&o) };
     assert!(matches!(f.repo.insert_transaction(closed, none()).await.unwrap_err(), Error::Conflict(..)));
 
-    assert!(f.repo.update_transaction(Transaction { trade_state: TradeState::Closed, ..first }, TradeState::NotPay, none()).await.unwrap());
+    assert!(
+        f.repo
+            .update_transaction(Transaction { trade_state: TradeState::Closed, ..first }, TradeState::NotPay, None, none())
+            .await
+            .unwrap()
+    );
     let second = f.repo.insert_transaction(offline(&o), effects(f.tenant, "tx.second")).await.unwrap();
     assert_eq!(written(&db, "tx.second"), (1, 1));
     assert!(
-        f.repo.update_transaction(Transaction { trade_state: TradeState::Revoked, ..second }, TradeState::Success, none()).await.unwrap()
+        f.repo
+            .update_transaction(Transaction { trade_state: TradeState::Revoked, ..second }, TradeState::Success, None, none())
+            .await
+            .unwrap()
     );
     let third = Transaction { out_trade_no: "W0000001-3".into(), ..offline(&o) };
     f.repo.insert_transaction(third, none()).await.unwrap();
@@ -486,7 +497,7 @@ store_test!(the_orders_transaction_is_its_live_one_even_before_a_newer_closed_on
         async move {
             let read = tx.trade_state;
             let closed = Transaction { trade_state: TradeState::Closed, updated_at: t0() + Duration::minutes(5), ..tx };
-            assert!(repo.update_transaction(closed.clone(), read, none()).await.unwrap());
+            assert!(repo.update_transaction(closed.clone(), read, None, none()).await.unwrap());
             closed
         }
     };
@@ -505,7 +516,7 @@ store_test!(the_orders_transaction_is_its_live_one_even_before_a_newer_closed_on
         updated_at: t0() + Duration::minutes(6),
         ..older
     };
-    assert!(f.repo.update_transaction(late.clone(), TradeState::Closed, none()).await.unwrap());
+    assert!(f.repo.update_transaction(late.clone(), TradeState::Closed, None, none()).await.unwrap());
     assert!(newer.id > late.id);
     assert_eq!(f.repo.order_transaction(f.tenant, o.id).await.unwrap(), Some(late));
     assert_eq!(f.repo.order_transaction(f.other, o.id).await.unwrap(), None, "another tenant's order id");
@@ -560,7 +571,7 @@ store_test!(refund_reservations_follow_the_rules_in_order, |db| {
     assert_eq!(reserve(refund(f.tenant, "T2", "R6", 1), 50).await, RefundReservation::Refused(RefundRefusal::NotPaid));
     let odd = pay(&f, transaction(f.tenant, "T3", 100)).await;
     let odd = Transaction { discrepancy: Some("reported in USD".into()), ..odd };
-    assert!(f.repo.update_transaction(odd, TradeState::Success, none()).await.unwrap());
+    assert!(f.repo.update_transaction(odd, TradeState::Success, None, none()).await.unwrap());
     assert_eq!(reserve(refund(f.tenant, "T3", "R7", 1), 50).await, RefundReservation::Refused(RefundRefusal::NotPaid));
     paid(&f, f.tenant, "T4", 100).await;
     let too_late = Refund { created_at: t0() + Duration::days(366), ..refund(f.tenant, "T4", "R8", 1) };
@@ -611,8 +622,8 @@ store_test!(the_effects_of_a_refused_ledger_write_are_not_written_and_of_an_acce
     // Update: a stale read writes nothing; a current one writes.
     let tx = f.repo.get_transaction(f.tenant, "E0000001".into()).await.unwrap().unwrap();
     let paying = Transaction { trade_state: TradeState::UserPaying, ..tx.clone() };
-    assert!(!f.repo.update_transaction(paying.clone(), TradeState::Closed, effects(f.tenant, "update.stale")).await.unwrap());
-    assert!(f.repo.update_transaction(paying, TradeState::NotPay, effects(f.tenant, "update.current")).await.unwrap());
+    assert!(!f.repo.update_transaction(paying.clone(), TradeState::Closed, None, effects(f.tenant, "update.stale")).await.unwrap());
+    assert!(f.repo.update_transaction(paying, TradeState::NotPay, None, effects(f.tenant, "update.current")).await.unwrap());
     // Reservation: refused by the rule (unpaid), refused for its number (existing), accepted.
     let wanted = Refund { order_id: Some(o.id), ..refund(f.tenant, "E0000001", "R1", 10) };
     let refused = f.repo.reserve_refund(wanted.clone(), rule(50), effects(f.tenant, "reserve.refused")).await.unwrap();
@@ -653,7 +664,8 @@ store_test!(the_effects_of_a_refused_ledger_write_are_not_written_and_of_an_acce
 store_test!(a_ledger_write_whose_effects_cannot_be_written_is_undone_whole, |db| {
     let f = fixture(&db).await;
     paid(&f, f.tenant, "T1", 100).await;
-    // A job of a tenant that does not exist breaks the jobs table's foreign key.
+    // A job of a tenant that does not exist breaks the jobs table's foreign key (the jobs are
+    // written last: the audit record and the event before it are undone with the change).
     let broken = |tag: &str| {
         let mut e = effects(f.tenant, tag);
         e.jobs.insert(0, NewJob { tenant_id: Some(f.other + 1000), ..e.jobs[0].clone() });
@@ -664,7 +676,7 @@ store_test!(a_ledger_write_whose_effects_cannot_be_written_is_undone_whole, |db|
     assert!(f.repo.reserve_refund(refund(f.tenant, "T1", "R1", 10), rule(50), broken("broken.reserve")).await.is_err());
     let stored = f.repo.get_transaction(f.tenant, "T1".into()).await.unwrap().unwrap();
     let refunding = Transaction { trade_state: TradeState::Refund, ..stored.clone() };
-    assert!(f.repo.update_transaction(refunding, TradeState::Success, broken("broken.update")).await.is_err());
+    assert!(f.repo.update_transaction(refunding, TradeState::Success, None, broken("broken.update")).await.is_err());
 
     assert_eq!(f.repo.get_transaction(f.tenant, "T2".into()).await.unwrap(), None);
     assert_eq!(f.repo.get_refund(f.tenant, "R1".into()).await.unwrap(), None);
@@ -928,10 +940,14 @@ store_test!(open_discrepancies_counts_the_transactions_holding_one_in_every_tena
     let other = f.repo.insert_transaction(transaction(f.other, "T3", 100), none()).await.unwrap();
 
     // Act
-    assert!(f.repo.update_transaction(Transaction { discrepancy: why.clone(), ..tx.clone() }, TradeState::NotPay, none()).await.unwrap());
-    assert!(f.repo.update_transaction(Transaction { discrepancy: why.clone(), ..other }, TradeState::NotPay, none()).await.unwrap());
+    assert!(
+        f.repo.update_transaction(Transaction { discrepancy: why.clone(), ..tx.clone() }, TradeState::NotPay, None, none()).await.unwrap()
+    );
+    assert!(f.repo.update_transaction(Transaction { discrepancy: why.clone(), ..other }, TradeState::NotPay, None, none()).await.unwrap());
     // Closing it later keeps the discrepancy, and the count.
-    assert!(f.repo.update_transaction(Transaction { trade_state: TradeState::Closed, ..tx }, TradeState::NotPay, none()).await.unwrap());
+    assert!(
+        f.repo.update_transaction(Transaction { trade_state: TradeState::Closed, ..tx }, TradeState::NotPay, None, none()).await.unwrap()
+    );
 
     // Assert
     assert_eq!(f.repo.open_discrepancies().await.unwrap(), 2);
@@ -1010,7 +1026,7 @@ store_test!(an_order_and_a_transaction_racing_for_one_number_cannot_both_take_it
         let (repo, go) = (f.orders.clone(), start.clone());
         orders.push(tokio::spawn(async move {
             go.wait().await;
-            repo.insert_order(o, audit).await
+            repo.insert_order(o, Effects::audited(audit)).await
         }));
         let tx = transaction(f.tenant, no, 100);
         let (repo, go, effects) = (f.repo.clone(), start.clone(), effects(f.tenant, "tx.number"));
@@ -1112,7 +1128,7 @@ store_test!(a_switch_of_mode_waits_until_every_payment_and_refund_is_final, |db|
     assert_eq!(f.repo.get_config(f.tenant).await.unwrap().unwrap().mode, PaymentMode::Direct, "nothing written");
 
     let paid = Transaction { trade_state: TradeState::Success, success_time: Some(t0() + Duration::minutes(1)), ..unpaid };
-    assert!(f.repo.update_transaction(paid.clone(), TradeState::NotPay, none()).await.unwrap());
+    assert!(f.repo.update_transaction(paid.clone(), TradeState::NotPay, None, none()).await.unwrap());
     let reserved = f.repo.reserve_refund(refund(f.tenant, &paid.out_trade_no, "R1", 50), rule(50), none()).await.unwrap();
     assert!(matches!(reserved, RefundReservation::Reserved(_)), "{reserved:?}");
     assert_eq!(f.repo.unfinished(f.tenant).await.unwrap(), 1, "a processing refund is in flight");
@@ -1583,7 +1599,7 @@ async fn pay_at(f: &Fixture, tx: Transaction, at: Timestamp) -> Transaction {
         updated_at: at,
         ..tx
     };
-    assert!(f.repo.update_transaction(done.clone(), TradeState::NotPay, none()).await.unwrap());
+    assert!(f.repo.update_transaction(done.clone(), TradeState::NotPay, None, none()).await.unwrap());
     done
 }
 
@@ -1654,7 +1670,7 @@ store_test!(earnings_sum_the_paid_sub_merchant_payments_and_the_earners_shares_b
     f.repo.insert_transaction(sub(transaction(f.tenant, "T_UNPAID", 777)), none()).await.unwrap();
     let odd = f.repo.insert_transaction(sub(transaction(f.tenant, "T_ODD", 555)), none()).await.unwrap();
     let odd = Transaction { discrepancy: Some("1 fen reported for 555".into()), updated_at: may_1, ..odd };
-    assert!(f.repo.update_transaction(odd, TradeState::NotPay, none()).await.unwrap());
+    assert!(f.repo.update_transaction(odd, TradeState::NotPay, None, none()).await.unwrap());
 
     let day = |d| EarningsKey::Day(chrono::NaiveDate::from_ymd_opt(2026, 5, d).unwrap());
     let date = |m, d| chrono::NaiveDate::from_ymd_opt(2026, m, d).unwrap();
@@ -1742,7 +1758,6 @@ store_test!(a_share_discrepancy_is_kept_once_over_the_share_as_read_and_is_found
     let sent: Vec<Share> =
         stored.iter().map(|s| Share { status: ShareStatus::Succeeded, updated_at: t0() + Duration::minutes(5), ..s.clone() }).collect();
     f.repo.update_shares(sent.clone(), stored.iter().map(|s| (s.status, s.out_order_no.clone())).collect(), none()).await.unwrap();
-    let audit = || effects(f.tenant, "share.discrepancy").audit.unwrap();
     let day = (t0() - Duration::hours(1), t0() + Duration::hours(1));
 
     // The day's sent shares, each payment's all; a pending one was never sent.
@@ -1753,15 +1768,19 @@ store_test!(a_share_discrepancy_is_kept_once_over_the_share_as_read_and_is_found
     assert_eq!(f.repo.shares_changed(f.tenant, day.1, day.1 + Duration::days(1), 0, 10).await.unwrap(), [], "another day");
     let open_before = f.repo.open_discrepancies().await.unwrap();
 
-    let found = |share: &Share, why: &str| Effects {
-        jobs: vec![],
-        audit: Some(audit()),
-        discrepancy: Some(NewDiscrepancy::of_share(share, None, why, t0())),
-    };
-    let stale = f.repo.share_discrepancy(stored[1].clone(), "read before it succeeded".into(), found(&stored[1], "stale")).await.unwrap();
+    let found = |share: &Share, why: &str| NewDiscrepancy::of_share(share, None, why, t0());
+    let with = |found: &NewDiscrepancy| Effects { jobs: vec![], ..effects(f.tenant, "share.discrepancy") }.with_event(found.event(None));
+    let stale_found = found(&stored[1], "read before it succeeded");
+    let stale = f.repo.share_discrepancy(stored[1].clone(), stale_found.clone(), with(&stale_found)).await.unwrap();
     let why = "closed (ACCOUNT_ABNORMAL) on the platform";
-    let kept = f.repo.share_discrepancy(sent[1].clone(), why.into(), found(&sent[1], why)).await.unwrap();
-    let again = f.repo.share_discrepancy(sent[1].clone(), "found again".into(), found(&sent[1], "found again")).await.unwrap();
+    let kept = f.repo.share_discrepancy(sent[1].clone(), found(&sent[1], why), with(&found(&sent[1], why))).await.unwrap();
+    let again_found = found(&sent[1], "found again");
+    let again = f.repo.share_discrepancy(sent[1].clone(), again_found.clone(), with(&again_found)).await.unwrap();
+    let reported: i64 = {
+        let mut conn = db.conn().unwrap();
+        events::table.filter(events::kind.eq("payment.discrepancy")).count().get_result(&mut *conn).unwrap()
+    };
+    assert_eq!(reported, 1, "one payment.discrepancy event, with the one recorded");
 
     assert_eq!((stale, kept, again), (false, true, false));
     assert_eq!(written(&db, "share.discrepancy").1, 1, "audited once");
@@ -1819,10 +1838,10 @@ async fn misreported(f: &Fixture, no: &str, fen: i64, reported: i64) -> Transact
     let tx = f.repo.insert_transaction(transaction(f.tenant, no, fen), none()).await.unwrap();
     let why = format!("the pay platform reported {reported} fen paid for {fen}");
     let marked = Transaction { discrepancy: Some(why.clone()), transaction_id: Some(format!("42000{no}")), ..tx.clone() };
-    let effects = Effects { discrepancy: Some(NewDiscrepancy::of_payment(&marked, &why)), ..none() };
-    assert!(f.repo.update_transaction(marked.clone(), tx.trade_state, effects.clone()).await.unwrap());
+    let found = NewDiscrepancy::of_payment(&marked, &why);
+    assert!(f.repo.update_transaction(marked.clone(), tx.trade_state, Some(found.clone()), none()).await.unwrap());
     // Found again (a second notification): still one to resolve.
-    assert!(f.repo.update_transaction(marked.clone(), tx.trade_state, effects).await.unwrap());
+    assert!(f.repo.update_transaction(marked.clone(), tx.trade_state, Some(found), none()).await.unwrap());
     marked
 }
 

@@ -15,6 +15,13 @@ async fn expiry_closes_a_pending_order_without_asking_the_ledger() {
     let audit = db.audits().pop().unwrap();
     assert_eq!((audit.action.as_str(), audit.actor_user_id, audit.target_id), ("order.close", None, Some(1)));
     assert_eq!((audit.tenant_id, audit.partner_id), (Some(TENANT), Some(PARTNER)));
+    assert_eq!(
+        db.events(),
+        [(
+            "order.closed",
+            serde_json::json!({"id": 1, "tenant_id": TENANT, "order_no": order_no_of(1), "status": "closed", "amount": 1000})
+        )]
+    );
 }
 
 #[tokio::test]
@@ -40,6 +47,7 @@ async fn expiry_asks_the_ledger_to_close_a_paying_order_then_syncs_it_closed() {
     assert_eq!(ledger.state(1).payment.map(|p| p.state), Some(PaymentState::Closed));
     assert_eq!(db.order(1).status, OrderStatus::Closed);
     assert_eq!(db.actions(), ["order.close"]);
+    assert_eq!(db.event_kinds(), ["order.closed"]);
 }
 
 #[tokio::test]

@@ -222,6 +222,11 @@ async fn an_offline_payment_is_recorded_by_the_ledger_and_the_order_becomes_paid
     let audit = db.audits().pop().unwrap();
     assert_eq!(audit.action, "order.paid");
     assert_eq!(audit.after.unwrap()["payment"]["reference"], "BANK 2026-0042");
+    let events = db.events();
+    assert_eq!(
+        events.iter().map(|(kind, d)| (*kind, d["method"].as_str(), d["paid_amount"].as_i64())).collect::<Vec<_>>(),
+        [("order.paid", Some("offline"), Some(1000))]
+    );
 }
 
 #[tokio::test]

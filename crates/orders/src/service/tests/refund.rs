@@ -120,6 +120,8 @@ async fn a_refund_answers_the_order_as_synced_with_the_ledgers_refund() {
     let stored = db.order(1);
     assert_eq!((stored.status, stored.refunded_amount), (OrderStatus::Refunded, Money::from_fen(1000)));
     assert_eq!(db.actions(), ["order.refund_settled", "order.refund_settled"]);
+    let amounts: Vec<_> = db.events().into_iter().map(|(kind, d)| (kind, d["amount"].clone(), d["refunded_amount"].clone())).collect();
+    assert_eq!(amounts, [("order.refunded", 250.into(), 250.into()), ("order.refunded", 750.into(), 1000.into())]);
 }
 
 #[tokio::test]
@@ -131,6 +133,7 @@ async fn a_processing_refund_is_shown_but_refunds_nothing_yet() {
     assert_eq!((view.order.status, view.order.refunded_amount), (OrderStatus::Paid, Money::ZERO));
     assert_eq!(view.order.refunds.iter().map(|r| r.status).collect::<Vec<_>>(), [RefundStatus::Processing]);
     assert!(db.audits().is_empty(), "nothing of the order changed");
+    assert!(db.events().is_empty(), "nothing refunded yet");
 }
 
 #[tokio::test]

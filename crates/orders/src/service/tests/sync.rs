@@ -164,7 +164,7 @@ async fn a_sync_records_the_ledgers_payment_once_and_then_answers_stale() {
     assert_eq!((first, again), (EventOutcome::Applied, EventOutcome::Stale));
     let stored = db.order(1);
     assert_eq!((stored.status, stored.paid_amount), (OrderStatus::Paid, Money::from_fen(1000)));
-    assert_eq!(stored.payment.and_then(|p| p.transaction_id).as_deref(), Some("4200000001"));
+    assert_eq!(stored.payment.clone().and_then(|p| p.transaction_id).as_deref(), Some("4200000001"));
     assert_eq!(db.writes(), 1, "the second sync writes nothing");
     let audits = db.audits();
     assert_eq!(audits.len(), 1);
@@ -172,6 +172,19 @@ async fn a_sync_records_the_ledgers_payment_once_and_then_answers_stale() {
     assert_eq!((audits[0].tenant_id, audits[0].partner_id), (Some(TENANT), Some(PARTNER)));
     assert_eq!(audits[0].before.as_ref().unwrap()["status"], "paying");
     assert_eq!(audits[0].after.as_ref().unwrap()["status"], "paid");
+    let paid_at = stored.payment.as_ref().and_then(|p| p.paid_at);
+    assert_eq!(
+        db.events(),
+        [(
+            "order.paid",
+            serde_json::json!({
+                "id": 1, "tenant_id": TENANT, "order_no": order_no_of(1), "status": "paid", "amount": 1000, "paid_amount": 1000,
+                "method": "wechat_jsapi", "out_trade_no": order_no_of(1), "transaction_id": "4200000001", "paid_at": paid_at,
+            })
+        )],
+        "one event, written with the one write"
+    );
+    assert_eq!(db.events.lock().unwrap()[0].partner_id, Some(PARTNER));
 }
 
 #[tokio::test]
@@ -206,6 +219,20 @@ async fn syncing_partial_then_full_refunds_counts_only_the_succeeded_ones() {
         [(1, RefundStatus::Succeeded), (2, RefundStatus::Failed), (3, RefundStatus::Succeeded), (4, RefundStatus::Processing)]
     );
     assert_eq!(db.actions(), ["order.refund_settled", "order.refund_settled"], "noting a refund is not audited; the ledger audits it");
+    let refunded: Vec<_> = db
+        .events()
+        .into_iter()
+        .map(|(kind, d)| (kind, d["out_refund_no"].clone(), d["amount"].clone(), d["refunded_amount"].clone(), d["status"].clone()))
+        .collect();
+    let no = |id| serde_json::Value::from(refund(&o, id, 0, RefundStatus::Processing).out_refund_no);
+    assert_eq!(
+        refunded,
+        [
+            ("order.refunded", no(1), 300.into(), 300.into(), "partially_refunded".into()),
+            ("order.refunded", no(3), 700.into(), 1000.into(), "refunded".into()),
+        ],
+        "one event for each refund that succeeded: none while processing, none for the failed one"
+    );
 }
 
 #[tokio::test]
@@ -223,6 +250,7 @@ async fn a_discrepancy_is_shown_the_order_is_not_paid_and_expiry_leaves_it_alone
     assert_eq!((view.status, view.paid_amount), (OrderStatus::Paying, Money::ZERO));
     assert_eq!((closed, db.order(1).status), (0, OrderStatus::Paying));
     assert_eq!(db.actions(), ["order.discrepancy"]);
+    assert_eq!(db.event_kinds(), [] as [&str; 0], "the ledger reports the discrepancy (payment.discrepancy); the order is not paid");
 }
 
 #[tokio::test]
@@ -264,6 +292,7 @@ async fn a_lost_conditional_write_is_read_again_and_ends_right() {
     assert_eq!((stored.status, stored.paid_amount), (OrderStatus::Paid, Money::from_fen(1000)));
     let audit = db.audits().pop().unwrap();
     assert_eq!((audit.action.as_str(), audit.before.unwrap()["status"].as_str()), ("order.paid", Some("paying")));
+    assert_eq!(db.event_kinds(), ["order.paid"], "the lost write left no event");
 }
 
 #[tokio::test]

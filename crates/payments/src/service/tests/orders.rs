@@ -54,7 +54,7 @@ async fn a_change_of_an_orders_transaction_carries_one_order_event_and_a_stale_r
     assert_eq!((paid, late), (NotifyOutcome::Applied, NotifyOutcome::Stale));
     let stored = cell.lock().unwrap().clone();
     assert_eq!((stored.trade_state, stored.transaction_id.as_deref()), (TradeState::Success, Some("4200000001")));
-    assert_eq!(*effects.lock().unwrap(), [Effects { jobs: vec![order_changed(ORDER)], audit: None, discrepancy: None }]);
+    assert_eq!(*effects.lock().unwrap(), [Effects { jobs: vec![order_changed(ORDER)], audit: None, events: Vec::new() }]);
 }
 
 #[tokio::test]
@@ -93,7 +93,7 @@ async fn a_refund_of_an_order_settled_by_a_query_carries_the_order_event_in_the_
     assert_eq!(outcome, JobOutcome::Done);
     let written = ledger.written();
     assert_eq!(ledger.writes(), [("update_refund", "R1".to_owned())]);
-    assert_eq!(written[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None, discrepancy: None });
+    assert_eq!(written[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None, events: Vec::new() });
     assert_eq!(ledger.refunds()[0].status, RefundStatus::Succeeded);
 }
 
@@ -223,10 +223,10 @@ async fn recording_an_offline_payment_closes_the_orders_open_platform_payment_fi
     let offline_no = offline_trade_no(ORDER_NO);
     assert_eq!(ledger.writes(), [("update_transaction", ORDER_NO.to_owned()), ("insert_transaction", offline_no)], "closed first");
     let written = ledger.written();
-    assert_eq!(written[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None, discrepancy: None });
+    assert_eq!(written[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None, events: Vec::new() });
     assert_eq!(
         written[1].effects,
-        Effects { jobs: vec![order_changed(ORDER)], audit: Some(order_audit("order.pay_offline")), discrepancy: None }
+        Effects { jobs: vec![order_changed(ORDER)], audit: Some(order_audit("order.pay_offline")), events: Vec::new() }
     );
 }
 
@@ -348,7 +348,7 @@ async fn refunding_an_offline_payment_reserves_a_succeeded_refund_and_never_call
     assert_eq!(ledger.writes(), [("reserve_refund", "OR1".to_owned())], "reserved once");
     assert_eq!(
         written[0].effects,
-        Effects { jobs: vec![order_changed(ORDER)], audit: Some(order_audit("order.refund")), discrepancy: None },
+        Effects { jobs: vec![order_changed(ORDER)], audit: Some(order_audit("order.refund")), events: Vec::new() },
         "nothing to settle"
     );
 }
@@ -418,7 +418,7 @@ async fn closing_an_order_closes_its_open_platform_payment_with_the_order_event(
     svc.close_order(TENANT, ORDER).await.unwrap();
 
     assert_eq!(ledger.tx(ORDER_NO).map(|t| t.trade_state), Some(TradeState::Closed));
-    assert_eq!(ledger.written()[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None, discrepancy: None });
+    assert_eq!(ledger.written()[0].effects, Effects { jobs: vec![order_changed(ORDER)], audit: None, events: Vec::new() });
 }
 
 #[tokio::test]
@@ -539,7 +539,8 @@ async fn a_closed_platform_payment_reported_paid_after_the_order_was_paid_offlin
     let written = ledger.written();
     assert_eq!(written[0].effects.jobs, vec![order_changed(ORDER)]);
     assert_eq!(written[0].effects.audit.as_ref().map(|a| a.action.as_str()), Some("payment.discrepancy"));
-    let found = written[0].effects.discrepancy.as_ref().expect("recorded to be resolved");
+    let found = written[0].found.as_ref().expect("recorded to be resolved");
+    assert_eq!(written[0].effects.events.iter().map(|e| e.kind).collect::<Vec<_>>(), [crate::events::PAYMENT_DISCREPANCY]);
     assert_eq!((found.kind, found.out_trade_no.as_str(), found.share_id), (DiscrepancyKind::PaidTwice, ORDER_NO, None));
     assert!(ledger.tx(&offline_trade_no(ORDER_NO)).is_some_and(|t| t.is_paid()));
 }

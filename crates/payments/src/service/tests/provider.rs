@@ -273,7 +273,7 @@ async fn a_sub_merchant_places_through_the_provider_and_its_transaction_keeps_th
         *ins.lock().unwrap() = Some(t.clone());
         Ok(t)
     });
-    repo.expect_update_transaction().times(1).returning(move |t, _, _| {
+    repo.expect_update_transaction().times(1).returning(move |t, _, _, _| {
         *write.lock().unwrap() = Some(t);
         Ok(true)
     });

@@ -32,7 +32,7 @@ async fn a_unified_order_stores_the_transaction_places_it_and_signs_pay_params()
         .times(1)
         .in_sequence(&mut seq)
         .returning(|_, _| Ok("prepay-1".into()));
-    repo.expect_update_transaction().times(1).in_sequence(&mut seq).returning(move |t, read_state, _| {
+    repo.expect_update_transaction().times(1).in_sequence(&mut seq).returning(move |t, read_state, _, _| {
         assert_eq!(read_state, TradeState::NotPay);
         *write.lock().unwrap() = Some(t);
         Ok(true)
@@ -206,7 +206,7 @@ async fn a_write_that_loses_a_race_reads_again_and_keeps_the_furthest_state() {
     let (mut repo, cell) = repo_holding(Some(config()), tx("T0000001", TradeState::NotPay));
     let write = cell.clone();
     let mut first = true;
-    repo.expect_update_transaction().times(1).returning(move |_, _, _| {
+    repo.expect_update_transaction().times(1).returning(move |_, _, _, _| {
         assert!(std::mem::take(&mut first), "written once: the second read finds nothing to change");
         write.lock().unwrap().trade_state = TradeState::Success;
         Ok(false)
