@@ -18,10 +18,12 @@ fn employee_repo() -> MockEmployeeRepo {
     let mut repo = MockEmployeeRepo::new();
     repo.expect_tenant_partner().returning(|_scope, _tenant| Ok(None));
     let stored = rows.clone();
-    repo.expect_insert_employee().returning(move |mut employee, audit| {
+    repo.expect_insert_employee().returning(move |mut employee, effects| {
         let mut rows = stored.lock().unwrap_or_else(PoisonError::into_inner);
         employee.id = Id::try_from(rows.len()).unwrap_or(Id::MAX) + 1;
-        println!("  (storage) employee {} stored with the audit record {:?}", employee.id, audit.action);
+        let action = effects.audit.as_ref().map(|a| a.action.as_str());
+        let events: Vec<&str> = effects.events.iter().map(|e| e.kind).collect();
+        println!("  (storage) employee {} stored with the audit record {action:?} and the events {events:?}", employee.id);
         rows.push(employee.clone());
         Ok(employee)
     });

@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod events;
 mod ids;
 mod model;
 mod ports;

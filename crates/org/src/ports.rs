@@ -1,8 +1,9 @@
 //! Org's ports: storage of partners, tenants, employees and the audit trail (every write
-//! takes the [`AuditRecord`] to store in the same transaction), and [`AccessChanged`], which
+//! takes the [`Effects`] — audit record, events — to store in the same transaction, written
+//! only with the change), and [`AccessChanged`], which
 //! tells identity that a party change changed its users' access.
 use async_trait::async_trait;
-use atrium_kernel::{AuditRecord, Id, Page, Party, Result};
+use atrium_kernel::{Effects, Id, Page, Party, Result};
 
 use crate::model::{AuditEntry, AuditQuery, Employee, EmployeeQuery, Partner, PartnerQuery, Tenant, TenantQuery};
 
@@ -14,14 +15,14 @@ pub trait PartnerRepo: Send + Sync + 'static {
     async fn list_partners(&self, scope: Party, query: PartnerQuery) -> Result<Page<Partner>>;
     /// The partner, if it exists and is in `scope`.
     async fn get_partner(&self, scope: Party, id: Id) -> Result<Option<Partner>>;
-    /// Inserts `partner` (its `id` is ignored) and `audit` (its `target_id` set) atomically.
-    async fn insert_partner(&self, partner: Partner, audit: AuditRecord) -> Result<Partner>;
-    /// Saves every field of `partner` and `audit` atomically.
-    async fn update_partner(&self, partner: Partner, audit: AuditRecord) -> Result<Partner>;
+    /// Inserts `partner` (its `id` is ignored) and `effects` ([`Effects::created`]) atomically.
+    async fn insert_partner(&self, partner: Partner, effects: Effects) -> Result<Partner>;
+    /// Saves every field of `partner` and `effects` atomically.
+    async fn update_partner(&self, partner: Partner, effects: Effects) -> Result<Partner>;
     /// Deletes the partner. Unless `cascade`, MUST return `Conflict` while tenants or users
     /// belong to it; with `cascade` removes them (and what belongs to those tenants) too.
     /// Returns the ids of users deleted.
-    async fn delete_partner(&self, id: Id, cascade: bool, audit: AuditRecord) -> Result<Vec<Id>>;
+    async fn delete_partner(&self, id: Id, cascade: bool, effects: Effects) -> Result<Vec<Id>>;
 }
 
 /// Storage of tenants. Every read is filtered by `scope`; out-of-scope rows are absent.
@@ -35,13 +36,13 @@ pub trait TenantRepo: Send + Sync + 'static {
     /// Whether a partner with this id exists (for references from a tenant).
     async fn partner_exists(&self, id: Id) -> Result<bool>;
     /// MUST return `Conflict` for a credit code already used by another tenant.
-    async fn insert_tenant(&self, tenant: Tenant, audit: AuditRecord) -> Result<Tenant>;
-    /// Saves every field of `tenant` and `audit` atomically. MUST return `Conflict` for a
+    async fn insert_tenant(&self, tenant: Tenant, effects: Effects) -> Result<Tenant>;
+    /// Saves every field of `tenant` and `effects` atomically. MUST return `Conflict` for a
     /// credit code already used by another tenant.
-    async fn update_tenant(&self, tenant: Tenant, audit: AuditRecord) -> Result<Tenant>;
+    async fn update_tenant(&self, tenant: Tenant, effects: Effects) -> Result<Tenant>;
     /// Unless `cascade`, MUST return `Conflict` while employees or users belong to the
     /// tenant; with `cascade` removes them too. Returns the ids of users deleted.
-    async fn delete_tenant(&self, id: Id, cascade: bool, audit: AuditRecord) -> Result<Vec<Id>>;
+    async fn delete_tenant(&self, id: Id, cascade: bool, effects: Effects) -> Result<Vec<Id>>;
 }
 
 /// Storage of employees. Every read is filtered by `scope`; out-of-scope rows are absent.
@@ -55,12 +56,12 @@ pub trait EmployeeRepo: Send + Sync + 'static {
     /// The partner of a tenant in scope, `Err(NotFound)` if the tenant is not in scope.
     async fn tenant_partner(&self, scope: Party, tenant_id: Id) -> Result<Option<Id>>;
     /// MUST return `Conflict` for a duplicate employee number or id card number in the tenant.
-    async fn insert_employee(&self, employee: Employee, audit: AuditRecord) -> Result<Employee>;
-    /// Saves every field of `employee` and `audit` atomically. MUST return `Conflict` for a
+    async fn insert_employee(&self, employee: Employee, effects: Effects) -> Result<Employee>;
+    /// Saves every field of `employee` and `effects` atomically. MUST return `Conflict` for a
     /// duplicate employee number or id card number in the tenant.
-    async fn update_employee(&self, employee: Employee, audit: AuditRecord) -> Result<Employee>;
+    async fn update_employee(&self, employee: Employee, effects: Effects) -> Result<Employee>;
     /// MUST return `Conflict` while payroll records refer to the employee.
-    async fn delete_employee(&self, id: Id, audit: AuditRecord) -> Result<()>;
+    async fn delete_employee(&self, id: Id, effects: Effects) -> Result<()>;
 }
 
 /// Reading stored audit entries, newest first. Partner callers see entries about their

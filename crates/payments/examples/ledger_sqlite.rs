@@ -39,7 +39,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The records a ledger's order payment refers to: a tenant and its order.
     let org = OrgStore::new(db.clone(), FieldCipher::new(&MASTER_KEY));
     let tenant = org
-        .insert_tenant(Tenant::draft(None, "Example Trading Co.", now), AuditRecord::system(now, "tenant.create", "tenant", None))
+        .insert_tenant(
+            Tenant::draft(None, "Example Trading Co.", now),
+            Effects::audited(AuditRecord::system(now, "tenant.create", "tenant", None)),
+        )
         .await?;
     let orders = OrdersStore::new(db.clone());
     let order = Order {

@@ -447,7 +447,7 @@ mod tests {
         let now = chrono::Utc::now();
         let org = OrgStore::new(db.clone(), FieldCipher::new(&[9u8; 32]));
         let audit = atrium_kernel::AuditRecord::system(now, "tenant.create", "tenant", None);
-        let tenant = org.insert_tenant(Tenant::draft(None, "T", now), audit).await.unwrap().id;
+        let tenant = org.insert_tenant(Tenant::draft(None, "T", now), atrium_kernel::Effects::audited(audit)).await.unwrap().id;
         let store = Arc::new(ReleaseStore::new(db.clone(), FieldCipher::new(&[9u8; 32])));
         for (state, expires_at) in [("expired", now - chrono::Duration::days(2)), ("live", now + chrono::Duration::minutes(30))] {
             let attempt = AuthorizationAttempt {

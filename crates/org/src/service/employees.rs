@@ -1,12 +1,13 @@
 //! Employees of a tenant: added to the caller's tenant (or one in its scope), never moved to
 //! another; amounts checked again on the way in.
 use atrium_kernel::payroll::HousingFundRate;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, Id, Label, Money, Name, Page, Result, Text};
+use atrium_kernel::{Actor, AuditRecord, Clock, Effects, Error, Id, Label, Money, Name, Page, Result, Text};
 use std::convert::identity;
 use std::sync::Arc;
 
 use super::{apply, audit_json};
 use crate::api::{EmployeePatch, NewEmployee};
+use crate::events;
 use crate::model::{Employee, EmployeeQuery, EmployeeStatus};
 use crate::ports::EmployeeRepo;
 
@@ -73,7 +74,8 @@ impl EmployeeService {
         let audit = AuditRecord::by(actor, now, "employee.create", "employee", None)
             .owned_by(partner_id, Some(tenant_id))
             .change(None, Some(&audit_json(&employee)));
-        self.repo.insert_employee(employee, audit).await
+        let effects = Effects::audited(audit).with_event(events::employee_created(&employee, now));
+        self.repo.insert_employee(employee, effects).await
     }
 
     /// Changes an employee in the caller's scope; it stays with its tenant.
@@ -105,16 +107,18 @@ impl EmployeeService {
         let audit = AuditRecord::by(actor, a.updated_at, action, "employee", Some(id))
             .owned_by(None, Some(a.tenant_id))
             .change(Some(&audit_json(&before)), Some(&audit_json(&a)));
-        self.repo.update_employee(a, audit).await
+        let effects = Effects::audited(audit).with_events(events::employee_updated(&before, &a, a.updated_at));
+        self.repo.update_employee(a, effects).await
     }
 
     /// Deletes an employee in the caller's scope: a `Conflict` while payroll refers to it (set it
     /// `left` instead).
     pub async fn delete(&self, actor: &Actor, id: Id) -> Result<()> {
         let before = self.get(actor, id).await?;
-        let audit = AuditRecord::by(actor, self.clock.now(), "employee.delete", "employee", Some(id))
+        let now = self.clock.now();
+        let audit = AuditRecord::by(actor, now, "employee.delete", "employee", Some(id))
             .owned_by(None, Some(before.tenant_id))
             .change(Some(&audit_json(&before)), None);
-        self.repo.delete_employee(id, audit).await
+        self.repo.delete_employee(id, Effects::audited(audit).with_event(events::employee_deleted(&before, now))).await
     }
 }

@@ -1,6 +1,6 @@
 //! Partners (agents): only platform users create, delete or change the status of one.
 use atrium_kernel::Reason;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, Id, Label, Name, Page, Party, Result};
+use atrium_kernel::{Actor, AuditRecord, Clock, Effects, Error, Id, Label, Name, Page, Party, Result};
 use std::convert::identity;
 use std::sync::Arc;
 
@@ -50,7 +50,7 @@ impl PartnerService {
             updated_at: now,
         };
         let audit = AuditRecord::by(actor, now, "partner.create", "partner", None).change(None, Some(&audit_json(&partner)));
-        self.repo.insert_partner(partner, audit).await
+        self.repo.insert_partner(partner, Effects::audited(audit)).await
     }
 
     /// Changes a partner in the caller's scope; only platform users change its status, which ends
@@ -72,7 +72,7 @@ impl PartnerService {
             .owned_by(Some(id), None)
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
         let status_changed = after.status != before.status;
-        let saved = self.repo.update_partner(after, audit).await?;
+        let saved = self.repo.update_partner(after, Effects::audited(audit)).await?;
         if status_changed {
             self.access.party_changed();
         }
@@ -89,7 +89,7 @@ impl PartnerService {
         let audit = AuditRecord::by(actor, self.clock.now(), "partner.delete", "partner", Some(id))
             .owned_by(Some(id), None)
             .change(Some(&audit_json(&before)), None);
-        let users = self.repo.delete_partner(id, cascade, audit).await?;
+        let users = self.repo.delete_partner(id, cascade, Effects::audited(audit)).await?;
         for u in users {
             self.access.user_access_changed(u);
         }

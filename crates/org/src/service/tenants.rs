@@ -1,7 +1,7 @@
 //! Tenants (enterprises): created under the caller's partner; only the platform moves one to
 //! another partner, and a tenant never changes its own status.
 use atrium_kernel::Reason;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, Id, Label, Name, Page, Party, Result};
+use atrium_kernel::{Actor, AuditRecord, Clock, Effects, Error, Id, Label, Name, Page, Party, Result};
 use std::sync::Arc;
 
 use super::{apply, audit_json};
@@ -73,7 +73,7 @@ impl TenantService {
         let audit = AuditRecord::by(actor, now, "tenant.create", "tenant", None)
             .owned_by(partner_id, None)
             .change(None, Some(&audit_json(&tenant)));
-        self.repo.insert_tenant(tenant, audit).await
+        self.repo.insert_tenant(tenant, Effects::audited(audit)).await
     }
 
     /// Changes a tenant in the caller's scope. Only platform users move it to another partner, and a
@@ -121,7 +121,7 @@ impl TenantService {
             .owned_by(after.partner_id, Some(id))
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
         let standing_changed = after.status != before.status || after.partner_id != before.partner_id;
-        let saved = self.repo.update_tenant(after, audit).await?;
+        let saved = self.repo.update_tenant(after, Effects::audited(audit)).await?;
         if standing_changed {
             self.access.party_changed();
         }
@@ -138,7 +138,7 @@ impl TenantService {
         let audit = AuditRecord::by(actor, self.clock.now(), "tenant.delete", "tenant", Some(id))
             .owned_by(before.partner_id, Some(id))
             .change(Some(&audit_json(&before)), None);
-        for u in self.repo.delete_tenant(id, cascade, audit).await? {
+        for u in self.repo.delete_tenant(id, cascade, Effects::audited(audit)).await? {
             self.access.user_access_changed(u);
         }
         Ok(())

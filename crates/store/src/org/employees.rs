@@ -1,11 +1,10 @@
 use super::tenants::ids_of_partner;
-use super::{
-    Counted, OrgStore, audit_created, count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total, up_to, write_audit,
-};
+use super::{Counted, OrgStore, count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total, up_to};
 use crate::crypto::FieldCipher;
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::ids_in::ids_in;
+use crate::outbox;
 use crate::schema::{employee_gaps, employees, tenants};
 use crate::static_sql::{StaticSql, static_sql};
 use crate::time::{DbTime, from_db, to_db};
@@ -13,7 +12,7 @@ use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::payroll::HousingFundRate;
-use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, SortOrder};
+use atrium_kernel::{Effects, Error, Id, Money, Page, Party, Result, SortOrder};
 use atrium_org::{BankAccount, Employee, EmployeeQuery, EmployeeRepo, EmployeeSort, EmployeeStatus, IdCardNo};
 use chrono::{NaiveDate, NaiveDateTime};
 use diesel::dsl::sql;
@@ -757,7 +756,7 @@ impl EmployeeRepo for OrgStore {
         self.db.run(move |conn| super::tenants::tenant_partner(conn, scope, tenant_id)).await
     }
 
-    async fn insert_employee(&self, e: Employee, audit: AuditRecord) -> Result<Employee> {
+    async fn insert_employee(&self, e: Employee, effects: Effects) -> Result<Employee> {
         let cipher = self.cipher.clone();
         self.write_searched(move |conn| {
             let id: i64 = diesel::insert_into(employees::table)
@@ -765,13 +764,13 @@ impl EmployeeRepo for OrgStore {
                 .returning(employees::id)
                 .get_result(conn)
                 .map_err(conflict_message)?;
-            audit_created(conn, audit, id)?;
+            outbox::write_created(conn, effects, id)?;
             Ok(Employee { id, ..e })
         })
         .await
     }
 
-    async fn update_employee(&self, e: Employee, audit: AuditRecord) -> Result<Employee> {
+    async fn update_employee(&self, e: Employee, effects: Effects) -> Result<Employee> {
         let cipher = self.cipher.clone();
         self.write_searched(move |conn| {
             // The tenant and creation time never change; the record carries them unchanged.
@@ -782,13 +781,13 @@ impl EmployeeRepo for OrgStore {
             if n == 0 {
                 return Err(Error::NotFound("employee"));
             }
-            write_audit(conn, &audit)?;
+            outbox::write(conn, &effects)?;
             Ok(e)
         })
         .await
     }
 
-    async fn delete_employee(&self, id: Id, audit: AuditRecord) -> Result<()> {
+    async fn delete_employee(&self, id: Id, effects: Effects) -> Result<()> {
         self.write_searched(move |conn| {
             let n = diesel::delete(employees::table.find(id)).execute(conn).map_err(|e| match db_error(e) {
                 Error::Conflict(..) => {
@@ -799,7 +798,7 @@ impl EmployeeRepo for OrgStore {
             if n == 0 {
                 return Err(Error::NotFound("employee"));
             }
-            write_audit(conn, &audit)
+            outbox::write(conn, &effects)
         })
         .await
     }

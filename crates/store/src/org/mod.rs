@@ -1,6 +1,5 @@
 //! Repositories of the org domain: partners, tenants, employees and the audit
 //! trail. Each write stores its audit record in the same transaction.
-pub(crate) use crate::audit_log::{audit_created, write_audit};
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, MultiBackend};
 use crate::error::db_error;

@@ -1,12 +1,13 @@
-use super::{OrgStore, audit_created, count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
+use super::{OrgStore, count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
 use crate::db::DbConn;
 use crate::error::db_error;
+use crate::outbox;
 use crate::schema::{partners, tenants, users};
 use crate::time::{DbTime, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{AuditRecord, Error, Id, Page, Party, PartyType, Result, SortOrder};
+use atrium_kernel::{Effects, Error, Id, Page, Party, PartyType, Result, SortOrder};
 use atrium_org::{Partner, PartnerQuery, PartnerRepo, PartnerSort, PartnerStatus};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -98,7 +99,7 @@ impl PartnerRepo for OrgStore {
         self.db.run(move |conn| get(conn, scope, id)).await
     }
 
-    async fn insert_partner(&self, p: Partner, audit: AuditRecord) -> Result<Partner> {
+    async fn insert_partner(&self, p: Partner, effects: Effects) -> Result<Partner> {
         self.db
             .write(move |conn| {
                 let id: i64 = diesel::insert_into(partners::table)
@@ -114,13 +115,13 @@ impl PartnerRepo for OrgStore {
                     .returning(partners::id)
                     .get_result(conn)
                     .map_err(db_error)?;
-                audit_created(conn, audit, id)?;
+                outbox::write_created(conn, effects, id)?;
                 Ok(Partner { id, ..p })
             })
             .await
     }
 
-    async fn update_partner(&self, p: Partner, audit: AuditRecord) -> Result<Partner> {
+    async fn update_partner(&self, p: Partner, effects: Effects) -> Result<Partner> {
         self.db
             .write(move |conn| {
                 let n = diesel::update(partners::table.find(p.id))
@@ -137,13 +138,15 @@ impl PartnerRepo for OrgStore {
                 if n == 0 {
                     return Err(Error::NotFound("partner"));
                 }
-                write_audit(conn, &audit)?;
+                outbox::write(conn, &effects)?;
                 Ok(p)
             })
             .await
     }
 
-    async fn delete_partner(&self, id: Id, cascade: bool, audit: AuditRecord) -> Result<Vec<Id>> {
+    async fn delete_partner(&self, id: Id, cascade: bool, effects: Effects) -> Result<Vec<Id>> {
+        // Tokens the deletion revokes are revoked as of the deletion.
+        let at = effects.audit.as_ref().map_or_else(chrono::Utc::now, |a| a.at);
         self.db
             .write(move |conn| {
                 let tenant_ids: Vec<i64> =
@@ -164,9 +167,9 @@ impl PartnerRepo for OrgStore {
                 }
                 let mut removed = Vec::new();
                 for t in tenant_ids {
-                    removed.extend(super::tenants::delete_cascade(conn, t, audit.at)?);
+                    removed.extend(super::tenants::delete_cascade(conn, t, at)?);
                 }
-                crate::docs::revoke_tokens_issued_by(conn, &partner_users, audit.at)?;
+                crate::docs::revoke_tokens_issued_by(conn, &partner_users, at)?;
                 crate::docs::remove_party_documents(conn, PartyType::Partner, id)?;
                 diesel::delete(users::table.filter(users::partner_id.eq(id))).execute(conn).map_err(db_error)?;
                 removed.extend(partner_users);
@@ -177,7 +180,7 @@ impl PartnerRepo for OrgStore {
                 if n == 0 {
                     return Err(Error::NotFound("partner"));
                 }
-                write_audit(conn, &audit)?;
+                outbox::write(conn, &effects)?;
                 Ok(removed)
             })
             .await

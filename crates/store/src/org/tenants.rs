@@ -1,13 +1,14 @@
-use super::{OrgStore, audit_created, count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total, write_audit};
+use super::{OrgStore, count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
+use crate::outbox;
 use crate::schema::{employees, partners, roles, tenants, users};
 use crate::time::{DbTime, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::payroll::PayrollPolicy;
-use atrium_kernel::{AuditRecord, Error, Id, Page, Party, PartyType, Result, SortOrder, Timestamp};
+use atrium_kernel::{Effects, Error, Id, Page, Party, PartyType, Result, SortOrder, Timestamp};
 use atrium_org::{Tenant, TenantQuery, TenantRepo, TenantSort, TenantStatus};
 use chrono::NaiveDateTime;
 use diesel::dsl;
@@ -199,7 +200,7 @@ impl TenantRepo for OrgStore {
         self.db.run(move |conn| partner_exists(conn, id)).await
     }
 
-    async fn insert_tenant(&self, t: Tenant, audit: AuditRecord) -> Result<Tenant> {
+    async fn insert_tenant(&self, t: Tenant, effects: Effects) -> Result<Tenant> {
         self.db
             .write(move |conn| {
                 let id: i64 = diesel::insert_into(tenants::table)
@@ -207,25 +208,27 @@ impl TenantRepo for OrgStore {
                     .returning(tenants::id)
                     .get_result(conn)
                     .map_err(db_error)?;
-                audit_created(conn, audit, id)?;
+                outbox::write_created(conn, effects, id)?;
                 Ok(Tenant { id, ..t })
             })
             .await
     }
 
-    async fn update_tenant(&self, t: Tenant, audit: AuditRecord) -> Result<Tenant> {
+    async fn update_tenant(&self, t: Tenant, effects: Effects) -> Result<Tenant> {
         self.write_searched(move |conn| {
             let n = diesel::update(tenants::table.find(t.id)).set(changes(&t)?).execute(conn).map_err(db_error)?;
             if n == 0 {
                 return Err(Error::NotFound("tenant"));
             }
-            write_audit(conn, &audit)?;
+            outbox::write(conn, &effects)?;
             Ok(t)
         })
         .await
     }
 
-    async fn delete_tenant(&self, id: Id, cascade: bool, audit: AuditRecord) -> Result<Vec<Id>> {
+    async fn delete_tenant(&self, id: Id, cascade: bool, effects: Effects) -> Result<Vec<Id>> {
+        // Tokens the deletion revokes are revoked as of the deletion.
+        let at = effects.audit.as_ref().map_or_else(chrono::Utc::now, |a| a.at);
         self.write_searched(move |conn| {
             let employees: i64 = employees::table.filter(employees::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
             let users: i64 = users::table.filter(users::tenant_id.eq(id)).count().get_result(conn).map_err(db_error)?;
@@ -242,8 +245,8 @@ impl TenantRepo for OrgStore {
             if tenants::table.find(id).count().get_result::<i64>(conn).map_err(db_error)? == 0 {
                 return Err(Error::NotFound("tenant"));
             }
-            let removed = delete_cascade(conn, id, audit.at)?;
-            write_audit(conn, &audit)?;
+            let removed = delete_cascade(conn, id, at)?;
+            outbox::write(conn, &effects)?;
             Ok(removed)
         })
         .await

@@ -1,6 +1,6 @@
 //! Contract tests of the release-campaign repository, on SQLite and PostgreSQL.
 #![allow(clippy::unwrap_used)]
-use atrium_kernel::{AuditRecord, Error, ListQuery, Party, Reason, StrEnum, Timestamp};
+use atrium_kernel::{AuditRecord, Effects, Error, ListQuery, Party, Reason, StrEnum, Timestamp};
 use atrium_miniprogram::campaign::{CampaignQuery, CampaignTenantQuery};
 use atrium_miniprogram::*;
 use atrium_org::*;
@@ -42,12 +42,13 @@ async fn fixture(db: &Db) -> Fixture {
             created_at: t0(),
             updated_at: t0(),
         };
-        partners.push(org.insert_partner(p, AuditRecord::system(t0(), "partner.create", "partner", None)).await.unwrap().id);
+        partners
+            .push(org.insert_partner(p, Effects::audited(AuditRecord::system(t0(), "partner.create", "partner", None))).await.unwrap().id);
     }
     let mut tenants = vec![];
     for partner in [partners[0]; 8].into_iter().chain([partners[1]]) {
         let t = Tenant::draft(Some(partner), "T", t0());
-        tenants.push(org.insert_tenant(t, AuditRecord::system(t0(), "tenant.create", "tenant", None)).await.unwrap().id);
+        tenants.push(org.insert_tenant(t, Effects::audited(AuditRecord::system(t0(), "tenant.create", "tenant", None))).await.unwrap().id);
     }
     let stranger = tenants.pop().unwrap();
     Fixture { repo: CampaignStore::new(db.clone()), partner: partners[0], other_partner: partners[1], tenants, stranger }
@@ -643,7 +644,7 @@ store_test!(a_partner_sees_and_counts_only_the_tenants_in_its_scope_now, |db| {
     for (tenant_id, to) in [(t[1], Some(f.other_partner)), (t[3], None)] {
         let mut moved = org.get_tenant(Party::Platform, tenant_id).await.unwrap().unwrap();
         moved.partner_id = to;
-        org.update_tenant(moved, AuditRecord::system(t0(), "tenant.update", "tenant", Some(tenant_id))).await.unwrap();
+        org.update_tenant(moved, Effects::audited(AuditRecord::system(t0(), "tenant.update", "tenant", Some(tenant_id)))).await.unwrap();
     }
     assert_eq!(f.repo.tenants_outside(partner, c.id, None, 10).await.unwrap(), [t[1], t[3]]);
     assert_eq!(f.repo.tenants_outside(partner, c.id, None, 1).await.unwrap(), [t[1]], "at most the limit");

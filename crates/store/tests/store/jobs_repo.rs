@@ -81,10 +81,14 @@ store_test!(a_claim_takes_the_earliest_due_job_of_the_kinds_asked_for, |db| {
 store_test!(a_job_keeps_its_tenant_and_payload, |db| {
     let org = atrium_store::OrgStore::new(db.clone(), atrium_store::FieldCipher::new(&[9u8; 32]));
     let t = atrium_org::Tenant::draft(None, "T", t0());
-    let tenant = atrium_org::TenantRepo::insert_tenant(&org, t, atrium_kernel::AuditRecord::system(t0(), "tenant.create", "tenant", None))
-        .await
-        .unwrap()
-        .id;
+    let tenant = atrium_org::TenantRepo::insert_tenant(
+        &org,
+        t,
+        atrium_kernel::Effects::audited(atrium_kernel::AuditRecord::system(t0(), "tenant.create", "tenant", None)),
+    )
+    .await
+    .unwrap()
+    .id;
     let q = DbJobStore::new(db.clone());
     let payload = json!({"out_refund_no": "R-1", "amounts": [1, 2, 3], "note": "退款"});
     q.enqueue(NewJob { tenant_id: Some(tenant), payload: payload.clone(), ..job("refund.settle", t0(), None) }).await.unwrap();

@@ -43,12 +43,13 @@ async fn fixture(db: &Db) -> Fixture {
             created_at: t0(),
             updated_at: t0(),
         };
-        partners.push(org.insert_partner(p, AuditRecord::system(t0(), "partner.create", "partner", None)).await.unwrap().id);
+        partners
+            .push(org.insert_partner(p, Effects::audited(AuditRecord::system(t0(), "partner.create", "partner", None))).await.unwrap().id);
     }
     let mut tenants = vec![];
     for partner in [partners[0], partners[0], partners[1]] {
         let t = Tenant::draft(Some(partner), "T", t0());
-        tenants.push(org.insert_tenant(t, AuditRecord::system(t0(), "tenant.create", "tenant", None)).await.unwrap().id);
+        tenants.push(org.insert_tenant(t, Effects::audited(AuditRecord::system(t0(), "tenant.create", "tenant", None))).await.unwrap().id);
     }
     Fixture {
         repo: OrdersStore::new(db.clone()),

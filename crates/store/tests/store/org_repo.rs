@@ -1,7 +1,7 @@
 //! Contract tests of the org repositories, on SQLite and (when configured) PostgreSQL.
 #![allow(clippy::unwrap_used)]
 use atrium_kernel::payroll::HousingFundRate;
-use atrium_kernel::{AuditRecord, Error, Money, Party, Timestamp};
+use atrium_kernel::{AuditRecord, Effects, Error, Money, Party, Timestamp};
 use atrium_org::*;
 use atrium_store::{Db, FieldCipher, OrgStore, store_test};
 use chrono::{TimeZone, Utc};
@@ -59,14 +59,14 @@ async fn partner(s: &OrgStore) -> i64 {
         created_at: t0(),
         updated_at: t0(),
     };
-    s.insert_partner(p, audit("partner.create", "partner")).await.unwrap().id
+    s.insert_partner(p, Effects::audited(audit("partner.create", "partner"))).await.unwrap().id
 }
 
 store_test!(sensitive_employee_fields_are_encrypted_at_rest_and_read_back, |db| {
     let s = store(&db);
-    let t = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap();
+    let t = s.insert_tenant(tenant(None), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap();
 
-    let e = s.insert_employee(employee(t.id, "E1"), audit("employee.create", "employee")).await.unwrap();
+    let e = s.insert_employee(employee(t.id, "E1"), Effects::audited(audit("employee.create", "employee"))).await.unwrap();
 
     assert_eq!(e.id_card_no.as_ref().map(IdCardNo::as_str), Some("11010519491231002X"));
     let mut conn = db.conn().unwrap();
@@ -84,31 +84,82 @@ store_test!(sensitive_employee_fields_are_encrypted_at_rest_and_read_back, |db| 
 
 store_test!(a_duplicate_employee_number_in_one_tenant_is_a_conflict, |db| {
     let s = store(&db);
-    let t1 = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap();
-    let t2 = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap();
+    let t1 = s.insert_tenant(tenant(None), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap();
+    let t2 = s.insert_tenant(tenant(None), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap();
     let mut first = employee(t1.id, "E1");
     first.id_card_no = None;
-    s.insert_employee(first.clone(), audit("employee.create", "employee")).await.unwrap();
+    s.insert_employee(first.clone(), Effects::audited(audit("employee.create", "employee"))).await.unwrap();
 
-    let again = s.insert_employee(first.clone(), audit("employee.create", "employee")).await.unwrap_err();
-    let elsewhere = s.insert_employee(Employee { tenant_id: t2.id, ..first }, audit("employee.create", "employee")).await;
+    let again = s.insert_employee(first.clone(), Effects::audited(audit("employee.create", "employee"))).await.unwrap_err();
+    let elsewhere = s.insert_employee(Employee { tenant_id: t2.id, ..first }, Effects::audited(audit("employee.create", "employee"))).await;
 
     assert!(matches!(again, Error::Conflict(_, ref m) if m.contains("employee number")), "{again:?}");
     assert!(elsewhere.is_ok());
+});
+
+store_test!(an_employees_events_are_written_with_its_changes_and_a_refused_write_leaves_none, |db| {
+    use atrium_store::schema::events;
+    use diesel::prelude::*;
+    let s = store(&db);
+    let p = partner(&s).await;
+    let t = s.insert_tenant(tenant(Some(p)), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap();
+    let mut first = employee(t.id, "E1");
+    first.id_card_no = None;
+    let created =
+        |e: &Employee| Effects::audited(audit("employee.create", "employee")).with_event(atrium_org::events::employee_created(e, t0()));
+
+    let e = s.insert_employee(first.clone(), created(&first)).await.unwrap();
+    let refused = s.insert_employee(first.clone(), created(&first)).await;
+    let renamed = Employee { name: "Renamed".into(), ..e.clone() };
+    let updated = atrium_org::events::employee_updated(&e, &renamed, t0());
+    s.update_employee(renamed.clone(), Effects::audited(audit("employee.update", "employee")).with_events(updated)).await.unwrap();
+    s.delete_employee(
+        e.id,
+        Effects::audited(audit("employee.delete", "employee")).with_event(atrium_org::events::employee_deleted(&renamed, t0())),
+    )
+    .await
+    .unwrap();
+
+    assert!(matches!(refused, Err(Error::Conflict(..))), "{refused:?}");
+    let mut conn = db.conn().unwrap();
+    let written: Vec<(String, Option<i64>, Option<i64>, Option<i64>, String)> = events::table
+        .order(events::id.asc())
+        .select((events::kind, events::subject_id, events::tenant_id, events::partner_id, events::data))
+        .load(&mut *conn)
+        .unwrap();
+    let kinds: Vec<(&str, Option<i64>, Option<i64>, Option<i64>)> = written.iter().map(|w| (w.0.as_str(), w.1, w.2, w.3)).collect();
+    let about = (Some(e.id), Some(t.id), Some(p));
+    assert_eq!(
+        kinds,
+        [
+            ("employee.created", about.0, about.1, about.2),
+            ("employee.updated", about.0, about.1, about.2),
+            ("employee.deleted", about.0, about.1, about.2)
+        ],
+        "one event per change that committed, none for the refused duplicate; the partner is the tenant's"
+    );
+    let created: serde_json::Value = serde_json::from_str(&written[0].4).unwrap();
+    assert_eq!(
+        (created["id"].as_i64(), created["tenant_id"].as_i64(), created["name"].as_str()),
+        (Some(e.id), Some(t.id), Some("Worker E1"))
+    );
+    assert!(!written.iter().any(|w| w.4.contains("19491231") || w.4.contains("4567890")), "no id card or bank numbers in events");
+    let updated: serde_json::Value = serde_json::from_str(&written[1].4).unwrap();
+    assert_eq!(updated["changed"], serde_json::json!(["name"]));
 });
 
 store_test!(scope_filters_employees_by_partner_and_tenant, |db| {
     let s = store(&db);
     let p1 = partner(&s).await;
     let p2 = partner(&s).await;
-    let t1 = s.insert_tenant(tenant(Some(p1)), audit("tenant.create", "tenant")).await.unwrap().id;
-    let t2 = s.insert_tenant(tenant(Some(p2)), audit("tenant.create", "tenant")).await.unwrap().id;
+    let t1 = s.insert_tenant(tenant(Some(p1)), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap().id;
+    let t2 = s.insert_tenant(tenant(Some(p2)), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap().id;
     let mut e1 = employee(t1, "A");
     e1.id_card_no = None;
     let mut e2 = employee(t2, "B");
     e2.id_card_no = None;
-    let e1 = s.insert_employee(e1, audit("employee.create", "employee")).await.unwrap();
-    s.insert_employee(e2, audit("employee.create", "employee")).await.unwrap();
+    let e1 = s.insert_employee(e1, Effects::audited(audit("employee.create", "employee"))).await.unwrap();
+    s.insert_employee(e2, Effects::audited(audit("employee.create", "employee"))).await.unwrap();
 
     let as_p1 = s.list_employees(Party::Partner { partner_id: p1 }, EmployeeQuery::default()).await.unwrap();
     let as_t2 = s.get_employee(Party::Tenant { tenant_id: t2, partner_id: Some(p2) }, e1.id).await.unwrap();
@@ -121,11 +172,11 @@ store_test!(scope_filters_employees_by_partner_and_tenant, |db| {
 
 store_test!(a_tenant_with_employees_is_deleted_only_with_cascade, |db| {
     let s = store(&db);
-    let t = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap().id;
-    s.insert_employee(employee(t, "E1"), audit("employee.create", "employee")).await.unwrap();
+    let t = s.insert_tenant(tenant(None), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap().id;
+    s.insert_employee(employee(t, "E1"), Effects::audited(audit("employee.create", "employee"))).await.unwrap();
 
-    let refused = s.delete_tenant(t, false, audit("tenant.delete", "tenant")).await.unwrap_err();
-    s.delete_tenant(t, true, audit("tenant.delete", "tenant")).await.unwrap();
+    let refused = s.delete_tenant(t, false, Effects::audited(audit("tenant.delete", "tenant"))).await.unwrap_err();
+    s.delete_tenant(t, true, Effects::audited(audit("tenant.delete", "tenant"))).await.unwrap();
 
     assert!(matches!(refused, Error::Conflict(..)));
     assert!(s.get_tenant(Party::Platform, t).await.unwrap().is_none());
@@ -148,7 +199,8 @@ store_test!(the_audit_trail_refuses_updates_and_deletes, |db| {
 store_test!(audit_entries_are_scoped_to_their_owning_party, |db| {
     let s = store(&db);
     let p1 = partner(&s).await;
-    let t1 = s.insert_tenant(tenant(Some(p1)), audit("tenant.create", "tenant").owned_by(Some(p1), None)).await.unwrap().id;
+    let t1 =
+        s.insert_tenant(tenant(Some(p1)), Effects::audited(audit("tenant.create", "tenant").owned_by(Some(p1), None))).await.unwrap().id;
 
     let as_tenant = s.list_audit(Party::Tenant { tenant_id: t1, partner_id: Some(p1) }, AuditQuery::default()).await.unwrap();
     let as_partner = s.list_audit(Party::Partner { partner_id: p1 }, AuditQuery::default()).await.unwrap();
@@ -162,22 +214,22 @@ store_test!(audit_entries_are_scoped_to_their_owning_party, |db| {
 store_test!(list_totals_stay_exact_through_inserts_deletes_and_filters, |db| {
     let s = store(&db);
     let p1 = partner(&s).await;
-    let t1 = s.insert_tenant(tenant(Some(p1)), audit("tenant.create", "tenant")).await.unwrap().id;
-    let t2 = s.insert_tenant(tenant(Some(p1)), audit("tenant.create", "tenant")).await.unwrap().id;
-    let t3 = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap().id;
+    let t1 = s.insert_tenant(tenant(Some(p1)), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap().id;
+    let t2 = s.insert_tenant(tenant(Some(p1)), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap().id;
+    let t3 = s.insert_tenant(tenant(None), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap().id;
     let mut ids = vec![];
     for (t, n) in [(t1, 5), (t2, 3), (t3, 4)] {
         for i in 0..n {
             let mut e = employee(t, &format!("E{i}"));
             e.id_card_no = None;
             e.department = Some(if i % 2 == 0 { "Sales" } else { "Ops" }.into());
-            ids.push((t, s.insert_employee(e, audit("employee.create", "employee")).await.unwrap().id));
+            ids.push((t, s.insert_employee(e, Effects::audited(audit("employee.create", "employee"))).await.unwrap().id));
         }
     }
     // Delete one employee of t1 and cascade-delete t3 with its employees.
     let gone = ids.iter().find(|(t, _)| *t == t1).unwrap().1;
-    s.delete_employee(gone, audit("employee.delete", "employee")).await.unwrap();
-    s.delete_tenant(t3, true, audit("tenant.delete", "tenant")).await.unwrap();
+    s.delete_employee(gone, Effects::audited(audit("employee.delete", "employee"))).await.unwrap();
+    s.delete_tenant(t3, true, Effects::audited(audit("tenant.delete", "tenant"))).await.unwrap();
     let page2 = |extra: fn(&mut EmployeeQuery)| {
         let mut q = EmployeeQuery::default();
         q.list.page = atrium_kernel::PageRequest::new(Some(2), Some(2)).unwrap();
@@ -244,7 +296,7 @@ store_test!(employee_counts_follow_bulk_statements_and_parallel_creates, |db| {
             tokio::spawn(async move {
                 let mut e = employee(t, &format!("P{i}"));
                 e.id_card_no = None;
-                s.insert_employee(e, audit("employee.create", "employee")).await.unwrap()
+                s.insert_employee(e, Effects::audited(audit("employee.create", "employee"))).await.unwrap()
             })
         })
         .collect();
@@ -266,7 +318,7 @@ store_test!(employee_counts_follow_bulk_statements_and_parallel_creates, |db| {
 
 store_test!(keyword_search_finds_substrings_of_name_phone_and_number_and_follows_changes, |db| {
     let s = store(&db);
-    let t = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap().id;
+    let t = s.insert_tenant(tenant(None), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap().id;
     let mut ids = vec![];
     for (no, name, phone) in
         [("E-100", "Zhang SanFeng", "+8613800001111"), ("E-200", "李小龙", "+8613900002222"), ("X_9", "O\"Brien 50%", "+8613700003333")]
@@ -275,7 +327,7 @@ store_test!(keyword_search_finds_substrings_of_name_phone_and_number_and_follows
         e.id_card_no = None;
         e.name = name.into();
         e.phone = Some(phone.into());
-        ids.push(s.insert_employee(e, audit("employee.create", "employee")).await.unwrap().id);
+        ids.push(s.insert_employee(e, Effects::audited(audit("employee.create", "employee"))).await.unwrap().id);
     }
     // Across tenants (the trigram indexes) and inside the tenant (its rows compared directly):
     // the same answer, in the same order.
@@ -314,8 +366,8 @@ store_test!(keyword_search_finds_substrings_of_name_phone_and_number_and_follows
     // The index follows updates and deletes.
     let mut renamed = s.get_employee(Party::Platform, ids[0]).await.unwrap().unwrap();
     renamed.name = "Wang Wu".into();
-    s.update_employee(renamed, audit("employee.update", "employee")).await.unwrap();
-    s.delete_employee(ids[1], audit("employee.delete", "employee")).await.unwrap();
+    s.update_employee(renamed, Effects::audited(audit("employee.update", "employee"))).await.unwrap();
+    s.delete_employee(ids[1], Effects::audited(audit("employee.delete", "employee"))).await.unwrap();
 
     assert!(find("sanfeng").await.is_empty());
     assert_eq!(find("wang w").await, vec!["E-100"]);
@@ -326,8 +378,8 @@ store_test!(a_keyword_across_tenants_pages_in_id_order_with_filters_and_counts_e
     use atrium_kernel::{PageRequest, SortOrder};
     let s = store(&db);
     let p = partner(&s).await;
-    let t1 = s.insert_tenant(tenant(Some(p)), audit("tenant.create", "tenant")).await.unwrap().id;
-    let t2 = s.insert_tenant(tenant(None), audit("tenant.create", "tenant")).await.unwrap().id;
+    let t1 = s.insert_tenant(tenant(Some(p)), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap().id;
+    let t2 = s.insert_tenant(tenant(None), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap().id;
     // (id, tenant, status, department, employee number)
     let mut all = vec![];
     for i in 0..60 {
@@ -335,7 +387,7 @@ store_test!(a_keyword_across_tenants_pages_in_id_order_with_filters_and_counts_e
         e.id_card_no = None;
         e.status = if i % 4 == 0 { EmployeeStatus::Left } else { EmployeeStatus::Active };
         e.department = (i % 3 == 0).then(|| "Sales".to_owned());
-        let e = s.insert_employee(e, audit("employee.create", "employee")).await.unwrap();
+        let e = s.insert_employee(e, Effects::audited(audit("employee.create", "employee"))).await.unwrap();
         all.push(e);
     }
     type Filter = fn(&Employee) -> bool;
@@ -391,10 +443,10 @@ store_test!(a_keyword_across_tenants_pages_in_id_order_with_filters_and_counts_e
     assert_eq!(page_one(s.clone()).await.total, 60);
     let mut e = employee(t2, "N060");
     e.id_card_no = None;
-    let added = s.insert_employee(e, audit("employee.create", "employee")).await.unwrap();
+    let added = s.insert_employee(e, Effects::audited(audit("employee.create", "employee"))).await.unwrap();
     let now = page_one(s.clone()).await;
     assert_eq!((now.total, now.items[0].id), (61, added.id));
-    s.delete_employee(added.id, audit("employee.delete", "employee")).await.unwrap();
+    s.delete_employee(added.id, Effects::audited(audit("employee.delete", "employee"))).await.unwrap();
     assert_eq!(page_one(s.clone()).await.total, 60);
 });
 
@@ -402,11 +454,11 @@ store_test!(keywords_are_literal_text_on_every_list_and_never_a_database_error, 
     let s = store(&db);
     let accounts = atrium_store::IdentityStore::new(db.clone());
     let p = partner(&s).await;
-    let t = s.insert_tenant(tenant(Some(p)), audit("tenant.create", "tenant")).await.unwrap().id;
+    let t = s.insert_tenant(tenant(Some(p)), Effects::audited(audit("tenant.create", "tenant"))).await.unwrap().id;
     let mut e = employee(t, "E-1");
     e.id_card_no = None;
     e.name = "Near(x) OR *star* \"q\" back\\slash 5%_".into();
-    s.insert_employee(e, audit("employee.create", "employee")).await.unwrap();
+    s.insert_employee(e, Effects::audited(audit("employee.create", "employee"))).await.unwrap();
     let (long, longer) = ("长".repeat(64), "x".repeat(200));
     let keywords = [
         "\"",
@@ -531,7 +583,7 @@ store_test!(deep_pages_of_every_employee_hold_the_rows_offset_would_after_delete
     gone.extend(&every[1_050..1_080]);
     gone.extend(every[1_100..1_200].iter().step_by(5));
     for id in &gone {
-        s.delete_employee(*id, audit("employee.delete", "employee")).await.unwrap();
+        s.delete_employee(*id, Effects::audited(audit("employee.delete", "employee"))).await.unwrap();
     }
     let check = |s: OrgStore, want: Vec<i64>, when: &'static str| async move {
         for order in [SortOrder::Desc, SortOrder::Asc] {

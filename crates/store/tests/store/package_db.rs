@@ -2,7 +2,7 @@
 //! PostgreSQL: those of the package directory (releases_repo) where they apply, and what
 //! the database adds (copies on open, instances sharing packages).
 #![allow(clippy::unwrap_used)]
-use atrium_kernel::{AuditRecord, Error, Timestamp};
+use atrium_kernel::{AuditRecord, Effects, Error, Timestamp};
 use atrium_miniprogram::*;
 use atrium_org::*;
 use atrium_store::schema::{mp_package_contents, mp_packages};
@@ -69,9 +69,10 @@ async fn fixture(db: &Db) -> Fixture {
             created_at: t0(),
             updated_at: t0(),
         };
-        let partner = org.insert_partner(p, AuditRecord::system(t0(), "partner.create", "partner", None)).await.unwrap().id;
+        let partner =
+            org.insert_partner(p, Effects::audited(AuditRecord::system(t0(), "partner.create", "partner", None))).await.unwrap().id;
         let t = Tenant::draft(Some(partner), "T", t0());
-        tenants.push(org.insert_tenant(t, AuditRecord::system(t0(), "tenant.create", "tenant", None)).await.unwrap().id);
+        tenants.push(org.insert_tenant(t, Effects::audited(AuditRecord::system(t0(), "tenant.create", "tenant", None))).await.unwrap().id);
     }
     let cache = TempDir::new("opened");
     let cache_dir = cache.0.join("copies");

@@ -44,12 +44,13 @@ async fn fixture(db: &Db) -> Fixture {
             created_at: t0(),
             updated_at: t0(),
         };
-        partners.push(org.insert_partner(p, AuditRecord::system(t0(), "partner.create", "partner", None)).await.unwrap().id);
+        partners
+            .push(org.insert_partner(p, Effects::audited(AuditRecord::system(t0(), "partner.create", "partner", None))).await.unwrap().id);
     }
     let mut tenants = vec![];
     for partner in &partners {
         let t = Tenant::draft(Some(*partner), "T", t0());
-        tenants.push(org.insert_tenant(t, AuditRecord::system(t0(), "tenant.create", "tenant", None)).await.unwrap().id);
+        tenants.push(org.insert_tenant(t, Effects::audited(AuditRecord::system(t0(), "tenant.create", "tenant", None))).await.unwrap().id);
     }
     Fixture {
         repo: PaymentStore::new(db.clone(), FieldCipher::new(&[9u8; 32])),
@@ -1227,8 +1228,10 @@ store_test!(concurrent_changes_of_one_plan_store_one_version_each, |db| {
 store_test!(sub_merchant_tenants_come_with_their_partners_current_plan, |db| {
     let f = fixture(&db).await;
     let org = OrgStore::new(db.clone(), FieldCipher::new(&[9u8; 32]));
-    let own =
-        org.insert_tenant(Tenant::draft(None, "Own", t0()), AuditRecord::system(t0(), "tenant.create", "tenant", None)).await.unwrap();
+    let own = org
+        .insert_tenant(Tenant::draft(None, "Own", t0()), Effects::audited(AuditRecord::system(t0(), "tenant.create", "tenant", None)))
+        .await
+        .unwrap();
     f.repo.put_config(sub_config(f.tenant, "1900000201"), config_audit(f.tenant), false).await.unwrap();
     f.repo.put_config(sub_config(f.other, "1900000202"), config_audit(f.other), false).await.unwrap();
     f.repo.put_config(config(own.id), config_audit(own.id), false).await.unwrap();

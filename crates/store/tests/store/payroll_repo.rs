@@ -1,7 +1,7 @@
 //! Contract tests of the payroll repository, on SQLite and (when configured) PostgreSQL.
 #![allow(clippy::unwrap_used)]
 use atrium_kernel::payroll::HousingFundRate;
-use atrium_kernel::{AuditRecord, Error, Money, Party, Period, Timestamp};
+use atrium_kernel::{AuditRecord, Effects, Error, Money, Party, Period, Timestamp};
 use atrium_org::*;
 use atrium_payroll::*;
 use atrium_store::{Db, FieldCipher, OrgStore, PayrollStore, store_test};
@@ -35,9 +35,9 @@ async fn fixture(db: &Db) -> Fixture {
         created_at: t0(),
         updated_at: t0(),
     };
-    let partner = org.insert_partner(p, AuditRecord::system(t0(), "partner.create", "partner", None)).await.unwrap().id;
+    let partner = org.insert_partner(p, Effects::audited(AuditRecord::system(t0(), "partner.create", "partner", None))).await.unwrap().id;
     let t = Tenant::draft(Some(partner), "T", t0());
-    let tenant = org.insert_tenant(t, AuditRecord::system(t0(), "tenant.create", "tenant", None)).await.unwrap().id;
+    let tenant = org.insert_tenant(t, Effects::audited(AuditRecord::system(t0(), "tenant.create", "tenant", None))).await.unwrap().id;
     let mut employees = vec![];
     for (i, status) in [EmployeeStatus::Active, EmployeeStatus::Active, EmployeeStatus::Left].into_iter().enumerate() {
         let e = Employee {
@@ -62,7 +62,9 @@ async fn fixture(db: &Db) -> Fixture {
             created_at: t0(),
             updated_at: t0(),
         };
-        employees.push(org.insert_employee(e, AuditRecord::system(t0(), "employee.create", "employee", None)).await.unwrap().id);
+        employees.push(
+            org.insert_employee(e, Effects::audited(AuditRecord::system(t0(), "employee.create", "employee", None))).await.unwrap().id,
+        );
     }
     Fixture { payroll: PayrollStore::new(db.clone()), tenant, partner, employees }
 }

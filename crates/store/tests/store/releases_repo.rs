@@ -1,6 +1,6 @@
 //! Contract tests of the code-release repository, on SQLite and PostgreSQL.
 #![allow(clippy::unwrap_used)]
-use atrium_kernel::{AuditRecord, Error, ListQuery, Page, Party, Timestamp};
+use atrium_kernel::{AuditRecord, Effects, Error, ListQuery, Page, Party, Timestamp};
 use atrium_miniprogram::*;
 use atrium_org::*;
 use atrium_store::schema::{audit_logs, mp_authorizations, mp_packages, mp_release_tasks, mp_upload_tasks, mp_verify_ticket};
@@ -77,12 +77,13 @@ async fn fixture(db: &Db) -> Fixture {
             created_at: t0(),
             updated_at: t0(),
         };
-        partners.push(org.insert_partner(p, AuditRecord::system(t0(), "partner.create", "partner", None)).await.unwrap().id);
+        partners
+            .push(org.insert_partner(p, Effects::audited(AuditRecord::system(t0(), "partner.create", "partner", None))).await.unwrap().id);
     }
     let mut tenants = vec![];
     for partner in [partners[0], partners[0], partners[1]] {
         let t = Tenant::draft(Some(partner), "T", t0());
-        tenants.push(org.insert_tenant(t, AuditRecord::system(t0(), "tenant.create", "tenant", None)).await.unwrap().id);
+        tenants.push(org.insert_tenant(t, Effects::audited(AuditRecord::system(t0(), "tenant.create", "tenant", None))).await.unwrap().id);
     }
     let kept = TempDir::new("kept");
     let package_dir = kept.0.join("packages");

@@ -67,7 +67,15 @@ fn employee(id: Id) -> Employee {
 async fn an_employee_patch_sets_what_it_carries_clears_what_is_null_and_keeps_the_rest() {
     let mut repo = MockEmployeeRepo::new();
     repo.expect_get_employee().returning(|_, id| Ok(Some(employee(id))));
-    repo.expect_update_employee().withf(|_, audit| audit.action == "employee.status").times(1).returning(|e, _| Ok(e));
+    repo.expect_update_employee()
+        .withf(|_, effects| {
+            let changed = effects.events.first().map(|e| (e.kind, e.data["changed"].clone()));
+            effects.audit.as_ref().is_some_and(|audit| audit.action == "employee.status")
+                && changed == Some((crate::events::EMPLOYEE_UPDATED, serde_json::json!(["base_salary", "department", "phone", "status"])))
+                && effects.events[0].data.get("phone").is_none()
+        })
+        .times(1)
+        .returning(|e, _| Ok(e));
     let svc = EmployeeService::new(Arc::new(repo), clock());
     let patch = EmployeePatch {
         phone: Some(Some(Phone::parse("13900139000").unwrap())),

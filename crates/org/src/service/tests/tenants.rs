@@ -29,8 +29,10 @@ async fn a_partner_creates_tenants_under_itself_and_the_audit_says_so() {
     let mut repo = MockTenantRepo::new();
     repo.expect_partner_exists().returning(|_| Ok(true));
     repo.expect_insert_tenant()
-        .withf(|t, audit| {
-            t.partner_id == Some(7) && audit.action == "tenant.create" && audit.partner_id == Some(7) && audit.actor_user_id == Some(10)
+        .withf(|t, effects| {
+            effects.audit.as_ref().is_some_and(|audit| {
+                t.partner_id == Some(7) && audit.action == "tenant.create" && audit.partner_id == Some(7) && audit.actor_user_id == Some(10)
+            })
         })
         .times(1)
         .returning(|t, _| Ok(Tenant { id: 1, ..t }));
@@ -123,11 +125,13 @@ async fn the_partner_turns_off_four_eyes_and_the_audit_shows_before_and_after() 
     let mut repo = MockTenantRepo::new();
     repo.expect_get_tenant().returning(|_, id| Ok(Some(tenant_with_four_eyes(id, true))));
     repo.expect_update_tenant()
-        .withf(|t, audit| {
-            !t.payroll_policy.four_eyes
-                && audit.action == "tenant.update"
-                && audit.before.as_ref().is_some_and(|b| b["payroll_policy"]["four_eyes"] == true)
-                && audit.after.as_ref().is_some_and(|a| a["payroll_policy"]["four_eyes"] == false)
+        .withf(|t, effects| {
+            effects.audit.as_ref().is_some_and(|audit| {
+                !t.payroll_policy.four_eyes
+                    && audit.action == "tenant.update"
+                    && audit.before.as_ref().is_some_and(|b| b["payroll_policy"]["four_eyes"] == true)
+                    && audit.after.as_ref().is_some_and(|a| a["payroll_policy"]["four_eyes"] == false)
+            })
         })
         .times(1)
         .returning(|t, _| Ok(t));
