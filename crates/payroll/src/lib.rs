@@ -31,6 +31,7 @@
 mod api;
 mod delivery;
 pub mod engine;
+pub mod events;
 pub mod files;
 mod lifecycle;
 mod model;

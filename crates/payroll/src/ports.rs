@@ -6,7 +6,7 @@ use crate::files::{OutputFormat, ReadError, ReadLimits, ReadSheet, Table, WriteE
 use crate::lifecycle::SheetStatus;
 use crate::model::*;
 use async_trait::async_trait;
-use atrium_kernel::{AuditRecord, ContactTarget, Id, Page, Party, Period, Result};
+use atrium_kernel::{AuditRecord, ContactTarget, Effects, Id, Page, Party, Period, Result};
 use std::collections::HashMap;
 
 /// Storage of sheets. Every read takes the caller's scope and finds nothing outside it;
@@ -58,22 +58,22 @@ pub trait PayrollRepo: Send + Sync + 'static {
 
     /// Stores a new sheet with its items; `Conflict` when it is a regular sheet and the
     /// tenant already has a regular sheet for the period.
-    async fn insert_sheet(&self, sheet: Sheet, items: Vec<SheetItem>, audit: AuditRecord) -> Result<Sheet>;
+    async fn insert_sheet(&self, sheet: Sheet, items: Vec<SheetItem>, effects: Effects) -> Result<Sheet>;
     /// Writes the sheet's fields (status, totals, actors, times) and does `items` to its
     /// items; `sheet.version` is the version read.
-    async fn update_sheet(&self, sheet: Sheet, items: ItemsWrite, audit: AuditRecord) -> Result<Sheet>;
+    async fn update_sheet(&self, sheet: Sheet, items: ItemsWrite, effects: Effects) -> Result<Sheet>;
     /// Approves: in one transaction that serialises the approvals of the tenant's tax year,
     /// checks that the sheet's year-to-date figures are still current (the basis counted now
     /// equals `sheet.ytd_basis`) and that no employee with an annual bonus on it has one on
     /// another approved or sent sheet of the year, then writes the sheet's fields (as
     /// `update_sheet` with the items kept), keeps the bank account each employee it pays (net
     /// pay above 0) has now — the bank file pays those ([`PayeeAccounts::approved_accounts`]) —
-    /// and writes the audit record. A failed check writes nothing.
-    async fn approve_sheet(&self, sheet: Sheet, audit: AuditRecord) -> Result<Approval>;
+    /// and writes `effects`. A failed check writes nothing.
+    async fn approve_sheet(&self, sheet: Sheet, effects: Effects) -> Result<Approval>;
     /// Writes the sheet's fields and each item's calculated line.
-    async fn save_calculation(&self, sheet: Sheet, lines: Vec<(Id, CalculatedLine)>, audit: AuditRecord) -> Result<Sheet>;
+    async fn save_calculation(&self, sheet: Sheet, lines: Vec<(Id, CalculatedLine)>, effects: Effects) -> Result<Sheet>;
     /// Writes the sheet's fields and each item's delivery outcome.
-    async fn save_deliveries(&self, sheet: Sheet, deliveries: Vec<(Id, Delivery)>, audit: AuditRecord) -> Result<Sheet>;
+    async fn save_deliveries(&self, sheet: Sheet, deliveries: Vec<(Id, Delivery)>, effects: Effects) -> Result<Sheet>;
 }
 
 /// Sends pay slips.

@@ -5,13 +5,14 @@
 //! file, import: `service/spreadsheets.rs`).
 use crate::api::{ItemInput, NewSheet, SheetPatch};
 use crate::engine::{CalculatedLine, Calculator, EmployeeMonth, SheetKind, YearToDate};
+use crate::events;
 use crate::lifecycle::{SheetAction, SheetStatus, check_four_eyes};
 use crate::model::*;
 use crate::ports::{PayeeAccounts, PayrollRepo, PayslipNotifier, SheetReader, SheetWriter};
 use crate::tax_year::TaxYear;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, FieldError, Id, Money, Page, Period, Result, Timestamp};
+use atrium_kernel::{Actor, AuditRecord, Clock, Effects, Error, FieldError, Id, Money, Page, Period, Result, Timestamp};
 use futures_util::StreamExt;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
@@ -204,7 +205,7 @@ impl PayrollService {
         let audit = AuditRecord::by(actor, now, "payroll_sheet.create", "payroll_sheet", None)
             .owned_by(tenant.partner_id, Some(tenant_id))
             .change(None, Some(&audit_json(&sheet)));
-        let sheet = self.repo.insert_sheet(sheet, items, audit).await?;
+        let sheet = self.repo.insert_sheet(sheet, items, Effects::audited(audit)).await?;
         self.detail(sheet).await
     }
 
@@ -261,7 +262,8 @@ impl PayrollService {
         let audit = AuditRecord::by(actor, now, "payroll_sheet.update", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
-        let saved = self.repo.update_sheet(after, items.map_or(ItemsWrite::ClearFigures, ItemsWrite::Replace), audit).await?;
+        let saved =
+            self.repo.update_sheet(after, items.map_or(ItemsWrite::ClearFigures, ItemsWrite::Replace), Effects::audited(audit)).await?;
         self.detail(saved).await
     }
 
@@ -353,7 +355,7 @@ impl PayrollService {
         let audit = AuditRecord::by(actor, now, "payroll_sheet.calculate", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
-        let sheet = self.repo.save_calculation(after, lines, audit).await?;
+        let sheet = self.repo.save_calculation(after, lines, Effects::audited(audit)).await?;
         Ok(SheetDetail { sheet, items })
     }
 
@@ -382,7 +384,8 @@ impl PayrollService {
         let audit = AuditRecord::by(actor, now, "payroll_sheet.approve", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
-        match self.repo.approve_sheet(after, audit).await? {
+        let effects = Effects::audited(audit).with_event(events::sheet_approved(&after, now));
+        match self.repo.approve_sheet(after, effects).await? {
             Approval::Approved(saved) => self.detail(*saved).await,
             Approval::StaleYearToDate => Err(Error::conflict(
                 Reason::StaleYearToDate,
@@ -448,7 +451,7 @@ impl PayrollService {
         let audit = AuditRecord::by(actor, now, "payroll_sheet.send", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .change(Some(&audit_json(&before)), Some(&json!({"status": status.as_str(), "pending": pending.len()})));
-        sheet = self.repo.update_sheet(sheet, ItemsWrite::Keep, audit).await?;
+        sheet = self.repo.update_sheet(sheet, ItemsWrite::Keep, Effects::audited(audit)).await?;
 
         let recipients = self.employees_by_id(sheet.tenant_id, pending.iter().map(|i| i.employee_id).collect()).await?;
         let mut outcomes: HashMap<Id, Delivery> = HashMap::with_capacity(pending.len());
@@ -474,7 +477,9 @@ impl PayrollService {
                     "delivered": results.iter().filter(|(_, d)| d.status == DeliveryStatus::Delivered).count(),
                     "failed": results.iter().filter(|(_, d)| d.status == DeliveryStatus::Failed).count(),
                 }));
-            sheet = self.repo.save_deliveries(next, results, audit).await?;
+            // The send finished with this batch: its totals count every delivery.
+            let sent = last.then(|| events::sheet_sent(&next, at));
+            sheet = self.repo.save_deliveries(next, results, Effects::audited(audit).with_events(sent)).await?;
         }
         Ok(SheetDetail { sheet, items: merge(&items, &outcomes) })
     }

@@ -7,19 +7,20 @@
 mod files;
 mod year;
 
-use crate::audit_log::{audit_created, write_audit};
+use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, MultiBackend, on_backend};
 use crate::error::db_error;
 use crate::org::tenants::{self as org_tenants, ids_of_partner};
 use crate::org::{count_up_to, like_pattern, lower, nothing, page, parse_enum, searchable, total};
+use crate::outbox;
 use crate::schema::{employees, payroll_items, payroll_sheet_accounts, payroll_sheets};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::payroll::HousingFundRate;
-use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Period, Result, SortOrder};
+use atrium_kernel::{AuditRecord, Effects, Error, Id, Money, Page, Party, Period, Result, SortOrder};
 use atrium_payroll::{
     Adjustments, Approval, CalculatedLine, Channel, Delivery, DeliveryStatus, ItemsWrite, PayeeAccounts, PayrollEmployee, PayrollRepo,
     PayrollTenant, Sheet, SheetItem, SheetKind, SheetQuery, SheetSort, SheetStatus, SheetTotals, TaxYearLine, YearToDateSums,
@@ -603,7 +604,7 @@ impl PayrollRepo for PayrollStore {
         self.db.write(move |conn| write_audit(conn, &audit)).await
     }
 
-    async fn insert_sheet(&self, sheet: Sheet, items: Vec<SheetItem>, audit: AuditRecord) -> Result<Sheet> {
+    async fn insert_sheet(&self, sheet: Sheet, items: Vec<SheetItem>, effects: Effects) -> Result<Sheet> {
         self.db
             .write(move |conn| {
                 let id: i64 = diesel::insert_into(payroll_sheets::table)
@@ -618,13 +619,13 @@ impl PayrollRepo for PayrollStore {
                         other => other,
                     })?;
                 insert_items(conn, id, &items)?;
-                audit_created(conn, audit, id)?;
+                outbox::write_created(conn, effects, id)?;
                 Ok(Sheet { id, ..sheet })
             })
             .await
     }
 
-    async fn update_sheet(&self, sheet: Sheet, items: ItemsWrite, audit: AuditRecord) -> Result<Sheet> {
+    async fn update_sheet(&self, sheet: Sheet, items: ItemsWrite, effects: Effects) -> Result<Sheet> {
         self.db
             .write(move |conn| {
                 let saved = write_sheet(conn, &sheet)?;
@@ -652,13 +653,13 @@ impl PayrollRepo for PayrollStore {
                             .map_err(db_error)?;
                     }
                 }
-                write_audit(conn, &audit)?;
+                outbox::write(conn, &effects)?;
                 Ok(saved)
             })
             .await
     }
 
-    async fn approve_sheet(&self, sheet: Sheet, audit: AuditRecord) -> Result<Approval> {
+    async fn approve_sheet(&self, sheet: Sheet, effects: Effects) -> Result<Approval> {
         self.db
             .write(move |conn| {
                 year::lock_tax_year(conn, sheet.tenant_id, sheet.period.year())?;
@@ -672,24 +673,24 @@ impl PayrollRepo for PayrollStore {
                 }
                 let saved = write_sheet(conn, &sheet)?;
                 keep_accounts(conn, &sheet)?;
-                write_audit(conn, &audit)?;
+                outbox::write(conn, &effects)?;
                 Ok(Approval::Approved(Box::new(saved)))
             })
             .await
     }
 
-    async fn save_calculation(&self, sheet: Sheet, lines: Vec<(Id, CalculatedLine)>, audit: AuditRecord) -> Result<Sheet> {
+    async fn save_calculation(&self, sheet: Sheet, lines: Vec<(Id, CalculatedLine)>, effects: Effects) -> Result<Sheet> {
         self.db
             .write(move |conn| {
                 let saved = write_sheet(conn, &sheet)?;
                 update_lines(conn, sheet.id, &lines)?;
-                write_audit(conn, &audit)?;
+                outbox::write(conn, &effects)?;
                 Ok(saved)
             })
             .await
     }
 
-    async fn save_deliveries(&self, sheet: Sheet, deliveries: Vec<(Id, Delivery)>, audit: AuditRecord) -> Result<Sheet> {
+    async fn save_deliveries(&self, sheet: Sheet, deliveries: Vec<(Id, Delivery)>, effects: Effects) -> Result<Sheet> {
         self.db
             .write(move |conn| {
                 let saved = write_sheet(conn, &sheet)?;
@@ -705,7 +706,7 @@ impl PayrollRepo for PayrollStore {
                         .execute(conn)
                         .map_err(db_error)?;
                 }
-                write_audit(conn, &audit)?;
+                outbox::write(conn, &effects)?;
                 Ok(saved)
             })
             .await

@@ -208,7 +208,7 @@ impl PayrollService {
         let audit = AuditRecord::by(actor, now, "payroll_sheet.import", "payroll_sheet", Some(id))
             .owned_by(tenant.partner_id, Some(tenant.id))
             .change(Some(&audit_json(&before)), Some(&after_json));
-        let saved = self.repo.update_sheet(after, ItemsWrite::Replace(merged), audit).await?;
+        let saved = self.repo.update_sheet(after, ItemsWrite::Replace(merged), atrium_kernel::Effects::audited(audit)).await?;
         self.detail(saved).await
     }
 

@@ -98,12 +98,13 @@ async fn calculate_uses_year_to_date_and_saves_every_line_with_the_calculator() 
         Ok(YearToDateSums { by_employee: HashMap::from([(100, ytd)]), basis: 2 })
     });
     repo.expect_save_calculation()
-        .withf(|s, lines, audit| {
+        .withf(|s, lines, effects| {
             s.status == SheetStatus::Calculated
                 && s.calculated_by == Some(9)
                 && s.ytd_basis == Some(2)
                 && lines.len() == 2
-                && audit.action == "payroll_sheet.calculate"
+                && effects.audit.as_ref().is_some_and(|a| a.action == "payroll_sheet.calculate")
+                && effects.events.is_empty()
         })
         .times(1)
         .returning(|s, _, _| Ok(s));
@@ -152,12 +153,18 @@ async fn another_user_approves_and_the_approval_is_recorded() {
     repo.expect_tenant().returning(|_, _| Ok(Some(tenant(true))));
     // The approval and its checks are one repository call (one transaction).
     repo.expect_approve_sheet()
-        .withf(|s, audit| {
+        .withf(|s, effects| {
             s.status == SheetStatus::Approved
                 && s.approved_by == Some(2)
                 && s.approved_at == Some(now())
                 && s.ytd_basis == Some(0)
-                && audit.action == "payroll_sheet.approve"
+                && effects.audit.as_ref().is_some_and(|a| a.action == "payroll_sheet.approve")
+                && effects.events.iter().map(|e| (e.kind, e.subject, e.data["status"].as_str(), e.data["approved_by"].as_i64())).eq([(
+                    crate::events::SHEET_APPROVED,
+                    Some(s.id),
+                    Some("approved"),
+                    Some(2),
+                )])
         })
         .times(1)
         .returning(|s, _| Ok(Approval::Approved(Box::new(s))));
@@ -186,8 +193,18 @@ async fn send_records_each_outcome_and_a_resend_only_retries_failures() {
         .returning(|s, _, _| Ok(s));
     repo.expect_employees().withf(|_, ids| ids.as_deref() == Some(&[100][..])).returning(|_, _| Ok(vec![employee(100)]));
     repo.expect_save_deliveries()
-        .withf(|s, d, _| {
-            d.len() == 1 && d[0].0 == 11 && d[0].1.status == DeliveryStatus::Failed && d[0].1.attempts == 1 && s.send_started_at.is_none()
+        .withf(|s, d, effects| {
+            d.len() == 1
+                && d[0].0 == 11
+                && d[0].1.status == DeliveryStatus::Failed
+                && d[0].1.attempts == 1
+                && s.send_started_at.is_none()
+                // The send finished with this batch: the sheet was sent, its totals count the failure.
+                && effects
+                    .events
+                    .iter()
+                    .map(|e| (e.kind, e.data["totals"]["failed"].as_i64()))
+                    .eq([(crate::events::SHEET_SENT, Some(1))])
         })
         .times(1)
         .returning(|s, _, _| Ok(s));

@@ -105,16 +105,16 @@ async fn stored(f: &Fixture, period: &str, status: SheetStatus, gross: i64, tax:
 /// As [`stored`], of `kind` with `items`; calculated with the year to date's basis it would
 /// have then, and brought to `status` without the approval's checks.
 async fn stored_as(f: &Fixture, kind: SheetKind, period: &str, status: SheetStatus, gross: i64, tax: i64, items: Vec<SheetItem>) -> Sheet {
-    let s = f.payroll.insert_sheet(Sheet { kind, ..sheet(f.tenant, period) }, items, audit("c")).await.unwrap();
+    let s = f.payroll.insert_sheet(Sheet { kind, ..sheet(f.tenant, period) }, items, Effects::audited(audit("c"))).await.unwrap();
     let items = f.payroll.sheet_items(s.id).await.unwrap();
     let lines = items.iter().map(|i| (i.id, line(gross, tax))).collect();
     let basis = f.payroll.year_to_date(f.tenant, s.period, kind).await.unwrap().basis;
     let calculated = Sheet { status: SheetStatus::Calculated, ytd_basis: Some(basis), ..s };
-    let s = f.payroll.save_calculation(calculated, lines, audit("calc")).await.unwrap();
+    let s = f.payroll.save_calculation(calculated, lines, Effects::audited(audit("calc"))).await.unwrap();
     if status == SheetStatus::Calculated {
         return s;
     }
-    f.payroll.update_sheet(Sheet { status, ..s }, ItemsWrite::Keep, audit("approve")).await.unwrap()
+    f.payroll.update_sheet(Sheet { status, ..s }, ItemsWrite::Keep, Effects::audited(audit("approve"))).await.unwrap()
 }
 
 /// An item of `employee_id` with an annual bonus.
@@ -130,9 +130,10 @@ fn period(raw: &str) -> Period {
 
 store_test!(a_second_sheet_for_the_same_tenant_and_period_is_a_conflict, |db| {
     let f = fixture(&db).await;
-    f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], audit("c")).await.unwrap();
+    f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], Effects::audited(audit("c"))).await.unwrap();
 
-    let again = f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], audit("c")).await.unwrap_err();
+    let again =
+        f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], Effects::audited(audit("c"))).await.unwrap_err();
 
     assert!(matches!(again, Error::Conflict(_, ref m) if m.contains("2026-03")), "{again:?}");
 });
@@ -146,7 +147,11 @@ store_test!(items_round_trip_with_their_line_and_delivery, |db| {
 
     let s = f
         .payroll
-        .save_deliveries(Sheet { status: SheetStatus::Sent, ..s }, vec![(items[0].id, d.clone()), (items[1].id, ok.clone())], audit("d"))
+        .save_deliveries(
+            Sheet { status: SheetStatus::Sent, ..s },
+            vec![(items[0].id, d.clone()), (items[1].id, ok.clone())],
+            Effects::audited(audit("d")),
+        )
         .await
         .unwrap();
     let back = f.payroll.sheet_items(s.id).await.unwrap();
@@ -175,7 +180,7 @@ store_test!(items_and_lines_are_written_item_by_item_or_not_at_all, |db| {
             annual_bonus: Money::from_fen(30 + n),
         };
     }
-    let s = f.payroll.insert_sheet(sheet(f.tenant, "2026-04"), items.clone(), audit("c")).await.unwrap();
+    let s = f.payroll.insert_sheet(sheet(f.tenant, "2026-04"), items.clone(), Effects::audited(audit("c"))).await.unwrap();
     let back = f.payroll.sheet_items(s.id).await.unwrap();
     let lines: Vec<(i64, CalculatedLine)> = back
         .iter()
@@ -186,10 +191,10 @@ store_test!(items_and_lines_are_written_item_by_item_or_not_at_all, |db| {
 
     let mut with_a_stranger = lines.clone();
     with_a_stranger.push((i64::MAX, line(1, 0)));
-    let refused = f.payroll.save_calculation(calculated.clone(), with_a_stranger, audit("calc")).await.unwrap_err();
+    let refused = f.payroll.save_calculation(calculated.clone(), with_a_stranger, Effects::audited(audit("calc"))).await.unwrap_err();
     let untouched = f.payroll.sheet_items(s.id).await.unwrap();
     let status_after_refusal = f.payroll.get_sheet(Party::Platform, s.id).await.unwrap().unwrap().status;
-    f.payroll.save_calculation(calculated, lines.clone(), audit("calc")).await.unwrap();
+    f.payroll.save_calculation(calculated, lines.clone(), Effects::audited(audit("calc"))).await.unwrap();
     let written = f.payroll.sheet_items(s.id).await.unwrap();
 
     assert_eq!(back.len(), items.len());
@@ -207,10 +212,14 @@ store_test!(items_and_lines_are_written_item_by_item_or_not_at_all, |db| {
 
 store_test!(a_write_against_a_stale_version_is_a_conflict, |db| {
     let f = fixture(&db).await;
-    let s = f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], audit("c")).await.unwrap();
-    f.payroll.update_sheet(Sheet { title: "first".into(), ..s.clone() }, ItemsWrite::Keep, audit("u")).await.unwrap();
+    let s = f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], Effects::audited(audit("c"))).await.unwrap();
+    f.payroll.update_sheet(Sheet { title: "first".into(), ..s.clone() }, ItemsWrite::Keep, Effects::audited(audit("u"))).await.unwrap();
 
-    let stale = f.payroll.update_sheet(Sheet { title: "second".into(), ..s.clone() }, ItemsWrite::Keep, audit("u")).await.unwrap_err();
+    let stale = f
+        .payroll
+        .update_sheet(Sheet { title: "second".into(), ..s.clone() }, ItemsWrite::Keep, Effects::audited(audit("u")))
+        .await
+        .unwrap_err();
 
     assert!(matches!(stale, Error::Conflict(..)), "{stale:?}");
     assert_eq!(f.payroll.get_sheet(Party::Platform, s.id).await.unwrap().unwrap().title, "first");
@@ -238,7 +247,7 @@ store_test!(year_to_date_sums_only_earlier_approved_or_sent_sheets_of_the_same_y
 
 store_test!(sheets_are_scoped_to_the_tenant_and_its_partner, |db| {
     let f = fixture(&db).await;
-    let s = f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], audit("c")).await.unwrap();
+    let s = f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], Effects::audited(audit("c"))).await.unwrap();
     let own_tenant = Party::Tenant { tenant_id: f.tenant, partner_id: Some(f.partner) };
     let other_tenant = Party::Tenant { tenant_id: f.tenant + 1000, partner_id: None };
     let other_partner = Party::Partner { partner_id: f.partner + 1000 };
@@ -302,12 +311,14 @@ store_test!(year_to_date_sums_every_kind_and_a_supplementary_sheet_also_counts_i
 
 store_test!(only_regular_sheets_are_one_per_period_and_supplementary_ones_are_listed_by_kind, |db| {
     let f = fixture(&db).await;
-    let regular = f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], audit("c")).await.unwrap();
+    let regular =
+        f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], Effects::audited(audit("c"))).await.unwrap();
     let extra = || Sheet { kind: SheetKind::Supplementary, ..sheet(f.tenant, "2026-03") };
 
-    let first = f.payroll.insert_sheet(extra(), vec![item(f.employees[0])], audit("c")).await.unwrap();
-    let second = f.payroll.insert_sheet(extra(), vec![item(f.employees[0])], audit("c")).await.unwrap();
-    let again = f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], audit("c")).await.unwrap_err();
+    let first = f.payroll.insert_sheet(extra(), vec![item(f.employees[0])], Effects::audited(audit("c"))).await.unwrap();
+    let second = f.payroll.insert_sheet(extra(), vec![item(f.employees[0])], Effects::audited(audit("c"))).await.unwrap();
+    let again =
+        f.payroll.insert_sheet(sheet(f.tenant, "2026-03"), vec![item(f.employees[0])], Effects::audited(audit("c"))).await.unwrap_err();
 
     assert!(matches!(again, Error::Conflict(_, ref m) if m.contains("regular payroll sheet for 2026-03")), "{again:?}");
     assert_eq!(
@@ -334,10 +345,11 @@ store_test!(approval_refuses_a_sheet_whose_year_to_date_changed_and_writes_nothi
     assert_eq!((a.ytd_basis, b.ytd_basis, feb.ytd_basis), (Some(1), Some(1), Some(1)));
     let approve = |s: &Sheet| Sheet { status: SheetStatus::Approved, ..s.clone() };
 
-    let first = f.payroll.approve_sheet(approve(&a), audit("approve")).await.unwrap();
-    let second = f.payroll.approve_sheet(approve(&b), audit("approve")).await.unwrap();
-    let later_month = f.payroll.approve_sheet(approve(&feb), audit("approve")).await.unwrap();
-    let never_calculated = f.payroll.approve_sheet(Sheet { ytd_basis: None, ..approve(&b) }, audit("approve")).await.unwrap();
+    let first = f.payroll.approve_sheet(approve(&a), Effects::audited(audit("approve"))).await.unwrap();
+    let second = f.payroll.approve_sheet(approve(&b), Effects::audited(audit("approve"))).await.unwrap();
+    let later_month = f.payroll.approve_sheet(approve(&feb), Effects::audited(audit("approve"))).await.unwrap();
+    let never_calculated =
+        f.payroll.approve_sheet(Sheet { ytd_basis: None, ..approve(&b) }, Effects::audited(audit("approve"))).await.unwrap();
 
     assert!(matches!(first, Approval::Approved(ref s) if s.status == SheetStatus::Approved && s.version == a.version + 1), "{first:?}");
     assert_eq!(second, Approval::StaleYearToDate);
@@ -348,8 +360,12 @@ store_test!(approval_refuses_a_sheet_whose_year_to_date_changed_and_writes_nothi
     // Recalculated (its basis now counts the first), it is approved.
     let basis = f.payroll.year_to_date(f.tenant, b.period, SheetKind::Supplementary).await.unwrap().basis;
     assert_eq!(basis, 2);
-    let recalculated = f.payroll.save_calculation(Sheet { ytd_basis: Some(basis), ..b_now }, vec![], audit("calc")).await.unwrap();
-    assert!(matches!(f.payroll.approve_sheet(approve(&recalculated), audit("approve")).await.unwrap(), Approval::Approved(_)));
+    let recalculated =
+        f.payroll.save_calculation(Sheet { ytd_basis: Some(basis), ..b_now }, vec![], Effects::audited(audit("calc"))).await.unwrap();
+    assert!(matches!(
+        f.payroll.approve_sheet(approve(&recalculated), Effects::audited(audit("approve"))).await.unwrap(),
+        Approval::Approved(_)
+    ));
 });
 
 store_test!(an_annual_bonus_is_taxed_separately_once_a_year_whatever_sheet_carries_it, |db| {
@@ -368,7 +384,8 @@ store_test!(an_annual_bonus_is_taxed_separately_once_a_year_whatever_sheet_carri
     let against_all = f.payroll.separate_bonuses(f.tenant, 2026, feb.id, all, vec![e0, e1]).await.unwrap();
     let of_its_own = f.payroll.separate_bonuses(f.tenant, 2026, approved.id, settled.clone(), vec![e0]).await.unwrap();
     let in_2025 = f.payroll.separate_bonuses(f.tenant, 2025, 0, settled, vec![e0, e1]).await.unwrap();
-    let refused = f.payroll.approve_sheet(Sheet { status: SheetStatus::Approved, ..feb.clone() }, audit("approve")).await.unwrap();
+    let refused =
+        f.payroll.approve_sheet(Sheet { status: SheetStatus::Approved, ..feb.clone() }, Effects::audited(audit("approve"))).await.unwrap();
 
     assert_eq!(against_settled, HashMap::from([(e0, approved.id)]));
     assert_eq!(against_all, HashMap::from([(e0, approved.id), (e1, calculated.id)]));
@@ -431,8 +448,8 @@ store_test!(of_two_sheets_approved_at_once_over_the_same_year_to_date_exactly_on
         assert_eq!(a.ytd_basis, b.ytd_basis);
 
         let (x, y) = tokio::join!(
-            f.payroll.approve_sheet(Sheet { status: SheetStatus::Approved, ..a }, audit("approve")),
-            f.payroll.approve_sheet(Sheet { status: SheetStatus::Approved, ..b }, audit("approve")),
+            f.payroll.approve_sheet(Sheet { status: SheetStatus::Approved, ..a }, Effects::audited(audit("approve"))),
+            f.payroll.approve_sheet(Sheet { status: SheetStatus::Approved, ..b }, Effects::audited(audit("approve"))),
         );
 
         let outcomes = [x.unwrap(), y.unwrap()];

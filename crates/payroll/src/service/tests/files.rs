@@ -324,7 +324,7 @@ fn import_repo(status: SheetStatus) -> MockPayrollRepo {
 async fn an_import_replaces_the_rows_employees_inputs_adds_new_ones_and_goes_back_to_draft() {
     let mut repo = import_repo(SheetStatus::Calculated);
     repo.expect_update_sheet()
-        .withf(|s, items, audit| {
+        .withf(|s, items, effects| {
             let ItemsWrite::Replace(items) = items else { return false };
             let by = |id: Id| items.iter().find(|i| i.employee_id == id).unwrap();
             s.status == SheetStatus::Draft
@@ -340,8 +340,10 @@ async fn an_import_replaces_the_rows_employees_inputs_adds_new_ones_and_goes_bac
                 && by(200).adjustments == Adjustments::default()
                 && by(300).adjustments.overtime == Money::from_yuan(20)
                 && by(300).employee_name == "王五"
-                && audit.action == "payroll_sheet.import"
-                && audit.after.as_ref().is_some_and(|a| a["import"]["replaced"] == 1 && a["import"]["added"] == 1 && a["status"] == "draft")
+                && effects.audit.as_ref().is_some_and(|audit| {
+                    audit.action == "payroll_sheet.import"
+                        && audit.after.as_ref().is_some_and(|a| a["import"]["replaced"] == 1 && a["import"]["added"] == 1 && a["status"] == "draft")
+                })
         })
         .times(1)
         .returning(|s, _, _| Ok(s));
