@@ -36,6 +36,7 @@ mod api;
 pub mod budget;
 pub mod campaign;
 mod config;
+pub mod events;
 mod lifecycle;
 mod model;
 pub mod package;

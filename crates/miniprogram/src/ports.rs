@@ -7,7 +7,7 @@ use crate::lifecycle::UploadStatus;
 use crate::model::*;
 use crate::package::{PackageError, PackageInfo, PackageLimits};
 use async_trait::async_trait;
-use atrium_kernel::{AuditRecord, Id, Page, Party, Result, Secret, Timestamp};
+use atrium_kernel::{AuditRecord, Effects, Id, Page, Party, Result, Secret, Timestamp};
 use std::path::PathBuf;
 
 /// Storage of what lets us act for a tenant's mini-program: the tenants in a caller's scope,
@@ -38,7 +38,7 @@ pub trait AuthorizationRepo: Send + Sync + 'static {
     /// Inserts or replaces the tenant's authorisation (one per tenant) with its audit record,
     /// in one transaction. MUST return `Conflict` when another tenant's authorisation holds
     /// the same `authorizer_appid` (a unique index).
-    async fn save_authorization(&self, authorization: Authorization, audit: AuditRecord) -> Result<Authorization>;
+    async fn save_authorization(&self, authorization: Authorization, effects: Effects) -> Result<Authorization>;
     /// Writes an audit entry of a change that has no record of ours: a tenant's settings on
     /// the platform (its server domains, its privacy settings).
     async fn record_audit(&self, audit: AuditRecord) -> Result<()>;
@@ -120,9 +120,9 @@ pub trait ReleaseTaskRepo: Send + Sync + 'static {
     /// The tenant's audit that is `auditing` or `delayed`, if any.
     async fn running_audit(&self, tenant_id: Id) -> Result<Option<AuditTask>>;
     /// Writes the task's mutable fields (status, reason, screenshots, decided, release
-    /// state, updated) only if the stored status and release state still equal `read`;
-    /// returns whether it wrote.
-    async fn update_audit_task(&self, task: AuditTask, read: AuditState) -> Result<bool>;
+    /// state, updated) and `effects` only if the stored status and release state still equal
+    /// `read`; returns whether it wrote.
+    async fn update_audit_task(&self, task: AuditTask, read: AuditState, effects: Effects) -> Result<bool>;
     /// One page of the audit tasks in `scope` that match `query`, newest first unless sorted otherwise.
     async fn list_audit_tasks(&self, scope: Party, query: AuditTaskQuery) -> Result<Page<AuditTask>>;
 
@@ -130,9 +130,9 @@ pub trait ReleaseTaskRepo: Send + Sync + 'static {
     async fn insert_release_task(&self, task: ReleaseTask) -> Result<ReleaseTask>;
     /// Records a release the platform carried out, in one transaction: writes `audit` as
     /// [`update_audit_task`](Self::update_audit_task) does (only over the state it was read
-    /// in) and stores `task`. Returns the stored release task, or `None` when the audit task
-    /// changed since it was read; then nothing is written.
-    async fn record_release(&self, task: ReleaseTask, audit: AuditUpdate) -> Result<Option<ReleaseTask>>;
+    /// in), stores `task` and writes `effects`. Returns the stored release task, or `None` when
+    /// the audit task changed since it was read; then nothing is written.
+    async fn record_release(&self, task: ReleaseTask, audit: AuditUpdate, effects: Effects) -> Result<Option<ReleaseTask>>;
 }
 
 /// Where kept code packages live, each under its content hash (SHA-256, lower-case hex): a
@@ -175,19 +175,19 @@ pub trait PackageStore: Send + Sync + 'static {
 #[async_trait]
 pub trait CampaignRepo: Send + Sync + 'static {
     /// Stores a new campaign and its tenants (all `pending`, in no wave) in one transaction,
-    /// with its audit record. `Conflict` (`tenant_in_campaign`) naming the first tenant that
+    /// with its effects. `Conflict` (`tenant_in_campaign`) naming the first tenant that
     /// is active in another campaign.
-    async fn insert_campaign(&self, campaign: Campaign, tenants: Vec<CampaignTenant>, audit: AuditRecord) -> Result<Campaign>;
+    async fn insert_campaign(&self, campaign: Campaign, tenants: Vec<CampaignTenant>, effects: Effects) -> Result<Campaign>;
     /// The campaign, if the scope sees it: the platform sees every campaign, a partner its
     /// own, a tenant none.
     async fn campaign(&self, scope: Party, id: Id) -> Result<Option<Campaign>>;
     /// The campaigns the scope sees.
     async fn list_campaigns(&self, scope: Party, query: crate::campaign::CampaignQuery) -> Result<Page<Campaign>>;
     /// Writes the campaign if its revision is still `read_revision` (storing
-    /// `read_revision + 1`), with `audit` when given; its tenants become active when it is
+    /// `read_revision + 1`), with `effects`; its tenants become active when it is
     /// running or paused and inactive otherwise, in the same transaction. `Conflict`
     /// (`tenant_in_campaign`) when one of its tenants is active in another campaign.
-    async fn update_campaign(&self, campaign: Campaign, read_revision: i64, audit: Option<AuditRecord>) -> Result<bool>;
+    async fn update_campaign(&self, campaign: Campaign, read_revision: i64, effects: Effects) -> Result<bool>;
     /// A page of the campaign's tenants that are in `scope` now: the platform sees every one,
     /// a partner those that are its tenants today (not one that has moved to another partner
     /// since the campaign was created).

@@ -15,7 +15,7 @@ use crate::model::*;
 use crate::ports::{AuthorizationRepo, MiniProgramPlatform, PlatformError, PlatformResult};
 use atrium_kernel::Reason;
 use atrium_kernel::secret::{hash_secret, random_token};
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, Id, Party, Result, Secret};
+use atrium_kernel::{Actor, AuditRecord, Clock, Effects, Error, Id, Party, Result, Secret};
 use std::sync::Arc;
 
 /// What an audit result is recorded as among the events processed.
@@ -237,7 +237,7 @@ impl AuthorizationService {
             updated_at: now,
         };
         let audit = self.audit_record(tenant_id, by, "miniprogram_authorization.authorize", before.as_ref(), &authorization).await?;
-        match self.repo.save_authorization(authorization, audit).await {
+        match self.repo.save_authorization(authorization, Effects::audited(audit)).await {
             Err(Error::Conflict(..)) => {
                 Err(Error::blocked(Reason::Duplicate, "authorizer_appid", "this mini-program is already authorised for another tenant"))
             }
@@ -297,7 +297,7 @@ impl AuthorizationService {
         let now = self.clock.now();
         let after = Authorization { status: AuthorizationStatus::Revoked, revoked_at: Some(now), updated_at: now, ..before.clone() };
         let audit = self.audit_record(tenant_id, None, "miniprogram_authorization.revoke", Some(&before), &after).await?;
-        self.repo.save_authorization(after, audit).await?;
+        self.repo.save_authorization(after, Effects::audited(audit)).await?;
         log::warn!("the mini-program authorisation of tenant {tenant_id} was revoked");
         Ok(true)
     }

@@ -38,11 +38,13 @@ use super::pipeline::PipelineService;
 use super::preflight::PreflightService;
 use crate::api::{AuditSubmit, PublishMode, PublishRequest, TemplateUpload};
 use crate::campaign::*;
+use crate::events;
 use crate::lifecycle::{AuditStatus, UploadStatus};
 use crate::ports::CampaignRepo;
 use atrium_kernel::jobs::backoff;
 use atrium_kernel::{
-    Actor, AuditRecord, Clock, Error, Id, Job, JobHandler, JobOutcome, JobStore, NewJob, Page, Party, Reason, Result, StrEnum, Timestamp,
+    Actor, AuditRecord, Clock, Effects, Error, Id, Job, JobHandler, JobOutcome, JobStore, NewJob, Page, Party, Reason, Result, StrEnum,
+    Timestamp,
 };
 use futures_util::StreamExt;
 use serde_json::json;
@@ -223,7 +225,7 @@ impl CampaignService {
             })
             .collect();
         let audit = AuditRecord::by(actor, now, "miniprogram.campaign.create", "miniprogram_campaign", None);
-        let stored = self.repo.insert_campaign(campaign, rows, audit).await?;
+        let stored = self.repo.insert_campaign(campaign, rows, Effects::audited(audit)).await?;
         log::info!("campaign {} ({} tenants) created by user {}", stored.id, stored.tenant_total, actor.user_id);
         self.view(actor.party, stored).await
     }
@@ -478,11 +480,12 @@ impl CampaignService {
     async fn change(&self, actor: &Actor, id: Id, action: &str, edit: impl Fn(&mut Campaign, Timestamp) -> Result<()>) -> Result<Campaign> {
         for _ in 0..3 {
             let mut c = self.campaign(actor, id).await?;
-            let read = c.revision;
+            let (read, was) = (c.revision, c.status);
             let now = self.clock.now();
             edit(&mut c, now)?;
             let audit = AuditRecord::by(actor, now, format!("miniprogram.campaign.{action}"), "miniprogram_campaign", Some(c.id));
-            if self.repo.update_campaign(c.clone(), read, Some(audit)).await? {
+            let effects = Effects::audited(audit).with_events(events::campaign_changed(was, &c, now));
+            if self.repo.update_campaign(c.clone(), read, effects).await? {
                 c.revision = read + 1;
                 return Ok(c);
             }
@@ -525,7 +528,7 @@ impl CampaignService {
         }
         c.current_wave = Some(wave);
         let audit = actor.map(|a| AuditRecord::by(a, now, "miniprogram.campaign.advance", "miniprogram_campaign", Some(c.id)));
-        if !self.repo.update_campaign(c.clone(), read, audit).await? {
+        if !self.repo.update_campaign(c.clone(), read, Effects::maybe_audited(audit)).await? {
             return Err(Error::conflict(Reason::TryAgain, "the campaign changed while its wave was starting; try again"));
         }
         c.revision = read + 1;
@@ -637,7 +640,8 @@ impl CampaignService {
             let mut paused = c.clone();
             paused.status = CampaignStatus::Paused;
             paused.paused_reason = Some(reason);
-            if self.repo.update_campaign(paused, c.revision, None).await? {
+            let effects = Effects::none().with_events(events::campaign_changed(c.status, &paused, self.clock.now()));
+            if self.repo.update_campaign(paused, c.revision, effects).await? {
                 log::warn!("campaign {id} paused: {}", reason.as_str());
             }
             return Ok(true);
@@ -654,7 +658,8 @@ impl CampaignService {
             if let Some(w) = done.waves.get_mut(wave as usize) {
                 w.status = WaveStatus::Done;
             }
-            if self.repo.update_campaign(done, c.revision, None).await? {
+            let effects = Effects::none().with_events(events::campaign_changed(c.status, &done, self.clock.now()));
+            if self.repo.update_campaign(done, c.revision, effects).await? {
                 log::info!("campaign {id} completed");
                 return Ok(false);
             }
@@ -667,7 +672,7 @@ impl CampaignService {
             if let Some(w) = waiting.waves.get_mut(wave as usize) {
                 w.status = WaveStatus::Done;
             }
-            self.repo.update_campaign(waiting, c.revision, None).await?;
+            self.repo.update_campaign(waiting, c.revision, Effects::none()).await?;
         }
         Ok(true)
     }

@@ -21,13 +21,14 @@ use super::platform::{TaskRef, logged};
 use crate::api::*;
 use crate::budget::{AuditBudgets, Share, Spend, Spent};
 use crate::config::ReleaseSettings;
+use crate::events;
 use crate::lifecycle::{AuditStatus, ReleaseKind, ReleaseStatus, UploadStatus, check_release};
 use crate::model::*;
 use crate::ports::{
     CodeUploader, MiniProgramPlatform, PackageInspector, PackageStore, PlatformError, PlatformResult, ReleaseTaskRepo, UploaderError,
 };
 use atrium_kernel::Reason;
-use atrium_kernel::{Actor, Clock, Error, Id, JobStore, NewJob, Page, Party, Result, Secret, StrEnum, Timestamp};
+use atrium_kernel::{Actor, Clock, Effects, Error, Id, JobStore, NewJob, Page, Party, Result, Secret, StrEnum, Timestamp};
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -737,7 +738,8 @@ impl PipelineService {
                 return Ok(task);
             }
             task.updated_at = now;
-            if self.tasks.update_audit_task(task.clone(), read).await? {
+            let effects = Effects::none().with_events(events::audit_decided(read.status, &task, now));
+            if self.tasks.update_audit_task(task.clone(), read, effects).await? {
                 if !task.status.is_running() {
                     log::info!("audit task {id} of tenant {}: {}", task.tenant_id, task.status.as_str());
                 }
@@ -867,7 +869,8 @@ impl PipelineService {
                 return self.tasks.insert_release_task(task).await;
             }
             audit.updated_at = self.clock.now();
-            if let Some(stored) = self.tasks.record_release(task.clone(), AuditUpdate { task: audit, read }).await? {
+            let effects = Effects::none().with_event(events::released(&audit, mode, released_at));
+            if let Some(stored) = self.tasks.record_release(task.clone(), AuditUpdate { task: audit, read }, effects).await? {
                 return Ok(stored);
             }
         }

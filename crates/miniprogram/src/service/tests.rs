@@ -135,6 +135,8 @@ struct State {
     uploads: Vec<UploadTask>,
     audits: Vec<AuditTask>,
     releases: Vec<ReleaseTask>,
+    /// Events written with the writes that took: type and subject.
+    published: Vec<(&'static str, Option<Id>)>,
     jobs: Vec<NewJob>,
     /// Audit entries of settings changes (domains, privacy).
     settings_audits: Vec<atrium_kernel::AuditRecord>,
@@ -312,13 +314,14 @@ fn task_repo(s: &Shared) -> MockReleaseTaskRepo {
     let st = s.clone();
     r.expect_running_audit().returning(move |t| Ok(lock(&st).audits.iter().find(|a| a.tenant_id == t && a.status.is_running()).cloned()));
     let st = s.clone();
-    r.expect_update_audit_task().returning(move |t, read| {
+    r.expect_update_audit_task().returning(move |t, read, effects| {
         let mut s = lock(&st);
         let Some(stored) = s.audits.iter_mut().find(|a| a.id == t.id) else { return Ok(false) };
         if stored.state() != read {
             return Ok(false);
         }
         *stored = t;
+        s.published.extend(effects.events.iter().map(|e| (e.kind, e.subject)));
         Ok(true)
     });
     let st = s.clone();
@@ -335,13 +338,14 @@ fn task_repo(s: &Shared) -> MockReleaseTaskRepo {
         Ok(t)
     });
     let st = s.clone();
-    r.expect_record_release().returning(move |mut t, update| {
+    r.expect_record_release().returning(move |mut t, update, effects| {
         let mut s = lock(&st);
         let Some(stored) = s.audits.iter_mut().find(|a| a.id == update.task.id) else { return Ok(None) };
         if stored.state() != update.read {
             return Ok(None);
         }
         *stored = update.task;
+        s.published.extend(effects.events.iter().map(|e| (e.kind, e.subject)));
         t.id = 300 + s.releases.len() as Id;
         s.releases.push(t.clone());
         Ok(Some(t))

@@ -7,11 +7,12 @@ use crate::db::on_backend;
 use crate::error::db_error;
 use crate::org::parse_enum;
 use crate::org::tenants::in_scope;
+use crate::outbox;
 use crate::schema::{mp_authorization_attempts, mp_authorizations, mp_events, mp_verify_ticket};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{AuditRecord, Error, Id, Party, Result, Timestamp};
+use atrium_kernel::{AuditRecord, Effects, Error, Id, Party, Result, Timestamp};
 use atrium_miniprogram::{
     Authorization, AuthorizationAttempt, AuthorizationRepo, AuthorizationStatus, PurgedRecords, ReleaseTenant, Secret, VerifyTicket,
 };
@@ -180,7 +181,7 @@ impl AuthorizationRepo for ReleaseStore {
             .await
     }
 
-    async fn save_authorization(&self, authorization: Authorization, audit: AuditRecord) -> Result<Authorization> {
+    async fn save_authorization(&self, authorization: Authorization, effects: Effects) -> Result<Authorization> {
         let row = authorization_row(&authorization, &self.cipher)?;
         self.db
             .write(move |conn| {
@@ -193,7 +194,7 @@ impl AuthorizationRepo for ReleaseStore {
                     .set(&row)
                     .execute(c))
                 .map_err(|e| unique_or(e, || format!("the mini-program {} is authorised for another tenant", row.authorizer_appid)))?;
-                write_audit(conn, &audit)?;
+                outbox::write(conn, &effects)?;
                 Ok(authorization)
             })
             .await

@@ -7,15 +7,15 @@
 //! instances: the second's update of its tenants meets the index and its whole transaction
 //! rolls back.
 use super::{from_json_text, json_text};
-use crate::audit_log::{audit_created, write_audit};
 use crate::db::{Db, DbConn, MultiBackend, on_backend};
 use crate::error::db_error;
 use crate::org::tenants::ids_of_partner;
 use crate::org::{count_up_to, nothing, page, parse_enum, total};
+use crate::outbox;
 use crate::schema::{mp_campaign_tenants, mp_campaigns};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
-use atrium_kernel::{AuditRecord, Error, Id, Page, Party, Reason, Result, SortOrder, StrEnum, Timestamp};
+use atrium_kernel::{Effects, Error, Id, Page, Party, Reason, Result, SortOrder, StrEnum, Timestamp};
 use atrium_miniprogram::campaign::{CampaignQuery, CampaignTenantQuery, CampaignTenantSort};
 use atrium_miniprogram::{Campaign, CampaignRepo, CampaignStatus, CampaignTenant, CampaignTenantStatus, PauseReason, TaskSort};
 use chrono::NaiveDateTime;
@@ -429,7 +429,7 @@ fn in_scope(scope: Party) -> TenantCondition {
 
 #[async_trait]
 impl CampaignRepo for CampaignStore {
-    async fn insert_campaign(&self, campaign: Campaign, tenants: Vec<CampaignTenant>, audit: AuditRecord) -> Result<Campaign> {
+    async fn insert_campaign(&self, campaign: Campaign, tenants: Vec<CampaignTenant>, effects: Effects) -> Result<Campaign> {
         let row = campaign_row(&campaign)?;
         let active = campaign.status.is_active();
         let mut rows = tenants.iter().map(|t| tenant_row(t, active)).collect::<Result<Vec<_>>>()?;
@@ -454,7 +454,7 @@ impl CampaignRepo for CampaignStore {
                         other => db_error(other),
                     })?;
                 }
-                audit_created(conn, audit, id)?;
+                outbox::write_created(conn, effects, id)?;
                 Ok(Campaign { id, ..campaign })
             })
             .await
@@ -493,7 +493,7 @@ impl CampaignRepo for CampaignStore {
             .await
     }
 
-    async fn update_campaign(&self, campaign: Campaign, read_revision: i64, audit: Option<AuditRecord>) -> Result<bool> {
+    async fn update_campaign(&self, campaign: Campaign, read_revision: i64, effects: Effects) -> Result<bool> {
         let id = campaign.id;
         let active = campaign.status.is_active();
         let changes = CampaignChanges::new(campaign_row(&campaign)?, read_revision + 1);
@@ -521,9 +521,7 @@ impl CampaignRepo for CampaignStore {
                 if was_active != active {
                     set_active(conn, id, active)?;
                 }
-                if let Some(a) = &audit {
-                    write_audit(conn, a)?;
-                }
+                outbox::write(conn, &effects)?;
                 Ok(true)
             })
             .await

@@ -5,11 +5,12 @@ use super::{ReleaseStore, from_json_text, json_text, to_i64, to_u64, unique_or};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::org::{count_up_to, page, parse_enum, total};
+use crate::outbox;
 use crate::schema::{mp_audit_tasks, mp_release_tasks, mp_upload_tasks, tenants};
 use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{Error, Id, Page, Party, Result, SortOrder, Timestamp};
+use atrium_kernel::{Effects, Error, Id, Page, Party, Result, SortOrder, Timestamp};
 use atrium_miniprogram::{
     AuditState, AuditStatus, AuditTask, AuditTaskQuery, AuditUpdate, ReleaseState, ReleaseTask, ReleaseTaskRepo, TaskSort, UploadSource,
     UploadStatus, UploadTask, UploadTaskQuery,
@@ -467,9 +468,17 @@ impl ReleaseTaskRepo for ReleaseStore {
             .await
     }
 
-    async fn update_audit_task(&self, task: AuditTask, read: AuditState) -> Result<bool> {
+    async fn update_audit_task(&self, task: AuditTask, read: AuditState, effects: Effects) -> Result<bool> {
         let screenshots = json_text(&task.screenshots)?;
-        self.db.write(move |conn| update_audit(conn, &task, &read, &screenshots)).await
+        self.db
+            .write(move |conn| {
+                if !update_audit(conn, &task, &read, &screenshots)? {
+                    return Ok(false);
+                }
+                outbox::write(conn, &effects)?;
+                Ok(true)
+            })
+            .await
     }
 
     async fn list_audit_tasks(&self, scope: Party, q: AuditTaskQuery) -> Result<Page<AuditTask>> {
@@ -496,7 +505,7 @@ impl ReleaseTaskRepo for ReleaseStore {
         self.db.write(move |conn| insert_release(conn, task)).await
     }
 
-    async fn record_release(&self, task: ReleaseTask, audit: AuditUpdate) -> Result<Option<ReleaseTask>> {
+    async fn record_release(&self, task: ReleaseTask, audit: AuditUpdate, effects: Effects) -> Result<Option<ReleaseTask>> {
         let screenshots = json_text(&audit.task.screenshots)?;
         self.db
             .write(move |conn| {
@@ -506,7 +515,9 @@ impl ReleaseTaskRepo for ReleaseStore {
                 if !update_audit(conn, &audit.task, &audit.read, &screenshots)? {
                     return Ok(None);
                 }
-                insert_release(conn, task).map(Some)
+                let stored = insert_release(conn, task)?;
+                outbox::write(conn, &effects)?;
+                Ok(Some(stored))
             })
             .await
     }

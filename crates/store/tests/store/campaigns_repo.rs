@@ -128,7 +128,7 @@ fn create_audit() -> AuditRecord {
 /// Stores `c` naming `tenants` (in this order).
 async fn insert(f: &Fixture, c: Campaign, tenants: &[i64]) -> Campaign {
     let rows = tenants.iter().map(|t| pending(*t)).collect();
-    f.repo.insert_campaign(Campaign { tenant_total: tenants.len() as u32, ..c }, rows, create_audit()).await.unwrap()
+    f.repo.insert_campaign(Campaign { tenant_total: tenants.len() as u32, ..c }, rows, Effects::audited(create_audit())).await.unwrap()
 }
 
 async fn get(f: &Fixture, id: i64) -> Campaign {
@@ -138,7 +138,7 @@ async fn get(f: &Fixture, id: i64) -> Campaign {
 /// Writes `c` in `status` over the revision it holds.
 async fn set_status(f: &Fixture, c: &Campaign, status: CampaignStatus) -> atrium_kernel::Result<bool> {
     let next = Campaign { status, ..c.clone() };
-    f.repo.update_campaign(next, c.revision, None).await
+    f.repo.update_campaign(next, c.revision, Effects::none()).await
 }
 
 /// Every tenant of the campaign, by tenant id.
@@ -278,21 +278,21 @@ store_test!(a_campaign_write_is_conditional_on_the_revision_read, |db| {
     next.name = "Spring, renamed".into();
     let audit = AuditRecord::system(at(1), "miniprogram.campaign.start", "miniprogram_campaign", Some(c.id));
 
-    assert!(f.repo.update_campaign(next.clone(), 0, Some(audit.clone())).await.unwrap());
+    assert!(f.repo.update_campaign(next.clone(), 0, Effects::maybe_audited(Some(audit.clone()))).await.unwrap());
     assert_eq!(get(&f, c.id).await, Campaign { revision: 1, ..next.clone() });
     assert_eq!(active(&db, c.id), [f.tenants[0], f.tenants[1]], "a running campaign's tenants are active");
 
     let stale = Campaign { status: CampaignStatus::Cancelled, finished_at: Some(at(2)), ..next.clone() };
-    assert!(!f.repo.update_campaign(stale, 0, Some(audit.clone())).await.unwrap(), "the revision moved");
+    assert!(!f.repo.update_campaign(stale, 0, Effects::maybe_audited(Some(audit.clone()))).await.unwrap(), "the revision moved");
     assert_eq!(get(&f, c.id).await, Campaign { revision: 1, ..next.clone() }, "nothing written");
     assert_eq!(active(&db, c.id).len(), 2);
     assert_eq!(audits(&db, c.id), ["miniprogram.campaign.create", "miniprogram.campaign.start"], "no audit for a lost write");
 
     let paused = Campaign { status: CampaignStatus::Paused, paused_reason: Some(PauseReason::Quota), revision: 1, ..next.clone() };
-    assert!(f.repo.update_campaign(paused.clone(), 1, None).await.unwrap());
+    assert!(f.repo.update_campaign(paused.clone(), 1, Effects::none()).await.unwrap());
     assert_eq!(get(&f, c.id).await, Campaign { revision: 2, ..paused });
     assert_eq!(active(&db, c.id).len(), 2, "a paused campaign's tenants stay active");
-    assert!(!f.repo.update_campaign(next, 5, None).await.unwrap(), "a revision never stored");
+    assert!(!f.repo.update_campaign(next, 5, Effects::none()).await.unwrap(), "a revision never stored");
 });
 
 // --- one active campaign per tenant ------------------------------------------------------------
@@ -308,18 +308,18 @@ store_test!(a_tenant_in_a_running_campaign_keeps_another_from_starting_until_it_
     let start_b = Campaign { status: CampaignStatus::Running, ..b.clone() };
     let audit = AuditRecord::system(at(1), "miniprogram.campaign.start", "miniprogram_campaign", Some(b.id));
 
-    assert_in_campaign(f.repo.update_campaign(start_b.clone(), 0, Some(audit.clone())).await, t[1], a.id);
+    assert_in_campaign(f.repo.update_campaign(start_b.clone(), 0, Effects::maybe_audited(Some(audit.clone()))).await, t[1], a.id);
     assert_eq!(get(&f, b.id).await, b, "still a draft, revision 0");
     assert!(active(&db, b.id).is_empty(), "none of its tenants became active");
     assert_eq!(audits(&db, b.id), ["miniprogram.campaign.create"], "no audit of the refused start");
 
     assert!(set_status(&f, &a, CampaignStatus::Paused).await.unwrap());
     let a = get(&f, a.id).await;
-    assert_in_campaign(f.repo.update_campaign(start_b.clone(), 0, None).await, t[1], a.id);
+    assert_in_campaign(f.repo.update_campaign(start_b.clone(), 0, Effects::none()).await, t[1], a.id);
 
     assert!(set_status(&f, &a, CampaignStatus::Completed).await.unwrap());
     assert!(active(&db, a.id).is_empty(), "a completed campaign's tenants are free");
-    assert!(f.repo.update_campaign(start_b, 0, Some(audit)).await.unwrap());
+    assert!(f.repo.update_campaign(start_b, 0, Effects::maybe_audited(Some(audit))).await.unwrap());
     assert_eq!(active(&db, b.id), [t[1], t[2], t[3]]);
     assert_eq!(audits(&db, b.id), ["miniprogram.campaign.create", "miniprogram.campaign.start"]);
 
@@ -345,7 +345,7 @@ store_test!(of_two_campaigns_sharing_tenants_started_at_once_exactly_one_starts,
             let running = Campaign { status: CampaignStatus::Running, ..c.clone() };
             tokio::spawn(async move {
                 barrier.wait().await;
-                repo.update_campaign(running, 0, None).await
+                repo.update_campaign(running, 0, Effects::none()).await
             })
         };
         let (ra, rb) = tokio::join!(start(&a), start(&b));
@@ -376,7 +376,7 @@ store_test!(a_campaign_naming_a_tenant_active_elsewhere_is_not_stored, |db| {
     let before = count(&db);
 
     let rows = [t[4], t[2], t[1]].iter().map(|t| pending(*t)).collect();
-    let refused = f.repo.insert_campaign(campaign(None, "B", t0()), rows, create_audit()).await;
+    let refused = f.repo.insert_campaign(campaign(None, "B", t0()), rows, Effects::audited(create_audit())).await;
     assert_in_campaign(refused, t[2], a.id);
     assert_eq!(count(&db), before, "nothing stored");
     let creates: i64 = audit_logs::table
@@ -422,7 +422,11 @@ store_test!(a_campaign_of_many_tenants_is_stored_in_one_go, |db| {
     assert_in_campaign(set_status(&f, &other, CampaignStatus::Running).await, many[2_000], c.id);
     // The first named that is active elsewhere, in the order named.
     let rows = [f.stranger, many[2_499], many[5]].iter().map(|t| pending(*t)).collect();
-    assert_in_campaign(f.repo.insert_campaign(campaign(None, "Refused", t0()), rows, create_audit()).await, many[2_499], c.id);
+    assert_in_campaign(
+        f.repo.insert_campaign(campaign(None, "Refused", t0()), rows, Effects::audited(create_audit())).await,
+        many[2_499],
+        c.id,
+    );
     let retried = f.repo.retry_tenants(c.id, 0, Some(many.clone()), at(1)).await.unwrap();
     assert_eq!(retried, 0, "none is retryable");
 });

@@ -203,7 +203,7 @@ async fn audited(f: &Fixture, tenant_id: i64, version: &str, status: AuditStatus
         return task;
     }
     let decided = AuditTask { status, decided_at: (!status.is_running()).then_some(submitted), ..task.clone() };
-    assert!(f.repo.update_audit_task(decided.clone(), task.state()).await.unwrap());
+    assert!(f.repo.update_audit_task(decided.clone(), task.state(), Effects::none()).await.unwrap());
     decided
 }
 
@@ -255,7 +255,11 @@ store_test!(an_authorization_round_trips_with_its_refresh_token_encrypted_at_res
     let f = fixture(&db).await;
     assert_eq!(f.repo.get_authorization(f.tenant).await.unwrap(), None);
 
-    let stored = f.repo.save_authorization(authorization(f.tenant, "wxa1"), authorization_audit(f.tenant, "authorize")).await.unwrap();
+    let stored = f
+        .repo
+        .save_authorization(authorization(f.tenant, "wxa1"), Effects::audited(authorization_audit(f.tenant, "authorize")))
+        .await
+        .unwrap();
 
     assert_eq!(stored, authorization(f.tenant, "wxa1"));
     assert_eq!(f.repo.get_authorization(f.tenant).await.unwrap(), Some(stored.clone()));
@@ -277,10 +281,10 @@ store_test!(an_authorization_round_trips_with_its_refresh_token_encrypted_at_res
 store_test!(authorised_mini_programs_are_listed_in_scope_by_tenant_a_page_at_a_time, |db| {
     let f = fixture(&db).await;
     for (tenant, appid) in [(f.tenant, "wxa1"), (f.sibling, "wxa2"), (f.other, "wxa3")] {
-        f.repo.save_authorization(authorization(tenant, appid), authorization_audit(tenant, "authorize")).await.unwrap();
+        f.repo.save_authorization(authorization(tenant, appid), Effects::audited(authorization_audit(tenant, "authorize"))).await.unwrap();
     }
     let revoked = Authorization { status: AuthorizationStatus::Revoked, revoked_at: Some(t0()), ..authorization(f.sibling, "wxa2") };
-    f.repo.save_authorization(revoked, authorization_audit(f.sibling, "revoke")).await.unwrap();
+    f.repo.save_authorization(revoked, Effects::audited(authorization_audit(f.sibling, "revoke"))).await.unwrap();
     let tenants = |list: Vec<Authorization>| list.into_iter().map(|a| a.tenant_id).collect::<Vec<_>>();
 
     assert_eq!(tenants(f.repo.authorized_in_scope(Party::Platform, None, 0, 10).await.unwrap()), [f.tenant, f.other]);
@@ -297,14 +301,14 @@ store_test!(authorised_mini_programs_are_listed_in_scope_by_tenant_a_page_at_a_t
 
 store_test!(a_second_save_replaces_the_tenants_authorization_and_may_change_its_app, |db| {
     let f = fixture(&db).await;
-    f.repo.save_authorization(authorization(f.tenant, "wxa1"), authorization_audit(f.tenant, "authorize")).await.unwrap();
+    f.repo.save_authorization(authorization(f.tenant, "wxa1"), Effects::audited(authorization_audit(f.tenant, "authorize"))).await.unwrap();
     let revoked = Authorization {
         status: AuthorizationStatus::Revoked,
         revoked_at: Some(at(5)),
         updated_at: at(5),
         ..authorization(f.tenant, "wxa1")
     };
-    f.repo.save_authorization(revoked.clone(), authorization_audit(f.tenant, "revoke")).await.unwrap();
+    f.repo.save_authorization(revoked.clone(), Effects::audited(authorization_audit(f.tenant, "revoke"))).await.unwrap();
     assert_eq!(f.repo.get_authorization(f.tenant).await.unwrap(), Some(revoked));
 
     // Authorised again, with another mini-program: the first app id is free again.
@@ -317,12 +321,12 @@ store_test!(a_second_save_replaces_the_tenants_authorization_and_may_change_its_
         updated_at: at(9),
         ..authorization(f.tenant, "wxa2")
     };
-    f.repo.save_authorization(again.clone(), authorization_audit(f.tenant, "authorize")).await.unwrap();
+    f.repo.save_authorization(again.clone(), Effects::audited(authorization_audit(f.tenant, "authorize"))).await.unwrap();
 
     assert_eq!(f.repo.get_authorization(f.tenant).await.unwrap(), Some(again.clone()));
     assert_eq!(f.repo.authorization_by_appid("wxa1".into()).await.unwrap(), None);
     assert_eq!(f.repo.authorization_by_appid("wxa2".into()).await.unwrap(), Some(again));
-    f.repo.save_authorization(authorization(f.other, "wxa1"), authorization_audit(f.other, "authorize")).await.unwrap();
+    f.repo.save_authorization(authorization(f.other, "wxa1"), Effects::audited(authorization_audit(f.other, "authorize"))).await.unwrap();
     let mut conn = db.conn().unwrap();
     let rows: i64 = mp_authorizations::table.count().get_result(&mut *conn).unwrap();
     let audits: i64 =
@@ -332,11 +336,17 @@ store_test!(a_second_save_replaces_the_tenants_authorization_and_may_change_its_
 
 store_test!(an_app_authorised_for_one_tenant_is_refused_for_another_and_nothing_is_written, |db| {
     let f = fixture(&db).await;
-    let first = f.repo.save_authorization(authorization(f.tenant, "wxa1"), authorization_audit(f.tenant, "authorize")).await.unwrap();
-    f.repo.save_authorization(authorization(f.other, "wxa9"), authorization_audit(f.other, "authorize")).await.unwrap();
+    let first = f
+        .repo
+        .save_authorization(authorization(f.tenant, "wxa1"), Effects::audited(authorization_audit(f.tenant, "authorize")))
+        .await
+        .unwrap();
+    f.repo.save_authorization(authorization(f.other, "wxa9"), Effects::audited(authorization_audit(f.other, "authorize"))).await.unwrap();
 
-    let fresh = f.repo.save_authorization(authorization(f.sibling, "wxa1"), authorization_audit(f.sibling, "authorize")).await;
-    let moved = f.repo.save_authorization(authorization(f.other, "wxa1"), authorization_audit(f.other, "authorize")).await;
+    let fresh =
+        f.repo.save_authorization(authorization(f.sibling, "wxa1"), Effects::audited(authorization_audit(f.sibling, "authorize"))).await;
+    let moved =
+        f.repo.save_authorization(authorization(f.other, "wxa1"), Effects::audited(authorization_audit(f.other, "authorize"))).await;
 
     for err in [fresh.unwrap_err(), moved.unwrap_err()] {
         assert!(matches!(err, Error::Conflict(_, ref m) if m.contains("wxa1")), "{err:?}");
@@ -357,8 +367,11 @@ store_test!(an_app_authorised_for_one_tenant_is_refused_for_another_and_nothing_
 store_test!(an_authorization_for_a_missing_tenant_is_refused_and_writes_no_audit, |db| {
     let f = fixture(&db).await;
 
-    let err =
-        f.repo.save_authorization(authorization(f.other + 1000, "wxa1"), authorization_audit(f.tenant, "authorize")).await.unwrap_err();
+    let err = f
+        .repo
+        .save_authorization(authorization(f.other + 1000, "wxa1"), Effects::audited(authorization_audit(f.tenant, "authorize")))
+        .await
+        .unwrap_err();
 
     assert!(matches!(err, Error::Conflict(..)), "{err:?}");
     let mut conn = db.conn().unwrap();
@@ -932,16 +945,16 @@ store_test!(an_audit_task_round_trips_with_its_screenshots_and_release_state, |d
         updated_at: at(30),
         ..stored.clone()
     };
-    assert!(f.repo.update_audit_task(rejected.clone(), stored.state()).await.unwrap());
+    assert!(f.repo.update_audit_task(rejected.clone(), stored.state(), Effects::none()).await.unwrap());
     assert_eq!(f.repo.audit_task(Party::Platform, stored.id).await.unwrap(), Some(rejected));
 
     let passed = audited(&f, f.tenant, "1.0.1", AuditStatus::Passed, at(40)).await;
     let gray = AuditTask { release: ReleaseState { gray_percentage: Some(20), released_at: None }, updated_at: at(41), ..passed.clone() };
-    assert!(f.repo.update_audit_task(gray.clone(), passed.state()).await.unwrap());
+    assert!(f.repo.update_audit_task(gray.clone(), passed.state(), Effects::none()).await.unwrap());
     assert_eq!(f.repo.audit_task(Party::Platform, passed.id).await.unwrap(), Some(gray.clone()));
     let full =
         AuditTask { release: ReleaseState { gray_percentage: Some(20), released_at: Some(at(42)) }, updated_at: at(42), ..gray.clone() };
-    assert!(f.repo.update_audit_task(full.clone(), gray.state()).await.unwrap());
+    assert!(f.repo.update_audit_task(full.clone(), gray.state(), Effects::none()).await.unwrap());
     assert_eq!(f.repo.audit_task(Party::Platform, passed.id).await.unwrap(), Some(full));
     assert_eq!(f.repo.audit_task(Party::Platform, passed.id + 1000).await.unwrap(), None);
 });
@@ -959,11 +972,11 @@ store_test!(a_tenant_has_one_running_audit_at_most_and_a_finished_one_frees_the_
 
     // Delayed is still running.
     let delayed = AuditTask { status: AuditStatus::Delayed, reason: Some("busy".into()), updated_at: at(3), ..first.clone() };
-    assert!(f.repo.update_audit_task(delayed.clone(), first.state()).await.unwrap());
+    assert!(f.repo.update_audit_task(delayed.clone(), first.state(), Effects::none()).await.unwrap());
     assert!(matches!(f.repo.insert_audit_task(audit(&up, 2)).await, Err(Error::Conflict(..))));
 
     let withdrawn = AuditTask { status: AuditStatus::Withdrawn, decided_at: Some(at(4)), updated_at: at(4), ..delayed.clone() };
-    assert!(f.repo.update_audit_task(withdrawn, delayed.state()).await.unwrap());
+    assert!(f.repo.update_audit_task(withdrawn, delayed.state(), Effects::none()).await.unwrap());
     let next = f.repo.insert_audit_task(audit(&up, 2)).await.unwrap();
     assert_eq!(f.repo.running_audit(f.tenant).await.unwrap(), Some(next));
     let mut conn = db.conn().unwrap();
@@ -1006,31 +1019,36 @@ store_test!(an_audit_update_applies_only_over_the_status_and_release_state_it_re
     let f = fixture(&db).await;
     let passed = audited(&f, f.tenant, "1.0.0", AuditStatus::Passed, at(1)).await;
     let gray_20 = AuditTask { release: ReleaseState { gray_percentage: Some(20), released_at: None }, updated_at: at(2), ..passed.clone() };
-    assert!(f.repo.update_audit_task(gray_20.clone(), passed.state()).await.unwrap());
+    assert!(f.repo.update_audit_task(gray_20.clone(), passed.state(), Effects::none()).await.unwrap());
 
     // Read before the gray step: its status still matches, its release state does not.
     let full_over_stale = AuditTask { release: ReleaseState { gray_percentage: None, released_at: Some(at(3)) }, ..passed.clone() };
-    assert!(!f.repo.update_audit_task(full_over_stale, passed.state()).await.unwrap());
+    assert!(!f.repo.update_audit_task(full_over_stale, passed.state(), Effects::none()).await.unwrap());
     // A report read as auditing comes late.
     let stale_status = AuditState { status: AuditStatus::Auditing, release: gray_20.release.clone() };
-    assert!(!f.repo.update_audit_task(AuditTask { status: AuditStatus::Rejected, ..gray_20.clone() }, stale_status).await.unwrap());
+    assert!(
+        !f.repo
+            .update_audit_task(AuditTask { status: AuditStatus::Rejected, ..gray_20.clone() }, stale_status, Effects::none())
+            .await
+            .unwrap()
+    );
     // Another gray percentage than the one stored.
     let other_gray = AuditState { status: AuditStatus::Passed, release: ReleaseState { gray_percentage: Some(10), released_at: None } };
-    assert!(!f.repo.update_audit_task(AuditTask { updated_at: at(9), ..gray_20.clone() }, other_gray).await.unwrap());
+    assert!(!f.repo.update_audit_task(AuditTask { updated_at: at(9), ..gray_20.clone() }, other_gray, Effects::none()).await.unwrap());
     assert_eq!(f.repo.audit_task(Party::Platform, passed.id).await.unwrap(), Some(gray_20.clone()));
 
     let full =
         AuditTask { release: ReleaseState { gray_percentage: Some(20), released_at: Some(at(4)) }, updated_at: at(4), ..gray_20.clone() };
-    assert!(f.repo.update_audit_task(full.clone(), gray_20.state()).await.unwrap());
+    assert!(f.repo.update_audit_task(full.clone(), gray_20.state(), Effects::none()).await.unwrap());
     // Read before the full release: the time it was released is part of the state.
     let other_time =
         AuditState { status: AuditStatus::Passed, release: ReleaseState { gray_percentage: Some(20), released_at: Some(at(5)) } };
-    assert!(!f.repo.update_audit_task(AuditTask { updated_at: at(9), ..full.clone() }, other_time).await.unwrap());
-    assert!(!f.repo.update_audit_task(AuditTask { updated_at: at(9), ..full.clone() }, gray_20.state()).await.unwrap());
-    assert!(f.repo.update_audit_task(AuditTask { updated_at: at(9), ..full.clone() }, full.state()).await.unwrap());
+    assert!(!f.repo.update_audit_task(AuditTask { updated_at: at(9), ..full.clone() }, other_time, Effects::none()).await.unwrap());
+    assert!(!f.repo.update_audit_task(AuditTask { updated_at: at(9), ..full.clone() }, gray_20.state(), Effects::none()).await.unwrap());
+    assert!(f.repo.update_audit_task(AuditTask { updated_at: at(9), ..full.clone() }, full.state(), Effects::none()).await.unwrap());
     // A task is addressed by its tenant too.
     let foreign = AuditTask { tenant_id: f.other, updated_at: at(10), ..full.clone() };
-    assert!(!f.repo.update_audit_task(foreign, AuditTask { updated_at: at(9), ..full.clone() }.state()).await.unwrap());
+    assert!(!f.repo.update_audit_task(foreign, AuditTask { updated_at: at(9), ..full.clone() }.state(), Effects::none()).await.unwrap());
     assert_eq!(f.repo.audit_task(Party::Platform, passed.id).await.unwrap(), Some(AuditTask { updated_at: at(9), ..full }));
 });
 
@@ -1050,7 +1068,7 @@ store_test!(of_ten_concurrent_audit_updates_from_one_read_exactly_one_wins, |db|
         };
         tasks.push(tokio::spawn(async move {
             start.wait().await;
-            repo.update_audit_task(change.clone(), read).await.map(|won| won.then_some(change))
+            repo.update_audit_task(change.clone(), read, Effects::none()).await.map(|won| won.then_some(change))
         }));
     }
 
@@ -1251,7 +1269,12 @@ store_test!(a_release_is_recorded_with_its_audits_release_state_in_one_write, |d
     let gray_30 = AuditTask { release: ReleaseState { gray_percentage: Some(30), released_at: None }, updated_at: at(2), ..passed.clone() };
     let task = gray_release(&f, &passed, 30, 2);
 
-    let stored = f.repo.record_release(task.clone(), AuditUpdate { task: gray_30.clone(), read: passed.state() }).await.unwrap().unwrap();
+    let stored = f
+        .repo
+        .record_release(task.clone(), AuditUpdate { task: gray_30.clone(), read: passed.state() }, Effects::none())
+        .await
+        .unwrap()
+        .unwrap();
 
     assert!(stored.id > 0);
     assert_eq!(stored, ReleaseTask { id: stored.id, ..task });
@@ -1263,12 +1286,15 @@ store_test!(a_release_over_an_audit_that_changed_since_it_was_read_writes_nothin
     let f = fixture(&db).await;
     let passed = audited(&f, f.tenant, "1.0.0", AuditStatus::Passed, at(1)).await;
     let gray_20 = AuditTask { release: ReleaseState { gray_percentage: Some(20), released_at: None }, updated_at: at(2), ..passed.clone() };
-    assert!(f.repo.update_audit_task(gray_20.clone(), passed.state()).await.unwrap());
+    assert!(f.repo.update_audit_task(gray_20.clone(), passed.state(), Effects::none()).await.unwrap());
     // Read before the 20 % step.
     let gray_30 = AuditTask { release: ReleaseState { gray_percentage: Some(30), released_at: None }, updated_at: at(3), ..passed.clone() };
 
-    let recorded =
-        f.repo.record_release(gray_release(&f, &passed, 30, 3), AuditUpdate { task: gray_30, read: passed.state() }).await.unwrap();
+    let recorded = f
+        .repo
+        .record_release(gray_release(&f, &passed, 30, 3), AuditUpdate { task: gray_30, read: passed.state() }, Effects::none())
+        .await
+        .unwrap();
 
     assert_eq!(recorded, None);
     assert_eq!(release_ids(&db), Vec::<i64>::new());
@@ -1283,7 +1309,7 @@ store_test!(a_release_that_cannot_be_stored_leaves_its_audit_as_it_was, |db| {
     let orphan =
         ReleaseTask { tenant_id: f.other + 1000, kind: ReleaseKind::Full, gray_percentage: None, ..gray_release(&f, &passed, 1, 2) };
 
-    let err = f.repo.record_release(orphan, AuditUpdate { task: full, read: passed.state() }).await.unwrap_err();
+    let err = f.repo.record_release(orphan, AuditUpdate { task: full, read: passed.state() }, Effects::none()).await.unwrap_err();
 
     assert!(matches!(err, Error::Conflict(..)), "{err:?}");
     assert_eq!(release_ids(&db), Vec::<i64>::new());

@@ -11,6 +11,8 @@ use crate::service::{CAMPAIGN_JOB, CampaignService, CampaignSettings, PreflightS
 struct Campaigns {
     campaigns: Vec<Campaign>,
     tenants: Vec<CampaignTenant>,
+    /// Events written with the campaign writes that took: type and subject.
+    published: Vec<(&'static str, Option<Id>)>,
 }
 
 type SharedCampaigns = Arc<Mutex<Campaigns>>;
@@ -37,13 +39,14 @@ fn campaign_repo(c: &SharedCampaigns) -> MockCampaignRepo {
     r.expect_campaign()
         .returning(move |scope, id| Ok(held(&st).campaigns.iter().find(|c| c.id == id && !matches!(scope, Party::Tenant { .. })).cloned()));
     let st = c.clone();
-    r.expect_update_campaign().returning(move |campaign, read, _audit| {
+    r.expect_update_campaign().returning(move |campaign, read, effects| {
         let mut s = held(&st);
         let Some(stored) = s.campaigns.iter_mut().find(|c| c.id == campaign.id) else { return Ok(false) };
         if stored.revision != read {
             return Ok(false);
         }
         *stored = Campaign { revision: read + 1, ..campaign };
+        s.published.extend(effects.events.iter().map(|e| (e.kind, e.subject)));
         Ok(true)
     });
     let st = c.clone();
@@ -225,6 +228,7 @@ async fn a_used_up_quota_pauses_the_campaign_and_the_uploaded_tenant_waits() {
     svc.tick(view.id).await.unwrap();
     let campaign = held(&c).campaigns[0].clone();
     assert_eq!((campaign.status, campaign.paused_reason), (CampaignStatus::Paused, Some(PauseReason::Quota)));
+    assert_eq!(held(&c).published, [(crate::events::CAMPAIGN_PAUSED, Some(campaign.id))], "starting it published nothing");
     assert_eq!(held(&c).tenants[0].status, CampaignTenantStatus::Uploading, "not submitted");
     assert!(lock(&s).audits.is_empty());
 }

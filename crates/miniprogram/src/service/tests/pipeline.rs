@@ -477,6 +477,7 @@ async fn asking_for_a_running_audit_keeps_the_platforms_decision() {
     assert_eq!(view.decided_at, Some(now()));
     // Decided: the platform is not asked again.
     assert_eq!(svc.audit_status(&tenant_actor(), params).await.unwrap().status, AuditStatus::Rejected);
+    assert_eq!(lock(&s).published, [(crate::events::AUDIT_REJECTED, Some(200))], "one event, with the decision");
 }
 
 fn job(kind: &str, payload: serde_json::Value, attempts: i32) -> atrium_kernel::Job {
@@ -646,6 +647,7 @@ async fn a_gray_release_rises_and_a_full_one_completes_it() {
         ]
     );
     assert_eq!(st.audits[0].release, ReleaseState { gray_percentage: Some(40), released_at: Some(now()) });
+    assert_eq!(st.published, [(crate::events::RELEASED, Some(200)); 3], "each release that went out, none for the refused ones");
 }
 
 #[tokio::test]
@@ -718,6 +720,7 @@ async fn an_audit_event_makes_the_running_audit_ask_the_platform_once() {
     let st = lock(&s);
     // What the platform answered for the running audit's id, not what the event said.
     assert_eq!((st.audits[0].status, st.audits[0].decided_at), (AuditStatus::Passed, Some(now() - Duration::minutes(2))));
+    assert_eq!(st.published, [(crate::events::AUDIT_PASSED, Some(200))], "the duplicate push publishes nothing");
 }
 
 #[tokio::test]
