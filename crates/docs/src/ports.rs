@@ -34,7 +34,7 @@ pub trait DocsRepo: Send + Sync + 'static {
     async fn list_tokens(&self, scope: Party, page: PageRequest) -> Result<Page<ApiToken>>;
 
     /// Marks the token revoked at `at`, unless it already is (the first time stays).
-    async fn revoke_token(&self, id: Id, at: Timestamp, audit: atrium_kernel::AuditRecord) -> Result<()>;
+    async fn revoke_token(&self, id: Id, at: Timestamp, effects: atrium_kernel::Effects) -> Result<()>;
 
     /// Sets `last_used_at = at` only if it is unset or older than `stale_before`, so
     /// instances sharing a database write it at most once per interval. Returns whether

@@ -159,7 +159,7 @@ impl DocsService {
         let now = self.clock.now();
         let audit =
             audit_of(by, now, "doc_token.revoke", "doc_token", Some(id), token.owner).with_after(serde_json::json!({"revoked": true}));
-        self.repo.revoke_token(id, now, audit).await?;
+        self.repo.revoke_token(id, now, atrium_kernel::Effects::audited(audit)).await?;
         log::info!("API token {id} revoked");
         self.repo.get_token(id).await?.ok_or(Error::NotFound("API token"))
     }

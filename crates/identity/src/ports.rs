@@ -1,6 +1,6 @@
 use crate::model::*;
 use async_trait::async_trait;
-use atrium_kernel::{AuditRecord, ContactTarget, Id, Page, PageRequest, Party, Result, Timestamp};
+use atrium_kernel::{AuditRecord, ContactTarget, Effects, Id, Page, PageRequest, Party, Result, Timestamp};
 
 /// Storage of every piece of identity state: the umbrella [`IdentityService`](crate::IdentityService)
 /// holds, made of one port per concern — [`LoginRepo`] (accounts by login identifier and their
@@ -113,7 +113,7 @@ pub trait AccountRepo: Send + Sync + 'static {
     /// Creates a pending tenant and its tenant-admin user in one transaction.
     /// MUST return `Conflict` if the username, phone or e-mail is taken.
     /// Stores `audit` completed with the new user (actor and target) and tenant.
-    async fn register_tenant(&self, registration: NewRegistration, audit: AuditRecord) -> Result<Registered>;
+    async fn register_tenant(&self, registration: NewRegistration, effects: Effects) -> Result<Registered>;
 
     /// Sets a new password hash, clears the lockout of the user's username, phone and e-mail,
     /// and revokes every session of the user.
@@ -176,12 +176,12 @@ pub trait UserRepo: Send + Sync + 'static {
     /// Whether a partner with this id exists.
     async fn partner_exists(&self, id: Id) -> Result<bool>;
     /// MUST return `Conflict` for a taken username, phone or e-mail.
-    async fn insert_user(&self, user: UserWithRoles, password_hash: String, audit: AuditRecord) -> Result<UserWithRoles>;
+    async fn insert_user(&self, user: UserWithRoles, password_hash: String, effects: Effects) -> Result<UserWithRoles>;
     /// Saves every field of `user`, what `write` asks besides (roles, password, sessions) and
     /// `audit` atomically. MUST return `Conflict` for a taken phone or e-mail.
-    async fn update_user(&self, user: UserWithRoles, write: UserWrite, audit: AuditRecord) -> Result<UserWithRoles>;
+    async fn update_user(&self, user: UserWithRoles, write: UserWrite, effects: Effects) -> Result<UserWithRoles>;
     /// Deletes the user and its sessions, and revokes the API tokens it issued.
-    async fn delete_user(&self, id: Id, audit: AuditRecord) -> Result<()>;
+    async fn delete_user(&self, id: Id, effects: Effects) -> Result<()>;
     /// Stores the audit record of a refused write (a create that hit a taken value).
     async fn record_refusal(&self, audit: AuditRecord) -> Result<()>;
 }
@@ -196,11 +196,11 @@ pub trait RoleRepo: Send + Sync + 'static {
     /// The role, if a caller of `scope` sees it.
     async fn get_role(&self, scope: Party, id: Id) -> Result<Option<Role>>;
     /// MUST return `Conflict` if the code is taken by the same owner.
-    async fn insert_role(&self, role: Role, audit: AuditRecord) -> Result<Role>;
+    async fn insert_role(&self, role: Role, effects: Effects) -> Result<Role>;
     /// Saves every field of `role` and `audit` atomically.
-    async fn update_role(&self, role: Role, audit: AuditRecord) -> Result<Role>;
+    async fn update_role(&self, role: Role, effects: Effects) -> Result<Role>;
     /// MUST return `Conflict` while users hold the role.
-    async fn delete_role(&self, id: Id, audit: AuditRecord) -> Result<()>;
+    async fn delete_role(&self, id: Id, effects: Effects) -> Result<()>;
 }
 
 #[cfg(any(test, feature = "mock"))]
@@ -254,7 +254,7 @@ mockall::mock! {
 
     #[async_trait]
     impl AccountRepo for IdentityRepo {
-        async fn register_tenant(&self, registration: NewRegistration, audit: AuditRecord) -> Result<Registered>;
+        async fn register_tenant(&self, registration: NewRegistration, effects: Effects) -> Result<Registered>;
         async fn reset_password(&self, user_id: Id, password_hash: &str, at: Timestamp, audit: AuditRecord) -> Result<()>;
         async fn platform_admin_exists(&self) -> Result<bool>;
         async fn create_platform_admin(

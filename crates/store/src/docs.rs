@@ -1,5 +1,5 @@
 //! [`DocsRepo`] over the database: projects, documents and API tokens.
-use crate::audit_log::{audit_created, write_audit};
+use crate::audit_log::audit_created;
 use crate::db::{Db, DbConn};
 use crate::error::db_error;
 use crate::schema::{doc_projects, doc_token_projects, doc_tokens, documents, tenants};
@@ -7,7 +7,7 @@ use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_docs::*;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{AuditRecord, Error, Id, Page, PageRequest, Party, PartyType, Result, Timestamp};
+use atrium_kernel::{Error, Id, Page, PageRequest, Party, PartyType, Result, Timestamp};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use std::collections::HashMap;
@@ -393,7 +393,7 @@ impl DocsRepo for DocsStore {
             .await
     }
 
-    async fn revoke_token(&self, id: Id, at: Timestamp, audit: AuditRecord) -> Result<()> {
+    async fn revoke_token(&self, id: Id, at: Timestamp, effects: atrium_kernel::Effects) -> Result<()> {
         self.db
             .write(move |conn| {
                 let revoked = diesel::update(doc_tokens::table.find(id).filter(doc_tokens::revoked_at.is_null()))
@@ -401,7 +401,7 @@ impl DocsRepo for DocsStore {
                     .execute(conn)
                     .map_err(db_error)?;
                 if revoked > 0 {
-                    write_audit(conn, &audit)?;
+                    crate::outbox::write(conn, &effects)?;
                 }
                 Ok(())
             })

@@ -7,7 +7,7 @@ use crate::token::{AccessClaims, TokenKeys, hash_code, hash_secret, random_token
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
 use atrium_kernel::secret::constant_time_eq;
-use atrium_kernel::{AuditRecord, Clock, ContactTarget, Error, Id, Result, Text, Timestamp};
+use atrium_kernel::{AuditRecord, Clock, ContactTarget, Effects, Error, Id, Result, Text, Timestamp};
 use chrono::Duration;
 use rand::Rng;
 use std::sync::Arc;
@@ -375,7 +375,9 @@ impl IdentityService {
         self.repo
             .register_tenant(
                 NewRegistration { tenant_name, name, username: target.as_str().to_owned(), phone, email, password_hash: hash, at: now },
-                AuditRecord::system(now, "tenant.register", "tenant", None).from_client(client.ip.clone(), client.request_id.clone()),
+                Effects::audited(
+                    AuditRecord::system(now, "tenant.register", "tenant", None).from_client(client.ip.clone(), client.request_id.clone()),
+                ),
             )
             .await
     }

@@ -2,7 +2,7 @@
 //! custom roles within their scope, never granting more than the creator holds.
 use atrium_kernel::Reason;
 use atrium_kernel::permission::is_known_permission;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, Id, Page, PageRequest, Party, PartyType, Result};
+use atrium_kernel::{Actor, AuditRecord, Clock, Effects, Error, Id, Page, PageRequest, Party, PartyType, Result};
 use std::sync::Arc;
 
 use super::SessionCache;
@@ -94,7 +94,7 @@ impl RoleService {
         };
         let audit =
             AuditRecord::by(actor, now, "role.create", "role", None).owned_by_party(actor.party).change(None, Some(&audit_json(&role)));
-        self.repo.insert_role(role, audit).await
+        self.repo.insert_role(role, Effects::audited(audit)).await
     }
 
     fn editable(&self, actor: &Actor, role: &Role) -> Result<()> {
@@ -128,7 +128,7 @@ impl RoleService {
         let audit = AuditRecord::by(actor, after.updated_at, "role.update", "role", Some(id))
             .owned_by_party(actor.party)
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
-        let saved = self.repo.update_role(after, audit).await?;
+        let saved = self.repo.update_role(after, Effects::audited(audit)).await?;
         // Every holder is affected.
         self.sessions.clear();
         Ok(saved)
@@ -141,6 +141,6 @@ impl RoleService {
         let audit = AuditRecord::by(actor, self.clock.now(), "role.delete", "role", Some(id))
             .owned_by_party(actor.party)
             .change(Some(&audit_json(&before)), None);
-        self.repo.delete_role(id, audit).await
+        self.repo.delete_role(id, Effects::audited(audit)).await
     }
 }

@@ -1,7 +1,7 @@
 //! User administration: the users of the caller's scope, their roles and status.
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{Actor, AuditRecord, Clock, Error, Id, Page, Party, Result, Timestamp};
+use atrium_kernel::{Actor, AuditRecord, Clock, Effects, Error, Id, Page, Party, Result, Timestamp};
 use std::sync::Arc;
 
 use super::SessionCache;
@@ -162,7 +162,7 @@ impl UserService {
         let user = UserWithRoles::new(user, &roles);
         let audit = AuditRecord::by(actor, now, "user.create", "user", None).owned_by_party(party).change(None, Some(&audit_json(&user)));
         let (username, phone, email) = (user.user.username.clone(), user.user.phone.clone(), user.user.email.clone());
-        match self.repo.insert_user(user, hash, audit).await {
+        match self.repo.insert_user(user, hash, Effects::audited(audit)).await {
             Err(Error::Conflict(reason, why)) => {
                 // A 409 tells the caller a value exists somewhere: keep a trace of who asked.
                 let refusal = AuditRecord::by(actor, now, "user.create_conflict", "user", None)
@@ -221,7 +221,7 @@ impl UserService {
         let audit = AuditRecord::by(actor, after.user.updated_at, action, "user", Some(id))
             .owned_by_party(before.user.party)
             .change(Some(&audit_json(&before)), Some(&audit_json(&after)));
-        let saved = self.repo.update_user(after, write, audit).await?;
+        let saved = self.repo.update_user(after, write, Effects::audited(audit)).await?;
         self.sessions.forget_user(id);
         Ok(saved)
     }
@@ -237,7 +237,7 @@ impl UserService {
         let audit = AuditRecord::by(actor, self.clock.now(), "user.delete", "user", Some(id))
             .owned_by_party(before.user.party)
             .change(Some(&audit_json(&before)), None);
-        self.repo.delete_user(id, audit).await?;
+        self.repo.delete_user(id, Effects::audited(audit)).await?;
         self.sessions.forget_user(id);
         Ok(())
     }

@@ -3,11 +3,12 @@ use super::users::insert_user;
 use super::{IdentityStore, clear_user_lockout};
 use crate::audit_log::{audit_created, write_audit};
 use crate::error::db_error;
+use crate::outbox;
 use crate::schema::{tenants, user_roles, users};
 use crate::time::to_db;
 use async_trait::async_trait;
 use atrium_identity::{AccountRepo, NewRegistration, Registered, User, UserStatus};
-use atrium_kernel::{AuditRecord, Id, Party, Result, Timestamp};
+use atrium_kernel::{AuditRecord, Effects, Id, Party, Result, Timestamp};
 use diesel::prelude::*;
 
 /// Role id of the built-in roles seeded by migration.
@@ -16,7 +17,7 @@ const TENANT_ADMIN_ROLE: Id = 3;
 
 #[async_trait]
 impl AccountRepo for IdentityStore {
-    async fn register_tenant(&self, r: NewRegistration, audit: AuditRecord) -> Result<Registered> {
+    async fn register_tenant(&self, r: NewRegistration, effects: Effects) -> Result<Registered> {
         self.db
             .write(move |conn| {
                 let at = to_db(r.at);
@@ -46,11 +47,13 @@ impl AccountRepo for IdentityStore {
                 };
                 let user_id = insert_user(conn, &user, &r.password_hash, &[TENANT_ADMIN_ROLE])?;
                 let user = User { id: user_id, ..user };
-                let audit = audit
-                    .acted_by(Some(user_id))
-                    .owned_by(None, Some(tenant_id))
-                    .with_after(serde_json::json!({"tenant_name": r.tenant_name, "username": r.username, "status": "pending"}));
-                audit_created(conn, audit, tenant_id)?;
+                let audit = effects.audit.map(|audit| {
+                    audit
+                        .acted_by(Some(user_id))
+                        .owned_by(None, Some(tenant_id))
+                        .with_after(serde_json::json!({"tenant_name": r.tenant_name, "username": r.username, "status": "pending"}))
+                });
+                outbox::write_created(conn, Effects { audit, ..effects }, tenant_id)?;
                 Ok(Registered { user, tenant_id, tenant_name: r.tenant_name })
             })
             .await

@@ -1,16 +1,16 @@
 //! [`RoleRepo`]: built-in and custom roles, scoped to the caller's party.
 use super::IdentityStore;
 use super::users::parse_permissions;
-use crate::audit_log::{audit_created, write_audit};
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
+use crate::outbox;
 use crate::schema::{roles, tenants, user_roles};
 use crate::time::{DbTime, from_db, to_db};
 use async_trait::async_trait;
 use atrium_identity::{Role, RoleRepo};
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{AuditRecord, Error, Id, Page, PageRequest, Party, PartyType, Result};
+use atrium_kernel::{Effects, Error, Id, Page, PageRequest, Party, PartyType, Result};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
@@ -107,7 +107,7 @@ impl RoleRepo for IdentityStore {
         self.db.run(move |conn| get(conn, scope, id)).await
     }
 
-    async fn insert_role(&self, r: Role, audit: AuditRecord) -> Result<Role> {
+    async fn insert_role(&self, r: Role, effects: Effects) -> Result<Role> {
         self.db
             .write(move |conn| {
                 let id: i64 = diesel::insert_into(roles::table)
@@ -128,13 +128,13 @@ impl RoleRepo for IdentityStore {
                         Error::Conflict(..) => Error::conflict(Reason::Duplicate, "a role with this code already exists"),
                         other => other,
                     })?;
-                audit_created(conn, audit, id)?;
+                outbox::write_created(conn, effects, id)?;
                 Ok(Role { id, builtin: false, ..r })
             })
             .await
     }
 
-    async fn update_role(&self, r: Role, audit: AuditRecord) -> Result<Role> {
+    async fn update_role(&self, r: Role, effects: Effects) -> Result<Role> {
         self.db
             .write(move |conn| {
                 let n = diesel::update(roles::table.find(r.id).filter(roles::builtin.eq(false)))
@@ -144,13 +144,13 @@ impl RoleRepo for IdentityStore {
                 if n == 0 {
                     return Err(Error::NotFound("role"));
                 }
-                write_audit(conn, &audit)?;
+                outbox::write(conn, &effects)?;
                 Ok(r)
             })
             .await
     }
 
-    async fn delete_role(&self, id: Id, audit: AuditRecord) -> Result<()> {
+    async fn delete_role(&self, id: Id, effects: Effects) -> Result<()> {
         self.db
             .write(move |conn| {
                 let holders: i64 = user_roles::table.filter(user_roles::role_id.eq(id)).count().get_result(conn).map_err(db_error)?;
@@ -161,7 +161,7 @@ impl RoleRepo for IdentityStore {
                 if n == 0 {
                     return Err(Error::NotFound("role"));
                 }
-                write_audit(conn, &audit)
+                outbox::write(conn, &effects)
             })
             .await
     }

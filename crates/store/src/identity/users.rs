@@ -1,16 +1,17 @@
 //! [`UserRepo`]: the administration's users, and the one way a user row is written
 //! ([`insert_user`]), which registration and the platform-admin bootstrap use too.
 use super::{IdentityStore, UserRow};
-use crate::audit_log::{audit_created, write_audit};
+use crate::audit_log::write_audit;
 use crate::db::{DbConn, MultiBackend};
 use crate::error::db_error;
 use crate::org::{count_up_to, like_pattern, lower, nothing, page, searchable, total};
+use crate::outbox;
 use crate::schema::{roles, tenants, user_roles, users};
 use crate::time::to_db;
 use async_trait::async_trait;
 use atrium_identity::{Role, RoleRef, User, UserQuery, UserRepo, UserSort, UserWithRoles, UserWrite};
 use atrium_kernel::StrEnum;
-use atrium_kernel::{AuditRecord, Error, Id, Page, Party, PermissionSet, Result, SortOrder};
+use atrium_kernel::{AuditRecord, Effects, Error, Id, Page, Party, PermissionSet, Result, SortOrder};
 use diesel::prelude::*;
 use std::collections::HashMap;
 
@@ -184,18 +185,18 @@ impl UserRepo for IdentityStore {
         self.db.run(move |conn| crate::org::tenants::partner_exists(conn, id)).await
     }
 
-    async fn insert_user(&self, u: UserWithRoles, password_hash: String, audit: AuditRecord) -> Result<UserWithRoles> {
+    async fn insert_user(&self, u: UserWithRoles, password_hash: String, effects: Effects) -> Result<UserWithRoles> {
         self.db
             .write(move |conn| {
                 let role_ids: Vec<Id> = u.roles.iter().map(|r| r.id).collect();
                 let id = insert_user(conn, &u.user, &password_hash, &role_ids)?;
-                audit_created(conn, audit, id)?;
+                outbox::write_created(conn, effects, id)?;
                 Ok(UserWithRoles { user: User { id, ..u.user }, ..u })
             })
             .await
     }
 
-    async fn update_user(&self, u: UserWithRoles, write: UserWrite, audit: AuditRecord) -> Result<UserWithRoles> {
+    async fn update_user(&self, u: UserWithRoles, write: UserWrite, effects: Effects) -> Result<UserWithRoles> {
         self.db
             .write(move |conn| {
                 let user = &u.user;
@@ -220,25 +221,28 @@ impl UserRepo for IdentityStore {
                     super::clear_user_lockout(conn, user.id)?;
                 }
                 if write.revoke_sessions {
-                    super::revoke_user_sessions(conn, user.id, &audit.action, user.updated_at)?;
+                    let reason = effects.audit.as_ref().map_or("user.update", |a| a.action.as_str());
+                    super::revoke_user_sessions(conn, user.id, reason, user.updated_at)?;
                 }
-                write_audit(conn, &audit)?;
+                outbox::write(conn, &effects)?;
                 Ok(u)
             })
             .await
     }
 
-    async fn delete_user(&self, id: Id, audit: AuditRecord) -> Result<()> {
+    async fn delete_user(&self, id: Id, effects: Effects) -> Result<()> {
+        // The API tokens it issued are revoked as of the deletion.
+        let at = effects.audit.as_ref().map_or_else(chrono::Utc::now, |a| a.at);
         self.db
             .write(move |conn| {
                 // Sessions, refresh tokens and role grants cascade with the row; the API
                 // tokens it issued are revoked.
-                crate::docs::revoke_tokens_issued_by(conn, &[id], audit.at)?;
+                crate::docs::revoke_tokens_issued_by(conn, &[id], at)?;
                 let n = diesel::delete(users::table.find(id)).execute(conn).map_err(db_error)?;
                 if n == 0 {
                     return Err(Error::NotFound("user"));
                 }
-                write_audit(conn, &audit)
+                outbox::write(conn, &effects)
             })
             .await
     }

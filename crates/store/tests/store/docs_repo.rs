@@ -139,8 +139,8 @@ store_test!(revoking_keeps_the_first_revocation_time, |db| {
     let t = repo.create_token(new_token("h", Owner::PLATFORM, ProjectGrant::All)).await.unwrap();
 
     let revoke = |at| AuditRecord::system(at, "doc_token.revoke", "doc_token", Some(t.id));
-    repo.revoke_token(t.id, t0() + Duration::hours(1), revoke(t0() + Duration::hours(1))).await.unwrap();
-    repo.revoke_token(t.id, t0() + Duration::hours(2), revoke(t0() + Duration::hours(2))).await.unwrap();
+    repo.revoke_token(t.id, t0() + Duration::hours(1), atrium_kernel::Effects::audited(revoke(t0() + Duration::hours(1)))).await.unwrap();
+    repo.revoke_token(t.id, t0() + Duration::hours(2), atrium_kernel::Effects::audited(revoke(t0() + Duration::hours(2)))).await.unwrap();
 
     assert_eq!(repo.get_token(t.id).await.unwrap().unwrap().revoked_at, Some(t0() + Duration::hours(1)));
     // The issue and the one revocation are audited with the token's id; the second changed nothing.

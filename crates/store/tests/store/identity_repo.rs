@@ -1,7 +1,7 @@
 //! Contract tests of the identity repository, on SQLite and (when configured) PostgreSQL.
 #![allow(clippy::unwrap_used)]
 use atrium_identity::*;
-use atrium_kernel::{AuditRecord, Error, Party, Timestamp};
+use atrium_kernel::{AuditRecord, Effects, Error, Party, Timestamp};
 use atrium_store::{Db, IdentityStore, store_test};
 use chrono::{Duration, TimeZone, Utc};
 
@@ -267,8 +267,8 @@ store_test!(registration_creates_a_pending_tenant_and_its_admin, |db| {
         at: t0(),
     };
 
-    let done = repo.register_tenant(reg(), audit("tenant.register")).await.unwrap();
-    let again = repo.register_tenant(reg(), audit("tenant.register")).await.unwrap_err();
+    let done = repo.register_tenant(reg(), Effects::audited(audit("tenant.register"))).await.unwrap();
+    let again = repo.register_tenant(reg(), Effects::audited(audit("tenant.register"))).await.unwrap_err();
 
     assert_eq!(done.user.party, Party::Tenant { tenant_id: done.tenant_id, partner_id: None });
     assert!(matches!(again, Error::Conflict(..)), "{again:?}");
@@ -343,7 +343,7 @@ store_test!(roles_in_use_cannot_be_deleted_and_builtins_never, |db| {
         created_at: t0(),
         updated_at: t0(),
     };
-    let role = s.insert_role(custom.clone(), role_audit("role.create", "role")).await.unwrap();
+    let role = s.insert_role(custom.clone(), Effects::audited(role_audit("role.create", "role"))).await.unwrap();
 
     let holder = User {
         id: 0,
@@ -358,17 +358,21 @@ store_test!(roles_in_use_cannot_be_deleted_and_builtins_never, |db| {
         updated_at: t0(),
     };
     let holder = s
-        .insert_user(UserWithRoles::new(holder, std::slice::from_ref(&role)), "hash".into(), role_audit("user.create", "user"))
+        .insert_user(
+            UserWithRoles::new(holder, std::slice::from_ref(&role)),
+            "hash".into(),
+            Effects::audited(role_audit("user.create", "user")),
+        )
         .await
         .unwrap();
     assert_eq!(s.get_user(Party::Platform, holder.user.id).await.unwrap().as_ref(), Some(&holder), "stored as returned");
 
-    let dup = s.insert_role(custom, role_audit("role.create", "role")).await.unwrap_err();
-    let builtin = s.delete_role(1, role_audit("role.delete", "role")).await.unwrap_err();
-    let in_use = s.delete_role(role.id, role_audit("role.delete", "role")).await.unwrap_err();
+    let dup = s.insert_role(custom, Effects::audited(role_audit("role.create", "role"))).await.unwrap_err();
+    let builtin = s.delete_role(1, Effects::audited(role_audit("role.delete", "role"))).await.unwrap_err();
+    let in_use = s.delete_role(role.id, Effects::audited(role_audit("role.delete", "role"))).await.unwrap_err();
     let write = UserWrite { role_ids: Some(vec![]), ..UserWrite::default() };
-    s.update_user(holder, write, role_audit("user.update", "user")).await.unwrap();
-    s.delete_role(role.id, role_audit("role.delete", "role")).await.unwrap();
+    s.update_user(holder, write, Effects::audited(role_audit("user.update", "user"))).await.unwrap();
+    s.delete_role(role.id, Effects::audited(role_audit("role.delete", "role"))).await.unwrap();
 
     assert!(matches!(dup, Error::Conflict(..)));
     assert!(matches!(builtin, Error::NotFound(_)));

@@ -94,7 +94,7 @@ async fn a_new_user_holds_the_granted_roles_and_their_permissions() {
             u.roles.iter().map(|r| r.id).collect::<Vec<_>>() == [4, 5]
                 && u.permissions == ["employee:read", "payroll:read"]
                 && hash == "hashed"
-                && audit.action == "user.create"
+                && audit.audit.as_ref().is_some_and(|a| a.action == "user.create")
         })
         .times(1)
         .returning(|u, _, _| Ok(UserWithRoles { user: User { id: 77, ..u.user }, ..u }));
@@ -126,7 +126,11 @@ async fn disabling_a_user_ends_its_sessions_and_drops_it_from_the_session_cache(
     let mut repo = MockUserRepo::new();
     repo.expect_get_user().times(1).returning(|_, id| Ok(Some(tenant_user(id, &["employee:read"]))));
     repo.expect_update_user()
-        .withf(|u, write, audit| u.user.status == UserStatus::Disabled && write.revoke_sessions && audit.action == "user.status")
+        .withf(|u, write, audit| {
+            u.user.status == UserStatus::Disabled
+                && write.revoke_sessions
+                && audit.audit.as_ref().is_some_and(|a| a.action == "user.status")
+        })
         .times(1)
         .returning(|u, _, _| Ok(u));
     let cache = sessions();
