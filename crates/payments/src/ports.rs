@@ -12,7 +12,7 @@ use crate::sharing::{
 use async_trait::async_trait;
 use atrium_kernel::PayParams;
 use atrium_kernel::RefundStatus;
-use atrium_kernel::{AuditRecord, Id, Page, Party, Result, Secret, Timestamp};
+use atrium_kernel::{Id, Page, Party, Result, Secret, Timestamp};
 use chrono::NaiveDate;
 
 /// Storage of payment configurations, transactions, refunds and seen notifications.
@@ -35,7 +35,7 @@ pub trait PaymentRepo: Send + Sync + 'static {
     ///   sub-merchant; a unique index);
     /// - `settled_first` is set and the tenant has a transaction or refund that is not final
     ///   ([`PaymentRepo::unfinished`]), counted in the same write transaction.
-    async fn put_config(&self, config: PaymentConfig, audit: AuditRecord, settled_first: bool) -> Result<PaymentConfig>;
+    async fn put_config(&self, config: PaymentConfig, effects: Effects, settled_first: bool) -> Result<PaymentConfig>;
     /// How many of the tenant's platform transactions are not final (unpaid, neither closed
     /// nor holding a discrepancy) plus how many of its refunds are still processing.
     async fn unfinished(&self, tenant_id: Id) -> Result<u64>;
@@ -45,7 +45,7 @@ pub trait PaymentRepo: Send + Sync + 'static {
     async fn get_provider(&self) -> Result<Option<ProviderConfig>>;
     /// Inserts or replaces the platform's one service-provider account with its audit record,
     /// in one transaction, and returns what it stored.
-    async fn put_provider(&self, config: ProviderConfig, audit: AuditRecord) -> Result<ProviderConfig>;
+    async fn put_provider(&self, config: ProviderConfig, effects: Effects) -> Result<ProviderConfig>;
 
     /// Whether partner `partner_id` exists in `scope` (the platform sees every partner, a
     /// partner itself only, a tenant none).
@@ -57,7 +57,7 @@ pub trait PaymentRepo: Send + Sync + 'static {
     /// - `NotFound` when the partner does not exist;
     /// - `Conflict` (`TryAgain`), writing nothing, when the partner already has a plan of
     ///   `plan.version` (another change came first: the caller read an older version).
-    async fn put_share_plan(&self, plan: SharePlan, audit: AuditRecord) -> Result<SharePlan>;
+    async fn put_share_plan(&self, plan: SharePlan, effects: Effects) -> Result<SharePlan>;
     /// The tenants collecting as sub-merchants (payment configuration in `sub_merchant` mode)
     /// — those of `partner_id` when given, else all — each with its partner's current plan.
     async fn sub_merchant_tenants(&self, partner_id: Option<Id>) -> Result<Vec<SubMerchantTenant>>;

@@ -1,7 +1,6 @@
 //! [`PaymentRepo`]: payment configurations (secrets encrypted), transactions, refunds and the
 //! notifications already processed. A refund reservation is one write transaction holding the
 //! transaction's row lock, so concurrent refunds never together exceed what was paid.
-use crate::audit_log::write_audit;
 use crate::crypto::FieldCipher;
 use crate::db::{Db, DbConn, first_for_update, on_backend};
 use crate::discrepancies;
@@ -21,7 +20,7 @@ use crate::time::{DbTime, DbTimeOpt, from_db, to_db};
 use async_trait::async_trait;
 use atrium_kernel::Reason;
 use atrium_kernel::StrEnum;
-use atrium_kernel::{AuditRecord, Error, Id, Money, Page, Party, Result, Timestamp};
+use atrium_kernel::{Error, Id, Money, Page, Party, Result, Timestamp};
 use atrium_payments::{
     Discrepancy, DiscrepancyQuery, Earner, EarningsGroup, EarningsRow, Effects, MerchantCredentials, NewDiscrepancy, PaymentConfig,
     PaymentMethod, PaymentMode, PaymentRepo, PaymentTenant, ProviderConfig, Refund, RefundReservation, RefundRule, RefundStatus,
@@ -568,7 +567,7 @@ impl PaymentRepo for PaymentStore {
             .await
     }
 
-    async fn put_config(&self, config: PaymentConfig, audit: AuditRecord, settled_first: bool) -> Result<PaymentConfig> {
+    async fn put_config(&self, config: PaymentConfig, effects: Effects, settled_first: bool) -> Result<PaymentConfig> {
         let row = config_row(&config, &self.cipher)?;
         self.db
             .write(move |conn| {
@@ -595,7 +594,7 @@ impl PaymentRepo for PaymentStore {
                     ),
                     other => other,
                 })?;
-                write_audit(conn, &audit)?;
+                outbox::write(conn, &effects)?;
                 Ok(config)
             })
             .await
@@ -616,7 +615,7 @@ impl PaymentRepo for PaymentStore {
             .await
     }
 
-    async fn put_provider(&self, config: ProviderConfig, audit: AuditRecord) -> Result<ProviderConfig> {
+    async fn put_provider(&self, config: ProviderConfig, effects: Effects) -> Result<ProviderConfig> {
         let row = provider_row(&config, &self.cipher)?;
         self.db
             .write(move |conn| {
@@ -627,7 +626,7 @@ impl PaymentRepo for PaymentStore {
                     .set(&row)
                     .execute(c))
                 .map_err(db_error)?;
-                write_audit(conn, &audit)?;
+                outbox::write(conn, &effects)?;
                 Ok(config)
             })
             .await
@@ -641,11 +640,11 @@ impl PaymentRepo for PaymentStore {
         self.db.run(move |conn| share_plans::current_plan(conn, partner_id)).await
     }
 
-    async fn put_share_plan(&self, plan: SharePlan, audit: AuditRecord) -> Result<SharePlan> {
+    async fn put_share_plan(&self, plan: SharePlan, effects: Effects) -> Result<SharePlan> {
         self.db
             .write(move |conn| {
                 share_plans::insert_plan(conn, &plan)?;
-                write_audit(conn, &audit)?;
+                outbox::write(conn, &effects)?;
                 Ok(plan)
             })
             .await

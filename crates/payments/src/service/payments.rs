@@ -284,7 +284,7 @@ impl PaymentService {
             Some(_) => "payment_config.update",
         };
         let audit = self.audit(actor, tenant, action, before.as_ref(), &config);
-        let stored = self.repo.put_config(config, audit, switching).await?;
+        let stored = self.repo.put_config(config, Effects::audited(audit), switching).await?;
         Ok(self.view(&stored))
     }
 
@@ -298,7 +298,7 @@ impl PaymentService {
         config.credentials = self.uploaded(&before.credentials, upload)?;
         config.updated_at = self.clock.now();
         let audit = self.audit(actor, tenant, "payment_config.upload_keys", Some(&before), &config);
-        let stored = self.repo.put_config(config, audit, false).await?;
+        let stored = self.repo.put_config(config, Effects::audited(audit), false).await?;
         Ok(self.view(&stored))
     }
 

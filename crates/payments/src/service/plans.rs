@@ -111,7 +111,7 @@ impl PaymentService {
         let audit = AuditRecord::by(actor, plan.created_at, action, "share_plan", Some(partner_id))
             .owned_by(Some(partner_id), None)
             .change(before.as_ref().and_then(as_json).as_ref(), as_json(&plan).as_ref());
-        let stored = self.repo.put_share_plan(plan, audit).await?;
+        let stored = self.repo.put_share_plan(plan, Effects::audited(audit)).await?;
         Ok(SharePlanView::of(&stored, provider.as_ref()))
     }
 

@@ -85,7 +85,7 @@ impl PaymentService {
         config.updated_at = now;
         let action = if before.is_some() { "pay_provider.update" } else { "pay_provider.create" };
         let audit = self.provider_audit(actor, action, before.as_ref(), &config);
-        let stored = self.repo.put_provider(config, audit).await?;
+        let stored = self.repo.put_provider(config, Effects::audited(audit)).await?;
         Ok((&stored).into())
     }
 
@@ -115,7 +115,7 @@ impl PaymentService {
         config.credentials = self.uploaded(&before.credentials, upload)?;
         config.updated_at = self.clock.now();
         let audit = self.provider_audit(actor, "pay_provider.upload_keys", Some(&before), &config);
-        let stored = self.repo.put_provider(config, audit).await?;
+        let stored = self.repo.put_provider(config, Effects::audited(audit)).await?;
         Ok((&stored).into())
     }
 

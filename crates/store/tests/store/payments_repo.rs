@@ -235,7 +235,7 @@ store_test!(a_config_round_trips_with_its_secrets_encrypted_at_rest, |db| {
     let f = fixture(&db).await;
     assert_eq!(f.repo.get_config(f.tenant).await.unwrap(), None);
 
-    let stored = f.repo.put_config(config(f.tenant), config_audit(f.tenant), false).await.unwrap();
+    let stored = f.repo.put_config(config(f.tenant), Effects::audited(config_audit(f.tenant)), false).await.unwrap();
 
     assert_eq!(stored, config(f.tenant));
     assert_eq!(f.repo.get_config(f.tenant).await.unwrap(), Some(config(f.tenant)));
@@ -260,7 +260,7 @@ store_test!(a_config_round_trips_with_its_secrets_encrypted_at_rest, |db| {
 
 store_test!(a_second_put_replaces_the_config_and_a_cleared_secret_is_gone, |db| {
     let f = fixture(&db).await;
-    f.repo.put_config(config(f.tenant), config_audit(f.tenant), false).await.unwrap();
+    f.repo.put_config(config(f.tenant), Effects::audited(config_audit(f.tenant)), false).await.unwrap();
     let changed = PaymentConfig {
         mchid: "1900000110".into(),
         credentials: MerchantCredentials { api_v3_key: None, ..credentials() },
@@ -269,7 +269,7 @@ store_test!(a_second_put_replaces_the_config_and_a_cleared_secret_is_gone, |db| 
         ..config(f.tenant)
     };
 
-    f.repo.put_config(changed.clone(), config_audit(f.tenant), false).await.unwrap();
+    f.repo.put_config(changed.clone(), Effects::audited(config_audit(f.tenant)), false).await.unwrap();
 
     assert_eq!(f.repo.get_config(f.tenant).await.unwrap(), Some(changed));
     let mut conn = db.conn().unwrap();
@@ -281,7 +281,7 @@ store_test!(a_second_put_replaces_the_config_and_a_cleared_secret_is_gone, |db| 
 store_test!(a_config_for_a_missing_tenant_is_refused_and_writes_no_audit, |db| {
     let f = fixture(&db).await;
 
-    let err = f.repo.put_config(config(f.tenant + 1000), config_audit(f.tenant), false).await.unwrap_err();
+    let err = f.repo.put_config(config(f.tenant + 1000), Effects::audited(config_audit(f.tenant)), false).await.unwrap_err();
 
     assert!(matches!(err, Error::Conflict(..)), "{err:?}");
     let mut conn = db.conn().unwrap();
@@ -1089,9 +1089,9 @@ store_test!(the_provider_account_round_trips_once_with_its_secrets_encrypted_at_
     assert_eq!(f.repo.get_provider().await.unwrap(), None);
     let audit = || AuditRecord::system(t0(), "pay_provider.update", "pay_provider", None);
 
-    f.repo.put_provider(provider(), audit()).await.unwrap();
+    f.repo.put_provider(provider(), Effects::audited(audit())).await.unwrap();
     let changed = ProviderConfig { platform_bp: 0, sp_name: None, updated_at: t0() + Duration::seconds(1), ..provider() };
-    f.repo.put_provider(changed.clone(), audit()).await.unwrap();
+    f.repo.put_provider(changed.clone(), Effects::audited(audit())).await.unwrap();
 
     assert_eq!(f.repo.get_provider().await.unwrap(), Some(changed));
     let mut conn = db.conn().unwrap();
@@ -1106,22 +1106,22 @@ store_test!(the_provider_account_round_trips_once_with_its_secrets_encrypted_at_
 
 store_test!(a_sub_merchant_configuration_round_trips_and_one_sub_merchant_has_one_tenant, |db| {
     let f = fixture(&db).await;
-    f.repo.put_config(sub_config(f.tenant, "1900000201"), config_audit(f.tenant), false).await.unwrap();
+    f.repo.put_config(sub_config(f.tenant, "1900000201"), Effects::audited(config_audit(f.tenant)), false).await.unwrap();
 
-    let taken = f.repo.put_config(sub_config(f.other, "1900000201"), config_audit(f.other), false).await.unwrap_err();
+    let taken = f.repo.put_config(sub_config(f.other, "1900000201"), Effects::audited(config_audit(f.other)), false).await.unwrap_err();
 
     assert_eq!(f.repo.get_config(f.tenant).await.unwrap(), Some(sub_config(f.tenant, "1900000201")));
     assert!(matches!(taken, Error::Conflict(Reason::Duplicate, ref m) if m.contains("1900000201")), "{taken:?}");
     assert_eq!(f.repo.get_config(f.other).await.unwrap(), None, "nothing written");
     // Two tenants without a sub-merchant are no conflict.
-    f.repo.put_config(config(f.other), config_audit(f.other), false).await.unwrap();
+    f.repo.put_config(config(f.other), Effects::audited(config_audit(f.other)), false).await.unwrap();
 });
 
 store_test!(a_switch_of_mode_waits_until_every_payment_and_refund_is_final, |db| {
     let f = fixture(&db).await;
-    f.repo.put_config(config(f.tenant), config_audit(f.tenant), false).await.unwrap();
+    f.repo.put_config(config(f.tenant), Effects::audited(config_audit(f.tenant)), false).await.unwrap();
     let unpaid = f.repo.insert_transaction(transaction(f.tenant, "T0000001", 100), none()).await.unwrap();
-    let switch = || f.repo.put_config(sub_config(f.tenant, "1900000201"), config_audit(f.tenant), true);
+    let switch = || f.repo.put_config(sub_config(f.tenant, "1900000201"), Effects::audited(config_audit(f.tenant)), true);
 
     assert_eq!(f.repo.unfinished(f.tenant).await.unwrap(), 1);
     let refused = switch().await.unwrap_err();
@@ -1186,15 +1186,16 @@ store_test!(share_plans_are_versioned_the_latest_is_current_and_a_version_is_nev
     assert!(!f.repo.partner(Party::Tenant { tenant_id: f.tenant, partner_id: Some(f.partner) }, f.partner).await.unwrap());
     assert!(!f.repo.partner(Party::Platform, f.partner + 100).await.unwrap());
 
-    f.repo.put_share_plan(share_plan(f.partner, 1, Some(500)), plan_audit(f.partner)).await.unwrap();
+    f.repo.put_share_plan(share_plan(f.partner, 1, Some(500)), Effects::audited(plan_audit(f.partner))).await.unwrap();
     let person = SharePlan {
         platform_bp: Some(0),
         receiver: Receiver { kind: ReceiverType::PersonalOpenid, account: "o-ann".into(), name: None },
         ..share_plan(f.partner, 2, None)
     };
-    f.repo.put_share_plan(person.clone(), plan_audit(f.partner)).await.unwrap();
-    let again = f.repo.put_share_plan(share_plan(f.partner, 2, Some(900)), plan_audit(f.partner)).await.unwrap_err();
-    let missing = f.repo.put_share_plan(share_plan(f.partner + 100, 1, Some(1)), plan_audit(f.partner + 100)).await.unwrap_err();
+    f.repo.put_share_plan(person.clone(), Effects::audited(plan_audit(f.partner))).await.unwrap();
+    let again = f.repo.put_share_plan(share_plan(f.partner, 2, Some(900)), Effects::audited(plan_audit(f.partner))).await.unwrap_err();
+    let missing =
+        f.repo.put_share_plan(share_plan(f.partner + 100, 1, Some(1)), Effects::audited(plan_audit(f.partner + 100))).await.unwrap_err();
 
     assert_eq!(f.repo.share_plan(f.partner).await.unwrap(), Some(person));
     assert!(matches!(again, Error::Conflict(Reason::TryAgain, _)), "{again:?}");
@@ -1204,12 +1205,14 @@ store_test!(share_plans_are_versioned_the_latest_is_current_and_a_version_is_nev
 
 store_test!(concurrent_changes_of_one_plan_store_one_version_each, |db| {
     let f = Arc::new(fixture(&db).await);
-    f.repo.put_share_plan(share_plan(f.partner, 1, Some(500)), plan_audit(f.partner)).await.unwrap();
+    f.repo.put_share_plan(share_plan(f.partner, 1, Some(500)), Effects::audited(plan_audit(f.partner))).await.unwrap();
 
     let racing: Vec<_> = (0..8)
         .map(|i| {
             let f = f.clone();
-            tokio::spawn(async move { f.repo.put_share_plan(share_plan(f.partner, 2, Some(600 + i)), plan_audit(f.partner)).await })
+            tokio::spawn(async move {
+                f.repo.put_share_plan(share_plan(f.partner, 2, Some(600 + i)), Effects::audited(plan_audit(f.partner))).await
+            })
         })
         .collect();
     let mut won = Vec::new();
@@ -1232,11 +1235,11 @@ store_test!(sub_merchant_tenants_come_with_their_partners_current_plan, |db| {
         .insert_tenant(Tenant::draft(None, "Own", t0()), Effects::audited(AuditRecord::system(t0(), "tenant.create", "tenant", None)))
         .await
         .unwrap();
-    f.repo.put_config(sub_config(f.tenant, "1900000201"), config_audit(f.tenant), false).await.unwrap();
-    f.repo.put_config(sub_config(f.other, "1900000202"), config_audit(f.other), false).await.unwrap();
-    f.repo.put_config(config(own.id), config_audit(own.id), false).await.unwrap();
-    f.repo.put_share_plan(share_plan(f.partner, 1, Some(500)), plan_audit(f.partner)).await.unwrap();
-    f.repo.put_share_plan(share_plan(f.partner, 2, Some(700)), plan_audit(f.partner)).await.unwrap();
+    f.repo.put_config(sub_config(f.tenant, "1900000201"), Effects::audited(config_audit(f.tenant)), false).await.unwrap();
+    f.repo.put_config(sub_config(f.other, "1900000202"), Effects::audited(config_audit(f.other)), false).await.unwrap();
+    f.repo.put_config(config(own.id), Effects::audited(config_audit(own.id)), false).await.unwrap();
+    f.repo.put_share_plan(share_plan(f.partner, 1, Some(500)), Effects::audited(plan_audit(f.partner))).await.unwrap();
+    f.repo.put_share_plan(share_plan(f.partner, 2, Some(700)), Effects::audited(plan_audit(f.partner))).await.unwrap();
 
     let all = f.repo.sub_merchant_tenants(None).await.unwrap();
     let of_partner = f.repo.sub_merchant_tenants(Some(f.partner)).await.unwrap();

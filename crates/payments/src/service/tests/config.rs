@@ -34,7 +34,7 @@ async fn putting_a_first_configuration_stores_it_disabled_with_an_audit_record()
     let seen = Arc::new(Mutex::new(None));
     let keep = seen.clone();
     repo.expect_put_config().times(1).returning(move |c, audit, _| {
-        *keep.lock().unwrap() = Some(audit);
+        *keep.lock().unwrap() = audit.audit;
         Ok(c)
     });
     let svc = svc(repo, MockPayPlatform::new());

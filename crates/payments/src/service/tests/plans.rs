@@ -64,7 +64,7 @@ fn storing(repo: &mut MockPaymentRepo) -> Arc<Mutex<Vec<(SharePlan, AuditRecord)
     let seen = Arc::new(Mutex::new(Vec::new()));
     let keep = seen.clone();
     repo.expect_put_share_plan().returning(move |p, audit| {
-        keep.lock().unwrap().push((p.clone(), audit));
+        keep.lock().unwrap().push((p.clone(), audit.audit.expect("audited")));
         Ok(p)
     });
     seen

@@ -112,7 +112,7 @@ async fn a_new_provider_account_is_stored_disabled_audited_and_shown_without_its
     let seen = Arc::new(Mutex::new(None));
     let keep = seen.clone();
     repo.expect_put_provider().times(1).returning(move |c, audit| {
-        *keep.lock().unwrap() = Some((c.clone(), audit));
+        *keep.lock().unwrap() = Some((c.clone(), audit.audit.expect("audited")));
         Ok(c)
     });
     let svc = svc(repo, MockPayPlatform::new());
@@ -235,7 +235,7 @@ async fn switching_mode_keeps_the_direct_account_and_asks_the_store_to_check_not
     let seen = Arc::new(Mutex::new(Vec::new()));
     let keep = seen.clone();
     repo.expect_put_config().times(1).returning(move |c, audit, settled_first| {
-        keep.lock().unwrap().push((c.clone(), audit.action, settled_first));
+        keep.lock().unwrap().push((c.clone(), audit.audit.expect("audited").action, settled_first));
         Ok(c)
     });
     let svc = svc(repo, allowing(3000));
