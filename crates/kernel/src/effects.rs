@@ -45,18 +45,6 @@ impl Effects {
         Effects { audit, ..Effects::default() }
     }
 
-    /// With `job` queued too.
-    pub fn with_job(mut self, job: NewJob) -> Self {
-        self.jobs.push(job);
-        self
-    }
-
-    /// With the jobs of `jobs` queued too.
-    pub fn with_jobs(mut self, jobs: impl IntoIterator<Item = NewJob>) -> Self {
-        self.jobs.extend(jobs);
-        self
-    }
-
     /// With `event` published too.
     pub fn with_event(mut self, event: Event) -> Self {
         self.events.push(event);
@@ -67,11 +55,6 @@ impl Effects {
     pub fn with_events(mut self, events: impl IntoIterator<Item = Event>) -> Self {
         self.events.extend(events);
         self
-    }
-
-    /// True when there is nothing to store besides the change.
-    pub fn is_empty(&self) -> bool {
-        self.audit.is_none() && self.jobs.is_empty() && self.events.is_empty()
     }
 
     /// The effects of a create, once the created record's id is known: the audit entry names
@@ -169,12 +152,5 @@ mod tests {
         assert_eq!(effects.events[0].subject, Some(9));
         assert_eq!(effects.events[0].data, json!({"id": 9, "tenant_id": 7, "name": "Li"}));
         assert_eq!(effects.events[1], kept, "an event that names its record keeps it");
-    }
-
-    #[test]
-    fn effects_are_empty_only_without_audit_jobs_and_events() {
-        assert!(Effects::none().is_empty());
-        assert!(!Effects::none().with_event(Event::new("webhook.test", at(), None, None, json!({}))).is_empty());
-        assert!(!Effects::maybe_audited(Some(AuditRecord::system(at(), "x.y", "x", None))).is_empty());
     }
 }

@@ -30,10 +30,9 @@ pub fn employee_created(e: &Employee, at: Timestamp) -> Event {
     Event::new(EMPLOYEE_CREATED, at, Some(e.tenant_id), None, employee_data(e))
 }
 
-/// `employee.updated` from `before` to `after`, naming the changed fields; `None` when no
-/// field changed.
-pub fn employee_updated(before: &Employee, after: &Employee, at: Timestamp) -> Option<Event> {
-    let (old, new) = (serde_json::to_value(before).unwrap_or_default(), serde_json::to_value(after).unwrap_or_default());
+/// `employee.updated` of `after`, naming the fields that differ between `old` and `new` (the
+/// employee before and after the change, serialised); `None` when no field changed.
+pub fn employee_updated(after: &Employee, old: &Value, new: &Value, at: Timestamp) -> Option<Event> {
     let (Value::Object(old), Value::Object(new)) = (old, new) else { return None };
     let changed: Vec<&String> = new.iter().filter(|(k, v)| *k != "updated_at" && old.get(*k) != Some(*v)).map(|(k, _)| k).collect();
     if changed.is_empty() {

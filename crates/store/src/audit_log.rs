@@ -6,15 +6,35 @@ use crate::time::to_db;
 use atrium_kernel::{AuditRecord, Id, Result};
 use diesel::prelude::*;
 
+/// The partners of the tenants a write's records belong to, each looked up once per write
+/// (the audit entry and the events of one change mostly belong to one tenant).
+#[derive(Default)]
+pub(crate) struct Owners(Vec<(Id, Option<Id>)>);
+
+impl Owners {
+    /// The partner of a record owned by `partner` and `tenant`: `partner` when given, else
+    /// the tenant's partner now (none for a record of no tenant).
+    pub(crate) fn partner(&mut self, conn: &mut DbConn, partner: Option<Id>, tenant: Option<Id>) -> Result<Option<Id>> {
+        let (None, Some(tenant)) = (partner, tenant) else { return Ok(partner) };
+        if let Some(&(_, known)) = self.0.iter().find(|(t, _)| *t == tenant) {
+            return Ok(known);
+        }
+        let found =
+            tenants::table.find(tenant).select(tenants::partner_id).first::<Option<Id>>(conn).optional().map_err(db_error)?.flatten();
+        self.0.push((tenant, found));
+        Ok(found)
+    }
+}
+
 /// Appends an audit record inside the caller's transaction. A record owned by a tenant gets
 /// the tenant's partner here, so services need not look it up before writing.
 pub(crate) fn write_audit(conn: &mut DbConn, a: &AuditRecord) -> Result<()> {
-    let partner_id = match (a.partner_id, a.tenant_id) {
-        (None, Some(tenant)) => {
-            tenants::table.find(tenant).select(tenants::partner_id).first::<Option<Id>>(conn).optional().map_err(db_error)?.flatten()
-        }
-        (partner, _) => partner,
-    };
+    insert_audit(conn, a, &mut Owners::default())
+}
+
+/// [`write_audit`], with the tenants' partners looked up so far in this write.
+pub(crate) fn insert_audit(conn: &mut DbConn, a: &AuditRecord, owners: &mut Owners) -> Result<()> {
+    let partner_id = owners.partner(conn, a.partner_id, a.tenant_id)?;
     diesel::insert_into(audit_logs::table)
         .values((
             audit_logs::at.eq(to_db(a.at)),

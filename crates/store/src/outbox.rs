@@ -2,22 +2,23 @@
 //! stored by one function in the caller's database transaction, so the change and its effects
 //! commit together or not at all. Every repository's write goes through [`write`] (or
 //! [`write_created`] for a create, whose id is known only after the insert).
-use crate::audit_log::write_audit;
+use crate::audit_log::{Owners, insert_audit};
 use crate::db::DbConn;
 use crate::error::db_error;
 use crate::jobs::enqueue_in;
-use crate::schema::{events, tenants};
+use crate::schema::events;
 use crate::time::to_db;
 use atrium_kernel::{Effects, Event, Id, Result};
 use diesel::prelude::*;
 
 /// Stores `effects` within the caller's transaction.
 pub(crate) fn write(conn: &mut DbConn, effects: &Effects) -> Result<()> {
+    let mut owners = Owners::default();
     if let Some(audit) = &effects.audit {
-        write_audit(conn, audit)?;
+        insert_audit(conn, audit, &mut owners)?;
     }
     for event in &effects.events {
-        write_event(conn, event)?;
+        write_event(conn, event, &mut owners)?;
     }
     for job in &effects.jobs {
         enqueue_in(conn, job)?;
@@ -32,13 +33,8 @@ pub(crate) fn write_created(conn: &mut DbConn, effects: Effects, id: Id) -> Resu
 }
 
 /// Stores one event; its partner, when not given, is its tenant's partner now.
-fn write_event(conn: &mut DbConn, e: &Event) -> Result<Id> {
-    let partner_id = match (e.partner_id, e.tenant_id) {
-        (None, Some(tenant)) => {
-            tenants::table.find(tenant).select(tenants::partner_id).first::<Option<Id>>(conn).optional().map_err(db_error)?.flatten()
-        }
-        (partner, _) => partner,
-    };
+fn write_event(conn: &mut DbConn, e: &Event, owners: &mut Owners) -> Result<()> {
+    let partner_id = owners.partner(conn, e.partner_id, e.tenant_id)?;
     let values = (
         events::kind.eq(e.kind),
         events::tenant_id.eq(e.tenant_id),
@@ -48,9 +44,6 @@ fn write_event(conn: &mut DbConn, e: &Event) -> Result<Id> {
         events::occurred_at.eq(to_db(e.at)),
         events::created_at.eq(to_db(chrono::Utc::now())),
     );
-    match conn {
-        DbConn::Pg(c) => diesel::insert_into(events::table).values(values).returning(events::id).get_result(c),
-        DbConn::Sqlite(c) => diesel::insert_into(events::table).values(values).returning(events::id).get_result(c),
-    }
-    .map_err(db_error)
+    diesel::insert_into(events::table).values(values).execute(conn).map_err(db_error)?;
+    Ok(())
 }

@@ -104,10 +104,12 @@ impl EmployeeService {
         apply(&mut a.openid, p.openid, |v| v.map(Text::into_string));
         a.updated_at = self.clock.now();
         let action = if a.status != before.status { "employee.status" } else { "employee.update" };
+        // Serialised once: the audit entry keeps the changed fields, the event names them.
+        let (old, new) = (audit_json(&before), audit_json(&a));
         let audit = AuditRecord::by(actor, a.updated_at, action, "employee", Some(id))
             .owned_by(None, Some(a.tenant_id))
-            .change(Some(&audit_json(&before)), Some(&audit_json(&a)));
-        let effects = Effects::audited(audit).with_events(events::employee_updated(&before, &a, a.updated_at));
+            .change(Some(&old), Some(&new));
+        let effects = Effects::audited(audit).with_events(events::employee_updated(&a, &old, &new, a.updated_at));
         self.repo.update_employee(a, effects).await
     }
 

@@ -111,7 +111,8 @@ store_test!(an_employees_events_are_written_with_its_changes_and_a_refused_write
     let e = s.insert_employee(first.clone(), created(&first)).await.unwrap();
     let refused = s.insert_employee(first.clone(), created(&first)).await;
     let renamed = Employee { name: "Renamed".into(), ..e.clone() };
-    let updated = atrium_org::events::employee_updated(&e, &renamed, t0());
+    let updated =
+        atrium_org::events::employee_updated(&renamed, &serde_json::to_value(&e).unwrap(), &serde_json::to_value(&renamed).unwrap(), t0());
     s.update_employee(renamed.clone(), Effects::audited(audit("employee.update", "employee")).with_events(updated)).await.unwrap();
     s.delete_employee(
         e.id,
